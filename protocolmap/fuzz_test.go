@@ -1,0 +1,45 @@
+package protocolmap_test
+
+import (
+	"testing"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// FuzzParse checks that Parse never panics, that what it accepts prints in a
+// form it accepts again with the same meaning, and that every key is upper
+// case.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"", "CLIENT:SASL_SSL", "a:ssl, b : plaintext ,", "A:B:SSL", ",x:SSL",
+		"client:SSL,CLIENT:SSL", ":SSL", "X:tls", "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		m, err := protocolmap.Parse(value)
+		if err != nil {
+			return
+		}
+		for name, p := range m {
+			if !p.Valid() {
+				t.Fatalf("invalid protocol %d for %q", p, name)
+			}
+			if n, err := protocolmap.ParseListenerName(string(name)); err != nil || n != name {
+				t.Fatalf("key %q is not a normalised listener name", name)
+			}
+		}
+		again, err := protocolmap.Parse(m.String())
+		if err != nil {
+			t.Fatalf("Parse(%q) = %v, but its String %q does not parse: %v", value, m, m.String(), err)
+		}
+		if len(again) != len(m) {
+			t.Fatalf("round trip changed size: %v -> %v", m, again)
+		}
+		for k, v := range m {
+			if again[k] != v {
+				t.Fatalf("round trip changed %s: %v -> %v", k, v, again[k])
+			}
+		}
+	})
+}
