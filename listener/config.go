@@ -1,0 +1,374 @@
+package listener
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// The configuration keys that Resolve reads, with Kafka's names.
+const (
+	KeyListeners                   = "listeners"
+	KeyAdvertisedListeners         = "advertised.listeners"
+	KeySecurityProtocolMap         = protocolmap.Key
+	KeyInterBrokerListenerName     = "inter.broker.listener.name"
+	KeyInterBrokerSecurityProtocol = "security.inter.broker.protocol"
+	KeyControlPlaneListenerName    = "control.plane.listener.name"
+)
+
+// DefaultListeners is Kafka's default value of listeners.
+const DefaultListeners = "PLAINTEXT://:9092"
+
+// Plane says which request plane a listener feeds: the data plane, which
+// serves clients and replication, or the control plane of KIP-291, which
+// serves only controller requests so that they are not queued behind data.
+type Plane int8
+
+// The planes.
+const (
+	DataPlane Plane = iota
+	ControlPlane
+)
+
+// String returns "data" or "control".
+func (p Plane) String() string {
+	switch p {
+	case DataPlane:
+		return "data"
+	case ControlPlane:
+		return "control"
+	}
+	return "Plane(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Listener is one resolved listener of a broker.
+type Listener struct {
+	Name             protocolmap.ListenerName
+	SecurityProtocol protocolmap.SecurityProtocol
+	// Bind is the address to listen on, from listeners.
+	Bind EndPoint
+	// Advertised is the address given to clients and other brokers, from
+	// advertised.listeners (which defaults to listeners). Its Name is empty
+	// when the listener is not advertised.
+	Advertised EndPoint
+	// Plane is ControlPlane for the control.plane.listener.name listener and
+	// DataPlane for every other.
+	Plane Plane
+	// InterBroker marks the listener other brokers connect to.
+	InterBroker bool
+}
+
+// IsAdvertised reports whether the listener appears in advertised.listeners.
+func (l Listener) IsAdvertised() bool { return l.Advertised.Name != "" }
+
+// Config is a broker's resolved and validated listener configuration.
+type Config struct {
+	// Listeners holds every listener, in the order of the listeners key.
+	Listeners []Listener
+	// SecurityProtocolMap is the effective listener.security.protocol.map.
+	SecurityProtocolMap protocolmap.Map
+	// InterBrokerListener names the listener brokers use among themselves.
+	InterBrokerListener protocolmap.ListenerName
+	// InterBrokerSecurityProtocol is that listener's protocol.
+	InterBrokerSecurityProtocol protocolmap.SecurityProtocol
+	// ControlPlaneListener names the control-plane listener; it is empty
+	// when control.plane.listener.name is not set.
+	ControlPlaneListener protocolmap.ListenerName
+
+	props      Properties
+	advertised []EndPoint
+}
+
+// Listener returns the listener called name (compared without regard to
+// case).
+func (c *Config) Listener(name string) (Listener, bool) {
+	n := protocolmap.ListenerName(strings.ToUpper(strings.TrimSpace(name)))
+	for _, l := range c.Listeners {
+		if l.Name == n {
+			return l, true
+		}
+	}
+	return Listener{}, false
+}
+
+// AdvertisedEndPoints returns the advertised endpoints, in the order of
+// advertised.listeners, that is the order a broker registers them in.
+func (c *Config) AdvertisedEndPoints() []EndPoint { return slices.Clone(c.advertised) }
+
+// Properties returns the properties the configuration was resolved from.
+// The map is shared; do not modify it.
+func (c *Config) Properties() Properties { return c.props }
+
+// ListenerValue looks key up for one listener the way Kafka resolves
+// listener-prefixed settings: listener.name.<lower-case name>.<key> if set,
+// else the un-prefixed key. It reports where the value came from in the
+// returned configuration key, so that an error about the value can name it.
+func (c *Config) ListenerValue(name protocolmap.ListenerName, key string) (value, from string, ok bool) {
+	prefixed := name.ConfigPrefix() + key
+	if v, ok := c.props.Get(prefixed); ok {
+		return v, prefixed, true
+	}
+	v, ok := c.props.Get(key)
+	return v, key, ok
+}
+
+// ListenerInt is ListenerValue for integer settings: it returns def when the
+// key is set nowhere, and a [*protocolmap.ConfigError] naming the key that
+// holds a value that is not an integer or is below min.
+func (c *Config) ListenerInt(name protocolmap.ListenerName, key string, def, min int) (int, error) {
+	v, from, ok := c.ListenerValue(name, key)
+	if !ok {
+		return def, nil
+	}
+	return parseInt(from, v, min)
+}
+
+// Int returns the integer value of a broker-wide key, def when it is not set,
+// or a [*protocolmap.ConfigError] when it is not an integer or is below min.
+func (c *Config) Int(key string, def, min int) (int, error) {
+	v, ok := c.props.Get(key)
+	if !ok {
+		return def, nil
+	}
+	return parseInt(key, v, min)
+}
+
+func parseInt(key, value string, min int) (int, error) {
+	n, err := strconv.Atoi(value)
+	if err != nil {
+		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
+	}
+	if n < min {
+		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
+	}
+	return n, nil
+}
+
+// Resolve reads the listener keys of props over Kafka's defaults and applies
+// every rule Kafka enforces on them:
+//
+//   - listener.security.protocol.map parses (see [protocolmap.Parse]);
+//     unset, it is [protocolmap.Default];
+//   - listeners (default PLAINTEXT://:9092) and advertised.listeners
+//     (default: listeners) parse, every name is in the map, and names are
+//     unique within each list;
+//   - listeners bind distinct ports, except that exactly one IPv4 and one
+//     IPv6 address may share a port (port 0 is exempt);
+//   - advertised listener names are a subset of listener names, at least one
+//     listener is advertised, and none advertises 0.0.0.0;
+//   - inter.broker.listener.name and security.inter.broker.protocol are not
+//     both set, even to the default; the inter-broker listener is in the map
+//     and advertised (unset, it is the listener named after
+//     security.inter.broker.protocol, default PLAINTEXT);
+//   - control.plane.listener.name, if set, is in the map, advertised, and
+//     not the inter-broker listener.
+//
+// Errors are [*protocolmap.ConfigError] values that name the key, the value
+// and the rule, in Kafka's words.
+func Resolve(props Properties) (*Config, error) {
+	c := &Config{props: props}
+
+	c.SecurityProtocolMap = protocolmap.Default()
+	if v, ok := props.Get(KeySecurityProtocolMap); ok {
+		m, err := protocolmap.Parse(v)
+		if err != nil {
+			return nil, err
+		}
+		c.SecurityProtocolMap = m
+	}
+
+	listenersValue, ok := props.Get(KeyListeners)
+	if !ok {
+		listenersValue = DefaultListeners
+	}
+	bind, err := ParseEndPoints(KeyListeners, listenersValue, c.SecurityProtocolMap)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDistinctPorts(listenersValue, bind); err != nil {
+		return nil, err
+	}
+	advertisedValue, ok := props.Get(KeyAdvertisedListeners)
+	if !ok {
+		advertisedValue = listenersValue
+	}
+	advertised, err := ParseEndPoints(KeyAdvertisedListeners, advertisedValue, c.SecurityProtocolMap)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := c.resolveInterBroker(props); err != nil {
+		return nil, err
+	}
+	if v, ok := props.Get(KeyControlPlaneListenerName); ok {
+		name, err := protocolmap.ParseListenerName(v)
+		if err != nil {
+			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: err, Rule: "The provided listener name is null or empty string"}
+		}
+		if _, ok := c.SecurityProtocolMap[name]; !ok {
+			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: ErrNoSecurityProtocol,
+				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", name, KeyControlPlaneListenerName, KeySecurityProtocolMap)}
+		}
+		c.ControlPlaneListener = name
+	}
+
+	bindNames := names(bind)
+	advertisedNames := names(advertised)
+	if len(advertised) == 0 {
+		return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+			Rule: "There must be at least one broker advertised listener."}
+	}
+	if !slices.Contains(advertisedNames, c.InterBrokerListener) {
+		key, value := KeyInterBrokerListenerName, string(c.InterBrokerListener)
+		if v, ok := props.Get(KeyInterBrokerListenerName); ok {
+			value = v
+		} else {
+			key = KeyInterBrokerSecurityProtocol
+		}
+		return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: ErrNotAdvertised,
+			Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
+				KeyInterBrokerListenerName, KeyAdvertisedListeners, join(advertisedNames))}
+	}
+	for _, n := range advertisedNames {
+		if !slices.Contains(bindNames, n) {
+			return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
+					KeyAdvertisedListeners, KeyListeners, join(advertisedNames), join(bindNames))}
+		}
+	}
+	for _, ep := range advertised {
+		if ep.Host == "0.0.0.0" {
+			return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNonRoutable,
+				Rule: fmt.Sprintf("%s cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.", KeyAdvertisedListeners)}
+		}
+	}
+	if c.ControlPlaneListener != "" {
+		v, _ := props.Get(KeyControlPlaneListenerName)
+		if !slices.Contains(advertisedNames, c.ControlPlaneListener) {
+			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: ErrNotAdvertised,
+				Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
+					KeyControlPlaneListenerName, KeyAdvertisedListeners, join(advertisedNames))}
+		}
+		if c.ControlPlaneListener == c.InterBrokerListener {
+			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: ErrSameListener,
+				Rule: fmt.Sprintf("%s, when defined, should have a different value from the inter broker listener name. Currently they both have the value %s",
+					KeyControlPlaneListenerName, c.ControlPlaneListener)}
+		}
+	}
+
+	for _, b := range bind {
+		l := Listener{Name: b.Name, SecurityProtocol: b.SecurityProtocol, Bind: b,
+			InterBroker: b.Name == c.InterBrokerListener}
+		if i := slices.Index(advertisedNames, b.Name); i >= 0 {
+			l.Advertised = advertised[i]
+		}
+		if b.Name == c.ControlPlaneListener {
+			l.Plane = ControlPlane
+		}
+		c.Listeners = append(c.Listeners, l)
+	}
+	c.advertised = advertised
+	return c, nil
+}
+
+// resolveInterBroker sets the inter-broker listener name and protocol.
+func (c *Config) resolveInterBroker(props Properties) error {
+	nameValue, nameSet := props.Get(KeyInterBrokerListenerName)
+	protoValue, protoSet := props.Get(KeyInterBrokerSecurityProtocol)
+	if nameSet && protoSet {
+		return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: ErrConflictingKeys,
+			Rule: fmt.Sprintf("Only one of %s and %s should be set.", KeyInterBrokerListenerName, KeyInterBrokerSecurityProtocol)}
+	}
+	if nameSet {
+		name, err := protocolmap.ParseListenerName(nameValue)
+		if err != nil {
+			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: err, Rule: "The provided listener name is null or empty string"}
+		}
+		p, ok := c.SecurityProtocolMap[name]
+		if !ok {
+			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: ErrNoSecurityProtocol,
+				Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", name, KeyInterBrokerListenerName, KeySecurityProtocolMap)}
+		}
+		c.InterBrokerListener, c.InterBrokerSecurityProtocol = name, p
+		return nil
+	}
+	p := protocolmap.Plaintext
+	if protoSet {
+		// Kafka's validator compares this key case-sensitively.
+		parsed, err := protocolmap.ParseSecurityProtocol(protoValue)
+		if err != nil || parsed.String() != protoValue {
+			return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: protocolmap.ErrUnknownSecurityProtocol,
+				Rule: "String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"}
+		}
+		p = parsed
+	}
+	c.InterBrokerListener, c.InterBrokerSecurityProtocol = protocolmap.ListenerName(p.String()), p
+	return nil
+}
+
+// checkDistinctPorts applies Kafka's rule that listeners bind distinct ports,
+// except for exactly one IPv4 and one IPv6 address on the same port. Port 0
+// (ephemeral) is exempt.
+func checkDistinctPorts(value string, eps []EndPoint) error {
+	byPort := map[int][]EndPoint{}
+	var ports []int
+	for _, ep := range eps {
+		if ep.Port == 0 {
+			continue
+		}
+		if byPort[ep.Port] == nil {
+			ports = append(ports, ep.Port)
+		}
+		byPort[ep.Port] = append(byPort[ep.Port], ep)
+	}
+	for _, port := range ports {
+		group := byPort[port]
+		if len(group) < 2 {
+			continue
+		}
+		var v4, v6, other int
+		for _, ep := range group {
+			addr, err := netip.ParseAddr(ep.Host)
+			switch {
+			case err != nil:
+				other++
+			case addr.Is4():
+				v4++
+			default:
+				v6++
+			}
+		}
+		fail := func(rule string) error {
+			return &protocolmap.ConfigError{Key: KeyListeners, Value: value, Err: ErrDuplicatePort, Rule: rule}
+		}
+		switch {
+		case other > 1:
+			return fail(fmt.Sprintf("Each listener must have a different port, listeners: %s", value))
+		case v4+v6 == 2 && (v4 != 1 || other > 0):
+			return fail(fmt.Sprintf("If you have two listeners on the same port then one needs to be IPv4 and the other IPv6, listeners: %s, port: %d", value, port))
+		case v4+v6 != 2:
+			return fail(fmt.Sprintf("Each listener must have a different port unless exactly one listener has an IPv4 address and the other IPv6 address, listeners: %s, port: %d", value, port))
+		}
+	}
+	return nil
+}
+
+func names(eps []EndPoint) []protocolmap.ListenerName {
+	out := make([]protocolmap.ListenerName, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.Name
+	}
+	return out
+}
+
+func join(ns []protocolmap.ListenerName) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ",")
+}

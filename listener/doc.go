@@ -1,0 +1,21 @@
+// Package listener resolves a broker's listeners the way Apache Kafka does
+// (KIP-103 and the control plane of KIP-291): it parses the endpoints of
+// listeners and advertised.listeners, looks each listener name up in
+// listener.security.protocol.map, applies Kafka's validation rules, and says
+// for each listener where it binds, what it advertises, which security
+// protocol it speaks, which plane it feeds and whether brokers use it among
+// themselves.
+//
+// The entry point is [Resolve], which takes broker [Properties] (for example
+// from [LoadProperties] on a server.properties file) and returns a [Config].
+// [Config.ListenerValue] resolves listener-prefixed settings
+// (listener.name.<name>.<key>) as later layers need them. The package also
+// encodes what KIP-103 changed in what brokers tell each other and clients:
+// the ZooKeeper broker registration JSON ([BrokerRegistration]), the endpoint
+// lists of UpdateMetadata and BrokerRegistration requests, and the brokers of
+// a Metadata response as seen through the listener a client connected to.
+//
+// Errors are [*protocolmap.ConfigError] values naming the key, the value and
+// the rule (in Kafka's words), wrapping sentinels of this package for
+// errors.Is.
+package listener

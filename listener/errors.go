@@ -1,0 +1,44 @@
+package listener
+
+import "errors"
+
+// Sentinel errors wrapped by the [*protocolmap.ConfigError] values this
+// package returns; test for them with errors.Is.
+var (
+	// ErrInvalidEndPoint: a listeners entry is not NAME://host:port, or its
+	// host or port is not allowed.
+	ErrInvalidEndPoint = errors.New("invalid endpoint")
+	// ErrNoSecurityProtocol: a listener name is missing from
+	// listener.security.protocol.map.
+	ErrNoSecurityProtocol = errors.New("no security protocol for listener")
+	// ErrDuplicateName: two endpoints of one list share a listener name.
+	ErrDuplicateName = errors.New("duplicate listener name")
+	// ErrDuplicatePort: two listeners bind one port, other than one IPv4 and
+	// one IPv6 address.
+	ErrDuplicatePort = errors.New("duplicate listener port")
+	// ErrNotAdvertised: a listener that must be advertised is not, or an
+	// advertised listener is not in listeners.
+	ErrNotAdvertised = errors.New("listener not advertised")
+	// ErrNonRoutable: an advertised listener uses 0.0.0.0.
+	ErrNonRoutable = errors.New("non-routable advertised address")
+	// ErrConflictingKeys: inter.broker.listener.name and
+	// security.inter.broker.protocol are both set.
+	ErrConflictingKeys = errors.New("conflicting configuration keys")
+	// ErrSameListener: the control-plane listener is the inter-broker
+	// listener.
+	ErrSameListener = errors.New("control-plane listener is the inter-broker listener")
+	// ErrInvalidValue: a value is not of the type or range its key takes.
+	ErrInvalidValue = errors.New("invalid value")
+	// ErrUnsupportedVersion: a broker registration has a version this
+	// package does not read.
+	ErrUnsupportedVersion = errors.New("unsupported broker registration version")
+)
+
+// ruleError carries one of Kafka's messages and the sentinel behind it.
+type ruleError struct {
+	msg string
+	err error
+}
+
+func (e *ruleError) Error() string { return e.msg }
+func (e *ruleError) Unwrap() error { return e.err }
