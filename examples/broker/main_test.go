@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runBroker runs the command with args and returns its exit status, standard
+// output and standard error.
+func runBroker(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// rows splits the printed table into its cells, header included.
+func rows(table string) [][]string {
+	var out [][]string
+	for line := range strings.Lines(table) {
+		out = append(out, strings.Fields(line))
+	}
+	return out
+}
+
+var header = []string{"LISTENER", "BIND", "ADVERTISED", "PROTOCOL", "PLANE", "INTER-BROKER"}
+
+// defaultTable is the table of the built-in KIP-103 settings, byte for byte.
+const defaultTable = `LISTENER     BIND            ADVERTISED      PROTOCOL        PLANE    INTER-BROKER
+CLIENT       127.0.0.1:9092  127.0.0.1:9092  SASL_PLAINTEXT  data     -
+REPLICATION  127.0.0.1:9093  127.0.0.1:9093  PLAINTEXT       data     yes
+INTERNAL     127.0.0.1:9094  127.0.0.1:9094  PLAINTEXT       data     -
+CONTROLLER   127.0.0.1:9095  127.0.0.1:9095  PLAINTEXT       control  -
+`
+
+// serverProperties exercises the Java .properties syntax: both comment
+// styles, ':' and white-space separators and a line continuation.
+const serverProperties = `# A broker with an internal and an external listener.
+! Comments may also start with an exclamation mark.
+listeners : INSIDE://127.0.0.1:19092,\
+            OUTSIDE://:19093
+listener.security.protocol.map:INSIDE:PLAINTEXT,OUTSIDE:SSL
+advertised.listeners = INSIDE://127.0.0.1:19092,OUTSIDE://broker.example.com:19093
+inter.broker.listener.name INSIDE
+`
+
+func writeProperties(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "server.properties")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+func TestRunPrintsListeners(t *testing.T) {
+	config := writeProperties(t, serverProperties)
+	tests := []struct {
+		name       string
+		args       []string
+		want       [][]string // table rows after the header
+		wantStderr string     // "" means stderr must be empty
+	}{
+		{
+			name: "built-in defaults, serving",
+			args: nil,
+			want: [][]string{
+				{"CLIENT", "127.0.0.1:9092", "127.0.0.1:9092", "SASL_PLAINTEXT", "data", "-"},
+				{"REPLICATION", "127.0.0.1:9093", "127.0.0.1:9093", "PLAINTEXT", "data", "yes"},
+				{"INTERNAL", "127.0.0.1:9094", "127.0.0.1:9094", "PLAINTEXT", "data", "-"},
+				{"CONTROLLER", "127.0.0.1:9095", "127.0.0.1:9095", "PLAINTEXT", "control", "-"},
+			},
+			wantStderr: "broker: serving is not implemented yet; the configuration above is valid\n",
+		},
+		{
+			name: "built-in defaults, check",
+			args: []string{"-check"},
+			want: [][]string{
+				{"CLIENT", "127.0.0.1:9092", "127.0.0.1:9092", "SASL_PLAINTEXT", "data", "-"},
+				{"REPLICATION", "127.0.0.1:9093", "127.0.0.1:9093", "PLAINTEXT", "data", "yes"},
+				{"INTERNAL", "127.0.0.1:9094", "127.0.0.1:9094", "PLAINTEXT", "data", "-"},
+				{"CONTROLLER", "127.0.0.1:9095", "127.0.0.1:9095", "PLAINTEXT", "control", "-"},
+			},
+		},
+		{
+			// -set alone replaces the built-in settings: every other key
+			// takes Kafka's default, so the inter-broker listener is the one
+			// named PLAINTEXT and there is no control plane.
+			name: "set alone reads over Kafka's defaults",
+			args: []string{"-check", "-set", "listeners=PLAINTEXT://:9092"},
+			want: [][]string{
+				{"PLAINTEXT", ":9092", ":9092", "PLAINTEXT", "data", "yes"},
+			},
+		},
+		{
+			name: "Kafka's defaults with no listeners key",
+			args: []string{"-check", "-set", "broker.id=1"},
+			want: [][]string{
+				{"PLAINTEXT", ":9092", ":9092", "PLAINTEXT", "data", "yes"},
+			},
+		},
+		{
+			name: "several sets apply in order",
+			args: []string{"-check",
+				"-set", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9093",
+				"-set", "advertised.listeners=PLAINTEXT://localhost:9092",
+				"-set", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9094"},
+			want: [][]string{
+				{"PLAINTEXT", "127.0.0.1:9092", "localhost:9092", "PLAINTEXT", "data", "yes"},
+				{"SSL", "[::1]:9094", "-", "SSL", "data", "-"},
+			},
+		},
+		{
+			name: "config file",
+			args: []string{"-check", "-config", config},
+			want: [][]string{
+				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
+				{"OUTSIDE", ":19093", "broker.example.com:19093", "SSL", "data", "-"},
+			},
+		},
+		{
+			name: "set overrides a key of the config file",
+			args: []string{"-check", "-config", config, "-set", "advertised.listeners=INSIDE://127.0.0.1:19092"},
+			want: [][]string{
+				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
+				{"OUTSIDE", ":19093", "-", "SSL", "data", "-"},
+			},
+		},
+		{
+			name: "set adds a control plane to the config file",
+			args: []string{"-check", "-config", config, "-set", "control.plane.listener.name=outside"},
+			want: [][]string{
+				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
+				{"OUTSIDE", ":19093", "broker.example.com:19093", "SSL", "control", "-"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runBroker(t, tt.args...)
+			require.Equal(t, 0, code, "stderr: %s", stderr)
+			assert.Equal(t, append([][]string{header}, tt.want...), rows(stdout))
+			assert.Equal(t, tt.wantStderr, stderr)
+		})
+	}
+}
+
+func TestRunDefaultTableLayout(t *testing.T) {
+	code, stdout, stderr := runBroker(t, "-check")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Equal(t, defaultTable, stdout)
+}
+
+func TestRunRejectsInvalidConfig(t *testing.T) {
+	config := writeProperties(t, serverProperties)
+	tests := []struct {
+		name string
+		args []string
+		// key is the configuration key the error must name.
+		key string
+	}{
+		{
+			name: "unknown protocol in the map",
+			args: []string{"-set", "listeners=CLIENT://:9092", "-set", "listener.security.protocol.map=CLIENT:TLS"},
+			key:  "listener.security.protocol.map",
+		},
+		{
+			name: "duplicate listener name in the map",
+			args: []string{"-set", "listeners=CLIENT://:9092", "-set", "listener.security.protocol.map=CLIENT:PLAINTEXT,client:SSL"},
+			key:  "listener.security.protocol.map",
+		},
+		{
+			name: "duplicate port",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9092"},
+			key:  "listeners",
+		},
+		{
+			name: "advertised 0.0.0.0",
+			args: []string{"-set", "listeners=PLAINTEXT://0.0.0.0:9092"},
+			key:  "advertised.listeners",
+		},
+		{
+			name: "inter-broker listener name and protocol both set",
+			args: []string{"-config", config, "-set", "security.inter.broker.protocol=PLAINTEXT"},
+			key:  "security.inter.broker.protocol",
+		},
+		{
+			name: "listener missing from the config file's map",
+			args: []string{"-config", config, "-set", "listeners=INSIDE://127.0.0.1:19092,REPLICATION://:19094"},
+			key:  "listeners",
+		},
+		{
+			name: "control plane is the inter-broker listener",
+			args: []string{"-config", config, "-set", "control.plane.listener.name=INSIDE"},
+			key:  "control.plane.listener.name",
+		},
+		{
+			name: "port out of range",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:70000"},
+			key:  "listeners",
+		},
+	}
+	for _, tt := range tests {
+		for _, check := range []bool{true, false} {
+			args := tt.args
+			name := tt.name
+			if check {
+				args = append([]string{"-check"}, args...)
+				name += " (check)"
+			}
+			t.Run(name, func(t *testing.T) {
+				code, stdout, stderr := runBroker(t, args...)
+				assert.Equal(t, 1, code)
+				assert.Empty(t, stdout, "an invalid configuration prints no listeners")
+				assert.True(t, strings.HasPrefix(stderr, "broker: invalid value "), "stderr: %q", stderr)
+				assert.Contains(t, stderr, " for configuration "+tt.key+": ")
+				assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line of error: %q", stderr)
+			})
+		}
+	}
+}
+
+func TestRunMissingConfigFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.properties")
+	code, stdout, stderr := runBroker(t, "-check", "-config", missing)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.True(t, strings.HasPrefix(stderr, "broker: "), "stderr: %q", stderr)
+	assert.Contains(t, stderr, "absent.properties")
+}
+
+func TestRunBadFlags(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"unknown flag", []string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{"set without =", []string{"-set", "listeners"}, `invalid value "listeners" for flag -set: want key=value`},
+		{"set with empty key", []string{"-set", "=PLAINTEXT://:9092"}, `invalid value "=PLAINTEXT://:9092" for flag -set: want key=value`},
+		{"config without a path", []string{"-config"}, "flag needs an argument: -config"},
+		{"positional argument", []string{"-check", "server.properties"}, `broker: unexpected argument "server.properties"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runBroker(t, tt.args...)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, tt.wantStderr)
+			assert.Contains(t, stderr, "usage: broker [-check] [-config server.properties] [-set key=value]...")
+		})
+	}
+}
+
+func TestRunHelp(t *testing.T) {
+	code, stdout, stderr := runBroker(t, "-h")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "usage: broker")
+	assert.Contains(t, stderr, "-set key=value")
+}
+
+func TestDefaultPropertiesAreFresh(t *testing.T) {
+	// Callers may modify the returned map without affecting later runs.
+	p := defaultProperties()
+	p["listeners"] = "PLAINTEXT://:1"
+	assert.Equal(t, "REPLICATION", defaultProperties()["inter.broker.listener.name"])
+	assert.Contains(t, defaultProperties()["listeners"], "CONTROLLER://127.0.0.1:9095")
+}
