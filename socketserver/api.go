@@ -1,0 +1,130 @@
+package socketserver
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const apiVersionsKey = 18
+
+// API is one request type a listener accepts: its key, the versions it
+// accepts, and how to make an empty request value to decode into.
+type API struct {
+	Key        int16
+	MinVersion int16
+	MaxVersion int16
+	// New returns a new request value for this key. For the APIs kmsg knows,
+	// [KmsgAPI] fills it; a host sets it for an API kmsg does not know, or to
+	// give a key a meaning other than kmsg's (ListClientConnections uses key
+	// 93, which kmsg maps to another API).
+	New func() kmsg.Request
+}
+
+// KmsgAPI returns the API for key as kmsg defines it, enabled for versions
+// min to max. It returns false when kmsg does not know key.
+func KmsgAPI(key int16, min, max int16) (API, bool) {
+	if kmsg.RequestForKey(key) == nil {
+		return API{}, false
+	}
+	return API{Key: key, MinVersion: min, MaxVersion: max, New: func() kmsg.Request { return kmsg.RequestForKey(key) }}, true
+}
+
+// apiVersionsMax is the newest ApiVersions version the server answers.
+const apiVersionsMax = 4
+
+// apiTable is the set of APIs one listener enables, indexed by key.
+type apiTable struct {
+	byKey []API // index = key; New == nil where disabled
+	// versions is the ApiVersions response's key list, ready to copy.
+	versions []kmsg.ApiVersionsResponseApiKey
+	// serverAnswersAPIVersions is false when the host listed ApiVersions
+	// itself and answers it.
+	serverAnswersAPIVersions bool
+}
+
+// newAPITable builds a listener's table. ApiVersions is always enabled (the
+// server answers it); a listed ApiVersions entry replaces the default range
+// and lets the host answer it instead.
+func newAPITable(apis []API) (*apiTable, error) {
+	t := &apiTable{}
+	all := slices.Clone(apis)
+	if !slices.ContainsFunc(all, func(a API) bool { return a.Key == apiVersionsKey }) {
+		t.serverAnswersAPIVersions = true
+		all = append(all, API{Key: apiVersionsKey, MinVersion: 0, MaxVersion: apiVersionsMax,
+			New: func() kmsg.Request { return kmsg.NewPtrApiVersionsRequest() }})
+	}
+	for _, a := range all {
+		if a.Key < 0 || a.MinVersion < 0 || a.MaxVersion < a.MinVersion || a.New == nil {
+			return nil, fmt.Errorf("socketserver: invalid API %+v: want key >= 0, 0 <= min <= max and New set", a)
+		}
+		if int(a.Key) < len(t.byKey) && t.byKey[a.Key].New != nil {
+			return nil, fmt.Errorf("socketserver: API key %d listed twice", a.Key)
+		}
+		for int(a.Key) >= len(t.byKey) {
+			t.byKey = append(t.byKey, API{})
+		}
+		t.byKey[a.Key] = a
+	}
+	for _, a := range t.byKey {
+		if a.New != nil {
+			k := kmsg.NewApiVersionsResponseApiKey()
+			k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
+			t.versions = append(t.versions, k)
+		}
+	}
+	return t, nil
+}
+
+// lookup returns the API for key, if enabled.
+func (t *apiTable) lookup(key int16) (API, bool) {
+	if key < 0 || int(key) >= len(t.byKey) || t.byKey[key].New == nil {
+		return API{}, false
+	}
+	return t.byKey[key], true
+}
+
+// clientSoftwarePattern is KIP-511's rule for ClientSoftwareName and
+// ClientSoftwareVersion: alphanumerics, '-' and '.', starting and ending
+// with an alphanumeric.
+var clientSoftwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// validClientSoftware reports whether an ApiVersions request's client
+// software fields pass KIP-511's check (which applies from v3 on).
+func validClientSoftware(req *kmsg.ApiVersionsRequest) bool {
+	return req.Version < 3 ||
+		clientSoftwarePattern.MatchString(req.ClientSoftwareName) && clientSoftwarePattern.MatchString(req.ClientSoftwareVersion)
+}
+
+// apiVersionsResponse builds the server's answer to an ApiVersions request
+// of the given version. A version above the newest it answers gets
+// UNSUPPORTED_VERSION in the v0 layout, listing only ApiVersions' own range,
+// so that any client can read it; invalid client software fields get
+// INVALID_REQUEST.
+func (t *apiTable) apiVersionsResponse(req *kmsg.ApiVersionsRequest, tooNew bool) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	if tooNew {
+		a, _ := t.lookup(apiVersionsKey)
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = apiVersionsKey, a.MinVersion, a.MaxVersion
+		resp.Version = 0
+		resp.ErrorCode = errUnsupportedVersion
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
+		return resp
+	}
+	resp.Version = req.Version
+	if !validClientSoftware(req) {
+		resp.ErrorCode = errInvalidRequest
+		return resp
+	}
+	resp.ApiKeys = t.versions
+	return resp
+}
+
+// Kafka error codes the server itself returns.
+const (
+	errUnsupportedVersion int16 = 35
+	errInvalidRequest     int16 = 42
+)

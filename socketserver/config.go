@@ -1,0 +1,144 @@
+package socketserver
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// Kafka's defaults for the socket server's keys.
+const (
+	DefaultRequestMaxBytes    = 104857600 // socket.request.max.bytes
+	DefaultConnectionsMaxIdle = 10 * time.Minute
+	DefaultQueuedMaxRequests  = 500    // queued.max.requests
+	DefaultNumNetworkThreads  = 3      // num.network.threads
+	DefaultNumIOThreads       = 8      // num.io.threads
+	DefaultSocketBufferBytes  = 102400 // socket.send.buffer.bytes, socket.receive.buffer.bytes
+	// ControlPlaneQueueSize is the control plane's fixed request queue
+	// capacity, as in Kafka.
+	ControlPlaneQueueSize = 20
+	// processorQueueSize is how many accepted connections may wait for a
+	// processor before the acceptor tries the next one (Kafka's value).
+	processorQueueSize = 20
+)
+
+// Config configures a [Server]. Build it with [ConfigFromProperties] to read
+// Kafka's keys, or fill it directly; zero fields take Kafka's defaults.
+type Config struct {
+	// Listeners is the resolved listener configuration (required).
+	Listeners *listener.Config
+
+	// APIs lists the request types each data-plane listener accepts.
+	// ApiVersions is always accepted and answered by the server from this
+	// list, unless the list holds key 18 itself, in which case ApiVersions
+	// requests go to the host like any other.
+	APIs []API
+	// ListenerAPIs overrides APIs for single listeners, such as the control
+	// plane's (which a ZooKeeper-era broker limits to controller requests,
+	// ApiVersions and Metadata).
+	ListenerAPIs map[protocolmap.ListenerName][]API
+
+	// RequestMaxBytes is socket.request.max.bytes: a larger frame closes
+	// the connection. Zero means DefaultRequestMaxBytes.
+	RequestMaxBytes int32
+	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
+	// complete request received or response sent for this long is closed.
+	// Zero means DefaultConnectionsMaxIdle; negative disables the limit.
+	ConnectionsMaxIdle time.Duration
+	// QueuedMaxRequests is the data plane's request queue capacity
+	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
+	QueuedMaxRequests int
+	// NetworkThreads gives the number of processors of each data-plane
+	// listener (num.network.threads, per listener through
+	// listener.name.<name>.num.network.threads). Missing listeners get
+	// DefaultNumNetworkThreads. The control plane always has one.
+	NetworkThreads map[protocolmap.ListenerName]int
+	// SendBufferBytes and ReceiveBufferBytes set SO_SNDBUF and SO_RCVBUF
+	// (socket.send.buffer.bytes, socket.receive.buffer.bytes). Zero means
+	// DefaultSocketBufferBytes; -1 leaves the operating system's default.
+	SendBufferBytes    int
+	ReceiveBufferBytes int
+
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// Metrics receives the server's measurements; nil discards them.
+	Metrics Metrics
+}
+
+// ConfigFromProperties reads the socket server's Kafka keys from the
+// properties behind cfg: socket.request.max.bytes, connections.max.idle.ms,
+// queued.max.requests, num.network.threads (and its listener-prefixed form),
+// socket.send.buffer.bytes and socket.receive.buffer.bytes. Errors name the
+// offending key.
+func ConfigFromProperties(cfg *listener.Config) (Config, error) {
+	c := Config{Listeners: cfg, NetworkThreads: map[protocolmap.ListenerName]int{}}
+	maxBytes, err := cfg.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
+	if err != nil {
+		return Config{}, err
+	}
+	c.RequestMaxBytes = int32(min(maxBytes, 1<<31-1))
+	idleMS, err := cfg.Int("connections.max.idle.ms", int(DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
+	if err != nil {
+		return Config{}, err
+	}
+	c.ConnectionsMaxIdle = time.Duration(idleMS) * time.Millisecond
+	if idleMS < 0 {
+		c.ConnectionsMaxIdle = -1
+	}
+	if c.QueuedMaxRequests, err = cfg.Int("queued.max.requests", DefaultQueuedMaxRequests, 1); err != nil {
+		return Config{}, err
+	}
+	if c.SendBufferBytes, err = cfg.Int("socket.send.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
+		return Config{}, err
+	}
+	if c.ReceiveBufferBytes, err = cfg.Int("socket.receive.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
+		return Config{}, err
+	}
+	for _, l := range cfg.Listeners {
+		n, err := cfg.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
+		if err != nil {
+			return Config{}, err
+		}
+		c.NetworkThreads[l.Name] = n
+	}
+	return c, nil
+}
+
+// withDefaults returns c with zero fields set to Kafka's defaults.
+func (c Config) withDefaults() Config {
+	if c.RequestMaxBytes == 0 {
+		c.RequestMaxBytes = DefaultRequestMaxBytes
+	}
+	if c.ConnectionsMaxIdle == 0 {
+		c.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
+	if c.QueuedMaxRequests == 0 {
+		c.QueuedMaxRequests = DefaultQueuedMaxRequests
+	}
+	if c.SendBufferBytes == 0 {
+		c.SendBufferBytes = DefaultSocketBufferBytes
+	}
+	if c.ReceiveBufferBytes == 0 {
+		c.ReceiveBufferBytes = DefaultSocketBufferBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
+	}
+	return c
+}
+
+// networkThreads returns the processor count of listener l.
+func (c Config) networkThreads(l listener.Listener) int {
+	if l.Plane == listener.ControlPlane {
+		return 1
+	}
+	if n := c.NetworkThreads[l.Name]; n > 0 {
+		return n
+	}
+	return DefaultNumNetworkThreads
+}

@@ -1,0 +1,180 @@
+package socketserver
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// processor is one of a listener's network threads (Kafka's Processor). It
+// owns its connections: it registers those its acceptor hands it, gives each
+// its id, expires idle ones and closes them all when the server stops. Each
+// connection's bytes are read and written by a goroutine of its own (see
+// conn.serve), started and tracked by the processor.
+type processor struct {
+	id       int
+	srv      *Server
+	ls       *listenerState
+	newConns chan net.Conn
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	index int32 // next connection index; wraps to 0 after MaxInt32
+
+	busy atomic.Int64 // nanoseconds its connections spent decoding, queueing and writing
+}
+
+func newProcessor(s *Server, ls *listenerState, id int) *processor {
+	return &processor{id: id, srv: s, ls: ls, newConns: make(chan net.Conn, processorQueueSize), conns: map[*conn]struct{}{}}
+}
+
+// run registers new connections and expires idle ones until the server
+// quits, then closes every connection it owns.
+func (p *processor) run() {
+	var tick <-chan time.Time
+	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
+		t := time.NewTicker(min(max(idle/4, 5*time.Millisecond), 300*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case nc := <-p.newConns:
+			p.register(nc)
+		case now := <-tick:
+			p.expireIdle(now)
+		case <-p.srv.quit:
+			p.closeAll()
+			return
+		}
+	}
+}
+
+// register gives nc its id and starts serving it. During shutdown a new
+// connection is closed instead.
+func (p *processor) register(nc net.Conn) {
+	if p.srv.draining.Load() {
+		nc.Close()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, answers: make(chan answer, 1)}
+	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
+	l := p.ls.cfg
+	p.mu.Lock()
+	index := p.index
+	p.index++
+	if p.index == math.MaxInt32 {
+		p.index = 0
+	}
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
+	c.info = ConnInfo{
+		ID:               connectionID(local, remote, p.id, index),
+		Listener:         l.Name,
+		SecurityProtocol: l.SecurityProtocol,
+		Plane:            l.Plane,
+		Principal:        Anonymous,
+		ClientAddr:       remote,
+	}
+	c.touch(time.Now())
+	p.srv.cfg.Metrics.ConnectionCreated(l.Name)
+	p.srv.conns.Go(c.serve)
+}
+
+// connectionID formats Kafka's connection id,
+// localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
+// addresses unbracketed as Kafka writes them.
+func connectionID(local, remote netip.AddrPort, processorID int, index int32) string {
+	b := make([]byte, 0, 64)
+	b = local.Addr().AppendTo(b)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, uint64(local.Port()), 10)
+	b = append(b, '-')
+	b = remote.Addr().AppendTo(b)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, uint64(remote.Port()), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(processorID), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(index), 10)
+	return string(b)
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+// remove forgets c once it has closed.
+func (p *processor) remove(c *conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
+func (p *processor) connCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
+// expireIdle closes connections that have had no complete request or
+// response for connections.max.idle.ms and have no request in flight.
+func (p *processor) expireIdle(now time.Time) {
+	limit := p.srv.cfg.ConnectionsMaxIdle
+	var expired []*conn
+	p.mu.Lock()
+	for c := range p.conns {
+		if !c.inFlight.Load() && now.Sub(c.lastActive()) > limit {
+			expired = append(expired, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range expired {
+		p.srv.log.Debug("closing idle connection", "conn_id", c.info.ID, "idle_limit", limit)
+		c.close()
+	}
+}
+
+// drain makes every connection finish the request it is serving and then
+// close; a connection waiting for its next request closes now.
+func (p *processor) drain() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.drain()
+	}
+}
+
+// closeAll closes every connection, including any still waiting to be
+// registered.
+func (p *processor) closeAll() {
+	for {
+		select {
+		case nc := <-p.newConns:
+			nc.Close()
+			continue
+		default:
+		}
+		break
+	}
+	p.mu.Lock()
+	all := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		all = append(all, c)
+	}
+	p.mu.Unlock()
+	for _, c := range all {
+		c.close()
+	}
+}

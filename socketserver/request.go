@@ -1,0 +1,117 @@
+package socketserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// ErrAlreadyAnswered is returned by a second Respond, NoResponse or
+// CloseConnection on one request.
+var ErrAlreadyAnswered = errors.New("socketserver: request already answered")
+
+// Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
+// (User) and a name.
+type Principal struct {
+	Type string
+	Name string
+}
+
+// Anonymous is the principal of an unauthenticated connection.
+var Anonymous = Principal{Type: "User", Name: "ANONYMOUS"}
+
+// String returns Type:Name.
+func (p Principal) String() string { return p.Type + ":" + p.Name }
+
+// ConnInfo describes the connection a request arrived on.
+type ConnInfo struct {
+	// ID is Kafka's connection id:
+	// localIP:localPort-remoteIP:remotePort-processorId-index.
+	ID               string
+	Listener         protocolmap.ListenerName
+	SecurityProtocol protocolmap.SecurityProtocol
+	Plane            listener.Plane
+	Principal        Principal
+	ClientAddr       netip.AddrPort
+	// ClientSoftwareName and ClientSoftwareVersion come from the
+	// connection's last valid ApiVersions v3+ request (KIP-511); they are
+	// empty before one.
+	ClientSoftwareName    string
+	ClientSoftwareVersion string
+}
+
+// Request is one decoded request. The host answers it exactly once, from
+// any goroutine, with Respond, NoResponse or CloseConnection; until then the
+// connection reads nothing more (one request in flight per connection, so
+// responses leave in order).
+type Request struct {
+	// APIKey, APIVersion, CorrelationID and ClientID come from the header.
+	APIKey        int16
+	APIVersion    int16
+	CorrelationID int32
+	ClientID      *string
+	// Body is the decoded request; its version is APIVersion.
+	Body kmsg.Request
+	// Conn describes the connection at the time the request was read.
+	Conn ConnInfo
+	// ReceivedAt is when the whole frame had been read.
+	ReceivedAt time.Time
+	// Size is the frame's size in bytes, without the size prefix.
+	Size int
+
+	conn     *conn
+	answered atomic.Bool
+}
+
+// Context returns a context that is cancelled when the request's connection
+// closes, so that work for a client that has gone can stop.
+func (r *Request) Context() context.Context { return r.conn.ctx }
+
+// Respond sends resp as the answer. resp's version is set to the request's.
+// It returns an error, and leaves the request unanswered, when resp is of
+// another API than the request.
+func (r *Request) Respond(resp kmsg.Response) error {
+	if resp == nil || resp.Key() != r.APIKey {
+		return fmt.Errorf("socketserver: response for API key %d cannot answer API key %d", keyOf(resp), r.APIKey)
+	}
+	resp.SetVersion(r.APIVersion)
+	return r.answer(answer{resp: resp})
+}
+
+// NoResponse lets the connection read its next request without writing
+// anything (a produce request with acks=0).
+func (r *Request) NoResponse() error { return r.answer(answer{}) }
+
+// CloseConnection closes the connection instead of answering.
+func (r *Request) CloseConnection() error { return r.answer(answer{close: true}) }
+
+func (r *Request) answer(a answer) error {
+	if !r.answered.CompareAndSwap(false, true) {
+		return ErrAlreadyAnswered
+	}
+	a.req = r
+	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
+	return nil
+}
+
+func keyOf(resp kmsg.Response) int16 {
+	if resp == nil {
+		return -1
+	}
+	return resp.Key()
+}
+
+// answer is what the host did with a request.
+type answer struct {
+	req   *Request
+	resp  kmsg.Response
+	close bool
+}

@@ -1,0 +1,420 @@
+package socketserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// ErrServerClosed is returned by Start, Serve and Shutdown once the server
+// has been shut down or closed.
+var ErrServerClosed = errors.New("socketserver: server closed")
+
+// Server is Kafka's SocketServer: one acceptor per listener, a pool of
+// processors per listener that own their connections, and a bounded request
+// channel per plane that the host consumes.
+//
+// Its life: [New] validates and binds nothing; [Server.Start] binds every
+// listener or none; the host reads [Server.Requests] (or calls
+// [Server.Serve]) and answers each request; [Server.Shutdown] drains;
+// [Server.Close] stops at once.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	listeners []*listenerState
+	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
+
+	mu      sync.Mutex
+	started bool
+	stats   statsState
+
+	draining  atomic.Bool   // Shutdown began: finish requests in flight, read no more
+	quit      chan struct{} // closed by Close: stop everything now
+	closeOnce sync.Once
+	conns     sync.WaitGroup // connection goroutines
+	workers   sync.WaitGroup // acceptors and processors
+	done      chan struct{}  // closed when every goroutine has ended
+}
+
+// listenerState is one listener's runtime: its socket, APIs and processors.
+type listenerState struct {
+	cfg        listener.Listener
+	apis       *apiTable
+	queue      chan *Request
+	ln         net.Listener
+	processors []*processor
+	next       int // round-robin position, used by the acceptor alone
+}
+
+// New validates cfg and builds a server. It binds nothing.
+func New(cfg Config) (*Server, error) {
+	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
+		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
+	}
+	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 {
+		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger, quit: make(chan struct{}), done: make(chan struct{})}
+	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
+	if cfg.Listeners.ControlPlaneListener != "" {
+		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
+	}
+	processorID := 0
+	for _, l := range cfg.Listeners.Listeners {
+		apis := cfg.APIs
+		if own, ok := cfg.ListenerAPIs[l.Name]; ok {
+			apis = own
+		}
+		table, err := newAPITable(apis)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		ls := &listenerState{cfg: l, apis: table, queue: s.queues[l.Plane]}
+		for range cfg.networkThreads(l) {
+			ls.processors = append(ls.processors, newProcessor(s, ls, processorID))
+			processorID++
+		}
+		s.listeners = append(s.listeners, ls)
+	}
+	return s, nil
+}
+
+// Start binds every listener, or none if one fails (the error names it), and
+// starts accepting. It returns once the server accepts connections; the
+// bound addresses are then available from [Server.Addr].
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("socketserver: already started")
+	}
+	if s.isClosed() || s.draining.Load() {
+		return ErrServerClosed
+	}
+	var lc net.ListenConfig
+	for i, ls := range s.listeners {
+		ln, err := lc.Listen(ctx, "tcp", ls.cfg.Bind.Address())
+		if err != nil {
+			for _, bound := range s.listeners[:i] {
+				bound.ln.Close()
+			}
+			return fmt.Errorf("socketserver: listener %s failed to bind to %s: %w", ls.cfg.Name, ls.cfg.Bind.Address(), err)
+		}
+		ls.ln = ln
+	}
+	s.started = true
+	s.stats.reset(s)
+	for _, ls := range s.listeners {
+		for _, p := range ls.processors {
+			s.workers.Go(p.run)
+		}
+		s.workers.Go(func() { s.accept(ls) })
+		s.log.Info("listening", "listener", ls.cfg.Name, "address", ls.ln.Addr().String(),
+			"security_protocol", ls.cfg.SecurityProtocol, "plane", ls.cfg.Plane, "processors", len(ls.processors))
+	}
+	go func() {
+		s.workers.Wait()
+		s.conns.Wait()
+		s.closeQueues()
+		close(s.done)
+	}()
+	return nil
+}
+
+// Addr returns the bound address of the named listener (compared without
+// regard to case), or nil before Start or for an unknown name.
+func (s *Server) Addr(name string) net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ls := range s.listeners {
+		if ls.ln != nil && string(ls.cfg.Name) == normalise(name) {
+			return ls.ln.Addr()
+		}
+	}
+	return nil
+}
+
+// Requests returns the request channel of a plane, for hosts that run their
+// own handler goroutines; nil for the control plane when there is none. The
+// channel is closed once the server has stopped and every connection has
+// ended.
+func (s *Server) Requests(plane listener.Plane) <-chan *Request {
+	if plane != listener.DataPlane && plane != listener.ControlPlane {
+		return nil
+	}
+	return s.queues[plane]
+}
+
+// Handler answers requests. It must answer each request exactly once, now or
+// later, from any goroutine (see [Request]).
+type Handler interface {
+	ServeKafka(*Request)
+}
+
+// HandlerFunc adapts a function to [Handler].
+type HandlerFunc func(*Request)
+
+// ServeKafka calls f(r).
+func (f HandlerFunc) ServeKafka(r *Request) { f(r) }
+
+// Serve runs workers goroutines (Kafka's num.io.threads; at least one) that
+// hand the plane's requests to h, until the server has stopped (it then
+// returns ErrServerClosed) or ctx ends (ctx.Err()). A handler that panics
+// has its request's connection closed and the panic logged with its stack;
+// the others go on.
+func (s *Server) Serve(ctx context.Context, plane listener.Plane, workers int, h Handler) error {
+	queue := s.Requests(plane)
+	if queue == nil {
+		return fmt.Errorf("socketserver: no %s plane", plane)
+	}
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for {
+				select {
+				case r, ok := <-queue:
+					if !ok {
+						return
+					}
+					s.handle(h, r)
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ErrServerClosed
+}
+
+func (s *Server) handle(h Handler, r *Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("handler panicked; closing the connection", "conn_id", r.Conn.ID,
+				"api_key", r.APIKey, "panic", v, "stack", string(debug.Stack()))
+			_ = r.CloseConnection()
+		}
+	}()
+	h.ServeKafka(r)
+}
+
+// Shutdown shuts the server down gracefully:
+//  1. it stops accepting connections;
+//  2. each connection finishes the request it is serving, if any, and its
+//     response is written; connections then close (a client sees the close,
+//     never a lost response);
+//  3. when every connection has closed, the request channels close.
+//
+// If ctx ends first, Shutdown closes the server at once (as Close) and
+// returns ctx.Err(). The host keeps consuming request channels until they
+// close, so that requests in flight are answered.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.isClosed() {
+		return ErrServerClosed
+	}
+	s.mu.Lock()
+	started := s.started
+	s.draining.Store(true)
+	s.mu.Unlock()
+	if !started {
+		return s.Close()
+	}
+	for _, ls := range s.listeners {
+		ls.ln.Close()
+	}
+	for _, ls := range s.listeners {
+		for _, p := range ls.processors {
+			p.drain()
+		}
+	}
+	idle := make(chan struct{})
+	go func() { s.conns.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		s.Close()
+		<-s.done
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		return ctx.Err()
+	}
+}
+
+// Close stops the server at once: listeners and connections close, and
+// goroutines end. It waits for them and is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		started := s.started
+		s.draining.Store(true)
+		close(s.quit)
+		s.mu.Unlock()
+		if !started {
+			s.closeQueues()
+			close(s.done)
+			return
+		}
+		for _, ls := range s.listeners {
+			ls.ln.Close()
+		}
+	})
+	<-s.done
+	return nil
+}
+
+// Done is closed when the server has stopped and all its goroutines have
+// ended.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+func (s *Server) isClosed() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) closeQueues() {
+	for _, q := range s.queues {
+		if q != nil {
+			close(q)
+		}
+	}
+}
+
+// accept is a listener's acceptor: it hands each new connection to the
+// listener's processors in turn. When a processor's queue of new connections
+// is full it tries the next; only when all are full does it wait (Kafka's
+// KIP-402 fairness).
+func (s *Server) accept(ls *listenerState) {
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := ls.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept failed; retrying", "listener", ls.cfg.Name, "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+				backoff = min(2*backoff, time.Second)
+				continue
+			case <-s.quit:
+				return
+			}
+		}
+		backoff = 5 * time.Millisecond
+		s.configureSocket(nc)
+		if !s.assign(ls, nc) {
+			nc.Close()
+			return
+		}
+	}
+}
+
+func (s *Server) configureSocket(nc net.Conn) {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	_ = tc.SetNoDelay(true)
+	_ = tc.SetKeepAlive(true)
+	if s.cfg.SendBufferBytes > 0 {
+		_ = tc.SetWriteBuffer(s.cfg.SendBufferBytes)
+	}
+	if s.cfg.ReceiveBufferBytes > 0 {
+		_ = tc.SetReadBuffer(s.cfg.ReceiveBufferBytes)
+	}
+}
+
+// assign hands nc to a processor; false if the server quit meanwhile.
+func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
+	n := len(ls.processors)
+	for range n - 1 {
+		p := ls.processors[ls.next%n]
+		ls.next++
+		select {
+		case p.newConns <- nc:
+			return true
+		default:
+		}
+	}
+	p := ls.processors[ls.next%n]
+	ls.next++
+	select {
+	case p.newConns <- nc:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+// Stats returns the server's gauges (see [Stats]).
+func (s *Server) Stats() Stats {
+	st := Stats{
+		ConnectionCount:    map[protocolmap.ListenerName]int{},
+		RequestQueueSize:   map[listener.Plane]int{},
+		ProcessorIdleRatio: map[int]float64{},
+	}
+	for plane, q := range s.queues {
+		if q != nil {
+			st.RequestQueueSize[listener.Plane(plane)] = len(q)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for _, ls := range s.listeners {
+		for _, p := range ls.processors {
+			st.ConnectionCount[ls.cfg.Name] += p.connCount()
+			st.ProcessorIdleRatio[p.id] = s.stats.idleRatio(p, now)
+		}
+	}
+	s.stats.at = now
+	return st
+}
+
+// statsState remembers each processor's busy time at the previous Stats
+// call, to turn the running total into a ratio.
+type statsState struct {
+	at   time.Time
+	busy map[int]int64
+}
+
+func (st *statsState) reset(s *Server) {
+	st.at = time.Now()
+	st.busy = map[int]int64{}
+}
+
+func (st *statsState) idleRatio(p *processor, now time.Time) float64 {
+	busy := p.busy.Load()
+	elapsed := now.Sub(st.at)
+	delta := busy - st.busy[p.id]
+	st.busy[p.id] = busy
+	if elapsed <= 0 {
+		return 1
+	}
+	return 1 - min(max(float64(delta)/float64(elapsed), 0), 1)
+}
+
+func normalise(name string) string {
+	n, err := protocolmap.ParseListenerName(name)
+	if err != nil {
+		return ""
+	}
+	return string(n)
+}

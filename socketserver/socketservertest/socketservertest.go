@@ -1,0 +1,86 @@
+// Package socketservertest starts socket servers for tests: on 127.0.0.1,
+// ephemeral ports, with a handler, cleaned up when the test ends.
+package socketservertest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// NewServer starts a server for t. props are broker properties laid over a
+// single PLAINTEXT listener on 127.0.0.1:0; configure may change the server
+// configuration before the server is built (nil leaves it). h serves both
+// planes, with one worker per plane and num.io.threads from props (default 8)
+// for the data plane. The server is closed, and its handlers stopped, when
+// the test ends.
+func NewServer(t testing.TB, props listener.Properties, configure func(*socketserver.Config), h socketserver.Handler) *socketserver.Server {
+	t.Helper()
+	all := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+	for k, v := range props {
+		all[k] = v
+	}
+	lc, err := listener.Resolve(all)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	cfg, err := socketserver.ConfigFromProperties(lc)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := socketserver.New(cfg)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	ioThreads, err := lc.Int("num.io.threads", socketserver.DefaultNumIOThreads, 1)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 2)
+	go func() { served <- srv.Serve(ctx, listener.DataPlane, ioThreads, h) }()
+	if lc.ControlPlaneListener != "" {
+		go func() { served <- srv.Serve(ctx, listener.ControlPlane, 1, h) }()
+	} else {
+		served <- socketserver.ErrServerClosed
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		for range 2 {
+			if err := <-served; err != nil && !errors.Is(err, socketserver.ErrServerClosed) && !errors.Is(err, context.Canceled) {
+				t.Errorf("socketservertest: Serve: %v", err)
+			}
+		}
+	})
+	return srv
+}
+
+// Dial connects to the named listener of srv, with a deadline of a minute
+// on every read and write so that a failing test does not hang; the
+// connection is closed when the test ends.
+func Dial(t testing.TB, srv *socketserver.Server, listenerName string) net.Conn {
+	t.Helper()
+	addr := srv.Addr(listenerName)
+	if addr == nil {
+		t.Fatalf("socketservertest: no listener %s", listenerName)
+	}
+	c, err := net.DialTimeout("tcp", addr.String(), 10*time.Second)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
