@@ -58,10 +58,16 @@ func (p *processor) run() {
 // register gives nc its id and starts serving it. During shutdown a new
 // connection is closed instead.
 func (p *processor) register(nc net.Conn) {
+	// Shutdown sets draining under srv.mu, so once it holds the lock no
+	// connection is added to srv.conns behind its back.
+	p.srv.mu.Lock()
 	if p.srv.draining.Load() {
+		p.srv.mu.Unlock()
 		nc.Close()
 		return
 	}
+	p.srv.conns.Add(1)
+	p.srv.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, answers: make(chan answer, 1)}
 	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
@@ -84,7 +90,10 @@ func (p *processor) register(nc net.Conn) {
 	}
 	c.touch(time.Now())
 	p.srv.cfg.Metrics.ConnectionCreated(l.Name)
-	p.srv.conns.Go(c.serve)
+	go func() {
+		defer p.srv.conns.Done()
+		c.serve()
+	}()
 }
 
 // connectionID formats Kafka's connection id,
