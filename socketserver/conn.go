@@ -35,14 +35,32 @@ const wbufKeep = 64 << 10
 
 // serve runs the connection until it closes.
 func (c *conn) serve() {
-	defer c.close()
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
 	br := bufio.NewReaderSize(c.nc, 4096)
 	var sizeBuf [4]byte
 	var wbuf []byte
+	var peer *peerWatcher
+	watching := false // peer is reading br for the request in flight
+	defer func() {
+		c.close()
+		if peer != nil {
+			close(peer.start)
+			for range peer.done { // until the watcher has ended
+			}
+		}
+	}()
 	for {
+		if watching {
+			watching = false
+			if err := <-peer.done; err != nil {
+				if !isClosedOrEOF(err) {
+					log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+				}
+				return
+			}
+		}
 		if srv.draining.Load() {
 			return
 		}
@@ -118,6 +136,13 @@ func (c *conn) serve() {
 			return
 		}
 		c.p.busy.Add(int64(time.Since(start)))
+		if br.Buffered() == 0 {
+			if peer == nil {
+				peer = c.watchPeer(br)
+			}
+			peer.start <- struct{}{}
+			watching = true
+		}
 
 		var a answer
 		select {
@@ -138,6 +163,33 @@ func (c *conn) serve() {
 		c.touch(time.Now())
 		c.inFlight.Store(false)
 	}
+}
+
+// peerWatcher is a connection's second goroutine: while a request is in
+// flight it waits for the peer's next bytes, so that a client that goes
+// away cancels the request's context (the host can stop working for it)
+// instead of going unnoticed until the response is written. It reads into
+// serve's bufio.Reader, which serve leaves alone from a send on start until
+// it has received the read's error from done (nil when the next request has
+// begun to arrive). Closing start ends it; it then closes done.
+type peerWatcher struct {
+	start chan struct{}
+	done  chan error
+}
+
+func (c *conn) watchPeer(br *bufio.Reader) *peerWatcher {
+	w := &peerWatcher{start: make(chan struct{}, 1), done: make(chan error, 1)}
+	go func() {
+		defer close(w.done)
+		for range w.start {
+			_, err := br.Peek(1)
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // a deadline is Shutdown's drain, not the peer
+				c.cancel()
+			}
+			w.done <- err
+		}
+	}()
+	return w
 }
 
 // write encodes resp into buf and writes it, under a write deadline of

@@ -65,6 +65,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger, quit: make(chan struct{}), done: make(chan struct{})}
+	s.stats.reset(s) // Stats may be called before Start
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
@@ -95,11 +96,11 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
-		return errors.New("socketserver: already started")
-	}
 	if s.isClosed() || s.draining.Load() {
 		return ErrServerClosed
+	}
+	if s.started {
+		return errors.New("socketserver: already started")
 	}
 	var lc net.ListenConfig
 	for i, ls := range s.listeners {
@@ -107,6 +108,7 @@ func (s *Server) Start(ctx context.Context) error {
 		if err != nil {
 			for _, bound := range s.listeners[:i] {
 				bound.ln.Close()
+				bound.ln = nil
 			}
 			return fmt.Errorf("socketserver: listener %s failed to bind to %s: %w", ls.cfg.Name, ls.cfg.Bind.Address(), err)
 		}

@@ -1,0 +1,60 @@
+package socketserver
+
+import (
+	"bufio"
+	"bytes"
+	"runtime"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkDecodePath measures what the connection goroutine does with a
+// frame before queueing it: read the frame, parse the header, look the API
+// up, skip header tags and decode the body (Metadata v12, two topics).
+func BenchmarkDecodePath(b *testing.B) {
+	api, _ := KmsgAPI(3, 0, 12)
+	table, err := newAPITable([]API{api})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	for _, name := range []string{"orders", "payments"} {
+		topic := kmsg.NewMetadataRequestTopic()
+		topic.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, topic)
+	}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	src := bytes.NewReader(frame)
+	br := bufio.NewReaderSize(src, 4096)
+	var sizeBuf [4]byte
+	b.ReportAllocs()
+	for b.Loop() {
+		src.Reset(frame)
+		br.Reset(src)
+		f, err := readFrame(br, &sizeBuf, DefaultRequestMaxBytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, rest, err := parseHeaderPrefix(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, ok := table.lookup(h.key)
+		if !ok {
+			b.Fatal("lookup")
+		}
+		body := a.New()
+		body.SetVersion(h.version)
+		if body.IsFlexible() {
+			if rest, err = skipTags(rest); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := body.ReadFrom(rest); err != nil {
+			b.Fatal(err)
+		}
+		runtime.KeepAlive(body)
+	}
+}

@@ -1,0 +1,135 @@
+package socketserver_test
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"runtime"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// benchClient does round trips of one pre-encoded request on a connection,
+// allocating nothing itself, so that allocs/op are the server's.
+type benchClient struct {
+	c     net.Conn
+	req   []byte
+	size  [4]byte
+	resp  []byte
+	corr  int32
+	depth int // requests written and not yet answered
+}
+
+func newBenchClient(c net.Conn, req kmsg.Request) *benchClient {
+	return &benchClient{c: c, req: formatter.AppendRequest(nil, req, 0), resp: make([]byte, 0, 4096)}
+}
+
+func (bc *benchClient) write() error {
+	bc.corr++
+	binary.BigEndian.PutUint32(bc.req[8:], uint32(bc.corr))
+	_, err := bc.c.Write(bc.req)
+	bc.depth++
+	return err
+}
+
+func (bc *benchClient) read() error {
+	if _, err := io.ReadFull(bc.c, bc.size[:]); err != nil {
+		return err
+	}
+	n := int(binary.BigEndian.Uint32(bc.size[:]))
+	if n > cap(bc.resp) {
+		bc.resp = make([]byte, n)
+	}
+	bc.resp = bc.resp[:n]
+	if _, err := io.ReadFull(bc.c, bc.resp); err != nil {
+		return err
+	}
+	bc.depth--
+	if want := bc.corr - int32(bc.depth); int32(binary.BigEndian.Uint32(bc.resp)) != want {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+func (bc *benchClient) roundTrip() error {
+	if err := bc.write(); err != nil {
+		return err
+	}
+	return bc.read()
+}
+
+// metadataResponder answers Metadata inline with a fresh response.
+var metadataResponder = socketserver.HandlerFunc(func(r *socketserver.Request) {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.ClusterID = kmsg.StringPtr("bench")
+	_ = r.Respond(resp)
+})
+
+// BenchmarkHotPath: one connection, ApiVersions v3 answered by the server
+// itself over loopback: read, decode, encode, write.
+func BenchmarkHotPath(b *testing.B) {
+	srv := socketservertest.NewServer(b, nil, withAPIs, metadataResponder)
+	bc := newBenchClient(socketservertest.Dial(b, srv, "PLAINTEXT"), apiVersionsReq(3, "bench", "1.0"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := bc.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRoundTripMetadata: one connection, Metadata v12 through the
+// request channel to a handler that responds inline.
+func BenchmarkRoundTripMetadata(b *testing.B) {
+	srv := socketservertest.NewServer(b, nil, withAPIs, metadataResponder)
+	bc := newBenchClient(socketservertest.Dial(b, srv, "PLAINTEXT"), metadataReq(12))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := bc.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPipelined8: 8 connections in parallel, each keeping two
+// Metadata v12 requests outstanding (the next is written before the
+// previous answer is read), through the handler.
+func BenchmarkPipelined8(b *testing.B) {
+	const conns = 8
+	srv := socketservertest.NewServer(b, nil, withAPIs, metadataResponder)
+	addr := srv.Addr("PLAINTEXT").String()
+	b.SetParallelism((conns + runtimeProcs() - 1) / runtimeProcs())
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer c.Close()
+		bc := newBenchClient(c, metadataReq(12))
+		if err := bc.write(); err != nil {
+			b.Error(err)
+			return
+		}
+		for pb.Next() {
+			if err := bc.write(); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := bc.read(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+		if err := bc.read(); err != nil {
+			b.Error(err)
+		}
+	})
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,283 @@
+package socketserver_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// newUnstarted builds a server from props without starting it; it is
+// closed when the test ends.
+func newUnstarted(t testing.TB, props listener.Properties) *socketserver.Server {
+	t.Helper()
+	lc, err := listener.Resolve(props)
+	require.NoError(t, err)
+	cfg, err := socketserver.ConfigFromProperties(lc)
+	require.NoError(t, err)
+	cfg.APIs = allAPIs()
+	srv, err := socketserver.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// freePort returns a port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func requireBindable(t testing.TB, port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	require.NoError(t, err, "port %d is held", port)
+	require.NoError(t, ln.Close())
+}
+
+// New binds nothing; Start binds every listener or none, naming the one
+// that failed.
+func TestStartBindsAllOrNone(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	freeA := freePort(t)
+
+	srv := newUnstarted(t, listener.Properties{
+		"listeners":                      "A://127.0.0.1:" + strconv.Itoa(freeA) + ",B://127.0.0.1:" + strconv.Itoa(busyPort),
+		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
+		"inter.broker.listener.name":     "A",
+	})
+	requireBindable(t, freeA) // New bound nothing
+	assert.Nil(t, srv.Addr("A"))
+	assert.Nil(t, srv.Addr("B"))
+
+	err = srv.Start(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "listener B")
+	assert.Contains(t, err.Error(), strconv.Itoa(busyPort))
+	requireBindable(t, freeA) // A was released
+	assert.Nil(t, srv.Addr("A"), "Addr of a listener that Start released")
+
+	// Once the port is free, Start succeeds.
+	require.NoError(t, busy.Close())
+	require.NoError(t, srv.Start(context.Background()))
+	require.NotNil(t, srv.Addr("A"))
+	assert.Equal(t, "127.0.0.1:"+strconv.Itoa(freeA), srv.Addr("a").String(), "Addr ignores case")
+	assert.Equal(t, "127.0.0.1:"+strconv.Itoa(busyPort), srv.Addr("B").String())
+	assert.Nil(t, srv.Addr("C"))
+	require.NoError(t, srv.Close())
+	requireBindable(t, freeA)
+	requireBindable(t, busyPort)
+}
+
+func TestStartTwiceAndAfterClose(t *testing.T) {
+	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	require.NoError(t, srv.Start(context.Background()))
+	addr := srv.Addr("PLAINTEXT")
+	require.NotNil(t, addr)
+	err := srv.Start(context.Background())
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, socketserver.ErrServerClosed)
+	assert.Equal(t, addr, srv.Addr("PLAINTEXT"), "a second Start changed the address")
+	require.NoError(t, srv.Close())
+	assert.ErrorIs(t, srv.Start(context.Background()), socketserver.ErrServerClosed)
+}
+
+// Stats may be read before Start, as a metrics exporter registered early
+// does.
+func TestStatsBeforeStart(t *testing.T) {
+	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": "2"})
+	st := srv.Stats()
+	assert.Equal(t, 0, st.ConnectionCount["PLAINTEXT"])
+	assert.Equal(t, 0, st.RequestQueueSize[listener.DataPlane])
+	assert.Len(t, st.ProcessorIdleRatio, 2)
+}
+
+// Shutdown stops accepting, closes idle connections, lets every request
+// already read be answered and written, then closes: no client loses a
+// response.
+func TestShutdownDeliversInFlightResponses(t *testing.T) {
+	const conns = 20
+	seen := make(chan *socketserver.Request, conns)
+	srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+	addr := srv.Addr("PLAINTEXT").String()
+	idle := socketservertest.Dial(t, srv, "PLAINTEXT")
+	apiVersionsRoundTrip(t, idle, apiVersionsReq(0, "", ""), 0) // answered by the server
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		cs[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
+		send(t, cs[i], metadataReq(1), int32(100+i))
+	}
+	held := make([]*socketserver.Request, 0, conns)
+	for range conns {
+		held = append(held, recv(t, seen))
+	}
+
+	shutdown := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shutdown <- srv.Shutdown(ctx)
+	}()
+	// The listener closes and idle connections close at once.
+	requireClosedNoResponse(t, idle)
+	require.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, 10*time.Second, 5*time.Millisecond, "still accepting connections during Shutdown")
+	select {
+	case err := <-shutdown:
+		t.Fatalf("Shutdown returned (%v) with %d requests unanswered", err, conns)
+	default:
+	}
+
+	for _, r := range held {
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.ControllerID = r.CorrelationID
+		require.NoError(t, r.Respond(resp))
+	}
+	for i, c := range cs {
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = 1
+		readResponse(t, c, resp, int32(100+i))
+		assert.Equal(t, int32(100+i), resp.ControllerID)
+		requireClosedNoResponse(t, c)
+	}
+	select {
+	case err := <-shutdown:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return after every request was answered")
+	}
+	select {
+	case <-srv.Done():
+	default:
+		t.Fatal("Done is open after Shutdown returned")
+	}
+	_, ok := <-srv.Requests(listener.DataPlane)
+	assert.False(t, ok, "the request channel is open after Shutdown")
+	assert.ErrorIs(t, srv.Shutdown(context.Background()), socketserver.ErrServerClosed)
+}
+
+// Shutdown gives up when its context ends, closing at once.
+func TestShutdownHonoursContext(t *testing.T) {
+	seen := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, c, metadataReq(1), 1)
+	r := recv(t, seen) // and never answered
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := srv.Shutdown(ctx)
+	took := time.Since(start)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.GreaterOrEqual(t, took, 190*time.Millisecond)
+	assert.Less(t, took, 3*time.Second)
+	requireClosedNoResponse(t, c)
+	select {
+	case <-r.Context().Done():
+	default:
+		t.Fatal("the held request's context is not cancelled")
+	}
+	select {
+	case <-srv.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("server goroutines still running")
+	}
+	assert.NoError(t, respondEmpty(r), "answering after the close is harmless")
+}
+
+// Close is idempotent; afterwards Shutdown, Start and Serve report
+// ErrServerClosed.
+func TestCloseIdempotent(t *testing.T) {
+	for _, started := range []bool{true, false} {
+		t.Run("started="+strconv.FormatBool(started), func(t *testing.T) {
+			srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+			served := make(chan error, 1)
+			if started {
+				require.NoError(t, srv.Start(context.Background()))
+				go func() { served <- srv.Serve(context.Background(), listener.DataPlane, 2, echoMetadata) }()
+				metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 1)
+			}
+			require.NoError(t, srv.Close())
+			require.NoError(t, srv.Close())
+			if started {
+				select {
+				case err := <-served:
+					assert.ErrorIs(t, err, socketserver.ErrServerClosed)
+				case <-time.After(10 * time.Second):
+					t.Fatal("Serve did not return after Close")
+				}
+			}
+			assert.ErrorIs(t, srv.Shutdown(context.Background()), socketserver.ErrServerClosed)
+			assert.ErrorIs(t, srv.Start(context.Background()), socketserver.ErrServerClosed)
+			assert.ErrorIs(t, srv.Serve(context.Background(), listener.DataPlane, 1, echoMetadata), socketserver.ErrServerClosed)
+			select {
+			case <-srv.Done():
+			default:
+				t.Fatal("Done is open after Close")
+			}
+		})
+	}
+}
+
+// Serve returns the context's error when its context ends first.
+func TestServeContextCancelled(t *testing.T) {
+	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	require.NoError(t, srv.Start(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, listener.DataPlane, 3, echoMetadata) }()
+	metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 1)
+	cancel()
+	assert.ErrorIs(t, <-served, context.Canceled)
+}
+
+// A handler that panics loses its connection; the server and the other
+// connections go on.
+func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
+	var mu sync.Mutex
+	panicked := 0
+	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
+		if r.ClientID != nil && *r.ClientID == "boom" {
+			mu.Lock()
+			panicked++
+			mu.Unlock()
+			panic("handler bug")
+		}
+		_ = respondEmpty(r)
+	})
+	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1"}, withAPIs, h)
+	good := socketservertest.Dial(t, srv, "PLAINTEXT")
+	metadataRoundTrip(t, good, 1, 1)
+	for range 3 {
+		bad := socketservertest.Dial(t, srv, "PLAINTEXT")
+		write(t, bad, requestFrame(metadataReq(1), 2, strp("boom")))
+		requireClosedNoResponse(t, bad)
+		metadataRoundTrip(t, good, 1, 3)
+	}
+	metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 4)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 3, panicked)
+}

@@ -1,0 +1,238 @@
+package socketserver_test
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// Requests pipelined in one write are handed over one at a time per
+// connection and answered in order, even when the host answers them from
+// other goroutines after random delays.
+func TestPipelinedRequestsOneInFlightInOrder(t *testing.T) {
+	const conns, perConn = 3, 20
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]int{}
+		order    = map[string][]int32{}
+		overlaps atomic.Int32
+	)
+	var answering sync.WaitGroup
+	defer answering.Wait()
+	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
+		mu.Lock()
+		inFlight[r.Conn.ID]++
+		if inFlight[r.Conn.ID] > 1 {
+			overlaps.Add(1)
+		}
+		order[r.Conn.ID] = append(order[r.Conn.ID], r.CorrelationID)
+		mu.Unlock()
+		delay := time.Duration(rand.IntN(3000)) * time.Microsecond
+		answering.Go(func() {
+			time.Sleep(delay) // the host's own work, not synchronisation
+			mu.Lock()
+			inFlight[r.Conn.ID]--
+			mu.Unlock()
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.ClusterID = kmsg.StringPtr(r.Conn.ID)
+			resp.ControllerID = r.CorrelationID
+			assert.NoError(t, r.Respond(resp))
+		})
+	})
+	srv := socketservertest.NewServer(t, nil, withAPIs, h)
+
+	var clients sync.WaitGroup
+	for range conns {
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		clients.Go(func() {
+			var batch []byte
+			for i := range int32(perConn) {
+				batch = append(batch, formatter.AppendRequest(nil, metadataReq(9), 1000+i)...) // AppendRequest writes the size at dst[0]
+			}
+			if _, err := c.Write(batch); !assert.NoError(t, err) {
+				return
+			}
+			var connID string
+			for i := range int32(perConn) {
+				resp := kmsg.NewPtrMetadataResponse()
+				resp.Version = 9
+				readResponse(t, c, resp, 1000+i)
+				assert.Equal(t, 1000+i, resp.ControllerID)
+				if i == 0 {
+					connID = *resp.ClusterID
+				}
+				assert.Equal(t, connID, *resp.ClusterID, "a response of another connection")
+			}
+		})
+	}
+	clients.Wait()
+
+	assert.Zero(t, overlaps.Load(), "the handler held two requests of one connection at once")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, order, conns)
+	want := make([]int32, perConn)
+	for i := range want {
+		want[i] = 1000 + int32(i)
+	}
+	for id, got := range order {
+		assert.Equal(t, want, got, "handler order on %s", id)
+	}
+}
+
+// The host may answer from any goroutine, later.
+func TestRespondAsync(t *testing.T) {
+	seen := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	start := time.Now()
+	send(t, c, metadataReq(1), 5)
+	r := recv(t, seen)
+	answered := make(chan error, 1)
+	time.AfterFunc(100*time.Millisecond, func() { answered <- respondEmpty(r) })
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 1
+	readResponse(t, c, resp, 5)
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+	require.NoError(t, <-answered)
+}
+
+// Each request is answered once: a second Respond, NoResponse or
+// CloseConnection returns ErrAlreadyAnswered and writes nothing.
+func TestAnswerTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		first  func(*socketserver.Request) error
+		reply  bool
+		closes bool
+	}{
+		{"Respond", respondEmpty, true, false},
+		{"NoResponse", (*socketserver.Request).NoResponse, false, false},
+		{"CloseConnection", (*socketserver.Request).CloseConnection, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := make(chan *socketserver.Request, 1)
+			srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+			c := socketservertest.Dial(t, srv, "PLAINTEXT")
+			send(t, c, metadataReq(1), 1)
+			r := recv(t, seen)
+			require.NoError(t, tc.first(r))
+			require.ErrorIs(t, respondEmpty(r), socketserver.ErrAlreadyAnswered)
+			require.ErrorIs(t, r.NoResponse(), socketserver.ErrAlreadyAnswered)
+			require.ErrorIs(t, r.CloseConnection(), socketserver.ErrAlreadyAnswered)
+			if tc.closes {
+				requireClosedNoResponse(t, c)
+				return
+			}
+			if tc.reply {
+				resp := kmsg.NewPtrMetadataResponse()
+				resp.Version = 1
+				readResponse(t, c, resp, 1)
+			}
+			// The next response is the next request's: nothing stray was written.
+			send(t, c, metadataReq(1), 2)
+			r = recv(t, seen)
+			require.NoError(t, respondEmpty(r))
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 1
+			readResponse(t, c, resp, 2)
+		})
+	}
+}
+
+// A response of another API is refused and leaves the request unanswered.
+func TestRespondWrongKey(t *testing.T) {
+	seen := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, c, metadataReq(7), 31)
+	r := recv(t, seen)
+	require.Error(t, r.Respond(kmsg.NewPtrApiVersionsResponse()))
+	require.Error(t, r.Respond(kmsg.NewPtrProduceResponse()))
+	require.Error(t, r.Respond(nil))
+	requireOpen(t, c, 50*time.Millisecond)
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.ControllerID = 4
+	require.NoError(t, r.Respond(resp))
+	got := kmsg.NewPtrMetadataResponse()
+	got.Version = 7
+	readResponse(t, c, got, 31)
+	assert.Equal(t, int32(4), got.ControllerID)
+}
+
+// NoResponse writes nothing and lets the next request be read.
+func TestNoResponse(t *testing.T) {
+	seen := make(chan *socketserver.Request, 2)
+	srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, c, metadataReq(1), 1)
+	send(t, c, metadataReq(1), 2)
+	r := recv(t, seen)
+	require.Equal(t, int32(1), r.CorrelationID)
+	require.Empty(t, seen, "the second request was read before the first was answered")
+	require.NoError(t, r.NoResponse())
+	r = recv(t, seen)
+	require.Equal(t, int32(2), r.CorrelationID)
+	require.NoError(t, respondEmpty(r))
+	// The first frame on the wire answers correlation id 2.
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 1
+	readResponse(t, c, resp, 2)
+}
+
+// CloseConnection closes the connection without a response and leaves the
+// others alone.
+func TestCloseConnection(t *testing.T) {
+	seen := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+	other := socketservertest.Dial(t, srv, "PLAINTEXT")
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, c, metadataReq(1), 1)
+	r := recv(t, seen)
+	require.NoError(t, r.CloseConnection())
+	requireClosedNoResponse(t, c)
+	select {
+	case <-r.Context().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's context was not cancelled when its connection closed")
+	}
+
+	send(t, other, metadataReq(1), 2)
+	r = recv(t, seen)
+	require.NoError(t, respondEmpty(r))
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 1
+	readResponse(t, other, resp, 2)
+}
+
+// A request's context is cancelled when its client disconnects while the
+// host holds the request, so that the host can stop working for it.
+func TestRequestContextCancelledOnClientDisconnect(t *testing.T) {
+	seen := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, nil, withAPIs, queueHandler(seen))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, c, metadataReq(1), 1)
+	r := recv(t, seen)
+	select {
+	case <-r.Context().Done():
+		t.Fatal("context cancelled while the client is connected")
+	default:
+	}
+	require.NoError(t, c.Close())
+	select {
+	case <-r.Context().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's context was not cancelled when the client went away")
+	}
+	require.NoError(t, respondEmpty(r), "answering a request of a gone client")
+	requireConnCount(t, srv, "PLAINTEXT", 0)
+}
