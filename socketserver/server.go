@@ -121,7 +121,7 @@ func (s *Server) Start(ctx context.Context) error {
 			s.workers.Go(p.run)
 		}
 		s.workers.Go(func() { s.accept(ls) })
-		s.log.Info("listening", "listener", ls.cfg.Name, "address", ls.ln.Addr().String(),
+		s.log.Debug("listening", "listener", ls.cfg.Name, "address", ls.ln.Addr().String(),
 			"security_protocol", ls.cfg.SecurityProtocol, "plane", ls.cfg.Plane, "processors", len(ls.processors))
 	}
 	go func() {

@@ -11,43 +11,77 @@
 // -config, with each -set key=value laid over it, and keys set in neither
 // take Kafka's defaults (listeners=PLAINTEXT://:9092 and so on). When neither
 // -config nor -set is given, the broker instead uses built-in settings that
-// show off KIP-103: four named listeners, two of which share the PLAINTEXT
-// protocol, a separate inter-broker listener and a control-plane listener.
+// show off KIP-103: four named listeners, all speaking PLAINTEXT under their
+// own names (CLIENT becomes SASL_PLAINTEXT again once the socket server has
+// SASL), a separate inter-broker listener and a control-plane listener.
 //
 // With -check the broker only validates the configuration and prints the
 // table. An invalid configuration is reported on standard error, naming the
 // offending key, and the exit status is 1; nothing is bound. Bad flags give
 // exit status 2.
 //
-// Serving is not implemented yet: without -check the broker prints the table
-// and says so.
+// Without -check the broker serves until SIGINT or SIGTERM, when it shuts
+// down gracefully (at most 10 s) and exits 0. It keeps its topics in memory
+// and answers ApiVersions, Metadata, Produce, Fetch (with long polls),
+// ListOffsets, InitProducerId, DescribeCluster and CreateTopics on its
+// data-plane listeners, and Metadata alone on a control-plane listener.
+// Every socket-server key applies (num.network.threads, queued.max.requests,
+// socket.request.max.bytes, connections.max.idle.ms, ...), as do
+// num.io.threads, node.id (or broker.id), broker.rack, num.partitions and
+// auto.create.topics.enable.
+//
+// -brokers N runs a cluster of N brokers in the one process, sharing their
+// topics: broker i has node id node.id+i and binds and advertises each
+// listener on its configured port + i*100 (a port 0 stays 0, an ephemeral
+// port, and the port bound is advertised). Partition p is led by broker
+// p mod N. -metrics-addr host:port serves Prometheus metrics at /metrics.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// shutdownTimeout bounds the graceful shutdown.
+const shutdownTimeout = 10 * time.Second
+
+// maxBrokers bounds -brokers.
+const maxBrokers = 100
 
 // defaultProperties returns the settings the broker runs with when neither
 // -config nor -set is given. They demonstrate KIP-103: clients connect to
-// CLIENT with SASL_PLAINTEXT, while REPLICATION, INTERNAL and CONTROLLER all
-// speak PLAINTEXT under their own names; brokers replicate over REPLICATION
-// and controller requests arrive on CONTROLLER, the control plane of KIP-291.
-// Every listener binds the loopback interface, so the defaults expose
-// nothing.
+// CLIENT, while REPLICATION, INTERNAL and CONTROLLER all speak PLAINTEXT
+// under their own names; brokers replicate over REPLICATION and controller
+// requests arrive on CONTROLLER, the control plane of KIP-291. Every
+// listener binds the loopback interface, so the defaults expose nothing.
+//
+// CLIENT is PLAINTEXT for now: the socket server has no SASL yet, so a
+// SASL_PLAINTEXT listener would accept no client. It goes back to
+// SASL_PLAINTEXT, the point of the demonstration, once SASL is implemented.
 func defaultProperties() listener.Properties {
 	return listener.Properties{
 		listener.KeyListeners:                "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
-		listener.KeySecurityProtocolMap:      "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		listener.KeySecurityProtocolMap:      "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		listener.KeyInterBrokerListenerName:  "REPLICATION",
 		listener.KeyControlPlaneListenerName: "CONTROLLER",
 	}
@@ -67,16 +101,21 @@ func (s *settings) Set(v string) error {
 	return nil
 }
 
-// run is the whole command; it returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+// run is the whole command; it serves until ctx ends and returns the exit
+// status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration, print the listeners and exit")
 	configPath := fs.String("config", "", "read broker settings from the Java .properties `file`")
 	var sets settings
 	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
+	brokers := fs.Int("brokers", 1, "run a cluster of `N` brokers in this process, sharing their topics:\n"+
+		"broker i has node id node.id+i and binds and advertises each listener on its\n"+
+		"configured port + i*100 (port 0 stays 0: an ephemeral port, advertised as bound)")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`host:port`/metrics")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]...")
+		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -90,8 +129,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if *brokers < 1 || *brokers > maxBrokers {
+		fmt.Fprintf(stderr, "broker: -brokers %d: want 1 to %d\n", *brokers, maxBrokers)
+		fs.Usage()
+		return 2
+	}
 
 	cfg, err := resolve(*configPath, sets)
+	if err == nil {
+		_, err = readSettings(cfg)
+	}
+	if err == nil {
+		_, err = brokerConfigs(cfg, *brokers)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
 		return 1
@@ -103,8 +153,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *check {
 		return 0
 	}
-	fmt.Fprintln(stderr, "broker: serving is not implemented yet; the configuration above is valid")
-	return 0
+	return serve(ctx, cfg.Properties(), *brokers, *metricsAddr, slog.New(slog.NewTextHandler(stderr, nil)))
+}
+
+// serve runs the brokers, and the metrics server if metricsAddr is set,
+// until ctx ends, then shuts them down. It returns the exit status.
+func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, logger *slog.Logger) int {
+	var metricsLn net.Listener
+	if metricsAddr != "" {
+		var err error
+		if metricsLn, err = net.Listen("tcp", metricsAddr); err != nil {
+			logger.Error("cannot serve metrics", "err", err)
+			return 1
+		}
+	}
+	c, err := startCluster(ctx, props, brokers, logger)
+	if err != nil {
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	var metrics *metricsServer
+	if metricsLn != nil {
+		metrics = serveMetrics(metricsLn, c.registry)
+		logger.Info("serving metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
+	}
+	logger.Info("started", "brokers", brokers, "cluster_id", c.id)
+
+	<-ctx.Done()
+	logger.Info("shutting down", "timeout", shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	code := 0
+	if err := c.Shutdown(sctx); err != nil {
+		logger.Error("shutdown", "err", err)
+		code = 1
+	}
+	if metrics != nil {
+		_ = metrics.Shutdown(sctx)
+	}
+	logger.Info("stopped")
+	return code
 }
 
 // resolve reads the configuration file at path, if any, lays sets over it

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 func runBroker(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(args, &stdout, &stderr)
+	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -32,11 +33,11 @@ func rows(table string) [][]string {
 var header = []string{"LISTENER", "BIND", "ADVERTISED", "PROTOCOL", "PLANE", "INTER-BROKER"}
 
 // defaultTable is the table of the built-in KIP-103 settings, byte for byte.
-const defaultTable = `LISTENER     BIND            ADVERTISED      PROTOCOL        PLANE    INTER-BROKER
-CLIENT       127.0.0.1:9092  127.0.0.1:9092  SASL_PLAINTEXT  data     -
-REPLICATION  127.0.0.1:9093  127.0.0.1:9093  PLAINTEXT       data     yes
-INTERNAL     127.0.0.1:9094  127.0.0.1:9094  PLAINTEXT       data     -
-CONTROLLER   127.0.0.1:9095  127.0.0.1:9095  PLAINTEXT       control  -
+const defaultTable = `LISTENER     BIND            ADVERTISED      PROTOCOL   PLANE    INTER-BROKER
+CLIENT       127.0.0.1:9092  127.0.0.1:9092  PLAINTEXT  data     -
+REPLICATION  127.0.0.1:9093  127.0.0.1:9093  PLAINTEXT  data     yes
+INTERNAL     127.0.0.1:9094  127.0.0.1:9094  PLAINTEXT  data     -
+CONTROLLER   127.0.0.1:9095  127.0.0.1:9095  PLAINTEXT  control  -
 `
 
 // serverProperties exercises the Java .properties syntax: both comment
@@ -66,21 +67,10 @@ func TestRunPrintsListeners(t *testing.T) {
 		wantStderr string     // "" means stderr must be empty
 	}{
 		{
-			name: "built-in defaults, serving",
-			args: nil,
-			want: [][]string{
-				{"CLIENT", "127.0.0.1:9092", "127.0.0.1:9092", "SASL_PLAINTEXT", "data", "-"},
-				{"REPLICATION", "127.0.0.1:9093", "127.0.0.1:9093", "PLAINTEXT", "data", "yes"},
-				{"INTERNAL", "127.0.0.1:9094", "127.0.0.1:9094", "PLAINTEXT", "data", "-"},
-				{"CONTROLLER", "127.0.0.1:9095", "127.0.0.1:9095", "PLAINTEXT", "control", "-"},
-			},
-			wantStderr: "broker: serving is not implemented yet; the configuration above is valid\n",
-		},
-		{
 			name: "built-in defaults, check",
 			args: []string{"-check"},
 			want: [][]string{
-				{"CLIENT", "127.0.0.1:9092", "127.0.0.1:9092", "SASL_PLAINTEXT", "data", "-"},
+				{"CLIENT", "127.0.0.1:9092", "127.0.0.1:9092", "PLAINTEXT", "data", "-"},
 				{"REPLICATION", "127.0.0.1:9093", "127.0.0.1:9093", "PLAINTEXT", "data", "yes"},
 				{"INTERNAL", "127.0.0.1:9094", "127.0.0.1:9094", "PLAINTEXT", "data", "-"},
 				{"CONTROLLER", "127.0.0.1:9095", "127.0.0.1:9095", "PLAINTEXT", "control", "-"},
@@ -203,6 +193,56 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:70000"},
 			key:  "listeners",
 		},
+		{
+			name: "another broker's port out of range",
+			args: []string{"-brokers", "3", "-set", "listeners=PLAINTEXT://127.0.0.1:65500"},
+			key:  "listeners",
+		},
+		{
+			name: "another broker's advertised port out of range",
+			args: []string{"-brokers", "2", "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "advertised.listeners=PLAINTEXT://localhost:65500"},
+			key:  "advertised.listeners",
+		},
+		{
+			name: "socket server key",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "queued.max.requests=0"},
+			key:  "queued.max.requests",
+		},
+		{
+			name: "listener-prefixed socket server key",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "listener.name.plaintext.num.network.threads=x"},
+			key:  "listener.name.plaintext.num.network.threads",
+		},
+		{
+			name: "io threads",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "num.io.threads=0"},
+			key:  "num.io.threads",
+		},
+		{
+			name: "partitions",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "num.partitions=none"},
+			key:  "num.partitions",
+		},
+		{
+			name: "too many partitions",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "num.partitions=10001"},
+			key:  "num.partitions",
+		},
+		{
+			name: "auto create",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "auto.create.topics.enable=maybe"},
+			key:  "auto.create.topics.enable",
+		},
+		{
+			name: "node id",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "node.id=-1"},
+			key:  "node.id",
+		},
+		{
+			name: "broker id",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "broker.id=9999999999"},
+			key:  "broker.id",
+		},
 	}
 	for _, tt := range tests {
 		for _, check := range []bool{true, false} {
@@ -244,6 +284,8 @@ func TestRunBadFlags(t *testing.T) {
 		{"set with empty key", []string{"-set", "=PLAINTEXT://:9092"}, `invalid value "=PLAINTEXT://:9092" for flag -set: want key=value`},
 		{"config without a path", []string{"-config"}, "flag needs an argument: -config"},
 		{"positional argument", []string{"-check", "server.properties"}, `broker: unexpected argument "server.properties"`},
+		{"no brokers", []string{"-check", "-brokers", "0"}, "broker: -brokers 0: want 1 to 100"},
+		{"brokers not a number", []string{"-brokers", "two"}, `invalid value "two" for flag -brokers`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// portStep is how far apart the ports of consecutive brokers of one process
+// are: broker i binds and advertises each listener's configured port plus
+// i*portStep; port 0 stays 0 (an ephemeral port).
+const portStep = 100
+
+// brokerSettings are the keys the example reads besides the listeners and
+// the socket server's keys.
+type brokerSettings struct {
+	nodeID        int32  // node.id, else broker.id; 0 when neither is set
+	rack          string // broker.rack
+	ioThreads     int    // num.io.threads: data-plane handler goroutines
+	numPartitions int32  // num.partitions: partitions of an auto-created topic
+	autoCreate    bool   // auto.create.topics.enable
+}
+
+// readSettings reads the broker's settings from cfg's properties and checks
+// the socket server's keys, so that -check rejects whatever serving would.
+func readSettings(cfg *listener.Config) (brokerSettings, error) {
+	if _, err := socketserver.ConfigFromProperties(cfg); err != nil {
+		return brokerSettings{}, err
+	}
+	s := brokerSettings{autoCreate: true}
+	idKey := "node.id"
+	if _, ok := cfg.Properties().Get(idKey); !ok {
+		idKey = "broker.id"
+	}
+	id, err := cfg.Int(idKey, 0, 0)
+	if err != nil {
+		return brokerSettings{}, err
+	}
+	if id > 1<<30 { // room for the ids of -brokers
+		return brokerSettings{}, &protocolmap.ConfigError{Key: idKey, Value: strconv.Itoa(id), Err: listener.ErrInvalidValue,
+			Rule: fmt.Sprintf("Value must be no more than %d", 1<<30)}
+	}
+	s.nodeID = int32(id)
+	s.rack, _ = cfg.Properties().Get("broker.rack")
+	if s.ioThreads, err = cfg.Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
+		return brokerSettings{}, err
+	}
+	partitions, err := cfg.Int("num.partitions", 1, 1)
+	if err != nil {
+		return brokerSettings{}, err
+	}
+	if partitions > maxPartitions {
+		return brokerSettings{}, &protocolmap.ConfigError{Key: "num.partitions", Value: strconv.Itoa(partitions), Err: listener.ErrInvalidValue,
+			Rule: fmt.Sprintf("Value must be no more than %d", maxPartitions)}
+	}
+	s.numPartitions = int32(partitions)
+	if v, ok := cfg.Properties().Get("auto.create.topics.enable"); ok {
+		if s.autoCreate, err = strconv.ParseBool(v); err != nil {
+			return brokerSettings{}, &protocolmap.ConfigError{Key: "auto.create.topics.enable", Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
+		}
+	}
+	return s, nil
+}
+
+// brokerProperties returns the properties of broker i of the process: those
+// of cfg with every port of listeners and advertised.listeners moved up by
+// i*portStep (port 0 stays 0).
+func brokerProperties(cfg *listener.Config, i int) (listener.Properties, error) {
+	props := maps.Clone(cfg.Properties())
+	if props == nil {
+		props = listener.Properties{}
+	}
+	for _, key := range []string{listener.KeyListeners, listener.KeyAdvertisedListeners} {
+		value, ok := props.Get(key)
+		if !ok {
+			if key == listener.KeyAdvertisedListeners {
+				continue // it defaults to listeners, which moves
+			}
+			value = listener.DefaultListeners
+		}
+		eps, err := listener.ParseEndPoints(key, value, cfg.SecurityProtocolMap)
+		if err != nil {
+			return nil, err
+		}
+		entries := make([]string, len(eps))
+		for j, ep := range eps {
+			if ep.Port != 0 {
+				ep.Port += i * portStep
+			}
+			if ep.Port > 65535 {
+				return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidEndPoint,
+					Rule: fmt.Sprintf("broker %d would use port %d for listener %s (configured port + %d*%d), beyond 65535", i, ep.Port, ep.Name, i, portStep)}
+			}
+			entries[j] = ep.String()
+		}
+		props[key] = strings.Join(entries, ",")
+	}
+	return props, nil
+}
+
+// brokerConfigs returns the listener configuration of each of n brokers:
+// cfg for broker 0, and cfg's properties moved by brokerProperties and
+// resolved again for the others.
+func brokerConfigs(cfg *listener.Config, n int) ([]*listener.Config, error) {
+	cfgs := []*listener.Config{cfg}
+	for i := 1; i < n; i++ {
+		props, err := brokerProperties(cfg, i)
+		if err != nil {
+			return nil, err
+		}
+		c, err := listener.Resolve(props)
+		if err != nil {
+			return nil, err
+		}
+		cfgs = append(cfgs, c)
+	}
+	return cfgs, nil
+}
+
+// cluster is the process's brokers and their shared state.
+type cluster struct {
+	id       string // cluster id, new for every process
+	settings brokerSettings
+	state    *state
+	brokers  []*broker
+	// infos tells clients where each broker listens: its advertised
+	// endpoints, with the bound port for an advertised port 0.
+	infos    []listener.Broker
+	registry *prometheus.Registry
+	log      *slog.Logger
+
+	stopping chan struct{} // closed when the cluster stops: long polls answer now
+	stopOnce sync.Once
+	cancel   context.CancelFunc // ends the Serve loops
+	serving  sync.WaitGroup     // Serve loops
+	waiting  sync.WaitGroup     // long-poll fetches
+}
+
+// broker is one broker of the cluster: a socket server and its node id.
+type broker struct {
+	c   *cluster
+	id  int32
+	cfg *listener.Config
+	srv *socketserver.Server
+}
+
+// startCluster starts n brokers that share one in-memory state. Broker 0
+// uses props as they are; broker i moves every port by i*portStep and has
+// node id node.id+i. It returns once every listener of every broker is
+// bound and served.
+func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger) (*cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("want at least 1 broker, not %d", n)
+	}
+	cfg, err := listener.Resolve(props)
+	if err != nil {
+		return nil, err
+	}
+	set, err := readSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfgs, err := brokerConfigs(cfg, n)
+	if err != nil {
+		return nil, err
+	}
+	serveCtx, cancel := context.WithCancel(context.Background())
+	c := &cluster{
+		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger,
+		stopping: make(chan struct{}), cancel: cancel,
+	}
+	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for i, bcfg := range cfgs {
+		b, err := c.startBroker(ctx, bcfg, set.nodeID+int32(i))
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("broker %d: %w", set.nodeID+int32(i), err)
+		}
+		c.brokers = append(c.brokers, b)
+	}
+	// Every listener is bound, so every address is known: only now may
+	// requests be served.
+	for _, b := range c.brokers {
+		info := b.info()
+		b.logListeners(info)
+		c.infos = append(c.infos, info)
+	}
+	for _, b := range c.brokers {
+		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, listener.DataPlane, set.ioThreads, b) })
+		if b.cfg.ControlPlaneListener != "" {
+			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, listener.ControlPlane, 1, b) })
+		}
+	}
+	return c, nil
+}
+
+// startBroker builds and starts one broker's socket server from cfg, with
+// every socket-server key of its properties applied.
+func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int32) (*broker, error) {
+	scfg, err := socketserver.ConfigFromProperties(cfg)
+	if err != nil {
+		return nil, err
+	}
+	scfg.APIs = dataPlaneAPIs()
+	if cp := cfg.ControlPlaneListener; cp != "" {
+		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: controlPlaneAPIs()}
+	}
+	scfg.Logger = c.log.With("broker", id)
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node_id": strconv.Itoa(int(id))}, c.registry)
+	if scfg.Metrics, err = newPromMetrics(reg); err != nil {
+		return nil, err
+	}
+	srv, err := socketserver.New(scfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	b := &broker{c: c, id: id, cfg: cfg, srv: srv}
+	if err := reg.Register(statsCollector{srv}); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// info returns what clients learn about b: its advertised endpoints, where
+// an advertised port 0 becomes the port bound and an empty host (every
+// interface) the machine's host name, as in Kafka.
+func (b *broker) info() listener.Broker {
+	info := b.cfg.Broker(b.id, b.c.settings.rack)
+	for i, ep := range info.EndPoints {
+		if a, ok := b.srv.Addr(string(ep.Name)).(*net.TCPAddr); ok && ep.Port == 0 {
+			info.EndPoints[i].Port = a.Port
+		}
+		if ep.Host == "" {
+			info.EndPoints[i].Host, _ = os.Hostname()
+		}
+	}
+	return info
+}
+
+// logListeners logs one line per listener of b, which info advertises.
+func (b *broker) logListeners(info listener.Broker) {
+	for _, l := range b.cfg.Listeners {
+		advertised := "-"
+		for _, ep := range info.EndPoints {
+			if ep.Name == l.Name {
+				advertised = ep.Address()
+			}
+		}
+		b.c.log.Info("listener started", "broker", b.id, "listener", l.Name, "bind", b.srv.Addr(string(l.Name)).String(),
+			"advertised", advertised, "protocol", l.SecurityProtocol, "plane", l.Plane)
+	}
+}
+
+// controllerID is the node id Metadata gives as the controller: broker 0's.
+func (c *cluster) controllerID() int32 { return c.settings.nodeID }
+
+// leader returns the node id of the leader of partition p: broker p % N.
+func (c *cluster) leader(p int32) int32 {
+	return c.settings.nodeID + p%int32(len(c.brokers))
+}
+
+// replicas returns the node ids of the replicas of partition p of t, the
+// leader first. The state is shared, so every replica is in sync.
+func (c *cluster) replicas(t *topic, p int32) []int32 {
+	out := make([]int32, t.replication)
+	for i := range out {
+		out[i] = c.leader(p + int32(i))
+	}
+	return out
+}
+
+// stop makes long polls answer now.
+func (c *cluster) stop() { c.stopOnce.Do(func() { close(c.stopping) }) }
+
+// Shutdown shuts every broker down gracefully (see socketserver's
+// Shutdown): long-poll fetches are answered at once with what is available,
+// requests in flight finish, connections close. If ctx ends first the
+// brokers are closed at once.
+func (c *cluster) Shutdown(ctx context.Context) error {
+	c.stop()
+	errs := make([]error, len(c.brokers))
+	var wg sync.WaitGroup
+	for i, b := range c.brokers {
+		wg.Go(func() { errs[i] = b.srv.Shutdown(ctx) })
+	}
+	wg.Wait()
+	c.wait()
+	return errors.Join(errs...)
+}
+
+// Close stops every broker at once.
+func (c *cluster) Close() {
+	c.stop()
+	for _, b := range c.brokers {
+		b.srv.Close()
+	}
+	c.wait()
+}
+
+func (c *cluster) wait() {
+	c.cancel()
+	c.serving.Wait()
+	c.waiting.Wait()
+}
+
+// newClusterID returns a random cluster id in Kafka's form: a UUID in
+// unpadded URL-safe base64.
+func newClusterID() string {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// kmsgAPI returns kmsg's API for key at versions min to max.
+func kmsgAPI(key kmsg.Key, min, max int16) socketserver.API {
+	api, ok := socketserver.KmsgAPI(int16(key), min, max)
+	if !ok {
+		panic(fmt.Sprintf("kmsg does not know API %d", key))
+	}
+	return api
+}

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// dataPlaneAPIs are the requests the data-plane listeners serve, at the
+// versions the handlers below answer correctly.
+func dataPlaneAPIs() []socketserver.API {
+	return []socketserver.API{
+		kmsgAPI(kmsg.Produce, 3, 13),    // v3 is the first with record batches (magic 2), the one format stored
+		kmsgAPI(kmsg.Fetch, 4, 18),      // v4 is the first to return record batches
+		kmsgAPI(kmsg.ListOffsets, 1, 6), // v0 lists old-style offsets; v7+ add timestamps -3 to -6 (max timestamp, tiered storage)
+		kmsgAPI(kmsg.Metadata, 0, 13),
+		kmsgAPI(kmsg.InitProducerID, 0, 5),
+		kmsgAPI(kmsg.DescribeCluster, 0, 2),
+		kmsgAPI(kmsg.CreateTopics, 0, 7),
+	}
+}
+
+// controlPlaneAPIs are the requests the control-plane listener serves
+// (ApiVersions, which the server answers, aside): Metadata, so that a
+// controller learns the control-plane addresses.
+func controlPlaneAPIs() []socketserver.API {
+	return []socketserver.API{kmsgAPI(kmsg.Metadata, 0, 13)}
+}
+
+// maxPartitions bounds CreateTopics, since every partition lives in memory.
+const maxPartitions = 10000
+
+// ServeKafka answers one request; socketserver runs it on num.io.threads
+// goroutines (one for the control plane).
+func (b *broker) ServeKafka(r *socketserver.Request) {
+	switch req := r.Body.(type) {
+	case *kmsg.MetadataRequest:
+		b.respond(r, b.metadata(r, req))
+	case *kmsg.ProduceRequest:
+		b.produce(r, req)
+	case *kmsg.FetchRequest:
+		b.fetch(r, req)
+	case *kmsg.ListOffsetsRequest:
+		b.respond(r, b.listOffsets(req))
+	case *kmsg.InitProducerIDRequest:
+		resp := kmsg.NewPtrInitProducerIDResponse()
+		resp.ProducerID, resp.ProducerEpoch = b.c.state.nextProducerID(), 0
+		b.respond(r, resp)
+	case *kmsg.DescribeClusterRequest:
+		b.respond(r, b.describeCluster(r, req))
+	case *kmsg.CreateTopicsRequest:
+		b.respond(r, b.createTopics(req))
+	default: // not reached: the server passes on only the APIs enabled
+		_ = r.CloseConnection()
+	}
+}
+
+// respond answers r with resp. Respond fails only for a response of another
+// API, or a second answer: a bug in this file.
+func (b *broker) respond(r *socketserver.Request, resp kmsg.Response) {
+	if err := r.Respond(resp); err != nil {
+		b.c.log.Error("cannot answer request", "conn_id", r.Conn.ID, "api_key", r.APIKey, "err", err)
+		_ = r.CloseConnection()
+	}
+}
+
+// lookup finds a topic by id (byID) or by name; nil when there is none.
+func (b *broker) lookup(name string, id [16]byte, byID bool) *topic {
+	if byID {
+		return b.c.state.topicByID(id)
+	}
+	return b.c.state.topic(name)
+}
+
+// partitionError says why b cannot serve partition p of t, nil if it can:
+// t is unknown (t nil), p is not one of its partitions, or b does not lead
+// it.
+func (b *broker) partitionError(t *topic, p int32, byID bool) error {
+	switch {
+	case t == nil && byID:
+		return kerr.UnknownTopicID
+	case t == nil || p < 0 || int(p) >= len(t.partitions):
+		return kerr.UnknownTopicOrPartition
+	case b.c.leader(p) != b.id:
+		return kerr.NotLeaderForPartition
+	}
+	return nil
+}
+
+func (b *broker) metadata(r *socketserver.Request, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp := kmsg.NewPtrMetadataResponse()
+	// Addresses on the listener the client came through (KIP-103).
+	resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, b.c.infos)
+	resp.ClusterID = kmsg.StringPtr(b.c.id)
+	resp.ControllerID = b.c.controllerID()
+	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 { // every topic
+		for _, t := range b.c.state.allTopics() {
+			resp.Topics = append(resp.Topics, b.topicMetadata(t))
+		}
+		return resp
+	}
+	autoCreate := b.c.settings.autoCreate && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, rt := range req.Topics {
+		var t *topic
+		var err error
+		switch {
+		case rt.Topic == nil: // by id (v10+)
+			if t = b.c.state.topicByID(rt.TopicID); t == nil {
+				err = kerr.UnknownTopicID
+			}
+		case autoCreate:
+			t, err = b.c.state.createTopic(*rt.Topic, b.c.settings.numPartitions, 1, false)
+			if errors.Is(err, kerr.TopicAlreadyExists) {
+				err = nil
+			}
+		default:
+			if t = b.c.state.topic(*rt.Topic); t == nil {
+				err = kerr.UnknownTopicOrPartition
+			}
+		}
+		if err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, errorCode(err)
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.topicMetadata(t))
+	}
+	return resp
+}
+
+func (b *broker) topicMetadata(t *topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID = kmsg.StringPtr(t.name), t.id
+	for p := range int32(len(t.partitions)) {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p, b.c.leader(p), 0
+		mp.Replicas = b.c.replicas(t, p)
+		mp.ISR = mp.Replicas
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func (b *broker) produce(r *socketserver.Request, req *kmsg.ProduceRequest) {
+	resp := kmsg.NewPtrProduceResponse()
+	failed := false
+	byID := req.Version >= 13
+	for _, rt := range req.Topics {
+		t := b.lookup(rt.Topic, rt.TopicID, byID)
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			err := b.partitionError(t, rp.Partition, byID)
+			if err == nil && req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+				err = kerr.InvalidRequiredAcks
+			}
+			var batches []batch
+			if err == nil {
+				batches, err = splitBatches(rp.Records)
+			}
+			if err == nil {
+				sp.BaseOffset = b.c.state.append(t, rp.Partition, batches)
+				sp.LogStartOffset = 0
+			} else {
+				failed = true
+				sp.ErrorCode, sp.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	switch {
+	case req.Acks != 0:
+		b.respond(r, resp)
+	case failed:
+		// The client reads no response; closing the connection makes it
+		// refresh its metadata, as Kafka does.
+		_ = r.CloseConnection()
+	default:
+		_ = r.NoResponse()
+	}
+}
+
+// fetch answers a Fetch at once when records or errors are there to return,
+// else waits up to MaxWaitMillis for records on another goroutine, so that
+// the handler goroutine serves other requests meanwhile.
+func (b *broker) fetch(r *socketserver.Request, req *kmsg.FetchRequest) {
+	if req.Version >= 7 && req.SessionID != 0 { // this broker creates no fetch sessions
+		resp := kmsg.NewPtrFetchResponse()
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		b.respond(r, resp)
+		return
+	}
+	wake := b.c.state.wakeup() // before reading, so that no append is missed
+	resp, size, failed := b.readFetch(req)
+	if size > 0 || failed || req.MaxWaitMillis <= 0 || req.MinBytes <= 0 {
+		b.respond(r, resp)
+		return
+	}
+	b.c.waiting.Go(func() { b.longPoll(r, req, wake) })
+}
+
+// longPoll answers req when records arrive for it, its wait expires, the
+// cluster stops (with what there is), or stops waiting when its connection
+// closes.
+func (b *broker) longPoll(r *socketserver.Request, req *kmsg.FetchRequest, wake <-chan struct{}) {
+	timer := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	defer timer.Stop()
+	for {
+		select {
+		case <-wake:
+			wake = b.c.state.wakeup()
+			if resp, size, _ := b.readFetch(req); size > 0 {
+				b.respond(r, resp)
+				return
+			}
+			continue // the records were for other partitions
+		case <-timer.C:
+		case <-b.c.stopping:
+		case <-r.Context().Done():
+			_ = r.CloseConnection() // the client has gone
+			return
+		}
+		resp, _, _ := b.readFetch(req)
+		b.respond(r, resp)
+		return
+	}
+}
+
+// readFetch builds the answer to req from what is stored now, with the
+// bytes of records it holds and whether a partition has an error. Records
+// are limited loosely: each partition gets up to PartitionMaxBytes but at
+// least one batch, and partitions after MaxBytes is reached get none.
+func (b *broker) readFetch(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, size int, failed bool) {
+	resp = kmsg.NewPtrFetchResponse()
+	byID := req.Version >= 13
+	for _, rt := range req.Topics {
+		t := b.lookup(rt.Topic, rt.TopicID, byID)
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			// Empty, not null: librdkafka rejects null records.
+			sp.Partition, sp.RecordBatches = rp.Partition, []byte{}
+			err := b.partitionError(t, rp.Partition, byID)
+			if err == nil {
+				limit := int(rp.PartitionMaxBytes)
+				if req.Version >= 3 && size >= int(req.MaxBytes) {
+					limit = 0
+				}
+				sp.RecordBatches, sp.HighWatermark, err = b.c.state.read(t, rp.Partition, rp.FetchOffset, limit, sp.RecordBatches)
+				sp.LastStableOffset, sp.LogStartOffset = sp.HighWatermark, 0
+				size += len(sp.RecordBatches)
+			}
+			if err != nil {
+				failed = true
+				sp.ErrorCode = errorCode(err)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, size, failed
+}
+
+func (b *broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for _, rt := range req.Topics {
+		t := b.c.state.topic(rt.Topic)
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition, sp.LeaderEpoch = rp.Partition, 0
+			err := b.partitionError(t, rp.Partition, false)
+			if err == nil {
+				switch ts := rp.Timestamp; {
+				case ts == -1: // latest
+					sp.Offset = b.c.state.highWatermark(t, rp.Partition)
+				case ts == -2: // earliest: nothing is ever deleted
+					sp.Offset = 0
+				case ts >= 0:
+					sp.Offset = b.c.state.offsetForTimestamp(t, rp.Partition, ts)
+				default:
+					err = fmt.Errorf("%w: timestamp %d", kerr.InvalidRequest, ts)
+				}
+			}
+			sp.ErrorCode = errorCode(err)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (b *broker) describeCluster(r *socketserver.Request, req *kmsg.DescribeClusterRequest) *kmsg.DescribeClusterResponse {
+	resp := kmsg.NewPtrDescribeClusterResponse()
+	resp.EndpointType = req.EndpointType
+	if req.Version >= 1 && req.EndpointType != 1 { // 1 asks for brokers, 2 for KRaft controllers
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp
+	}
+	resp.ClusterID = b.c.id
+	resp.ControllerID = b.c.controllerID()
+	resp.Brokers = listener.DescribeClusterBrokers(r.Conn.Listener, b.c.infos)
+	return resp
+}
+
+func (b *broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		partitions, replication := rt.NumPartitions, rt.ReplicationFactor
+		if partitions == -1 {
+			partitions = b.c.settings.numPartitions
+		}
+		if replication == -1 {
+			replication = 1
+		}
+		var err error
+		switch {
+		case len(rt.ReplicaAssignment) > 0:
+			err = fmt.Errorf("%w: this broker assigns replicas itself", kerr.InvalidRequest)
+		case partitions < 1 || partitions > maxPartitions:
+			err = fmt.Errorf("%w: %d partitions; want 1 to %d", kerr.InvalidPartitions, partitions, maxPartitions)
+		case replication < 1 || int(replication) > len(b.c.brokers):
+			err = fmt.Errorf("%w: replication factor %d with %d brokers", kerr.InvalidReplicationFactor, replication, len(b.c.brokers))
+		default:
+			var t *topic
+			if t, err = b.c.state.createTopic(rt.Topic, partitions, replication, req.ValidateOnly); err == nil {
+				st.TopicID, st.NumPartitions, st.ReplicationFactor = t.id, partitions, replication
+			}
+		}
+		if err != nil {
+			st.ErrorCode, st.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// state is the cluster's data, kept in memory and shared by every broker of
+// the process: topics, their partitions' record batches, and the producer id
+// counter. One mutex guards it all; batches never change once stored, so
+// readers may keep them after unlocking.
+type state struct {
+	mu             sync.Mutex
+	topics         map[string]*topic
+	byID           map[[16]byte]*topic
+	appended       chan struct{} // closed, and replaced, whenever records are appended
+	lastProducerID int64
+}
+
+type topic struct {
+	name        string
+	id          [16]byte
+	replication int16
+	partitions  []*partition
+}
+
+type partition struct {
+	batches       []batch
+	highWatermark int64 // the offset the next record gets
+}
+
+// batch is one stored record batch (magic 2), its FirstOffset rewritten to
+// the offset the partition gave its first record.
+type batch struct {
+	base int64 // offset of the first record
+	next int64 // offset after the last record
+	raw  []byte
+}
+
+func newState() *state {
+	return &state{topics: map[string]*topic{}, byID: map[[16]byte]*topic{}, appended: make(chan struct{})}
+}
+
+// topic returns the topic called name, or nil.
+func (s *state) topic(name string) *topic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.topics[name]
+}
+
+// topicByID returns the topic with the given id, or nil.
+func (s *state) topicByID(id [16]byte) *topic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[id]
+}
+
+// allTopics returns every topic, sorted by name.
+func (s *state) allTopics() []*topic {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// createTopic creates a topic, or returns TOPIC_ALREADY_EXISTS and the
+// existing one. With validateOnly it only checks.
+func (s *state) createTopic(name string, partitions int32, replication int16, validateOnly bool) (*topic, error) {
+	if err := validTopicName(name); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.topics[name]; ok {
+		return t, kerr.TopicAlreadyExists
+	}
+	t := &topic{name: name, replication: replication, partitions: make([]*partition, partitions)}
+	for i := range t.partitions {
+		t.partitions[i] = &partition{}
+	}
+	if validateOnly {
+		return t, nil
+	}
+	for {
+		_, _ = rand.Read(t.id[:]) // never fails
+		if _, taken := s.byID[t.id]; !taken && t.id != [16]byte{} {
+			break
+		}
+	}
+	s.topics[name] = t
+	s.byID[t.id] = t
+	return t, nil
+}
+
+// validTopicName applies Kafka's topic name rules.
+func validTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 249 {
+		return kerr.InvalidTopicException
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return kerr.InvalidTopicException
+		}
+	}
+	return nil
+}
+
+// append stores a produce request's record batches in partition p of t and
+// returns the offset of the first record. The batches must come from
+// splitBatches. It wakes every fetch waiting for data.
+func (s *state) append(t *topic, p int32, batches []batch) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	part := t.partitions[p]
+	base := part.highWatermark
+	for _, b := range batches {
+		count := b.next - b.base
+		b.base = part.highWatermark
+		b.next = b.base + count
+		binary.BigEndian.PutUint64(b.raw[0:8], uint64(b.base)) // FirstOffset
+		part.batches = append(part.batches, b)
+		part.highWatermark = b.next
+	}
+	close(s.appended)
+	s.appended = make(chan struct{})
+	return base
+}
+
+// read appends to out partition p's batches from offset on, up to about
+// maxBytes (at least one batch if maxBytes > 0, as Kafka does, so that a
+// large batch never stalls a consumer), and returns it with the high
+// watermark. An offset beyond the high watermark is OFFSET_OUT_OF_RANGE.
+func (s *state) read(t *topic, p int32, offset int64, maxBytes int, out []byte) ([]byte, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	part := t.partitions[p]
+	if offset < 0 || offset > part.highWatermark {
+		return out, part.highWatermark, kerr.OffsetOutOfRange
+	}
+	i := sort.Search(len(part.batches), func(i int) bool { return part.batches[i].next > offset })
+	for n := 0; i < len(part.batches) && maxBytes > 0; i++ {
+		raw := part.batches[i].raw
+		if n > 0 && n+len(raw) > maxBytes {
+			break
+		}
+		out = append(out, raw...)
+		n += len(raw)
+	}
+	return out, part.highWatermark, nil
+}
+
+// offsetForTimestamp returns the first offset of the first batch of
+// partition p holding a record with a timestamp at or after ts, or -1 when
+// there is none. Kafka answers with the record's own offset; finding it
+// would mean decoding (and decompressing) records, so the example answers
+// with an offset at most a batch earlier.
+func (s *state) offsetForTimestamp(t *topic, p int32, ts int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range t.partitions[p].batches {
+		if int64(binary.BigEndian.Uint64(b.raw[35:43])) >= ts { // MaxTimestamp
+			return b.base
+		}
+	}
+	return -1
+}
+
+// highWatermark returns partition p's high watermark.
+func (s *state) highWatermark(t *topic, p int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return t.partitions[p].highWatermark
+}
+
+// wakeup returns a channel that is closed when records are next appended.
+func (s *state) wakeup() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appended
+}
+
+// nextProducerID hands out producer ids in increasing order.
+func (s *state) nextProducerID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastProducerID++
+	return s.lastProducerID
+}
+
+// errCorrupt is CORRUPT_MESSAGE with the reason.
+func errCorrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", kerr.CorruptMessage, fmt.Sprintf(format, args...))
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// batchHeaderSize is the size of a record batch (magic 2) before its
+// records.
+const batchHeaderSize = 61
+
+// splitBatches splits the records of a produce request into record
+// batches, checking each one's framing, magic byte and CRC, and counting its
+// records. The batches are copies: the stored bytes are the broker's own.
+func splitBatches(records []byte) ([]batch, error) {
+	if len(records) == 0 {
+		return nil, errCorrupt("no record batch")
+	}
+	var out []batch
+	for len(records) > 0 {
+		if len(records) < batchHeaderSize {
+			return nil, errCorrupt("%d bytes are too few for a record batch", len(records))
+		}
+		size := 12 + int64(int32(binary.BigEndian.Uint32(records[8:12]))) // FirstOffset, Length, then Length bytes
+		if size < batchHeaderSize || size > int64(len(records)) {
+			return nil, errCorrupt("record batch length %d does not fit the %d bytes left", size-12, len(records))
+		}
+		raw := records[:size]
+		records = records[size:]
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(raw); err != nil {
+			return nil, errCorrupt("record batch: %v", err)
+		}
+		switch {
+		case rb.Magic != 2:
+			return nil, fmt.Errorf("%w: record batch magic %d; only magic 2 is stored", kerr.UnsupportedForMessageFormat, rb.Magic)
+		case uint32(rb.CRC) != crc32.Checksum(raw[21:], castagnoli):
+			return nil, errCorrupt("record batch CRC mismatch")
+		case rb.NumRecords <= 0:
+			return nil, errCorrupt("record batch with %d records", rb.NumRecords)
+		}
+		// Offsets count from 0 until append places the batch.
+		out = append(out, batch{base: 0, next: int64(rb.NumRecords), raw: append([]byte(nil), raw...)})
+	}
+	return out, nil
+}
+
+// errorCode returns the Kafka error code of err: its kerr code, or
+// UNKNOWN_SERVER_ERROR.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
