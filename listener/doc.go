@@ -15,6 +15,15 @@
 // lists of UpdateMetadata and BrokerRegistration requests, and the brokers of
 // a Metadata response as seen through the listener a client connected to.
 //
+// For security, [Config.TLSConfig] builds a listener's TLS configuration
+// from Kafka's PEM key and trust store settings (KIP-651); [Config.Security]
+// gathers its SASL mechanisms, client-certificate principal mapping
+// ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication and
+// handshake limits; [Config.PlainUsers] reads SASL/PLAIN users from the
+// listener's JAAS configuration ([ParsePlainJAAS]); and [NewSASLMechanism]
+// gives the server side of PLAIN and SCRAM-SHA-256/512 over a host's
+// [CredentialStore] (such as [Users]).
+//
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for
 // errors.Is.

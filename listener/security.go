@@ -1,0 +1,254 @@
+package listener
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// The authentication keys that [Config.Security] and
+// [Config.FailedAuthenticationDelay] read, with Kafka's names, and one key
+// of this package's own.
+const (
+	KeySASLEnabledMechanisms                 = "sasl.enabled.mechanisms"
+	KeyConnectionsMaxReauthMs                = "connections.max.reauth.ms"
+	KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authentication.delay.ms"
+	KeyConnectionsMaxIdleMs                  = "connections.max.idle.ms"
+	// KeyHandshakeTimeoutMs is not a Kafka key: Kafka bounds a connection
+	// that never finishes authenticating only by connections.max.idle.ms.
+	KeyHandshakeTimeoutMs = "kafkanet.handshake.timeout.ms"
+)
+
+// Defaults of the keys above.
+const (
+	// DefaultHandshakeTimeout is the default of kafkanet.handshake.timeout.ms.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultFailedAuthenticationDelay is Kafka's default of
+	// connection.failed.authentication.delay.ms.
+	DefaultFailedAuthenticationDelay = 100 * time.Millisecond
+	// DefaultConnectionsMaxIdle is Kafka's default of connections.max.idle.ms.
+	DefaultConnectionsMaxIdle = 10 * time.Minute
+)
+
+// ErrSASLMechanism is wrapped by the error of [Config.Security] for a SASL
+// listener whose sasl.enabled.mechanisms is empty or names a mechanism this
+// package does not support (GSSAPI, Kafka's default, among them).
+var ErrSASLMechanism = errors.New("unsupported SASL mechanism configuration")
+
+// supportedMechanisms are the SASL mechanisms sasl.enabled.mechanisms may
+// name, in the order error messages list them.
+var supportedMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
+
+// Security is what a listener needs to authenticate its connections, as
+// gathered by [Config.Security].
+type Security struct {
+	// TLS is the listener's server TLS configuration ([Config.TLSConfig]);
+	// nil unless the listener speaks SSL or SASL_SSL.
+	TLS *tls.Config
+	// SASLMechanisms are the SASL mechanisms the listener offers, upper case,
+	// in the order of sasl.enabled.mechanisms without repeats; nil unless
+	// the listener speaks SASL_PLAINTEXT or SASL_SSL.
+	SASLMechanisms []string
+	// PrincipalMapper turns client certificate DNs into principal names
+	// (ssl.principal.mapping.rules, default DEFAULT); nil unless the
+	// listener speaks SSL. (On SASL_SSL the principal comes from SASL, on
+	// PLAINTEXT it is ANONYMOUS.)
+	PrincipalMapper *PrincipalMapper
+	// ReauthMax is connections.max.reauth.ms (KIP-368) for the listener:
+	// the longest an authenticated SASL session lasts before the client
+	// must re-authenticate; 0, the default, turns re-authentication off, as
+	// does a negative value. Use [Security.ReauthMaxFor] for the value of
+	// one mechanism. 0 unless the listener speaks SASL.
+	ReauthMax time.Duration
+	// HandshakeTimeout bounds the time from accepting a connection to the
+	// end of its TLS handshake and SASL authentication
+	// (kafkanet.handshake.timeout.ms, default 10 s).
+	HandshakeTimeout time.Duration
+
+	reauthByMechanism map[string]time.Duration
+}
+
+// ReauthMaxFor returns connections.max.reauth.ms for one SASL mechanism:
+// listener.name.<listener>.<mechanism>.connections.max.reauth.ms (the
+// mechanism in lower case, as in
+// listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms) if set, else
+// [Security.ReauthMax]. mechanism is compared without regard to case.
+func (s Security) ReauthMaxFor(mechanism string) time.Duration {
+	if d, ok := s.reauthByMechanism[strings.ToUpper(mechanism)]; ok {
+		return d
+	}
+	return s.ReauthMax
+}
+
+// Security gathers the authentication settings of one listener, each looked
+// up with [Config.ListenerValue] (the listener prefix overrides the
+// un-prefixed key):
+//
+//   - TLS from [Config.TLSConfig];
+//   - for SASL listeners, sasl.enabled.mechanisms: a comma-separated list,
+//     trimmed and upper-cased, of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and
+//     OAUTHBEARER. Kafka's default is GSSAPI (Kerberos), which this package
+//     does not support, so on a SASL listener the key must be set; GSSAPI
+//     or any other mechanism in it is an error, as is an empty list;
+//   - for SSL listeners, ssl.principal.mapping.rules (default DEFAULT), see
+//     [ParsePrincipalMappingRules];
+//   - for SASL listeners, connections.max.reauth.ms (default 0, off), and
+//     its per-mechanism overrides, see [Security.ReauthMaxFor];
+//   - kafkanet.handshake.timeout.ms, this package's own key (Kafka has no
+//     such setting): at least 1, default 10000.
+//
+// Errors are [*protocolmap.ConfigError] values whose Key is the key at
+// fault, in the form the value came from.
+func (c *Config) Security(name protocolmap.ListenerName) (Security, error) {
+	proto, err := c.protocol(name)
+	if err != nil {
+		return Security{}, err
+	}
+	var s Security
+	if s.TLS, err = c.TLSConfig(name); err != nil {
+		return Security{}, err
+	}
+	if proto.UsesSASL() {
+		if s.SASLMechanisms, err = c.saslMechanisms(name); err != nil {
+			return Security{}, err
+		}
+		if s.ReauthMax, err = c.reauthMax(c.setting(name, KeyConnectionsMaxReauthMs)); err != nil {
+			return Security{}, err
+		}
+		for _, mech := range s.SASLMechanisms {
+			key := name.ConfigPrefix() + strings.ToLower(mech) + "." + KeyConnectionsMaxReauthMs
+			v, ok := c.props.Get(key)
+			if !ok {
+				continue
+			}
+			d, err := c.reauthMax(setting{v, key, true})
+			if err != nil {
+				return Security{}, err
+			}
+			if s.reauthByMechanism == nil {
+				s.reauthByMechanism = map[string]time.Duration{}
+			}
+			s.reauthByMechanism[mech] = d
+		}
+	}
+	if proto == protocolmap.SSL {
+		rules := c.setting(name, KeySSLPrincipalMappingRules)
+		if !rules.ok {
+			rules.value = DefaultPrincipalMappingRules
+		}
+		if s.PrincipalMapper, err = ParsePrincipalMappingRules(rules.value); err != nil {
+			return Security{}, &protocolmap.ConfigError{Key: rules.from, Value: rules.value, Rule: err.Error(), Err: ErrInvalidPrincipalRule}
+		}
+	}
+	timeout := c.setting(name, KeyHandshakeTimeoutMs)
+	ms := int64(DefaultHandshakeTimeout / time.Millisecond)
+	if timeout.ok {
+		if ms, err = parseLong(timeout, 1); err != nil {
+			return Security{}, err
+		}
+	}
+	s.HandshakeTimeout = millis(ms)
+	return s, nil
+}
+
+// saslMechanisms reads sasl.enabled.mechanisms for a SASL listener.
+func (c *Config) saslMechanisms(name protocolmap.ListenerName) ([]string, error) {
+	s := c.setting(name, KeySASLEnabledMechanisms)
+	supported := strings.Join(supportedMechanisms[:len(supportedMechanisms)-1], ", ") + " or " + supportedMechanisms[len(supportedMechanisms)-1]
+	if !s.ok {
+		return nil, &protocolmap.ConfigError{Key: s.from, Value: "GSSAPI", Err: ErrSASLMechanism, Rule: fmt.Sprintf(
+			"Kafka's default SASL mechanism GSSAPI (Kerberos) is not supported: set %s (or %s%s) to %s for SASL listener %s",
+			KeySASLEnabledMechanisms, name.ConfigPrefix(), KeySASLEnabledMechanisms, supported, name)}
+	}
+	var out []string
+	for _, m := range protocolmap.SplitList(s.value) {
+		m = strings.ToUpper(m)
+		switch {
+		case m == "GSSAPI":
+			return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
+				"GSSAPI (Kerberos) is not supported: set %s to %s", s.from, supported)}
+		case !slices.Contains(supportedMechanisms, m):
+			return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
+				"unknown SASL mechanism %s: the mechanisms are %s", m, supported)}
+		case !slices.Contains(out, m):
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
+			"SASL listener %s enables no SASL mechanism: list %s", name, supported)}
+	}
+	return out, nil
+}
+
+// reauthMax reads a connections.max.reauth.ms setting; Kafka turns
+// re-authentication off for any value not above 0.
+func (c *Config) reauthMax(s setting) (time.Duration, error) {
+	if !s.ok {
+		return 0, nil
+	}
+	ms, err := parseLong(s, math.MinInt64)
+	if err != nil || ms <= 0 {
+		return 0, err
+	}
+	return millis(ms), nil
+}
+
+// FailedAuthenticationDelay returns connection.failed.authentication.delay.ms
+// (KIP-306; default 100, at least 0): how long a broker waits before it
+// answers a failed SASL authentication and closes the connection. As Kafka
+// requires, it must be less than connections.max.idle.ms (default 600000)
+// unless that is negative; otherwise the error, a
+// [*protocolmap.ConfigError] for connection.failed.authentication.delay.ms
+// wrapping [ErrInvalidValue], has Kafka's message. Both keys are
+// broker-wide.
+func (c *Config) FailedAuthenticationDelay() (time.Duration, error) {
+	delay, err := c.Int(KeyConnectionFailedAuthenticationDelayMs, int(DefaultFailedAuthenticationDelay/time.Millisecond), 0)
+	if err != nil {
+		return 0, err
+	}
+	idle := int64(DefaultConnectionsMaxIdle / time.Millisecond)
+	if v, ok := c.props.Get(KeyConnectionsMaxIdleMs); ok {
+		if idle, err = parseLong(setting{v, KeyConnectionsMaxIdleMs, true}, math.MinInt64); err != nil {
+			return 0, err
+		}
+	}
+	if idle >= 0 && int64(delay) >= idle {
+		v, ok := c.props.Get(KeyConnectionFailedAuthenticationDelayMs)
+		if !ok {
+			v = strconv.Itoa(delay)
+		}
+		return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: ErrInvalidValue, Rule: fmt.Sprintf(
+			"%s=%d should always be less than %s=%d to prevent failed authentication responses from timing out",
+			KeyConnectionFailedAuthenticationDelayMs, delay, KeyConnectionsMaxIdleMs, idle)}
+	}
+	return millis(int64(delay)), nil
+}
+
+// parseLong reads a Kafka LONG setting of at least min.
+func parseLong(s setting, min int64) (int64, error) {
+	n, err := strconv.ParseInt(s.value, 10, 64)
+	if err != nil {
+		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrInvalidValue, Rule: "Expected value to be a 64-bit integer, but it was a String"}
+	}
+	if n < min {
+		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
+	}
+	return n, nil
+}
+
+// millis converts milliseconds to a Duration, saturating rather than
+// overflowing.
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
