@@ -56,6 +56,17 @@ func newAPITable(apis []API) (*apiTable, error) {
 		all = append(all, API{Key: apiVersionsKey, MinVersion: 0, MaxVersion: apiVersionsMax,
 			New: func() kmsg.Request { return kmsg.NewPtrApiVersionsRequest() }})
 	}
+	// The server answers the SASL exchange itself, on every listener, as
+	// Kafka advertises it on every listener. librdkafka authenticates only if
+	// SaslHandshake is advertised from v0.
+	for _, sasl := range []API{
+		{Key: saslHandshakeKey, MinVersion: 0, MaxVersion: 1, New: func() kmsg.Request { return kmsg.NewPtrSASLHandshakeRequest() }},
+		{Key: saslAuthenticateKey, MinVersion: 0, MaxVersion: 2, New: func() kmsg.Request { return kmsg.NewPtrSASLAuthenticateRequest() }},
+	} {
+		if !slices.ContainsFunc(all, func(a API) bool { return a.Key == sasl.Key }) {
+			all = append(all, sasl)
+		}
+	}
 	for _, a := range all {
 		if a.Key < 0 || a.MinVersion < 0 || a.MaxVersion < a.MinVersion || a.New == nil {
 			return nil, fmt.Errorf("socketserver: invalid API %+v: want key >= 0, 0 <= min <= max and New set", a)

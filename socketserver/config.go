@@ -10,12 +10,14 @@ import (
 
 // Kafka's defaults for the socket server's keys.
 const (
-	DefaultRequestMaxBytes    = 104857600 // socket.request.max.bytes
-	DefaultConnectionsMaxIdle = 10 * time.Minute
-	DefaultQueuedMaxRequests  = 500    // queued.max.requests
-	DefaultNumNetworkThreads  = 3      // num.network.threads
-	DefaultNumIOThreads       = 8      // num.io.threads
-	DefaultSocketBufferBytes  = 102400 // socket.send.buffer.bytes, socket.receive.buffer.bytes
+	DefaultRequestMaxBytes           = 104857600 // socket.request.max.bytes
+	DefaultConnectionsMaxIdle        = 10 * time.Minute
+	DefaultQueuedMaxRequests         = 500                    // queued.max.requests
+	DefaultNumNetworkThreads         = 3                      // num.network.threads
+	DefaultNumIOThreads              = 8                      // num.io.threads
+	DefaultSocketBufferBytes         = 102400                 // socket.send.buffer.bytes, socket.receive.buffer.bytes
+	DefaultFailedAuthenticationDelay = 100 * time.Millisecond // connection.failed.authentication.delay.ms
+	DefaultSASLMaxReceiveSize        = 524288                 // sasl.server.max.receive.size
 	// ControlPlaneQueueSize is the control plane's fixed request queue
 	// capacity, as in Kafka.
 	ControlPlaneQueueSize = 20
@@ -61,6 +63,28 @@ type Config struct {
 	SendBufferBytes    int
 	ReceiveBufferBytes int
 
+	// Security holds each listener's TLS and SASL settings, as
+	// listener.Config.Security resolves them; ConfigFromProperties fills it.
+	// A listener missing here uses none.
+	Security map[protocolmap.ListenerName]listener.Security
+	// Credentials backs the SASL mechanisms of every SASL listener that
+	// ListenerCredentials does not name. Kafka configures users per
+	// listener and mechanism (JAAS); a host may keep one store for all.
+	Credentials listener.CredentialStore
+	// ListenerCredentials gives single listeners their own user store.
+	ListenerCredentials map[protocolmap.ListenerName]listener.CredentialStore
+	// PrincipalBuilder builds each connection's principal once it has
+	// authenticated; nil means DefaultPrincipal.
+	PrincipalBuilder PrincipalBuilder
+	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms
+	// (KIP-306): how long a failed authentication waits before its response
+	// and close. Zero means DefaultFailedAuthenticationDelay; negative, none.
+	FailedAuthenticationDelay time.Duration
+	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest frame
+	// accepted before authentication completes. Zero means
+	// DefaultSASLMaxReceiveSize.
+	SASLMaxReceiveSize int32
+
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Metrics receives the server's measurements; nil discards them.
@@ -70,8 +94,10 @@ type Config struct {
 // ConfigFromProperties reads the socket server's Kafka keys from the
 // properties behind cfg: socket.request.max.bytes, connections.max.idle.ms,
 // queued.max.requests, num.network.threads (and its listener-prefixed form),
-// socket.send.buffer.bytes and socket.receive.buffer.bytes. Errors name the
-// offending key.
+// socket.send.buffer.bytes, socket.receive.buffer.bytes,
+// connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
+// and each listener's TLS and SASL settings (see listener.Config.Security).
+// Credentials are the host's to set. Errors name the offending key.
 func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	c := Config{Listeners: cfg, NetworkThreads: map[protocolmap.ListenerName]int{}}
 	maxBytes, err := cfg.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
@@ -96,12 +122,27 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	if c.ReceiveBufferBytes, err = cfg.Int("socket.receive.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
 		return Config{}, err
 	}
+	if c.FailedAuthenticationDelay, err = cfg.FailedAuthenticationDelay(); err != nil {
+		return Config{}, err
+	}
+	if c.FailedAuthenticationDelay == 0 {
+		c.FailedAuthenticationDelay = -1 // set to 0 on purpose: no delay
+	}
+	saslMax, err := cfg.Int("sasl.server.max.receive.size", DefaultSASLMaxReceiveSize, 1)
+	if err != nil {
+		return Config{}, err
+	}
+	c.SASLMaxReceiveSize = int32(min(saslMax, 1<<31-1))
+	c.Security = map[protocolmap.ListenerName]listener.Security{}
 	for _, l := range cfg.Listeners {
 		n, err := cfg.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
 		if err != nil {
 			return Config{}, err
 		}
 		c.NetworkThreads[l.Name] = n
+		if c.Security[l.Name], err = cfg.Security(l.Name); err != nil {
+			return Config{}, err
+		}
 	}
 	return c, nil
 }
@@ -122,6 +163,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReceiveBufferBytes == 0 {
 		c.ReceiveBufferBytes = DefaultSocketBufferBytes
+	}
+	if c.FailedAuthenticationDelay == 0 {
+		c.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
+	}
+	if c.SASLMaxReceiveSize == 0 {
+		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
+	}
+	if c.PrincipalBuilder == nil {
+		c.PrincipalBuilder = DefaultPrincipal
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -3,7 +3,9 @@ package socketserver
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -18,12 +20,19 @@ import (
 // per-request path: read a frame, decode it, queue the request, wait for
 // the host's answer, write the response, and only then read the next frame.
 type conn struct {
-	nc      net.Conn
+	nc      net.Conn // the TCP connection: closed and given deadlines from any goroutine
 	p       *processor
-	info    ConnInfo // written only by serve (after register)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	answers chan answer
+
+	// Owned by serve (and the handshake it runs):
+	info         ConnInfo
+	rw           io.ReadWriter // nc, or the TLS connection over it
+	br           *bufio.Reader
+	sizeBuf      [4]byte
+	wbuf         []byte
+	saslIdentity string
 
 	active    atomic.Int64 // unix nanoseconds of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
@@ -33,16 +42,18 @@ type conn struct {
 // wbufKeep is the largest write buffer a connection keeps between responses.
 const wbufKeep = 64 << 10
 
+// errDraining ends a connection that Shutdown is draining.
+var errDraining = errors.New("socketserver: server shutting down")
+
 // serve runs the connection until it closes.
 func (c *conn) serve() {
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
-	br := bufio.NewReaderSize(c.nc, 4096)
-	var sizeBuf [4]byte
-	var wbuf []byte
+	c.rw = c.nc
+	c.br = bufio.NewReaderSize(c.rw, 4096)
 	var peer *peerWatcher
-	watching := false // peer is reading br for the request in flight
+	watching := false // peer is reading c.br for the request in flight
 	defer func() {
 		c.close()
 		if peer != nil {
@@ -51,6 +62,12 @@ func (c *conn) serve() {
 			}
 		}
 	}()
+	if err := c.handshake(); err != nil {
+		if !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
+			log.Info("closing connection during authentication", "conn_id", c.info.ID, "err", err)
+		}
+		return
+	}
 	for {
 		if watching {
 			watching = false
@@ -61,10 +78,10 @@ func (c *conn) serve() {
 				return
 			}
 		}
-		if srv.draining.Load() {
+		if c.draining() {
 			return
 		}
-		frame, err := readFrame(br, &sizeBuf, srv.cfg.RequestMaxBytes)
+		frame, err := readFrame(c.br, &c.sizeBuf, srv.cfg.RequestMaxBytes)
 		if err != nil {
 			if !isClosedOrEOF(err) {
 				log.Info("closing connection", "conn_id", c.info.ID, "err", err)
@@ -73,60 +90,31 @@ func (c *conn) serve() {
 		}
 		start := time.Now()
 		c.touch(start)
-
-		h, rest, err := parseHeaderPrefix(frame)
+		h, body, err := c.decode(frame)
 		if err != nil {
-			log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+			log.Info("closing connection", "conn_id", c.info.ID, "err", err, "api_key", h.key, "api_version", h.version)
 			return
 		}
-		api, ok := ls.apis.lookup(h.key)
-		if !ok {
-			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrUnknownAPI, "api_key", h.key, "api_version", h.version)
-			return
-		}
-		srv.cfg.Metrics.Request(ls.cfg.Name, h.key, len(frame))
-		if h.key == apiVersionsKey && h.version > api.MaxVersion {
-			// Too new to parse: answer in the v0 layout so any client can read it.
-			resp := ls.apis.apiVersionsResponse(nil, true)
-			if wbuf, err = c.write(wbuf, h.correlationID, resp); err != nil {
+		if answered, err := c.answerInServer(h, body); answered || err != nil {
+			if err != nil {
+				if !isClosedOrEOF(err) {
+					log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+				}
 				return
 			}
 			c.p.busy.Add(int64(time.Since(start)))
 			continue
 		}
-		if h.version < api.MinVersion || h.version > api.MaxVersion {
-			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrUnsupportedVersion, "api_key", h.key, "api_version", h.version)
+		if exp := c.info.SessionExpiry; !exp.IsZero() && start.After(exp) {
+			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrSessionExpired, "principal", c.info.Principal)
 			return
-		}
-		body := api.New()
-		body.SetVersion(h.version)
-		if body.IsFlexible() {
-			if rest, err = skipTags(rest); err != nil {
-				log.Info("closing connection", "conn_id", c.info.ID, "err", err)
-				return
-			}
-		}
-		if err := body.ReadFrom(rest); err != nil {
-			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrMalformedBody, "api_key", h.key, "api_version", h.version, "detail", err)
-			return
-		}
-
-		av, isAPIVersions := body.(*kmsg.ApiVersionsRequest)
-		if isAPIVersions && ls.apis.serverAnswersAPIVersions {
-			resp := ls.apis.apiVersionsResponse(av, false)
-			c.noteClientSoftware(av)
-			if wbuf, err = c.write(wbuf, h.correlationID, resp); err != nil {
-				return
-			}
-			c.p.busy.Add(int64(time.Since(start)))
-			continue
 		}
 
 		r := &Request{
 			APIKey: h.key, APIVersion: h.version, CorrelationID: h.correlationID, ClientID: h.clientID,
 			Body: body, Conn: c.info, ReceivedAt: start, Size: len(frame), conn: c,
 		}
-		if isAPIVersions {
+		if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
 			c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
 		}
 		c.inFlight.Store(true)
@@ -136,9 +124,9 @@ func (c *conn) serve() {
 			return
 		}
 		c.p.busy.Add(int64(time.Since(start)))
-		if br.Buffered() == 0 {
+		if c.br.Buffered() == 0 {
 			if peer == nil {
-				peer = c.watchPeer(br)
+				peer = c.watchPeer()
 			}
 			peer.start <- struct{}{}
 			watching = true
@@ -155,7 +143,7 @@ func (c *conn) serve() {
 		}
 		if a.resp != nil {
 			writeStart := time.Now()
-			if wbuf, err = c.write(wbuf, h.correlationID, a.resp); err != nil {
+			if err := c.write(h.correlationID, a.resp); err != nil {
 				return
 			}
 			c.p.busy.Add(int64(time.Since(writeStart)))
@@ -163,6 +151,62 @@ func (c *conn) serve() {
 		c.touch(time.Now())
 		c.inFlight.Store(false)
 	}
+}
+
+// decode parses a request frame: header, API lookup on the listener,
+// version check, header tags and body. A too-new ApiVersions request is not
+// decoded: it comes back with a nil body, to be answered in the v0 layout.
+// An error means the connection must close without a response.
+func (c *conn) decode(frame []byte) (header, kmsg.Request, error) {
+	apis := c.p.ls.apis
+	h, rest, err := parseHeaderPrefix(frame)
+	if err != nil {
+		return h, nil, err
+	}
+	api, ok := apis.lookup(h.key)
+	if !ok {
+		return h, nil, ErrUnknownAPI
+	}
+	c.p.srv.cfg.Metrics.Request(c.info.Listener, h.key, len(frame))
+	if h.key == apiVersionsKey && h.version > api.MaxVersion {
+		return h, nil, nil
+	}
+	if h.version < api.MinVersion || h.version > api.MaxVersion {
+		return h, nil, ErrUnsupportedVersion
+	}
+	body := api.New()
+	body.SetVersion(h.version)
+	if body.IsFlexible() {
+		if rest, err = skipTags(rest); err != nil {
+			return h, nil, err
+		}
+	}
+	if err := body.ReadFrom(rest); err != nil {
+		return h, nil, fmt.Errorf("%w: %w", ErrMalformedBody, err)
+	}
+	return h, body, nil
+}
+
+// answerInServer answers the requests the server owns: ApiVersions (unless
+// the host took it over) and, after authentication, SaslHandshake and
+// SaslAuthenticate. It reports whether it answered; an error means the
+// connection must close.
+func (c *conn) answerInServer(h header, body kmsg.Request) (bool, error) {
+	apis := c.p.ls.apis
+	switch b := body.(type) {
+	case nil: // a too-new ApiVersions request
+		return true, c.write(h.correlationID, apis.apiVersionsResponse(nil, true))
+	case *kmsg.ApiVersionsRequest:
+		if !apis.serverAnswersAPIVersions {
+			return false, nil
+		}
+		resp := apis.apiVersionsResponse(b, false)
+		c.noteClientSoftware(b)
+		return true, c.write(h.correlationID, resp)
+	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
+		return true, c.answerSASLAfterAuthentication(h, body)
+	}
+	return false, nil
 }
 
 // peerWatcher is a connection's second goroutine: while a request is in
@@ -177,7 +221,8 @@ type peerWatcher struct {
 	done  chan error
 }
 
-func (c *conn) watchPeer(br *bufio.Reader) *peerWatcher {
+func (c *conn) watchPeer() *peerWatcher {
+	br := c.br
 	w := &peerWatcher{start: make(chan struct{}, 1), done: make(chan error, 1)}
 	go func() {
 		defer close(w.done)
@@ -192,26 +237,40 @@ func (c *conn) watchPeer(br *bufio.Reader) *peerWatcher {
 	return w
 }
 
-// write encodes resp into buf and writes it, under a write deadline of
+// write encodes resp and writes it, under a write deadline of
 // connections.max.idle.ms so that a client that stops reading is closed.
-func (c *conn) write(buf []byte, correlationID int32, resp kmsg.Response) ([]byte, error) {
-	buf = appendResponse(buf[:0], correlationID, resp)
+func (c *conn) write(correlationID int32, resp kmsg.Response) error {
+	c.wbuf = appendResponse(c.wbuf[:0], correlationID, resp)
+	if err := c.writeFrame(c.wbuf); err != nil {
+		return err
+	}
+	c.p.srv.cfg.Metrics.Response(c.info.Listener, resp.Key(), len(c.wbuf))
+	if cap(c.wbuf) > wbufKeep {
+		c.wbuf = nil
+	}
+	return nil
+}
+
+// writeRaw writes a size-prefixed raw token (SaslHandshake v0's SASL
+// exchange).
+func (c *conn) writeRaw(token []byte) error {
+	c.wbuf = binary.BigEndian.AppendUint32(c.wbuf[:0], uint32(len(token)))
+	c.wbuf = append(c.wbuf, token...)
+	return c.writeFrame(c.wbuf)
+}
+
+func (c *conn) writeFrame(b []byte) error {
 	if idle := c.p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(idle))
 	}
-	_, err := c.nc.Write(buf)
-	if err != nil {
+	if _, err := c.rw.Write(b); err != nil {
 		if !isClosedOrEOF(err) {
 			c.p.srv.log.Info("closing connection: write failed", "conn_id", c.info.ID, "err", err)
 		}
-		return nil, err
+		return err
 	}
-	c.p.srv.cfg.Metrics.Response(c.info.Listener, resp.Key(), len(buf))
 	c.touch(time.Now())
-	if cap(buf) > wbufKeep {
-		buf = nil
-	}
-	return buf, nil
+	return nil
 }
 
 // noteClientSoftware records KIP-511's client software name and version
@@ -223,6 +282,7 @@ func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
 	}
 }
 
+func (c *conn) draining() bool        { return c.p.srv.draining.Load() }
 func (c *conn) touch(t time.Time)     { c.active.Store(t.UnixNano()) }
 func (c *conn) lastActive() time.Time { return time.Unix(0, c.active.Load()) }
 

@@ -46,6 +46,17 @@ type ConnInfo struct {
 	// empty before one.
 	ClientSoftwareName    string
 	ClientSoftwareVersion string
+	// TLSVersion and CipherSuite are the negotiated TLS parameters (zero
+	// without TLS); tls.VersionName and tls.CipherSuiteName name them.
+	TLSVersion  uint16
+	CipherSuite uint16
+	// SASLMechanism is the mechanism the connection authenticated with, and
+	// AuthenticatedAt when it last did (zero without SASL).
+	SASLMechanism   string
+	AuthenticatedAt time.Time
+	// SessionExpiry is when the SASL session expires
+	// (connections.max.reauth.ms, KIP-368); zero when it does not.
+	SessionExpiry time.Time
 }
 
 // Request is one decoded request. The host answers it exactly once, from

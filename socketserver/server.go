@@ -49,6 +49,7 @@ type Server struct {
 type listenerState struct {
 	cfg        listener.Listener
 	apis       *apiTable
+	sec        listenerSecurity
 	queue      chan *Request
 	ln         net.Listener
 	processors []*processor
@@ -80,7 +81,11 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
 		}
-		ls := &listenerState{cfg: l, apis: table, queue: s.queues[l.Plane]}
+		sec, err := newListenerSecurity(l, cfg)
+		if err != nil {
+			return nil, err
+		}
+		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane]}
 		for range cfg.networkThreads(l) {
 			ls.processors = append(ls.processors, newProcessor(s, ls, processorID))
 			processorID++

@@ -46,9 +46,12 @@ const serverProperties = `# A broker with an internal and an external listener.
 ! Comments may also start with an exclamation mark.
 listeners : INSIDE://127.0.0.1:19092,\
             OUTSIDE://:19093
-listener.security.protocol.map:INSIDE:PLAINTEXT,OUTSIDE:SSL
+listener.security.protocol.map:INSIDE:PLAINTEXT,OUTSIDE:SASL_PLAINTEXT
 advertised.listeners = INSIDE://127.0.0.1:19092,OUTSIDE://broker.example.com:19093
 inter.broker.listener.name INSIDE
+sasl.enabled.mechanisms=PLAIN
+listener.name.outside.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+    user_alice="alice-secret";
 `
 
 func writeProperties(t *testing.T, text string) string {
@@ -96,12 +99,13 @@ func TestRunPrintsListeners(t *testing.T) {
 		{
 			name: "several sets apply in order",
 			args: []string{"-check",
-				"-set", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9093",
+				"-set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+				"-set", "listeners=PLAINTEXT://127.0.0.1:9092,OTHER://[::1]:9093",
 				"-set", "advertised.listeners=PLAINTEXT://localhost:9092",
-				"-set", "listeners=PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9094"},
+				"-set", "listeners=PLAINTEXT://127.0.0.1:9092,OTHER://[::1]:9094"},
 			want: [][]string{
 				{"PLAINTEXT", "127.0.0.1:9092", "localhost:9092", "PLAINTEXT", "data", "yes"},
-				{"SSL", "[::1]:9094", "-", "SSL", "data", "-"},
+				{"OTHER", "[::1]:9094", "-", "PLAINTEXT", "data", "-"},
 			},
 		},
 		{
@@ -109,7 +113,7 @@ func TestRunPrintsListeners(t *testing.T) {
 			args: []string{"-check", "-config", config},
 			want: [][]string{
 				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
-				{"OUTSIDE", ":19093", "broker.example.com:19093", "SSL", "data", "-"},
+				{"OUTSIDE", ":19093", "broker.example.com:19093", "SASL_PLAINTEXT", "data", "-"},
 			},
 		},
 		{
@@ -117,7 +121,7 @@ func TestRunPrintsListeners(t *testing.T) {
 			args: []string{"-check", "-config", config, "-set", "advertised.listeners=INSIDE://127.0.0.1:19092"},
 			want: [][]string{
 				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
-				{"OUTSIDE", ":19093", "-", "SSL", "data", "-"},
+				{"OUTSIDE", ":19093", "-", "SASL_PLAINTEXT", "data", "-"},
 			},
 		},
 		{
@@ -125,7 +129,7 @@ func TestRunPrintsListeners(t *testing.T) {
 			args: []string{"-check", "-config", config, "-set", "control.plane.listener.name=outside"},
 			want: [][]string{
 				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
-				{"OUTSIDE", ":19093", "broker.example.com:19093", "SSL", "control", "-"},
+				{"OUTSIDE", ":19093", "broker.example.com:19093", "SASL_PLAINTEXT", "control", "-"},
 			},
 		},
 	}

@@ -449,7 +449,7 @@ func TestControlPlane(t *testing.T) {
 	for _, k := range versions.ApiKeys {
 		keys = append(keys, k.ApiKey)
 	}
-	assert.ElementsMatch(t, []int16{int16(kmsg.Metadata), int16(kmsg.ApiVersions)}, keys)
+	assert.ElementsMatch(t, []int16{int16(kmsg.Metadata), int16(kmsg.ApiVersions), int16(kmsg.SASLHandshake), int16(kmsg.SASLAuthenticate)}, keys)
 
 	conn.send(produceRequest(1, "t", 0, "x"))
 	conn.requireClosed()
@@ -466,7 +466,8 @@ func TestDataPlaneApiVersions(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	want := map[int16][2]int16{18: got[18]}
+	// The server adds ApiVersions and the SASL exchange on every listener.
+	want := map[int16][2]int16{17: {0, 1}, 18: {0, 4}, 36: {0, 2}}
 	for _, api := range dataPlaneAPIs() {
 		want[api.Key] = [2]int16{api.MinVersion, api.MaxVersion}
 		assert.LessOrEqual(t, api.MaxVersion, kmsg.RequestForKey(api.Key).MaxVersion(), "key %d beyond kmsg", api.Key)
