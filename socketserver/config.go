@@ -1,7 +1,10 @@
 package socketserver
 
 import (
+	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
@@ -85,6 +88,10 @@ type Config struct {
 	// DefaultSASLMaxReceiveSize.
 	SASLMaxReceiveSize int32
 
+	// Quotas are the connection quotas; nil means DefaultQuotas (nothing
+	// limited). ConfigFromProperties reads them from Kafka's keys.
+	Quotas *Quotas
+
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Metrics receives the server's measurements; nil discards them.
@@ -133,6 +140,9 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 		return Config{}, err
 	}
 	c.SASLMaxReceiveSize = int32(min(saslMax, 1<<31-1))
+	if c.Quotas, err = quotasFromProperties(cfg); err != nil {
+		return Config{}, err
+	}
 	c.Security = map[protocolmap.ListenerName]listener.Security{}
 	for _, l := range cfg.Listeners {
 		n, err := cfg.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
@@ -170,6 +180,10 @@ func (c Config) withDefaults() Config {
 	if c.SASLMaxReceiveSize == 0 {
 		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
 	}
+	if c.Quotas == nil {
+		q := DefaultQuotas()
+		c.Quotas = &q
+	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal
 	}
@@ -191,4 +205,94 @@ func (c Config) networkThreads(l listener.Listener) int {
 		return n
 	}
 	return DefaultNumNetworkThreads
+}
+
+// quotasFromProperties reads Kafka's connection quota keys: max.connections
+// and max.connection.creation.rate (each also per listener),
+// max.connections.per.ip, max.connections.per.ip.overrides,
+// quota.window.num, quota.window.size.seconds, and this library's
+// kafkanet.ip.connection.creation.rate.
+func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
+	q := DefaultQuotas()
+	var err error
+	if q.MaxConnections, err = cfg.Int("max.connections", Unlimited, 0); err != nil {
+		return nil, err
+	}
+	if q.MaxConnectionsPerIP, err = cfg.Int("max.connections.per.ip", Unlimited, 0); err != nil {
+		return nil, err
+	}
+	if q.MaxConnectionCreationRate, err = cfg.Int("max.connection.creation.rate", Unlimited, 0); err != nil {
+		return nil, err
+	}
+	if q.IPConnectionCreationRate, err = cfg.Int("kafkanet.ip.connection.creation.rate", Unlimited, 0); err != nil {
+		return nil, err
+	}
+	if q.WindowNum, err = cfg.Int("quota.window.num", 11, 1); err != nil {
+		return nil, err
+	}
+	seconds, err := cfg.Int("quota.window.size.seconds", 1, 1)
+	if err != nil {
+		return nil, err
+	}
+	q.WindowSize = time.Duration(seconds) * time.Second
+	for _, l := range cfg.Listeners {
+		if _, from, ok := cfg.ListenerValue(l.Name, "max.connections"); ok && from != "max.connections" {
+			n, err := cfg.ListenerInt(l.Name, "max.connections", Unlimited, 0)
+			if err != nil {
+				return nil, err
+			}
+			if q.ListenerMaxConnections == nil {
+				q.ListenerMaxConnections = map[protocolmap.ListenerName]int{}
+			}
+			q.ListenerMaxConnections[l.Name] = n
+		}
+		if _, from, ok := cfg.ListenerValue(l.Name, "max.connection.creation.rate"); ok && from != "max.connection.creation.rate" {
+			n, err := cfg.ListenerInt(l.Name, "max.connection.creation.rate", Unlimited, 0)
+			if err != nil {
+				return nil, err
+			}
+			if q.ListenerMaxConnectionCreationRate == nil {
+				q.ListenerMaxConnectionCreationRate = map[protocolmap.ListenerName]int{}
+			}
+			q.ListenerMaxConnectionCreationRate[l.Name] = n
+		}
+	}
+	const overridesKey = "max.connections.per.ip.overrides"
+	if v, ok := cfg.Properties().Get(overridesKey); ok {
+		entries, err := protocolmap.ParseCSVMap(overridesKey, v)
+		if err != nil {
+			return nil, err
+		}
+		var invalid []string
+		for _, e := range entries {
+			if strings.IndexFunc(e.Key, func(r rune) bool { return !validHostRune(r) }) >= 0 {
+				invalid = append(invalid, e.Key)
+			}
+		}
+		if len(invalid) > 0 {
+			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidQuotas,
+				Rule: overridesKey + " contains invalid addresses : " + strings.Join(invalid, ",")}
+		}
+		q.MaxConnectionsPerIPOverrides = map[string]int{}
+		for _, e := range entries {
+			n, err := strconv.Atoi(e.Value)
+			if err != nil || n < 0 {
+				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidQuotas,
+					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative integer", e.Value, e.Key)}
+			}
+			q.MaxConnectionsPerIPOverrides[e.Key] = n
+		}
+	}
+	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
+		return nil, &protocolmap.ConfigError{Key: "max.connections.per.ip", Value: "0", Err: ErrInvalidQuotas,
+			Rule: "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}
+	}
+	return &q, nil
+}
+
+// validHostRune is Kafka's rule for the hosts of
+// max.connections.per.ip.overrides: letters, digits and - % . _ :.
+func validHostRune(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' ||
+		r == '-' || r == '%' || r == '.' || r == '_' || r == ':'
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -20,11 +21,12 @@ import (
 // per-request path: read a frame, decode it, queue the request, wait for
 // the host's answer, write the response, and only then read the next frame.
 type conn struct {
-	nc      net.Conn // the TCP connection: closed and given deadlines from any goroutine
-	p       *processor
-	ctx     context.Context
-	cancel  context.CancelFunc
-	answers chan answer
+	nc       net.Conn // the TCP connection: closed and given deadlines from any goroutine
+	p        *processor
+	ctx      context.Context
+	cancel   context.CancelFunc
+	answers  chan answer
+	clientIP netip.Addr // for the connection quotas
 
 	// Owned by serve (and the handshake it runs):
 	info         ConnInfo
@@ -297,6 +299,7 @@ func (c *conn) close() {
 		c.cancel()
 		c.nc.Close()
 		c.p.remove(c)
+		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.clientIP)
 		c.p.srv.cfg.Metrics.ConnectionClosed(c.info.Listener)
 	})
 }

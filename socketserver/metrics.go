@@ -1,6 +1,8 @@
 package socketserver
 
 import (
+	"time"
+
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -21,6 +23,19 @@ type Metrics interface {
 	// Response counts one response written and its bytes
 	// (outgoing-byte-total).
 	Response(l protocolmap.ListenerName, apiKey int16, bytes int)
+	// ConnectionAccepted counts a connection admitted by the connection
+	// quotas (connection-accept-rate per listener; the broker-wide rate is
+	// their sum).
+	ConnectionAccepted(l protocolmap.ListenerName)
+	// AcceptorBlocked records how long the listener's acceptor waited for
+	// the connection quotas (AcceptorBlockedPercent), and how much of it
+	// was the creation-rate delay (connection-accept-throttle-time).
+	AcceptorBlocked(l protocolmap.ListenerName, blocked, throttle time.Duration)
+	// ConnectionRejected counts a connection closed by a per-address quota:
+	// max.connections.per.ip when hold is zero, else the per-address
+	// creation rate, which held it for hold first
+	// (ip-connection-accept-throttle-time).
+	ConnectionRejected(l protocolmap.ListenerName, hold time.Duration)
 }
 
 type nopMetrics struct{}
@@ -43,3 +58,7 @@ type Stats struct {
 	// networkProcessor, as a ratio). The key is the processor id.
 	ProcessorIdleRatio map[int]float64
 }
+
+func (nopMetrics) ConnectionAccepted(protocolmap.ListenerName)                            {}
+func (nopMetrics) AcceptorBlocked(protocolmap.ListenerName, time.Duration, time.Duration) {}
+func (nopMetrics) ConnectionRejected(protocolmap.ListenerName, time.Duration)             {}

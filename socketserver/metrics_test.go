@@ -48,6 +48,16 @@ func (m *fakeMetrics) Response(l protocolmap.ListenerName, key int16, n int) {
 	m.add(metricEvent{"response", l, key, n})
 }
 
+func (m *fakeMetrics) ConnectionAccepted(l protocolmap.ListenerName) {
+	m.add(metricEvent{"accepted", l, -1, 0})
+}
+func (m *fakeMetrics) AcceptorBlocked(l protocolmap.ListenerName, blocked, throttle time.Duration) {
+	m.add(metricEvent{"blocked", l, -1, int(blocked)})
+}
+func (m *fakeMetrics) ConnectionRejected(l protocolmap.ListenerName, hold time.Duration) {
+	m.add(metricEvent{"rejected", l, -1, int(hold)})
+}
+
 func (m *fakeMetrics) of(kind string) []metricEvent {
 	m.mu.Lock()
 	defer m.mu.Unlock()

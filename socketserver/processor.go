@@ -43,16 +43,47 @@ func (p *processor) run() {
 		tick = t.C
 	}
 	for {
+		excess, overLimit := p.srv.quotas.claimExcess(p.ls.cfg.Name)
+		if excess {
+			closed := p.closeLeastRecentlyActive()
+			p.srv.quotas.shed()
+			if closed {
+				continue // one at a time, re-checking the count each time
+			}
+		}
 		select {
 		case nc := <-p.newConns:
 			p.register(nc)
 		case now := <-tick:
 			p.expireIdle(now)
+		case <-overLimit:
 		case <-p.srv.quit:
 			p.closeAll()
 			return
 		}
 	}
+}
+
+// closeLeastRecentlyActive closes the processor's least recently active
+// connection, as Kafka's processors do while the broker-wide connection
+// count is over max.connections because the protected inter-broker listener
+// went past it. It reports whether it closed one.
+func (p *processor) closeLeastRecentlyActive() bool {
+	var lru *conn
+	p.mu.Lock()
+	for c := range p.conns {
+		if lru == nil || c.active.Load() < lru.active.Load() {
+			lru = c
+		}
+	}
+	p.mu.Unlock()
+	if lru == nil {
+		return false
+	}
+	p.srv.log.Info("closing least recently active connection: broker-wide connection count over max.connections",
+		"conn_id", lru.info.ID, "listener", p.ls.cfg.Name)
+	lru.close()
+	return true
 }
 
 // register gives nc its id and starts serving it. During shutdown a new
@@ -63,14 +94,14 @@ func (p *processor) register(nc net.Conn) {
 	p.srv.mu.Lock()
 	if p.srv.draining.Load() {
 		p.srv.mu.Unlock()
-		nc.Close()
+		p.srv.discard(p.ls, nc)
 		return
 	}
 	p.srv.conns.Add(1)
 	p.srv.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, answers: make(chan answer, 1)}
 	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
+	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, answers: make(chan answer, 1), clientIP: remote.Addr()}
 	l := p.ls.cfg
 	p.mu.Lock()
 	index := p.index
@@ -171,7 +202,7 @@ func (p *processor) closeAll() {
 	for {
 		select {
 		case nc := <-p.newConns:
-			nc.Close()
+			p.srv.discard(p.ls, nc)
 			continue
 		default:
 		}

@@ -37,7 +37,8 @@ type Server struct {
 	started bool
 	stats   statsState
 
-	draining  atomic.Bool   // Shutdown began: finish requests in flight, read no more
+	draining  atomic.Bool // Shutdown began: finish requests in flight, read no more
+	quotas    *connectionQuotas
 	quit      chan struct{} // closed by Close: stop everything now
 	closeOnce sync.Once
 	conns     sync.WaitGroup // connection goroutines
@@ -56,7 +57,8 @@ type listenerState struct {
 	next       int // round-robin position, used by the acceptor alone
 }
 
-// New validates cfg and builds a server. It binds nothing.
+// New validates cfg and builds a server. It binds nothing; host names in
+// the per-IP connection overrides are resolved here.
 func New(cfg Config) (*Server, error) {
 	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
 		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
@@ -65,7 +67,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)
 	}
 	cfg = cfg.withDefaults()
+	if err := cfg.Quotas.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	overrides, err := resolveOverrides(ctx, cfg.Quotas.MaxConnectionsPerIPOverrides)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, quit: make(chan struct{}), done: make(chan struct{})}
+	s.quotas = newConnectionQuotas(*cfg.Quotas, overrides, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.stats.reset(s) // Stats may be called before Start
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
@@ -325,12 +337,78 @@ func (s *Server) accept(ls *listenerState) {
 			}
 		}
 		backoff = 5 * time.Millisecond
+		if !s.admit(ls, nc) {
+			continue
+		}
 		s.configureSocket(nc)
 		if !s.assign(ls, nc) {
-			nc.Close()
+			s.discard(ls, nc)
 			return
 		}
 	}
+}
+
+// admit applies the connection quotas to a new connection, as Kafka's
+// acceptor does: it may wait (listener or broker limit, creation rate), and
+// it closes the connection at once when its address has too many, or after
+// a delay when its address opens them too fast. It reports whether the
+// connection was admitted; an admitted connection holds a quota slot until
+// it closes.
+func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
+	ip := addrPort(nc.RemoteAddr()).Addr()
+	res, err := s.quotas.acquire(ls.cfg.Name, ip, s.quit)
+	if res.blocked > 0 {
+		s.cfg.Metrics.AcceptorBlocked(ls.cfg.Name, res.blocked, res.throttle)
+	}
+	switch {
+	case err == nil:
+		s.cfg.Metrics.ConnectionAccepted(ls.cfg.Name)
+		return true
+	case errors.Is(err, ErrTooManyConnections):
+		s.log.Info("rejected connection: address already has the configured maximum of connections",
+			"listener", ls.cfg.Name, "address", ip, "err", err)
+		s.cfg.Metrics.ConnectionRejected(ls.cfg.Name, 0)
+		nc.Close()
+	case errors.Is(err, ErrConnectionThrottled):
+		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
+			"listener", ls.cfg.Name, "address", ip, "delay", res.ipHold, "err", err)
+		s.cfg.Metrics.ConnectionRejected(ls.cfg.Name, res.ipHold)
+		s.workers.Go(func() { // the acceptor is a worker, so the group cannot be waited to zero here
+			t := time.NewTimer(res.ipHold)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-s.quit:
+			}
+			nc.Close()
+		})
+	default: // the server quit while the acceptor waited
+		nc.Close()
+	}
+	return false
+}
+
+// discard closes an admitted connection that never reached a processor's
+// care, giving back its quota slot.
+func (s *Server) discard(ls *listenerState, nc net.Conn) {
+	nc.Close()
+	s.quotas.release(ls.cfg.Name, addrPort(nc.RemoteAddr()).Addr())
+}
+
+// SetQuotas changes the connection quotas while the server runs, as Kafka
+// reconfigures them dynamically: a raised limit lets waiting acceptors go
+// on; a lowered one applies to new connections. Host names in the per-IP
+// overrides are resolved now.
+func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
+	if err := q.validate(); err != nil {
+		return err
+	}
+	overrides, err := resolveOverrides(ctx, q.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return err
+	}
+	s.quotas.set(q, overrides)
+	return nil
 }
 
 func (s *Server) configureSocket(nc net.Conn) {

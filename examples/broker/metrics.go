@@ -29,6 +29,11 @@ type promMetrics struct {
 	requests           *prometheus.CounterVec
 	bytesIn            *prometheus.CounterVec
 	bytesOut           *prometheus.CounterVec
+	accepted           *prometheus.CounterVec
+	acceptorBlocked    *prometheus.CounterVec
+	acceptThrottle     *prometheus.CounterVec
+	ipRejected         *prometheus.CounterVec
+	ipThrottle         *prometheus.CounterVec
 }
 
 var _ socketserver.Metrics = (*promMetrics)(nil)
@@ -49,8 +54,19 @@ func newPromMetrics(reg prometheus.Registerer) (*promMetrics, error) {
 			"Bytes of requests received (incoming-byte-total).", "listener"),
 		bytesOut: counter("kafka_server_socket_server_metrics_outgoing_byte_total",
 			"Bytes of responses sent (outgoing-byte-total).", "listener"),
+		accepted: counter("kafka_server_socket_server_metrics_connection_accept_total",
+			"Connections admitted by the connection quotas (connection-accept-rate; sum the listeners for broker-connection-accept-rate).", "listener"),
+		acceptorBlocked: counter("kafka_network_acceptor_blocked_seconds_total",
+			"Time the acceptor waited for the connection quotas (AcceptorBlockedPercent: take its rate).", "listener"),
+		acceptThrottle: counter("kafka_server_socket_server_metrics_connection_accept_throttle_seconds_total",
+			"Creation-rate delay imposed on new connections (connection-accept-throttle-time).", "listener"),
+		ipRejected: counter("kafka_server_socket_server_metrics_ip_connection_rejected_total",
+			"Connections closed by max.connections.per.ip or the per-address creation rate.", "listener", "reason"),
+		ipThrottle: counter("kafka_server_socket_server_metrics_ip_connection_accept_throttle_seconds_total",
+			"Time throttled connections were held before closing (ip-connection-accept-throttle-time).", "listener"),
 	}
-	for _, c := range []prometheus.Collector{m.connectionsCreated, m.connectionsClosed, m.requests, m.bytesIn, m.bytesOut} {
+	for _, c := range []prometheus.Collector{m.connectionsCreated, m.connectionsClosed, m.requests, m.bytesIn, m.bytesOut,
+		m.accepted, m.acceptorBlocked, m.acceptThrottle, m.ipRejected, m.ipThrottle} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -73,6 +89,24 @@ func (m *promMetrics) Request(l protocolmap.ListenerName, apiKey int16, bytes in
 
 func (m *promMetrics) Response(l protocolmap.ListenerName, _ int16, bytes int) {
 	m.bytesOut.WithLabelValues(string(l)).Add(float64(bytes))
+}
+
+func (m *promMetrics) ConnectionAccepted(l protocolmap.ListenerName) {
+	m.accepted.WithLabelValues(string(l)).Inc()
+}
+
+func (m *promMetrics) AcceptorBlocked(l protocolmap.ListenerName, blocked, throttle time.Duration) {
+	m.acceptorBlocked.WithLabelValues(string(l)).Add(blocked.Seconds())
+	m.acceptThrottle.WithLabelValues(string(l)).Add(throttle.Seconds())
+}
+
+func (m *promMetrics) ConnectionRejected(l protocolmap.ListenerName, hold time.Duration) {
+	if hold == 0 {
+		m.ipRejected.WithLabelValues(string(l), "max_connections_per_ip").Inc()
+		return
+	}
+	m.ipRejected.WithLabelValues(string(l), "ip_connection_creation_rate").Inc()
+	m.ipThrottle.WithLabelValues(string(l)).Add(hold.Seconds())
 }
 
 // statsCollector reports a server's gauges, read from Stats at each scrape.

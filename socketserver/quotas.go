@@ -1,0 +1,384 @@
+package socketserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// Unlimited is the value of a connection limit or rate that does not limit
+// (Kafka's Int.MaxValue).
+const Unlimited = math.MaxInt32
+
+// Quotas are Kafka's connection quotas (ConnectionQuotas). Start from
+// [DefaultQuotas]: a zero limit is a real limit of zero.
+type Quotas struct {
+	// MaxConnections is max.connections: the broker-wide connection count
+	// at which acceptors wait for a connection to close.
+	MaxConnections int
+	// ListenerMaxConnections is listener.name.<l>.max.connections; a
+	// listener missing here is limited by MaxConnections alone.
+	ListenerMaxConnections map[protocolmap.ListenerName]int
+	// MaxConnectionsPerIP is max.connections.per.ip, counted across all
+	// listeners: a connection beyond it is closed at once.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
+	// limits for single hosts (IP addresses or names, resolved when the
+	// quotas are applied).
+	MaxConnectionsPerIPOverrides map[string]int
+	// MaxConnectionCreationRate is max.connection.creation.rate (KIP-612),
+	// connections per second broker-wide: connections beyond it are
+	// delayed, then accepted.
+	MaxConnectionCreationRate int
+	// ListenerMaxConnectionCreationRate is
+	// listener.name.<l>.max.connection.creation.rate.
+	ListenerMaxConnectionCreationRate map[protocolmap.ListenerName]int
+	// IPConnectionCreationRate limits each client address to this many new
+	// connections per second: a connection beyond it is held for the
+	// throttle delay, then closed (Kafka sets it as the ip entity's
+	// connection_creation_rate quota; here it is
+	// kafkanet.ip.connection.creation.rate).
+	IPConnectionCreationRate int
+	// WindowNum and WindowSize are quota.window.num and
+	// quota.window.size.seconds: rates are measured over WindowNum samples
+	// of WindowSize, and no delay is longer than WindowSize.
+	WindowNum  int
+	WindowSize time.Duration
+}
+
+// DefaultQuotas returns Kafka's defaults: nothing limited, rates measured
+// over 11 windows of one second.
+func DefaultQuotas() Quotas {
+	return Quotas{
+		MaxConnections:            Unlimited,
+		MaxConnectionsPerIP:       Unlimited,
+		MaxConnectionCreationRate: Unlimited,
+		IPConnectionCreationRate:  Unlimited,
+		WindowNum:                 11,
+		WindowSize:                time.Second,
+	}
+}
+
+// Errors from the connection quotas.
+var (
+	// ErrTooManyConnections: the client address already has the most
+	// connections allowed; the new one was closed.
+	ErrTooManyConnections = errors.New("socketserver: too many connections from address")
+	// ErrConnectionThrottled: the client address opens connections faster
+	// than its creation rate; the new one was held, then closed.
+	ErrConnectionThrottled = errors.New("socketserver: connection creation rate exceeded for address")
+	// ErrInvalidQuotas: a quota is negative or contradicts another.
+	ErrInvalidQuotas = errors.New("socketserver: invalid connection quotas")
+)
+
+// validate checks q the way Kafka validates the quota keys.
+func (q Quotas) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidQuotas, fmt.Sprintf(format, args...))
+	}
+	if q.MaxConnections < 0 || q.MaxConnectionsPerIP < 0 || q.MaxConnectionCreationRate < 0 || q.IPConnectionCreationRate < 0 {
+		return bad("limits must not be negative")
+	}
+	for l, n := range q.ListenerMaxConnections {
+		if n < 0 {
+			return bad("max.connections of listener %s is negative", l)
+		}
+	}
+	for l, n := range q.ListenerMaxConnectionCreationRate {
+		if n < 0 {
+			return bad("max.connection.creation.rate of listener %s is negative", l)
+		}
+	}
+	for h, n := range q.MaxConnectionsPerIPOverrides {
+		if n < 0 {
+			return bad("max.connections.per.ip.overrides gives %s a negative limit", h)
+		}
+	}
+	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
+		return bad("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.")
+	}
+	if q.WindowNum < 1 || q.WindowSize <= 0 {
+		return bad("quota.window.num and quota.window.size.seconds must be positive")
+	}
+	return nil
+}
+
+// resolveOverrides turns override hosts into addresses, once.
+func resolveOverrides(ctx context.Context, overrides map[string]int) (map[netip.Addr]int, error) {
+	out := make(map[netip.Addr]int, len(overrides))
+	for host, n := range overrides {
+		if addr, err := netip.ParseAddr(host); err == nil {
+			out[addr.Unmap()] = n
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides host %q: %w", ErrInvalidQuotas, host, err)
+		}
+		for _, a := range addrs {
+			out[a.Unmap()] = n
+		}
+	}
+	return out, nil
+}
+
+// connectionQuotas enforces Quotas for one server. Acceptors acquire a slot
+// per connection; connections release it exactly once when they close.
+type connectionQuotas struct {
+	mu          sync.Mutex
+	q           Quotas
+	overrides   map[netip.Addr]int
+	interBroker protocolmap.ListenerName
+	listeners   int // listeners of the server: protection needs more than one
+
+	total      int
+	shedding   int // connections being closed to bring total under MaxConnections
+	byListener map[protocolmap.ListenerName]int
+	byIP       map[netip.Addr]int
+
+	brokerRate   *sampledRate
+	listenerRate map[protocolmap.ListenerName]*sampledRate
+	ipRate       map[netip.Addr]*sampledRate
+
+	changed chan struct{} // closed and replaced when a slot frees or the quotas change
+	excess  chan struct{} // closed and replaced when the broker-wide count goes over its limit
+	now     func() time.Time
+}
+
+func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
+	return &connectionQuotas{
+		q: q, overrides: overrides, interBroker: interBroker, listeners: listeners,
+		byListener: map[protocolmap.ListenerName]int{}, byIP: map[netip.Addr]int{},
+		brokerRate:   newSampledRate(q.WindowNum, q.WindowSize),
+		listenerRate: map[protocolmap.ListenerName]*sampledRate{}, ipRate: map[netip.Addr]*sampledRate{},
+		changed: make(chan struct{}), excess: make(chan struct{}),
+		now: time.Now,
+	}
+}
+
+// set replaces the quotas while the server runs: raised limits wake waiting
+// acceptors; lowered ones apply to new connections.
+func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if q.WindowNum != cq.q.WindowNum || q.WindowSize != cq.q.WindowSize {
+		cq.brokerRate = newSampledRate(q.WindowNum, q.WindowSize)
+		clear(cq.listenerRate)
+		clear(cq.ipRate)
+	}
+	cq.q, cq.overrides = q, overrides
+	cq.notifyLocked()
+}
+
+func (cq *connectionQuotas) notifyLocked() {
+	close(cq.changed)
+	cq.changed = make(chan struct{})
+}
+
+// protected reports whether l is exempt from the broker-wide limits: the
+// inter-broker listener, when the server has more than one listener.
+func (cq *connectionQuotas) protected(l protocolmap.ListenerName) bool {
+	return l == cq.interBroker && cq.listeners > 1
+}
+
+func (cq *connectionQuotas) listenerMax(l protocolmap.ListenerName) int {
+	if n, ok := cq.q.ListenerMaxConnections[l]; ok {
+		return n
+	}
+	return cq.q.MaxConnections
+}
+
+func (cq *connectionQuotas) listenerRateLimit(l protocolmap.ListenerName) int {
+	if n, ok := cq.q.ListenerMaxConnectionCreationRate[l]; ok {
+		return n
+	}
+	return cq.q.MaxConnectionCreationRate
+}
+
+func (cq *connectionQuotas) slotAvailableLocked(l protocolmap.ListenerName) bool {
+	return cq.byListener[l] < cq.listenerMax(l) && (cq.protected(l) || cq.total < cq.q.MaxConnections)
+}
+
+// recordLocked records a new connection on the listener's and (unless the
+// listener is protected) the broker's rate, and returns the longer of their
+// throttle delays.
+func (cq *connectionQuotas) recordLocked(l protocolmap.ListenerName, now time.Time) time.Duration {
+	var d time.Duration
+	if limit := cq.listenerRateLimit(l); limit != Unlimited {
+		r := cq.listenerRate[l]
+		if r == nil {
+			r = newSampledRate(cq.q.WindowNum, cq.q.WindowSize)
+			cq.listenerRate[l] = r
+		}
+		r.record(1, now)
+		d = max(d, r.throttle(float64(limit), now))
+	}
+	if limit := cq.q.MaxConnectionCreationRate; limit != Unlimited && !cq.protected(l) {
+		cq.brokerRate.record(1, now)
+		d = max(d, cq.brokerRate.throttle(float64(limit), now))
+	}
+	return d
+}
+
+// unrecordLocked takes back a connection recorded by recordLocked.
+func (cq *connectionQuotas) unrecordLocked(l protocolmap.ListenerName, now time.Time) {
+	if r := cq.listenerRate[l]; r != nil {
+		r.record(-1, now)
+	}
+	if cq.q.MaxConnectionCreationRate != Unlimited && !cq.protected(l) {
+		cq.brokerRate.record(-1, now)
+	}
+}
+
+// acquireResult says what an acquire decided beyond success.
+type acquireResult struct {
+	blocked  time.Duration // the acceptor waited this long (rate delay or no slot)
+	throttle time.Duration // the listener/broker rate delay within blocked
+	ipHold   time.Duration // with ErrConnectionThrottled: hold the connection this long, then close it
+}
+
+// acquire admits a connection from ip on listener l, as Kafka's
+// ConnectionQuotas.inc does: it waits while the listener's or broker's
+// creation rate is exceeded or no slot is free (the acceptor blocks; the
+// connection is accepted later), then applies the per-IP creation rate
+// (ErrConnectionThrottled) and the per-IP count (ErrTooManyConnections). On
+// success the caller must release exactly once. quit ends a wait early with
+// ErrServerClosed.
+func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, quit <-chan struct{}) (acquireResult, error) {
+	var res acquireResult
+	cq.mu.Lock()
+	now := cq.now()
+	res.throttle = cq.recordLocked(l, now)
+	if res.throttle > 0 || !cq.slotAvailableLocked(l) {
+		start := time.Now()
+		end := now.Add(res.throttle)
+		for {
+			remaining := end.Sub(cq.now())
+			if remaining <= 0 && cq.slotAvailableLocked(l) {
+				break
+			}
+			changed := cq.changed
+			cq.mu.Unlock()
+			var timer *time.Timer
+			var timeout <-chan time.Time
+			if remaining > 0 {
+				timer = time.NewTimer(remaining)
+				timeout = timer.C
+			}
+			select {
+			case <-changed:
+			case <-timeout:
+			case <-quit:
+			}
+			if timer != nil {
+				timer.Stop()
+			}
+			select {
+			case <-quit:
+				return res, ErrServerClosed
+			default:
+			}
+			cq.mu.Lock()
+		}
+		res.blocked = time.Since(start)
+	}
+	now = cq.now()
+	if limit := cq.q.IPConnectionCreationRate; limit != Unlimited {
+		r := cq.ipRate[ip]
+		if r == nil {
+			r = newSampledRate(cq.q.WindowNum, cq.q.WindowSize)
+			cq.ipRate[ip] = r
+		}
+		r.record(1, now)
+		if d := r.throttle(float64(limit), now); d > 0 {
+			r.record(-1, now)
+			cq.unrecordLocked(l, now)
+			cq.mu.Unlock()
+			res.ipHold = d
+			return res, fmt.Errorf("%w %s (%d per second)", ErrConnectionThrottled, ip, limit)
+		}
+	}
+	count := cq.byIP[ip]
+	cq.byIP[ip]++
+	cq.byListener[l]++
+	cq.total++
+	limit := cq.q.MaxConnectionsPerIP
+	if n, ok := cq.overrides[ip]; ok {
+		limit = n
+	}
+	if count >= limit {
+		cq.releaseLocked(l, ip)
+		cq.mu.Unlock()
+		return res, fmt.Errorf("%w %s (maximum = %d)", ErrTooManyConnections, ip, limit)
+	}
+	if cq.total > cq.q.MaxConnections {
+		close(cq.excess)
+		cq.excess = make(chan struct{})
+	}
+	cq.mu.Unlock()
+	return res, nil
+}
+
+// release gives back a connection's slot.
+func (cq *connectionQuotas) release(l protocolmap.ListenerName, ip netip.Addr) {
+	cq.mu.Lock()
+	cq.releaseLocked(l, ip)
+	cq.mu.Unlock()
+}
+
+func (cq *connectionQuotas) releaseLocked(l protocolmap.ListenerName, ip netip.Addr) {
+	n, ok := cq.byIP[ip]
+	if !ok {
+		panic(fmt.Sprintf("socketserver: released a connection from %s that was never counted", ip))
+	}
+	if n == 1 {
+		delete(cq.byIP, ip)
+		if cq.ipRate[ip] != nil && cq.q.IPConnectionCreationRate == Unlimited {
+			delete(cq.ipRate, ip)
+		}
+	} else {
+		cq.byIP[ip] = n - 1
+	}
+	cq.byListener[l]--
+	cq.total--
+	cq.notifyLocked()
+}
+
+// claimExcess reports whether listener l must shed a connection: the
+// broker-wide count is over its limit (the protected inter-broker listener
+// went past it) and l is not protected. A true answer claims one closing,
+// so that processors woken together do not close more than needed; the
+// caller calls shed when it has closed a connection or found none. It also
+// returns the channel closed the next time the count goes over.
+func (cq *connectionQuotas) claimExcess(l protocolmap.ListenerName) (bool, <-chan struct{}) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.total-cq.shedding > cq.q.MaxConnections && !cq.protected(l) {
+		cq.shedding++
+		return true, cq.excess
+	}
+	return false, cq.excess
+}
+
+// shed ends a closing claimed by claimExcess.
+func (cq *connectionQuotas) shed() {
+	cq.mu.Lock()
+	cq.shedding--
+	cq.mu.Unlock()
+}
+
+// counts returns the total, per-listener and per-address counts (tests and
+// stats).
+func (cq *connectionQuotas) counts() (int, map[protocolmap.ListenerName]int, map[netip.Addr]int) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.total, maps.Clone(cq.byListener), maps.Clone(cq.byIP)
+}
