@@ -1,0 +1,78 @@
+package connregistry
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// ErrInvalidFilter: a filter value cannot be parsed.
+var ErrInvalidFilter = errors.New("connregistry: invalid filter")
+
+// Filter selects connections. Every set field must match; the zero Filter
+// matches every connection. Build one with [NewFilter].
+type Filter struct {
+	principal *Principal
+	prefix    *netip.Prefix // an address is a /32 or /128 prefix
+	listener  string        // upper case; "" matches all
+}
+
+// NewFilter parses the three KIP-1329 filters; nil means no filter.
+// principal must be Type:name and matches exactly. clientAddress is an IP
+// address, compared after parsing (so ::1 and 0:0:0:0:0:0:0:1 agree), or a
+// CIDR prefix such as 10.0.0.0/8. listener is compared without regard to
+// case.
+func NewFilter(principal, clientAddress, listener *string) (Filter, error) {
+	var f Filter
+	if principal != nil {
+		typ, name, ok := strings.Cut(*principal, ":")
+		if !ok {
+			return Filter{}, fmt.Errorf("%w: principal %q: expected a string in format principalType:principalName", ErrInvalidFilter, *principal)
+		}
+		f.principal = &Principal{Type: typ, Name: name}
+	}
+	if clientAddress != nil {
+		s := strings.TrimSpace(*clientAddress)
+		var p netip.Prefix
+		if strings.Contains(s, "/") {
+			var err error
+			if p, err = netip.ParsePrefix(s); err != nil {
+				return Filter{}, fmt.Errorf("%w: client address %q: %v", ErrInvalidFilter, *clientAddress, err)
+			}
+			p = p.Masked()
+		} else {
+			a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+			if err != nil {
+				return Filter{}, fmt.Errorf("%w: client address %q: %v", ErrInvalidFilter, *clientAddress, err)
+			}
+			a = a.Unmap().WithZone("")
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		f.prefix = &p
+	}
+	if listener != nil {
+		f.listener = strings.ToUpper(strings.TrimSpace(*listener))
+		if f.listener == "" {
+			return Filter{}, fmt.Errorf("%w: listener name is blank", ErrInvalidFilter)
+		}
+	}
+	return f, nil
+}
+
+// Match reports whether c passes every filter.
+func (f Filter) Match(c Conn) bool {
+	if f.principal != nil && c.Principal != *f.principal {
+		return false
+	}
+	if f.prefix != nil {
+		a := c.ClientAddr.Addr().Unmap().WithZone("")
+		if a.Is4() != f.prefix.Addr().Is4() || !f.prefix.Contains(a) {
+			return false
+		}
+	}
+	if f.listener != "" && !strings.EqualFold(c.Listener, f.listener) {
+		return false
+	}
+	return true
+}

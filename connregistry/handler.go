@@ -1,0 +1,120 @@
+package connregistry
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Kafka error codes the handler returns.
+const (
+	ErrCodeClusterAuthorizationFailed int16 = 31
+	ErrCodeInvalidRequest             int16 = 42
+)
+
+// Authorizer reports whether principal may DESCRIBE the CLUSTER resource,
+// the permission KIP-1329 requires to list connections.
+type Authorizer func(ctx context.Context, principal Principal) bool
+
+// Handler answers ListClientConnections requests from a Registry. Host
+// applications call Handle from their own request loop with the request and
+// the principal of the connection it came on.
+type Handler struct {
+	Registry *Registry
+	// Authorize decides who may list; nil lets everyone, as Kafka does
+	// without an authorizer.
+	Authorize Authorizer
+}
+
+// Handle answers req from principal: CLUSTER_AUTHORIZATION_FAILED (31) when
+// the principal may not describe the cluster, INVALID_REQUEST (42) for a
+// filter that does not parse (both with an empty, not null, connection
+// list), else the open connections that match every filter, and with the
+// IncludeClosed tag the recently closed ones too.
+func (h *Handler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
+	resp := &ListClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
+	if h.Authorize != nil && !h.Authorize(ctx, principal) {
+		resp.ErrorCode = ErrCodeClusterAuthorizationFailed
+		msg := "Cluster authorization failed: " + principal.String() + " may not DESCRIBE the CLUSTER"
+		resp.ErrorMessage = &msg
+		return resp
+	}
+	f, err := NewFilter(req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter)
+	if err != nil {
+		resp.ErrorCode = ErrCodeInvalidRequest
+		msg := err.Error()
+		resp.ErrorMessage = &msg
+		return resp
+	}
+	for _, c := range h.Registry.Snapshot(f) {
+		resp.Connections = append(resp.Connections, Record(c))
+	}
+	if req.IncludeClosed {
+		for _, c := range h.Registry.Closed(f) {
+			resp.Connections = append(resp.Connections, Record(c))
+		}
+	}
+	return resp
+}
+
+// Record converts a connection to its wire form.
+func Record(c Conn) ConnectionRecord {
+	return ConnectionRecord{
+		ConnectionID:     c.ID,
+		Principal:        c.Principal.Name,
+		PrincipalType:    c.Principal.Type,
+		ClientAddress:    c.ClientAddr.Addr().String(),
+		ClientPort:       int32(c.ClientAddr.Port()),
+		ListenerName:     c.Listener,
+		SecurityProtocol: c.SecurityProtocol,
+		SoftwareName:     c.SoftwareName,
+		SoftwareVersion:  c.SoftwareVersion,
+		ConnectedSince:   millis(c.ConnectedAt),
+		ClientID:         c.ClientID,
+		SASLMechanism:    c.SASLMechanism,
+		TLSVersion:       c.TLSVersion,
+		CipherSuite:      c.CipherSuite,
+		AuthenticatedAt:  millis(c.AuthenticatedAt),
+		SessionExpiry:    millis(c.SessionExpiry),
+		LastActivity:     millis(c.LastActivity),
+		BytesIn:          c.BytesIn,
+		BytesOut:         c.BytesOut,
+		Requests:         c.Requests,
+		State:            c.State.String(),
+		Plane:            c.Plane,
+		ClosedAt:         millisOrZero(c.ClosedAt),
+		CloseReason:      string(c.CloseReason),
+	}
+}
+
+// millis is epoch milliseconds, -1 for the zero time.
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMilli()
+}
+
+func millisOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// SuperUsers returns an Authorizer that allows the principals listed in
+// Kafka's super.users format ("User:alice;User:bob", separated by
+// semicolons), and everyone when the list is empty (Kafka without an
+// authorizer).
+func SuperUsers(value string) Authorizer {
+	allowed := map[Principal]bool{}
+	for _, s := range strings.Split(value, ";") {
+		if typ, name, ok := strings.Cut(strings.TrimSpace(s), ":"); ok {
+			allowed[Principal{Type: typ, Name: name}] = true
+		}
+	}
+	if len(allowed) == 0 {
+		return nil
+	}
+	return func(_ context.Context, p Principal) bool { return allowed[p] }
+}

@@ -1,0 +1,261 @@
+package connregistry
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// State is where a connection is in its life. A connection starts
+// Authenticating (on listeners without authentication it moves to Ready at
+// once), becomes Ready once authenticated, and Closing when the server has
+// decided to close it.
+type State int8
+
+// The states.
+const (
+	Authenticating State = iota
+	Ready
+	Closing
+)
+
+// String returns "authenticating", "ready" or "closing".
+func (s State) String() string {
+	switch s {
+	case Authenticating:
+		return "authenticating"
+	case Ready:
+		return "ready"
+	case Closing:
+		return "closing"
+	}
+	return fmt.Sprintf("State(%d)", int8(s))
+}
+
+// CloseReason says why a connection closed.
+type CloseReason string
+
+// The reasons a connection closes.
+const (
+	ClientClosed         CloseReason = "client closed"
+	Idle                 CloseReason = "idle"
+	Quota                CloseReason = "quota"
+	AuthenticationFailed CloseReason = "authentication failed"
+	SessionExpired       CloseReason = "session expired"
+	ServerShutdown       CloseReason = "server shutdown"
+	ClosedByOperator     CloseReason = "closed by an operator"
+	ProtocolError        CloseReason = "protocol error"
+)
+
+// Principal is an authenticated identity, Kafka's Type:Name.
+type Principal struct {
+	Type string
+	Name string
+}
+
+// String returns Type:Name.
+func (p Principal) String() string { return p.Type + ":" + p.Name }
+
+// Conn describes one connection: the fields KIP-1329 lists, and more.
+type Conn struct {
+	ID               string
+	Principal        Principal
+	ClientAddr       netip.AddrPort
+	Listener         string
+	SecurityProtocol string
+	Plane            string // "data" or "control"
+	SoftwareName     string // KIP-511; empty until ApiVersions v3+ supplies it
+	SoftwareVersion  string
+	ClientID         string // of the last request
+	SASLMechanism    string
+	TLSVersion       string
+	CipherSuite      string
+	ConnectedAt      time.Time
+	AuthenticatedAt  time.Time
+	SessionExpiry    time.Time
+	LastActivity     time.Time
+	BytesIn          int64
+	BytesOut         int64
+	Requests         int64
+	State            State
+	// ClosedAt and CloseReason are set on closed connections only.
+	ClosedAt    time.Time
+	CloseReason CloseReason
+}
+
+// DefaultHistorySize is how many closed connections a registry remembers
+// unless told otherwise.
+const DefaultHistorySize = 1000
+
+// Registry holds a server's open connections and a bounded history of
+// recently closed ones. It is safe for concurrent use: the server adds,
+// updates and removes entries while any goroutine takes snapshots.
+type Registry struct {
+	mu      sync.RWMutex
+	open    map[*Entry]struct{}
+	history []Conn // ring of closed connections
+	next    int    // history slot to write next
+	full    bool
+}
+
+// New returns a registry remembering up to historySize closed connections
+// (0 means DefaultHistorySize; negative keeps none).
+func New(historySize int) *Registry {
+	if historySize == 0 {
+		historySize = DefaultHistorySize
+	}
+	return &Registry{open: map[*Entry]struct{}{}, history: make([]Conn, max(historySize, 0))}
+}
+
+// Entry is the server's handle on one open connection's record. Its
+// counters are updated without locks on the per-request path.
+type Entry struct {
+	reg    *Registry
+	closer func(CloseReason)
+
+	mu sync.Mutex
+	c  Conn // fields other than the atomics below
+
+	bytesIn, bytesOut, requests atomic.Int64
+	lastActivity                atomic.Int64 // unix nanoseconds
+	removed                     atomic.Bool
+}
+
+// Add registers an open connection. closer, which may be nil, closes it
+// when an operator asks (see Registry.Close); it must not block.
+func (r *Registry) Add(c Conn, closer func(CloseReason)) *Entry {
+	e := &Entry{reg: r, closer: closer, c: c}
+	e.lastActivity.Store(c.ConnectedAt.UnixNano())
+	r.mu.Lock()
+	r.open[e] = struct{}{}
+	r.mu.Unlock()
+	return e
+}
+
+// Update changes the connection's descriptive fields (principal, state,
+// software, TLS, ...) under the entry's lock. f must be quick.
+func (e *Entry) Update(f func(*Conn)) {
+	e.mu.Lock()
+	f(&e.c)
+	e.mu.Unlock()
+}
+
+// Request records a complete request of size bytes, at t, from clientID.
+func (e *Entry) Request(t time.Time, size int, clientID string) {
+	e.requests.Add(1)
+	e.bytesIn.Add(int64(size))
+	e.lastActivity.Store(t.UnixNano())
+	e.mu.Lock()
+	if e.c.ClientID != clientID {
+		e.c.ClientID = clientID
+	}
+	e.mu.Unlock()
+}
+
+// Response records a response of size bytes written at t.
+func (e *Entry) Response(t time.Time, size int) {
+	e.bytesOut.Add(int64(size))
+	e.lastActivity.Store(t.UnixNano())
+}
+
+// Remove takes the connection out of the open set and into the history,
+// with the time and reason it closed. Only the first call counts.
+func (e *Entry) Remove(at time.Time, reason CloseReason) {
+	if e.removed.Swap(true) {
+		return
+	}
+	c := e.snapshot()
+	c.ClosedAt, c.CloseReason, c.State = at, reason, Closing
+	r := e.reg
+	r.mu.Lock()
+	delete(r.open, e)
+	if len(r.history) > 0 {
+		r.history[r.next] = c
+		r.next = (r.next + 1) % len(r.history)
+		r.full = r.full || r.next == 0
+	}
+	r.mu.Unlock()
+}
+
+func (e *Entry) snapshot() Conn {
+	e.mu.Lock()
+	c := e.c
+	e.mu.Unlock()
+	c.BytesIn, c.BytesOut, c.Requests = e.bytesIn.Load(), e.bytesOut.Load(), e.requests.Load()
+	c.LastActivity = time.Unix(0, e.lastActivity.Load())
+	return c
+}
+
+// Snapshot returns the open connections that match f, ordered by
+// connection time. It copies the set of entries under the registry's read
+// lock, then reads each entry under its own lock, so the server is never
+// stalled for the whole listing; a connection that opens or closes meanwhile
+// may be missed or included, but no record is torn.
+func (r *Registry) Snapshot(f Filter) []Conn {
+	r.mu.RLock()
+	entries := make([]*Entry, 0, len(r.open))
+	for e := range r.open {
+		entries = append(entries, e)
+	}
+	r.mu.RUnlock()
+	out := make([]Conn, 0, len(entries))
+	for _, e := range entries {
+		if c := e.snapshot(); f.Match(c) {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b Conn) int {
+		if c := a.ConnectedAt.Compare(b.ConnectedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Closed returns the remembered closed connections that match f, oldest
+// first.
+func (r *Registry) Closed(f Filter) []Conn {
+	r.mu.RLock()
+	var all []Conn
+	if r.full {
+		all = append(all, r.history[r.next:]...)
+	}
+	all = append(all, r.history[:r.next]...)
+	r.mu.RUnlock()
+	return slices.DeleteFunc(all, func(c Conn) bool { return !f.Match(c) })
+}
+
+// Len returns the number of open connections.
+func (r *Registry) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.open)
+}
+
+// Close closes the open connections that match f, giving reason (the
+// incident-response "kill" that Redis CLIENT KILL USER and RabbitMQ
+// close_all_user_connections offer), and returns what it closed. A filter
+// that matches everything closes everything.
+func (r *Registry) Close(f Filter, reason CloseReason) []Conn {
+	r.mu.RLock()
+	var victims []*Entry
+	for e := range r.open {
+		victims = append(victims, e)
+	}
+	r.mu.RUnlock()
+	var closed []Conn
+	for _, e := range victims {
+		c := e.snapshot()
+		if !f.Match(c) || e.closer == nil {
+			continue
+		}
+		e.closer(reason)
+		closed = append(closed, c)
+	}
+	return closed
+}

@@ -1,0 +1,205 @@
+package connregistry_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func sp(s string) *string { return &s }
+
+var t0 = time.Date(2026, 4, 27, 10, 15, 30, 0, time.UTC)
+
+func conn(id, principal, addr, listener string, at time.Time) connregistry.Conn {
+	typ, name, _ := cutPrincipal(principal)
+	return connregistry.Conn{
+		ID: id, Principal: connregistry.Principal{Type: typ, Name: name},
+		ClientAddr: netip.MustParseAddrPort(addr), Listener: listener, SecurityProtocol: "SASL_SSL",
+		ConnectedAt: at, State: connregistry.Ready,
+	}
+}
+
+func cutPrincipal(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == ':' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", s, false
+}
+
+func TestFilter(t *testing.T) {
+	alice := conn("a", "User:alice", "10.1.2.3:5000", "CLIENT", t0)
+	bob6 := conn("b", "User:bob", "[::1]:6000", "REPLICATION", t0)
+	tests := []struct {
+		name                         string
+		principal, address, listener *string
+		matchAlice, matchBob         bool
+	}{
+		{"no filter", nil, nil, nil, true, true},
+		{"principal exact", sp("User:alice"), nil, nil, true, false},
+		{"principal name only is not Type:name", sp("User:ali"), nil, nil, false, false},
+		{"address", nil, sp("10.1.2.3"), nil, true, false},
+		{"IPv6 long form matches ::1", nil, sp("0:0:0:0:0:0:0:1"), nil, false, true},
+		{"bracketed IPv6", nil, sp("[::1]"), nil, false, true},
+		{"CIDR", nil, sp("10.0.0.0/8"), nil, true, false},
+		{"CIDR not masked", nil, sp("10.1.2.99/16"), nil, true, false},
+		{"IPv6 CIDR", nil, sp("::/0"), nil, false, true},
+		{"listener case-insensitive", nil, nil, sp("replication"), false, true},
+		{"all must match", sp("User:alice"), sp("10.0.0.0/8"), sp("REPLICATION"), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := connregistry.NewFilter(tt.principal, tt.address, tt.listener)
+			require.NoError(t, err)
+			assert.Equal(t, tt.matchAlice, f.Match(alice))
+			assert.Equal(t, tt.matchBob, f.Match(bob6))
+		})
+	}
+	for _, bad := range []struct{ principal, address, listener *string }{
+		{sp("alice"), nil, nil}, {nil, sp("10.0.0.300"), nil}, {nil, sp("host.example"), nil},
+		{nil, sp("10.0.0.0/33"), nil}, {nil, nil, sp(" ")},
+	} {
+		_, err := connregistry.NewFilter(bad.principal, bad.address, bad.listener)
+		assert.ErrorIs(t, err, connregistry.ErrInvalidFilter)
+	}
+}
+
+func TestRegistryLifecycle(t *testing.T) {
+	r := connregistry.New(2)
+	var closedWith []connregistry.CloseReason
+	var mu sync.Mutex
+	closer := func(reason connregistry.CloseReason) { mu.Lock(); closedWith = append(closedWith, reason); mu.Unlock() }
+	a := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), closer)
+	b := r.Add(conn("b", "User:bob", "127.0.0.1:2", "CLIENT", t0.Add(time.Second)), closer)
+	a.Request(t0.Add(2*time.Second), 100, "kgo")
+	a.Response(t0.Add(3*time.Second), 40)
+	a.Update(func(c *connregistry.Conn) { c.SoftwareName, c.SoftwareVersion = "kgo", "1.22" })
+
+	got := r.Snapshot(connregistry.Filter{})
+	require.Len(t, got, 2)
+	assert.Equal(t, "a", got[0].ID, "ordered by connection time")
+	assert.Equal(t, int64(100), got[0].BytesIn)
+	assert.Equal(t, int64(40), got[0].BytesOut)
+	assert.Equal(t, int64(1), got[0].Requests)
+	assert.Equal(t, "kgo", got[0].ClientID)
+	assert.True(t, t0.Add(3*time.Second).Equal(got[0].LastActivity))
+	assert.Equal(t, "kgo", got[0].SoftwareName)
+
+	f, _ := connregistry.NewFilter(sp("User:bob"), nil, nil)
+	killed := r.Close(f, connregistry.ClosedByOperator)
+	require.Len(t, killed, 1)
+	assert.Equal(t, "b", killed[0].ID)
+	assert.Equal(t, []connregistry.CloseReason{connregistry.ClosedByOperator}, closedWith)
+
+	b.Remove(t0.Add(5*time.Second), connregistry.ClosedByOperator)
+	b.Remove(t0.Add(6*time.Second), connregistry.Idle) // only the first counts
+	assert.Equal(t, 1, r.Len())
+	closed := r.Closed(connregistry.Filter{})
+	require.Len(t, closed, 1)
+	assert.Equal(t, connregistry.ClosedByOperator, closed[0].CloseReason)
+	assert.Equal(t, t0.Add(5*time.Second), closed[0].ClosedAt)
+	assert.Equal(t, connregistry.Closing, closed[0].State)
+
+	// The history is a ring of 2: the oldest goes.
+	for i := range 3 {
+		e := r.Add(conn(fmt.Sprint("h", i), "User:x", "127.0.0.1:9", "CLIENT", t0), nil)
+		e.Remove(t0.Add(time.Duration(10+i)*time.Second), connregistry.ClientClosed)
+	}
+	closed = r.Closed(connregistry.Filter{})
+	require.Len(t, closed, 2)
+	assert.Equal(t, []string{"h1", "h2"}, []string{closed[0].ID, closed[1].ID})
+}
+
+// Snapshots taken in a loop while thousands of connections open, change
+// and close: no race (under -race), no torn record (the fields written
+// together are seen together), and the count returns to zero.
+func TestRegistryConcurrentSnapshots(t *testing.T) {
+	r := connregistry.New(100)
+	stop := make(chan struct{})
+	var snaps sync.WaitGroup
+	snaps.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, c := range r.Snapshot(connregistry.Filter{}) {
+				// Update writes name and version together.
+				if c.SoftwareName != "" && c.SoftwareVersion != c.SoftwareName+"-v" {
+					t.Errorf("torn record: %q %q", c.SoftwareName, c.SoftwareVersion)
+					return
+				}
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				e := r.Add(conn(fmt.Sprint(w, "-", i), "User:u", "127.0.0.1:1", "CLIENT", time.Now()), nil)
+				name := fmt.Sprint("sw", i)
+				e.Update(func(c *connregistry.Conn) { c.SoftwareName, c.SoftwareVersion = name, name+"-v" })
+				e.Request(time.Now(), 10, "c")
+				e.Remove(time.Now(), connregistry.ClientClosed)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	snaps.Wait()
+	assert.Zero(t, r.Len())
+	assert.Len(t, r.Closed(connregistry.Filter{}), 100)
+}
+
+func TestHandler(t *testing.T) {
+	r := connregistry.New(10)
+	r.Add(conn("a", "User:alice", "10.0.0.1:1000", "CLIENT", t0), nil)
+	r.Add(conn("b", "User:bob", "10.0.0.2:2000", "REPLICATION", t0), nil)
+	gone := r.Add(conn("c", "User:carol", "10.0.0.3:3000", "CLIENT", t0), nil)
+	gone.Remove(t0.Add(time.Minute), connregistry.AuthenticationFailed)
+
+	h := &connregistry.Handler{Registry: r, Authorize: connregistry.SuperUsers("User:admin;User:alice")}
+	ctx := context.Background()
+
+	resp := h.Handle(ctx, connregistry.Principal{Type: "User", Name: "mallory"}, &connregistry.ListClientConnectionsRequest{})
+	assert.Equal(t, connregistry.ErrCodeClusterAuthorizationFailed, resp.ErrorCode)
+	assert.NotNil(t, resp.Connections)
+	assert.Empty(t, resp.Connections)
+
+	admin := connregistry.Principal{Type: "User", Name: "admin"}
+	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ClientAddressFilter: sp("nonsense")})
+	assert.Equal(t, connregistry.ErrCodeInvalidRequest, resp.ErrorCode)
+	assert.NotNil(t, resp.Connections)
+
+	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ListenerFilter: sp("client")})
+	assert.Zero(t, resp.ErrorCode)
+	require.Len(t, resp.Connections, 1)
+	rec := resp.Connections[0]
+	assert.Equal(t, connregistry.ConnectionRecord{
+		ConnectionID: "a", Principal: "alice", PrincipalType: "User", ClientAddress: "10.0.0.1", ClientPort: 1000,
+		ListenerName: "CLIENT", SecurityProtocol: "SASL_SSL", ConnectedSince: t0.UnixMilli(),
+		AuthenticatedAt: -1, SessionExpiry: -1, LastActivity: t0.UnixMilli(), State: "ready",
+	}, rec)
+
+	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ListenerFilter: sp("CLIENT"), IncludeClosed: true})
+	require.Len(t, resp.Connections, 2)
+	assert.Equal(t, "authentication failed", resp.Connections[1].CloseReason)
+	assert.Equal(t, t0.Add(time.Minute).UnixMilli(), resp.Connections[1].ClosedAt)
+
+	open := &connregistry.Handler{Registry: r}
+	resp = open.Handle(ctx, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, &connregistry.ListClientConnectionsRequest{})
+	assert.Len(t, resp.Connections, 2, "no authorizer: everyone may list")
+}

@@ -1,0 +1,463 @@
+package connregistry
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DefaultAPIKey is the API key KIP-1329 gives ListClientConnections. Kafka
+// 4.4 (and kmsg from v1.14) has since given key 93 to
+// StreamsGroupTopologyDescriptionUpdate, so a server must route this key to
+// [ListClientConnectionsRequest] itself rather than through kmsg, and a
+// host that also serves Kafka Streams groups should pick another key: every
+// type here takes its key from its APIKey field.
+const DefaultAPIKey int16 = 93
+
+// Tag numbers of the fields beyond KIP-1329's schema. They travel as tagged
+// fields, so a client built from the KIP's schema alone still decodes the
+// response.
+const (
+	// Request.
+	TagIncludeClosed = 0 // bool: also list recently closed connections
+
+	// Response.
+	TagErrorMessage = 0 // compact nullable string
+
+	// Each connection.
+	TagClientID        = 0  // compact string: client id of the last request
+	TagSASLMechanism   = 1  // compact string
+	TagTLSVersion      = 2  // compact string, e.g. TLS 1.3
+	TagCipherSuite     = 3  // compact string
+	TagAuthenticatedAt = 4  // int64 epoch ms, -1 when never
+	TagSessionExpiry   = 5  // int64 epoch ms, -1 when sessions do not expire
+	TagLastActivity    = 6  // int64 epoch ms
+	TagBytesIn         = 7  // int64
+	TagBytesOut        = 8  // int64
+	TagRequests        = 9  // int64
+	TagState           = 10 // compact string: authenticating, ready, closing
+	TagPlane           = 11 // compact string: data or control
+	TagClosedAt        = 12 // int64 epoch ms, closed connections only
+	TagCloseReason     = 13 // compact string, closed connections only
+)
+
+// ListClientConnectionsRequest is KIP-1329's request, version 0 (flexible).
+// Nil filters do not filter.
+type ListClientConnectionsRequest struct {
+	APIKey              int16 // 0 means DefaultAPIKey
+	Version             int16
+	PrincipalFilter     *string
+	ClientAddressFilter *string
+	ListenerFilter      *string
+	IncludeClosed       bool // tag 0
+}
+
+// ListClientConnectionsResponse is KIP-1329's response, version 0.
+type ListClientConnectionsResponse struct {
+	APIKey         int16
+	Version        int16
+	ThrottleTimeMs int32
+	ErrorCode      int16
+	ErrorMessage   *string // tag 0
+	Connections    []ConnectionRecord
+}
+
+// ConnectionRecord is one connection of a response: KIP-1329's fields,
+// then the tagged extras.
+type ConnectionRecord struct {
+	ConnectionID     string
+	Principal        string // the name
+	PrincipalType    string // e.g. User
+	ClientAddress    string
+	ClientPort       int32
+	ListenerName     string
+	SecurityProtocol string
+	SoftwareName     string
+	SoftwareVersion  string
+	ConnectedSince   int64 // epoch ms
+
+	ClientID        string
+	SASLMechanism   string
+	TLSVersion      string
+	CipherSuite     string
+	AuthenticatedAt int64
+	SessionExpiry   int64
+	LastActivity    int64
+	BytesIn         int64
+	BytesOut        int64
+	Requests        int64
+	State           string
+	Plane           string
+	ClosedAt        int64
+	CloseReason     string
+}
+
+func keyOr(k int16) int16 {
+	if k == 0 {
+		return DefaultAPIKey
+	}
+	return k
+}
+
+// Key returns the API key (DefaultAPIKey unless APIKey is set).
+func (r *ListClientConnectionsRequest) Key() int16 { return keyOr(r.APIKey) }
+
+// MaxVersion returns 0, the only version.
+func (*ListClientConnectionsRequest) MaxVersion() int16 { return 0 }
+
+// SetVersion sets the version.
+func (r *ListClientConnectionsRequest) SetVersion(v int16) { r.Version = v }
+
+// GetVersion returns the version.
+func (r *ListClientConnectionsRequest) GetVersion() int16 { return r.Version }
+
+// IsFlexible returns true: version 0 is flexible.
+func (*ListClientConnectionsRequest) IsFlexible() bool { return true }
+
+// IsAdminRequest routes the request as an admin request in kgo.
+func (*ListClientConnectionsRequest) IsAdminRequest() {}
+
+// ResponseKind returns an empty response with the same key and version.
+func (r *ListClientConnectionsRequest) ResponseKind() kmsg.Response {
+	return &ListClientConnectionsResponse{APIKey: r.APIKey, Version: r.Version}
+}
+
+// AppendTo appends the request's encoding.
+func (r *ListClientConnectionsRequest) AppendTo(dst []byte) []byte {
+	dst = appendCompactNullableString(dst, r.PrincipalFilter)
+	dst = appendCompactNullableString(dst, r.ClientAddressFilter)
+	dst = appendCompactNullableString(dst, r.ListenerFilter)
+	if !r.IncludeClosed {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = binary.AppendUvarint(dst, TagIncludeClosed)
+	dst = binary.AppendUvarint(dst, 1)
+	return append(dst, 1)
+}
+
+// ReadFrom decodes the request from src.
+func (r *ListClientConnectionsRequest) ReadFrom(src []byte) error {
+	d := decoder{b: src}
+	r.PrincipalFilter = d.compactNullableString()
+	r.ClientAddressFilter = d.compactNullableString()
+	r.ListenerFilter = d.compactNullableString()
+	r.IncludeClosed = false
+	d.tags(func(tag uint64, v *decoder) {
+		if tag == TagIncludeClosed {
+			r.IncludeClosed = v.bool()
+		}
+	})
+	return d.done()
+}
+
+// Key returns the API key.
+func (r *ListClientConnectionsResponse) Key() int16 { return keyOr(r.APIKey) }
+
+// MaxVersion returns 0.
+func (*ListClientConnectionsResponse) MaxVersion() int16 { return 0 }
+
+// SetVersion sets the version.
+func (r *ListClientConnectionsResponse) SetVersion(v int16) { r.Version = v }
+
+// GetVersion returns the version.
+func (r *ListClientConnectionsResponse) GetVersion() int16 { return r.Version }
+
+// IsFlexible returns true.
+func (*ListClientConnectionsResponse) IsFlexible() bool { return true }
+
+// RequestKind returns an empty request with the same key and version.
+func (r *ListClientConnectionsResponse) RequestKind() kmsg.Request {
+	return &ListClientConnectionsRequest{APIKey: r.APIKey, Version: r.Version}
+}
+
+// Throttle returns the throttle time and that it applies after the
+// response (as for every API since KIP-219).
+func (r *ListClientConnectionsResponse) Throttle() (int32, bool) { return r.ThrottleTimeMs, true }
+
+// AppendTo appends the response's encoding.
+func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(r.ThrottleTimeMs))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(r.ErrorCode))
+	dst = binary.AppendUvarint(dst, uint64(len(r.Connections))+1)
+	for i := range r.Connections {
+		dst = r.Connections[i].appendTo(dst)
+	}
+	if r.ErrorMessage == nil {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	return appendTag(dst, TagErrorMessage, appendCompactNullableString(nil, r.ErrorMessage))
+}
+
+func (c *ConnectionRecord) appendTo(dst []byte) []byte {
+	dst = appendCompactString(dst, c.ConnectionID)
+	dst = appendCompactString(dst, c.Principal)
+	dst = appendCompactString(dst, c.PrincipalType)
+	dst = appendCompactString(dst, c.ClientAddress)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.ClientPort))
+	dst = appendCompactString(dst, c.ListenerName)
+	dst = appendCompactString(dst, c.SecurityProtocol)
+	dst = appendCompactString(dst, c.SoftwareName)
+	dst = appendCompactString(dst, c.SoftwareVersion)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.ConnectedSince))
+	// Tagged extras, in tag order; empty strings and closed-only fields of
+	// open connections are left out.
+	var tags [14][]byte
+	str := func(tag int, s string) {
+		if s != "" {
+			tags[tag] = appendCompactString(nil, s)
+		}
+	}
+	i64 := func(tag int, v int64) { tags[tag] = binary.BigEndian.AppendUint64(nil, uint64(v)) }
+	str(TagClientID, c.ClientID)
+	str(TagSASLMechanism, c.SASLMechanism)
+	str(TagTLSVersion, c.TLSVersion)
+	str(TagCipherSuite, c.CipherSuite)
+	i64(TagAuthenticatedAt, c.AuthenticatedAt)
+	i64(TagSessionExpiry, c.SessionExpiry)
+	i64(TagLastActivity, c.LastActivity)
+	i64(TagBytesIn, c.BytesIn)
+	i64(TagBytesOut, c.BytesOut)
+	i64(TagRequests, c.Requests)
+	str(TagState, c.State)
+	str(TagPlane, c.Plane)
+	if c.ClosedAt != 0 || c.CloseReason != "" {
+		i64(TagClosedAt, c.ClosedAt)
+		str(TagCloseReason, c.CloseReason)
+	}
+	n := 0
+	for _, t := range tags {
+		if t != nil {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for tag, t := range tags {
+		if t != nil {
+			dst = appendTag(dst, uint64(tag), t)
+		}
+	}
+	return dst
+}
+
+// ReadFrom decodes the response from src.
+func (r *ListClientConnectionsResponse) ReadFrom(src []byte) error {
+	d := decoder{b: src}
+	r.ThrottleTimeMs = d.int32()
+	r.ErrorCode = d.int16()
+	n := d.compactArrayLen()
+	r.Connections = nil
+	if n > 0 {
+		// Never allocate what the peer merely claims: each record takes at
+		// least 20 bytes, so the count is bounded by what arrived.
+		r.Connections = make([]ConnectionRecord, 0, min(n, len(d.b)/20))
+	}
+	for range n {
+		if d.err != nil {
+			break
+		}
+		var c ConnectionRecord
+		c.ConnectionID = d.compactString()
+		c.Principal = d.compactString()
+		c.PrincipalType = d.compactString()
+		c.ClientAddress = d.compactString()
+		c.ClientPort = d.int32()
+		c.ListenerName = d.compactString()
+		c.SecurityProtocol = d.compactString()
+		c.SoftwareName = d.compactString()
+		c.SoftwareVersion = d.compactString()
+		c.ConnectedSince = d.int64()
+		d.tags(func(tag uint64, v *decoder) {
+			switch tag {
+			case TagClientID:
+				c.ClientID = v.compactString()
+			case TagSASLMechanism:
+				c.SASLMechanism = v.compactString()
+			case TagTLSVersion:
+				c.TLSVersion = v.compactString()
+			case TagCipherSuite:
+				c.CipherSuite = v.compactString()
+			case TagAuthenticatedAt:
+				c.AuthenticatedAt = v.int64()
+			case TagSessionExpiry:
+				c.SessionExpiry = v.int64()
+			case TagLastActivity:
+				c.LastActivity = v.int64()
+			case TagBytesIn:
+				c.BytesIn = v.int64()
+			case TagBytesOut:
+				c.BytesOut = v.int64()
+			case TagRequests:
+				c.Requests = v.int64()
+			case TagState:
+				c.State = v.compactString()
+			case TagPlane:
+				c.Plane = v.compactString()
+			case TagClosedAt:
+				c.ClosedAt = v.int64()
+			case TagCloseReason:
+				c.CloseReason = v.compactString()
+			}
+		})
+		r.Connections = append(r.Connections, c)
+	}
+	r.ErrorMessage = nil
+	d.tags(func(tag uint64, v *decoder) {
+		if tag == TagErrorMessage {
+			r.ErrorMessage = v.compactNullableString()
+		}
+	})
+	return d.done()
+}
+
+func appendTag(dst []byte, tag uint64, value []byte) []byte {
+	dst = binary.AppendUvarint(dst, tag)
+	dst = binary.AppendUvarint(dst, uint64(len(value)))
+	return append(dst, value...)
+}
+
+func appendCompactString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s))+1)
+	return append(dst, s...)
+}
+
+func appendCompactNullableString(dst []byte, s *string) []byte {
+	if s == nil {
+		return append(dst, 0)
+	}
+	return appendCompactString(dst, *s)
+}
+
+// errMalformed reports bytes that do not decode.
+var errMalformed = errors.New("connregistry: malformed ListClientConnections message")
+
+// decoder reads the primitives of Kafka's flexible encoding; after the
+// first error every read returns zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errMalformed, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) take(n int, what string) []byte {
+	if d.err != nil || n < 0 || n > len(d.b) {
+		d.fail(what)
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) int16() int16 {
+	b := d.take(2, "int16")
+	if b == nil {
+		return 0
+	}
+	return int16(binary.BigEndian.Uint16(b))
+}
+
+func (d *decoder) int32() int32 {
+	b := d.take(4, "int32")
+	if b == nil {
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(b))
+}
+
+func (d *decoder) int64() int64 {
+	b := d.take(8, "int64")
+	if b == nil {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(b))
+}
+
+func (d *decoder) bool() bool {
+	b := d.take(1, "bool")
+	return b != nil && b[0] != 0
+}
+
+func (d *decoder) compactNullableString() *string {
+	n := d.uvarint("string length")
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n-1 > uint64(len(d.b)) {
+		d.fail("string length")
+		return nil
+	}
+	s := string(d.take(int(n-1), "string"))
+	return &s
+}
+
+func (d *decoder) compactString() string {
+	s := d.compactNullableString()
+	if s == nil {
+		if d.err == nil {
+			d.fail("null string")
+		}
+		return ""
+	}
+	return *s
+}
+
+func (d *decoder) compactArrayLen() int {
+	n := d.uvarint("array length")
+	if n == 0 {
+		return 0 // null array: treated as empty
+	}
+	if n-1 > math.MaxInt32 {
+		d.fail("array length")
+		return 0
+	}
+	return int(n - 1)
+}
+
+// tags reads a tagged-field section, handing each field's bytes to f in a
+// decoder of their own; unknown tags are skipped.
+func (d *decoder) tags(f func(tag uint64, v *decoder)) {
+	n := d.uvarint("tag count")
+	for range n {
+		if d.err != nil {
+			return
+		}
+		tag := d.uvarint("tag")
+		size := d.uvarint("tag size")
+		if d.err != nil || size > uint64(len(d.b)) {
+			d.fail("tag size")
+			return
+		}
+		v := decoder{b: d.take(int(size), "tag")}
+		f(tag, &v)
+		if v.err != nil {
+			d.fail(fmt.Sprintf("tag %d", tag))
+			return
+		}
+	}
+}
+
+func (d *decoder) done() error { return d.err }

@@ -1,0 +1,134 @@
+package connregistry_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+)
+
+var (
+	_ kmsg.Request  = (*connregistry.ListClientConnectionsRequest)(nil)
+	_ kmsg.Response = (*connregistry.ListClientConnectionsResponse)(nil)
+)
+
+// Golden bytes written by hand from KIP-1329's version-0 schema (flexible:
+// compact strings are length+1 as an unsigned varint, compact arrays
+// count+1, each struct ends with a tagged-field section).
+func TestGoldenRequest(t *testing.T) {
+	golden := []byte{
+		0x0b, 'U', 's', 'e', 'r', ':', 'a', 'l', 'i', 'c', 'e', // PrincipalFilter "User:alice"
+		0x00,                               // ClientAddressFilter null
+		0x07, 'C', 'L', 'I', 'E', 'N', 'T', // ListenerFilter "CLIENT"
+		0x00, // no tagged fields
+	}
+	req := &connregistry.ListClientConnectionsRequest{PrincipalFilter: sp("User:alice"), ListenerFilter: sp("CLIENT")}
+	assert.Equal(t, golden, req.AppendTo(nil))
+	var back connregistry.ListClientConnectionsRequest
+	require.NoError(t, back.ReadFrom(golden))
+	assert.Equal(t, *req, back)
+
+	// The IncludeClosed tag: 1 tag, tag 0, size 1, true.
+	withTag := append(golden[:len(golden)-1:len(golden)-1], 0x01, 0x00, 0x01, 0x01)
+	require.NoError(t, back.ReadFrom(withTag))
+	assert.True(t, back.IncludeClosed)
+	back.IncludeClosed = true
+	assert.Equal(t, withTag, back.AppendTo(nil))
+}
+
+func TestGoldenResponse(t *testing.T) {
+	golden := []byte{
+		0x00, 0x00, 0x00, 0x00, // ThrottleTimeMs 0
+		0x00, 0x00, // ErrorCode 0
+		0x02,                // one connection
+		0x04, 'i', 'd', '1', // ConnectionId "id1"
+		0x06, 'a', 'l', 'i', 'c', 'e', // Principal "alice"
+		0x05, 'U', 's', 'e', 'r', // PrincipalType "User"
+		0x0a, '1', '2', '7', '.', '0', '.', '0', '.', '1', // ClientAddress "127.0.0.1"
+		0x00, 0x00, 0xd4, 0x31, // ClientPort 54321
+		0x07, 'C', 'L', 'I', 'E', 'N', 'T', // ListenerName
+		0x0f, 'S', 'A', 'S', 'L', '_', 'P', 'L', 'A', 'I', 'N', 'T', 'E', 'X', 'T', // SecurityProtocol
+		0x04, 'k', 'g', 'o', // SoftwareName
+		0x05, '1', '.', '2', '2', // SoftwareVersion
+		0x00, 0x00, 0x01, 0x96, 0x76, 0xbe, 0xb0, 0xf0, // ConnectedSince 1745748930800
+		0x00, // connection: no tagged fields
+		0x00, // response: no tagged fields
+	}
+	var resp connregistry.ListClientConnectionsResponse
+	require.NoError(t, resp.ReadFrom(golden))
+	require.Len(t, resp.Connections, 1)
+	want := connregistry.ConnectionRecord{
+		ConnectionID: "id1", Principal: "alice", PrincipalType: "User", ClientAddress: "127.0.0.1", ClientPort: 54321,
+		ListenerName: "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", SoftwareName: "kgo", SoftwareVersion: "1.22",
+		ConnectedSince: 1745748930800,
+	}
+	assert.Equal(t, want, resp.Connections[0])
+}
+
+// Every field and tag survives an encode/decode round trip; unknown tags
+// are skipped.
+func TestResponseRoundTrip(t *testing.T) {
+	msg := "no"
+	resp := &connregistry.ListClientConnectionsResponse{
+		ThrottleTimeMs: 5, ErrorCode: 0, ErrorMessage: &msg,
+		Connections: []connregistry.ConnectionRecord{{
+			ConnectionID: "127.0.0.1:9092-127.0.0.1:5000-0-1", Principal: "bob", PrincipalType: "User",
+			ClientAddress: "::1", ClientPort: 5000, ListenerName: "REPLICATION", SecurityProtocol: "SSL",
+			SoftwareName: "librdkafka", SoftwareVersion: "2.0.2", ConnectedSince: 1,
+			ClientID: "rdkafka", SASLMechanism: "SCRAM-SHA-512", TLSVersion: "TLS 1.3", CipherSuite: "TLS_AES_128_GCM_SHA256",
+			AuthenticatedAt: 2, SessionExpiry: 3, LastActivity: 4, BytesIn: 5, BytesOut: 6, Requests: 7,
+			State: "ready", Plane: "data", ClosedAt: 8, CloseReason: "idle",
+		}, {ConnectionID: "x", AuthenticatedAt: -1, SessionExpiry: -1}},
+	}
+	b := resp.AppendTo(nil)
+	var back connregistry.ListClientConnectionsResponse
+	require.NoError(t, back.ReadFrom(b))
+	assert.Equal(t, resp.Connections, back.Connections)
+	assert.Equal(t, msg, *back.ErrorMessage)
+	assert.Equal(t, int32(5), back.ThrottleTimeMs)
+
+	// A tag this version does not know (99) is skipped.
+	plain := *resp
+	plain.ErrorMessage = nil
+	b = plain.AppendTo(nil) // ends with an empty tag section
+	unknown := append(b[:len(b)-1:len(b)-1], 0x02, 0x00, 0x03, 0x03, 'n', 'o', 0x63, 0x01, 0xff)
+	require.NoError(t, back.ReadFrom(unknown))
+	assert.Equal(t, "no", *back.ErrorMessage)
+}
+
+func TestMalformed(t *testing.T) {
+	var resp connregistry.ListClientConnectionsResponse
+	for _, b := range [][]byte{
+		nil, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, {0, 0, 0, 0, 0, 0, 2, 0x7f},
+	} {
+		assert.Error(t, resp.ReadFrom(b), "%x", b)
+	}
+	// A peer claiming 2^31 connections in 10 bytes costs nothing.
+	claim := []byte{0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x08}
+	assert.Error(t, resp.ReadFrom(claim))
+	var req connregistry.ListClientConnectionsRequest
+	assert.Error(t, req.ReadFrom([]byte{0x05, 'a'}))
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add((&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a", State: "ready"}}}).AppendTo(nil))
+	f.Add((&connregistry.ListClientConnectionsRequest{PrincipalFilter: sp("User:a"), IncludeClosed: true}).AppendTo(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var resp connregistry.ListClientConnectionsResponse
+		if resp.ReadFrom(b) == nil {
+			var again connregistry.ListClientConnectionsResponse
+			require.NoError(t, again.ReadFrom(resp.AppendTo(nil)))
+			assert.Equal(t, resp.Connections, again.Connections)
+			assert.Equal(t, resp.ErrorCode, again.ErrorCode)
+		}
+		var req connregistry.ListClientConnectionsRequest
+		if req.ReadFrom(b) == nil {
+			var again connregistry.ListClientConnectionsRequest
+			require.NoError(t, again.ReadFrom(req.AppendTo(nil)))
+			assert.Equal(t, req, again)
+		}
+	})
+}
