@@ -49,6 +49,7 @@ const (
 	ServerShutdown       CloseReason = "server shutdown"
 	ClosedByOperator     CloseReason = "closed by an operator"
 	ProtocolError        CloseReason = "protocol error"
+	HandlerClosed        CloseReason = "closed by the request handler"
 )
 
 // Principal is an authenticated identity, Kafka's Type:Name.

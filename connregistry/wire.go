@@ -117,9 +117,6 @@ func (r *ListClientConnectionsRequest) GetVersion() int16 { return r.Version }
 // IsFlexible returns true: version 0 is flexible.
 func (*ListClientConnectionsRequest) IsFlexible() bool { return true }
 
-// IsAdminRequest routes the request as an admin request in kgo.
-func (*ListClientConnectionsRequest) IsAdminRequest() {}
-
 // ResponseKind returns an empty response with the same key and version.
 func (r *ListClientConnectionsRequest) ResponseKind() kmsg.Response {
 	return &ListClientConnectionsResponse{APIKey: r.APIKey, Version: r.Version}

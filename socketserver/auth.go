@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 )
 
@@ -179,6 +180,9 @@ func (c *conn) handshake() error {
 		c.rw = tc
 		c.br = bufio.NewReaderSize(tc, 4096)
 		c.info.TLSVersion, c.info.CipherSuite = state.Version, state.CipherSuite
+		c.entry.Update(func(rc *connregistry.Conn) {
+			rc.TLSVersion, rc.CipherSuite = tls.VersionName(state.Version), tls.CipherSuiteName(state.CipherSuite)
+		})
 	}
 	if len(sec.mechanisms) > 0 {
 		mech, version, err := c.saslHandshake()
@@ -197,6 +201,9 @@ func (c *conn) handshake() error {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
 	c.info.Principal = p
+	c.entry.Update(func(rc *connregistry.Conn) {
+		rc.Principal, rc.State = connregistry.Principal(p), connregistry.Ready
+	})
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining
 	}
@@ -316,7 +323,8 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 		}
 		reply, done, err := session.Step(authReq.SASLAuthBytes)
 		if err == nil && done && current != "" && session.Identity() != current {
-			err = fmt.Errorf("Cannot change principals during re-authentication from User:%s: User:%s", current, session.Identity())
+			// Kafka's text: type and name joined by a dot, not KafkaPrincipal's colon.
+			err = fmt.Errorf("Cannot change principals during re-authentication from User.%s: User.%s", current, session.Identity())
 		}
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.SetVersion(h.version)
@@ -362,12 +370,16 @@ func (c *conn) authenticated(mechanism, identity string) {
 	if reauth := c.p.ls.sec.reauth(mechanism); reauth > 0 {
 		c.info.SessionExpiry = now.Add(reauth)
 	}
+	c.entry.Update(func(rc *connregistry.Conn) {
+		rc.SASLMechanism, rc.AuthenticatedAt, rc.SessionExpiry = mechanism, now, c.info.SessionExpiry
+	})
 }
 
 // failAuthentication waits connection.failed.authentication.delay.ms before
 // a failed authentication's response and close (KIP-306), so that a client
 // retrying bad credentials cannot hammer the server; Close cuts it short.
 func (c *conn) failAuthentication() {
+	c.setReason(connregistry.AuthenticationFailed)
 	d := c.p.srv.cfg.FailedAuthenticationDelay
 	if d <= 0 {
 		return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -91,6 +92,11 @@ type Config struct {
 	// Quotas are the connection quotas; nil means DefaultQuotas (nothing
 	// limited). ConfigFromProperties reads them from Kafka's keys.
 	Quotas *Quotas
+
+	// Registry receives every connection of the server for listing
+	// (KIP-1329); nil means a new registry remembering
+	// connregistry.DefaultHistorySize closed connections.
+	Registry *connregistry.Registry
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
@@ -186,6 +192,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal
+	}
+	if c.Registry == nil {
+		c.Registry = connregistry.New(0)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
 )
 
 // conn is one client connection. Its goroutine, serve, is the whole
@@ -39,6 +41,8 @@ type conn struct {
 	active    atomic.Int64 // unix nanoseconds of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
 	closeOnce sync.Once
+	entry     *connregistry.Entry
+	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
 }
 
 // wbufKeep is the largest write buffer a connection keeps between responses.
@@ -86,6 +90,7 @@ func (c *conn) serve() {
 		frame, err := readFrame(c.br, &c.sizeBuf, srv.cfg.RequestMaxBytes)
 		if err != nil {
 			if !isClosedOrEOF(err) {
+				c.setReason(connregistry.ProtocolError)
 				log.Info("closing connection", "conn_id", c.info.ID, "err", err)
 			}
 			return
@@ -94,8 +99,19 @@ func (c *conn) serve() {
 		c.touch(start)
 		h, body, err := c.decode(frame)
 		if err != nil {
+			c.setReason(connregistry.ProtocolError)
 			log.Info("closing connection", "conn_id", c.info.ID, "err", err, "api_key", h.key, "api_version", h.version)
 			return
+		}
+		// After the session's expiry only a SaslHandshake, which starts
+		// re-authentication, is served; any other request closes, including
+		// those the server answers itself (KIP-368, as Kafka's processor).
+		if exp := c.info.SessionExpiry; !exp.IsZero() && start.After(exp) {
+			if _, reauth := body.(*kmsg.SASLHandshakeRequest); !reauth {
+				c.setReason(connregistry.SessionExpired)
+				log.Info("closing connection", "conn_id", c.info.ID, "err", ErrSessionExpired, "principal", c.info.Principal)
+				return
+			}
 		}
 		if answered, err := c.answerInServer(h, body); answered || err != nil {
 			if err != nil {
@@ -106,10 +122,6 @@ func (c *conn) serve() {
 			}
 			c.p.busy.Add(int64(time.Since(start)))
 			continue
-		}
-		if exp := c.info.SessionExpiry; !exp.IsZero() && start.After(exp) {
-			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrSessionExpired, "principal", c.info.Principal)
-			return
 		}
 
 		r := &Request{
@@ -141,6 +153,7 @@ func (c *conn) serve() {
 			return
 		}
 		if a.close {
+			c.setReason(connregistry.HandlerClosed)
 			return
 		}
 		if a.resp != nil {
@@ -165,6 +178,11 @@ func (c *conn) decode(frame []byte) (header, kmsg.Request, error) {
 	if err != nil {
 		return h, nil, err
 	}
+	clientID := ""
+	if h.clientID != nil {
+		clientID = *h.clientID
+	}
+	c.entry.Request(time.Now(), len(frame), clientID)
 	api, ok := apis.lookup(h.key)
 	if !ok {
 		return h, nil, ErrUnknownAPI
@@ -271,7 +289,9 @@ func (c *conn) writeFrame(b []byte) error {
 		}
 		return err
 	}
-	c.touch(time.Now())
+	now := time.Now()
+	c.touch(now)
+	c.entry.Response(now, len(b))
 	return nil
 }
 
@@ -281,6 +301,9 @@ func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
 	if req.Version >= 3 && validClientSoftware(req) {
 		c.info.ClientSoftwareName = req.ClientSoftwareName
 		c.info.ClientSoftwareVersion = req.ClientSoftwareVersion
+		c.entry.Update(func(rc *connregistry.Conn) {
+			rc.SoftwareName, rc.SoftwareVersion = req.ClientSoftwareName, req.ClientSoftwareVersion
+		})
 	}
 }
 
@@ -293,9 +316,25 @@ func (c *conn) lastActive() time.Time { return time.Unix(0, c.active.Load()) }
 // before each read).
 func (c *conn) drain() { _ = c.nc.SetReadDeadline(time.Now()) }
 
+// setReason records why the connection closes, unless a reason was given
+// already.
+func (c *conn) setReason(r connregistry.CloseReason) { c.reason.CompareAndSwap(nil, &r) }
+
+// closeWith closes the connection for reason; the registry's operator
+// "kill" and the processor's idle and quota closes use it.
+func (c *conn) closeWith(r connregistry.CloseReason) {
+	c.setReason(r)
+	c.close()
+}
+
 // close closes the connection once, cancelling its requests' context.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
+		c.setReason(connregistry.ClientClosed) // unless a reason was given
+		if c.p.srv.draining.Load() {
+			c.setReason(connregistry.ServerShutdown)
+		}
+		c.entry.Remove(time.Now(), *c.reason.Load())
 		c.cancel()
 		c.nc.Close()
 		c.p.remove(c)

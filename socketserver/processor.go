@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kafkanet/kafkanet/connregistry"
 )
 
 // processor is one of a listener's network threads (Kafka's Processor). It
@@ -82,7 +84,7 @@ func (p *processor) closeLeastRecentlyActive() bool {
 	}
 	p.srv.log.Info("closing least recently active connection: broker-wide connection count over max.connections",
 		"conn_id", lru.info.ID, "listener", p.ls.cfg.Name)
-	lru.close()
+	lru.closeWith(connregistry.Quota)
 	return true
 }
 
@@ -119,7 +121,17 @@ func (p *processor) register(nc net.Conn) {
 		Principal:        Anonymous,
 		ClientAddr:       remote,
 	}
-	c.touch(time.Now())
+	now := time.Now()
+	c.touch(now)
+	state := connregistry.Ready
+	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
+		state = connregistry.Authenticating
+	}
+	c.entry = p.srv.registry.Add(connregistry.Conn{
+		ID: c.info.ID, Principal: connregistry.Principal(Anonymous), ClientAddr: remote,
+		Listener: string(l.Name), SecurityProtocol: l.SecurityProtocol.String(), Plane: l.Plane.String(),
+		ConnectedAt: now, State: state,
+	}, c.closeWith)
 	p.srv.cfg.Metrics.ConnectionCreated(l.Name)
 	go func() {
 		defer p.srv.conns.Done()
@@ -182,7 +194,7 @@ func (p *processor) expireIdle(now time.Time) {
 	p.mu.Unlock()
 	for _, c := range expired {
 		p.srv.log.Debug("closing idle connection", "conn_id", c.info.ID, "idle_limit", limit)
-		c.close()
+		c.closeWith(connregistry.Idle)
 	}
 }
 

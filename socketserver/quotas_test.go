@@ -67,7 +67,6 @@ func (p *prefixed) Read(b []byte) (int, error) {
 	return p.Conn.Read(b)
 }
 
-
 // waitFor polls cond until it holds or a deadline passes.
 func waitFor(t testing.TB, d time.Duration, cond func() bool, msg string) {
 	t.Helper()

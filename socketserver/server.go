@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -39,6 +40,7 @@ type Server struct {
 
 	draining  atomic.Bool // Shutdown began: finish requests in flight, read no more
 	quotas    *connectionQuotas
+	registry  *connregistry.Registry
 	quit      chan struct{} // closed by Close: stop everything now
 	closeOnce sync.Once
 	conns     sync.WaitGroup // connection goroutines
@@ -76,7 +78,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, quit: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, registry: cfg.Registry, quit: make(chan struct{}), done: make(chan struct{})}
 	s.quotas = newConnectionQuotas(*cfg.Quotas, overrides, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.stats.reset(s) // Stats may be called before Start
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
@@ -447,6 +449,11 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 		return false
 	}
 }
+
+// Registry returns the registry of the server's connections, for listing
+// them (connregistry.Registry.Snapshot, the ListClientConnections handler)
+// and closing them by filter.
+func (s *Server) Registry() *connregistry.Registry { return s.registry }
 
 // Stats returns the server's gauges (see [Stats]).
 func (s *Server) Stats() Stats {

@@ -1,0 +1,135 @@
+// Package connadmin lists a cluster's client connections through Kafka's
+// ListClientConnections API (KIP-1329), with franz-go's kgo client. A broker
+// knows only its own connections and kgo sends a custom API to one broker,
+// so [Client.List] finds the brokers through Metadata and asks each,
+// keeping each broker's result and error apart.
+package connadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+)
+
+// VersionsOpt returns the kgo option that lets the client send
+// ListClientConnections under key (connregistry.DefaultAPIKey unless the
+// servers chose another): kgo refuses keys missing from its version table,
+// and its table gives key 93 to another API.
+func VersionsOpt(key int16) kgo.Opt {
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(key, 0)
+	return kgo.MaxVersions(vs)
+}
+
+// Client lists connections through a kgo client built with [VersionsOpt].
+type Client struct {
+	cl  *kgo.Client
+	key int16
+}
+
+// New returns a Client sending key (0 means connregistry.DefaultAPIKey).
+func New(cl *kgo.Client, key int16) *Client {
+	if key == 0 {
+		key = connregistry.DefaultAPIKey
+	}
+	return &Client{cl: cl, key: key}
+}
+
+// Filters are KIP-1329's filters (nil means no filter) and the request for
+// recently closed connections.
+type Filters struct {
+	Principal     *string
+	ClientAddress *string
+	Listener      *string
+	IncludeClosed bool
+}
+
+// BrokerResult is one broker's answer.
+type BrokerResult struct {
+	NodeID      int32
+	Host        string
+	Port        int32
+	Connections []connregistry.ConnectionRecord
+	// Err is the broker's failure: a transport error, or its error code as
+	// a *kerr.Error (errors.Is(err, kerr.ClusterAuthorizationFailed) when
+	// the client's principal may not describe the cluster) with the
+	// broker's message.
+	Err error
+}
+
+// ErrorMessage wraps a broker's error code with the message it sent.
+type ErrorMessage struct {
+	Code    *kerr.Error
+	Message string
+}
+
+func (e *ErrorMessage) Error() string {
+	if e.Message == "" {
+		return e.Code.Error()
+	}
+	return e.Code.Error() + ": " + e.Message
+}
+
+// Unwrap returns the *kerr.Error.
+func (e *ErrorMessage) Unwrap() error { return e.Code }
+
+// List asks every broker of the cluster, found through a Metadata request,
+// and returns their results ordered by node id. It fails as a whole only
+// when the brokers cannot be found.
+func (c *Client) List(ctx context.Context, f Filters) ([]BrokerResult, error) {
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.cl)
+	if err != nil {
+		return nil, fmt.Errorf("connadmin: finding the brokers: %w", err)
+	}
+	results := make([]BrokerResult, len(meta.Brokers))
+	var wg sync.WaitGroup
+	for i, b := range meta.Brokers {
+		results[i] = BrokerResult{NodeID: b.NodeID, Host: b.Host, Port: b.Port}
+		wg.Go(func() {
+			results[i].Connections, results[i].Err = c.listBroker(ctx, b.NodeID, f)
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(results, func(a, b BrokerResult) int { return int(a.NodeID - b.NodeID) })
+	return results, nil
+}
+
+// ListBroker asks one broker.
+func (c *Client) ListBroker(ctx context.Context, nodeID int32, f Filters) BrokerResult {
+	conns, err := c.listBroker(ctx, nodeID, f)
+	return BrokerResult{NodeID: nodeID, Connections: conns, Err: err}
+}
+
+func (c *Client) listBroker(ctx context.Context, nodeID int32, f Filters) ([]connregistry.ConnectionRecord, error) {
+	req := &connregistry.ListClientConnectionsRequest{APIKey: c.key, PrincipalFilter: f.Principal,
+		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed}
+	raw, err := c.cl.Broker(int(nodeID)).RetriableRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := raw.(*connregistry.ListClientConnectionsResponse)
+	if !ok {
+		return nil, errors.New("connadmin: unexpected response type")
+	}
+	if resp.ErrorCode != 0 {
+		kind, _ := kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error)
+		if kind == nil {
+			kind = &kerr.Error{Message: fmt.Sprintf("UNKNOWN_ERROR_%d", resp.ErrorCode), Code: resp.ErrorCode}
+		}
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = *resp.ErrorMessage
+		}
+		return nil, &ErrorMessage{Code: kind, Message: msg}
+	}
+	return resp.Connections, nil
+}

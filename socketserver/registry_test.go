@@ -1,0 +1,129 @@
+package socketserver_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// The server feeds its registry: every connection on every listener, with
+// principal, client address, listener, protocol, client software from
+// ApiVersions v3+, counters, state, and the reason it closed.
+func TestRegistryFedByServer(t *testing.T) {
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listeners":                      "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
+		"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
+		"inter.broker.listener.name":     "PLAIN",
+		"sasl.enabled.mechanisms":        "SCRAM-SHA-256",
+		"connections.max.idle.ms":        "300",
+	}, withUsers(newUsers(t)), answerAll)
+	reg := srv.Registry()
+	start := time.Now()
+
+	// An authenticated kgo client on CLIENT.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("CLIENT").String()),
+		kgo.SASL(scram.Auth{User: "alice", Pass: alicePassword}.AsSha256Mechanism()), kgo.ConnIdleTimeout(time.Minute))
+	require.NoError(t, err)
+	defer cl.Close()
+	_, err = kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl)
+	require.NoError(t, err)
+
+	// A raw client on PLAIN that says who it is (KIP-511).
+	raw := socketservertest.Dial(t, srv, "PLAIN")
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version, av.ClientSoftwareName, av.ClientSoftwareVersion = 3, "raw-test", "1.0"
+	send(t, raw, av, 1)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	readResponse(t, raw, resp, 1)
+
+	// A scanner that never authenticates shows up as authenticating.
+	scanner := socketservertest.Dial(t, srv, "CLIENT")
+
+	var byListener map[string][]connregistry.Conn
+	waitFor(t, 5*time.Second, func() bool {
+		byListener = map[string][]connregistry.Conn{}
+		for _, c := range reg.Snapshot(connregistry.Filter{}) {
+			byListener[c.Listener] = append(byListener[c.Listener], c)
+		}
+		return len(byListener["PLAIN"]) == 1 && len(byListener["CLIENT"]) >= 2
+	}, "registry did not list the connections")
+
+	var authed, scanning connregistry.Conn
+	for _, c := range byListener["CLIENT"] {
+		if c.Principal.Name == "alice" {
+			authed = c
+		}
+		if c.ClientAddr.String() == scanner.LocalAddr().String() {
+			scanning = c
+		}
+	}
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: "alice"}, authed.Principal)
+	assert.Equal(t, "SASL_PLAINTEXT", authed.SecurityProtocol)
+	assert.Equal(t, "SCRAM-SHA-256", authed.SASLMechanism)
+	assert.Equal(t, connregistry.Ready, authed.State)
+	assert.Equal(t, "kgo", authed.SoftwareName)
+	assert.Equal(t, "kgo", authed.ClientID)
+	assert.Greater(t, authed.Requests, int64(2))
+	assert.Greater(t, authed.BytesIn, int64(0))
+	assert.Greater(t, authed.BytesOut, int64(0))
+	assert.False(t, authed.ConnectedAt.Before(start.Add(-time.Second)))
+	assert.False(t, authed.AuthenticatedAt.IsZero())
+	assert.Equal(t, "data", authed.Plane)
+
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, scanning.Principal)
+	assert.Equal(t, connregistry.Authenticating, scanning.State)
+
+	plain := byListener["PLAIN"][0]
+	assert.Equal(t, "raw-test", plain.SoftwareName)
+	assert.Equal(t, "1.0", plain.SoftwareVersion)
+	assert.Equal(t, raw.LocalAddr().String(), plain.ClientAddr.String())
+	assert.Equal(t, connregistry.Ready, plain.State)
+
+	// An operator closes alice's connections; they go to the history with
+	// the reason, and disappear from the live list.
+	f, err := connregistry.NewFilter(strp("User:alice"), nil, nil)
+	require.NoError(t, err)
+	killed := reg.Close(f, connregistry.ClosedByOperator)
+	require.NotEmpty(t, killed)
+	waitFor(t, 5*time.Second, func() bool { return len(reg.Snapshot(f)) == 0 }, "alice's connections are still listed")
+	closed := reg.Closed(f)
+	require.NotEmpty(t, closed)
+	assert.Equal(t, connregistry.ClosedByOperator, closed[0].CloseReason)
+
+	// The raw connection goes idle: closed with the reason idle.
+	pf, _ := connregistry.NewFilter(nil, strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), strp("plain"))
+	waitFor(t, 5*time.Second, func() bool { return len(reg.Closed(pf)) == 1 }, "the idle connection did not close")
+	assert.Equal(t, connregistry.Idle, reg.Closed(pf)[0].CloseReason)
+}
+
+// A failed authentication is recorded with its reason.
+func TestRegistryAuthenticationFailed(t *testing.T) {
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listeners":                                 "SASL_PLAINTEXT://127.0.0.1:0",
+		"security.inter.broker.protocol":            "SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":                   "SCRAM-SHA-256",
+		"connection.failed.authentication.delay.ms": "0",
+	}, withUsers(newUsers(t)), answerAll)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("SASL_PLAINTEXT").String()),
+		kgo.SASL(scram.Auth{User: "alice", Pass: "wrong"}.AsSha256Mechanism()), kgo.RequestRetries(0))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	require.Error(t, err)
+	waitFor(t, 5*time.Second, func() bool { return len(srv.Registry().Closed(connregistry.Filter{})) > 0 }, "no closed connection recorded")
+	assert.Equal(t, connregistry.AuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
+}
