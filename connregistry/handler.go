@@ -46,13 +46,13 @@ func (h *Handler) Handle(ctx context.Context, principal Principal, req *ListClie
 		resp.ErrorMessage = &msg
 		return resp
 	}
-	for _, c := range h.Registry.Snapshot(f) {
-		resp.Connections = append(resp.Connections, Record(c))
-	}
+	conns := h.Registry.Snapshot(f)
 	if req.IncludeClosed {
-		for _, c := range h.Registry.Closed(f) {
-			resp.Connections = append(resp.Connections, Record(c))
-		}
+		conns = append(conns, h.Registry.Closed(f)...)
+	}
+	resp.Connections = make([]ConnectionRecord, len(conns))
+	for i, c := range conns {
+		resp.Connections[i] = Record(c)
 	}
 	return resp
 }

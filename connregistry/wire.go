@@ -201,44 +201,67 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	dst = appendCompactString(dst, c.SoftwareName)
 	dst = appendCompactString(dst, c.SoftwareVersion)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.ConnectedSince))
-	// Tagged extras, in tag order; empty strings and closed-only fields of
-	// open connections are left out.
-	var tags [14][]byte
-	str := func(tag int, s string) {
-		if s != "" {
-			tags[tag] = appendCompactString(nil, s)
+	// Tagged extras, in tag order; empty strings and the closed-only fields
+	// of open connections are left out. Written in place: a listing of
+	// 100,000 connections allocates nothing per tag.
+	closed := c.ClosedAt != 0 || c.CloseReason != ""
+	strs := [...]struct {
+		tag uint64
+		s   string
+	}{{TagClientID, c.ClientID}, {TagSASLMechanism, c.SASLMechanism}, {TagTLSVersion, c.TLSVersion}, {TagCipherSuite, c.CipherSuite}}
+	ints := [...]struct {
+		tag uint64
+		v   int64
+	}{{TagAuthenticatedAt, c.AuthenticatedAt}, {TagSessionExpiry, c.SessionExpiry}, {TagLastActivity, c.LastActivity},
+		{TagBytesIn, c.BytesIn}, {TagBytesOut, c.BytesOut}, {TagRequests, c.Requests}}
+	n := len(ints)
+	for _, f := range strs {
+		if f.s != "" {
+			n++
 		}
 	}
-	i64 := func(tag int, v int64) { tags[tag] = binary.BigEndian.AppendUint64(nil, uint64(v)) }
-	str(TagClientID, c.ClientID)
-	str(TagSASLMechanism, c.SASLMechanism)
-	str(TagTLSVersion, c.TLSVersion)
-	str(TagCipherSuite, c.CipherSuite)
-	i64(TagAuthenticatedAt, c.AuthenticatedAt)
-	i64(TagSessionExpiry, c.SessionExpiry)
-	i64(TagLastActivity, c.LastActivity)
-	i64(TagBytesIn, c.BytesIn)
-	i64(TagBytesOut, c.BytesOut)
-	i64(TagRequests, c.Requests)
-	str(TagState, c.State)
-	str(TagPlane, c.Plane)
-	if c.ClosedAt != 0 || c.CloseReason != "" {
-		i64(TagClosedAt, c.ClosedAt)
-		str(TagCloseReason, c.CloseReason)
+	for _, s := range []string{c.State, c.Plane} {
+		if s != "" {
+			n++
+		}
 	}
-	n := 0
-	for _, t := range tags {
-		if t != nil {
+	if closed {
+		n++
+		if c.CloseReason != "" {
 			n++
 		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(n))
-	for tag, t := range tags {
-		if t != nil {
-			dst = appendTag(dst, uint64(tag), t)
-		}
+	for _, f := range strs {
+		dst = appendStringTag(dst, f.tag, f.s)
+	}
+	for _, f := range ints {
+		dst = appendInt64Tag(dst, f.tag, f.v)
+	}
+	dst = appendStringTag(dst, TagState, c.State)
+	dst = appendStringTag(dst, TagPlane, c.Plane)
+	if closed {
+		dst = appendInt64Tag(dst, TagClosedAt, c.ClosedAt)
+		dst = appendStringTag(dst, TagCloseReason, c.CloseReason)
 	}
 	return dst
+}
+
+// appendStringTag appends a compact-string tagged field, nothing for "".
+func appendStringTag(dst []byte, tag uint64, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, tag)
+	var lenBuf [binary.MaxVarintLen64]byte
+	dst = binary.AppendUvarint(dst, uint64(binary.PutUvarint(lenBuf[:], uint64(len(s))+1)+len(s)))
+	return appendCompactString(dst, s)
+}
+
+func appendInt64Tag(dst []byte, tag uint64, v int64) []byte {
+	dst = binary.AppendUvarint(dst, tag)
+	dst = append(dst, 8)
+	return binary.BigEndian.AppendUint64(dst, uint64(v))
 }
 
 // ReadFrom decodes the response from src.
