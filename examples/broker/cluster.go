@@ -36,15 +36,26 @@ type brokerSettings struct {
 	ioThreads     int    // num.io.threads: data-plane handler goroutines
 	numPartitions int32  // num.partitions: partitions of an auto-created topic
 	autoCreate    bool   // auto.create.topics.enable
+	// users are each SASL listener's users, from its
+	// listener.name.<listener>.plain.sasl.jaas.config.
+	users saslUsers
+	// jaasWarnings are about sasl.jaas.config settings without the
+	// listener and mechanism prefix, which a broker ignores.
+	jaasWarnings []string
 }
 
 // readSettings reads the broker's settings from cfg's properties and checks
-// the socket server's keys, so that -check rejects whatever serving would.
+// the socket server's keys and the SASL users, so that -check rejects
+// whatever serving would.
 func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	if _, err := socketserver.ConfigFromProperties(cfg); err != nil {
 		return brokerSettings{}, err
 	}
 	s := brokerSettings{autoCreate: true}
+	var err error
+	if s.users, s.jaasWarnings, err = readSASLUsers(cfg); err != nil {
+		return brokerSettings{}, err
+	}
 	idKey := "node.id"
 	if _, ok := cfg.Properties().Get(idKey); !ok {
 		idKey = "broker.id"
@@ -145,6 +156,10 @@ type cluster struct {
 	infos    []listener.Broker
 	registry *prometheus.Registry
 	log      *slog.Logger
+	// creds are the SASL users of every SASL listener, shared by the
+	// brokers; reload replaces them.
+	creds     *credentials
+	reloading sync.Mutex // one reload at a time
 
 	stopping chan struct{} // closed when the cluster stops: long polls answer now
 	stopOnce sync.Once
@@ -181,10 +196,17 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range set.jaasWarnings {
+		logger.Warn(w)
+	}
+	creds, err := newCredentials(set.users)
+	if err != nil {
+		return nil, err
+	}
 	serveCtx, cancel := context.WithCancel(context.Background())
 	c := &cluster{
 		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger,
-		stopping: make(chan struct{}), cancel: cancel,
+		creds: creds, stopping: make(chan struct{}), cancel: cancel,
 	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for i, bcfg := range cfgs {
@@ -222,6 +244,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 	if cp := cfg.ControlPlaneListener; cp != "" {
 		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: controlPlaneAPIs()}
 	}
+	scfg.ListenerCredentials = c.creds.forServer()
 	scfg.Logger = c.log.With("broker", id)
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node_id": strconv.Itoa(int(id))}, c.registry)
 	if scfg.Metrics, err = newPromMetrics(reg); err != nil {

@@ -21,7 +21,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testSettings are the built-in KIP-103 listeners on ephemeral loopback
-// ports, as -set settings.
+// ports, as -set settings, but with every listener PLAINTEXT (the built-in
+// CLIENT speaks SASL_PLAINTEXT; see startDefaultCluster).
 var testSettings = []string{
 	"listeners=CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 	"listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -33,7 +34,23 @@ var testSettings = []string{
 // way -set lays them over each other; they are closed when the test ends.
 func startTestCluster(t *testing.T, n int, sets ...string) *cluster {
 	t.Helper()
-	props, err := listener.Properties{}.With(append(testSettings, sets...)...)
+	return startClusterWith(t, n, listener.Properties{}, append(testSettings, sets...)...)
+}
+
+// startDefaultCluster starts one broker with the built-in settings, its
+// listeners moved to ephemeral ports, and then sets.
+func startDefaultCluster(t *testing.T, sets ...string) *cluster {
+	t.Helper()
+	return startClusterWith(t, 1, defaultProperties(), append([]string{
+		"listeners=CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+	}, sets...)...)
+}
+
+// startClusterWith starts n brokers with sets laid over props; they are
+// closed when the test ends.
+func startClusterWith(t *testing.T, n int, props listener.Properties, sets ...string) *cluster {
+	t.Helper()
+	props, err := props.With(sets...)
 	require.NoError(t, err)
 	c, err := startCluster(context.Background(), props, n, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	require.NoError(t, err)

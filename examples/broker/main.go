@@ -11,9 +11,16 @@
 // -config, with each -set key=value laid over it, and keys set in neither
 // take Kafka's defaults (listeners=PLAINTEXT://:9092 and so on). When neither
 // -config nor -set is given, the broker instead uses built-in settings that
-// show off KIP-103: four named listeners, all speaking PLAINTEXT under their
-// own names (CLIENT becomes SASL_PLAINTEXT again once the socket server has
-// SASL), a separate inter-broker listener and a control-plane listener.
+// show off KIP-103: four named listeners under their own names, a SASL
+// listener for clients and PLAINTEXT ones for replication (the inter-broker
+// listener), internal use and the control plane. CLIENT speaks
+// SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for two demo
+// users, alice (password alice-secret) and bob (password bob-secret).
+//
+// The users of a SASL listener are the user_<name>="<password>" options of
+// Kafka's PlainLoginModule in listener.name.<listener>.plain.sasl.jaas.config;
+// they log in with every mechanism of sasl.enabled.mechanisms. An
+// un-prefixed sasl.jaas.config is ignored with a warning, as in Kafka.
 //
 // With -check the broker only validates the configuration and prints the
 // table. An invalid configuration is reported on standard error, naming the
@@ -26,9 +33,15 @@
 // ListOffsets, InitProducerId, DescribeCluster and CreateTopics on its
 // data-plane listeners, and Metadata alone on a control-plane listener.
 // Every socket-server key applies (num.network.threads, queued.max.requests,
-// socket.request.max.bytes, connections.max.idle.ms, ...), as do
-// num.io.threads, node.id (or broker.id), broker.rack, num.partitions and
-// auto.create.topics.enable.
+// socket.request.max.bytes, connections.max.idle.ms, the TLS and SASL
+// keys, ...), as do num.io.threads, node.id (or broker.id), broker.rack,
+// num.partitions and auto.create.topics.enable.
+//
+// SIGHUP re-reads the -config file (with the -set values over it) and
+// applies its SASL user lists: added users can log in at once, removed
+// users no more, and their open connections close when their session
+// expires (connections.max.reauth.ms). An invalid file is logged and
+// changes nothing; other settings need a restart.
 //
 // -brokers N runs a cluster of N brokers in the one process, sharing their
 // topics: broker i has node id node.id+i and binds and advertises each
@@ -68,22 +81,25 @@ const shutdownTimeout = 10 * time.Second
 // maxBrokers bounds -brokers.
 const maxBrokers = 100
 
+// The demo users of the built-in settings, on the CLIENT listener.
+const defaultJAAS = listener.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret";`
+
 // defaultProperties returns the settings the broker runs with when neither
 // -config nor -set is given. They demonstrate KIP-103: clients connect to
-// CLIENT, while REPLICATION, INTERNAL and CONTROLLER all speak PLAINTEXT
-// under their own names; brokers replicate over REPLICATION and controller
-// requests arrive on CONTROLLER, the control plane of KIP-291. Every
-// listener binds the loopback interface, so the defaults expose nothing.
-//
-// CLIENT is PLAINTEXT for now: the socket server has no SASL yet, so a
-// SASL_PLAINTEXT listener would accept no client. It goes back to
-// SASL_PLAINTEXT, the point of the demonstration, once SASL is implemented.
+// CLIENT, which speaks SASL_PLAINTEXT, while REPLICATION, INTERNAL and
+// CONTROLLER speak PLAINTEXT under their own names; brokers replicate over
+// REPLICATION and controller requests arrive on CONTROLLER, the control
+// plane of KIP-291. CLIENT offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 to
+// the demo users alice (alice-secret) and bob (bob-secret). Every listener
+// binds the loopback interface, so the defaults expose nothing.
 func defaultProperties() listener.Properties {
 	return listener.Properties{
-		listener.KeyListeners:                "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
-		listener.KeySecurityProtocolMap:      "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		listener.KeyInterBrokerListenerName:  "REPLICATION",
-		listener.KeyControlPlaneListenerName: "CONTROLLER",
+		listener.KeyListeners:                 "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
+		listener.KeySecurityProtocolMap:       "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		listener.KeyInterBrokerListenerName:   "REPLICATION",
+		listener.KeyControlPlaneListenerName:  "CONTROLLER",
+		listener.KeySASLEnabledMechanisms:     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		listener.KeyPlainJAASConfig("CLIENT"): defaultJAAS,
 	}
 }
 
@@ -107,7 +123,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration, print the listeners and exit")
-	configPath := fs.String("config", "", "read broker settings from the Java .properties `file`")
+	configPath := fs.String("config", "", "read broker settings from the Java .properties `file` (re-read on SIGHUP for\n"+
+		"the SASL users). Without -config and -set: built-in listeners, CLIENT on\n"+
+		"127.0.0.1:9092 with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) for the\n"+
+		"demo users alice (password alice-secret) and bob (password bob-secret)")
 	var sets settings
 	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
 	brokers := fs.Int("brokers", 1, "run a cluster of `N` brokers in this process, sharing their topics:\n"+
@@ -136,8 +155,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	cfg, err := resolve(*configPath, sets)
+	var set brokerSettings
 	if err == nil {
-		_, err = readSettings(cfg)
+		set, err = readSettings(cfg)
 	}
 	if err == nil {
 		_, err = brokerConfigs(cfg, *brokers)
@@ -151,14 +171,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *check {
+		for _, w := range set.jaasWarnings { // serving logs them instead
+			fmt.Fprintf(stderr, "broker: warning: %s\n", w)
+		}
 		return 0
 	}
-	return serve(ctx, cfg.Properties(), *brokers, *metricsAddr, slog.New(slog.NewTextHandler(stderr, nil)))
+	var load func() (*listener.Config, error)
+	if path := *configPath; path != "" {
+		load = func() (*listener.Config, error) { return resolve(path, sets) }
+	}
+	return serve(ctx, cfg.Properties(), *brokers, *metricsAddr, load, slog.New(slog.NewTextHandler(stderr, nil)))
 }
 
 // serve runs the brokers, and the metrics server if metricsAddr is set,
-// until ctx ends, then shuts them down. It returns the exit status.
-func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, logger *slog.Logger) int {
+// until ctx ends, then shuts them down. On SIGHUP it reloads the SASL users
+// from the configuration load returns (see cluster.reload). It returns the
+// exit status.
+func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, load func() (*listener.Config, error), logger *slog.Logger) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
 		var err error
@@ -180,9 +209,19 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 		metrics = serveMetrics(metricsLn, c.registry)
 		logger.Info("serving metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	logger.Info("started", "brokers", brokers, "cluster_id", c.id)
 
-	<-ctx.Done()
+	for ctx.Err() == nil {
+		select {
+		case <-hup:
+			logger.Info("SIGHUP: reloading the SASL users")
+			_ = c.reload(load) // logged
+		case <-ctx.Done():
+		}
+	}
 	logger.Info("shutting down", "timeout", shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

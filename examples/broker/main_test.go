@@ -33,11 +33,11 @@ func rows(table string) [][]string {
 var header = []string{"LISTENER", "BIND", "ADVERTISED", "PROTOCOL", "PLANE", "INTER-BROKER"}
 
 // defaultTable is the table of the built-in KIP-103 settings, byte for byte.
-const defaultTable = `LISTENER     BIND            ADVERTISED      PROTOCOL   PLANE    INTER-BROKER
-CLIENT       127.0.0.1:9092  127.0.0.1:9092  PLAINTEXT  data     -
-REPLICATION  127.0.0.1:9093  127.0.0.1:9093  PLAINTEXT  data     yes
-INTERNAL     127.0.0.1:9094  127.0.0.1:9094  PLAINTEXT  data     -
-CONTROLLER   127.0.0.1:9095  127.0.0.1:9095  PLAINTEXT  control  -
+const defaultTable = `LISTENER     BIND            ADVERTISED      PROTOCOL        PLANE    INTER-BROKER
+CLIENT       127.0.0.1:9092  127.0.0.1:9092  SASL_PLAINTEXT  data     -
+REPLICATION  127.0.0.1:9093  127.0.0.1:9093  PLAINTEXT       data     yes
+INTERNAL     127.0.0.1:9094  127.0.0.1:9094  PLAINTEXT       data     -
+CONTROLLER   127.0.0.1:9095  127.0.0.1:9095  PLAINTEXT       control  -
 `
 
 // serverProperties exercises the Java .properties syntax: both comment
@@ -73,7 +73,7 @@ func TestRunPrintsListeners(t *testing.T) {
 			name: "built-in defaults, check",
 			args: []string{"-check"},
 			want: [][]string{
-				{"CLIENT", "127.0.0.1:9092", "127.0.0.1:9092", "PLAINTEXT", "data", "-"},
+				{"CLIENT", "127.0.0.1:9092", "127.0.0.1:9092", "SASL_PLAINTEXT", "data", "-"},
 				{"REPLICATION", "127.0.0.1:9093", "127.0.0.1:9093", "PLAINTEXT", "data", "yes"},
 				{"INTERNAL", "127.0.0.1:9094", "127.0.0.1:9094", "PLAINTEXT", "data", "-"},
 				{"CONTROLLER", "127.0.0.1:9095", "127.0.0.1:9095", "PLAINTEXT", "control", "-"},
@@ -123,6 +123,26 @@ func TestRunPrintsListeners(t *testing.T) {
 				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
 				{"OUTSIDE", ":19093", "-", "SASL_PLAINTEXT", "data", "-"},
 			},
+		},
+		{
+			// Kafka reads a broker's JAAS settings only with the listener
+			// and mechanism prefix; the bare key is ignored, with a warning.
+			name: "un-prefixed sasl.jaas.config is ignored",
+			args: []string{"-check", "-config", config, "-set", "sasl.jaas.config=" + defaultJAAS},
+			want: [][]string{
+				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
+				{"OUTSIDE", ":19093", "broker.example.com:19093", "SASL_PLAINTEXT", "data", "-"},
+			},
+			wantStderr: "broker: warning: ignoring sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.outside.plain.sasl.jaas.config\n",
+		},
+		{
+			name: "listener-prefixed sasl.jaas.config is ignored",
+			args: []string{"-check", "-config", config, "-set", "listener.name.outside.sasl.jaas.config=" + defaultJAAS},
+			want: [][]string{
+				{"INSIDE", "127.0.0.1:19092", "127.0.0.1:19092", "PLAINTEXT", "data", "yes"},
+				{"OUTSIDE", ":19093", "broker.example.com:19093", "SASL_PLAINTEXT", "data", "-"},
+			},
+			wantStderr: "broker: warning: ignoring listener.name.outside.sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.outside.plain.sasl.jaas.config\n",
 		},
 		{
 			name: "set adds a control plane to the config file",
@@ -236,6 +256,45 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 			name: "auto create",
 			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "auto.create.topics.enable=maybe"},
 			key:  "auto.create.topics.enable",
+		},
+		{
+			name: "SASL listener without JAAS users",
+			args: []string{"-set", "listeners=CLIENT://127.0.0.1:0", "-set", "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT", "-set", "inter.broker.listener.name=CLIENT",
+				"-set", "sasl.enabled.mechanisms=SCRAM-SHA-256"},
+			key: "listener.name.client.plain.sasl.jaas.config",
+		},
+		{
+			name: "SASL listener with only the un-prefixed JAAS",
+			args: []string{"-set", "listeners=CLIENT://127.0.0.1:0", "-set", "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT", "-set", "inter.broker.listener.name=CLIENT",
+				"-set", "sasl.enabled.mechanisms=PLAIN", "-set", "sasl.jaas.config=" + defaultJAAS},
+			key: "listener.name.client.plain.sasl.jaas.config",
+		},
+		{
+			name: "JAAS of another login module",
+			args: []string{"-config", config, "-set",
+				`listener.name.outside.plain.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required user_alice="a";`},
+			key: "listener.name.outside.plain.sasl.jaas.config",
+		},
+		{
+			name: "JAAS user with an empty password",
+			args: []string{"-config", config, "-set",
+				`listener.name.outside.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="";`},
+			key: "listener.name.outside.plain.sasl.jaas.config",
+		},
+		{
+			name: "Kafka's default mechanism GSSAPI",
+			args: []string{"-config", config, "-set", "sasl.enabled.mechanisms=GSSAPI"},
+			key:  "sasl.enabled.mechanisms",
+		},
+		{
+			name: "OAUTHBEARER, which the socket server does not implement",
+			args: []string{"-config", config, "-set", "listener.name.outside.sasl.enabled.mechanisms=PLAIN,OAUTHBEARER"},
+			key:  "listener.name.outside.sasl.enabled.mechanisms",
+		},
+		{
+			name: "SASL_SSL without a key store",
+			args: []string{"-config", config, "-set", "listener.security.protocol.map=INSIDE:PLAINTEXT,OUTSIDE:SASL_SSL"},
+			key:  "ssl.keystore.location",
 		},
 		{
 			name: "node id",

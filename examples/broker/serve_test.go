@@ -23,13 +23,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
 )
 
 // consume reads n records of topic from the start with a new client seeded
-// with addr, failing the test after 30 s.
-func consume(t *testing.T, addr, topic string, n int) []*kgo.Record {
+// with addr and made with opts, failing the test after 30 s.
+func consume(t *testing.T, addr, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := newClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var got []*kgo.Record
@@ -508,38 +510,83 @@ func TestDescribeClusterAndInitProducerID(t *testing.T) {
 	}
 }
 
-func TestKcat(t *testing.T) {
-	if _, err := exec.LookPath("kcat"); err != nil {
+// requireTool skips the test if the named program is missing, unless the
+// environment variable CI is set: in CI a missing tool fails the test.
+func requireTool(t *testing.T, name, install string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
 		if os.Getenv("CI") == "" {
-			t.Skip("kcat is not installed (apt-get install kcat); in CI this fails")
+			t.Skipf("%s is not installed (%s); in CI this fails", name, install)
 		}
-		t.Fatalf("kcat is required in CI: %v", err)
+		t.Fatalf("%s is required in CI (%s): %v", name, install, err)
 	}
-	c := startTestCluster(t, 1)
-	seed := addr(t, c, 0, "CLIENT")
-	kcat := func(stdin string, args ...string) string {
-		t.Helper()
+	return path
+}
+
+func TestKcat(t *testing.T) {
+	requireTool(t, "kcat", "apt-get install kcat")
+	plaintext := startTestCluster(t, 1)
+	defaults := startDefaultCluster(t)
+	pki := newTestPKI(t)
+	secured := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	sasl := func(mech string) []string {
+		return []string{"-X", "sasl.mechanisms=" + mech, "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"}
+	}
+	tests := []struct {
+		name string
+		seed string
+		args []string // -X settings
+	}{
+		{"PLAINTEXT", addr(t, plaintext, 0, "CLIENT"), nil},
+		{"SASL_PLAINTEXT PLAIN", addr(t, defaults, 0, "CLIENT"), append([]string{"-X", "security.protocol=SASL_PLAINTEXT"}, sasl("PLAIN")...)},
+		{"SASL_PLAINTEXT SCRAM-SHA-256", addr(t, defaults, 0, "CLIENT"), append([]string{"-X", "security.protocol=SASL_PLAINTEXT"}, sasl("SCRAM-SHA-256")...)},
+		{"SASL_PLAINTEXT SCRAM-SHA-512", addr(t, defaults, 0, "CLIENT"), append([]string{"-X", "security.protocol=SASL_PLAINTEXT"}, sasl("SCRAM-SHA-512")...)},
+		{"SASL_SSL SCRAM-SHA-256", addr(t, secured, 0, "SASLTLS"),
+			append([]string{"-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + pki.caFile}, sasl("SCRAM-SHA-256")...)},
+		{"SSL client certificate", addr(t, secured, 0, "TLS"), []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + pki.caFile,
+			"-X", "ssl.certificate.location=" + pki.clientCertFile, "-X", "ssl.key.location=" + pki.clientKeyFile}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kcat := func(stdin string, args ...string) string {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				all := append(append([]string{"-b", tt.seed}, tt.args...), args...)
+				cmd := exec.CommandContext(ctx, "kcat", all...)
+				cmd.Stdin = strings.NewReader(stdin)
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				require.NoError(t, cmd.Run(), "kcat %v: %s", args, stderr.String())
+				return stdout.String()
+			}
+
+			listing := kcat("", "-L")
+			assert.Contains(t, listing, "broker 0 at "+tt.seed+" (controller)")
+
+			topic := fmt.Sprintf("kcat-%d", i)
+			var lines []string
+			for i := range 10 {
+				lines = append(lines, fmt.Sprintf("line %d", i))
+			}
+			kcat(strings.Join(lines, "\n")+"\n", "-P", "-t", topic)
+			assert.Contains(t, kcat("", "-L", "-t", topic), fmt.Sprintf("topic %q with 1 partitions", topic))
+			got := kcat("", "-C", "-t", topic, "-o", "beginning", "-e")
+			assert.Equal(t, lines, strings.Split(strings.TrimSuffix(got, "\n"), "\n"))
+		})
+	}
+	t.Run("SASL_PLAINTEXT wrong password", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "kcat", append([]string{"-b", seed}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		require.NoError(t, cmd.Run(), "kcat %v: %s", args, stderr.String())
-		return stdout.String()
-	}
-
-	listing := kcat("", "-L")
-	assert.Contains(t, listing, "broker 0 at "+seed+" (controller)")
-
-	var lines []string
-	for i := range 10 {
-		lines = append(lines, fmt.Sprintf("line %d", i))
-	}
-	kcat(strings.Join(lines, "\n")+"\n", "-P", "-t", "kcat")
-	assert.Contains(t, kcat("", "-L", "-t", "kcat"), `topic "kcat" with 1 partitions`)
-	got := kcat("", "-C", "-t", "kcat", "-o", "beginning", "-e")
-	assert.Equal(t, lines, strings.Split(strings.TrimSuffix(got, "\n"), "\n"))
+		start := time.Now()
+		out, err := exec.CommandContext(ctx, "kcat", "-b", addr(t, defaults, 0, "CLIENT"), "-X", "security.protocol=SASL_PLAINTEXT",
+			"-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=alice", "-X", "sasl.password=wrong", "-m", "3", "-L").CombinedOutput()
+		require.Error(t, err, "kcat: %s", out)
+		require.NoError(t, ctx.Err(), "kcat ran into the test's timeout: %s", out)
+		assert.Contains(t, string(out), "SASL authentication error: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256")
+		t.Logf("kcat failed after %v", time.Since(start))
+	})
 }
 
 func TestShutdownAnswersLongPolls(t *testing.T) {

@@ -1,0 +1,507 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// mechanisms are the SASL mechanisms the example broker serves.
+var mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+// saslMechanism returns kgo's client side of a SASL mechanism.
+func saslMechanism(mech, user, password string) sasl.Mechanism {
+	switch mech {
+	case "PLAIN":
+		return plain.Auth{User: user, Pass: password}.AsMechanism()
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: user, Pass: password}.AsSha256Mechanism()
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: user, Pass: password}.AsSha512Mechanism()
+	}
+	panic("unknown SASL mechanism " + mech)
+}
+
+// testPKI is a throwaway certificate authority with a server and a client
+// certificate, the server's written as a PEM key store.
+type testPKI struct {
+	caFile     string // the CA certificate, PEM: the trust store
+	serverFile string // the server's PKCS#8 key and certificate chain, PEM
+	// clientCertFile and clientKeyFile hold the client's certificate and
+	// key, PEM, for clients that read files (kcat).
+	clientCertFile, clientKeyFile string
+	roots                         *x509.CertPool
+	client                        tls.Certificate // CN=client, signed by the CA
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caTemplate := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kafkanet test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+
+	issue := func(serial int64, template *x509.Certificate) (keyPEM, certPEM []byte) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		require.NoError(t, err)
+		template.SerialNumber = big.NewInt(serial)
+		template.NotBefore, template.NotAfter = now.Add(-time.Hour), now.Add(24*time.Hour)
+		template.KeyUsage = x509.KeyUsageDigitalSignature
+		der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
+		require.NoError(t, err)
+		pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+		require.NoError(t, err)
+		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
+			pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	}
+	serverKey, serverCert := issue(2, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "localhost"},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	clientKey, clientCert := issue(3, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "client", Organization: []string{"kafkanet"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+
+	p := &testPKI{caFile: filepath.Join(dir, "ca.pem"), serverFile: filepath.Join(dir, "server.pem"), roots: x509.NewCertPool()}
+	p.roots.AddCert(ca)
+	require.NoError(t, os.WriteFile(p.caFile, caPEM, 0o600))
+	keystore := append(append(serverKey, serverCert...), caPEM...)
+	require.NoError(t, os.WriteFile(p.serverFile, keystore, 0o600))
+	p.clientCertFile, p.clientKeyFile = filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key")
+	require.NoError(t, os.WriteFile(p.clientCertFile, clientCert, 0o600))
+	require.NoError(t, os.WriteFile(p.clientKeyFile, clientKey, 0o600))
+	p.client, err = tls.X509KeyPair(clientCert, clientKey)
+	require.NoError(t, err)
+	return p
+}
+
+// clientTLS returns a client TLS configuration that trusts the CA, with the
+// client certificate if withCert.
+func (p *testPKI) clientTLS(withCert bool) *tls.Config {
+	cfg := &tls.Config{RootCAs: p.roots, MinVersion: tls.VersionTLS12}
+	if withCert {
+		cfg.Certificates = []tls.Certificate{p.client}
+	}
+	return cfg
+}
+
+// securitySettings give a broker one listener of each secured kind: SASL
+// (SASL_PLAINTEXT), SASLTLS (SASL_SSL) and TLS (SSL, client certificates
+// required), each SASL one with the demo users, and a PLAINTEXT
+// inter-broker listener; then extra.
+func securitySettings(p *testPKI, extra ...string) []string {
+	return append([]string{
+		"listeners=SASL://127.0.0.1:0,SASLTLS://127.0.0.1:0,TLS://127.0.0.1:0,REPLICATION://127.0.0.1:0",
+		"listener.security.protocol.map=SASL:SASL_PLAINTEXT,SASLTLS:SASL_SSL,TLS:SSL,REPLICATION:PLAINTEXT",
+		"inter.broker.listener.name=REPLICATION",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"listener.name.sasl.plain.sasl.jaas.config=" + defaultJAAS,
+		"listener.name.sasltls.plain.sasl.jaas.config=" + defaultJAAS,
+		"listener.name.sasltls.ssl.keystore.type=PEM",
+		"listener.name.sasltls.ssl.keystore.location=" + p.serverFile,
+		"listener.name.tls.ssl.keystore.type=PEM",
+		"listener.name.tls.ssl.keystore.location=" + p.serverFile,
+		"listener.name.tls.ssl.truststore.type=PEM",
+		"listener.name.tls.ssl.truststore.location=" + p.caFile,
+		"listener.name.tls.ssl.client.auth=required",
+	}, extra...)
+}
+
+// produceConsume produces n records to a new topic through seed with a
+// client made with opts, then consumes them back with another.
+func produceConsume(t *testing.T, seed, topic string, n int, opts ...kgo.Opt) {
+	t.Helper()
+	producer := newClient(t, seed, append([]kgo.Opt{kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic)}, opts...)...)
+	records := make([]*kgo.Record, n)
+	for i := range records {
+		records[i] = kgo.StringRecord(fmt.Sprintf("value-%04d", i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, producer.ProduceSync(ctx, records...).FirstErr())
+	got := consume(t, seed, topic, n, opts...)
+	for i, r := range got {
+		require.Equal(t, fmt.Sprintf("value-%04d", i), string(r.Value))
+	}
+}
+
+// login makes one request through a new client with opts, within timeout,
+// and returns its error.
+func login(t *testing.T, seed string, timeout time.Duration, opts ...kgo.Opt) error {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed)}, opts...)...)
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err = cl.Request(ctx, kmsg.NewPtrMetadataRequest())
+	return err
+}
+
+func TestSASLProduceConsume(t *testing.T) {
+	pki := newTestPKI(t)
+	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	for _, l := range []string{"SASL", "SASLTLS"} {
+		for _, mech := range mechanisms {
+			t.Run(l+"/"+mech, func(t *testing.T) {
+				opts := []kgo.Opt{kgo.SASL(saslMechanism(mech, "alice", "alice-secret"))}
+				if l == "SASLTLS" {
+					opts = append(opts, kgo.DialTLSConfig(pki.clientTLS(false)))
+				}
+				produceConsume(t, addr(t, c, 0, l), strings.ToLower("sasl-"+l+"-"+mech), 100, opts...)
+			})
+		}
+	}
+}
+
+func TestSSLClientCertificate(t *testing.T) {
+	pki := newTestPKI(t)
+	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	seed := addr(t, c, 0, "TLS")
+
+	t.Run("with a client certificate", func(t *testing.T) {
+		produceConsume(t, seed, "ssl-client-cert", 100, kgo.DialTLSConfig(pki.clientTLS(true)))
+	})
+	t.Run("kgo without a client certificate", func(t *testing.T) {
+		start := time.Now()
+		err := login(t, seed, 3*time.Second, kgo.DialTLSConfig(pki.clientTLS(false)))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "certificate required")
+		t.Logf("kgo without a certificate, after %v: %v", time.Since(start), err)
+	})
+	t.Run("TLS without a client certificate", func(t *testing.T) {
+		// TLS 1.3 finishes the client's side of the handshake before the
+		// server checks the certificate: the alert comes with the first read.
+		conn, err := tls.Dial("tcp", seed, pki.clientTLS(false))
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+		_, _ = conn.Write(formatter.AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1))
+		_, err = conn.Read(make([]byte, 1))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "certificate required")
+	})
+	t.Run("certificate from another CA", func(t *testing.T) {
+		other := newTestPKI(t)
+		cfg := other.clientTLS(true)
+		cfg.RootCAs = pki.roots // the server is trusted, the client is not
+		conn, err := tls.Dial("tcp", seed, cfg)
+		if err == nil {
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+			_, _ = conn.Write(formatter.AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1))
+			_, err = conn.Read(make([]byte, 1))
+		}
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "unknown certificate authority")
+	})
+}
+
+func TestSASLWrongPasswordFailsPromptly(t *testing.T) {
+	pki := newTestPKI(t)
+	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	for _, l := range []string{"SASL", "SASLTLS"} {
+		for _, mech := range mechanisms {
+			for _, user := range []string{"alice", "mallory"} {
+				t.Run(l+"/"+mech+"/"+user, func(t *testing.T) {
+					opts := []kgo.Opt{kgo.SASL(saslMechanism(mech, user, "wrong-password"))}
+					if l == "SASLTLS" {
+						opts = append(opts, kgo.DialTLSConfig(pki.clientTLS(false)))
+					}
+					start := time.Now()
+					err := login(t, addr(t, c, 0, l), 10*time.Second, opts...)
+					elapsed := time.Since(start)
+					require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+					assert.Contains(t, err.Error(), "Authentication failed")
+					assert.Less(t, elapsed, 3*time.Second, "kgo gave up only after retrying")
+				})
+			}
+		}
+	}
+}
+
+func TestSASLClientWithoutSASLIsRefused(t *testing.T) {
+	c := startDefaultCluster(t)
+	err := login(t, addr(t, c, 0, "CLIENT"), 2*time.Second)
+	require.Error(t, err, "a client without SASL got an answer from a SASL listener")
+	// The PLAINTEXT listeners need no SASL.
+	require.NoError(t, login(t, addr(t, c, 0, "INTERNAL"), 10*time.Second))
+}
+
+// TestDefaultsServeSASL runs the built-in settings: the demo users log in
+// to CLIENT with each mechanism.
+func TestDefaultsServeSASL(t *testing.T) {
+	c := startDefaultCluster(t)
+	for _, user := range []struct{ name, password string }{{"alice", "alice-secret"}, {"bob", "bob-secret"}} {
+		for _, mech := range mechanisms {
+			t.Run(user.name+"/"+mech, func(t *testing.T) {
+				topic := strings.ToLower("default-" + user.name + "-" + mech)
+				produceConsume(t, addr(t, c, 0, "CLIENT"), topic, 10, kgo.SASL(saslMechanism(mech, user.name, user.password)))
+			})
+		}
+	}
+}
+
+// saslFile is a configuration file of one SASL_PLAINTEXT listener, CLIENT,
+// with the users of jaasUsers (user_<name>="<password>" options), and the
+// PLAINTEXT inter-broker listener; then extra lines.
+func saslFile(jaasUsers string, extra ...string) string {
+	return strings.Join(append([]string{
+		"listeners=CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0",
+		"listener.security.protocol.map=CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
+		"inter.broker.listener.name=REPLICATION",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"listener.name.client.plain.sasl.jaas.config=" + listener.PlainLoginModule + " required " + jaasUsers + ";",
+	}, extra...), "\n") + "\n"
+}
+
+// startFromFile starts the brokers of the configuration file at path, as
+// run does, logging to log; it returns the cluster and the reload function
+// run would use.
+func startFromFile(t *testing.T, path string, n int, log *syncBuffer) (*cluster, func() (*listener.Config, error)) {
+	t.Helper()
+	cfg, err := resolve(path, nil)
+	require.NoError(t, err)
+	c, err := startCluster(context.Background(), cfg.Properties(), n, slog.New(slog.NewTextHandler(log, nil)))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c, func() (*listener.Config, error) { return resolve(path, nil) }
+}
+
+func TestReloadUsers(t *testing.T) {
+	var log syncBuffer
+	path := writeProperties(t, saslFile(`user_alice="alice-secret" user_bob="bob-secret"`))
+	c, load := startFromFile(t, path, 2, &log)
+	seeds := []string{addr(t, c, 0, "CLIENT"), addr(t, c, 1, "CLIENT")}
+	// works reports whether user logs in with password and mech on every
+	// broker.
+	works := func(mech, user, password string) bool {
+		t.Helper()
+		for _, seed := range seeds {
+			err := login(t, seed, 10*time.Second, kgo.SASL(saslMechanism(mech, user, password)))
+			if err != nil {
+				require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+				return false
+			}
+		}
+		return true
+	}
+	for _, mech := range mechanisms {
+		require.True(t, works(mech, "bob", "bob-secret"))
+		require.False(t, works(mech, "carol", "carol-secret"))
+	}
+
+	// carol joins, bob leaves, alice changes her password.
+	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-new" user_carol="carol-secret"`)), 0o600))
+	require.NoError(t, c.reload(load))
+	assert.Contains(t, log.String(), `msg="reload: SASL users" listener=CLIENT added=[carol] removed=[bob] password_changed=[alice]`)
+	for _, secret := range []string{"alice-new", "carol-secret", "alice-secret", "bob-secret"} {
+		assert.NotContains(t, log.String(), secret, "a password in the log")
+	}
+	for _, mech := range mechanisms {
+		assert.True(t, works(mech, "carol", "carol-secret"), mech)
+		assert.True(t, works(mech, "alice", "alice-new"), mech)
+		assert.False(t, works(mech, "alice", "alice-secret"), mech)
+		assert.False(t, works(mech, "bob", "bob-secret"), mech)
+	}
+
+	// Invalid files change nothing.
+	invalid := []struct {
+		name, text, want string
+	}{
+		{"JAAS that does not parse", saslFile(`user_carol="carol-secret`), "listener.name.client.plain.sasl.jaas.config"},
+		{"no JAAS", strings.Replace(saslFile(""), "listener.name.client.plain", "listener.name.other.plain", 1), "listener.name.client.plain.sasl.jaas.config"},
+		{"invalid listeners", saslFile(`user_carol="carol-secret"`, "listeners=CLIENT://127.0.0.1:99999"), "listeners"},
+		{"CLIENT no longer SASL", saslFile(`user_carol="carol-secret"`, "listener.security.protocol.map=CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT"), "listener CLIENT is no SASL listener"},
+		{"an unknown mechanism", saslFile(`user_carol="carol-secret"`, "sasl.enabled.mechanisms=PLAIN,GSSAPI"), "sasl.enabled.mechanisms"},
+	}
+	for _, tt := range invalid {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(path, []byte(tt.text), 0o600))
+			err := c.reload(load)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Contains(t, log.String(), `level=ERROR msg="reload failed: the configuration is invalid; the SASL users stay as they were"`)
+			assert.True(t, works("PLAIN", "carol", "carol-secret"))
+			assert.True(t, works("SCRAM-SHA-256", "alice", "alice-new"))
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		require.NoError(t, os.Remove(path))
+		require.Error(t, c.reload(load))
+		assert.True(t, works("PLAIN", "carol", "carol-secret"))
+	})
+	t.Run("no -config", func(t *testing.T) {
+		require.ErrorIs(t, c.reload(nil), errNoConfigFile)
+	})
+}
+
+func TestReloadWarnsAboutUnprefixedJAAS(t *testing.T) {
+	var log syncBuffer
+	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "sasl.jaas.config="+listener.PlainLoginModule+` required user_eve="eve";`))
+	c, load := startFromFile(t, path, 1, &log)
+	want := `level=WARN msg="ignoring sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.client.plain.sasl.jaas.config"`
+	assert.Equal(t, 1, strings.Count(log.String(), want), "log: %s", &log)
+	require.NoError(t, c.reload(load))
+	assert.Equal(t, 2, strings.Count(log.String(), want), "log: %s", &log)
+	require.ErrorIs(t, login(t, addr(t, c, 0, "CLIENT"), 10*time.Second, kgo.SASL(saslMechanism("PLAIN", "eve", "eve"))), kerr.SaslAuthenticationFailed)
+}
+
+// TestRevokedUserLosesConnections removes a user whose client keeps
+// producing: with connections.max.reauth.ms=1000 its session expires within
+// a second, re-authentication fails and the server closes the connections.
+func TestRevokedUserLosesConnections(t *testing.T) {
+	var log syncBuffer
+	path := writeProperties(t, saslFile(`user_alice="alice-secret" user_bob="bob-secret"`, "connections.max.reauth.ms=1000"))
+	c, load := startFromFile(t, path, 1, &log)
+	seed := addr(t, c, 0, "CLIENT")
+	connections := func() int { return c.brokers[0].srv.Stats().ConnectionCount[protocolmap.ListenerName("CLIENT")] }
+
+	cl := newClient(t, seed, kgo.SASL(saslMechanism("SCRAM-SHA-256", "bob", "bob-secret")),
+		kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("revoke"), kgo.RecordRetries(0),
+		// After a failed produce kgo waits for a metadata refresh before it
+		// fails the record, and refreshes at most every MetadataMinAge
+		// (5 s by default): shorten that to see the server's timing.
+		kgo.MetadataMinAge(100*time.Millisecond))
+	var produced atomic.Int64
+	errs := make(chan error, 1)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := cl.ProduceSync(ctx, kgo.StringRecord("bob")).FirstErr()
+			cancel()
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+				continue
+			}
+			produced.Add(1)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	// bob produces across several session lifetimes: kgo re-authenticates
+	// (with a 1 s lifetime, before nearly every request: SCRAM's key
+	// derivation makes that slow under the race detector).
+	started := time.Now()
+	for time.Since(started) < 2500*time.Millisecond || produced.Load() < 5 {
+		select {
+		case err := <-errs:
+			t.Fatalf("bob's producer failed before bob was removed: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		require.Less(t, time.Since(started), 30*time.Second, "bob produced only %d records", produced.Load())
+	}
+	before := produced.Load()
+	open := connections()
+	require.Positive(t, open)
+
+	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`, "connections.max.reauth.ms=1000")), 0o600))
+	removed := time.Now()
+	require.NoError(t, c.reload(load))
+	select {
+	case err := <-errs:
+		elapsed := time.Since(removed)
+		t.Logf("bob's producer failed %v after bob was removed: %v", elapsed, err)
+		require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+		assert.Less(t, elapsed, 3*time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("bob still produces 5 s after he was removed (%d records since)", produced.Load()-before)
+	}
+	require.Eventually(t, func() bool { return connections() < open }, 3*time.Second, 10*time.Millisecond,
+		"bob's connections stay open: %d", open)
+	// A failed re-authentication closes an established connection.
+	assert.Regexp(t, `msg="closing connection" broker=0 conn_id=\S+ err="socketserver: SASL authentication failed: mechanism SCRAM-SHA-256`, log.String())
+}
+
+func TestRunReloadsOnSIGHUP(t *testing.T) {
+	// The test catches SIGHUP itself too, so that a signal arriving before
+	// run has registered cannot end the test process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	path := writeProperties(t, saslFile(`user_alice="alice-secret"`))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"-config", path}, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, 0, code, "stderr: %s", &stderr)
+		case <-time.After(10 * time.Second):
+			t.Error("run did not return within 10 s of its context ending")
+		}
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "msg=started") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+	m := regexp.MustCompile(`msg="listener started" broker=0 listener=CLIENT bind=(\S+)`).FindStringSubmatch(stderr.String())
+	require.NotNil(t, m, "stderr: %s", &stderr)
+	bind := m[1]
+	carol := kgo.SASL(saslMechanism("SCRAM-SHA-512", "carol", "carol-secret"))
+	require.ErrorIs(t, login(t, bind, 10*time.Second, carol), kerr.SaslAuthenticationFailed)
+
+	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret" user_carol="carol-secret"`)), 0o600))
+	p, err := os.FindProcess(os.Getpid())
+	require.NoError(t, err)
+	if err := p.Signal(syscall.SIGHUP); err != nil {
+		t.Skipf("cannot send SIGHUP here: %v", err)
+	}
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "added=[carol]") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+	require.NoError(t, login(t, bind, 10*time.Second, carol))
+}
