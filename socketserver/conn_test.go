@@ -92,7 +92,9 @@ func TestIdleExpiry(t *testing.T) {
 		trickled := make(chan int)
 		go func() {
 			data := append([]byte{0, 0, 4, 0}, make([]byte, 1024)...) // a 1 KiB frame, one byte at a time
-			tick := time.NewTicker(50 * time.Millisecond)
+			// A byte every 20 ms: by the 200 ms limit about 10 have arrived,
+			// far from the assertion's bound below even on a loaded machine.
+			tick := time.NewTicker(20 * time.Millisecond)
 			defer tick.Stop()
 			n := 0
 			defer func() { trickled <- n }()

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 // saslUsers are the users of each SASL listener, as read from the
@@ -177,6 +180,25 @@ func (c *cluster) reload(load func() (*listener.Config, error)) error {
 	if err == nil {
 		users, warnings, err = readSASLUsers(cfg)
 	}
+	var scfg socketserver.Config
+	if err == nil {
+		scfg, err = socketserver.ConfigFromProperties(cfg)
+	}
+	if err == nil {
+		// Quotas first: a quota whose host does not resolve fails the reload
+		// before any user changes.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for _, b := range c.brokers {
+			if err = b.srv.SetQuotas(ctx, *scfg.Quotas); err != nil {
+				break
+			}
+		}
+		cancel()
+		if err == nil {
+			c.log.Info("reload: connection quotas applied", "max_connections", scfg.Quotas.MaxConnections,
+				"max_connections_per_ip", scfg.Quotas.MaxConnectionsPerIP, "max_connection_creation_rate", scfg.Quotas.MaxConnectionCreationRate)
+		}
+	}
 	if err == nil {
 		for _, w := range warnings {
 			c.log.Warn(w)
@@ -189,7 +211,7 @@ func (c *cluster) reload(load func() (*listener.Config, error)) error {
 		}
 	}
 	if err != nil {
-		c.log.Error("reload failed: the configuration is invalid; the SASL users stay as they were", "err", err)
+		c.log.Error("reload failed: the configuration is invalid; the SASL users and connection quotas stay as they were", "err", err)
 		return err
 	}
 	return nil

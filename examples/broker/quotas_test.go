@@ -1,0 +1,59 @@
+package main
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Every quota key of -config is applied, and a reload (SIGHUP) applies the
+// changed ones: raising max.connections lets the waiting connection in.
+func TestReloadAppliesQuotas(t *testing.T) {
+	var log syncBuffer
+	path := writeProperties(t, saslFile(`user_alice="alice-secret"`,
+		"listener.name.replication.max.connections=1", "max.connections.per.ip.overrides=127.0.0.9:0", "max.connections.per.ip=100"))
+	c, load := startFromFile(t, path, 1, &log)
+	replication := addr(t, c, 0, "REPLICATION")
+
+	first := dialRaw(t, replication)
+	roundTrip[*kmsg.ApiVersionsResponse](first, kmsg.NewPtrApiVersionsRequest())
+
+	// The second REPLICATION connection waits in the acceptor.
+	second, err := net.DialTimeout("tcp", replication, 5*time.Second)
+	require.NoError(t, err)
+	defer second.Close()
+	req := kmsg.NewPtrApiVersionsRequest()
+	_, err = second.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1))
+	require.NoError(t, err)
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, err = second.Read(make([]byte, 1))
+	require.Error(t, err, "served beyond listener.name.replication.max.connections")
+
+	// The override for 127.0.0.9 allows it no connection at all.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.9")}}
+	banned, err := d.Dial("tcp", addr(t, c, 0, "CLIENT"))
+	require.NoError(t, err)
+	defer banned.Close()
+	require.NoError(t, banned.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, err := banned.Read(make([]byte, 1))
+	assert.Zero(t, n)
+	assert.Error(t, err, "max.connections.per.ip.overrides not applied")
+
+	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`,
+		"listener.name.replication.max.connections=5")), 0o600))
+	require.NoError(t, c.reload(load))
+	assert.Contains(t, log.String(), "reload: connection quotas applied")
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err = second.Read(make([]byte, 4))
+	require.NoError(t, err, "raising the limit must let the waiting connection in")
+
+	// An invalid quota leaves everything as it was.
+	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`, "max.connections.per.ip=0")), 0o600))
+	require.Error(t, c.reload(load))
+	assert.Contains(t, log.String(), "max.connections.per.ip")
+}
