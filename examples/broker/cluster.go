@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -36,6 +37,12 @@ type brokerSettings struct {
 	ioThreads     int    // num.io.threads: data-plane handler goroutines
 	numPartitions int32  // num.partitions: partitions of an auto-created topic
 	autoCreate    bool   // auto.create.topics.enable
+	// listConnectionsKey is the API key ListClientConnections is served
+	// under (kafkanet.list.client.connections.api.key, default KIP-1329's
+	// 93), and superUsers who may call it (super.users; everyone when
+	// unset, as Kafka without an authorizer).
+	listConnectionsKey int16
+	superUsers         string
 	// users are each SASL listener's users, from its
 	// listener.name.<listener>.plain.sasl.jaas.config.
 	users saslUsers
@@ -82,6 +89,16 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 			Rule: fmt.Sprintf("Value must be no more than %d", maxPartitions)}
 	}
 	s.numPartitions = int32(partitions)
+	key, err := cfg.Int(listConnectionsKeyProperty, int(connregistry.DefaultAPIKey), 0)
+	if err != nil {
+		return brokerSettings{}, err
+	}
+	if key > 32767 || kmsgKnows(int16(key)) && key != int(connregistry.DefaultAPIKey) {
+		return brokerSettings{}, &protocolmap.ConfigError{Key: listConnectionsKeyProperty, Value: strconv.Itoa(key), Err: listener.ErrInvalidValue,
+			Rule: "must be an API key no other served API uses (93, KIP-1329's, or a free key such as 1000)"}
+	}
+	s.listConnectionsKey = int16(key)
+	s.superUsers, _ = cfg.Properties().Get("super.users")
 	if v, ok := cfg.Properties().Get("auto.create.topics.enable"); ok {
 		if s.autoCreate, err = strconv.ParseBool(v); err != nil {
 			return brokerSettings{}, &protocolmap.ConfigError{Key: "auto.create.topics.enable", Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
@@ -174,6 +191,8 @@ type broker struct {
 	id  int32
 	cfg *listener.Config
 	srv *socketserver.Server
+	// connections answers ListClientConnections from the server's registry.
+	connections *connregistry.Handler
 }
 
 // startCluster starts n brokers that share one in-memory state. Broker 0
@@ -240,9 +259,10 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 	if err != nil {
 		return nil, err
 	}
-	scfg.APIs = dataPlaneAPIs()
+	lcc := listConnectionsAPI(c.settings.listConnectionsKey)
+	scfg.APIs = append(dataPlaneAPIs(), lcc)
 	if cp := cfg.ControlPlaneListener; cp != "" {
-		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: controlPlaneAPIs()}
+		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: append(controlPlaneAPIs(), lcc)}
 	}
 	scfg.ListenerCredentials = c.creds.forServer()
 	scfg.Logger = c.log.With("broker", id)
@@ -257,7 +277,8 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 	if err := srv.Start(ctx); err != nil {
 		return nil, err
 	}
-	b := &broker{c: c, id: id, cfg: cfg, srv: srv}
+	b := &broker{c: c, id: id, cfg: cfg, srv: srv, connections: &connregistry.Handler{
+		Registry: srv.Registry(), Authorize: connregistry.SuperUsers(c.settings.superUsers)}}
 	if err := reg.Register(statsCollector{srv}); err != nil {
 		srv.Close()
 		return nil, err

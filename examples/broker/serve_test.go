@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 )
 
@@ -451,7 +452,8 @@ func TestControlPlane(t *testing.T) {
 	for _, k := range versions.ApiKeys {
 		keys = append(keys, k.ApiKey)
 	}
-	assert.ElementsMatch(t, []int16{int16(kmsg.Metadata), int16(kmsg.ApiVersions), int16(kmsg.SASLHandshake), int16(kmsg.SASLAuthenticate)}, keys)
+	assert.ElementsMatch(t, []int16{int16(kmsg.Metadata), int16(kmsg.ApiVersions), int16(kmsg.SASLHandshake), int16(kmsg.SASLAuthenticate),
+		connregistry.DefaultAPIKey}, keys)
 
 	conn.send(produceRequest(1, "t", 0, "x"))
 	conn.requireClosed()
@@ -469,7 +471,7 @@ func TestDataPlaneApiVersions(t *testing.T) {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 	// The server adds ApiVersions and the SASL exchange on every listener.
-	want := map[int16][2]int16{17: {0, 1}, 18: {0, 4}, 36: {0, 2}}
+	want := map[int16][2]int16{17: {0, 1}, 18: {0, 4}, 36: {0, 2}, connregistry.DefaultAPIKey: {0, 0}}
 	for _, api := range dataPlaneAPIs() {
 		want[api.Key] = [2]int16{api.MinVersion, api.MaxVersion}
 		assert.LessOrEqual(t, api.MaxVersion, kmsg.RequestForKey(api.Key).MaxVersion(), "key %d beyond kmsg", api.Key)
