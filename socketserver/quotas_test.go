@@ -341,3 +341,23 @@ func TestQuotaConfigErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"::1": 5, "localhost": 2}, cfg.Quotas.MaxConnectionsPerIPOverrides)
 }
+
+// The control-plane listener is counted and limited like any listener.
+func TestControlPlaneListenerLimited(t *testing.T) {
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listeners":                                "CLIENT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":           "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":               "CLIENT",
+		"control.plane.listener.name":              "CONTROLLER",
+		"listener.name.controller.max.connections": "1",
+	}, withAPIs, answerAll)
+	first := socketservertest.Dial(t, srv, "CONTROLLER")
+	require.True(t, served(t, first, 1, 5*time.Second))
+	second := socketservertest.Dial(t, srv, "CONTROLLER")
+	assert.False(t, served(t, second, 2, 300*time.Millisecond), "the control plane's limit was not applied")
+	_, byListener, _ := socketserver.QuotaCounts(srv)
+	assert.Equal(t, 1, byListener["CONTROLLER"])
+	first.Close()
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(5*time.Second)))
+	readRawFrame(t, second)
+}

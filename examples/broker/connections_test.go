@@ -13,6 +13,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/listener"
 )
 
 // The broker serves ListClientConnections (KIP-1329), super.users deciding
@@ -57,4 +58,46 @@ func TestListClientConnections(t *testing.T) {
 	res = list("bob", "bob-secret", "CLIENT", connadmin.Filters{})
 	require.Len(t, res, 1)
 	assert.ErrorIs(t, res[0].Err, kerr.ClusterAuthorizationFailed)
+}
+
+// With 3 brokers and mixed security protocols (SASL_PLAINTEXT, SASL_SSL,
+// SSL with a client certificate, PLAINTEXT), each broker lists only its own
+// connections, and connadmin asks every broker.
+func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
+	pki := newTestPKI(t)
+	c := startClusterWith(t, 3, listener.Properties{}, securitySettings(pki, "super.users=User:alice")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	connect := func(broker int, l string, opts ...kgo.Opt) {
+		t.Helper()
+		cl := newClient(t, addr(t, c, broker, l), opts...)
+		_, err := cl.Request(ctx, kmsg.NewPtrApiVersionsRequest())
+		require.NoError(t, err)
+	}
+	connect(0, "SASL", kgo.SASL(saslMechanism("PLAIN", "bob", "bob-secret")))
+	connect(1, "SASLTLS", kgo.SASL(saslMechanism("SCRAM-SHA-512", "bob", "bob-secret")), kgo.DialTLSConfig(pki.clientTLS(false)))
+	connect(2, "TLS", kgo.DialTLSConfig(pki.clientTLS(true)))
+	connect(2, "REPLICATION")
+
+	admin := newClient(t, addr(t, c, 0, "SASL"), connadmin.VersionsOpt(connregistry.DefaultAPIKey),
+		kgo.SASL(saslMechanism("PLAIN", "alice", "alice-secret")))
+	res, err := connadmin.New(admin, 0).List(ctx, connadmin.Filters{})
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	seen := map[int32]map[string]string{} // broker -> listener -> principal
+	for _, r := range res {
+		require.NoError(t, r.Err, "broker %d", r.NodeID)
+		seen[r.NodeID] = map[string]string{}
+		for _, conn := range r.Connections {
+			if conn.Principal != "alice" { // the admin client's own connections
+				seen[r.NodeID][conn.ListenerName] = conn.PrincipalType + ":" + conn.Principal + " " + conn.SecurityProtocol
+			}
+		}
+	}
+	assert.Equal(t, "User:bob SASL_PLAINTEXT", seen[0]["SASL"])
+	assert.Equal(t, "User:bob SASL_SSL", seen[1]["SASLTLS"])
+	assert.Contains(t, seen[2]["TLS"], " SSL")
+	assert.NotEqual(t, "User:ANONYMOUS SSL", seen[2]["TLS"], "a client certificate gives a principal of its own")
+	assert.Equal(t, "User:ANONYMOUS PLAINTEXT", seen[2]["REPLICATION"])
+	assert.NotContains(t, seen[0], "TLS", "broker 0 lists only its own connections")
 }
