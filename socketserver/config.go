@@ -244,27 +244,11 @@ func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
 		return nil, err
 	}
 	q.WindowSize = time.Duration(seconds) * time.Second
-	for _, l := range cfg.Listeners {
-		if _, from, ok := cfg.ListenerValue(l.Name, "max.connections"); ok && from != "max.connections" {
-			n, err := cfg.ListenerInt(l.Name, "max.connections", Unlimited, 0)
-			if err != nil {
-				return nil, err
-			}
-			if q.ListenerMaxConnections == nil {
-				q.ListenerMaxConnections = map[protocolmap.ListenerName]int{}
-			}
-			q.ListenerMaxConnections[l.Name] = n
-		}
-		if _, from, ok := cfg.ListenerValue(l.Name, "max.connection.creation.rate"); ok && from != "max.connection.creation.rate" {
-			n, err := cfg.ListenerInt(l.Name, "max.connection.creation.rate", Unlimited, 0)
-			if err != nil {
-				return nil, err
-			}
-			if q.ListenerMaxConnectionCreationRate == nil {
-				q.ListenerMaxConnectionCreationRate = map[protocolmap.ListenerName]int{}
-			}
-			q.ListenerMaxConnectionCreationRate[l.Name] = n
-		}
+	if q.ListenerMaxConnections, err = listenerOverrides(cfg, "max.connections"); err != nil {
+		return nil, err
+	}
+	if q.ListenerMaxConnectionCreationRate, err = listenerOverrides(cfg, "max.connection.creation.rate"); err != nil {
+		return nil, err
 	}
 	const overridesKey = "max.connections.per.ip.overrides"
 	if v, ok := cfg.Properties().Get(overridesKey); ok {
@@ -297,6 +281,27 @@ func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
 			Rule: "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}
 	}
 	return &q, nil
+}
+
+// listenerOverrides reads listener.name.<l>.<key> for every listener that
+// sets it; listeners without it are left out (the broker-wide value
+// applies).
+func listenerOverrides(cfg *listener.Config, key string) (map[protocolmap.ListenerName]int, error) {
+	var out map[protocolmap.ListenerName]int
+	for _, l := range cfg.Listeners {
+		if _, from, ok := cfg.ListenerValue(l.Name, key); !ok || from == key {
+			continue
+		}
+		n, err := cfg.ListenerInt(l.Name, key, Unlimited, 0)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = map[protocolmap.ListenerName]int{}
+		}
+		out[l.Name] = n
+	}
+	return out, nil
 }
 
 // validHostRune is Kafka's rule for the hosts of
