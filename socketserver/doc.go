@@ -1,10 +1,17 @@
 // Package socketserver is Apache Kafka's SocketServer for Go: per listener an
 // acceptor and a pool of processors that own their connections, a bounded
 // request channel per plane (data, and the control plane of KIP-291), one
-// request in flight per connection with responses in order, connection
-// quotas, idle and size limits, TLS and SASL, and a graceful shutdown. A host
-// application builds it from a resolved listener.Config and consumes the
-// request channels with its own handlers.
+// request in flight per connection with responses in order, Kafka's
+// connection quotas, idle and size limits, TLS and SASL (PLAIN,
+// SCRAM-SHA-256/512, KIP-306 failure delay, KIP-368 re-authentication), and
+// a graceful shutdown. A host builds a [Server] from a resolved
+// listener.Config ([ConfigFromProperties] reads Kafka's keys), starts it,
+// and answers the [Request] values of each plane's channel with its own
+// handlers ([Server.Serve] runs a pool of them). The server answers
+// ApiVersions and the SASL exchange itself, and feeds every connection to a
+// connregistry.Registry for listing (KIP-1329).
 //
-// The package is being built; see the project README for its status.
+// The per-request path lives in conn.go, from reading a frame to writing
+// its response; quotas.go and rate.go hold the connection quotas, auth.go
+// the TLS handshake and the SASL exchange.
 package socketserver
