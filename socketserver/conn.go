@@ -330,10 +330,11 @@ func (c *conn) closeWith(r connregistry.CloseReason) {
 // close closes the connection once, cancelling its requests' context.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
-		c.setReason(connregistry.ClientClosed) // unless a reason was given
+		// Unless a reason was given already (the first one wins):
 		if c.p.srv.draining.Load() {
 			c.setReason(connregistry.ServerShutdown)
 		}
+		c.setReason(connregistry.ClientClosed)
 		c.entry.Remove(time.Now(), *c.reason.Load())
 		c.cancel()
 		c.nc.Close()

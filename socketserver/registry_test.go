@@ -127,3 +127,18 @@ func TestRegistryAuthenticationFailed(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return len(srv.Registry().Closed(connregistry.Filter{})) > 0 }, "no closed connection recorded")
 	assert.Equal(t, connregistry.AuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
 }
+
+// Connections closed by Shutdown are recorded as closed by the server's
+// shutdown, not by their clients.
+func TestRegistryServerShutdownReason(t *testing.T) {
+	srv := socketservertest.NewServer(t, nil, withAPIs, answerAll)
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	metadataRoundTrip(t, c, 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Shutdown(ctx))
+	closed := srv.Registry().Closed(connregistry.Filter{})
+	require.Len(t, closed, 1)
+	assert.Equal(t, connregistry.ServerShutdown, closed[0].CloseReason)
+	assert.Zero(t, srv.Registry().Len())
+}
