@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -105,6 +106,10 @@ func keyOr(k int16) int16 {
 // Key returns the API key (DefaultAPIKey unless APIKey is set).
 func (r *ListClientConnectionsRequest) Key() int16 { return keyOr(r.APIKey) }
 
+// SetKey sets the API key, so that a server that decodes the request under
+// a key of its choosing answers under the same key.
+func (r *ListClientConnectionsRequest) SetKey(key int16) { r.APIKey = key }
+
 // MaxVersion returns 0, the only version.
 func (*ListClientConnectionsRequest) MaxVersion() int16 { return 0 }
 
@@ -143,10 +148,11 @@ func (r *ListClientConnectionsRequest) ReadFrom(src []byte) error {
 	r.ClientAddressFilter = d.compactNullableString()
 	r.ListenerFilter = d.compactNullableString()
 	r.IncludeClosed = false
-	d.tags(func(tag uint64, v *decoder) {
+	d.tags(func(tag uint64, v decoder) error {
 		if tag == TagIncludeClosed {
 			r.IncludeClosed = v.bool()
 		}
+		return v.err
 	})
 	return d.done()
 }
@@ -175,8 +181,17 @@ func (r *ListClientConnectionsResponse) RequestKind() kmsg.Request {
 // response (as for every API since KIP-219).
 func (r *ListClientConnectionsResponse) Throttle() (int32, bool) { return r.ThrottleTimeMs, true }
 
-// AppendTo appends the response's encoding.
+// AppendTo appends the response's encoding, growing dst once for the whole
+// listing.
 func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
+	size := 16
+	if r.ErrorMessage != nil {
+		size += len(*r.ErrorMessage) + 8
+	}
+	for i := range r.Connections {
+		size += r.Connections[i].maxSize()
+	}
+	dst = slices.Grow(dst, size)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(r.ThrottleTimeMs))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(r.ErrorCode))
 	dst = binary.AppendUvarint(dst, uint64(len(r.Connections))+1)
@@ -188,6 +203,20 @@ func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
 	}
 	dst = append(dst, 1)
 	return appendTag(dst, TagErrorMessage, appendCompactNullableString(nil, r.ErrorMessage))
+}
+
+// maxSize bounds the record's encoded size: its strings, each with up to
+// three varints (tag, size, length) of at most 5 bytes for any string
+// shorter than 2^28 bytes, and 14 fixed-size fields and tags of at most 11
+// bytes each, with the tag count.
+func (c *ConnectionRecord) maxSize() int {
+	n := 16 * 15
+	for _, s := range [...]string{c.ConnectionID, c.Principal, c.PrincipalType, c.ClientAddress, c.ListenerName,
+		c.SecurityProtocol, c.SoftwareName, c.SoftwareVersion, c.ClientID, c.SASLMechanism, c.TLSVersion,
+		c.CipherSuite, c.State, c.Plane, c.CloseReason} {
+		n += len(s)
+	}
+	return n + 14*11 + 5
 }
 
 func (c *ConnectionRecord) appendTo(dst []byte) []byte {
@@ -291,7 +320,7 @@ func (r *ListClientConnectionsResponse) ReadFrom(src []byte) error {
 		c.SoftwareName = d.compactString()
 		c.SoftwareVersion = d.compactString()
 		c.ConnectedSince = d.int64()
-		d.tags(func(tag uint64, v *decoder) {
+		d.tags(func(tag uint64, v decoder) error {
 			switch tag {
 			case TagClientID:
 				c.ClientID = v.compactString()
@@ -322,14 +351,16 @@ func (r *ListClientConnectionsResponse) ReadFrom(src []byte) error {
 			case TagCloseReason:
 				c.CloseReason = v.compactString()
 			}
+			return v.err
 		})
 		r.Connections = append(r.Connections, c)
 	}
 	r.ErrorMessage = nil
-	d.tags(func(tag uint64, v *decoder) {
+	d.tags(func(tag uint64, v decoder) error {
 		if tag == TagErrorMessage {
 			r.ErrorMessage = v.compactNullableString()
 		}
+		return v.err
 	})
 	return d.done()
 }
@@ -422,27 +453,35 @@ func (d *decoder) bool() bool {
 }
 
 func (d *decoder) compactNullableString() *string {
-	n := d.uvarint("string length")
-	if d.err != nil || n == 0 {
+	s, null := d.compactStringOrNull()
+	if null {
 		return nil
 	}
-	if n-1 > uint64(len(d.b)) {
-		d.fail("string length")
-		return nil
-	}
-	s := string(d.take(int(n-1), "string"))
 	return &s
 }
 
+// compactString reads a compact string that must not be null (the record
+// fields: no pointer allocated per string).
 func (d *decoder) compactString() string {
-	s := d.compactNullableString()
-	if s == nil {
-		if d.err == nil {
-			d.fail("null string")
-		}
-		return ""
+	s, null := d.compactStringOrNull()
+	if null && d.err == nil {
+		d.fail("null string")
 	}
-	return *s
+	return s
+}
+
+// compactStringOrNull reads a compact nullable string; null is true for a
+// null string and after an error.
+func (d *decoder) compactStringOrNull() (s string, null bool) {
+	n := d.uvarint("string length")
+	if d.err != nil || n == 0 {
+		return "", true
+	}
+	if n-1 > uint64(len(d.b)) {
+		d.fail("string length")
+		return "", true
+	}
+	return string(d.take(int(n-1), "string")), false
 }
 
 func (d *decoder) compactArrayLen() int {
@@ -458,8 +497,9 @@ func (d *decoder) compactArrayLen() int {
 }
 
 // tags reads a tagged-field section, handing each field's bytes to f in a
-// decoder of their own; unknown tags are skipped.
-func (d *decoder) tags(f func(tag uint64, v *decoder)) {
+// decoder of their own (by value, so that it stays on the stack), and
+// failing when f returns that decoder's error; unknown tags are skipped.
+func (d *decoder) tags(f func(tag uint64, v decoder) error) {
 	n := d.uvarint("tag count")
 	for range n {
 		if d.err != nil {
@@ -471,9 +511,7 @@ func (d *decoder) tags(f func(tag uint64, v *decoder)) {
 			d.fail("tag size")
 			return
 		}
-		v := decoder{b: d.take(int(size), "tag")}
-		f(tag, &v)
-		if v.err != nil {
+		if err := f(tag, decoder{b: d.take(int(size), "tag")}); err != nil {
 			d.fail(fmt.Sprintf("tag %d", tag))
 			return
 		}

@@ -19,8 +19,17 @@ type API struct {
 	// New returns a new request value for this key. For the APIs kmsg knows,
 	// [KmsgAPI] fills it; a host sets it for an API kmsg does not know, or to
 	// give a key a meaning other than kmsg's (ListClientConnections uses key
-	// 93, which kmsg maps to another API).
+	// 93, which kmsg maps to another API). A type whose key is chosen at run
+	// time implements KeySetter, and the server sets the key it was decoded
+	// under.
 	New func() kmsg.Request
+}
+
+// KeySetter is implemented by request types that can serve under any API
+// key (connregistry.ListClientConnectionsRequest): the server calls SetKey
+// with the frame's key before decoding, so the response's key matches.
+type KeySetter interface {
+	SetKey(int16)
 }
 
 // KmsgAPI returns the API for key as kmsg defines it, enabled for versions

@@ -195,6 +195,9 @@ func (c *conn) decode(frame []byte) (header, kmsg.Request, error) {
 		return h, nil, ErrUnsupportedVersion
 	}
 	body := api.New()
+	if ks, ok := body.(KeySetter); ok {
+		ks.SetKey(h.key)
+	}
 	body.SetVersion(h.version)
 	if body.IsFlexible() {
 		if rest, err = skipTags(rest); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -141,4 +142,27 @@ func TestRegistryServerShutdownReason(t *testing.T) {
 	require.Len(t, closed, 1)
 	assert.Equal(t, connregistry.ServerShutdown, closed[0].CloseReason)
 	assert.Zero(t, srv.Registry().Len())
+}
+
+// A request type serving under a key chosen at run time (KeySetter) gets the
+// frame's key, so its response carries the same key.
+func TestKeySetterGetsFrameKey(t *testing.T) {
+	const key = 200
+	reg := connregistry.New(0)
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+		c.Registry = reg
+		c.APIs = []socketserver.API{{Key: key, MaxVersion: 0,
+			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} }}}
+	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		h := &connregistry.Handler{Registry: reg}
+		if err := r.Respond(h.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), r.Body.(*connregistry.ListClientConnectionsRequest))); err != nil {
+			t.Error(err)
+			_ = r.CloseConnection()
+		}
+	}))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: key}, 5)
+	resp := &connregistry.ListClientConnectionsResponse{APIKey: key}
+	readResponse(t, c, resp, 5)
+	assert.Len(t, resp.Connections, 1, "the listing shows the connection itself")
 }

@@ -6,6 +6,7 @@
 package connadmin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,8 @@ type BrokerResult struct {
 	// Err is the broker's failure: a transport error, or its error code as
 	// a *kerr.Error (errors.Is(err, kerr.ClusterAuthorizationFailed) when
 	// the client's principal may not describe the cluster) with the
-	// broker's message.
+	// broker's message, or ErrNotAdvertised when the broker does not serve
+	// the client's key.
 	Err error
 }
 
@@ -72,15 +74,23 @@ type ErrorMessage struct {
 	Message string
 }
 
+// Error is the code's name with the broker's message, or with kerr's
+// description of the code when the broker sent none.
 func (e *ErrorMessage) Error() string {
 	if e.Message == "" {
 		return e.Code.Error()
 	}
-	return e.Code.Error() + ": " + e.Message
+	return e.Code.Message + ": " + e.Message
 }
 
 // Unwrap returns the *kerr.Error.
 func (e *ErrorMessage) Unwrap() error { return e.Code }
+
+// ErrNotAdvertised is a broker's failure when its ApiVersions response
+// does not list the key the Client sends ListClientConnections under: the
+// broker does not serve the API, or serves it under another key. kgo then
+// refuses to send the request, calling the broker too old.
+var ErrNotAdvertised = errors.New("connadmin: the broker does not advertise API key")
 
 // List asks every broker of the cluster, found through a Metadata request,
 // and returns their results ordered by node id. It fails as a whole only
@@ -99,7 +109,7 @@ func (c *Client) List(ctx context.Context, f Filters) ([]BrokerResult, error) {
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(results, func(a, b BrokerResult) int { return int(a.NodeID - b.NodeID) })
+	slices.SortFunc(results, func(a, b BrokerResult) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	return results, nil
 }
 
@@ -114,6 +124,9 @@ func (c *Client) listBroker(ctx context.Context, nodeID int32, f Filters) ([]con
 		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed}
 	raw, err := c.cl.Broker(int(nodeID)).RetriableRequest(ctx, req)
 	if err != nil {
+		if ok, verr := c.advertises(ctx, nodeID); verr == nil && !ok {
+			return nil, fmt.Errorf("%w %d, under which this client sends ListClientConnections (kgo: %w)", ErrNotAdvertised, c.key, err)
+		}
 		return nil, err
 	}
 	resp, ok := raw.(*connregistry.ListClientConnectionsResponse)
@@ -132,4 +145,23 @@ func (c *Client) listBroker(ctx context.Context, nodeID int32, f Filters) ([]con
 		return nil, &ErrorMessage{Code: kind, Message: msg}
 	}
 	return resp.Connections, nil
+}
+
+// advertises asks the broker whether its ApiVersions response lists the
+// client's key. The request carries the client's own software name and
+// version, which the broker records for the connection (KIP-511).
+func (c *Client) advertises(ctx context.Context, nodeID int32) (bool, error) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	if v := c.cl.OptValues(kgo.SoftwareNameAndVersion); len(v) == 2 {
+		req.ClientSoftwareName, _ = v[0].(string)
+		req.ClientSoftwareVersion, _ = v[1].(string)
+	}
+	resp, err := req.RequestWith(ctx, c.cl.Broker(int(nodeID)))
+	if err != nil {
+		return false, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == c.key }), nil
 }

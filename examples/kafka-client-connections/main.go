@@ -1,0 +1,373 @@
+// Command kafka-client-connections lists the client connections of a Kafka
+// cluster's brokers through the ListClientConnections API (KIP-1329), the
+// command the KIP proposes:
+//
+//	go run ./examples/kafka-client-connections --bootstrap-server 127.0.0.1:9092 --list \
+//	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] \
+//	    [--command-config client.properties] [--output table|json] [--include-closed] [--api-key 93]
+//
+// Every broker of the cluster is asked (each knows only its own
+// connections); with several brokers a BROKER column comes first. The exit
+// status is 1 when any broker failed: the other brokers' results are still
+// printed, and the errors go to standard error.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/listener"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	cancel()
+	os.Exit(code)
+}
+
+type options struct {
+	bootstrap     string
+	list          bool
+	principal     optional
+	clientAddress optional
+	listenerName  optional
+	commandConfig string
+	output        string
+	includeClosed bool
+	apiKey        int
+}
+
+// optional is a string flag that remembers whether it was given.
+type optional struct {
+	set   bool
+	value string
+}
+
+func (o *optional) String() string { return o.value }
+func (o *optional) Set(s string) error {
+	o.set, o.value = true, s
+	return nil
+}
+func (o *optional) ptr() *string {
+	if !o.set {
+		return nil
+	}
+	return &o.value
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kafka-client-connections", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.bootstrap, "bootstrap-server", "", "comma-separated `host:port` list of brokers to connect to (required)")
+	fs.BoolVar(&o.list, "list", false, "list the connections (the only action)")
+	fs.Var(&o.principal, "principal", "only connections of this `principal`, Type:name (e.g. User:alice)")
+	fs.Var(&o.clientAddress, "client-address", "only connections from this IP `address` or CIDR prefix")
+	fs.Var(&o.listenerName, "listener", "only connections on this `listener` (any case)")
+	fs.StringVar(&o.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.truststore.location, ssl.keystore.location")
+	fs.StringVar(&o.output, "output", "table", "`format`: table or json")
+	fs.BoolVar(&o.includeClosed, "include-closed", false, "also list recently closed connections, with when and why they closed")
+	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultAPIKey), "the API `key` the brokers serve ListClientConnections under")
+	fs.Usage = func() { usage(fs) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var seeds []string
+	for _, s := range strings.Split(o.bootstrap, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "kafka-client-connections: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	case len(seeds) == 0:
+		fmt.Fprintln(stderr, "kafka-client-connections: --bootstrap-server is required")
+		return 2
+	case !o.list:
+		fmt.Fprintln(stderr, "kafka-client-connections: say --list")
+		return 2
+	case o.output != "table" && o.output != "json":
+		fmt.Fprintln(stderr, "kafka-client-connections: --output is table or json")
+		return 2
+	case o.apiKey < 0 || o.apiKey > 32767:
+		fmt.Fprintln(stderr, "kafka-client-connections: --api-key is out of range")
+		return 2
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), connadmin.VersionsOpt(int16(o.apiKey)),
+		kgo.RequestRetries(2), kgo.RetryTimeout(10 * time.Second)}
+	var principal string
+	if o.commandConfig != "" {
+		props, err := listener.LoadProperties(o.commandConfig)
+		if err != nil {
+			fmt.Fprintln(stderr, "kafka-client-connections:", err)
+			return 1
+		}
+		more, who, err := clientOptions(props)
+		if err != nil {
+			fmt.Fprintln(stderr, "kafka-client-connections:", err)
+			return 1
+		}
+		opts, principal = append(opts, more...), who
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		fmt.Fprintln(stderr, "kafka-client-connections:", err)
+		return 1
+	}
+	defer cl.Close()
+	results, err := connadmin.New(cl, int16(o.apiKey)).List(ctx, connadmin.Filters{
+		Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), IncludeClosed: o.includeClosed,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "kafka-client-connections:", describe(err, principal, "the cluster"))
+		return 1
+	}
+	failed := false
+	for _, r := range results {
+		if r.Err != nil {
+			failed = true
+			fmt.Fprintf(stderr, "kafka-client-connections: broker %d (%s:%d): %s\n", r.NodeID, r.Host, r.Port, describe(r.Err, principal, fmt.Sprintf("broker %d", r.NodeID)))
+		}
+	}
+	if o.output == "json" {
+		err = printJSON(stdout, results)
+	} else {
+		err = printTable(stdout, results, o.includeClosed)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "kafka-client-connections:", err)
+		return 1
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// usage prints the flags as Kafka's tools write them, with two dashes.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintln(w, "Usage: kafka-client-connections --bootstrap-server HOST:PORT --list [options]")
+	fs.VisitAll(func(f *flag.Flag) {
+		name, help := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if name != "" {
+			fmt.Fprintf(w, " %s", name)
+		}
+		fmt.Fprintf(w, "\n    \t%s", help)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// describe says an authorization failure, and a key the broker does not
+// serve, in plain words.
+func describe(err error, principal, where string) string {
+	if errors.Is(err, connadmin.ErrNotAdvertised) {
+		return err.Error() + "; if the brokers serve ListClientConnections under another key, give it with --api-key"
+	}
+	if errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		who := principal
+		if who == "" {
+			who = "this client's principal"
+		}
+		return fmt.Sprintf("not authorized: %s may not list connections on %s (DESCRIBE on CLUSTER is required): %v", who, where, err)
+	}
+	return err.Error()
+}
+
+// clientOptions turns Kafka client properties into kgo options, and says
+// which principal they log in as.
+func clientOptions(p listener.Properties) ([]kgo.Opt, string, error) {
+	var opts []kgo.Opt
+	protocol, _ := p.Get("security.protocol")
+	if protocol == "" {
+		protocol = "PLAINTEXT"
+	}
+	protocol = strings.ToUpper(protocol)
+	principal := ""
+	if protocol == "SSL" || protocol == "SASL_SSL" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if path, ok := p.Get("ssl.truststore.location"); ok && path != "" {
+			pem, err := os.ReadFile(path)
+			if err != nil {
+				return nil, "", fmt.Errorf("ssl.truststore.location: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, "", fmt.Errorf("ssl.truststore.location %s holds no PEM certificate", path)
+			}
+		}
+		if path, ok := p.Get("ssl.keystore.location"); ok && path != "" {
+			cert, err := tls.LoadX509KeyPair(path, path)
+			if err != nil {
+				return nil, "", fmt.Errorf("ssl.keystore.location (a PEM file with the key and the certificate chain): %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	if protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL" {
+		mech, _ := p.Get("sasl.mechanism")
+		user, _ := p.Get("sasl.username")
+		pass, _ := p.Get("sasl.password")
+		if user == "" {
+			return nil, "", fmt.Errorf("security.protocol %s needs sasl.username and sasl.password (sasl.jaas.config is not read)", protocol)
+		}
+		principal = "User:" + user
+		switch strings.ToUpper(mech) {
+		case "", "PLAIN":
+			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		default:
+			return nil, "", fmt.Errorf("sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+		}
+	} else if protocol != "PLAINTEXT" && protocol != "SSL" {
+		return nil, "", fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", protocol)
+	}
+	return opts, principal, nil
+}
+
+// rfc3339 formats epoch milliseconds in UTC, or "-" when unknown.
+func rfc3339(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	several := len(results) > 1
+	header := "CONNECTION-ID\tPRINCIPAL\tCLIENT-ADDRESS\tPORT\tLISTENER\tPROTOCOL\tSOFTWARE\tCONNECTED-SINCE"
+	if several {
+		header = "BROKER\t" + header
+	}
+	if includeClosed {
+		header += "\tCLOSED-AT\tCLOSE-REASON"
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range results {
+		for _, c := range r.Connections {
+			software := "-"
+			if c.SoftwareName != "" || c.SoftwareVersion != "" {
+				software = dash(c.SoftwareName) + "/" + dash(c.SoftwareVersion)
+			}
+			row := strings.Join([]string{c.ConnectionID, c.PrincipalType + ":" + c.Principal, c.ClientAddress,
+				strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, software, rfc3339(c.ConnectedSince)}, "\t")
+			if several {
+				row = strconv.Itoa(int(r.NodeID)) + "\t" + row
+			}
+			if includeClosed {
+				row += "\t" + rfc3339(c.ClosedAt) + "\t" + strings.ReplaceAll(dash(c.CloseReason), " ", "-")
+			}
+			fmt.Fprintln(tw, row)
+		}
+	}
+	return tw.Flush()
+}
+
+// jsonConnection carries KIP-1329's field names, then the extras.
+type jsonConnection struct {
+	ConnectionID     string `json:"ConnectionId"`
+	Principal        string `json:"Principal"`
+	PrincipalType    string `json:"PrincipalType"`
+	ClientAddress    string `json:"ClientAddress"`
+	ClientPort       int32  `json:"ClientPort"`
+	ListenerName     string `json:"ListenerName"`
+	SecurityProtocol string `json:"SecurityProtocol"`
+	SoftwareName     string `json:"SoftwareName"`
+	SoftwareVersion  string `json:"SoftwareVersion"`
+	ConnectedSince   string `json:"ConnectedSince"`
+	ClientID         string `json:"ClientId,omitempty"`
+	SASLMechanism    string `json:"SaslMechanism,omitempty"`
+	TLSVersion       string `json:"TlsVersion,omitempty"`
+	CipherSuite      string `json:"CipherSuite,omitempty"`
+	AuthenticatedAt  string `json:"AuthenticatedAt,omitempty"`
+	SessionExpiry    string `json:"SessionExpiry,omitempty"`
+	LastActivity     string `json:"LastActivity,omitempty"`
+	BytesIn          int64  `json:"BytesIn"`
+	BytesOut         int64  `json:"BytesOut"`
+	Requests         int64  `json:"Requests"`
+	State            string `json:"State,omitempty"`
+	Plane            string `json:"Plane,omitempty"`
+	ClosedAt         string `json:"ClosedAt,omitempty"`
+	CloseReason      string `json:"CloseReason,omitempty"`
+}
+
+type jsonBroker struct {
+	BrokerID    int32            `json:"BrokerId"`
+	Host        string           `json:"Host,omitempty"`
+	Port        int32            `json:"Port,omitempty"`
+	Error       string           `json:"Error,omitempty"`
+	Connections []jsonConnection `json:"Connections"`
+}
+
+func optionalTime(ms int64) string {
+	if ms <= 0 {
+		return ""
+	}
+	return rfc3339(ms)
+}
+
+func printJSON(w io.Writer, results []connadmin.BrokerResult) error {
+	out := make([]jsonBroker, 0, len(results))
+	for _, r := range results {
+		b := jsonBroker{BrokerID: r.NodeID, Host: r.Host, Port: r.Port, Connections: []jsonConnection{}}
+		if r.Err != nil {
+			b.Error = r.Err.Error()
+		}
+		for _, c := range r.Connections {
+			b.Connections = append(b.Connections, jsonConnection{
+				ConnectionID: c.ConnectionID, Principal: c.Principal, PrincipalType: c.PrincipalType,
+				ClientAddress: c.ClientAddress, ClientPort: c.ClientPort, ListenerName: c.ListenerName,
+				SecurityProtocol: c.SecurityProtocol, SoftwareName: c.SoftwareName, SoftwareVersion: c.SoftwareVersion,
+				ConnectedSince: rfc3339(c.ConnectedSince), ClientID: c.ClientID, SASLMechanism: c.SASLMechanism,
+				TLSVersion: c.TLSVersion, CipherSuite: c.CipherSuite, AuthenticatedAt: optionalTime(c.AuthenticatedAt),
+				SessionExpiry: optionalTime(c.SessionExpiry), LastActivity: optionalTime(c.LastActivity),
+				BytesIn: c.BytesIn, BytesOut: c.BytesOut, Requests: c.Requests, State: c.State, Plane: c.Plane,
+				ClosedAt: optionalTime(c.ClosedAt), CloseReason: c.CloseReason,
+			})
+		}
+		out = append(out, b)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
