@@ -231,8 +231,12 @@ func TestInterBrokerListenerProtected(t *testing.T) {
 	for i, c := range clients[1:] {
 		assert.True(t, served(t, c, int32(40+i), 5*time.Second), "only the least recently active connection goes")
 	}
-	_, byListener, _ := socketserver.QuotaCounts(srv)
-	assert.Equal(t, map[protocolmap.ListenerName]int{"CLIENT": 2, "REPLICATION": 1}, byListener)
+	// Processors shed until the count is back at the limit (Kafka allows it
+	// to be over in between, one close per processor iteration).
+	waitFor(t, 2*time.Second, func() bool {
+		_, byListener, _ := socketserver.QuotaCounts(srv)
+		return byListener["CLIENT"] == 2 && byListener["REPLICATION"] == 1
+	}, "the broker-wide count did not come back to max.connections")
 }
 
 // SetQuotas changes limits while the server runs: raising a limit lets the
