@@ -38,7 +38,7 @@ type conn struct {
 	wbuf         []byte
 	saslIdentity string
 
-	active    atomic.Int64 // unix nanoseconds of the last complete request or response
+	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
 	closeOnce sync.Once
 	entry     *connregistry.Entry
@@ -310,9 +310,13 @@ func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
 	}
 }
 
-func (c *conn) draining() bool        { return c.p.srv.draining.Load() }
-func (c *conn) touch(t time.Time)     { c.active.Store(t.UnixNano()) }
-func (c *conn) lastActive() time.Time { return time.Unix(0, c.active.Load()) }
+func (c *conn) draining() bool { return c.p.srv.draining.Load() }
+
+// touch records activity at t. Times are kept on the monotonic clock, as
+// offsets from the server's epoch: the wall clock may step, and idle
+// expiry and least-recently-active choices must not follow it.
+func (c *conn) touch(t time.Time)     { c.active.Store(int64(t.Sub(c.p.srv.epoch))) }
+func (c *conn) lastActive() time.Time { return c.p.srv.epoch.Add(time.Duration(c.active.Load())) }
 
 // drain makes a connection that is waiting for its next request stop
 // waiting; one serving a request finishes it first (serve checks draining

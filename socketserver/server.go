@@ -39,6 +39,7 @@ type Server struct {
 	stats   statsState
 
 	draining  atomic.Bool // Shutdown began: finish requests in flight, read no more
+	epoch     time.Time   // with a monotonic reading: connections' activity is kept relative to it
 	quotas    *connectionQuotas
 	registry  *connregistry.Registry
 	quit      chan struct{} // closed by Close: stop everything now
@@ -78,7 +79,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, registry: cfg.Registry, quit: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
 	s.quotas = newConnectionQuotas(*cfg.Quotas, overrides, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.stats.reset(s) // Stats may be called before Start
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
