@@ -166,3 +166,34 @@ func TestKeySetterGetsFrameKey(t *testing.T) {
 	readResponse(t, c, resp, 5)
 	assert.Len(t, resp.Connections, 1, "the listing shows the connection itself")
 }
+
+// A host-supplied PrincipalBuilder decides the principal of each
+// connection; the default one's rules no longer apply.
+func TestCustomPrincipalBuilder(t *testing.T) {
+	seen := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
+		"security.inter.broker.protocol": "SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":        "SCRAM-SHA-256",
+	}, func(c *socketserver.Config) {
+		withUsers(newUsers(t))(c)
+		c.PrincipalBuilder = func(info socketserver.AuthInfo, _ *listener.PrincipalMapper) (socketserver.Principal, error) {
+			return socketserver.Principal{Type: "Service", Name: info.SASLIdentity + "@" + info.Listener}, nil
+		}
+	}, queueHandler(seen))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("SASL_PLAINTEXT").String()),
+		kgo.SASL(scram.Auth{User: "alice", Pass: alicePassword}.AsSha256Mechanism()))
+	require.NoError(t, err)
+	defer cl.Close()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	}()
+	r := recv(t, seen)
+	assert.Equal(t, socketserver.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, r.Conn.Principal)
+	require.NoError(t, respondEmpty(r))
+	list := srv.Registry().Snapshot(connregistry.Filter{})
+	require.NotEmpty(t, list)
+	assert.Equal(t, connregistry.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, list[0].Principal)
+}
