@@ -55,15 +55,15 @@ func principals(conns []connregistry.ConnectionRecord) []string {
 func TestListEveryBroker(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	start := time.Now()
-	_, aliceAddr := connectClient(t, c.brokers[0], "PLAIN", "alice")
+	_, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
 	anonDialer := &recordingDialer{}
-	anon := newClient(t, c.brokers[1].plain, kgo.Dialer(anonDialer.dial), kgo.ConnIdleTimeout(time.Minute))
+	anon := newClient(t, c.Brokers[1].Plain, kgo.Dialer(anonDialer.dial), kgo.ConnIdleTimeout(time.Minute))
 	_, err := anon.SeedBrokers()[0].Request(ctxTimeout(t, 10*time.Second), newMetadata())
 	require.NoError(t, err)
 	require.Len(t, anonDialer.addrs(), 1)
 	anonAddr := anonDialer.addrs()[0]
-	_, bobAddr := connectClient(t, c.brokers[2], "SCRAM-SHA-256", "bob")
-	admin := c.adminClient(t, 0)
+	_, bobAddr := connectClient(t, c.Brokers[2], "SCRAM-SHA-256", "bob")
+	admin := adminClient(t, c, 0)
 
 	results, err := admin.List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
 	end := time.Now()
@@ -72,7 +72,7 @@ func TestListEveryBroker(t *testing.T) {
 	for i, r := range results {
 		require.NoError(t, r.Err, "broker %d", i)
 		assert.Equal(t, int32(i), r.NodeID)
-		assert.Equal(t, c.brokers[i].client, net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port))), "brokers are found on the listener the admin client used")
+		assert.Equal(t, c.Brokers[i].Client, net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port))), "brokers are found on the listener the admin client used")
 		assert.Contains(t, principals(r.Connections), "User:admin", "broker %d lists the admin's own connection", i)
 		for _, rec := range r.Connections {
 			assert.Equal(t, "127.0.0.1", rec.ClientAddress)
@@ -214,7 +214,7 @@ func TestListEveryBroker(t *testing.T) {
 // message, and no connections.
 func TestListUnauthorized(t *testing.T) {
 	c := startCluster(t, 3, nil)
-	cl := newClient(t, c.brokers[0].client, sasl("PLAIN", "alice"), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
+	cl := newClient(t, c.Brokers[0].Client, sasl("PLAIN", "alice"), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
 	results, err := connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
 	require.NoError(t, err)
 	require.Len(t, results, 3)
@@ -232,10 +232,10 @@ func TestListUnauthorized(t *testing.T) {
 	// Only the broker whose super.users name bob lets him list.
 	c = startCluster(t, 2, func(i int, o *brokerOptions) {
 		if i == 1 {
-			o.superUsers = "User:admin;User:bob"
+			o.SuperUsers = "User:admin;User:bob"
 		}
 	})
-	cl = newClient(t, c.brokers[0].client, sasl("SCRAM-SHA-256", "bob"), connadmin.VersionsOpt(0))
+	cl = newClient(t, c.Brokers[0].Client, sasl("SCRAM-SHA-256", "bob"), connadmin.VersionsOpt(0))
 	results, err = connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
 	require.NoError(t, err)
 	require.Len(t, results, 2)
@@ -247,7 +247,7 @@ func TestListUnauthorized(t *testing.T) {
 // A filter the broker cannot parse is INVALID_REQUEST, on every broker.
 func TestListInvalidFilter(t *testing.T) {
 	c := startCluster(t, 2, nil)
-	admin := c.adminClient(t, 0)
+	admin := adminClient(t, c, 0)
 	for _, f := range []connadmin.Filters{
 		{ClientAddress: strp("not-an-ip")},
 		{ClientAddress: strp("127.0.0.1/33")},
@@ -272,8 +272,8 @@ func TestListInvalidFilter(t *testing.T) {
 func TestListIncludeClosed(t *testing.T) {
 	c := startCluster(t, 1, nil)
 	start := time.Now()
-	alice, aliceAddr := connectClient(t, c.brokers[0], "PLAIN", "alice")
-	admin := c.adminClient(t, 0)
+	alice, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
+	admin := adminClient(t, c, 0)
 	aliceOnly := connadmin.Filters{Principal: strp("User:alice")}
 
 	rs, err := admin.List(ctxTimeout(t, 10*time.Second), aliceOnly)
@@ -314,8 +314,8 @@ func TestListIncludeClosed(t *testing.T) {
 // StreamsGroupTopologyDescriptionUpdate), and fails, without sending,
 // against a broker that does not advertise the key it was given.
 func TestListOtherAPIKey(t *testing.T) {
-	c := startCluster(t, 2, func(_ int, o *brokerOptions) { o.apiKey = 200 })
-	rs, err := c.adminClient(t, 200).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
+	c := startCluster(t, 2, func(_ int, o *brokerOptions) { o.APIKey = 200 })
+	rs, err := adminClient(t, c, 200).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
 	require.NoError(t, err)
 	require.Len(t, rs, 2)
 	for _, r := range rs {
@@ -323,7 +323,7 @@ func TestListOtherAPIKey(t *testing.T) {
 		assert.Contains(t, principals(r.Connections), "User:admin")
 	}
 
-	rs, err = c.adminClient(t, 0).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
+	rs, err = adminClient(t, c, 0).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
 	require.NoError(t, err, "Metadata still works")
 	require.Len(t, rs, 2)
 	for _, r := range rs {

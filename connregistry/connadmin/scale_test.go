@@ -103,10 +103,10 @@ func TestListTenThousand(t *testing.T) {
 		t.Skip("opens 10,000 connections")
 	}
 	c := startCluster(t, 1, nil)
-	holdConnections(t, c.brokers[0].plain, scaleConns)
-	require.Eventually(t, func() bool { return c.brokers[0].reg.Len() >= scaleConns }, time.Minute, 50*time.Millisecond,
-		"the broker registered %d of %d connections", c.brokers[0].reg.Len(), scaleConns)
-	admin := c.adminClient(t, 0)
+	holdConnections(t, c.Brokers[0].Plain, scaleConns)
+	require.Eventually(t, func() bool { return c.Brokers[0].Registry.Len() >= scaleConns }, time.Minute, 50*time.Millisecond,
+		"the broker registered %d of %d connections", c.Brokers[0].Registry.Len(), scaleConns)
+	admin := adminClient(t, c, 0)
 
 	var took []time.Duration
 	for range 5 {
@@ -152,8 +152,8 @@ func BenchmarkList(b *testing.B) {
 	for _, n := range []int{scaleConns, 100_000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			c := startCluster(b, 1, nil)
-			fill(c.brokers[0].reg, n)
-			admin := c.adminClient(b, 0)
+			fill(c.Brokers[0].Registry, n)
+			admin := adminClient(b, c, 0)
 			ctx := ctxTimeout(b, 10*time.Minute)
 			b.ReportAllocs()
 			for b.Loop() {

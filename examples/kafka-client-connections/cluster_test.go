@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"go.uber.org/goleak"
 
-	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -29,81 +25,28 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // The users of every broker's CLIENT listener.
 var passwords = map[string]string{"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
-// defaultSuperUsers may list connections unless a test says otherwise.
-const defaultSuperUsers = "User:admin;User:ANONYMOUS"
+type (
+	cluster       = socketservertest.ListingCluster
+	testBroker    = socketservertest.ListingBroker
+	brokerOptions = socketservertest.ListingOptions
+)
 
-// brokerOptions configure one broker of a test cluster.
-type brokerOptions struct {
-	superUsers string // super.users; defaultSuperUsers unless set
-	apiKey     int16  // the key ListClientConnections is served under; DefaultAPIKey unless set
-}
-
-// testBroker is one in-process broker: a socket server with a SASL
-// listener for clients (CLIENT) and a PLAINTEXT one between brokers
-// (PLAIN).
-type testBroker struct {
-	id     int32
-	srv    *socketserver.Server
-	reg    *connregistry.Registry
-	client string // CLIENT's bound address
-	plain  string // PLAIN's bound address
-}
-
-type cluster struct {
-	brokers []*testBroker
-
-	mu       sync.RWMutex
-	metadata []listener.Broker // every broker's bound endpoints, for Metadata
-}
-
-// startCluster starts n brokers with node ids 0..n-1. Each answers
-// Metadata, listing every broker on the listener the request came through,
-// and ListClientConnections from its own registry through
-// connregistry.Handler. So that a real consumer (kcat) stays connected, a
-// topic asked for by name exists with one empty partition led by broker 0,
-// ListOffsets answers offset 0 and Fetch waits and returns nothing. opt,
-// which may be nil, changes broker i's options.
+// startCluster starts n brokers (socketservertest.NewListingCluster) with
+// the users above; so that a real consumer (kcat) stays connected, ListOffsets answers offset 0 and Fetch waits and returns nothing. opt, which may be nil, changes broker i's
+// options.
 func startCluster(t testing.TB, n int, opt func(i int, o *brokerOptions)) *cluster {
 	t.Helper()
-	users, err := listener.NewUsers(passwords)
-	require.NoError(t, err)
-	c := &cluster{}
-	for i := range n {
-		o := brokerOptions{superUsers: defaultSuperUsers, apiKey: connregistry.DefaultAPIKey}
-		if opt != nil {
-			opt(i, &o)
-		}
-		reg := connregistry.New(0)
-		lcc := &connregistry.Handler{Registry: reg, Authorize: connregistry.SuperUsers(o.superUsers)}
-		key := o.apiKey
-		apis := []socketserver.API{{Key: key, MinVersion: 0, MaxVersion: 0,
-			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{APIKey: key} }}}
+	return socketservertest.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
 		for _, k := range []struct{ key, min, max int16 }{
-			{3, 0, kmsg.NewPtrMetadataRequest().MaxVersion()},
 			{2, 1, 5},  // ListOffsets
 			{1, 4, 11}, // Fetch, by topic name
 		} {
 			api, ok := socketserver.KmsgAPI(k.key, k.min, k.max)
 			require.True(t, ok)
-			apis = append(apis, api)
+			o.APIs = append(o.APIs, api)
 		}
-		srv := socketservertest.NewServer(t, listener.Properties{
-			"listeners":                      "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
-			"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
-			"inter.broker.listener.name":     "PLAIN",
-			"sasl.enabled.mechanisms":        "PLAIN,SCRAM-SHA-256",
-		}, func(cfg *socketserver.Config) {
-			cfg.APIs = apis
-			cfg.Credentials = users
-			cfg.Registry = reg
-		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		o.Handler = socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch body := r.Body.(type) {
-			case *kmsg.MetadataRequest:
-				_ = r.Respond(c.metadataResponse(body, r.Conn.Listener))
-			case *connregistry.ListClientConnectionsRequest:
-				resp := lcc.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), body)
-				resp.APIKey, resp.Version = r.APIKey, r.APIVersion
-				_ = r.Respond(resp)
 			case *kmsg.ListOffsetsRequest:
 				_ = r.Respond(listOffsetsResponse(body))
 			case *kmsg.FetchRequest:
@@ -116,48 +59,11 @@ func startCluster(t testing.TB, n int, opt func(i int, o *brokerOptions)) *clust
 			default:
 				_ = r.CloseConnection()
 			}
-		}))
-		b := &testBroker{id: int32(i), srv: srv, reg: reg, client: srv.Addr("CLIENT").String(), plain: srv.Addr("PLAIN").String()}
-		c.brokers = append(c.brokers, b)
-	}
-	c.mu.Lock()
-	for _, b := range c.brokers {
-		c.metadata = append(c.metadata, listener.Broker{NodeID: b.id, EndPoints: []listener.EndPoint{
-			endPoint(t, "CLIENT", b.client, protocolmap.SASLPlaintext),
-			endPoint(t, "PLAIN", b.plain, protocolmap.Plaintext),
-		}})
-	}
-	c.mu.Unlock()
-	return c
-}
-
-func endPoint(t testing.TB, name, addr string, protocol protocolmap.SecurityProtocol) listener.EndPoint {
-	host, port, err := net.SplitHostPort(addr)
-	require.NoError(t, err)
-	p, err := strconv.Atoi(port)
-	require.NoError(t, err)
-	return listener.EndPoint{Name: protocolmap.ListenerName(name), Host: host, Port: p, SecurityProtocol: protocol}
-}
-
-func (c *cluster) metadataResponse(req *kmsg.MetadataRequest, via protocolmap.ListenerName) *kmsg.MetadataResponse {
-	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	c.mu.RLock()
-	resp.Brokers = listener.MetadataBrokers(via, c.metadata)
-	c.mu.RUnlock()
-	resp.ClusterID = kmsg.StringPtr("connadmin-test")
-	resp.ControllerID = 0
-	for _, rt := range req.Topics {
-		if rt.Topic == nil {
-			continue
+		})
+		if opt != nil {
+			opt(i, o)
 		}
-		t := kmsg.NewMetadataResponseTopic()
-		t.Topic = rt.Topic
-		p := kmsg.NewMetadataResponseTopicPartition()
-		p.Partition, p.Leader, p.Replicas, p.ISR = 0, 0, []int32{0}, []int32{0}
-		t.Partitions = []kmsg.MetadataResponseTopicPartition{p}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp
+	})
 }
 
 func listOffsetsResponse(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
@@ -232,7 +138,7 @@ func sasl(mechanism, user string) kgo.Opt {
 func connectClient(t testing.TB, b *testBroker, mechanism, user string) (*kgo.Client, string) {
 	t.Helper()
 	d := &recordingDialer{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.client), sasl(mechanism, user), kgo.Dialer(d.dial),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Client), sasl(mechanism, user), kgo.Dialer(d.dial),
 		kgo.ConnIdleTimeout(time.Minute), kgo.RequestRetries(1))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)

@@ -44,7 +44,7 @@ func TestKcatListed(t *testing.T) {
 		t.Fatal("kcat is not installed (CI must have it)")
 	}
 	c := startCluster(t, 3, nil)
-	bob := []string{"-b", c.brokers[0].client, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+	bob := []string{"-b", c.Brokers[0].Client, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
 		"-X", "sasl.username=bob", "-X", "sasl.password=bob-secret"}
 
 	// kcat -L reads the cluster's metadata through the same listener.
@@ -53,8 +53,8 @@ func TestKcatListed(t *testing.T) {
 	out, err := exec.CommandContext(ctx, kcat, append([]string{"-L", "-m", "10"}, bob...)...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "3 brokers:")
-	for _, b := range c.brokers {
-		assert.Contains(t, string(out), "at "+b.client)
+	for _, b := range c.Brokers {
+		assert.Contains(t, string(out), "at "+b.Client)
 	}
 
 	// A consumer stays connected until its context ends.
@@ -80,7 +80,7 @@ func TestKcatListed(t *testing.T) {
 	// Poll until kcat's connections are listed.
 	var last cliResult
 	listed := func() bool {
-		last = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--output", "json", "--principal", "User:bob",
+		last = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--output", "json", "--principal", "User:bob",
 			"--command-config", commandConfig(t, "PLAIN", "admin"))
 		if last.code != 0 || json.Unmarshal([]byte(last.stdout), &listing) != nil {
 			return false

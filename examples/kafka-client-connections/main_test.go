@@ -87,9 +87,9 @@ func parseSince(t testing.TB, s string, from, to time.Time) {
 func TestTableSeveralBrokers(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	start := time.Now()
-	_, aliceAddr := connectClient(t, c.brokers[0], "PLAIN", "alice")
-	_, bobAddr := connectClient(t, c.brokers[2], "SCRAM-SHA-256", "bob")
-	res := runCLI(t, "--bootstrap-server", c.brokers[1].client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"))
+	_, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
+	_, bobAddr := connectClient(t, c.Brokers[2], "SCRAM-SHA-256", "bob")
+	res := runCLI(t, "--bootstrap-server", c.Brokers[1].Client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"))
 	end := time.Now()
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
@@ -120,7 +120,7 @@ func TestTableSeveralBrokers(t *testing.T) {
 	assert.Equal(t, "User:bob", bob["PRINCIPAL"])
 
 	// Filters narrow the table.
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"),
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"),
 		"--principal", "User:bob", "--client-address", "127.0.0.0/8", "--listener", "client")
 	require.Equal(t, 0, res.code, res.stderr)
 	_, rows = table(t, res.stdout)
@@ -128,7 +128,7 @@ func TestTableSeveralBrokers(t *testing.T) {
 	assert.Equal(t, "2", rows[0]["BROKER"])
 	assert.Equal(t, bobAddr, net.JoinHostPort(rows[0]["CLIENT-ADDRESS"], rows[0]["PORT"]))
 
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"),
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"),
 		"--client-address", "::1")
 	require.Equal(t, 0, res.code, res.stderr)
 	header, rows = table(t, res.stdout)
@@ -140,8 +140,8 @@ func TestTableSeveralBrokers(t *testing.T) {
 func TestTableOneBroker(t *testing.T) {
 	c := startCluster(t, 1, nil)
 	start := time.Now()
-	_, bobAddr := connectClient(t, c.brokers[0], "SCRAM-SHA-256", "bob")
-	res := runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", commandConfig(t, "SCRAM-SHA-256", "admin"))
+	_, bobAddr := connectClient(t, c.Brokers[0], "SCRAM-SHA-256", "bob")
+	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", commandConfig(t, "SCRAM-SHA-256", "admin"))
 	require.Equal(t, 0, res.code, res.stderr)
 	header, rows := table(t, res.stdout)
 	assert.Equal(t, tableHeader[1:], header)
@@ -178,8 +178,8 @@ type kipConnection struct {
 func TestJSON(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	start := time.Now()
-	_, aliceAddr := connectClient(t, c.brokers[1], "PLAIN", "alice")
-	res := runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--output", "json", "--command-config", commandConfig(t, "PLAIN", "admin"))
+	_, aliceAddr := connectClient(t, c.Brokers[1], "PLAIN", "alice")
+	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--output", "json", "--command-config", commandConfig(t, "PLAIN", "admin"))
 	end := time.Now()
 	require.Equal(t, 0, res.code, res.stderr)
 
@@ -250,11 +250,11 @@ func TestJSON(t *testing.T) {
 func TestNotAuthorized(t *testing.T) {
 	c := startCluster(t, 3, func(i int, o *brokerOptions) {
 		if i == 1 {
-			o.superUsers = "User:admin;User:alice"
+			o.SuperUsers = "User:admin;User:alice"
 		}
 	})
-	_, bobAddr := connectClient(t, c.brokers[1], "SCRAM-SHA-256", "bob")
-	res := runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", commandConfig(t, "PLAIN", "alice"))
+	_, bobAddr := connectClient(t, c.Brokers[1], "SCRAM-SHA-256", "bob")
+	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", commandConfig(t, "PLAIN", "alice"))
 	assert.Equal(t, 1, res.code)
 	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
 	require.Len(t, lines, 2, res.stderr)
@@ -276,7 +276,7 @@ func TestNotAuthorized(t *testing.T) {
 	assert.True(t, ok, "broker 1's connections are printed:\n%s", res.stdout)
 
 	// In JSON the refusals are in each broker's Error.
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--output", "json", "--command-config", commandConfig(t, "PLAIN", "alice"))
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--output", "json", "--command-config", commandConfig(t, "PLAIN", "alice"))
 	assert.Equal(t, 1, res.code)
 	var brokers []struct {
 		BrokerId    int32
@@ -336,13 +336,13 @@ func TestSetupErrors(t *testing.T) {
 		"wrong password": {bad("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password=nope\n"), "finding the brokers"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", tc.config)
+			res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", tc.config)
 			assert.Equal(t, 1, res.code)
 			assert.Contains(t, res.stderr, tc.want)
 			assert.Empty(t, res.stdout)
 		})
 	}
-	res := runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"), "--client-address", "not-an-ip")
+	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", commandConfig(t, "PLAIN", "admin"), "--client-address", "not-an-ip")
 	assert.Equal(t, 1, res.code)
 	assert.Contains(t, res.stderr, "INVALID_REQUEST")
 	assert.Contains(t, res.stderr, "not-an-ip")
@@ -352,13 +352,13 @@ func TestSetupErrors(t *testing.T) {
 func TestIncludeClosed(t *testing.T) {
 	c := startCluster(t, 1, nil)
 	start := time.Now()
-	alice, aliceAddr := connectClient(t, c.brokers[0], "PLAIN", "alice")
+	alice, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
 	alice.Close()
 	f, err := connregistry.NewFilter(ptr("User:alice"), nil, nil)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(c.brokers[0].reg.Closed(f)) == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(c.Brokers[0].Registry.Closed(f)) == 1 }, 10*time.Second, 10*time.Millisecond)
 
-	res := runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--include-closed", "--command-config", commandConfig(t, "PLAIN", "admin"))
+	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--include-closed", "--command-config", commandConfig(t, "PLAIN", "admin"))
 	require.Equal(t, 0, res.code, res.stderr)
 	header, rows := table(t, res.stdout)
 	assert.Equal(t, append(slices.Clone(tableHeader[1:]), "CLOSED-AT", "CLOSE-REASON"), header)
@@ -374,12 +374,12 @@ func TestIncludeClosed(t *testing.T) {
 		}
 	}
 
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--principal", "User:alice", "--command-config", commandConfig(t, "PLAIN", "admin"))
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--principal", "User:alice", "--command-config", commandConfig(t, "PLAIN", "admin"))
 	require.Equal(t, 0, res.code, res.stderr)
 	_, rows = table(t, res.stdout)
 	assert.Empty(t, rows, "without --include-closed a closed connection is not listed")
 
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--include-closed", "--output", "json", "--principal", "User:alice",
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--include-closed", "--output", "json", "--principal", "User:alice",
 		"--command-config", commandConfig(t, "PLAIN", "admin"))
 	require.Equal(t, 0, res.code, res.stderr)
 	var brokers []struct{ Connections []map[string]any }
@@ -393,10 +393,10 @@ func TestIncludeClosed(t *testing.T) {
 
 // --api-key must be the key the brokers serve ListClientConnections under.
 func TestAPIKey(t *testing.T) {
-	c := startCluster(t, 2, func(_ int, o *brokerOptions) { o.apiKey = 200 })
+	c := startCluster(t, 2, func(_ int, o *brokerOptions) { o.APIKey = 200 })
 	admin := commandConfig(t, "PLAIN", "admin")
 
-	res := runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", admin)
+	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", admin)
 	assert.Equal(t, 1, res.code, "the default key, 93, is not served")
 	for _, b := range []string{"broker 0", "broker 1"} {
 		assert.Contains(t, res.stderr, b)
@@ -407,7 +407,7 @@ func TestAPIKey(t *testing.T) {
 	assert.Equal(t, tableHeader, header)
 	assert.Empty(t, rows)
 
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", admin, "--api-key", "200")
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", admin, "--api-key", "200")
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
 	_, rows = table(t, res.stdout)
@@ -415,10 +415,10 @@ func TestAPIKey(t *testing.T) {
 
 	// And the other way round: brokers on 93, the command on another key.
 	c = startCluster(t, 1, nil)
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", admin, "--api-key", "94")
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", admin, "--api-key", "94")
 	assert.Equal(t, 1, res.code)
 	assert.Contains(t, res.stderr, "API key 94")
-	res = runCLI(t, "--bootstrap-server", c.brokers[0].client, "--list", "--command-config", admin, "--api-key", "93")
+	res = runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--command-config", admin, "--api-key", "93")
 	assert.Equal(t, 0, res.code, res.stderr)
 }
 
@@ -426,7 +426,7 @@ func TestAPIKey(t *testing.T) {
 // which super.users names here.
 func TestPlaintextWithoutCommandConfig(t *testing.T) {
 	c := startCluster(t, 2, nil)
-	res := runCLI(t, "--bootstrap-server", c.brokers[1].plain, "--list", "--listener", "PLAIN")
+	res := runCLI(t, "--bootstrap-server", c.Brokers[1].Plain, "--list", "--listener", "PLAIN")
 	require.Equal(t, 0, res.code, res.stderr)
 	_, rows := table(t, res.stdout)
 	require.NotEmpty(t, rows)
