@@ -225,7 +225,7 @@ func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		h, req, err := c.decode(frame)
+		h, req, err := c.decode(frame, time.Now())
 		if err != nil {
 			return nil, 0, err
 		}
@@ -313,7 +313,7 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 			}
 			continue
 		}
-		h, req, err := c.decode(frame)
+		h, req, err := c.decode(frame, time.Now())
 		if err != nil {
 			return "", err
 		}

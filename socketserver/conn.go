@@ -97,7 +97,7 @@ func (c *conn) serve() {
 		}
 		start := time.Now()
 		c.touch(start)
-		h, body, err := c.decode(frame)
+		h, body, err := c.decode(frame, start)
 		if err != nil {
 			c.setReason(connregistry.ProtocolError)
 			log.Info("closing connection", "conn_id", c.info.ID, "err", err, "api_key", h.key, "api_version", h.version)
@@ -172,7 +172,7 @@ func (c *conn) serve() {
 // version check, header tags and body. A too-new ApiVersions request is not
 // decoded: it comes back with a nil body, to be answered in the v0 layout.
 // An error means the connection must close without a response.
-func (c *conn) decode(frame []byte) (header, kmsg.Request, error) {
+func (c *conn) decode(frame []byte, received time.Time) (header, kmsg.Request, error) {
 	apis := c.p.ls.apis
 	h, rest, err := parseHeaderPrefix(frame)
 	if err != nil {
@@ -182,7 +182,7 @@ func (c *conn) decode(frame []byte) (header, kmsg.Request, error) {
 	if h.clientID != nil {
 		clientID = *h.clientID
 	}
-	c.entry.Request(time.Now(), len(frame), clientID)
+	c.entry.Request(received, len(frame), clientID)
 	api, ok := apis.lookup(h.key)
 	if !ok {
 		return h, nil, ErrUnknownAPI
