@@ -89,6 +89,13 @@ func parsePort(s string) (int, error) {
 	return port, nil
 }
 
+// ValidHost reports whether host holds only the characters Kafka allows in
+// a host (Utils.validHostPattern: letters, digits and - % . _ :), the rule
+// for listeners and for max.connections.per.ip.overrides alike.
+func ValidHost(host string) bool {
+	return strings.IndexFunc(host, func(r rune) bool { return !validHostChar(r) }) < 0
+}
+
 func validHostChar(r rune) bool {
 	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' ||
 		r == '-' || r == '%' || r == '.' || r == '_' || r == ':'

@@ -258,7 +258,7 @@ func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
 		}
 		var invalid []string
 		for _, e := range entries {
-			if strings.IndexFunc(e.Key, func(r rune) bool { return !validHostRune(r) }) >= 0 {
+			if !listener.ValidHost(e.Key) {
 				invalid = append(invalid, e.Key)
 			}
 		}
@@ -302,11 +302,4 @@ func listenerOverrides(cfg *listener.Config, key string) (map[protocolmap.Listen
 		out[l.Name] = n
 	}
 	return out, nil
-}
-
-// validHostRune is Kafka's rule for the hosts of
-// max.connections.per.ip.overrides: letters, digits and - % . _ :.
-func validHostRune(r rune) bool {
-	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' ||
-		r == '-' || r == '%' || r == '.' || r == '_' || r == ':'
 }

@@ -81,7 +81,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
 	s.quotas = newConnectionQuotas(*cfg.Quotas, overrides, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
-	s.stats.reset(s) // Stats may be called before Start
+	s.stats.reset() // Stats may be called before Start
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
@@ -135,7 +135,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ls.ln = ln
 	}
 	s.started = true
-	s.stats.reset(s)
+	s.stats.reset()
 	for _, ls := range s.listeners {
 		for _, p := range ls.processors {
 			s.workers.Go(p.run)
@@ -488,7 +488,7 @@ type statsState struct {
 	busy map[int]int64
 }
 
-func (st *statsState) reset(s *Server) {
+func (st *statsState) reset() {
 	st.at = time.Now()
 	st.busy = map[int]int64{}
 }
