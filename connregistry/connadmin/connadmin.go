@@ -88,8 +88,9 @@ func (e *ErrorMessage) Unwrap() error { return e.Code }
 
 // ErrNotAdvertised is a broker's failure when its ApiVersions response
 // does not list the key the Client sends ListClientConnections under: the
-// broker does not serve the API, or serves it under another key. kgo then
-// refuses to send the request, calling the broker too old.
+// broker does not serve the API, or serves it under another key. The
+// Client asks each broker for its API versions before it sends, so such a
+// broker never sees the request (it would close the connection unanswered).
 var ErrNotAdvertised = errors.New("connadmin: the broker does not advertise API key")
 
 // List asks every broker of the cluster, found through a Metadata request,
@@ -122,11 +123,17 @@ func (c *Client) ListBroker(ctx context.Context, nodeID int32, f Filters) Broker
 func (c *Client) listBroker(ctx context.Context, nodeID int32, f Filters) ([]connregistry.ConnectionRecord, error) {
 	req := &connregistry.ListClientConnectionsRequest{APIKey: c.key, PrincipalFilter: f.Principal,
 		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed}
+	// Ask first: a broker that does not know the key closes the
+	// connection without an answer, which a client sees only as EOF.
+	ok, err := c.advertises(ctx, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("connadmin: asking broker %d for its API versions: %w", nodeID, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w %d, under which this client sends ListClientConnections", ErrNotAdvertised, c.key)
+	}
 	raw, err := c.cl.Broker(int(nodeID)).RetriableRequest(ctx, req)
 	if err != nil {
-		if ok, verr := c.advertises(ctx, nodeID); verr == nil && !ok {
-			return nil, fmt.Errorf("%w %d, under which this client sends ListClientConnections (kgo: %w)", ErrNotAdvertised, c.key, err)
-		}
 		return nil, err
 	}
 	resp, ok := raw.(*connregistry.ListClientConnectionsResponse)

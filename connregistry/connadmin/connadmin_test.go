@@ -332,4 +332,10 @@ func TestListOtherAPIKey(t *testing.T) {
 		assert.Contains(t, r.Err.Error(), "API key 93")
 		assert.Nil(t, r.Connections)
 	}
+	for _, b := range c.Brokers {
+		for _, closed := range b.Registry.Closed(connregistry.Filter{}) {
+			assert.NotEqual(t, connregistry.ProtocolError, closed.CloseReason,
+				"broker %d was sent the key it does not serve", b.ID)
+		}
+	}
 }
