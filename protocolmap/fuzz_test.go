@@ -1,6 +1,8 @@
 package protocolmap_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -40,6 +42,39 @@ func FuzzParse(f *testing.F) {
 			if again[k] != v {
 				t.Fatalf("round trip changed %s: %v -> %v", k, v, again[k])
 			}
+		}
+	})
+}
+
+// FuzzParseCSVMap checks the parser of every key:value list
+// (listener.security.protocol.map, max.connections.per.ip.overrides): it
+// never panics; accepted entries have trimmed, non-blank keys, trimmed
+// values and no key twice (regardless of case); a refusal is a
+// *ConfigError naming the configuration key.
+func FuzzParseCSVMap(f *testing.F) {
+	for _, s := range []string{
+		"", "a:1", " a : 1 , b:2 ,", "::1:5,[::1]:6", "a:1,A:2", ":1", "a", "a:", "x:y:z", ",,,",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		entries, err := protocolmap.ParseCSVMap("some.key", value)
+		if err != nil {
+			var ce *protocolmap.ConfigError
+			if !errors.As(err, &ce) || ce.Key != "some.key" || ce.Rule == "" {
+				t.Fatalf("ParseCSVMap(%q) = %v, not a ConfigError naming the key", value, err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if e.Key == "" || e.Key != strings.TrimSpace(e.Key) || e.Value != strings.TrimSpace(e.Value) {
+				t.Fatalf("ParseCSVMap(%q): untrimmed or blank entry %+v", value, e)
+			}
+			if seen[strings.ToUpper(e.Key)] {
+				t.Fatalf("ParseCSVMap(%q): key %q twice", value, e.Key)
+			}
+			seen[strings.ToUpper(e.Key)] = true
 		}
 	})
 }

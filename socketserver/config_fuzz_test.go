@@ -1,0 +1,100 @@
+package socketserver_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// FuzzConfig runs a server.properties text through the whole configuration
+// path a host uses, listener.ParseProperties, listener.Resolve and
+// ConfigFromProperties, and checks that it never panics, that every error
+// after reading names the key and value it refuses (a
+// *protocolmap.ConfigError, or a plain error naming a key), and that an
+// accepted configuration has sane values.
+func FuzzConfig(f *testing.F) {
+	for _, s := range []string{
+		"listeners=PLAINTEXT://127.0.0.1:9092",
+		"listeners=CLIENT://:9092,REPLICATION://[::1]:9093,CONTROLLER://localhost:9094\n" +
+			"listener.security.protocol.map=CLIENT:SASL_SSL,REPLICATION:PLAINTEXT,CONTROLLER:SSL\n" +
+			"inter.broker.listener.name=REPLICATION\ncontrol.plane.listener.name=CONTROLLER\n" +
+			"advertised.listeners=CLIENT://broker.example:9092,REPLICATION://[::1]:9093\n" +
+			"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\nlistener.name.client.num.network.threads=2\n" +
+			"ssl.client.auth=requested\nssl.keystore.type=PEM\nssl.keystore.key=x\n",
+		"listeners=A://:1,B://:2\nlistener.security.protocol.map=A:PLAINTEXT,B:PLAINTEXT\nsecurity.inter.broker.protocol=PLAINTEXT\n",
+		"listeners=PLAINTEXT://:9092\nmax.connections=10\nmax.connections.per.ip=0\nmax.connections.per.ip.overrides=127.0.0.1:5,[::1]:7,localhost:2\n" +
+			"max.connection.creation.rate=3\nlistener.name.plaintext.max.connections=4\nqueued.max.requests=1\n" +
+			"socket.request.max.bytes=-1\nconnections.max.idle.ms=0\nsasl.server.max.receive.size=100\n",
+		"listeners=SASL_PLAINTEXT://:9092\nsasl.kerberos.principal.to.local.rules=RULE:^CN=(.*?),OU=.*$/$1/L,DEFAULT\n" +
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"b\";\n" +
+			"ssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/U,DEFAULT\nconnection.failed.authentication.delay.ms=5\n",
+		"listeners = PLAINTEXT://\\u0041:9\\\n 092\n! comment\n# another\nnum.network.threads:0\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		props, err := listener.ParseProperties(text)
+		if err != nil {
+			return
+		}
+		for k := range props {
+			// A location names a file, and a fuzzer may name /dev/zero.
+			if strings.HasSuffix(k, ".location") {
+				t.Skip("reads files")
+			}
+		}
+		cfg, err := listener.Resolve(props)
+		if err != nil {
+			checkConfigError(t, props, err)
+			return
+		}
+		if len(cfg.Listeners) == 0 {
+			t.Fatalf("Resolve accepted %q with no listeners", text)
+		}
+		sc, err := socketserver.ConfigFromProperties(cfg)
+		if err != nil {
+			checkConfigError(t, props, err)
+			return
+		}
+		if sc.RequestMaxBytes < 0 || sc.QueuedMaxRequests < 1 || sc.ConnectionsMaxIdle < 0 || sc.SASLMaxReceiveSize < 0 {
+			t.Fatalf("ConfigFromProperties accepted out-of-range values from %q: %+v", text, sc)
+		}
+		for name, n := range sc.NetworkThreads {
+			if n < 1 {
+				t.Fatalf("listener %s got %d network threads from %q", name, n, text)
+			}
+		}
+	})
+}
+
+// checkConfigError fails unless err names a key that is set in props, or a
+// key with a default (whose absence or combination is the fault).
+func checkConfigError(t *testing.T, props listener.Properties, err error) {
+	t.Helper()
+	var ce *protocolmap.ConfigError
+	if errors.As(err, &ce) {
+		if ce.Key == "" || ce.Rule == "" {
+			t.Fatalf("a ConfigError without its key or rule: %#v", ce)
+		}
+		return
+	}
+	if err.Error() == "" {
+		t.Fatalf("an empty error")
+	}
+	msg := err.Error()
+	for k := range props {
+		if strings.Contains(msg, k) {
+			return
+		}
+	}
+	for _, k := range []string{"listener", "ssl.", "sasl", "max.connections", "principal"} {
+		if strings.Contains(msg, k) {
+			return
+		}
+	}
+	t.Fatalf("error %q names no key", msg)
+}
