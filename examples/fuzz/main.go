@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// target is one fuzz function and the package directory holding it.
+type target struct {
+	Dir  string // relative to the module root, "./listener"
+	Name string
+}
+
+// result is what running a target came to.
+type result struct {
+	target
+	Elapsed time.Duration
+	Execs   string // the fuzzer's last reported count
+	Err     error
+	Output  string // the tail of go test's output, kept for failures
+}
+
+var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(\w+ \*testing\.F\)`)
+
+// findTargets lists the fuzz targets under root, ordered by package and
+// name, skipping testdata and node_modules folders.
+func findTargets(root string) ([]target, error) {
+	var out []target
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		for _, m := range fuzzFunc.FindAllSubmatch(src, -1) {
+			out = append(out, target{Dir: "./" + filepath.ToSlash(rel), Name: string(m[1])})
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b target) int {
+		if c := strings.Compare(a.Dir, b.Dir); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, err
+}
+
+var execsLine = regexp.MustCompile(`execs: (\d+)`)
+
+// runTarget fuzzes t for d in the module at root, with parallel workers
+// (0: go test's default).
+func runTarget(ctx context.Context, root string, t target, d time.Duration, parallel int) result {
+	args := []string{"test", "-run", "^$", "-fuzz", "^" + t.Name + "$", "-fuzztime", d.String()}
+	if parallel > 0 {
+		args = append(args, "-parallel", fmt.Sprint(parallel))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, t.Dir)...)
+	cmd.Dir = root
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	r := result{target: t, Elapsed: time.Since(start), Err: err}
+	if m := execsLine.FindAllSubmatch(out, -1); len(m) > 0 {
+		r.Execs = string(m[len(m)-1][1])
+	}
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		r.Output = strings.Join(lines[max(0, len(lines)-30):], "\n")
+	}
+	return r
+}
+
+// moduleRoot is the directory of the go.mod governing the working
+// directory.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside a Go module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// run is the command: it returns the process's exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("fuzz", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fuzztime := fl.Duration("fuzztime", 10*time.Minute, "how long to fuzz each target")
+	only := fl.String("run", "", "fuzz only the targets whose name matches this regular expression")
+	parallel := fl.Int("parallel", 0, "fuzzing workers per target (0: GOMAXPROCS)")
+	list := fl.Bool("list", false, "list the targets and exit")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	var match *regexp.Regexp
+	if *only != "" {
+		var err error
+		if match, err = regexp.Compile(*only); err != nil {
+			fmt.Fprintf(stderr, "fuzz: -run: %v\n", err)
+			return 2
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintf(stderr, "fuzz: %v\n", err)
+		return 1
+	}
+	targets, err := findTargets(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "fuzz: finding targets: %v\n", err)
+		return 1
+	}
+	if match != nil {
+		targets = slices.DeleteFunc(targets, func(t target) bool { return !match.MatchString(t.Name) })
+	}
+	if len(targets) == 0 {
+		fmt.Fprintln(stderr, "fuzz: no targets")
+		return 1
+	}
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	if *list {
+		for _, t := range targets {
+			fmt.Fprintf(w, "%s %s\n", t.Dir, t.Name)
+		}
+		return 0
+	}
+	fmt.Fprintf(w, "%-30s %-32s %10s %12s  %s\n", "package", "target", "elapsed", "execs", "result")
+	failed := 0
+	for _, t := range targets {
+		r := runTarget(ctx, root, t, *fuzztime, *parallel)
+		status := "ok"
+		if r.Err != nil {
+			status = "FAIL: " + r.Err.Error()
+			failed++
+		}
+		fmt.Fprintf(w, "%-30s %-32s %10s %12s  %s\n", t.Dir, t.Name, r.Elapsed.Round(time.Second), r.Execs, status)
+		if r.Err != nil {
+			fmt.Fprintf(w, "%s\n", r.Output)
+		}
+		w.Flush()
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed > 0 || ctx.Err() != nil {
+		fmt.Fprintf(w, "%d of %d targets failed\n", failed, len(targets))
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFindTargets(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, text string) {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte(text), 0o644))
+	}
+	write("b/x_test.go", "package b\nfunc FuzzB(f *testing.F) {}\nfunc FuzzA(fz *testing.F) {}\n// func FuzzNot(f *testing.F)\nfunc TestC(t *testing.T) {}\n")
+	write("a/y_test.go", "package a\nfunc FuzzZ(f *testing.F) {}\n")
+	write("a/y.go", "package a\nfunc FuzzNotATest(f *testing.F) {}\n")
+	write("a/testdata/z_test.go", "package z\nfunc FuzzInTestdata(f *testing.F) {}\n")
+	write("node_modules/m/q_test.go", "package m\nfunc FuzzInModules(f *testing.F) {}\n")
+	got, err := findTargets(root)
+	require.NoError(t, err)
+	assert.Equal(t, []target{{"./a", "FuzzZ"}, {"./b", "FuzzA"}, {"./b", "FuzzB"}}, got)
+}
+
+// TestModuleTargets checks that the module's own targets are found, in
+// every package that has parsers of untrusted bytes.
+func TestModuleTargets(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"-list"}, &out, &errOut), errOut.String())
+	for _, want := range []string{
+		"./socketserver FuzzReadFrame", "./socketserver FuzzParseHeaderPrefix", "./socketserver FuzzSASLPreAuth",
+		"./socketserver FuzzConfig", "./connregistry FuzzDecode", "./listener FuzzSCRAMClientFirst",
+		"./listener FuzzParseProperties", "./protocolmap FuzzParse",
+	} {
+		assert.Contains(t, out.String(), want+"\n")
+	}
+}
+
+// TestEveryTargetBriefly fuzzes every target of the module for a few
+// seconds. It is slow (a build per package), so it runs in CI (CI set) or
+// when KAFKANET_FUZZ_SMOKE is set.
+func TestEveryTargetBriefly(t *testing.T) {
+	if os.Getenv("CI") == "" && os.Getenv("KAFKANET_FUZZ_SMOKE") == "" {
+		t.Skip("set CI or KAFKANET_FUZZ_SMOKE to fuzz every target briefly")
+	}
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"-fuzztime", "2s"}, &out, &errOut)
+	t.Log("\n" + out.String())
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	assert.GreaterOrEqual(t, strings.Count(out.String(), " ok\n"), 17)
+}
+
+func TestBadFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), []string{"-run", "("}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "-run")
+	assert.Equal(t, 1, run(context.Background(), []string{"-run", "NoSuchTarget", "-list"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "no targets")
+}
