@@ -1,5 +1,14 @@
 // Command fuzz runs every native Go fuzz target of kafkanet in turn, for
-// the same time each, and prints a table of what each did; CI runs it for
-// two seconds a target, and a ten-minute run per target is the bar before
-// a parser change lands. See main.go for its flags.
+// the same time each, and prints a table of what each did:
+//
+//	go run ./examples/fuzz                  # every target for 10 minutes
+//	go run ./examples/fuzz -fuzztime 2s     # a smoke run, as CI does
+//	go run ./examples/fuzz -run 'SASL|Frame' -fuzztime 1m
+//
+// It finds targets by reading the module's _test.go files for
+// "func FuzzXxx(f *testing.F)" and runs "go test -run ^$ -fuzz ^FuzzXxx$"
+// in the target's package, so a failing input is written to that package's
+// testdata/fuzz as go test does. It exits 1 when any target fails. CI runs
+// it for two seconds a target; ten minutes a target is the bar before a
+// parser change lands.
 package main
