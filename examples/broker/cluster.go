@@ -49,6 +49,8 @@ type brokerSettings struct {
 	// jaasWarnings are about sasl.jaas.config settings without the
 	// listener and mechanism prefix, which a broker ignores.
 	jaasWarnings []string
+	// groups are the group coordinator's settings (groups.go).
+	groups groupSettings
 }
 
 // readSettings reads the broker's settings from cfg's properties and checks
@@ -98,6 +100,9 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 			Rule: "must be an API key no other served API uses (93, KIP-1329's, or a free key such as 1000)"}
 	}
 	s.listConnectionsKey = int16(key)
+	if s.groups, err = readGroupSettings(cfg); err != nil {
+		return brokerSettings{}, err
+	}
 	s.superUsers, _ = cfg.Properties().Get("super.users")
 	if v, ok := cfg.Properties().Get("auto.create.topics.enable"); ok {
 		if s.autoCreate, err = strconv.ParseBool(v); err != nil {
@@ -177,12 +182,15 @@ type cluster struct {
 	// brokers; reload replaces them.
 	creds     *credentials
 	reloading sync.Mutex // one reload at a time
+	// groups is the group coordinator of every group; each group's
+	// requests go to the broker coordinatorOf names.
+	groups *coordinator
 
 	stopping chan struct{} // closed when the cluster stops: long polls answer now
 	stopOnce sync.Once
 	cancel   context.CancelFunc // ends the Serve loops
 	serving  sync.WaitGroup     // Serve loops
-	waiting  sync.WaitGroup     // long-poll fetches
+	waiting  sync.WaitGroup     // long-poll fetches, waiting group requests, the coordinator's deadlines
 }
 
 // broker is one broker of the cluster: a socket server and its node id.
@@ -228,6 +236,8 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 		creds: creds, stopping: make(chan struct{}), cancel: cancel,
 	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c.groups = newCoordinator(set.groups, c.state, logger, c.stopping)
+	c.waiting.Go(c.groups.run)
 	for i, bcfg := range cfgs {
 		b, err := c.startBroker(ctx, bcfg, set.nodeID+int32(i))
 		if err != nil {

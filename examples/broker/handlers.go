@@ -24,6 +24,18 @@ func dataPlaneAPIs() []socketserver.API {
 		kmsgAPI(kmsg.InitProducerID, 0, 5),
 		kmsgAPI(kmsg.DescribeCluster, 0, 2),
 		kmsgAPI(kmsg.CreateTopics, 0, 7),
+		// The group coordinator (groups.go): every version kmsg knows.
+		// OffsetCommit and OffsetFetch v10 name topics by id; v9 adds
+		// nothing a classic group uses.
+		kmsgAPI(kmsg.FindCoordinator, 0, 6), // v4+ batches keys; v6 adds share groups, refused
+		kmsgAPI(kmsg.JoinGroup, 0, 9),
+		kmsgAPI(kmsg.SyncGroup, 0, 5),
+		kmsgAPI(kmsg.Heartbeat, 0, 4),
+		kmsgAPI(kmsg.LeaveGroup, 0, 5),
+		kmsgAPI(kmsg.OffsetCommit, 0, 10),
+		kmsgAPI(kmsg.OffsetFetch, 0, 10),
+		kmsgAPI(kmsg.DescribeGroups, 0, 6),
+		kmsgAPI(kmsg.ListGroups, 0, 5),
 	}
 }
 
@@ -71,6 +83,24 @@ func (b *broker) ServeKafka(r *socketserver.Request) {
 		b.respond(r, b.describeCluster(r, req))
 	case *kmsg.CreateTopicsRequest:
 		b.respond(r, b.createTopics(req))
+	case *kmsg.FindCoordinatorRequest:
+		b.respond(r, b.findCoordinator(r, req))
+	case *kmsg.JoinGroupRequest:
+		b.joinGroup(r, req)
+	case *kmsg.SyncGroupRequest:
+		b.syncGroup(r, req)
+	case *kmsg.HeartbeatRequest:
+		b.respond(r, b.heartbeat(req))
+	case *kmsg.LeaveGroupRequest:
+		b.respond(r, b.leaveGroup(req))
+	case *kmsg.OffsetCommitRequest:
+		b.respond(r, b.offsetCommit(req))
+	case *kmsg.OffsetFetchRequest:
+		b.respond(r, b.offsetFetch(req))
+	case *kmsg.DescribeGroupsRequest:
+		b.respond(r, b.describeGroups(req))
+	case *kmsg.ListGroupsRequest:
+		b.respond(r, b.listGroups(req))
 	case *connregistry.ListClientConnectionsRequest:
 		b.respond(r, b.connections.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), req))
 	default: // not reached: the server passes on only the APIs enabled
