@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rcrowley/go-metrics"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,7 +19,12 @@ import (
 	"github.com/kafkanet/kafkanet/listener"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// sarama starts a goroutine, never stopped, for its metrics' meters
+	// unless go-metrics is told to use no-op metrics; goleak would see it.
+	metrics.UseNilMetrics = true
+	goleak.VerifyTestMain(m)
+}
 
 // testSettings are the built-in KIP-103 listeners on ephemeral loopback
 // ports, as -set settings, but with every listener PLAINTEXT (the built-in

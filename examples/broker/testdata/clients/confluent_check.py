@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
-"""Produce and consume through a SASL_PLAINTEXT listener with confluent-kafka.
+"""Check a broker with confluent-kafka: metadata, create topic, produce, consume.
 
-Usage: confluent_check.py BOOTSTRAP MECHANISM USER PASSWORD
+Usage: confluent_check.py BOOTSTRAP MECHANISM USER PASSWORD TOPIC [GROUP]
 
+MECHANISM is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 for a SASL_PLAINTEXT
+listener, or PLAINTEXT for no SASL (USER and PASSWORD are then ignored).
 confluent-kafka-python (Debian's python3-confluent-kafka, on librdkafka)
-creates a topic with the AdminClient, produces N records to it, consumes
-them back from partition 0 with an assigned partition (no consumer group:
-the broker serves none), and prints "OK confluent-kafka ..." on success. A
-SASL authentication error, reported by librdkafka's error callback, fails at
-once; any failure exits non-zero with a message on stderr, and every step
-has a timeout.
+reads the cluster's metadata and creates TOPIC with P partitions with the
+AdminClient, produces N records spread over them, and consumes them back:
+without GROUP from assigned partitions, with GROUP through that consumer
+group (subscribe, consume, commit, close). It prints "OK confluent-kafka
+VERSION MECHANISM brokers=B ..." on success. A SASL authentication error,
+reported by librdkafka's error callback, fails at once; any failure exits 1
+with "FAIL confluent-kafka: ..." on stderr, and every step has a timeout.
 """
 import sys
 import time
-import uuid
 
-N = 10
+N = 9
+P = 3
 TIMEOUT_S = 20
 
 
@@ -25,10 +28,11 @@ def fail(msg):
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (6, 7):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    bootstrap, mechanism, user, password = sys.argv[1:5]
+    bootstrap, mechanism, user, password, topic = sys.argv[1:6]
+    group = sys.argv[6] if len(sys.argv) == 7 else None
     try:
         import confluent_kafka
         from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -45,15 +49,17 @@ def main():
     common = {
         "bootstrap.servers": bootstrap,
         "client.id": "confluent-kafka-check",
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanisms": mechanism,
-        "sasl.username": user,
-        "sasl.password": password,
         "error_cb": on_error,
         "socket.timeout.ms": TIMEOUT_S * 1000,
     }
-    topic = "confluent-" + uuid.uuid4().hex[:8]
-    values = [("value-%d" % i).encode() for i in range(N)]
+    if mechanism != "PLAINTEXT":
+        common.update({
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": mechanism,
+            "sasl.username": user,
+            "sasl.password": password,
+        })
+    values = sorted(("value-%d" % i).encode() for i in range(N))
 
     admin = AdminClient(dict(common))
     try:
@@ -70,7 +76,7 @@ def main():
                     raise
         if not md.brokers:
             fail("metadata lists no brokers")
-        futures = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
+        futures = admin.create_topics([NewTopic(topic, num_partitions=P, replication_factor=1)],
                                       request_timeout=TIMEOUT_S)
         futures[topic].result(timeout=TIMEOUT_S)
     except KafkaException as e:
@@ -84,34 +90,46 @@ def main():
             fail("delivery failed: %s" % err.str())
         delivered.append(msg.offset())
 
-    for v in values:
-        producer.produce(topic, value=v, partition=0, on_delivery=on_delivery)
+    for i, v in enumerate(values):
+        producer.produce(topic, value=v, partition=i % P, on_delivery=on_delivery)
     left = producer.flush(TIMEOUT_S)
     if left or len(delivered) != N:
         fail("%d of %d records not delivered" % (N - len(delivered), N))
 
     consumer = Consumer(dict(common, **{
-        "group.id": "confluent-kafka-check",  # required by the binding; no group is joined
+        # The binding requires a group.id; without GROUP none is joined.
+        "group.id": group or "confluent-kafka-check",
         "enable.auto.commit": False,
         "enable.partition.eof": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": 10000,
+        "heartbeat.interval.ms": 1000,
     }))
     got = []
     try:
-        consumer.assign([TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+        if group is None:
+            consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(P)])
+        else:
+            consumer.subscribe([topic])
         deadline = time.monotonic() + TIMEOUT_S
         while len(got) < N and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
+            msg = consumer.poll(0.5)
             if msg is None:
                 continue
             if msg.error():
                 fail("consume failed: %s" % msg.error().str())
             got.append(msg.value())
+        if group is not None and len(got) == N:
+            consumer.commit(asynchronous=False)
+    except KafkaException as e:
+        fail("consume failed: %s" % e)
     finally:
         consumer.close()
-    if got != values:
+    if sorted(got) != values:
         fail("consumed %d of %d records: %r" % (len(got), N, got))
-    print("OK confluent-kafka %s (librdkafka %s) %s produced and consumed %d records as %s" % (
-        confluent_kafka.version()[0], confluent_kafka.libversion()[0], mechanism, N, user))
+    how = "through group %s, committed" % group if group else "from assigned partitions"
+    print("OK confluent-kafka %s (librdkafka %s) %s brokers=%d produced and consumed %d records %s" % (
+        confluent_kafka.version()[0], confluent_kafka.libversion()[0], mechanism, len(md.brokers), N, how))
 
 
 if __name__ == "__main__":
