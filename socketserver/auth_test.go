@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -468,6 +469,63 @@ func TestSASLPreAuthentication(t *testing.T) {
 				requireNothingSeen(t)
 			})
 		}
+	})
+
+	t.Run("every enabled API before authentication closes the connection", func(t *testing.T) {
+		// The APIs come from the listener's own ApiVersions answer, which
+		// lists them all before authentication, as Kafka's does.
+		rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+		av := rc.roundTrip(apiVersionsReq(3, "test", "1")).(*kmsg.ApiVersionsResponse)
+		require.Equal(t, int16(0), av.ErrorCode)
+		require.Greater(t, len(av.ApiKeys), 50)
+		rc.c.Close()
+		stages := []struct {
+			name   string
+			before func(rc *rawClient)
+			skip   []int16 // the requests this stage allows
+		}{
+			{"first request", func(*rawClient) {}, []int16{17, 18}},
+			{"after ApiVersions", func(rc *rawClient) { rc.roundTrip(apiVersionsReq(3, "test", "1")) }, []int16{17}},
+			{"after SaslHandshake v1", func(rc *rawClient) {
+				require.Equal(t, int16(0), rc.handshake(1, "PLAIN").ErrorCode)
+			}, []int16{36}},
+			{"mid SCRAM", func(rc *rawClient) {
+				require.Equal(t, int16(0), rc.handshake(1, "SCRAM-SHA-256").ErrorCode)
+				first, _ := newSASLClient(t, "SCRAM-SHA-256", "alice", alicePassword)(nil)
+				require.Equal(t, int16(0), rc.authenticate(1, first).ErrorCode)
+			}, []int16{36}},
+			// After SaslHandshake v0 the next frame is a raw token: any
+			// request is a malformed one.
+			{"after SaslHandshake v0", func(rc *rawClient) {
+				require.Equal(t, int16(0), rc.handshake(0, "PLAIN").ErrorCode)
+			}, nil},
+		}
+		n := 0
+		for _, st := range stages {
+			for _, k := range av.ApiKeys {
+				if slices.Contains(st.skip, k.ApiKey) {
+					continue
+				}
+				versions := []int16{k.MaxVersion}
+				if st.name == "first request" && k.MinVersion != k.MaxVersion {
+					versions = append(versions, k.MinVersion)
+				}
+				for _, v := range versions {
+					rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+					st.before(rc)
+					req := kmsg.RequestForKey(k.ApiKey)
+					req.SetVersion(v)
+					rc.send(req)
+					requireClosedNoResponse(t, rc.c)
+					requireNothingSeen(t)
+					rc.c.Close()
+					n++
+				}
+			}
+		}
+		t.Logf("%d APIs, %d requests before authentication, all closed unanswered", len(av.ApiKeys), n)
+		requireConnCount(t, srv, "SASL_PLAINTEXT", 0)
+		requireNothingSeen(t)
 	})
 
 	t.Run("unknown mechanism", func(t *testing.T) {

@@ -2,6 +2,8 @@ package socketserver_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -254,30 +256,90 @@ func TestServeContextCancelled(t *testing.T) {
 }
 
 // A handler that panics loses its connection; the server and the other
-// connections go on.
+// connections go on. The log (an error record) carries the panic value and
+// the stack, down to the handler's frame; no goroutine or memory is left
+// behind. A panic after the handler answered closes the connection too.
 func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	var mu sync.Mutex
 	panicked := 0
 	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
-		if r.ClientID != nil && *r.ClientID == "boom" {
+		if r.ClientID == nil {
+			_ = respondEmpty(r)
+			return
+		}
+		switch *r.ClientID {
+		case "boom", "boom-error", "boom-after-answer":
 			mu.Lock()
 			panicked++
 			mu.Unlock()
+		}
+		switch *r.ClientID {
+		case "boom":
 			panic("handler bug")
+		case "boom-error":
+			panic(fmt.Errorf("handler error %d", 42))
+		case "boom-after-answer":
+			_ = respondEmpty(r)
+			panic("handler bug after answering")
 		}
 		_ = respondEmpty(r)
 	})
-	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1"}, withAPIs, h)
+	logs, logger := newLogCapture()
+	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1"}, func(c *socketserver.Config) {
+		withAPIs(c)
+		c.Logger = logger
+	}, h)
 	good := socketservertest.Dial(t, srv, "PLAINTEXT")
 	metadataRoundTrip(t, good, 1, 1)
+	base := takeBaseline()
 	for range 3 {
 		bad := socketservertest.Dial(t, srv, "PLAINTEXT")
 		write(t, bad, requestFrame(metadataReq(1), 2, strp("boom")))
 		requireClosedNoResponse(t, bad)
 		metadataRoundTrip(t, good, 1, 3)
 	}
-	metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 4)
+	bad := socketservertest.Dial(t, srv, "PLAINTEXT")
+	write(t, bad, requestFrame(metadataReq(1), 2, strp("boom-error")))
+	requireClosedNoResponse(t, bad)
+
+	// Answered, then panicked: the connection closes all the same (the
+	// answer, which may or may not have left by then, is not waited for).
+	bad = socketservertest.Dial(t, srv, "PLAINTEXT")
+	write(t, bad, requestFrame(metadataReq(1), 5, strp("boom-after-answer")))
+	readUntilClosed(t, bad, 5*time.Second)
+
+	metadataRoundTrip(t, good, 1, 4)
+	other := socketservertest.Dial(t, srv, "PLAINTEXT")
+	metadataRoundTrip(t, other, 1, 4)
+	require.NoError(t, other.Close())
 	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, 3, panicked)
+	assert.Equal(t, 5, panicked)
+	mu.Unlock()
+
+	errs := logs.atLeast(slog.LevelError)
+	require.Len(t, errs, 5, "one error record per panic")
+	values := map[string]int{}
+	for _, r := range errs {
+		values[r.attrs["panic"]]++
+		stack := r.attrs["stack"]
+		assert.Contains(t, stack, "goroutine ", "the stack trace")
+		assert.Contains(t, stack, "TestHandlerPanicClosesOnlyItsConnection.func1", "the stack reaches the handler")
+		assert.Contains(t, stack, "lifecycle_test.go:", "the stack names the handler's file and line")
+		assert.NotEmpty(t, r.attrs["conn_id"])
+	}
+	assert.Equal(t, map[string]int{"handler bug": 3, "handler error 42": 1, "handler bug after answering": 1}, values)
+
+	// The panicking connections are gone, and nothing of them remains.
+	require.NoError(t, good.Close())
+	requireConnCount(t, srv, "PLAINTEXT", 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		now := takeBaseline()
+		if now.goroutines <= base.goroutines && now.heap <= base.heap+heapSlack {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "goroutines %d (baseline %d), HeapInuse %d KiB (baseline %d KiB)",
+			now.goroutines, base.goroutines, now.heap>>10, base.heap>>10)
+		time.Sleep(10 * time.Millisecond) // between polls
+	}
 }

@@ -227,7 +227,9 @@ func (s *Server) handle(h Handler, r *Request) {
 		if v := recover(); v != nil {
 			s.log.Error("handler panicked; closing the connection", "conn_id", r.Conn.ID,
 				"api_key", r.APIKey, "panic", v, "stack", string(debug.Stack()))
-			_ = r.CloseConnection()
+			if r.CloseConnection() != nil { // answered before the panic: close all the same
+				r.conn.closeWith(connregistry.HandlerClosed)
+			}
 		}
 	}()
 	h.ServeKafka(r)
