@@ -61,6 +61,9 @@ func (c *conn) serve() {
 	var peer *peerWatcher
 	watching := false // peer is reading c.br for the request in flight
 	defer func() {
+		if !watching && c.draining() {
+			c.lingerClose()
+		}
 		c.close()
 		if peer != nil {
 			close(peer.start)
@@ -252,7 +255,7 @@ func (c *conn) watchPeer() *peerWatcher {
 		for range w.start {
 			_, err := br.Peek(1)
 			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // a deadline is Shutdown's drain, not the peer
-				c.cancel()
+				c.close() // and a write blocked on a peer that no longer reads ends now
 			}
 			w.done <- err
 		}
@@ -322,6 +325,40 @@ func (c *conn) lastActive() time.Time { return c.p.srv.epoch.Add(time.Duration(c
 // waiting; one serving a request finishes it first (serve checks draining
 // before each read).
 func (c *conn) drain() { _ = c.nc.SetReadDeadline(time.Now()) }
+
+// Lingering bounds for closing a drained connection: see lingerClose.
+const (
+	lingerQuiet = 100 * time.Millisecond
+	lingerMax   = 2 * time.Second
+)
+
+// lingerClose prepares a drained connection's close so that its last
+// responses are not lost. Closing a socket with unread bytes (requests a
+// client pipelined behind the last one answered) resets the connection, and
+// the kernel then discards the responses it has not yet sent. So the write
+// side closes first (the client gets its responses, then EOF) and the
+// client's bytes are read and discarded until it closes, sends nothing for
+// lingerQuiet, or lingerMax has passed.
+func (c *conn) lingerClose() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	buf := make([]byte, 4096)
+	end := time.Now().Add(lingerMax)
+	for {
+		deadline := time.Now().Add(lingerQuiet)
+		if deadline.After(end) {
+			deadline = end
+		}
+		_ = c.nc.SetReadDeadline(deadline)
+		_, err := c.nc.Read(buf)
+		if now := time.Now(); now.After(end) ||
+			err != nil && !(errors.Is(err, os.ErrDeadlineExceeded) && now.Before(deadline)) { // Shutdown's drain may move the deadline
+			return
+		}
+	}
+}
 
 // setReason records why the connection closes, unless a reason was given
 // already.
