@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
 )
 
 // sourceAddrs is how many loopback source addresses (127.0.0.2 and up) the
@@ -75,6 +77,20 @@ func apiVersionsV0Frame() []byte {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 0
 	return requestFrame(req)
+}
+
+// metadataV1Frame is a Metadata v1 request naming no topic.
+func metadataV1Frame() []byte {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 1
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	return requestFrame(req)
+}
+
+// listConnectionsFrame is a ListClientConnections v0 request under
+// connregistry.DefaultAPIKey, without filters.
+func listConnectionsFrame() []byte {
+	return requestFrame(&connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultAPIKey})
 }
 
 // errCorrelation is a response whose correlation id is not the request's.

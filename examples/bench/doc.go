@@ -50,6 +50,13 @@
 //	   RSS before) / N, sampled -settle after reaching N.
 //	d  new connections per second (dial, ApiVersions, close), 8 at a time,
 //	   plaintext and TLS with a self-signed certificate made at start.
+//	e  kafkanet only: Metadata latency on the control listener while the
+//	   data plane is saturated (handlers blocked, queue full), with a
+//	   separate control plane and with the control listener sharing the
+//	   data plane.
+//	f  kafkanet only: ListClientConnections latency at each -idle count,
+//	   and the data plane's latency under (a)'s load on 8 connections with
+//	   no listing, a listing every second and listings back to back.
 //
 // The client's connections come from 64 loopback source addresses
 // (127.0.0.2 and up) so that ephemeral ports do not run out, and the bench

@@ -100,7 +100,7 @@ func (b *bench) idleCounts() (fit, skipped []int) {
 // skippedCounts explains the -idle counts that scenario id skips for the
 // open-file limit; empty when it skips none.
 func (b *bench) skippedCounts(id string) string {
-	if id != "c" {
+	if id != "c" && id != "f" {
 		return ""
 	}
 	_, skipped := b.idleCounts()

@@ -26,7 +26,7 @@ func main() {
 }
 
 // allScenarios are the scenario ids in the order they run.
-var allScenarios = []string{"a", "b", "c", "d"}
+var allScenarios = []string{"a", "b", "c", "d", "e", "f"}
 
 // options are the command's flags, after -quick has filled in the values
 // not given explicitly.
@@ -34,13 +34,15 @@ type options struct {
 	scenarios      []string
 	rounds         int
 	quick          bool
-	duration       time.Duration // one measured run of (a) and (d)
+	duration       time.Duration // one measured run of (a), (d), (e) and (f)
 	rawConns       []int         // connection counts of (a)
 	records        int           // records produced in (b)
 	recordSize     int
 	produceDiscard bool          // (b): servers that discard records instead of storing them
-	idleCounts     []int         // connection counts of (c)
+	idleCounts     []int         // connection counts of (c) and (f)
 	settle         time.Duration // wait before sampling RSS in (c)
+	listings       int           // listings timed per connection count in (f)
+	probeTimeout   time.Duration // (e): a control-plane probe unanswered after this counts as this
 	json           bool
 }
 
@@ -49,20 +51,22 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to d, see the package documentation)")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to f, see the package documentation)")
 	fs.IntVar(&o.rounds, "rounds", 3, "measure each scenario `n` times, alternating the servers (-quick: 1)")
 	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle")
-	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a and d (-quick: 500ms)")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a, d, e and f (-quick: 500ms)")
 	conns := fs.String("conns", "1,8,64", "connection counts of scenario a")
 	fs.IntVar(&o.records, "records", 1_000_000, "records produced in scenario b (-quick: 100000)")
 	fs.IntVar(&o.recordSize, "record-size", 100, "bytes in each record's value in scenario b")
 	fs.BoolVar(&o.produceDiscard, "produce-discard", false, "scenario b: compare kafkanet's minimal server, which discards records,\n"+
 		"with kfake's BlackholeProduce, instead of the example broker with kfake, both storing them")
-	idle := fs.String("idle", "10000,100000", "idle connection counts of scenario c (-quick: 10000)")
+	idle := fs.String("idle", "10000,100000", "idle connection counts of scenarios c and f (-quick: 10000)")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "scenario c: wait this long before sampling a server's RSS (-quick: 500ms)")
+	fs.IntVar(&o.listings, "listings", 5, "scenario f: listings timed at each connection count (-quick: 3)")
+	fs.DurationVar(&o.probeTimeout, "probe-timeout", 500*time.Millisecond, "scenario e: a control-plane request unanswered after this counts as this long")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d] [-rounds n] [-json] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f] [-rounds n] [-json] [flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +83,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		quickDefault(set, "records", &o.records, 100_000)
 		quickDefault(set, "idle", idle, "10000")
 		quickDefault(set, "settle", &o.settle, 500*time.Millisecond)
+		quickDefault(set, "listings", &o.listings, 3)
 	}
 	var err error
 	if o.scenarios, err = parseScenarios(*scenarios); err != nil {
@@ -90,8 +95,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.idleCounts, err = parseCounts("idle", *idle); err != nil {
 		return options{}, err
 	}
-	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.settle < 0 {
-		return options{}, errors.New("-rounds, -duration, -records and -record-size must be positive, -settle not negative")
+	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.listings < 1 || o.probeTimeout <= 0 || o.settle < 0 {
+		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings and -probe-timeout must be positive, -settle not negative")
 	}
 	return o, nil
 }
@@ -235,7 +240,11 @@ func (b *bench) scenario(id string) scenario {
 		return scenario{b.produceInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runProduce}
 	case "c":
 		return scenario{b.idleInfo(), all, b.runIdle}
-	default:
+	case "d":
 		return scenario{b.connRateInfo(), all, b.runConnRate}
+	case "e":
+		return scenario{b.controlInfo(), []serverKind{kafkanetServer}, b.runControl}
+	default:
+		return scenario{b.listingInfo(), []serverKind{kafkanetServer}, b.runListing}
 	}
 }

@@ -204,7 +204,7 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.rounds != 3 || !slices.Equal(o.idleCounts, []int{10_000, 100_000}) || !slices.Equal(o.rawConns, []int{1, 8, 64}) || len(o.scenarios) != 4 {
+	if o.rounds != 3 || !slices.Equal(o.idleCounts, []int{10_000, 100_000}) || !slices.Equal(o.rawConns, []int{1, 8, 64}) || len(o.scenarios) != 6 {
 		t.Errorf("defaults: %+v", o)
 	}
 	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"}} {
@@ -277,5 +277,39 @@ func TestRawEndToEnd(t *testing.T) {
 			t.Errorf("%s: %v req/s, p50 %v, p99 %v, p99.9 %v µs, server CPU %v µs/req: want a positive rate and CPU and ordered percentiles",
 				server, rate, p50, p99, p999, cpu)
 		}
+	}
+}
+
+// TestControlEndToEnd runs scenario e briefly: with a separate control
+// plane every control request is answered, sharing the saturated data
+// plane none is.
+func TestControlEndToEnd(t *testing.T) {
+	rows := runScenarios(t, options{scenarios: []string{"e"}, rounds: 1, duration: 300 * time.Millisecond, probeTimeout: 100 * time.Millisecond})
+	if got := find(t, rows, "separate control plane", "answered %", kafkanetServer).Median; got != 100 {
+		t.Errorf("separate control plane: %v%% answered, want 100", got)
+	}
+	if got := find(t, rows, "shared data plane", "answered %", kafkanetServer).Median; got != 0 {
+		t.Errorf("shared data plane: %v%% answered, want 0 (the queue is full)", got)
+	}
+	if got := find(t, rows, "shared data plane", "p50 µs", kafkanetServer).Median; got != 100_000 {
+		t.Errorf("shared data plane: p50 %v µs, want the 100 ms timeout", got)
+	}
+}
+
+// TestListingEndToEnd runs scenario f with 300 idle connections.
+func TestListingEndToEnd(t *testing.T) {
+	rows := runScenarios(t, options{scenarios: []string{"f"}, rounds: 1, duration: 300 * time.Millisecond, idleCounts: []int{300}, listings: 2})
+	if got := find(t, rows, "list 300 conns", "response MiB", kafkanetServer).Median; got <= 0 {
+		t.Errorf("the listing response is %v MiB", got)
+	}
+	name := func(mode string) string { return "8 conns, 300 idle, " + mode }
+	if got := find(t, rows, name("no listing"), "listings", kafkanetServer).Median; got != 0 {
+		t.Errorf("%v listings without listing", got)
+	}
+	if got := find(t, rows, name("a listing every second"), "listings", kafkanetServer).Median; got != 1 {
+		t.Errorf("%v listings in 300 ms at one a second, want 1", got)
+	}
+	if got := find(t, rows, name("listings back to back"), "listings", kafkanetServer).Median; got < 2 {
+		t.Errorf("%v listings back to back in 300 ms, want several", got)
 	}
 }
