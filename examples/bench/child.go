@@ -1,0 +1,475 @@
+package main
+
+// This file is the parent side of the server children: the bench's
+// environment, starting and stopping children, and reading their CPU time
+// and RSS from /proc.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// bench is the environment of one run of the command.
+type bench struct {
+	opts      options
+	exe       string   // this binary, re-executed as each server
+	env       []string // the children's environment, with the TLS key and chain
+	dialer    *dialer
+	brokerBin string // the example broker, built for scenario b unless -produce-discard
+	fileLimit uint64 // RLIMIT_NOFILE, inherited by the children
+	log       io.Writer
+}
+
+// newBench prepares a run: it raises the open-file limit, makes a
+// self-signed certificate and, when scenario b stores records, builds the
+// example broker into a temporary directory. cleanup removes it.
+func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding the bench binary to re-execute: %w", err)
+	}
+	limit, err := raiseFileLimit()
+	if err != nil {
+		fmt.Fprintf(log, "bench: warning: cannot raise the open-file limit (now %d): %v\n", limit, err)
+	}
+	key, chain, clientTLS, err := selfSignedCert()
+	if err != nil {
+		return nil, nil, err
+	}
+	b = &bench{opts: o, exe: exe, dialer: newDialer(clientTLS), fileLimit: limit, log: log,
+		env: append(os.Environ(), envTLSKey+"="+key, envTLSChain+"="+chain)}
+	cleanup = func() {}
+	if slices.Contains(o.scenarios, "b") && !o.produceDiscard {
+		dir, err := os.MkdirTemp("", "kafkanet-bench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		fmt.Fprintln(log, "bench: building examples/broker for scenario b")
+		if b.brokerBin, err = buildBroker(ctx, dir); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	return b, cleanup, nil
+}
+
+// raiseFileLimit raises RLIMIT_NOFILE, soft and hard, to the kernel's
+// maximum (fs.nr_open), or the soft limit to the hard one when the process
+// may not raise the hard limit. Children inherit the limit. It returns the
+// soft limit in force.
+func raiseFileLimit() (uint64, error) {
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &cur); err != nil {
+		return 0, fmt.Errorf("getrlimit: %w", err)
+	}
+	want := cur.Max
+	if b, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			want = max(want, n)
+		}
+	}
+	lim := syscall.Rlimit{Cur: want, Max: want}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		lim = syscall.Rlimit{Cur: cur.Max, Max: cur.Max}
+		if err2 := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err2 != nil {
+			return cur.Cur, fmt.Errorf("setrlimit: %w", errors.Join(err, err2))
+		}
+		return lim.Cur, fmt.Errorf("setrlimit to %d: %w (raised the soft limit to the hard one)", want, err)
+	}
+	return lim.Cur, nil
+}
+
+// selfSignedCert makes an ECDSA P-256 key and a self-signed certificate for
+// 127.0.0.1 and localhost, valid for a day. It returns both in PEM, and a
+// client configuration that trusts the certificate and keeps no session
+// cache, so that every connection makes a full handshake.
+func selfSignedCert() (keyPEM, chainPEM string, client *tls.Config, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("TLS key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "kafkanet bench"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("TLS key: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}))
+	chainPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return keyPEM, chainPEM, &tls.Config{RootCAs: pool}, nil
+}
+
+// buildBroker builds examples/broker into dir with the go command, from
+// the current directory, which must be inside the kafkanet module.
+func buildBroker(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "broker")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/kafkanet/kafkanet/examples/broker")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the example broker (run the bench inside the kafkanet module, with the go command on PATH): %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// freeAddrs returns n addresses on 127.0.0.1 whose ports were free a
+// moment ago.
+func freeAddrs(n int) ([]string, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, nil
+}
+
+// child is a running server process.
+type child struct {
+	name        string
+	addr        string // the client listener
+	controlAddr string // kafkanet's control listener, else empty
+	tls         bool
+	cmd         *exec.Cmd
+	stdin       io.WriteCloser // kafkanet: "stats" commands
+	stdout      *bufio.Reader
+	stderr      *tailBuffer
+	exited      chan struct{}
+	waitErr     error // set before exited closes
+}
+
+// startServer starts a server child for spec on free ports and waits until
+// it answers ApiVersions.
+func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error) {
+	addrs, err := freeAddrs(2)
+	if err != nil {
+		return nil, err
+	}
+	spec.Addr, spec.ControlAddr = addrs[0], addrs[1]
+	c := &child{name: spec.Kind, addr: spec.Addr, tls: spec.TLS}
+	if spec.Kind == kafkanetServer {
+		c.controlAddr = spec.ControlAddr
+	}
+	if err := b.launch(ctx, c, b.exe, spec.args()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startBroker starts the example broker with one PLAINTEXT listener and
+// waits until it answers ApiVersions.
+func (b *bench) startBroker(ctx context.Context) (*child, error) {
+	addrs, err := freeAddrs(1)
+	if err != nil {
+		return nil, err
+	}
+	c := &child{name: "examples/broker", addr: addrs[0]}
+	args := []string{"-set", "listeners=PLAINTEXT://" + c.addr}
+	if err := b.launch(ctx, c, b.brokerBin, args); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// launch starts c's process and waits until it is ready. The process gets
+// SIGTERM when ctx ends, and SIGKILL if the bench dies.
+func (b *bench) launch(ctx context.Context, c *child, path string, args []string) error {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = b.env
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c.stderr = &tailBuffer{max: 4096}
+	cmd.Stderr = c.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", c.name, err)
+	}
+	c.cmd, c.stdin, c.stdout, c.exited = cmd, stdin, bufio.NewReader(stdout), make(chan struct{})
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	if err := c.waitReady(ctx, b.dialer); err != nil {
+		c.stop()
+		return err
+	}
+	return nil
+}
+
+// waitReady waits until the child answers an ApiVersions round trip on its
+// client listener, for at most 30 s.
+func (c *child) waitReady(ctx context.Context, d *dialer) error {
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.exited:
+			return fmt.Errorf("%s exited while starting: %v: %s", c.name, c.waitErr, c.stderr)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if last = c.probe(ctx, d); last == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer ApiVersions within 30 s: %w: %s", c.name, last, c.stderr)
+}
+
+// probe does one ApiVersions round trip on a new connection.
+func (c *child) probe(ctx context.Context, d *dialer) error {
+	dial := d.dial
+	if c.tls {
+		dial = d.dialTLS
+	}
+	conn, err := dial(ctx, c.addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	return helloRoundTrip(conn)
+}
+
+// stop ends the child: SIGTERM, then SIGKILL after 10 s. It returns an
+// error when the child had already exited with a failure.
+func (c *child) stop() error {
+	select {
+	case <-c.exited:
+		if c.waitErr != nil {
+			return fmt.Errorf("%s exited early: %w: %s", c.name, c.waitErr, c.stderr)
+		}
+		return nil
+	default:
+	}
+	c.stdin.Close()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+	return nil
+}
+
+// alive returns an error if the child has exited.
+func (c *child) alive() error {
+	select {
+	case <-c.exited:
+		return fmt.Errorf("%s exited: %v: %s", c.name, c.waitErr, c.stderr)
+	default:
+		return nil
+	}
+}
+
+// cpu returns the child's CPU time so far, user and system.
+func (c *child) cpu() (time.Duration, error) { return procCPU(c.cmd.Process.Pid) }
+
+// rss returns the child's resident set size in bytes.
+func (c *child) rss() (int64, error) { return procRSS(c.cmd.Process.Pid) }
+
+// stats asks the kafkanet child for its queue and connection counts.
+func (c *child) stats() (childStats, error) {
+	var st childStats
+	if _, err := io.WriteString(c.stdin, "stats\n"); err != nil {
+		return st, fmt.Errorf("asking %s for stats: %w", c.name, err)
+	}
+	line, err := c.stdout.ReadBytes('\n')
+	if err != nil {
+		return st, fmt.Errorf("reading %s's stats: %w", c.name, err)
+	}
+	if err := json.Unmarshal(line, &st); err != nil {
+		return st, fmt.Errorf("reading %s's stats: %w", c.name, err)
+	}
+	return st, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times; Linux
+// reports them in hundredths of a second whatever the kernel's HZ.
+const clockTicks = 100
+
+// procCPU reads a process's utime+stime from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime+stime from the text of /proc/PID/stat: fields
+// 14 and 15, counted after the command name in parentheses (which may hold
+// spaces).
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3, the state
+	if len(f) < 13 {
+		return 0, errors.New("/proc stat: too few fields")
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// procRSS reads a process's VmRSS from /proc/PID/status, in bytes.
+func procRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusRSS(string(b))
+}
+
+// parseStatusRSS reads the VmRSS line ("VmRSS:    1234 kB") of the text of
+// /proc/PID/status, in bytes.
+func parseStatusRSS(status string) (int64, error) {
+	for line := range strings.Lines(status) {
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("/proc status: VmRSS line %q", strings.TrimSpace(line))
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc status: %w", err)
+		}
+		return kb << 10, nil
+	}
+	return 0, errors.New("/proc status: no VmRSS line")
+}
+
+// clientCPU returns the bench process's own CPU time, user and system.
+func clientCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// window measures a timed run: its wall time and the CPU time the server
+// and the bench spent in it.
+type window struct {
+	c                 *child
+	start             time.Time
+	server0, client0  time.Duration
+	Elapsed           time.Duration
+	ServerCPU, Client time.Duration
+}
+
+// startWindow starts measuring c.
+func startWindow(c *child) (*window, error) {
+	cpu, err := c.cpu()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s's CPU time: %w", c.name, err)
+	}
+	return &window{c: c, start: time.Now(), server0: cpu, client0: clientCPU()}, nil
+}
+
+// end stops measuring.
+func (w *window) end() error {
+	w.Elapsed = time.Since(w.start)
+	w.Client = clientCPU() - w.client0
+	cpu, err := w.c.cpu()
+	if err != nil {
+		return fmt.Errorf("reading %s's CPU time: %w", w.c.name, err)
+	}
+	w.ServerCPU = cpu - w.server0
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written to it, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.TrimSpace(t.buf))
+}

@@ -1,0 +1,115 @@
+package main
+
+// Scenario (c): server memory per idle connection.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+func (b *bench) idleInfo() scenarioInfo {
+	return scenarioInfo{ID: "c", Title: "server RSS per idle connection, after one ApiVersions v0 round trip each",
+		Notes: []string{
+			fmt.Sprintf("RSS is VmRSS from /proc/PID/status, sampled %s after the server starts and %s after each count is reached;", b.opts.settle, b.opts.settle),
+			"RSS/conn = (RSS at N - RSS before) / N. The bench opens the connections 32 at a time from 64 loopback source addresses.",
+		}}
+}
+
+// runIdle measures one server at each count of -idle, growing one set of
+// connections.
+func (b *bench) runIdle(ctx context.Context, server serverKind) ([]sample, error) {
+	counts, _ := b.idleCounts()
+	if len(counts) == 0 {
+		return nil, nil
+	}
+	c, err := b.startServer(ctx, childSpec{Kind: server, BlockKey: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	var conns connSet
+	defer conns.closeAll()
+	if err := sleep(ctx, b.opts.settle); err != nil {
+		return nil, err
+	}
+	before, err := c.rss()
+	if err != nil {
+		return nil, err
+	}
+	out := []sample{{Case: "0 conns", Metric: "RSS MiB", Value: mib(before)}}
+	for _, n := range counts {
+		if err := openIdle(ctx, b.dialer, c.addr, &conns, n); err != nil {
+			return out, err
+		}
+		if err := sleep(ctx, b.opts.settle); err != nil {
+			return out, err
+		}
+		if err := checkServerConns(c, n); err != nil {
+			return out, err
+		}
+		rss, err := c.rss()
+		if err != nil {
+			return out, err
+		}
+		name := fmt.Sprintf("%d conns", n)
+		out = append(out,
+			sample{Case: name, Metric: "RSS MiB", Value: mib(rss)},
+			sample{Case: name, Metric: "RSS/conn KiB", Value: float64(rss-before) / float64(n) / 1024})
+	}
+	return out, c.stop()
+}
+
+// checkServerConns checks, for a kafkanet child, that the server holds at
+// least n connections; other servers cannot tell, so they pass.
+func checkServerConns(c *child, n int) error {
+	if err := c.alive(); err != nil {
+		return err
+	}
+	if c.name != kafkanetServer {
+		return nil
+	}
+	st, err := c.stats()
+	if err != nil {
+		return err
+	}
+	if st.Connections < n {
+		return fmt.Errorf("the server holds %d connections, want at least %d", st.Connections, n)
+	}
+	return nil
+}
+
+// fileLimitSlack is how many descriptors besides its connections a
+// process may need.
+const fileLimitSlack = 1000
+
+// idleCounts splits -idle into the counts that fit under the open-file
+// limit (each process holds one end of every connection) and those that
+// do not.
+func (b *bench) idleCounts() (fit, skipped []int) {
+	for _, n := range b.opts.idleCounts {
+		if uint64(n)+fileLimitSlack <= b.fileLimit {
+			fit = append(fit, n)
+		} else {
+			skipped = append(skipped, n)
+		}
+	}
+	return fit, skipped
+}
+
+// skippedCounts explains the -idle counts that scenario id skips for the
+// open-file limit; empty when it skips none.
+func (b *bench) skippedCounts(id string) string {
+	if id != "c" && id != "f" {
+		return ""
+	}
+	_, skipped := b.idleCounts()
+	if len(skipped) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("(%s) skipped %v connections: the open-file limit is %d and %d connections need about %d (run as root, with CAP_SYS_RESOURCE, so that the bench can raise it, or raise ulimit -Hn)",
+		id, skipped, b.fileLimit, slices.Max(skipped), slices.Max(skipped)+fileLimitSlack)
+}
+
+// mib returns bytes in MiB.
+func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		os.Exit(childMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// allScenarios are the scenario ids in the order they run.
+var allScenarios = []string{"a", "b", "c", "d", "e", "f"}
+
+// options are the command's flags, after -quick has filled in the values
+// not given explicitly.
+type options struct {
+	scenarios      []string
+	rounds         int
+	quick          bool
+	duration       time.Duration // one measured run of (a), (d), (e) and (f)
+	rawConns       []int         // connection counts of (a)
+	records        int           // records produced in (b)
+	recordSize     int
+	produceDiscard bool          // (b): servers that discard records instead of storing them
+	idleCounts     []int         // connection counts of (c) and (f)
+	settle         time.Duration // wait before sampling RSS in (c)
+	listings       int           // listings timed per connection count in (f)
+	probeTimeout   time.Duration // (e): a control-plane probe unanswered after this counts as this
+	json           bool
+}
+
+// parseOptions parses the command's arguments.
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to f, see the package documentation)")
+	fs.IntVar(&o.rounds, "rounds", 3, "measure each scenario `n` times, alternating the servers (-quick: 1)")
+	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a, d, e and f (-quick: 500ms)")
+	conns := fs.String("conns", "1,8,64", "connection counts of scenario a")
+	fs.IntVar(&o.records, "records", 1_000_000, "records produced in scenario b (-quick: 100000)")
+	fs.IntVar(&o.recordSize, "record-size", 100, "bytes in each record's value in scenario b")
+	fs.BoolVar(&o.produceDiscard, "produce-discard", false, "scenario b: compare kafkanet's minimal server, which discards records,\n"+
+		"with kfake's BlackholeProduce, instead of the example broker with kfake, both storing them")
+	idle := fs.String("idle", "10000,100000", "idle connection counts of scenarios c and f (-quick: 10000)")
+	fs.DurationVar(&o.settle, "settle", 2*time.Second, "scenario c: wait this long before sampling a server's RSS (-quick: 500ms)")
+	fs.IntVar(&o.listings, "listings", 5, "scenario f: listings timed at each connection count (-quick: 3)")
+	fs.DurationVar(&o.probeTimeout, "probe-timeout", 500*time.Millisecond, "scenario e: a control-plane request unanswered after this counts as this long")
+	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f] [-rounds n] [-json] [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		quickDefault(set, "rounds", &o.rounds, 1)
+		quickDefault(set, "duration", &o.duration, 500*time.Millisecond)
+		quickDefault(set, "records", &o.records, 100_000)
+		quickDefault(set, "idle", idle, "10000")
+		quickDefault(set, "settle", &o.settle, 500*time.Millisecond)
+		quickDefault(set, "listings", &o.listings, 3)
+	}
+	var err error
+	if o.scenarios, err = parseScenarios(*scenarios); err != nil {
+		return options{}, err
+	}
+	if o.rawConns, err = parseCounts("conns", *conns); err != nil {
+		return options{}, err
+	}
+	if o.idleCounts, err = parseCounts("idle", *idle); err != nil {
+		return options{}, err
+	}
+	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.listings < 1 || o.probeTimeout <= 0 || o.settle < 0 {
+		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings and -probe-timeout must be positive, -settle not negative")
+	}
+	return o, nil
+}
+
+// quickDefault sets *v to quick unless the flag name was given.
+func quickDefault[T any](set map[string]bool, name string, v *T, quick T) {
+	if !set[name] {
+		*v = quick
+	}
+}
+
+// parseScenarios reads -scenarios: ids among allScenarios, run in
+// allScenarios' order whatever the list's.
+func parseScenarios(s string) ([]string, error) {
+	want := map[string]bool{}
+	for id := range strings.SplitSeq(s, ",") {
+		id = strings.ToLower(strings.TrimSpace(id))
+		if !slices.Contains(allScenarios, id) {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q (want some of %s)", id, strings.Join(allScenarios, ","))
+		}
+		want[id] = true
+	}
+	var out []string
+	for _, id := range allScenarios {
+		if want[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// parseCounts reads a comma-separated list of positive counts, sorted
+// ascending.
+func parseCounts(name, s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(f, "_", "")))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-%s: %q is not a positive count", name, f)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// run is the whole command: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
+	b, cleanup, err := newBench(ctx, o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	defer cleanup()
+	res := b.runAll(ctx)
+	if o.json {
+		err = writeJSON(stdout, res)
+	} else {
+		err = writeTables(stdout, res)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "bench: interrupted")
+		return 1
+	}
+	if len(res.Failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// runAll runs every selected scenario, its rounds and its servers, and
+// collects the results; a failed run is noted and the others go on.
+func (b *bench) runAll(ctx context.Context) *results {
+	res := &results{Rounds: b.opts.rounds, Quick: b.opts.quick}
+	for _, id := range b.opts.scenarios {
+		sc := b.scenario(id)
+		res.Scenarios = append(res.Scenarios, sc.info)
+		if msg := b.skippedCounts(id); msg != "" {
+			fmt.Fprintf(b.log, "bench: %s\n", msg)
+			res.Failures = append(res.Failures, msg)
+		}
+		for round := range b.opts.rounds {
+			for _, server := range rotate(sc.servers, round) {
+				if ctx.Err() != nil {
+					return res
+				}
+				fmt.Fprintf(b.log, "bench: (%s) round %d/%d: %s\n", id, round+1, b.opts.rounds, server)
+				samples, err := sc.run(ctx, server)
+				for i := range samples {
+					samples[i].Scenario, samples[i].Server, samples[i].Round = id, server, round+1
+				}
+				res.Samples = append(res.Samples, samples...)
+				if err != nil && ctx.Err() == nil {
+					msg := fmt.Sprintf("(%s) round %d, %s: %v", id, round+1, server, err)
+					fmt.Fprintf(b.log, "bench: %s\n", msg)
+					res.Failures = append(res.Failures, msg)
+				}
+			}
+		}
+	}
+	return res
+}
+
+// rotate returns s rotated left by n, so that each round starts with
+// another server and machine noise falls on all of them alike.
+func rotate[T any](s []T, n int) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	n %= len(s)
+	return append(slices.Clone(s[n:]), s[:n]...)
+}
+
+// scenario is one scenario: what the report says about it, the servers it
+// measures, and one round's measurement of one server.
+type scenario struct {
+	info    scenarioInfo
+	servers []serverKind
+	run     func(ctx context.Context, server serverKind) ([]sample, error)
+}
+
+// scenario returns the scenario with the given id.
+func (b *bench) scenario(id string) scenario {
+	all := []serverKind{kafkanetServer, kfakeServer, echoServer}
+	switch id {
+	case "a":
+		return scenario{b.rawInfo(), all, b.runRaw}
+	case "b":
+		return scenario{b.produceInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runProduce}
+	case "c":
+		return scenario{b.idleInfo(), all, b.runIdle}
+	case "d":
+		return scenario{b.connRateInfo(), all, b.runConnRate}
+	case "e":
+		return scenario{b.controlInfo(), []serverKind{kafkanetServer}, b.runControl}
+	default:
+		return scenario{b.listingInfo(), []serverKind{kafkanetServer}, b.runListing}
+	}
+}

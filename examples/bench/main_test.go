@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain lets the test binary serve as the bench's server children, as
+// the bench binary does: the end-to-end tests re-execute it.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		os.Exit(childMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestPercentile(t *testing.T) {
+	var lats []time.Duration
+	for i := 1; i <= 1000; i++ {
+		lats = append(lats, time.Duration(i)*time.Microsecond)
+	}
+	for _, tc := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 500 * time.Microsecond}, {99, 990 * time.Microsecond}, {99.9, 999 * time.Microsecond}, {100, 1000 * time.Microsecond}, {0.01, time.Microsecond}} {
+		if got := percentile(lats, tc.p); got != tc.want {
+			t.Errorf("percentile(1..1000 µs, %v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := percentile([]time.Duration{7}, 99.9); got != 7 {
+		t.Errorf("percentile of one value = %v, want 7", got)
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Errorf("percentile of none = %v, want 0", got)
+	}
+	// Nearest rank: of 10 values, p99 is the 10th, p50 the 5th.
+	ten := lats[:10]
+	if got := percentile(ten, 99); got != 10*time.Microsecond {
+		t.Errorf("p99 of 10 values = %v, want the largest", got)
+	}
+	if got := percentile(ten, 50); got != 5*time.Microsecond {
+		t.Errorf("p50 of 10 values = %v, want the 5th", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{5}, 5}, {nil, 0}} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// testSamples are two rounds of one metric for three servers, and a
+// kafkanet-only metric.
+func testSamples() []sample {
+	var s []sample
+	add := func(server string, values ...float64) {
+		for i, v := range values {
+			s = append(s, sample{Scenario: "a", Case: "conns=8", Metric: "req/s", Server: server, Round: i + 1, Value: v})
+		}
+	}
+	add(kafkanetServer, 11_000, 13_000, 12_345)
+	add(kfakeServer, 6000, 6200, 6100)
+	add(echoServer, 24_690, 24_690, 24_690)
+	s = append(s, sample{Scenario: "e", Case: "shared data plane", Metric: "answered %", Server: kafkanetServer, Round: 1, Value: 0})
+	return s
+}
+
+func TestAggregate(t *testing.T) {
+	rows := aggregate(testSamples())
+	if len(rows) != 4 {
+		t.Fatalf("got %d rows, want 4: %+v", len(rows), rows)
+	}
+	kn := rows[0]
+	if kn.Server != kafkanetServer || kn.Median != 12_345 || kn.Min != 11_000 || kn.Max != 13_000 {
+		t.Errorf("kafkanet row = %+v, want median 12345 over 11000–13000", kn)
+	}
+	if !slices.Equal(kn.Values, []float64{11_000, 13_000, 12_345}) {
+		t.Errorf("kafkanet values = %v, want them in round order", kn.Values)
+	}
+	if kn.RatioToEcho == nil || *kn.RatioToEcho != 0.5 {
+		t.Errorf("kafkanet ratio to echo = %v, want 0.5", kn.RatioToEcho)
+	}
+	if kn.RatioToKfake == nil || *kn.RatioToKfake != 12_345.0/6100 {
+		t.Errorf("kafkanet ratio to kfake = %v, want %v", kn.RatioToKfake, 12_345.0/6100)
+	}
+	if e := rows[3]; e.RatioToEcho != nil || e.RatioToKfake != nil {
+		t.Errorf("a kafkanet-only row has ratios: %+v", e)
+	}
+}
+
+func TestWriteTables(t *testing.T) {
+	res := &results{Rounds: 3, Scenarios: []scenarioInfo{{ID: "a", Title: "raw", Notes: []string{"a note"}}, {ID: "e", Title: "control"}},
+		Samples: testSamples(), Failures: []string{"(c) round 1, kfake: boom"}}
+	var buf bytes.Buffer
+	if err := writeTables(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"(a) raw", "    a note",
+		"kafkanet/echo", "kafkanet/kfake", "kfake/echo",
+		"12,345 (11,000–13,000)", "6,100 (6,000–6,200)", "24,690 ", // equal rounds: no range
+		"0.50", "2.02", "0.25",
+		"(e) control", "answered %",
+		"Failures:", "(c) round 1, kfake: boom",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the tables lack %q:\n%s", want, out)
+		}
+	}
+	// The kafkanet-only table has no ratio columns.
+	_, control, _ := strings.Cut(out, "(e) control")
+	if strings.Contains(control, "kafkanet/echo") {
+		t.Errorf("the kafkanet-only table has ratio columns:\n%s", control)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	res := &results{Rounds: 3, Scenarios: []scenarioInfo{{ID: "a", Title: "raw"}}, Samples: testSamples()}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	var got jsonReport
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("the output is not JSON: %v\n%s", err, buf.String())
+	}
+	if got.Rounds != 3 || len(got.Rows) != 4 || got.Failures == nil {
+		t.Fatalf("got %+v", got)
+	}
+	if r := got.Rows[1]; r.Server != kfakeServer || r.Median != 6100 || r.RatioToEcho == nil {
+		t.Errorf("kfake row = %+v", r)
+	}
+}
+
+func TestFormatNumber(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want string
+	}{{0, "0"}, {1.234, "1.23"}, {99.94, "99.9"}, {100, "100"}, {1234567.4, "1,234,567"}, {-4321, "-4,321"}, {0.000123, "0.000123"}} {
+		if got := formatNumber(tc.in); got != tc.want {
+			t.Errorf("formatNumber(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	stat := "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 0 20 0 9 0 123 456 789"
+	cpu, err := parseStatCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3250 * time.Millisecond; cpu != want { // (250+75) ticks of 10 ms
+		t.Errorf("parseStatCPU = %v, want %v", cpu, want)
+	}
+	if _, err := parseStatCPU("4242 (x) S 1 2"); err == nil {
+		t.Error("parseStatCPU accepted a short line")
+	}
+	rss, err := parseStatusRSS("Name:\tx\nVmPeak:\t  999 kB\nVmRSS:\t    1536 kB\nThreads:\t4\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss != 1536*1024 {
+		t.Errorf("parseStatusRSS = %d, want %d", rss, 1536*1024)
+	}
+	if _, err := parseStatusRSS("Name:\tx\n"); err == nil {
+		t.Error("parseStatusRSS accepted a status without VmRSS")
+	}
+	// And for real, on this process.
+	if cpu, err := procCPU(os.Getpid()); err != nil || cpu < 0 {
+		t.Errorf("procCPU(self) = %v, %v", cpu, err)
+	}
+	if rss, err := procRSS(os.Getpid()); err != nil || rss < 1<<20 {
+		t.Errorf("procRSS(self) = %d, %v; want at least 1 MiB", rss, err)
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	o, err := parseOptions([]string{"-quick", "-rounds", "2", "-scenarios", "d, a"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.rounds != 2 || o.duration != 500*time.Millisecond || o.records != 100_000 || !slices.Equal(o.idleCounts, []int{10_000}) {
+		t.Errorf("-quick -rounds 2: got rounds %d, duration %v, records %d, idle %v", o.rounds, o.duration, o.records, o.idleCounts)
+	}
+	if !slices.Equal(o.scenarios, []string{"a", "d"}) {
+		t.Errorf("scenarios = %v, want [a d] in run order", o.scenarios)
+	}
+	o, err = parseOptions(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.rounds != 3 || !slices.Equal(o.idleCounts, []int{10_000, 100_000}) || !slices.Equal(o.rawConns, []int{1, 8, 64}) || len(o.scenarios) != 6 {
+		t.Errorf("defaults: %+v", o)
+	}
+	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"}} {
+		if _, err := parseOptions(bad, io.Discard); err == nil {
+			t.Errorf("parseOptions(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestRotate(t *testing.T) {
+	s := []string{"a", "b", "c"}
+	for n, want := range [][]string{{"a", "b", "c"}, {"b", "c", "a"}, {"c", "a", "b"}, {"a", "b", "c"}} {
+		if got := rotate(s, n); !slices.Equal(got, want) {
+			t.Errorf("rotate(%v, %d) = %v, want %v", s, n, got, want)
+		}
+	}
+}
+
+// runScenarios runs a bench of options o in a test and fails it on any
+// failed run, or on a goroutine left running.
+func runScenarios(t *testing.T, o options) []row {
+	t.Helper()
+	defer goleak.VerifyNone(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	b, cleanup, err := newBench(ctx, o, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	res := b.runAll(ctx)
+	if len(res.Failures) > 0 {
+		t.Fatalf("failures: %q\n%s", res.Failures, log.String())
+	}
+	return aggregate(res.Samples)
+}
+
+// find returns the row of a scenario, case, metric and server.
+func find(t *testing.T, rows []row, c, metric, server string) row {
+	t.Helper()
+	for _, r := range rows {
+		if r.Case == c && r.Metric == metric && r.Server == server {
+			return r
+		}
+	}
+	t.Fatalf("no row for %s / %s / %s", c, metric, server)
+	return row{}
+}
+
+// TestRawEndToEnd runs scenario a for 1 s on 8 connections against the
+// three servers, each a child process.
+func TestRawEndToEnd(t *testing.T) {
+	rows := runScenarios(t, options{scenarios: []string{"a"}, rounds: 1, duration: time.Second, rawConns: []int{8}})
+	if got := find(t, rows, "any", "response bytes", echoServer).Median; got != echoResponseSize {
+		t.Errorf("echo's response is %v bytes, want %d", got, echoResponseSize)
+	}
+	for _, server := range []string{kafkanetServer, kfakeServer} {
+		if got := find(t, rows, "any", "response bytes", server).Median; got <= echoResponseSize {
+			t.Errorf("%s's ApiVersions response is %v bytes: it lists no API", server, got)
+		}
+	}
+	for _, server := range []string{kafkanetServer, kfakeServer, echoServer} {
+		rate := find(t, rows, "conns=8", "req/s", server).Median
+		p50 := find(t, rows, "conns=8", "p50 µs", server).Median
+		p99 := find(t, rows, "conns=8", "p99 µs", server).Median
+		p999 := find(t, rows, "conns=8", "p99.9 µs", server).Median
+		cpu := find(t, rows, "conns=8", "server CPU µs/req", server).Median
+		if rate < 100 || p50 <= 0 || p50 > p99 || p99 > p999 || cpu <= 0 {
+			t.Errorf("%s: %v req/s, p50 %v, p99 %v, p99.9 %v µs, server CPU %v µs/req: want a positive rate and CPU and ordered percentiles",
+				server, rate, p50, p99, p999, cpu)
+		}
+	}
+}
+
+// TestControlEndToEnd runs scenario e briefly: with a separate control
+// plane every control request is answered, sharing the saturated data
+// plane none is.
+func TestControlEndToEnd(t *testing.T) {
+	rows := runScenarios(t, options{scenarios: []string{"e"}, rounds: 1, duration: 300 * time.Millisecond, probeTimeout: 100 * time.Millisecond})
+	if got := find(t, rows, "separate control plane", "answered %", kafkanetServer).Median; got != 100 {
+		t.Errorf("separate control plane: %v%% answered, want 100", got)
+	}
+	if got := find(t, rows, "shared data plane", "answered %", kafkanetServer).Median; got != 0 {
+		t.Errorf("shared data plane: %v%% answered, want 0 (the queue is full)", got)
+	}
+	if got := find(t, rows, "shared data plane", "p50 µs", kafkanetServer).Median; got != 100_000 {
+		t.Errorf("shared data plane: p50 %v µs, want the 100 ms timeout", got)
+	}
+}
+
+// TestListingEndToEnd runs scenario f with 300 idle connections.
+func TestListingEndToEnd(t *testing.T) {
+	rows := runScenarios(t, options{scenarios: []string{"f"}, rounds: 1, duration: 300 * time.Millisecond, idleCounts: []int{300}, listings: 2})
+	if got := find(t, rows, "list 300 conns", "response MiB", kafkanetServer).Median; got <= 0 {
+		t.Errorf("the listing response is %v MiB", got)
+	}
+	name := func(mode string) string { return "8 conns, 300 idle, " + mode }
+	if got := find(t, rows, name("no listing"), "listings", kafkanetServer).Median; got != 0 {
+		t.Errorf("%v listings without listing", got)
+	}
+	if got := find(t, rows, name("a listing every second"), "listings", kafkanetServer).Median; got != 1 {
+		t.Errorf("%v listings in 300 ms at one a second, want 1", got)
+	}
+	if got := find(t, rows, name("listings back to back"), "listings", kafkanetServer).Median; got < 2 {
+		t.Errorf("%v listings back to back in 300 ms, want several", got)
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+// Scenario (b): kgo producing records, kafkanet against kfake.
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *bench) produceInfo() scenarioInfo {
+	info := scenarioInfo{ID: "b", Title: fmt.Sprintf("kgo producing %d records of %d bytes to a topic of %d partitions", b.opts.records, b.opts.recordSize, benchPartitions)}
+	if b.opts.produceDiscard {
+		info.Notes = append(info.Notes,
+			"Both servers discard the records: kafkanet is the minimal socketserver host (fixed Metadata, Produce acknowledged",
+			"and dropped), kfake runs with BlackholeProduce (offsets and idempotent sequences still checked, bytes dropped).")
+	} else {
+		info.Notes = append(info.Notes,
+			"Both servers store the records in memory: kafkanet is examples/broker (built with go build), which keeps every batch,",
+			"and kfake stores them as it does by default. -produce-discard compares the discarding modes instead.")
+	}
+	info.Notes = append(info.Notes,
+		"kgo defaults (idempotent, acks=all, linger 10 ms, one produce request in flight per broker) but no compression;",
+		"incompressible values. Timed from the first record to the last acknowledgement. MB = 10^6 bytes of values.",
+		"The server's RSS is read after the last acknowledgement.")
+	return info
+}
+
+// runProduce measures one server.
+func (b *bench) runProduce(ctx context.Context, server serverKind) ([]sample, error) {
+	var c *child
+	var err error
+	if server == kafkanetServer && !b.opts.produceDiscard {
+		c, err = b.startBroker(ctx)
+	} else {
+		c, err = b.startServer(ctx, childSpec{Kind: server, BlockKey: -1, Discard: b.opts.produceDiscard})
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	out, err := produce(ctx, c, b.opts.records, b.opts.recordSize)
+	if err != nil {
+		return out, err
+	}
+	return out, c.stop()
+}
+
+// produce creates the bench topic on c, writes n records of size bytes
+// with kgo and measures it.
+func produce(ctx context.Context, c *child, n, size int) ([]sample, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(benchTopic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		return nil, fmt.Errorf("kgo client: %w", err)
+	}
+	defer cl.Close()
+	if err := createTopic(ctx, cl); err != nil {
+		return nil, err
+	}
+	values, err := randomValues(4096, size)
+	if err != nil {
+		return nil, err
+	}
+	// One record first, so that the producer id and metadata are known
+	// before the clock starts.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: values[0]}).FirstErr(); err != nil {
+		return nil, fmt.Errorf("first record: %w", err)
+	}
+	w, err := startWindow(c)
+	if err != nil {
+		return nil, err
+	}
+	var failed atomic.Int64
+	var firstErr atomic.Pointer[error]
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
+			if err != nil && failed.Add(1) == 1 {
+				firstErr.Store(&err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.end(); err != nil {
+		return nil, err
+	}
+	if f := failed.Load(); f > 0 {
+		return nil, fmt.Errorf("%d of %d records failed, the first with: %w", f, n, *firstErr.Load())
+	}
+	rss, err := c.rss()
+	if err != nil {
+		return nil, err
+	}
+	mb := float64(n) * float64(size) / 1e6
+	secs := w.Elapsed.Seconds()
+	return []sample{
+		{Case: "produce", Metric: "records/s", Value: float64(n) / secs},
+		{Case: "produce", Metric: "MB/s", Value: mb / secs},
+		{Case: "produce", Metric: "server CPU ms/MB", Value: micros(w.ServerCPU) / 1000 / mb},
+		{Case: "produce", Metric: "bench CPU ms/MB", Value: micros(w.Client) / 1000 / mb},
+		{Case: "produce", Metric: "server RSS MiB after", Value: float64(rss) / (1 << 20)},
+	}, nil
+}
+
+// createTopic creates the bench topic; one that exists already will do.
+func createTopic(ctx context.Context, cl *kgo.Client) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10_000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = benchTopic, benchPartitions, 1
+	req.Topics = []kmsg.CreateTopicsRequestTopic{t}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("creating topic %s: %w", benchTopic, err)
+	}
+	for _, rt := range resp.Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && err != kerr.TopicAlreadyExists {
+			return fmt.Errorf("creating topic %s: %w", benchTopic, err)
+		}
+	}
+	return nil
+}
+
+// randomValues returns n random values of size bytes.
+func randomValues(n, size int) ([][]byte, error) {
+	buf := make([]byte, n*size)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = buf[i*size : (i+1)*size : (i+1)*size]
+	}
+	return out, nil
+}

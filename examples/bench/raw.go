@@ -1,0 +1,194 @@
+package main
+
+// Scenario (a): raw ApiVersions v0 frames, one in flight per connection.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+)
+
+func (b *bench) rawInfo() scenarioInfo {
+	return scenarioInfo{ID: "a", Title: fmt.Sprintf("raw ApiVersions v0 round trips, one in flight per connection, %s per run", b.opts.duration),
+		Notes: []string{
+			"The client writes a 19-byte ApiVersions v0 request and reads the whole response before the next, on each of N connections.",
+			"kafkanet answers ApiVersions in the server, listing the APIs it serves; kfake lists every key it serves; echo sends a fixed empty list (see response bytes).",
+			"Latency: every round trip in the run, nearest-rank percentiles. CPU µs/req: server (or bench) utime+stime over the run / requests.",
+		}}
+}
+
+// runRaw measures one server at each connection count of -conns.
+func (b *bench) runRaw(ctx context.Context, server serverKind) ([]sample, error) {
+	c, err := b.startServer(ctx, childSpec{Kind: server, BlockKey: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	size, err := apiVersionsResponseSize(ctx, b.dialer, c.addr)
+	if err != nil {
+		return nil, err
+	}
+	out := []sample{{Case: "any", Metric: "response bytes", Value: float64(size)}}
+	for _, n := range b.opts.rawConns {
+		res, err := runLoad(ctx, b.dialer, c, n, b.opts.duration, nil)
+		if err != nil {
+			return out, fmt.Errorf("%d connections: %w", n, err)
+		}
+		out = res.samples(out, fmt.Sprintf("conns=%d", n))
+	}
+	return out, c.stop()
+}
+
+// loadResult is what one run of the raw load measured.
+type loadResult struct {
+	Requests  int
+	Latencies []time.Duration // sorted
+	Listings  int             // scenario f: listings made meanwhile
+	*window
+}
+
+// samples adds the result's metrics to out under the case c.
+func (r loadResult) samples(out []sample, c string) []sample {
+	out = append(out, sample{Case: c, Metric: "req/s", Value: float64(r.Requests) / r.Elapsed.Seconds()})
+	out = latencySamples(out, c, r.Latencies)
+	if r.Requests > 0 {
+		out = append(out,
+			sample{Case: c, Metric: "server CPU µs/req", Value: micros(r.ServerCPU) / float64(r.Requests)},
+			sample{Case: c, Metric: "bench CPU µs/req", Value: micros(r.Client) / float64(r.Requests)})
+	}
+	return out
+}
+
+// runLoad sends ApiVersions v0 round trips to c on conns connections, one
+// in flight each, and measures them for dur. The connections are opened
+// and have done one round trip before the load starts, and the load runs
+// for warmUp(dur) before the measurement. During the run,
+// meanwhile (if not nil) runs with a context that ends with it, and its
+// result is the run's Listings.
+func runLoad(ctx context.Context, d *dialer, c *child, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
+	rcs, err := openLoadConns(ctx, d, c.addr, conns)
+	defer func() {
+		for _, rc := range rcs {
+			rc.c.Close()
+		}
+	}()
+	if err != nil {
+		return loadResult{}, err
+	}
+	// Closing the connections unblocks the round trips when ctx ends.
+	stop := context.AfterFunc(ctx, func() {
+		for _, rc := range rcs {
+			rc.c.Close()
+		}
+	})
+	defer stop()
+	// The round trips start warmUp before the measurement, so that it
+	// finds the server and the connections busy.
+	measureFrom := time.Now().Add(warmUp(dur))
+	deadline := measureFrom.Add(dur)
+	lats := make([][]time.Duration, conns)
+	errs := make([]error, conns)
+	var wg sync.WaitGroup
+	for i, rc := range rcs {
+		wg.Go(func() { lats[i], errs[i] = loadConn(rc, measureFrom, deadline) })
+	}
+	if err := sleep(ctx, time.Until(measureFrom)); err != nil {
+		wg.Wait()
+		return loadResult{}, err
+	}
+	w, err := startWindow(c)
+	if err != nil {
+		wg.Wait()
+		return loadResult{}, err
+	}
+	res := loadResult{window: w}
+	listings := make(chan int, 1)
+	mctx, mcancel := context.WithDeadline(ctx, deadline)
+	defer mcancel()
+	if meanwhile != nil {
+		go func() { listings <- meanwhile(mctx) }()
+	}
+	wg.Wait()
+	if err := w.end(); err != nil {
+		return loadResult{}, err
+	}
+	if meanwhile != nil {
+		res.Listings = <-listings
+	}
+	if err := errors.Join(errs...); err != nil {
+		return loadResult{}, errors.Join(ctx.Err(), err)
+	}
+	res.Latencies = slices.Concat(lats...)
+	slices.Sort(res.Latencies)
+	res.Requests = len(res.Latencies)
+	if res.Requests == 0 && ctx.Err() == nil {
+		return loadResult{}, fmt.Errorf("no round trip of the measured %s completed: the server stalled", dur)
+	}
+	return res, ctx.Err()
+}
+
+// apiVersionsResponseSize returns the size of the server's ApiVersions v0
+// response frame, its 4-byte size included.
+func apiVersionsResponseSize(ctx context.Context, d *dialer, addr string) (int, error) {
+	rcs, err := openLoadConns(ctx, d, addr, 1)
+	for _, rc := range rcs {
+		rc.c.Close()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return 4 + len(rcs[0].body), nil
+}
+
+// openLoadConns opens n connections to addr, each after one ApiVersions v0
+// round trip, ready to send more.
+func openLoadConns(ctx context.Context, d *dialer, addr string, n int) ([]*rawConn, error) {
+	var rcs []*rawConn
+	for range n {
+		nc, err := d.dial(ctx, addr)
+		if err != nil {
+			return rcs, err
+		}
+		rc := newRawConn(nc, apiVersionsV0Frame())
+		rcs = append(rcs, rc)
+		if err := rc.roundTrip(); err != nil {
+			return rcs, err
+		}
+		if err := rc.apiVersionsOK(); err != nil {
+			return rcs, err
+		}
+	}
+	return rcs, nil
+}
+
+// warmUp is how long the load runs before a measurement of dur starts.
+func warmUp(dur time.Duration) time.Duration { return min(dur/5, 500*time.Millisecond) }
+
+// loadConn does round trips on rc until the deadline and returns the
+// latencies of those that started from measureFrom on.
+func loadConn(rc *rawConn, measureFrom, deadline time.Time) ([]time.Duration, error) {
+	_ = rc.c.SetDeadline(deadline.Add(30 * time.Second)) // a stuck server fails the run, not hangs it
+	lat := make([]time.Duration, 0, 1<<14)
+	for {
+		start := time.Now()
+		if !start.Before(deadline) {
+			return lat, nil
+		}
+		if err := rc.roundTrip(); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return lat, nil // the run was cancelled
+			}
+			return lat, err
+		}
+		if !start.Before(measureFrom) {
+			lat = append(lat, time.Since(start))
+		}
+		if err := rc.apiVersionsOK(); err != nil {
+			return lat, err
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package main
+
+// This file turns the samples of every round into the report: per
+// scenario, case, metric and server the median with the min and max over
+// rounds, and ratios to echo and to kfake, as tables or JSON.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// sample is one value of one metric, measured in one round against one
+// server. Scenario, Server and Round are filled in by the round loop.
+type sample struct {
+	Scenario string
+	Case     string // "conns=8", "10000 conns", ...
+	Metric   string // name and unit: "req/s", "p99 µs", ...
+	Server   serverKind
+	Round    int
+	Value    float64
+}
+
+// scenarioInfo describes a scenario in the report.
+type scenarioInfo struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// Notes say exactly what was measured and how.
+	Notes []string `json:"notes"`
+}
+
+// results are everything a run measured.
+type results struct {
+	Rounds    int
+	Quick     bool
+	Scenarios []scenarioInfo
+	Samples   []sample
+	Failures  []string // runs that failed, with their error
+}
+
+// row is one metric of one case for one server, over the rounds.
+type row struct {
+	Scenario string    `json:"scenario"`
+	Case     string    `json:"case"`
+	Metric   string    `json:"metric"`
+	Server   string    `json:"server"`
+	Median   float64   `json:"median"`
+	Min      float64   `json:"min"`
+	Max      float64   `json:"max"`
+	Values   []float64 `json:"values"` // by round
+	// RatioToEcho and RatioToKfake are Median over echo's and kfake's
+	// medians of the same case and metric; absent when there is none.
+	RatioToEcho  *float64 `json:"ratio_to_echo,omitempty"`
+	RatioToKfake *float64 `json:"ratio_to_kfake,omitempty"`
+}
+
+// median returns the median of values (the mean of the middle two for an
+// even count); 0 for none.
+func median(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	s := slices.Clone(values)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// rowKey identifies a row.
+type rowKey struct{ scenario, c, metric, server string }
+
+// aggregate groups the samples into rows, in the order their keys first
+// appear, and fills in the ratios.
+func aggregate(samples []sample) []row {
+	var order []rowKey
+	values := map[rowKey][]float64{}
+	for _, s := range samples {
+		k := rowKey{s.Scenario, s.Case, s.Metric, s.Server}
+		if _, ok := values[k]; !ok {
+			order = append(order, k)
+		}
+		values[k] = append(values[k], s.Value)
+	}
+	rows := make([]row, 0, len(order))
+	medians := map[rowKey]float64{}
+	for _, k := range order {
+		v := values[k]
+		r := row{Scenario: k.scenario, Case: k.c, Metric: k.metric, Server: k.server,
+			Median: median(v), Min: slices.Min(v), Max: slices.Max(v), Values: v}
+		medians[k] = r.Median
+		rows = append(rows, r)
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.RatioToEcho = ratio(r.Median, medians, rowKey{r.Scenario, r.Case, r.Metric, echoServer})
+		r.RatioToKfake = ratio(r.Median, medians, rowKey{r.Scenario, r.Case, r.Metric, kfakeServer})
+	}
+	return rows
+}
+
+// ratio returns v over the median under k, or nil when there is none or it
+// is zero.
+func ratio(v float64, medians map[rowKey]float64, k rowKey) *float64 {
+	d, ok := medians[k]
+	if !ok || d == 0 {
+		return nil
+	}
+	r := v / d
+	return &r
+}
+
+// jsonReport is the -json output.
+type jsonReport struct {
+	Rounds    int            `json:"rounds"`
+	Quick     bool           `json:"quick"`
+	Scenarios []scenarioInfo `json:"scenarios"`
+	Rows      []row          `json:"rows"`
+	Failures  []string       `json:"failures"`
+}
+
+// writeJSON writes the report as one JSON document.
+func writeJSON(w io.Writer, res *results) error {
+	rep := jsonReport{Rounds: res.Rounds, Quick: res.Quick, Scenarios: res.Scenarios,
+		Rows: aggregate(res.Samples), Failures: res.Failures}
+	if rep.Failures == nil {
+		rep.Failures = []string{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return fmt.Errorf("writing JSON: %w", err)
+	}
+	return nil
+}
+
+// serverOrder is the column order of the tables.
+var serverOrder = []serverKind{kafkanetServer, kfakeServer, echoServer}
+
+// writeTables writes one table per scenario: a line per case and metric,
+// a column per server with "median (min–max)", and the ratios of kafkanet
+// to echo and to kfake, and of kfake to echo, where both were measured.
+func writeTables(w io.Writer, res *results) error {
+	rows := aggregate(res.Samples)
+	fmt.Fprintf(w, "kafkanet bench: %d round(s); each cell is the median (min–max) over rounds\n", res.Rounds)
+	for _, sc := range res.Scenarios {
+		fmt.Fprintf(w, "\n(%s) %s\n", sc.ID, sc.Title)
+		for _, n := range sc.Notes {
+			fmt.Fprintf(w, "    %s\n", n)
+		}
+		var mine []row
+		for _, r := range rows {
+			if r.Scenario == sc.ID {
+				mine = append(mine, r)
+			}
+		}
+		if len(mine) == 0 {
+			fmt.Fprintln(w, "    (no results)")
+			continue
+		}
+		if err := writeTable(w, mine); err != nil {
+			return err
+		}
+	}
+	if len(res.Failures) > 0 {
+		fmt.Fprintln(w, "\nFailures:")
+		for _, f := range res.Failures {
+			fmt.Fprintf(w, "    %s\n", f)
+		}
+	}
+	return nil
+}
+
+// writeTable writes the rows of one scenario.
+func writeTable(w io.Writer, rows []row) error {
+	var servers []serverKind
+	for _, s := range serverOrder {
+		if slices.ContainsFunc(rows, func(r row) bool { return r.Server == s }) {
+			servers = append(servers, s)
+		}
+	}
+	type ratioCol struct{ num, den serverKind }
+	var ratios []ratioCol
+	for _, rc := range []ratioCol{{kafkanetServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}} {
+		if slices.Contains(servers, rc.num) && slices.Contains(servers, rc.den) {
+			ratios = append(ratios, rc)
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"case", "metric"}
+	head = append(head, servers...)
+	for _, rc := range ratios {
+		head = append(head, rc.num+"/"+rc.den)
+	}
+	fmt.Fprintln(tw, "    "+strings.Join(head, "\t"))
+	byKey := map[rowKey]row{}
+	type line struct{ c, metric string }
+	var lines []line
+	for _, r := range rows {
+		byKey[rowKey{r.Scenario, r.Case, r.Metric, r.Server}] = r
+		if l := (line{r.Case, r.Metric}); !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	scenario := rows[0].Scenario
+	prevCase := ""
+	for _, l := range lines {
+		c := l.c
+		if c == prevCase {
+			c = ""
+		}
+		prevCase = l.c
+		cells := []string{c, l.metric}
+		for _, s := range servers {
+			r, ok := byKey[rowKey{scenario, l.c, l.metric, s}]
+			if !ok {
+				cells = append(cells, "-")
+				continue
+			}
+			cells = append(cells, formatCell(r))
+		}
+		for _, rc := range ratios {
+			num, ok1 := byKey[rowKey{scenario, l.c, l.metric, rc.num}]
+			den, ok2 := byKey[rowKey{scenario, l.c, l.metric, rc.den}]
+			if !ok1 || !ok2 || den.Median == 0 {
+				cells = append(cells, "-")
+				continue
+			}
+			cells = append(cells, fmt.Sprintf("%.2f", num.Median/den.Median))
+		}
+		fmt.Fprintln(tw, "    "+strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// formatCell formats a row as "median (min–max)", or the median alone when
+// all rounds agree.
+func formatCell(r row) string {
+	if r.Min == r.Max {
+		return formatNumber(r.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", formatNumber(r.Median), formatNumber(r.Min), formatNumber(r.Max))
+}
+
+// formatNumber formats v with three significant digits below 100 and as a
+// whole number with thousands separators from 100 on.
+func formatNumber(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case math.Abs(v) >= 100:
+		return groupThousands(int64(math.Round(v)))
+	case v == 0:
+		return "0"
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+}
+
+// groupThousands formats n with commas between groups of three digits.
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, d := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return b.String()
+}

@@ -1,0 +1,468 @@
+package main
+
+// This file is the child side: the bench binary re-executed with childFlag
+// becomes one of the servers measured, alone in its process.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// childFlag, as the first argument, makes the binary a server child.
+const childFlag = "-bench-child"
+
+// serverKind names a server under test.
+type serverKind = string
+
+// The servers under test.
+const (
+	kafkanetServer serverKind = "kafkanet"
+	kfakeServer    serverKind = "kfake"
+	echoServer     serverKind = "echo"
+)
+
+// Environment variables that carry the TLS key and certificate chain (PEM)
+// from the bench to its server children.
+const (
+	envTLSKey   = "KAFKANET_BENCH_TLS_KEY"
+	envTLSChain = "KAFKANET_BENCH_TLS_CHAIN"
+)
+
+// The names of the minimal kafkanet server's listeners.
+const (
+	clientListener  = "CLIENT"
+	controlListener = "CONTROLLER"
+)
+
+// benchTopic is the topic the produce scenario writes, with
+// benchPartitions partitions.
+const (
+	benchTopic      = "bench"
+	benchPartitions = 3
+)
+
+// childSpec says which server a child runs and how. It travels as the
+// child's flags.
+type childSpec struct {
+	Kind        serverKind
+	Addr        string // 127.0.0.1:port of the data-plane (client) listener
+	ControlAddr string // kafkanet: the control listener's address
+	TLS         bool   // the client listener speaks TLS (key and chain from the environment)
+	// SharedControl makes kafkanet's control listener a data-plane
+	// listener (no control.plane.listener.name).
+	SharedControl bool
+	// BlockKey, when >= 0, makes kafkanet's data-plane handler hold every
+	// request of that API key from the client listener unanswered, so that
+	// the handlers block and the request queue fills.
+	BlockKey int
+	// Discard makes kfake blackhole produced records (kafkanet's minimal
+	// server always discards them).
+	Discard bool
+}
+
+// args returns the child's command-line arguments.
+func (s childSpec) args() []string {
+	return []string{childFlag, "-kind", s.Kind, "-addr", s.Addr, "-control-addr", s.ControlAddr,
+		"-tls=" + strconv.FormatBool(s.TLS), "-shared-control=" + strconv.FormatBool(s.SharedControl),
+		"-block-key", strconv.Itoa(s.BlockKey), "-discard=" + strconv.FormatBool(s.Discard)}
+}
+
+// parseChildSpec reads a child's arguments (those after childFlag).
+func parseChildSpec(args []string) (childSpec, error) {
+	fs := flag.NewFlagSet("bench-child", flag.ContinueOnError)
+	var s childSpec
+	fs.StringVar(&s.Kind, "kind", "", "server kind")
+	fs.StringVar(&s.Addr, "addr", "", "client listener address")
+	fs.StringVar(&s.ControlAddr, "control-addr", "", "control listener address")
+	fs.BoolVar(&s.TLS, "tls", false, "TLS on the client listener")
+	fs.BoolVar(&s.SharedControl, "shared-control", false, "no separate control plane")
+	fs.IntVar(&s.BlockKey, "block-key", -1, "API key whose data-plane requests are never answered")
+	fs.BoolVar(&s.Discard, "discard", false, "kfake: blackhole produced records")
+	if err := fs.Parse(args); err != nil {
+		return childSpec{}, err
+	}
+	if s.Addr == "" {
+		return childSpec{}, errors.New("-addr is required")
+	}
+	return s, nil
+}
+
+// childMain runs a server child until SIGTERM or SIGINT and returns its
+// exit status. The kafkanet child answers "stats" lines on stdin with a
+// JSON line of [childStats] on stdout.
+func childMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	spec, err := parseChildSpec(args)
+	if err == nil {
+		switch spec.Kind {
+		case kafkanetServer:
+			err = serveKafkanet(ctx, spec, stdin, stdout)
+		case kfakeServer:
+			err = serveKfake(ctx, spec)
+		case echoServer:
+			err = serveEcho(ctx, spec)
+		default:
+			err = fmt.Errorf("unknown server kind %q", spec.Kind)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench child: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// childTLS returns the server TLS configuration from the key and chain in
+// the environment.
+func childTLS() (*tls.Config, error) {
+	cert, err := tls.X509KeyPair([]byte(os.Getenv(envTLSChain)), []byte(os.Getenv(envTLSKey)))
+	if err != nil {
+		return nil, fmt.Errorf("TLS key pair from the environment: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+}
+
+// serveKfake runs a one-broker kfake cluster on spec.Addr's port.
+func serveKfake(ctx context.Context, spec childSpec) error {
+	_, port, err := net.SplitHostPort(spec.Addr)
+	if err != nil {
+		return err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("port %q: %w", port, err)
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(p)}
+	if spec.TLS {
+		cfg, err := childTLS()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, kfake.TLS(cfg))
+	}
+	if spec.Discard {
+		opts = append(opts, kfake.BlackholeProduce())
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return fmt.Errorf("kfake: %w", err)
+	}
+	<-ctx.Done()
+	c.Close()
+	return nil
+}
+
+// echoResponseSize is the size of the echo server's response frame: size,
+// correlation id, error code and an empty array of API keys, a valid
+// ApiVersions v0 response.
+const echoResponseSize = 4 + 4 + 2 + 4
+
+// maxEchoFrame bounds the frames the echo server reads.
+const maxEchoFrame = 100 << 20
+
+// serveEcho runs the ceiling: 4-byte-length-prefixed frames, a goroutine
+// per connection, each frame answered with a fixed ApiVersions v0 response
+// carrying the request's correlation id.
+func serveEcho(ctx context.Context, spec childSpec) error {
+	ln, err := net.Listen("tcp", spec.Addr)
+	if err != nil {
+		return err
+	}
+	if spec.TLS {
+		cfg, err := childTLS()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, cfg)
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		go echoConn(c)
+	}
+}
+
+// echoConn answers the frames of one connection until it closes. It
+// flushes only when no further request is buffered.
+func echoConn(c net.Conn) {
+	defer c.Close()
+	br, bw := bufio.NewReaderSize(c, 4096), bufio.NewWriterSize(c, 4096)
+	var size [4]byte
+	resp := make([]byte, echoResponseSize)
+	binary.BigEndian.PutUint32(resp, echoResponseSize-4)
+	for {
+		if _, err := io.ReadFull(br, size[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(size[:])
+		if n < 8 || n > maxEchoFrame {
+			return
+		}
+		head, err := br.Peek(8) // key, version, correlation id
+		if err != nil {
+			return
+		}
+		copy(resp[4:8], head[4:8])
+		if _, err := br.Discard(int(n)); err != nil {
+			return
+		}
+		if _, err := bw.Write(resp); err != nil {
+			return
+		}
+		if br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// childStats is what the kafkanet child reports on a "stats" line.
+type childStats struct {
+	DataQueue    int `json:"data_queue"`
+	DataQueueCap int `json:"data_queue_cap"`
+	Connections  int `json:"connections"`
+	Blocked      int `json:"blocked"` // requests its handler holds unanswered
+}
+
+// kafkanetProperties returns the minimal server's broker properties: a
+// CLIENT listener (PLAINTEXT, or SSL with the PEM key store inline) and a
+// CONTROLLER listener, the control plane unless spec.SharedControl.
+func kafkanetProperties(spec childSpec) listener.Properties {
+	protocol := "PLAINTEXT"
+	if spec.TLS {
+		protocol = "SSL"
+	}
+	p := listener.Properties{
+		listener.KeyListeners:               fmt.Sprintf("%s://%s,%s://%s", clientListener, spec.Addr, controlListener, spec.ControlAddr),
+		listener.KeySecurityProtocolMap:     fmt.Sprintf("%s:%s,%s:PLAINTEXT", clientListener, protocol, controlListener),
+		listener.KeyInterBrokerListenerName: clientListener,
+	}
+	if !spec.SharedControl {
+		p[listener.KeyControlPlaneListenerName] = controlListener
+	}
+	if spec.TLS {
+		prefix := "listener.name.client."
+		p[prefix+listener.KeySSLKeystoreType] = "PEM"
+		p[prefix+listener.KeySSLKeystoreKey] = os.Getenv(envTLSKey)
+		p[prefix+listener.KeySSLKeystoreCertificateChain] = os.Getenv(envTLSChain)
+	}
+	return p
+}
+
+// minimalHandler is the minimal kafkanet server's host: a fixed Metadata
+// response, Produce acknowledged and discarded, InitProducerId,
+// CreateTopics (the bench topic already exists) and ListClientConnections
+// (KIP-1329, under connregistry.DefaultAPIKey as the example broker serves
+// it by default). ApiVersions is the server's own.
+type minimalHandler struct {
+	ctx      context.Context // ends when the child stops: blocked requests are released
+	metadata *kmsg.MetadataResponse
+	list     *connregistry.Handler
+	blockKey int
+	blocked  atomic.Int64
+	offset   atomic.Int64 // base offset handed to the next produced batch
+	pid      atomic.Int64
+}
+
+// minimalAPIs are the minimal server's APIs.
+func minimalAPIs() []socketserver.API {
+	api := func(key kmsg.Key, minV, maxV int16) socketserver.API {
+		a, _ := socketserver.KmsgAPI(key.Int16(), minV, maxV)
+		return a
+	}
+	return []socketserver.API{
+		api(kmsg.Metadata, 0, 12), // v13 would need topic ids; names keep the fixed response small
+		api(kmsg.Produce, 3, 12),
+		api(kmsg.InitProducerID, 0, 4),
+		api(kmsg.CreateTopics, 0, 7),
+		{Key: connregistry.DefaultAPIKey, MinVersion: 0, MaxVersion: 0,
+			New: func() kmsg.Request {
+				return &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultAPIKey}
+			}},
+	}
+}
+
+// fixedMetadata is the minimal server's Metadata response: itself as node
+// 0 at addr, and the bench topic with its partitions led by node 0.
+func fixedMetadata(addr string) (*kmsg.MetadataResponse, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("port %q: %w", port, err)
+	}
+	resp := kmsg.NewPtrMetadataResponse()
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = 0, host, int32(p)
+	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	resp.ClusterID = kmsg.StringPtr("kafkanet-bench")
+	resp.ControllerID = 0
+	t := kmsg.NewMetadataResponseTopic()
+	t.Topic = kmsg.StringPtr(benchTopic)
+	for i := range int32(benchPartitions) {
+		part := kmsg.NewMetadataResponseTopicPartition()
+		part.Partition, part.Leader, part.Replicas, part.ISR = i, 0, []int32{0}, []int32{0}
+		t.Partitions = append(t.Partitions, part)
+	}
+	resp.Topics = []kmsg.MetadataResponseTopic{t}
+	return resp, nil
+}
+
+// ServeKafka answers one request.
+func (h *minimalHandler) ServeKafka(r *socketserver.Request) {
+	if int(r.APIKey) == h.blockKey && r.Conn.Listener == clientListener {
+		h.blocked.Add(1)
+		<-h.ctx.Done() // never answered: the handler goroutine stays blocked
+		return
+	}
+	var resp kmsg.Response
+	switch req := r.Body.(type) {
+	case *kmsg.MetadataRequest:
+		m := *h.metadata // a shallow copy: Respond sets its version
+		resp = &m
+	case *kmsg.ProduceRequest:
+		resp = h.produce(req)
+		if req.Acks == 0 {
+			_ = r.NoResponse()
+			return
+		}
+	case *kmsg.InitProducerIDRequest:
+		ip := kmsg.NewPtrInitProducerIDResponse()
+		ip.ProducerID = h.pid.Add(1)
+		resp = ip
+	case *kmsg.CreateTopicsRequest:
+		resp = createTopicsExist(req)
+	case *connregistry.ListClientConnectionsRequest:
+		resp = h.list.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), req)
+	default:
+		_ = r.CloseConnection()
+		return
+	}
+	if err := r.Respond(resp); err != nil {
+		_ = r.CloseConnection()
+	}
+}
+
+// produce acknowledges every partition of req, discarding the records, with
+// base offsets that advance by one per partition written.
+func (h *minimalHandler) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := kmsg.NewPtrProduceResponse()
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset = h.offset.Add(1) - 1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// createTopicsExist answers that every topic asked for exists already.
+func createTopicsExist(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = t.Topic, kerr.TopicAlreadyExists.Code
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// serveKafkanet runs the minimal server on socketserver, with Kafka's
+// defaults for every socket-server key (3 network threads, 8 handler
+// goroutines, a data-plane queue of 500), until ctx ends.
+func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout io.Writer) error {
+	lc, err := listener.Resolve(kafkanetProperties(spec))
+	if err != nil {
+		return err
+	}
+	cfg, err := socketserver.ConfigFromProperties(lc)
+	if err != nil {
+		return err
+	}
+	cfg.APIs = minimalAPIs()
+	srv, err := socketserver.New(cfg)
+	if err != nil {
+		return err
+	}
+	metadata, err := fixedMetadata(spec.Addr)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	defer srv.Close()
+	h := &minimalHandler{ctx: ctx, metadata: metadata, list: &connregistry.Handler{Registry: srv.Registry()}, blockKey: spec.BlockKey}
+	go answerStats(stdin, stdout, srv, h, cfg.QueuedMaxRequests)
+	served := make(chan error, 2)
+	go func() { served <- srv.Serve(ctx, listener.DataPlane, socketserver.DefaultNumIOThreads, h) }()
+	if lc.ControlPlaneListener != "" {
+		go func() { served <- srv.Serve(ctx, listener.ControlPlane, 1, h) }()
+	} else {
+		served <- nil
+	}
+	<-ctx.Done()
+	srv.Close()
+	for range 2 {
+		<-served
+	}
+	return nil
+}
+
+// answerStats answers each "stats" line of in with a JSON line of
+// childStats on out, until in ends (the parent closed it or went away).
+func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minimalHandler, queueCap int) {
+	sc := bufio.NewScanner(in)
+	enc := json.NewEncoder(out)
+	for sc.Scan() {
+		if sc.Text() != "stats" {
+			continue
+		}
+		st := srv.Stats()
+		cs := childStats{DataQueue: st.RequestQueueSize[listener.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load())}
+		for _, n := range st.ConnectionCount {
+			cs.Connections += n
+		}
+		if err := enc.Encode(cs); err != nil {
+			return
+		}
+	}
+}
