@@ -152,7 +152,7 @@ func (e *Entry) Request(t time.Time, size int, clientID string) {
 	e.lastActivity.Store(t.UnixNano())
 	e.mu.Lock()
 	if e.c.ClientID != clientID {
-		e.c.ClientID = clientID
+		e.c.ClientID = strings.Clone(clientID) // it may share the memory of a request frame
 	}
 	e.mu.Unlock()
 }

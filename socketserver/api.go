@@ -1,8 +1,9 @@
 package socketserver
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,6 +53,9 @@ type apiTable struct {
 	// serverAnswersAPIVersions is false when the host listed ApiVersions
 	// itself and answers it.
 	serverAnswersAPIVersions bool
+	// encodedVersions[v] is the body of the server's ApiVersions vN
+	// answer to a valid request: the same for every connection.
+	encodedVersions [apiVersionsMax + 1][]byte
 }
 
 // newAPITable builds a listener's table. ApiVersions is always enabled (the
@@ -95,6 +99,11 @@ func newAPITable(apis []API) (*apiTable, error) {
 			t.versions = append(t.versions, k)
 		}
 	}
+	for v := range t.encodedVersions {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.Version, resp.ApiKeys = int16(v), t.versions
+		t.encodedVersions[v] = resp.AppendTo(nil)
+	}
 	return t, nil
 }
 
@@ -106,16 +115,53 @@ func (t *apiTable) lookup(key int16) (API, bool) {
 	return t.byKey[key], true
 }
 
-// clientSoftwarePattern is KIP-511's rule for ClientSoftwareName and
-// ClientSoftwareVersion: alphanumerics, '-' and '.', starting and ending
-// with an alphanumeric.
-var clientSoftwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+// validSoftwareField reports whether s passes KIP-511's rule for
+// ClientSoftwareName and ClientSoftwareVersion: alphanumerics, '-' and
+// '.', starting and ending with an alphanumeric (Kafka's
+// [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?).
+func validSoftwareField[T string | []byte](s T) bool {
+	alnum := func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+	if len(s) == 0 || !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !alnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseClientSoftware reads the body of an ApiVersions v3+ request: two
+// compact strings, ClientSoftwareName and ClientSoftwareVersion, then a tag
+// section. The results share b's memory.
+func parseClientSoftware(b []byte) (name, version []byte, err error) {
+	compactString := func() ([]byte, error) {
+		n, size := binary.Uvarint(b)
+		if size <= 0 || n == 0 || n-1 > uint64(len(b)-size) { // 0 is null, which these fields may not be
+			return nil, errors.New("bad compact string")
+		}
+		s := b[size : size+int(n-1)]
+		b = b[size+int(n-1):]
+		return s, nil
+	}
+	if name, err = compactString(); err != nil {
+		return nil, nil, err
+	}
+	if version, err = compactString(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := skipTags(b); err != nil {
+		return nil, nil, err
+	}
+	return name, version, nil
+}
 
 // validClientSoftware reports whether an ApiVersions request's client
 // software fields pass KIP-511's check (which applies from v3 on).
 func validClientSoftware(req *kmsg.ApiVersionsRequest) bool {
 	return req.Version < 3 ||
-		clientSoftwarePattern.MatchString(req.ClientSoftwareName) && clientSoftwarePattern.MatchString(req.ClientSoftwareVersion)
+		validSoftwareField(req.ClientSoftwareName) && validSoftwareField(req.ClientSoftwareVersion)
 }
 
 // apiVersionsResponse builds the server's answer to an ApiVersions request

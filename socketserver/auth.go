@@ -1,7 +1,6 @@
 package socketserver
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -178,7 +177,6 @@ func (c *conn) handshake() error {
 		state := tc.ConnectionState()
 		info.TLS = &state
 		c.rw = tc
-		c.br = bufio.NewReaderSize(tc, 4096)
 		c.info.TLSVersion, c.info.CipherSuite = state.Version, state.CipherSuite
 		c.entry.Update(func(rc *connregistry.Conn) {
 			rc.TLSVersion, rc.CipherSuite = tls.VersionName(state.Version), tls.CipherSuiteName(state.CipherSuite)
@@ -221,11 +219,11 @@ func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
 	apis := c.p.ls.apis
 	sawAPIVersions := false
 	for {
-		frame, err := readFrame(c.br, &c.sizeBuf, c.p.srv.cfg.SASLMaxReceiveSize)
+		frame, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize)
 		if err != nil {
 			return nil, 0, err
 		}
-		h, req, err := c.decode(frame, time.Now())
+		h, req, _, err := c.decode(frame, time.Now(), false)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -293,7 +291,7 @@ func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest, cur
 func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16, current string) (string, error) {
 	session := mech.NewSession()
 	for {
-		frame, err := readFrame(c.br, &c.sizeBuf, c.p.srv.cfg.SASLMaxReceiveSize)
+		frame, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize)
 		if err != nil {
 			return "", err
 		}
@@ -313,7 +311,7 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 			}
 			continue
 		}
-		h, req, err := c.decode(frame, time.Now())
+		h, req, _, err := c.decode(frame, time.Now(), false)
 		if err != nil {
 			return "", err
 		}

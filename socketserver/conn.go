@@ -1,7 +1,6 @@
 package socketserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -30,13 +29,16 @@ type conn struct {
 	answers  chan answer
 	clientIP netip.Addr // for the connection quotas
 
-	// Owned by serve (and the handshake it runs):
+	// Owned by serve (and the handshake it runs). No read or write buffer
+	// stays with an idle connection: it waits for the next frame's size
+	// bytes, reading straight into size.
 	info         ConnInfo
 	rw           io.ReadWriter // nc, or the TLS connection over it
-	br           *bufio.Reader
-	sizeBuf      [4]byte
-	wbuf         []byte
+	size         [4]byte       // the next frame's size prefix ...
+	sizeHave     int           // ... of which this many bytes have arrived (the peer watcher may read them)
 	saslIdentity string
+	peer         *peerWatcher // started with the first request the host answers
+	watching     bool         // peer is reading the next size bytes for the request in flight
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
@@ -45,157 +47,206 @@ type conn struct {
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
 }
 
-// wbufKeep is the largest write buffer a connection keeps between responses.
-const wbufKeep = 64 << 10
+// writeBufKeep is the largest write buffer the server keeps for reuse.
+const writeBufKeep = 64 << 10
+
+// smallFrame is the largest frame read into its request's own allocation
+// (see requestBuf): most requests other than Produce fit, and a requestBuf
+// fills a 640-byte size class.
+const smallFrame = 320
+
+// requestBuf holds a request and its frame in one allocation, so that a
+// small request costs the server two: this and the decoded body (which
+// points into frame, as the client id does).
+type requestBuf struct {
+	req      Request
+	clientID string
+	frame    [smallFrame]byte
+}
 
 // errDraining ends a connection that Shutdown is draining.
 var errDraining = errors.New("socketserver: server shutting down")
 
-// serve runs the connection until it closes.
+// serve runs the connection until it closes. An idle connection waits in
+// awaitRequest, whose stack is shallow, so that the runtime can shrink its
+// goroutine's stack to the minimum; serveRequest does the deep work.
 func (c *conn) serve() {
-	srv := c.p.srv
-	ls := c.p.ls
-	log := srv.log
 	c.rw = c.nc
-	c.br = bufio.NewReaderSize(c.rw, 4096)
-	var peer *peerWatcher
-	watching := false // peer is reading c.br for the request in flight
 	defer func() {
-		if !watching && c.draining() {
+		if !c.watching && c.draining() {
 			c.lingerClose()
 		}
 		c.close()
-		if peer != nil {
-			close(peer.start)
-			for range peer.done { // until the watcher has ended
+		if c.peer != nil {
+			close(c.peer.start)
+			for range c.peer.done { // until the watcher has ended
 			}
 		}
 	}()
 	if err := c.handshake(); err != nil {
 		if !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
-			log.Info("closing connection during authentication", "conn_id", c.info.ID, "err", err)
+			c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info.ID, "err", err)
 		}
 		return
 	}
-	for {
-		if watching {
-			watching = false
-			if err := <-peer.done; err != nil {
-				if !isClosedOrEOF(err) {
-					log.Info("closing connection", "conn_id", c.info.ID, "err", err)
-				}
-				return
-			}
-		}
-		if c.draining() {
-			return
-		}
-		frame, err := readFrame(c.br, &c.sizeBuf, srv.cfg.RequestMaxBytes)
-		if err != nil {
-			if !isClosedOrEOF(err) {
-				c.setReason(connregistry.ProtocolError)
-				log.Info("closing connection", "conn_id", c.info.ID, "err", err)
-			}
-			return
-		}
-		start := time.Now()
-		c.touch(start)
-		h, body, err := c.decode(frame, start)
-		if err != nil {
-			c.setReason(connregistry.ProtocolError)
-			log.Info("closing connection", "conn_id", c.info.ID, "err", err, "api_key", h.key, "api_version", h.version)
-			return
-		}
-		// After the session's expiry only a SaslHandshake, which starts
-		// re-authentication, is served; any other request closes, including
-		// those the server answers itself (KIP-368, as Kafka's processor).
-		if exp := c.info.SessionExpiry; !exp.IsZero() && start.After(exp) {
-			if _, reauth := body.(*kmsg.SASLHandshakeRequest); !reauth {
-				c.setReason(connregistry.SessionExpired)
-				log.Info("closing connection", "conn_id", c.info.ID, "err", ErrSessionExpired, "principal", c.info.Principal)
-				return
-			}
-		}
-		if answered, err := c.answerInServer(h, body); answered || err != nil {
-			if err != nil {
-				if !isClosedOrEOF(err) {
-					log.Info("closing connection", "conn_id", c.info.ID, "err", err)
-				}
-				return
-			}
-			c.p.busy.Add(int64(time.Since(start)))
-			continue
-		}
-
-		r := &Request{
-			APIKey: h.key, APIVersion: h.version, CorrelationID: h.correlationID, ClientID: h.clientID,
-			Body: body, Conn: c.info, ReceivedAt: start, Size: len(frame), conn: c,
-		}
-		if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
-			c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
-		}
-		c.inFlight.Store(true)
-		select {
-		case ls.queue <- r:
-		case <-c.ctx.Done():
-			return
-		}
-		c.p.busy.Add(int64(time.Since(start)))
-		if c.br.Buffered() == 0 {
-			if peer == nil {
-				peer = c.watchPeer()
-			}
-			peer.start <- struct{}{}
-			watching = true
-		}
-
-		var a answer
-		select {
-		case a = <-c.answers:
-		case <-c.ctx.Done():
-			return
-		}
-		if a.close {
-			c.setReason(connregistry.HandlerClosed)
-			return
-		}
-		if a.resp != nil {
-			writeStart := time.Now()
-			if err := c.write(h.correlationID, a.resp); err != nil {
-				return
-			}
-			c.p.busy.Add(int64(time.Since(writeStart)))
-		}
-		c.touch(time.Now())
-		c.inFlight.Store(false)
+	for c.awaitRequest() && c.serveRequest() {
 	}
 }
 
+// awaitRequest waits until the next request begins to arrive: the peer
+// watcher's read, or a read of the first size bytes. It reports false when
+// the connection must close.
+func (c *conn) awaitRequest() bool {
+	if c.watching {
+		c.watching = false
+		if err := <-c.peer.done; err != nil {
+			if !isClosedOrEOF(err) {
+				c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+			}
+			return false
+		}
+	}
+	if c.draining() {
+		return false
+	}
+	if c.sizeHave == 0 {
+		n, err := c.rw.Read(c.size[:])
+		c.sizeHave = n
+		if n == 0 && err != nil {
+			if !isClosedOrEOF(err) {
+				c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// serveRequest reads the request whose first bytes have arrived, decodes
+// it, and answers it or hands it to the host and writes the host's answer.
+// It reports false when the connection must close.
+func (c *conn) serveRequest() bool {
+	srv := c.p.srv
+	ls := c.p.ls
+	log := srv.log
+	frame, rb, err := c.nextFrame(srv.cfg.RequestMaxBytes)
+	if err != nil {
+		if !isClosedOrEOF(err) {
+			c.setReason(connregistry.ProtocolError)
+			log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+		}
+		return false
+	}
+	start := time.Now()
+	c.touch(start)
+	h, body, rest, err := c.decode(frame, start, ls.apis.serverAnswersAPIVersions)
+	if err != nil {
+		c.setReason(connregistry.ProtocolError)
+		log.Info("closing connection", "conn_id", c.info.ID, "err", err, "api_key", h.key, "api_version", h.version)
+		return false
+	}
+	// After the session's expiry only a SaslHandshake, which starts
+	// re-authentication, is served; any other request closes, including
+	// those the server answers itself (KIP-368, as Kafka's processor).
+	if exp := c.info.SessionExpiry; !exp.IsZero() && start.After(exp) {
+		if _, reauth := body.(*kmsg.SASLHandshakeRequest); !reauth {
+			c.setReason(connregistry.SessionExpired)
+			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrSessionExpired, "principal", c.info.Principal)
+			return false
+		}
+	}
+	if answered, err := c.answerInServer(h, body, rest); answered || err != nil {
+		if err != nil {
+			if !isClosedOrEOF(err) {
+				log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+			}
+			return false
+		}
+		c.p.busy.Add(int64(time.Since(start)))
+		return true
+	}
+
+	if rb == nil { // a large frame, read into its own slice
+		rb = &requestBuf{}
+	}
+	r := &rb.req
+	*r = Request{
+		APIKey: h.key, APIVersion: h.version, CorrelationID: h.correlationID,
+		Body: body, Conn: c.info, ReceivedAt: start, Size: len(frame), conn: c,
+	}
+	if !h.nullClientID {
+		rb.clientID = h.clientID
+		r.ClientID = &rb.clientID
+	}
+	if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
+		c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
+	}
+	c.inFlight.Store(true)
+	select {
+	case ls.queue <- r:
+	case <-c.ctx.Done():
+		return false
+	}
+	c.p.busy.Add(int64(time.Since(start)))
+	if c.peer == nil {
+		c.peer = c.watchPeer()
+	}
+	c.peer.start <- struct{}{}
+	c.watching = true
+
+	var a answer
+	select {
+	case a = <-c.answers:
+	case <-c.ctx.Done():
+		return false
+	}
+	if a.close {
+		c.setReason(connregistry.HandlerClosed)
+		return false
+	}
+	if a.resp != nil {
+		writeStart := time.Now()
+		if err := c.write(h.correlationID, a.resp); err != nil {
+			return false
+		}
+		c.p.busy.Add(int64(time.Since(writeStart)))
+	}
+	c.touch(time.Now())
+	c.inFlight.Store(false)
+	return true
+}
+
 // decode parses a request frame: header, API lookup on the listener,
-// version check, header tags and body. A too-new ApiVersions request is not
-// decoded: it comes back with a nil body, to be answered in the v0 layout.
-// An error means the connection must close without a response.
-func (c *conn) decode(frame []byte, received time.Time) (header, kmsg.Request, error) {
+// version check, header tags and body. An ApiVersions request comes back
+// undecoded, with a nil body and the bytes after its header, when it is too
+// new (to be answered in the v0 layout) or when ownAPIVersions is set (the
+// server answers it without kmsg: see answerAPIVersions). An error means
+// the connection must close without a response.
+func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (header, kmsg.Request, []byte, error) {
 	apis := c.p.ls.apis
 	h, rest, err := parseHeaderPrefix(frame)
 	if err != nil {
-		return h, nil, err
+		return h, nil, nil, err
 	}
-	clientID := ""
-	if h.clientID != nil {
-		clientID = *h.clientID
-	}
-	c.entry.Request(received, len(frame), clientID)
+	c.entry.Request(received, len(frame), h.clientID)
 	api, ok := apis.lookup(h.key)
 	if !ok {
-		return h, nil, ErrUnknownAPI
+		return h, nil, nil, ErrUnknownAPI
 	}
 	c.p.srv.cfg.Metrics.Request(c.info.Listener, h.key, len(frame))
 	if h.key == apiVersionsKey && h.version > api.MaxVersion {
-		return h, nil, nil
+		return h, nil, rest, nil
 	}
 	if h.version < api.MinVersion || h.version > api.MaxVersion {
-		return h, nil, ErrUnsupportedVersion
+		return h, nil, nil, ErrUnsupportedVersion
+	}
+	if h.key == apiVersionsKey && ownAPIVersions {
+		if h.version >= 3 { // flexible: the header has tags
+			if rest, err = skipTags(rest); err != nil {
+				return h, nil, nil, err
+			}
+		}
+		return h, nil, rest, nil
 	}
 	body := api.New()
 	if ks, ok := body.(KeySetter); ok {
@@ -204,56 +255,85 @@ func (c *conn) decode(frame []byte, received time.Time) (header, kmsg.Request, e
 	body.SetVersion(h.version)
 	if body.IsFlexible() {
 		if rest, err = skipTags(rest); err != nil {
-			return h, nil, err
+			return h, nil, nil, err
 		}
 	}
 	if err := body.ReadFrom(rest); err != nil {
-		return h, nil, fmt.Errorf("%w: %w", ErrMalformedBody, err)
+		return h, nil, nil, fmt.Errorf("%w: %w", ErrMalformedBody, err)
 	}
-	return h, body, nil
+	return h, body, nil, nil
 }
 
 // answerInServer answers the requests the server owns: ApiVersions (unless
 // the host took it over) and, after authentication, SaslHandshake and
 // SaslAuthenticate. It reports whether it answered; an error means the
 // connection must close.
-func (c *conn) answerInServer(h header, body kmsg.Request) (bool, error) {
-	apis := c.p.ls.apis
-	switch b := body.(type) {
-	case nil: // a too-new ApiVersions request
-		return true, c.write(h.correlationID, apis.apiVersionsResponse(nil, true))
-	case *kmsg.ApiVersionsRequest:
-		if !apis.serverAnswersAPIVersions {
-			return false, nil
-		}
-		resp := apis.apiVersionsResponse(b, false)
-		c.noteClientSoftware(b)
-		return true, c.write(h.correlationID, resp)
+func (c *conn) answerInServer(h header, body kmsg.Request, rest []byte) (bool, error) {
+	switch body.(type) {
+	case nil: // ApiVersions, left undecoded
+		return true, c.answerAPIVersions(h, rest)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return true, c.answerSASLAfterAuthentication(h, body)
 	}
 	return false, nil
 }
 
+// answerAPIVersions answers an ApiVersions request that decode left
+// undecoded (body holds what follows its header and header tags): too new,
+// in the v0 layout; with invalid client software fields, INVALID_REQUEST;
+// otherwise with the listener's encoded answer, recording the client
+// software (KIP-511) when it changed. Nothing is allocated for a client
+// that sends the same software as before.
+func (c *conn) answerAPIVersions(h header, body []byte) error {
+	apis := c.p.ls.apis
+	if a, _ := apis.lookup(apiVersionsKey); h.version > a.MaxVersion {
+		return c.write(h.correlationID, apis.apiVersionsResponse(nil, true))
+	}
+	if h.version >= 3 {
+		name, version, err := parseClientSoftware(body)
+		if err != nil {
+			c.setReason(connregistry.ProtocolError)
+			return fmt.Errorf("%w: ApiVersions: %w", ErrMalformedBody, err)
+		}
+		if !validSoftwareField(name) || !validSoftwareField(version) {
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version, resp.ErrorCode = h.version, errInvalidRequest
+			return c.write(h.correlationID, resp)
+		}
+		if string(name) != c.info.ClientSoftwareName || string(version) != c.info.ClientSoftwareVersion {
+			c.setClientSoftware(string(name), string(version))
+		}
+	}
+	return c.writeEncoded(h.correlationID, apiVersionsKey, apis.encodedVersions[h.version])
+}
+
 // peerWatcher is a connection's second goroutine: while a request is in
 // flight it waits for the peer's next bytes, so that a client that goes
 // away cancels the request's context (the host can stop working for it)
-// instead of going unnoticed until the response is written. It reads into
-// serve's bufio.Reader, which serve leaves alone from a send on start until
-// it has received the read's error from done (nil when the next request has
-// begun to arrive). Closing start ends it; it then closes done.
+// instead of going unnoticed until the response is written. It reads the
+// next frame's first size bytes into c.size, which serve leaves alone from
+// a send on start until it has received the read's error from done (nil
+// when the next request has begun to arrive). Closing start ends it; it
+// then closes done.
 type peerWatcher struct {
 	start chan struct{}
 	done  chan error
 }
 
 func (c *conn) watchPeer() *peerWatcher {
-	br := c.br
 	w := &peerWatcher{start: make(chan struct{}, 1), done: make(chan error, 1)}
 	go func() {
 		defer close(w.done)
 		for range w.start {
-			_, err := br.Peek(1)
+			var err error
+			if c.sizeHave < len(c.size) {
+				var n int
+				n, err = c.rw.Read(c.size[c.sizeHave:])
+				c.sizeHave += n
+				if n > 0 {
+					err = nil // the rest, or the error again, comes with the next read
+				}
+			}
 			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // a deadline is Shutdown's drain, not the peer
 				c.close() // and a write blocked on a peer that no longer reads ends now
 			}
@@ -266,23 +346,59 @@ func (c *conn) watchPeer() *peerWatcher {
 // write encodes resp and writes it, under a write deadline of
 // connections.max.idle.ms so that a client that stops reading is closed.
 func (c *conn) write(correlationID int32, resp kmsg.Response) error {
-	c.wbuf = appendResponse(c.wbuf[:0], correlationID, resp)
-	if err := c.writeFrame(c.wbuf); err != nil {
-		return err
+	buf := c.p.srv.writeBuf()
+	*buf = appendResponse((*buf)[:0], correlationID, resp)
+	return c.writeBuf(buf, resp.Key())
+}
+
+// writeEncoded writes a response whose body is encoded already: the
+// server's own ApiVersions answers, whose header has no tags.
+func (c *conn) writeEncoded(correlationID int32, key int16, body []byte) error {
+	buf := c.p.srv.writeBuf()
+	b := binary.BigEndian.AppendUint32((*buf)[:0], uint32(4+len(body)))
+	b = binary.BigEndian.AppendUint32(b, uint32(correlationID))
+	*buf = append(b, body...)
+	return c.writeBuf(buf, key)
+}
+
+// writeBuf writes a response frame and gives its buffer back to the
+// server.
+func (c *conn) writeBuf(buf *[]byte, key int16) error {
+	n := len(*buf)
+	err := c.writeFrame(*buf)
+	c.p.srv.putWriteBuf(buf)
+	if err == nil {
+		c.p.srv.cfg.Metrics.Response(c.info.Listener, key, n)
 	}
-	c.p.srv.cfg.Metrics.Response(c.info.Listener, resp.Key(), len(c.wbuf))
-	if cap(c.wbuf) > wbufKeep {
-		c.wbuf = nil
-	}
-	return nil
+	return err
 }
 
 // writeRaw writes a size-prefixed raw token (SaslHandshake v0's SASL
 // exchange).
 func (c *conn) writeRaw(token []byte) error {
-	c.wbuf = binary.BigEndian.AppendUint32(c.wbuf[:0], uint32(len(token)))
-	c.wbuf = append(c.wbuf, token...)
-	return c.writeFrame(c.wbuf)
+	buf := c.p.srv.writeBuf()
+	*buf = append(binary.BigEndian.AppendUint32((*buf)[:0], uint32(len(token))), token...)
+	err := c.writeFrame(*buf)
+	c.p.srv.putWriteBuf(buf)
+	return err
+}
+
+// nextFrame reads the next frame, of at most limit bytes, taking the size
+// bytes the peer watcher has read already. A small frame is read into a
+// new requestBuf, returned with it; a larger one into its own slice.
+func (c *conn) nextFrame(limit int32) ([]byte, *requestBuf, error) {
+	size, err := readSize(c.rw, &c.size, c.sizeHave, limit)
+	c.sizeHave = 0
+	if err != nil {
+		return nil, nil, err
+	}
+	if size > smallFrame {
+		frame, err := readBody(c.rw, size, nil)
+		return frame, nil, err
+	}
+	rb := &requestBuf{}
+	frame, err := readBody(c.rw, size, rb.frame[:0])
+	return frame, rb, err
 }
 
 func (c *conn) writeFrame(b []byte) error {
@@ -305,12 +421,16 @@ func (c *conn) writeFrame(b []byte) error {
 // from a valid ApiVersions v3+ request.
 func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
 	if req.Version >= 3 && validClientSoftware(req) {
-		c.info.ClientSoftwareName = req.ClientSoftwareName
-		c.info.ClientSoftwareVersion = req.ClientSoftwareVersion
-		c.entry.Update(func(rc *connregistry.Conn) {
-			rc.SoftwareName, rc.SoftwareVersion = req.ClientSoftwareName, req.ClientSoftwareVersion
-		})
+		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
 	}
+}
+
+// setClientSoftware records the client software of the connection.
+func (c *conn) setClientSoftware(name, version string) {
+	c.info.ClientSoftwareName, c.info.ClientSoftwareVersion = name, version
+	c.entry.Update(func(rc *connregistry.Conn) {
+		rc.SoftwareName, rc.SoftwareVersion = name, version
+	})
 }
 
 func (c *conn) draining() bool { return c.p.srv.draining.Load() }

@@ -83,14 +83,17 @@ func FuzzParseHeaderPrefix(f *testing.F) {
 		b = binary.BigEndian.AppendUint32(b, uint32(h.correlationID))
 		switch {
 		case h.key == 7 && h.version == 0:
-			if h.clientID != nil {
+			if !h.nullClientID || h.clientID != "" {
 				t.Fatal("ControlledShutdown v0 with a client id")
 			}
-		case h.clientID == nil:
+		case h.nullClientID:
+			if h.clientID != "" {
+				t.Fatalf("a null client id reads as %q", h.clientID)
+			}
 			b = append(b, 0xff, 0xff)
 		default:
-			b = binary.BigEndian.AppendUint16(b, uint16(len(*h.clientID)))
-			b = append(b, *h.clientID...)
+			b = binary.BigEndian.AppendUint16(b, uint16(len(h.clientID)))
+			b = append(b, h.clientID...)
 		}
 		b = append(b, rest...)
 		if !bytes.Equal(b, frame) {

@@ -47,6 +47,25 @@ type Server struct {
 	conns     sync.WaitGroup // connection goroutines
 	workers   sync.WaitGroup // acceptors and processors
 	done      chan struct{}  // closed when every goroutine has ended
+	writeBufs sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
+}
+
+// writeBuf lends a response buffer.
+func (s *Server) writeBuf() *[]byte {
+	if b, ok := s.writeBufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+// putWriteBuf takes a response buffer back, unless it grew too large to
+// keep.
+func (s *Server) putWriteBuf(b *[]byte) {
+	if cap(*b) <= writeBufKeep {
+		*b = (*b)[:0]
+		s.writeBufs.Put(b)
+	}
 }
 
 // listenerState is one listener's runtime: its socket, APIs and processors.

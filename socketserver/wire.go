@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // Framing and header errors. A connection that sends any of them is closed
@@ -30,15 +31,42 @@ var (
 const initialFrameAlloc = 64 << 10
 
 // readFrame reads one size-prefixed frame from r: a 4-byte big-endian size,
-// then that many bytes. sizeBuf is scratch space for the size. The returned
-// slice is freshly allocated, since decoded requests keep pointers into it.
+// then that many bytes, into a fresh slice. sizeBuf is scratch space for
+// the size.
 func readFrame(r io.Reader, sizeBuf *[4]byte, maxSize int32) ([]byte, error) {
-	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+	size, err := readSize(r, sizeBuf, 0, maxSize)
+	if err != nil {
 		return nil, err
+	}
+	return readBody(r, size, nil)
+}
+
+// readSize completes a frame's 4-byte big-endian size in sizeBuf, whose
+// first have bytes were read already, and checks it against maxSize.
+func readSize(r io.Reader, sizeBuf *[4]byte, have int, maxSize int32) (int32, error) {
+	if _, err := io.ReadFull(r, sizeBuf[have:]); err != nil {
+		if have > 0 {
+			err = noEOF(err)
+		}
+		return 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 	if size < 0 || size > maxSize {
-		return nil, fmt.Errorf("%w: %d (limit %d)", ErrFrameSize, size, maxSize)
+		return 0, fmt.Errorf("%w: %d (limit %d)", ErrFrameSize, size, maxSize)
+	}
+	return size, nil
+}
+
+// readBody reads a frame body of size bytes: into small when it fits,
+// otherwise into a fresh slice. Decoded requests keep pointers into the
+// body, so it is never reused. A slice for a large body starts at
+// initialFrameAlloc and grows as the bytes arrive, so a peer that announces
+// a huge frame and sends little costs only what it sent.
+func readBody(r io.Reader, size int32, small []byte) ([]byte, error) {
+	if int(size) <= cap(small) {
+		frame := small[:size]
+		_, err := io.ReadFull(r, frame)
+		return frame, noEOF(err)
 	}
 	if size <= initialFrameAlloc {
 		frame := make([]byte, size)
@@ -75,7 +103,10 @@ type header struct {
 	key           int16
 	version       int16
 	correlationID int32
-	clientID      *string
+	// clientID shares the frame's memory (frames are never written after
+	// they are read); nullClientID is set for a null client id.
+	clientID     string
+	nullClientID bool
 }
 
 // parseHeaderPrefix reads the fixed part of a request header and the
@@ -91,6 +122,7 @@ func parseHeaderPrefix(frame []byte) (header, []byte, error) {
 	h.correlationID = int32(binary.BigEndian.Uint32(frame[4:]))
 	rest := frame[8:]
 	if h.key == 7 && h.version == 0 {
+		h.nullClientID = true
 		return h, rest, nil
 	}
 	if len(rest) < 2 {
@@ -100,11 +132,11 @@ func parseHeaderPrefix(frame []byte) (header, []byte, error) {
 	rest = rest[2:]
 	switch {
 	case n == -1:
+		h.nullClientID = true
 	case n < 0 || int(n) > len(rest):
 		return h, nil, fmt.Errorf("%w: client id length %d", ErrMalformedHeader, n)
-	default:
-		id := string(rest[:n])
-		h.clientID = &id
+	case n > 0:
+		h.clientID = unsafe.String(&rest[0], n)
 		rest = rest[n:]
 	}
 	return h, rest, nil

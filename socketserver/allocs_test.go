@@ -1,0 +1,56 @@
+package socketserver_test
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// TestAllocationsPerRequest holds the per-request path to its allocation
+// budget: at most two heap allocations per small request in the server's
+// own code (a request with its frame, and the decoded body), and one for an
+// ApiVersions request the server answers itself. The handler here reuses
+// one response, so that every allocation counted is the server's. The race
+// detector's sync.Pool drops a quarter of what it is given, so under -race
+// the response buffers cost a fraction of an allocation more.
+func TestAllocationsPerRequest(t *testing.T) {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.ClusterID = kmsg.StringPtr("allocs")
+	reuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.Respond(resp) })
+	slack := 0.0
+	if raceEnabled {
+		slack = 0.5
+	}
+	for _, tt := range []struct {
+		name string
+		req  kmsg.Request
+		max  float64
+	}{
+		{"ApiVersions v3 answered by the server", apiVersionsReq(3, "allocs", "1.0"), 1},
+		{"ApiVersions v0 answered by the server", apiVersionsReq(0, "", ""), 1},
+		{"Metadata v12 through the request channel", metadataReq(12), 2},
+		{"Metadata v1 through the request channel", metadataReq(1), 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := socketservertest.NewServer(t, nil, withAPIs, reuse)
+			bc := newBenchClient(socketservertest.Dial(t, srv, "PLAINTEXT"), tt.req)
+			for range 100 { // warm the server's buffers and the runtime's caches
+				if err := bc.roundTrip(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := testing.AllocsPerRun(2000, func() {
+				if err := bc.roundTrip(); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if got > tt.max+slack {
+				t.Errorf("%.2f allocations per request, want at most %v", got, tt.max)
+			}
+			t.Logf("%.2f allocations per request", got)
+		})
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package socketserver_test
+
+const raceEnabled = true
