@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,41 +16,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
-
-// goroutineBaseline records the goroutines running now, so that
-// requireGoroutinesReturn can check that every goroutine started after it
-// has ended.
-type goroutineBaseline struct {
-	count  int
-	ignore goleak.Option
-}
-
-func takeGoroutineBaseline() goroutineBaseline {
-	return goroutineBaseline{count: runtime.NumGoroutine(), ignore: goleak.IgnoreCurrent()}
-}
-
-// requireGoroutinesReturn polls, up to a deadline, until no goroutine
-// started after b is left and the count is back to b's.
-func requireGoroutinesReturn(t testing.TB, b goroutineBaseline) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := goleak.Find(b.ignore)
-		n := runtime.NumGoroutine()
-		if err == nil && n <= b.count {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines did not return: %d running, %d before; leaked: %v", n, b.count, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // requireQuotasReleased polls until the connection quotas count no
 // connection: every admitted connection gave its slot back.
@@ -191,7 +160,7 @@ func TestShutdownUnderLoadAnswersEveryHandledRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := takeGoroutineBaseline()
+			base := socketservertest.TakeGoroutineBaseline()
 			const conns = 24
 			var (
 				mu        sync.Mutex
@@ -291,7 +260,7 @@ func TestShutdownUnderLoadAnswersEveryHandledRequest(t *testing.T) {
 			for _, pc := range clients {
 				pc.conn.Close()
 			}
-			requireGoroutinesReturn(t, base)
+			base.RequireReturned(t)
 		})
 	}
 }
@@ -315,7 +284,7 @@ func TestShutdownDeadlineWithUnansweredRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := takeGoroutineBaseline()
+			base := socketservertest.TakeGoroutineBaseline()
 			const conns, workers = 12, 12
 			release := make(chan struct{})
 			var releaseOnce sync.Once
@@ -365,7 +334,7 @@ func TestShutdownDeadlineWithUnansweredRequests(t *testing.T) {
 			for _, c := range cs {
 				c.Close()
 			}
-			requireGoroutinesReturn(t, base)
+			base.RequireReturned(t)
 		})
 	}
 }
@@ -501,7 +470,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 	for _, stage := range stages {
 		for _, mode := range disconnectModes {
 			t.Run(stage.name+"/"+mode.name, func(t *testing.T) {
-				base := takeGoroutineBaseline()
+				base := socketservertest.TakeGoroutineBaseline()
 				srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "socket.send.buffer.bytes": "65536"})
 				require.NoError(t, srv.Start(context.Background()))
 				addr := srv.Addr("PLAINTEXT").String()
@@ -534,7 +503,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 					c.Close()
 				}
 				require.NoError(t, srv.Close())
-				requireGoroutinesReturn(t, base)
+				base.RequireReturned(t)
 			})
 		}
 	}
@@ -576,7 +545,7 @@ func requireNotDone(t *testing.T, ctx context.Context) {
 // server closes with their later requests unread (a reset would make the
 // kernel discard the responses it had not yet sent to the slow readers).
 func TestShutdownDeliversResponsesToSlowReaders(t *testing.T) {
-	base := takeGoroutineBaseline()
+	base := socketservertest.TakeGoroutineBaseline()
 	const conns, pipelined, answered = 6, 200, 21
 	name := string(make([]byte, 1000))
 	hold := make(chan *socketserver.Request, conns)
@@ -661,7 +630,7 @@ func TestShutdownDeliversResponsesToSlowReaders(t *testing.T) {
 	reading.Wait()
 	t.Logf("the clients read their responses in %v", time.Since(start))
 	requireQuotasReleased(t, srv)
-	requireGoroutinesReturn(t, base)
+	base.RequireReturned(t)
 }
 
 func readFrameFrom(c net.Conn) ([]byte, error) {

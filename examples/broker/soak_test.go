@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/goleak"
 )
 
 // soakFor lengthens TestSoak: go test -run Soak ./examples/broker/ -soak=5m
@@ -69,7 +68,7 @@ func TestSoak(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := takeGoroutineBaseline()
+			base := socketservertest.TakeGoroutineBaseline()
 			c := startTestCluster(t, tt.brokers)
 			runSoak(t, c, each)
 			c.Close() // the soak's clients are closed
@@ -77,7 +76,7 @@ func TestSoak(t *testing.T) {
 			for i, b := range c.brokers {
 				assert.Zero(t, b.srv.Registry().Len(), "broker %d keeps connections in its registry", i)
 			}
-			requireGoroutinesReturn(t, base)
+			base.RequireReturned(t)
 		})
 	}
 }
@@ -318,36 +317,6 @@ func pipelineRound(t *testing.T, c *cluster, i int, n int) {
 	require.NoError(t, <-writeErr)
 }
 
-// goroutineBaseline records the goroutines running now, so that
-// requireGoroutinesReturn can check that every goroutine started after it
-// has ended.
-type goroutineBaseline struct {
-	count  int
-	ignore goleak.Option
-}
-
-func takeGoroutineBaseline() goroutineBaseline {
-	return goroutineBaseline{count: runtime.NumGoroutine(), ignore: goleak.IgnoreCurrent()}
-}
-
-// requireGoroutinesReturn polls, up to a deadline, until no goroutine
-// started after b is left and the count is back to b's.
-func requireGoroutinesReturn(t *testing.T, b goroutineBaseline) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := goleak.Find(b.ignore)
-		n := runtime.NumGoroutine()
-		if err == nil && n <= b.count {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines did not return: %d running, %d before; leaked: %v", n, b.count, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // storedValues returns the values of partition p of topic name as the
 // broker's state holds them, by offset.
 func storedValues(t *testing.T, c *cluster, name string, p int32) map[int64]string {
@@ -371,7 +340,7 @@ func storedValues(t *testing.T, c *cluster, name string, p int32) map[int64]stri
 func TestShutdownLosesNoAcknowledgedWrite(t *testing.T) {
 	for _, brokers := range []int{1, 3} {
 		t.Run(strconv.Itoa(brokers)+" brokers", func(t *testing.T) {
-			base := takeGoroutineBaseline()
+			base := socketservertest.TakeGoroutineBaseline()
 			const topic, partitions, producers = "acked", 6, 3
 			c := startTestCluster(t, brokers)
 			seed := addr(t, c, 0, "CLIENT")
@@ -506,7 +475,7 @@ func TestShutdownLosesNoAcknowledgedWrite(t *testing.T) {
 			for i, b := range c.brokers {
 				assert.Zero(t, b.srv.Registry().Len(), "broker %d keeps connections in its registry", i)
 			}
-			requireGoroutinesReturn(t, base)
+			base.RequireReturned(t)
 		})
 	}
 }
@@ -588,7 +557,7 @@ func TestDisconnectDuringLongPollAndHandling(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := takeGoroutineBaseline()
+			base := socketservertest.TakeGoroutineBaseline()
 			c := startTestCluster(t, 1, "max.connections.per.ip="+strconv.Itoa(limit))
 			setup := dialRaw(t, addr(t, c, 0, "INTERNAL"))
 			createTopic(t, setup, "empty", 1)
@@ -606,7 +575,7 @@ func TestDisconnectDuringLongPollAndHandling(t *testing.T) {
 				roundTrip[*kmsg.ApiVersionsResponse](conn, kmsg.NewPtrApiVersionsRequest())
 			}
 			c.Close()
-			requireGoroutinesReturn(t, base)
+			base.RequireReturned(t)
 		})
 	}
 }
