@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/IBM/sarama v1.61.1
-	github.com/magiconair/properties v1.18.13
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9
 	github.com/segmentio/kafka-go v0.4.51

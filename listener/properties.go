@@ -3,9 +3,8 @@ package listener
 import (
 	"fmt"
 	"maps"
+	"os"
 	"strings"
-
-	"github.com/magiconair/properties"
 )
 
 // Properties holds broker configuration as Kafka reads server.properties: a
@@ -39,29 +38,197 @@ func (p Properties) With(settings ...string) (Properties, error) {
 	return out, nil
 }
 
-// ParseProperties reads a Java .properties text: # and ! comments, '=', ':'
-// or white space between key and value, backslash line continuations and
-// escapes (\t, \n, \uXXXX, ...). Like java.util.Properties.load, which Kafka
-// uses for server.properties, it reads bytes as ISO-8859-1 (non-Latin text
-// belongs in \uXXXX escapes) and does not expand ${...}.
+// ParseProperties reads a Java .properties text as
+// java.util.Properties.load does, which Kafka uses for server.properties:
+// bytes are ISO-8859-1 (non-Latin text belongs in \uXXXX escapes); lines end
+// with \n, \r or \r\n; a line ending in an odd number of backslashes
+// continues on the next, whose leading white space is skipped; lines whose
+// first non-blank character is # or ! are comments; the key ends at the
+// first unescaped '=', ':' or white space, after which white space and one
+// '=' or ':' are skipped; \t, \n, \r, \f and \uXXXX are escapes, and a
+// backslash before any other character stands for that character. A later
+// key replaces an earlier one, and ${...} is not expanded. The one error is
+// a malformed \uXXXX escape, which Java refuses too.
 func ParseProperties(text []byte) (Properties, error) {
-	l, err := loader().LoadBytes(text)
-	if err != nil {
-		return nil, fmt.Errorf("listener: reading properties: %w", err)
+	props := Properties{}
+	lineNo := 0
+	for len(text) > 0 {
+		var line []rune
+		line, text, lineNo = logicalLine(text, lineNo)
+		if line == nil {
+			continue
+		}
+		key, value, err := splitProperty(line)
+		if err != nil {
+			return nil, fmt.Errorf("listener: reading properties: line %d: %w", lineNo, err)
+		}
+		props[key] = value
 	}
-	return Properties(l.Map()), nil
+	return props, nil
 }
 
 // LoadProperties reads the Java .properties file at path (see
 // [ParseProperties]).
 func LoadProperties(path string) (Properties, error) {
-	l, err := loader().LoadFile(path)
+	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("listener: reading %s: %w", path, err)
 	}
-	return Properties(l.Map()), nil
+	props, err := ParseProperties(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return props, nil
 }
 
-func loader() *properties.Loader {
-	return &properties.Loader{Encoding: properties.ISO_8859_1, DisableExpansion: true}
+// isPropertySpace reports whether c is white space in a properties text.
+func isPropertySpace(c byte) bool { return c == ' ' || c == '\t' || c == '\f' }
+
+// logicalLine takes the next logical line off text, joining continued
+// natural lines: its characters (ISO-8859-1 bytes as runes, escapes not yet
+// read, the continuing backslashes and the next lines' leading white space
+// dropped), or nil for a blank or comment line. lineNo counts the natural
+// lines read, for errors.
+func logicalLine(text []byte, lineNo int) (line []rune, rest []byte, n int) {
+	// Leading white space; blank lines and comments.
+	i := 0
+	for i < len(text) && isPropertySpace(text[i]) {
+		i++
+	}
+	if i == len(text) || text[i] == '\n' || text[i] == '\r' || text[i] == '#' || text[i] == '!' {
+		_, next := lineEnd(text, i)
+		return nil, text[next:], lineNo + 1
+	}
+	line = []rune{}
+	for {
+		lineNo++
+		end, next := lineEnd(text, i)
+		seg := text[i:end]
+		slashes := 0
+		for j := len(seg) - 1; j >= 0 && seg[j] == '\\'; j-- {
+			slashes++
+		}
+		continued := slashes%2 == 1 && next > end // an odd count escapes the line end
+		if continued {
+			seg = seg[:len(seg)-1]
+		}
+		for _, b := range seg {
+			line = append(line, rune(b))
+		}
+		text = text[next:]
+		if !continued {
+			return line, text, lineNo
+		}
+		i = 0
+		for i < len(text) && isPropertySpace(text[i]) {
+			i++
+		}
+	}
+}
+
+// lineEnd finds the end of the natural line starting at i: the index of
+// its terminator, and of the next line.
+func lineEnd(text []byte, i int) (end, next int) {
+	for end = i; end < len(text); end++ {
+		switch text[end] {
+		case '\n':
+			return end, end + 1
+		case '\r':
+			if end+1 < len(text) && text[end+1] == '\n' {
+				return end, end + 2
+			}
+			return end, end + 1
+		}
+	}
+	return end, end
+}
+
+// splitProperty splits a logical line into its key and value, reading
+// escapes.
+func splitProperty(line []rune) (key, value string, err error) {
+	i := 0
+	for i < len(line) {
+		c := line[i]
+		if c == '\\' {
+			i += 2
+			continue
+		}
+		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
+			break
+		}
+		i++
+	}
+	i = min(i, len(line)) // a key's last backslash escapes nothing
+	keyEnd := i
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\f') {
+		i++
+	}
+	if i < len(line) && (line[i] == '=' || line[i] == ':') {
+		i++
+	}
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t' || line[i] == '\f') {
+		i++
+	}
+	if key, err = unescapeProperty(line[:keyEnd]); err != nil {
+		return "", "", err
+	}
+	if value, err = unescapeProperty(line[i:]); err != nil {
+		return "", "", err
+	}
+	return key, value, nil
+}
+
+// unescapeProperty reads the escapes of a key or value.
+func unescapeProperty(s []rune) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			b.WriteRune(c)
+			continue
+		}
+		i++
+		if i == len(s) { // a lone backslash at the very end: Java drops it
+			break
+		}
+		switch c = s[i]; c {
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 'f':
+			b.WriteByte('\f')
+		case 'u':
+			if i+4 >= len(s) {
+				return "", fmt.Errorf("malformed \\uxxxx encoding in %q", string(s))
+			}
+			var r rune
+			for _, h := range s[i+1 : i+5] {
+				d, ok := hexDigit(h)
+				if !ok {
+					return "", fmt.Errorf("malformed \\uxxxx encoding in %q", string(s))
+				}
+				r = r<<4 | d
+			}
+			b.WriteRune(r)
+			i += 4
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String(), nil
+}
+
+func hexDigit(r rune) (rune, bool) {
+	switch {
+	case '0' <= r && r <= '9':
+		return r - '0', true
+	case 'a' <= r && r <= 'f':
+		return r - 'a' + 10, true
+	case 'A' <= r && r <= 'F':
+		return r - 'A' + 10, true
+	}
+	return 0, false
 }
