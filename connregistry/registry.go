@@ -117,6 +117,9 @@ func New(historySize int) *Registry {
 type Entry struct {
 	reg    *Registry
 	closer func(CloseReason)
+	// connectedAt and id order snapshots; they never change.
+	connectedAt time.Time
+	id          string
 
 	mu sync.Mutex
 	c  Conn // fields other than the atomics below
@@ -129,7 +132,7 @@ type Entry struct {
 // Add registers an open connection. closer, which may be nil, closes it
 // when an operator asks (see Registry.Close); it must not block.
 func (r *Registry) Add(c Conn, closer func(CloseReason)) *Entry {
-	e := &Entry{reg: r, closer: closer, c: c}
+	e := &Entry{reg: r, closer: closer, c: c, connectedAt: c.ConnectedAt, id: c.ID}
 	e.lastActivity.Store(c.ConnectedAt.UnixNano())
 	r.mu.Lock()
 	r.open[e] = struct{}{}
@@ -203,18 +206,20 @@ func (r *Registry) Snapshot(f Filter) []Conn {
 		entries = append(entries, e)
 	}
 	r.mu.RUnlock()
+	// Sort the entries, not the records: a pointer swap is cheap, a record
+	// is hundreds of bytes.
+	slices.SortFunc(entries, func(a, b *Entry) int {
+		if c := a.connectedAt.Compare(b.connectedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
 	out := make([]Conn, 0, len(entries))
 	for _, e := range entries {
 		if c := e.snapshot(); f.Match(c) {
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b Conn) int {
-		if c := a.ConnectedAt.Compare(b.ConnectedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
 	return out
 }
 
