@@ -1,6 +1,7 @@
 package socketserver
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -177,6 +178,7 @@ func (c *conn) handshake() error {
 		state := tc.ConnectionState()
 		info.TLS = &state
 		c.rw = tc
+		c.br = bufio.NewReaderSize(tc, readBufSize)
 		c.info.TLSVersion, c.info.CipherSuite = state.Version, state.CipherSuite
 		c.entry.Update(func(rc *connregistry.Conn) {
 			rc.TLSVersion, rc.CipherSuite = tls.VersionName(state.Version), tls.CipherSuiteName(state.CipherSuite)

@@ -1,6 +1,7 @@
 package socketserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -29,16 +30,15 @@ type conn struct {
 	answers  chan answer
 	clientIP netip.Addr // for the connection quotas
 
-	// Owned by serve (and the handshake it runs). No read or write buffer
-	// stays with an idle connection: it waits for the next frame's size
-	// bytes, reading straight into size.
+	// Owned by serve (and the handshake it runs). An idle connection keeps
+	// only a small read buffer, no write buffer.
 	info         ConnInfo
 	rw           io.ReadWriter // nc, or the TLS connection over it
-	size         [4]byte       // the next frame's size prefix ...
-	sizeHave     int           // ... of which this many bytes have arrived (the peer watcher may read them)
+	br           *bufio.Reader // over rw, readBufSize
+	sizeBuf      [4]byte
 	saslIdentity string
 	peer         *peerWatcher // started with the first request the host answers
-	watching     bool         // peer is reading the next size bytes for the request in flight
+	watching     bool         // peer is reading c.br for the request in flight
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
@@ -46,6 +46,11 @@ type conn struct {
 	entry     *connregistry.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
 }
+
+// readBufSize is a connection's read buffer: one read takes in a small
+// request whole (size, header and body), and frames larger than the
+// buffer are read straight into their own memory.
+const readBufSize = 256
 
 // writeBufKeep is the largest write buffer the server keeps for reuse.
 const writeBufKeep = 64 << 10
@@ -72,6 +77,7 @@ var errDraining = errors.New("socketserver: server shutting down")
 // goroutine's stack to the minimum; serveRequest does the deep work.
 func (c *conn) serve() {
 	c.rw = c.nc
+	c.br = bufio.NewReaderSize(c.rw, readBufSize)
 	defer func() {
 		if !c.watching && c.draining() {
 			c.lingerClose()
@@ -109,10 +115,8 @@ func (c *conn) awaitRequest() bool {
 	if c.draining() {
 		return false
 	}
-	if c.sizeHave == 0 {
-		n, err := c.rw.Read(c.size[:])
-		c.sizeHave = n
-		if n == 0 && err != nil {
+	if c.br.Buffered() == 0 {
+		if _, err := c.br.Peek(1); err != nil {
 			if !isClosedOrEOF(err) {
 				c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
 			}
@@ -188,11 +192,13 @@ func (c *conn) serveRequest() bool {
 		return false
 	}
 	c.p.busy.Add(int64(time.Since(start)))
-	if c.peer == nil {
-		c.peer = c.watchPeer()
+	if c.br.Buffered() == 0 { // else the next request is here already
+		if c.peer == nil {
+			c.peer = c.watchPeer()
+		}
+		c.peer.start <- struct{}{}
+		c.watching = true
 	}
-	c.peer.start <- struct{}{}
-	c.watching = true
 
 	var a answer
 	select {
@@ -310,11 +316,10 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 // peerWatcher is a connection's second goroutine: while a request is in
 // flight it waits for the peer's next bytes, so that a client that goes
 // away cancels the request's context (the host can stop working for it)
-// instead of going unnoticed until the response is written. It reads the
-// next frame's first size bytes into c.size, which serve leaves alone from
-// a send on start until it has received the read's error from done (nil
-// when the next request has begun to arrive). Closing start ends it; it
-// then closes done.
+// instead of going unnoticed until the response is written. It reads into
+// serve's bufio.Reader, which serve leaves alone from a send on start until
+// it has received the read's error from done (nil when the next request has
+// begun to arrive). Closing start ends it; it then closes done.
 type peerWatcher struct {
 	start chan struct{}
 	done  chan error
@@ -325,15 +330,7 @@ func (c *conn) watchPeer() *peerWatcher {
 	go func() {
 		defer close(w.done)
 		for range w.start {
-			var err error
-			if c.sizeHave < len(c.size) {
-				var n int
-				n, err = c.rw.Read(c.size[c.sizeHave:])
-				c.sizeHave += n
-				if n > 0 {
-					err = nil // the rest, or the error again, comes with the next read
-				}
-			}
+			_, err := c.br.Peek(1)
 			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // a deadline is Shutdown's drain, not the peer
 				c.close() // and a write blocked on a peer that no longer reads ends now
 			}
@@ -383,21 +380,20 @@ func (c *conn) writeRaw(token []byte) error {
 	return err
 }
 
-// nextFrame reads the next frame, of at most limit bytes, taking the size
-// bytes the peer watcher has read already. A small frame is read into a
-// new requestBuf, returned with it; a larger one into its own slice.
+// nextFrame reads the next frame, of at most limit bytes. A small frame
+// is read into a new requestBuf, returned with it; a larger one into its
+// own slice.
 func (c *conn) nextFrame(limit int32) ([]byte, *requestBuf, error) {
-	size, err := readSize(c.rw, &c.size, c.sizeHave, limit)
-	c.sizeHave = 0
+	size, err := readSize(c.br, &c.sizeBuf, limit)
 	if err != nil {
 		return nil, nil, err
 	}
 	if size > smallFrame {
-		frame, err := readBody(c.rw, size, nil)
+		frame, err := readBody(c.br, size, nil)
 		return frame, nil, err
 	}
 	rb := &requestBuf{}
-	frame, err := readBody(c.rw, size, rb.frame[:0])
+	frame, err := readBody(c.br, size, rb.frame[:0])
 	return frame, rb, err
 }
 

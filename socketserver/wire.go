@@ -34,20 +34,17 @@ const initialFrameAlloc = 64 << 10
 // then that many bytes, into a fresh slice. sizeBuf is scratch space for
 // the size.
 func readFrame(r io.Reader, sizeBuf *[4]byte, maxSize int32) ([]byte, error) {
-	size, err := readSize(r, sizeBuf, 0, maxSize)
+	size, err := readSize(r, sizeBuf, maxSize)
 	if err != nil {
 		return nil, err
 	}
 	return readBody(r, size, nil)
 }
 
-// readSize completes a frame's 4-byte big-endian size in sizeBuf, whose
-// first have bytes were read already, and checks it against maxSize.
-func readSize(r io.Reader, sizeBuf *[4]byte, have int, maxSize int32) (int32, error) {
-	if _, err := io.ReadFull(r, sizeBuf[have:]); err != nil {
-		if have > 0 {
-			err = noEOF(err)
-		}
+// readSize reads a frame's 4-byte big-endian size into sizeBuf and checks
+// it against maxSize.
+func readSize(r io.Reader, sizeBuf *[4]byte, maxSize int32) (int32, error) {
+	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 		return 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
