@@ -208,6 +208,7 @@ func (c *conn) handshake() error {
 		return errDraining
 	}
 	_ = c.nc.SetDeadline(time.Time{})
+	c.writeDeadline = time.Time{} // cleared with the handshake's: writeFrame sets it again
 	return nil
 }
 
@@ -221,7 +222,7 @@ func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
 	apis := c.p.ls.apis
 	sawAPIVersions := false
 	for {
-		frame, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize)
+		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -293,7 +294,7 @@ func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest, cur
 func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16, current string) (string, error) {
 	session := mech.NewSession()
 	for {
-		frame, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize)
+		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false)
 		if err != nil {
 			return "", err
 		}

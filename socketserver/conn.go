@@ -32,13 +32,14 @@ type conn struct {
 
 	// Owned by serve (and the handshake it runs). An idle connection keeps
 	// only a small read buffer, no write buffer.
-	info         ConnInfo
-	rw           io.ReadWriter // nc, or the TLS connection over it
-	br           *bufio.Reader // over rw, readBufSize
-	sizeBuf      [4]byte
-	saslIdentity string
-	peer         *peerWatcher // started with the first request the host answers
-	watching     bool         // peer is reading c.br for the request in flight
+	info          ConnInfo
+	rw            io.ReadWriter // nc, or the TLS connection over it
+	br            *bufio.Reader // over rw, readBufSize
+	sizeBuf       [4]byte
+	saslIdentity  string
+	writeDeadline time.Time    // the write deadline last set (see writeFrame)
+	peer          *peerWatcher // started with the first request the host answers
+	watching      bool         // peer is reading c.br for the request in flight
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
@@ -133,7 +134,7 @@ func (c *conn) serveRequest() bool {
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
-	frame, rb, err := c.nextFrame(srv.cfg.RequestMaxBytes)
+	frame, rb, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
 		if !isClosedOrEOF(err) {
 			c.setReason(connregistry.ProtocolError)
@@ -160,6 +161,9 @@ func (c *conn) serveRequest() bool {
 		}
 	}
 	if answered, err := c.answerInServer(h, body, rest); answered || err != nil {
+		if peeked > 0 { // answered: the frame may leave the read buffer now
+			_, _ = c.br.Discard(peeked)
+		}
 		if err != nil {
 			if !isClosedOrEOF(err) {
 				log.Info("closing connection", "conn_id", c.info.ID, "err", err)
@@ -382,24 +386,42 @@ func (c *conn) writeRaw(token []byte) error {
 
 // nextFrame reads the next frame, of at most limit bytes. A small frame
 // is read into a new requestBuf, returned with it; a larger one into its
-// own slice.
-func (c *conn) nextFrame(limit int32) ([]byte, *requestBuf, error) {
+// own slice. With peekAPIVersions, an ApiVersions request that is in the
+// read buffer whole is not copied: the frame returned is a view of the
+// buffer, and peeked is how many bytes to discard once it is answered (the
+// server answers it without keeping any of it). Nothing is then allocated.
+func (c *conn) nextFrame(limit int32, peekAPIVersions bool) (frame []byte, rb *requestBuf, peeked int, err error) {
+	if peekAPIVersions && c.br.Buffered() >= 6 {
+		b, _ := c.br.Peek(6)
+		size := int32(binary.BigEndian.Uint32(b))
+		if int16(binary.BigEndian.Uint16(b[4:])) == apiVersionsKey && size >= 0 && size <= limit && int(size)+4 <= c.br.Buffered() {
+			all, _ := c.br.Peek(int(size) + 4)
+			return all[4:], nil, len(all), nil
+		}
+	}
 	size, err := readSize(c.br, &c.sizeBuf, limit)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if size > smallFrame {
 		frame, err := readBody(c.br, size, nil)
-		return frame, nil, err
+		return frame, nil, 0, err
 	}
-	rb := &requestBuf{}
-	frame, err := readBody(c.br, size, rb.frame[:0])
-	return frame, rb, err
+	rb = &requestBuf{}
+	frame, err = readBody(c.br, size, rb.frame[:0])
+	return frame, rb, 0, err
 }
 
 func (c *conn) writeFrame(b []byte) error {
 	if idle := c.p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(idle))
+		// Moving the deadline on every write costs a timer update a
+		// request; it moves only once an eighth of it has passed, so a
+		// client that stops reading is closed after 7/8 to all of
+		// connections.max.idle.ms.
+		if now := time.Now(); c.writeDeadline.Sub(now) < idle-idle/8 {
+			c.writeDeadline = now.Add(idle)
+			_ = c.nc.SetWriteDeadline(c.writeDeadline)
+		}
 	}
 	if _, err := c.rw.Write(b); err != nil {
 		if !isClosedOrEOF(err) {
