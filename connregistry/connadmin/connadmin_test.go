@@ -281,8 +281,8 @@ func TestListIncludeClosed(t *testing.T) {
 	require.NoError(t, rs[0].Err)
 	require.Len(t, rs[0].Connections, 1)
 
+	closed := time.Now() // the server may see the close before Close returns
 	alice.Close()
-	closed := time.Now()
 	var rec connregistry.ConnectionRecord
 	require.Eventually(t, func() bool {
 		f := aliceOnly
