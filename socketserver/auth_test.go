@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -1012,31 +1011,12 @@ func TestReauthentication(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer for a log handler written to from many
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The server's logs, at debug level, never hold a password or a token
 // of the exchange, whether authentication succeeds or fails, in any
 // framing.
 func TestLogsHoldNoCredentials(t *testing.T) {
 	users := newUsers(t)
-	var logs syncBuffer
+	var logs socketservertest.SyncBuffer
 	seen := make(chan *socketserver.Request, 100)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"connection.failed.authentication.delay.ms": "0",

@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // Every quota key of -config is applied, and a reload (SIGHUP) applies the
 // changed ones: raising max.connections lets the waiting connection in.
 func TestReloadAppliesQuotas(t *testing.T) {
-	var log syncBuffer
+	var log socketservertest.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`,
 		"listener.name.replication.max.connections=1", "max.connections.per.ip.overrides=127.0.0.9:0", "max.connections.per.ip=100"))
 	c, load := startFromFile(t, path, 1, &log)

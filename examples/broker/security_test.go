@@ -34,6 +34,8 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // mechanisms are the SASL mechanisms the example broker serves.
@@ -301,7 +303,7 @@ func saslFile(jaasUsers string, extra ...string) string {
 // startFromFile starts the brokers of the configuration file at path, as
 // run does, logging to log; it returns the cluster and the reload function
 // run would use.
-func startFromFile(t *testing.T, path string, n int, log *syncBuffer) (*cluster, func() (*listener.Config, error)) {
+func startFromFile(t *testing.T, path string, n int, log *socketservertest.SyncBuffer) (*cluster, func() (*listener.Config, error)) {
 	t.Helper()
 	cfg, err := resolve(path, nil)
 	require.NoError(t, err)
@@ -312,7 +314,7 @@ func startFromFile(t *testing.T, path string, n int, log *syncBuffer) (*cluster,
 }
 
 func TestReloadUsers(t *testing.T) {
-	var log syncBuffer
+	var log socketservertest.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret" user_bob="bob-secret"`))
 	c, load := startFromFile(t, path, 2, &log)
 	seeds := []string{addr(t, c, 0, "CLIENT"), addr(t, c, 1, "CLIENT")}
@@ -380,7 +382,7 @@ func TestReloadUsers(t *testing.T) {
 }
 
 func TestReloadWarnsAboutUnprefixedJAAS(t *testing.T) {
-	var log syncBuffer
+	var log socketservertest.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "sasl.jaas.config="+listener.PlainLoginModule+` required user_eve="eve";`))
 	c, load := startFromFile(t, path, 1, &log)
 	want := `level=WARN msg="ignoring sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.client.plain.sasl.jaas.config"`
@@ -394,7 +396,7 @@ func TestReloadWarnsAboutUnprefixedJAAS(t *testing.T) {
 // producing: with connections.max.reauth.ms=1000 its session expires within
 // a second, re-authentication fails and the server closes the connections.
 func TestRevokedUserLosesConnections(t *testing.T) {
-	var log syncBuffer
+	var log socketservertest.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret" user_bob="bob-secret"`, "connections.max.reauth.ms=1000"))
 	c, load := startFromFile(t, path, 1, &log)
 	seed := addr(t, c, 0, "CLIENT")
@@ -477,7 +479,7 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr socketservertest.SyncBuffer
 	done := make(chan int)
 	go func() { done <- run(ctx, []string{"-config", path}, &stdout, &stderr) }()
 	defer func() {

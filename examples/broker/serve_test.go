@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +25,8 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // consume reads n records of topic from the start with a new client seeded
@@ -682,24 +683,6 @@ func parseMetrics(t *testing.T, body []byte) map[string]float64 {
 	return out
 }
 
-// syncBuffer is a bytes.Buffer that run's logger and the test may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestRunServesUntilCancelled(t *testing.T) {
 	args := []string{"-brokers", "2", "-metrics-addr", "127.0.0.1:0"}
 	for _, s := range testSettings {
@@ -707,7 +690,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr socketservertest.SyncBuffer
 	done := make(chan int)
 	go func() { done <- run(ctx, args, &stdout, &stderr) }()
 
