@@ -76,10 +76,44 @@ func findTargets(root string) ([]target, error) {
 
 var execsLine = regexp.MustCompile(`execs: (\d+)`)
 
-// runTarget fuzzes t for d in the module at root, with parallel workers
+// budget is how long to fuzz each target, in go test's -fuzztime form: a
+// duration ("10m") or a count of executions ("1000x").
+type budget string
+
+var countBudget = regexp.MustCompile(`^[1-9][0-9]*x$`)
+
+// parseBudget checks s is a -fuzztime go test accepts and that it is not
+// zero.
+func parseBudget(s string) (budget, error) {
+	if countBudget.MatchString(s) {
+		return budget(s), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return "", fmt.Errorf("-fuzztime %q: want a positive duration such as 10m or a count such as 1000x", s)
+	}
+	return budget(d.String()), nil
+}
+
+// isCount reports whether b counts executions rather than time.
+func (b budget) isCount() bool { return strings.HasSuffix(string(b), "x") }
+
+// deadlineRace is what go test prints when its fuzzing coordinator's own
+// -fuzztime deadline escapes as a failure (golang/go#75804, fixed in Go
+// 1.27). A target that hangs can end the same way, so it stays a failure;
+// the note only tells a reader where to look.
+const deadlineRace = "context deadline exceeded"
+
+// bareDeadline reports whether go test's output ends a fuzzing run with
+// the deadline error and no failing input written.
+func bareDeadline(out string) bool {
+	return strings.Contains(out, "\n    "+deadlineRace+"\n") && !strings.Contains(out, "Failing input written")
+}
+
+// runTarget fuzzes t for b in the module at root, with parallel workers
 // (0: go test's default).
-func runTarget(ctx context.Context, root string, t target, d time.Duration, parallel int) result {
-	args := []string{"test", "-run", "^$", "-fuzz", "^" + t.Name + "$", "-fuzztime", d.String()}
+func runTarget(ctx context.Context, root string, t target, b budget, parallel int) result {
+	args := []string{"test", "-run", "^$", "-fuzz", "^" + t.Name + "$", "-fuzztime", string(b)}
 	if parallel > 0 {
 		args = append(args, "-parallel", fmt.Sprint(parallel))
 	}
@@ -116,11 +150,16 @@ func moduleRoot() (string, error) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("fuzz", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fuzztime := fl.Duration("fuzztime", 10*time.Minute, "how long to fuzz each target")
+	fuzztime := fl.String("fuzztime", "10m", "how long to fuzz each target: a duration, or a count of executions such as 1000x")
 	only := fl.String("run", "", "fuzz only the targets whose name matches this regular expression")
 	parallel := fl.Int("parallel", 0, "fuzzing workers per target (0: GOMAXPROCS)")
 	list := fl.Bool("list", false, "list the targets and exit")
 	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	b, err := parseBudget(*fuzztime)
+	if err != nil {
+		fmt.Fprintf(stderr, "fuzz: %v\n", err)
 		return 2
 	}
 	var match *regexp.Regexp
@@ -159,10 +198,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(w, "%-30s %-32s %10s %12s  %s\n", "package", "target", "elapsed", "execs", "result")
 	failed := 0
 	for _, t := range targets {
-		r := runTarget(ctx, root, t, *fuzztime, *parallel)
+		r := runTarget(ctx, root, t, b, *parallel)
 		status := "ok"
 		if r.Err != nil {
 			status = "FAIL: " + r.Err.Error()
+			if bareDeadline(r.Output) && !b.isCount() {
+				status += " (a bare deadline: a hang, or golang/go#75804; rerun with a count such as -fuzztime 100000x)"
+			}
 			failed++
 		}
 		fmt.Fprintf(w, "%-30s %-32s %10s %12s  %s\n", t.Dir, t.Name, r.Elapsed.Round(time.Second), r.Execs, status)
