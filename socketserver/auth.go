@@ -1,7 +1,6 @@
 package socketserver
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -178,7 +177,8 @@ func (c *conn) handshake() error {
 		state := tc.ConnectionState()
 		info.TLS = &state
 		c.rw = tc
-		c.br = bufio.NewReaderSize(tc, readBufSize)
+		c.br.Reset(tc) // nothing is read before the TLS handshake
+
 		c.info.TLSVersion, c.info.CipherSuite = state.Version, state.CipherSuite
 		c.entry.Update(func(rc *connregistry.Conn) {
 			rc.TLSVersion, rc.CipherSuite = tls.VersionName(state.Version), tls.CipherSuiteName(state.CipherSuite)
@@ -208,7 +208,7 @@ func (c *conn) handshake() error {
 		return errDraining
 	}
 	_ = c.nc.SetDeadline(time.Time{})
-	c.writeDeadline = time.Time{} // cleared with the handshake's: writeFrame sets it again
+	c.writeDeadline = 0 // cleared with the handshake's: writeFrame sets it again
 	return nil
 }
 

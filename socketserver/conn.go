@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -22,24 +21,31 @@ import (
 // conn is one client connection. Its goroutine, serve, is the whole
 // per-request path: read a frame, decode it, queue the request, wait for
 // the host's answer, write the response, and only then read the next frame.
+// An idle connection parks (park.go): a fresh goroutine with the smallest
+// stack takes it over.
 type conn struct {
-	nc       net.Conn // the TCP connection: closed and given deadlines from any goroutine
-	p        *processor
-	ctx      context.Context
-	cancel   context.CancelFunc
-	answers  chan answer
-	clientIP netip.Addr // for the connection quotas
+	nc      net.Conn // the TCP connection: closed and given deadlines from any goroutine
+	p       *processor
+	ctx     context.Context
+	cancel  context.CancelFunc
+	answers chan answer // made with the first request the host answers
 
-	// Owned by serve (and the handshake it runs). An idle connection keeps
-	// only a small read buffer, no write buffer.
+	// Owned by the connection's goroutine (serve, or the parked goroutine
+	// that took over: one at a time). A parked connection holds no read
+	// buffer and no write buffer.
 	info          ConnInfo
 	rw            io.ReadWriter // nc, or the TLS connection over it
 	br            *bufio.Reader // over rw, readBufSize
 	sizeBuf       [4]byte
 	saslIdentity  string
-	writeDeadline time.Time    // the write deadline last set (see writeFrame)
-	peer          *peerWatcher // started with the first request the host answers
-	watching      bool         // peer is reading c.br for the request in flight
+	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
+	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
+	watching      bool          // peer is reading c.br for the request in flight
+	parkable      bool          // plaintext after the handshake: the connection may park
+	pre           prefixReader  // under br: what the parked goroutine read
+
+	wait   atomic.Int32 // waitBusy, waitAwaiting or waitParking: see park.go
+	parkMu sync.Mutex   // held by the processor while it asks the connection to park
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
@@ -73,58 +79,96 @@ type requestBuf struct {
 // errDraining ends a connection that Shutdown is draining.
 var errDraining = errors.New("socketserver: server shutting down")
 
-// serve runs the connection until it closes. An idle connection waits in
-// awaitRequest, whose stack is shallow, so that the runtime can shrink its
-// goroutine's stack to the minimum; serveRequest does the deep work.
+// serve runs the connection until it closes or parks (see park.go). An
+// idle connection waits in awaitRequest, whose stack is shallow; after
+// parkAfter without a request it parks: its goroutine ends and a fresh one
+// with the smallest stack waits for the next request without a read
+// buffer. serveRequest does the deep work.
 func (c *conn) serve() {
 	c.rw = c.nc
-	c.br = bufio.NewReaderSize(c.rw, readBufSize)
-	defer func() {
-		if !c.watching && c.draining() {
-			c.lingerClose()
-		}
-		c.close()
-		if c.peer != nil {
-			close(c.peer.start)
-			for range c.peer.done { // until the watcher has ended
-			}
-		}
-	}()
+	c.pre.r = c.nc
+	c.br = c.p.srv.readBuf(&c.pre)
 	if err := c.handshake(); err != nil {
 		if !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
 			c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info.ID, "err", err)
 		}
+		c.finish()
 		return
 	}
-	for c.awaitRequest() && c.serveRequest() {
+	c.parkable = c.rw == c.nc // a TLS connection's reads go through its own buffers
+	c.loop()
+}
+
+// loop serves requests until the connection closes, or parks: then a
+// parked goroutine has taken the connection over.
+func (c *conn) loop() {
+	for {
+		ok, parked := c.awaitRequest()
+		if parked {
+			return
+		}
+		if !ok || !c.serveRequest() {
+			c.finish()
+			return
+		}
 	}
 }
 
+// finish ends the connection: it lingers when Shutdown drains it, closes
+// it, stops its peer watcher and gives its read buffer back.
+func (c *conn) finish() {
+	if !c.watching && c.draining() {
+		c.lingerClose()
+	}
+	c.close()
+	c.stopPeerWatcher()
+	if c.br != nil {
+		c.p.srv.putReadBuf(c.br)
+		c.br = nil
+	}
+	c.p.srv.conns.Done()
+}
+
 // awaitRequest waits until the next request begins to arrive: the peer
-// watcher's read, or a read of the first size bytes. It reports false when
-// the connection must close.
-func (c *conn) awaitRequest() bool {
-	if c.watching {
+// watcher's read, or a read of the first size bytes. It reports ok false
+// when the connection must close, and parked true when the processor asked
+// an idle connection to park and it has (see park.go).
+func (c *conn) awaitRequest() (ok, parked bool) {
+	if c.watching { // the peer watcher's read is the wait
 		c.watching = false
-		if err := <-c.peer.done; err != nil {
+		if c.parkable {
+			c.wait.Store(waitAwaiting)
+		}
+		err := <-c.peer.done
+		if c.parkable && !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
+			return c.parkRequested(err)
+		}
+		if err != nil {
 			if !isClosedOrEOF(err) {
 				c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
 			}
-			return false
+			return false, false
 		}
 	}
 	if c.draining() {
-		return false
+		return false, false
 	}
 	if c.br.Buffered() == 0 {
-		if _, err := c.br.Peek(1); err != nil {
+		if c.parkable {
+			c.wait.Store(waitAwaiting)
+		}
+		_, err := c.br.Peek(1)
+		if c.parkable && !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
+			return c.parkRequested(err)
+		}
+		if err != nil {
 			if !isClosedOrEOF(err) {
 				c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
 			}
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, false
 }
 
 // serveRequest reads the request whose first bytes have arrived, decodes
@@ -188,6 +232,9 @@ func (c *conn) serveRequest() bool {
 	}
 	if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
 		c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
+	}
+	if c.answers == nil {
+		c.answers = make(chan answer, 1)
 	}
 	c.inFlight.Store(true)
 	select {
@@ -344,6 +391,17 @@ func (c *conn) watchPeer() *peerWatcher {
 	return w
 }
 
+// stopPeerWatcher ends the peer watcher, if there is one, and waits for it.
+func (c *conn) stopPeerWatcher() {
+	if c.peer == nil {
+		return
+	}
+	close(c.peer.start)
+	for range c.peer.done { // until the watcher has ended
+	}
+	c.peer = nil
+}
+
 // write encodes resp and writes it, under a write deadline of
 // connections.max.idle.ms so that a client that stops reading is closed.
 func (c *conn) write(correlationID int32, resp kmsg.Response) error {
@@ -418,9 +476,9 @@ func (c *conn) writeFrame(b []byte) error {
 		// request; it moves only once an eighth of it has passed, so a
 		// client that stops reading is closed after 7/8 to all of
 		// connections.max.idle.ms.
-		if now := time.Now(); c.writeDeadline.Sub(now) < idle-idle/8 {
-			c.writeDeadline = now.Add(idle)
-			_ = c.nc.SetWriteDeadline(c.writeDeadline)
+		if now := time.Since(c.p.srv.epoch); c.writeDeadline-now < idle-idle/8 {
+			c.writeDeadline = now + idle
+			_ = c.nc.SetWriteDeadline(c.p.srv.epoch.Add(c.writeDeadline))
 		}
 	}
 	if _, err := c.rw.Write(b); err != nil {
@@ -521,7 +579,7 @@ func (c *conn) close() {
 		c.cancel()
 		c.nc.Close()
 		c.p.remove(c)
-		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.clientIP)
+		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info.ClientAddr.Addr()) // ClientAddr never changes
 		c.p.srv.cfg.Metrics.ConnectionClosed(c.info.Listener)
 	})
 }

@@ -57,6 +57,10 @@ type Stats struct {
 	// decoding, queueing or writing (Kafka's IdlePercent per
 	// networkProcessor, as a ratio). The key is the processor id.
 	ProcessorIdleRatio map[int]float64
+	// ParkedConnections is how many connections have been idle long enough
+	// to park: each then holds only the runtime's smallest goroutine stack
+	// and no read buffer (TLS connections do not park).
+	ParkedConnections int
 }
 
 func (nopMetrics) ConnectionAccepted(protocolmap.ListenerName)                            {}

@@ -38,12 +38,12 @@ func newProcessor(s *Server, ls *listenerState, id int) *processor {
 // run registers new connections and expires idle ones until the server
 // quits, then closes every connection it owns.
 func (p *processor) run() {
-	var tick <-chan time.Time
+	every := parkAfter / 4
 	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
-		t := time.NewTicker(min(max(idle/4, 5*time.Millisecond), 300*time.Millisecond))
-		defer t.Stop()
-		tick = t.C
+		every = min(max(idle/4, 5*time.Millisecond), every)
 	}
+	t := time.NewTicker(every)
+	defer t.Stop()
 	for {
 		excess, overLimit := p.srv.quotas.claimExcess(p.ls.cfg.Name)
 		if excess {
@@ -56,7 +56,7 @@ func (p *processor) run() {
 		select {
 		case nc := <-p.newConns:
 			p.register(nc)
-		case now := <-tick:
+		case now := <-t.C:
 			p.expireIdle(now)
 		case <-overLimit:
 		case <-p.srv.quit:
@@ -103,7 +103,7 @@ func (p *processor) register(nc net.Conn) {
 	p.srv.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
-	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, answers: make(chan answer, 1), clientIP: remote.Addr()}
+	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel}
 	l := p.ls.cfg
 	p.mu.Lock()
 	index := p.index
@@ -133,10 +133,7 @@ func (p *processor) register(nc net.Conn) {
 		ConnectedAt: now, State: state,
 	}, c.closeWith)
 	p.srv.cfg.Metrics.ConnectionCreated(l.Name)
-	go func() {
-		defer p.srv.conns.Done()
-		c.serve()
-	}()
+	go c.serve() // which calls p.srv.conns.Done when the connection ends
 }
 
 // connectionID formats Kafka's connection id,
@@ -181,20 +178,27 @@ func (p *processor) connCount() int {
 }
 
 // expireIdle closes connections that have had no complete request or
-// response for connections.max.idle.ms and have no request in flight.
+// response for connections.max.idle.ms and have no request in flight, and
+// asks those waiting for a request for parkAfter to park.
 func (p *processor) expireIdle(now time.Time) {
 	limit := p.srv.cfg.ConnectionsMaxIdle
-	var expired []*conn
+	var expired, idle []*conn
 	p.mu.Lock()
 	for c := range p.conns {
-		if !c.inFlight.Load() && now.Sub(c.lastActive()) > limit {
+		switch since := now.Sub(c.lastActive()); {
+		case limit > 0 && !c.inFlight.Load() && since > limit:
 			expired = append(expired, c)
+		case since >= parkAfter && c.wait.Load() == waitAwaiting:
+			idle = append(idle, c)
 		}
 	}
 	p.mu.Unlock()
 	for _, c := range expired {
 		p.srv.log.Debug("closing idle connection", "conn_id", c.info.ID, "idle_limit", limit)
 		c.closeWith(connregistry.Idle)
+	}
+	for _, c := range idle {
+		c.askToPark(now)
 	}
 }
 

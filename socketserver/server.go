@@ -1,9 +1,11 @@
 package socketserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -48,6 +50,26 @@ type Server struct {
 	workers   sync.WaitGroup // acceptors and processors
 	done      chan struct{}  // closed when every goroutine has ended
 	writeBufs sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
+	readBufs  sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
+	parked    atomic.Int64   // connections parked now
+}
+
+// readBuf lends a read buffer over r.
+func (s *Server) readBuf(r io.Reader) *bufio.Reader {
+	if br, ok := s.readBufs.Get().(*bufio.Reader); ok {
+		br.Reset(r)
+		return br
+	}
+	return bufio.NewReaderSize(r, readBufSize)
+}
+
+// putReadBuf takes a read buffer back. Whatever it still holds is
+// dropped.
+func (s *Server) putReadBuf(br *bufio.Reader) {
+	if br.Size() == readBufSize {
+		br.Reset(nil)
+		s.readBufs.Put(br)
+	}
 }
 
 // writeBuf lends a response buffer.
@@ -483,6 +505,7 @@ func (s *Server) Stats() Stats {
 		ConnectionCount:    map[protocolmap.ListenerName]int{},
 		RequestQueueSize:   map[listener.Plane]int{},
 		ProcessorIdleRatio: map[int]float64{},
+		ParkedConnections:  int(s.parked.Load()),
 	}
 	for plane, q := range s.queues {
 		if q != nil {

@@ -1,0 +1,129 @@
+package socketserver
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+)
+
+// Parking: how an idle connection gives back its memory.
+//
+// A connection's goroutine grows its stack to 4 KiB or more while it serves
+// a request (decoding, queueing, encoding, writing), and the runtime never
+// shrinks a stack while the goroutine is blocked in a read that deep. A
+// thousand idle connections would keep that, and a read buffer each. So a
+// plaintext connection that has been idle for parkAfter parks:
+//
+//  1. The processor, on its tick, finds it waiting in awaitRequest
+//     (waitAwaiting) and moves it to waitParking under parkMu, then sets a
+//     read deadline of now, which wakes the wait.
+//  2. The connection's goroutine sees waitParking: it clears the deadline
+//     (under parkMu, so after the processor has set it), stops its peer
+//     watcher, gives its read buffer back to the server, starts a fresh
+//     goroutine in parked and ends.
+//  3. parked, with the smallest stack the runtime gives, reads the first
+//     bytes of the next request (at most the 4 size bytes) into the
+//     connection itself, then unparks: it takes a read buffer again, puts
+//     those bytes in front of the socket (prefixReader), and serves as
+//     before.
+//
+// If the request began to arrive while the processor was asking, the
+// connection clears the deadline and serves it without parking. A parked
+// connection closes as any other: Shutdown's drain and the processor's
+// idle expiry end its read. A TLS connection does not park: its reads go
+// through crypto/tls, deeper than the smallest stack, and it holds its own
+// buffers.
+
+// parkAfter is how long a connection waits for its next request before it
+// parks. A connection that sends a request at least this often never
+// parks; one that parks pays a goroutine start and a read buffer from the
+// pool when it wakes, about a microsecond.
+const parkAfter = 100 * time.Millisecond
+
+// States of conn.wait.
+const (
+	waitBusy     int32 = iota // reading or serving a request, or parked
+	waitAwaiting              // blocked in awaitRequest, waiting for a request
+	waitParking               // asked by the processor to park
+)
+
+// prefixReader is what a connection's read buffer reads from: the bytes
+// the parked goroutine read first, then the socket.
+type prefixReader struct {
+	buf [4]byte
+	n   int // bytes of buf not yet read
+	r   io.Reader
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if p.n == 0 {
+		return p.r.Read(b)
+	}
+	n := copy(b, p.buf[:p.n])
+	p.n = copy(p.buf[:], p.buf[n:p.n])
+	return n, nil
+}
+
+// askToPark asks c to park if it is waiting for a request. The processor
+// calls it.
+func (c *conn) askToPark(now time.Time) {
+	c.parkMu.Lock()
+	if c.wait.CompareAndSwap(waitAwaiting, waitParking) {
+		_ = c.nc.SetReadDeadline(now)
+	}
+	c.parkMu.Unlock()
+}
+
+// parkRequested handles the end of awaitRequest's wait when the processor
+// asked the connection to park; err is the wait's result. The deadline
+// the processor set is cleared. If the next request has begun to arrive,
+// it is served; if the wait ended on that deadline, the connection parks.
+func (c *conn) parkRequested(err error) (ok, parked bool) {
+	c.parkMu.Lock() // the processor has set the deadline once this is ours
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.parkMu.Unlock()
+	c.wait.Store(waitBusy)
+	switch {
+	case c.draining():
+		return false, false // Shutdown's deadline may have been cleared with ours
+	case err == nil:
+		return true, false
+	case !isDeadline(err):
+		if !isClosedOrEOF(err) {
+			c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+		}
+		return false, false
+	}
+	c.stopPeerWatcher()
+	c.p.srv.putReadBuf(c.br)
+	c.br = nil
+	c.p.srv.parked.Add(1)
+	go c.parked()
+	return false, true
+}
+
+// parked waits for the next request on a fresh goroutine. It must stay
+// shallow: the read below is the deepest it goes before the next request
+// arrives, and it fits the runtime's smallest stack.
+func (c *conn) parked() {
+	n, err := c.nc.Read(c.pre.buf[:])
+	c.unpark(n, err)
+}
+
+// unpark takes the connection back from parked and serves it.
+func (c *conn) unpark(n int, err error) {
+	c.p.srv.parked.Add(-1)
+	c.pre.n = n
+	c.br = c.p.srv.readBuf(&c.pre)
+	if err != nil && n == 0 {
+		if !isClosedOrEOF(err) {
+			c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+		}
+		c.finish()
+		return
+	}
+	c.loop()
+}
+
+func isDeadline(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

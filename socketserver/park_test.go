@@ -1,0 +1,286 @@
+package socketserver_test
+
+import (
+	"context"
+	"crypto/tls"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// parkWithin bounds how long an idle connection takes to park: the
+// server's parkAfter (100 ms) plus a processor tick, with room for a
+// loaded machine.
+const parkWithin = 5 * time.Second
+
+// waitParked waits until the server reports n parked connections.
+func waitParked(t testing.TB, srv *socketserver.Server, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return srv.Stats().ParkedConnections == n },
+		parkWithin, 10*time.Millisecond, "want %d parked connections, have %d", n, srv.Stats().ParkedConnections)
+}
+
+// versionsRoundTrip sends ApiVersions v3 and checks the server's answer.
+func versionsRoundTrip(t testing.TB, c net.Conn, corr int32) {
+	t.Helper()
+	resp := apiVersionsRoundTrip(t, c, apiVersionsReq(3, "park", "1.0"), corr)
+	require.Zero(t, resp.ErrorCode)
+	require.NotEmpty(t, resp.ApiKeys)
+}
+
+// Idle plaintext connections park, whether their last request was answered
+// by the server (ApiVersions) or by the host (Metadata, which starts the
+// peer watcher); a parked connection serves its next requests as before,
+// then parks again; closing them leaves nothing parked and no goroutine
+// behind.
+func TestIdleConnectionsPark(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		last func(testing.TB, net.Conn, int32)
+	}{
+		{"after ApiVersions", versionsRoundTrip},
+		{"after Metadata", func(t testing.TB, c net.Conn, corr int32) { metadataRoundTrip(t, c, 12, corr) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := socketservertest.TakeGoroutineBaseline()
+			srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
+			const n = 20
+			conns := make([]net.Conn, n)
+			for i := range conns {
+				conns[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
+				tc.last(t, conns[i], 1)
+			}
+			waitParked(t, srv, n)
+			for _, c := range conns {
+				metadataRoundTrip(t, c, 12, 2)
+				versionsRoundTrip(t, c, 3)
+				tc.last(t, c, 4)
+			}
+			assert.Less(t, srv.Stats().ParkedConnections, n, "serving unparks")
+			waitParked(t, srv, n)
+			for _, c := range conns {
+				require.NoError(t, c.Close())
+			}
+			require.Eventually(t, func() bool {
+				st := srv.Stats()
+				return st.ConnectionCount["PLAINTEXT"] == 0 && st.ParkedConnections == 0
+			}, 5*time.Second, 10*time.Millisecond)
+			for _, rc := range srv.Registry().Closed(connregistry.Filter{}) {
+				assert.Equal(t, connregistry.ClientClosed, rc.CloseReason, rc.ID)
+			}
+			srv.Close()
+			base.RequireReturned(t)
+		})
+	}
+}
+
+// A parked connection has read at most the 4 size bytes of the next
+// request; the rest follows through the read buffer, however the client's
+// bytes are split, and requests pipelined behind it are served in order.
+func TestParkedConnectionReadsSplitFrames(t *testing.T) {
+	req := formatter.AppendRequest(nil, metadataReq(12), 7)
+	pair := append(append([]byte{}, req...), formatter.AppendRequest(nil, apiVersionsReq(3, "park", "1.0"), 8)...)
+	for _, tc := range []struct {
+		name   string
+		splits []int // write boundaries within the bytes
+		bytes  []byte
+	}{
+		{"whole", nil, req},
+		{"one byte first", []int{1}, req},
+		{"two then two", []int{2, 4}, req},
+		{"size, then the rest", []int{4}, req},
+		{"size and one byte", []int{5}, req},
+		{"byte at a time for the size", []int{1, 2, 3}, req},
+		{"two pipelined requests at once", nil, pair},
+		{"two pipelined, split in the second size", []int{len(req) + 2}, pair},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
+			c := socketservertest.Dial(t, srv, "PLAINTEXT")
+			versionsRoundTrip(t, c, 1)
+			waitParked(t, srv, 1)
+			prev := 0
+			for _, at := range append(tc.splits, len(tc.bytes)) {
+				_, err := c.Write(tc.bytes[prev:at])
+				require.NoError(t, err)
+				prev = at
+				time.Sleep(20 * time.Millisecond)
+			}
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 12
+			readResponse(t, c, resp, 7)
+			if len(tc.bytes) == len(pair) {
+				av := kmsg.NewPtrApiVersionsResponse()
+				av.Version = 3
+				readResponse(t, c, av, 8)
+				require.Zero(t, av.ErrorCode)
+			}
+			metadataRoundTrip(t, c, 12, 9)
+		})
+	}
+}
+
+// A parked connection closes as any other: by connections.max.idle.ms, by
+// an operator's close through the registry, and by Shutdown, which
+// returns as soon as parked connections have closed.
+func TestParkedConnectionsClose(t *testing.T) {
+	t.Run("idle expiry", func(t *testing.T) {
+		srv := socketservertest.NewServer(t, listener.Properties{"connections.max.idle.ms": "600"}, withAPIs, echoMetadata)
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		versionsRoundTrip(t, c, 1)
+		waitParked(t, srv, 1)
+		requireClosedNoResponse(t, c)
+		require.Eventually(t, func() bool { return len(srv.Registry().Closed(connregistry.Filter{})) == 1 }, 5*time.Second, 10*time.Millisecond)
+		assert.Equal(t, connregistry.Idle, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
+		assert.Zero(t, srv.Stats().ParkedConnections)
+	})
+
+	t.Run("operator close", func(t *testing.T) {
+		srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		metadataRoundTrip(t, c, 12, 1)
+		waitParked(t, srv, 1)
+		require.Len(t, srv.Registry().Close(connregistry.Filter{}, connregistry.ClosedByOperator), 1)
+		requireClosedNoResponse(t, c)
+		require.Eventually(t, func() bool { return srv.Stats().ParkedConnections == 0 }, 5*time.Second, 10*time.Millisecond)
+	})
+
+	t.Run("shutdown", func(t *testing.T) {
+		base := socketservertest.TakeGoroutineBaseline()
+		srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
+		const n = 10
+		conns := make([]net.Conn, n)
+		for i := range conns {
+			conns[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
+			metadataRoundTrip(t, conns[i], 12, 1)
+		}
+		waitParked(t, srv, n)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		require.NoError(t, srv.Shutdown(ctx))
+		assert.Less(t, time.Since(start), 3*time.Second, "parked connections end Shutdown's wait promptly")
+		for _, c := range conns {
+			requireClosedNoResponse(t, c)
+		}
+		assert.Zero(t, srv.Stats().ParkedConnections)
+		for _, rc := range srv.Registry().Closed(connregistry.Filter{}) {
+			assert.Equal(t, connregistry.ServerShutdown, rc.CloseReason, rc.ID)
+		}
+		base.RequireReturned(t)
+	})
+}
+
+// A TLS connection does not park: its reads go through crypto/tls. It is
+// served as before after being idle.
+func TestTLSConnectionsDoNotPark(t *testing.T) {
+	pki := newTestPKI(t)
+	props := merge(pki.props("none"), listener.Properties{
+		"listeners":                      "SSL://127.0.0.1:0",
+		"security.inter.broker.protocol": "SSL",
+	})
+	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
+	c := tls.Client(socketservertest.Dial(t, srv, "SSL"), pki.clientConfig())
+	require.NoError(t, c.Handshake())
+	metadataRoundTrip(t, c, 12, 1)
+	plain := socketservertest.NewServer(t, nil, withAPIs, echoMetadata) // the control: its idle connection parks
+	pc := socketservertest.Dial(t, plain, "PLAINTEXT")
+	metadataRoundTrip(t, pc, 12, 1)
+	waitParked(t, plain, 1)
+	assert.Zero(t, srv.Stats().ParkedConnections)
+	metadataRoundTrip(t, c, 12, 2)
+}
+
+// Requests that arrive around the moment a connection is asked to park
+// (the processor's tick racing the client) are served, in order, whether
+// the connection parked or not.
+func TestParkingRacesRequests(t *testing.T) {
+	srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
+	const conns, rounds = 12, 25
+	var wg sync.WaitGroup
+	parkedSeen := make(chan int, conns*rounds)
+	for i := range conns {
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 1))
+			for r := range rounds {
+				// Gaps around parkAfter (100 ms) and its 50 ms tick.
+				time.Sleep(time.Duration(60+rng.IntN(120)) * time.Millisecond)
+				if r%2 == 0 {
+					metadataRoundTrip(t, c, 12, int32(r))
+				} else {
+					versionsRoundTrip(t, c, int32(r))
+				}
+				parkedSeen <- srv.Stats().ParkedConnections
+			}
+		})
+	}
+	wg.Wait()
+	close(parkedSeen)
+	most := 0
+	for n := range parkedSeen {
+		most = max(most, n)
+	}
+	assert.Positive(t, most, "some connections parked between requests")
+}
+
+// A parked connection holds the runtime's smallest goroutine stack (2 KiB),
+// where a connection waiting in its serving goroutine holds 4 KiB or more.
+// The race detector's larger frames need more, so it runs without -race.
+func TestParkedStackFootprint(t *testing.T) {
+	if raceEnabled {
+		t.Skip("race-instrumented frames do not fit the smallest stack")
+	}
+	// No collection between the measurements unless the test asks: the
+	// runtime sizes new goroutines' stacks by the average it saw at the
+	// last collection (adaptive stack start), so a collection while
+	// connections wait in their serving goroutines would make the next
+	// parked goroutines start larger.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
+	const n = 1000
+	stackInuse := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.StackInuse)
+	}
+	before := stackInuse()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", srv.Addr("PLAINTEXT").String())
+		require.NoError(t, err)
+		defer c.Close()
+		conns[i] = c
+		metadataRoundTrip(t, c, 12, 1)
+	}
+	serving := stackInuse()
+	waitParked(t, srv, n)
+	parkedOnce := stackInuse()
+	// Parked goroutines started while most connections still waited in
+	// their serving goroutines may have started larger; those started
+	// after a collection among parked ones start at the minimum.
+	for _, c := range conns {
+		versionsRoundTrip(t, c, 2)
+	}
+	waitParked(t, srv, n)
+	parked := stackInuse()
+	perConn := func(b int64) float64 { return float64(b-before) / n }
+	t.Logf("stack per connection: %.0f B waiting in its serving goroutine, %.0f B parked (first time), %.0f B parked",
+		perConn(serving), perConn(parkedOnce), perConn(parked))
+	assert.LessOrEqual(t, perConn(parked), 3.0*1024, "a 4 KiB stack each would be over")
+	assert.GreaterOrEqual(t, perConn(serving), 3.5*1024, "the serving goroutine's stack is larger: else parking is pointless")
+}
