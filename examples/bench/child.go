@@ -330,9 +330,14 @@ func (c *child) cpu() (time.Duration, error) { return procCPU(c.cmd.Process.Pid)
 func (c *child) rss() (int64, error) { return procRSS(c.cmd.Process.Pid) }
 
 // stats asks the kafkanet child for its queue and connection counts.
-func (c *child) stats() (childStats, error) {
+func (c *child) stats() (childStats, error) { return c.statsLine("stats") }
+
+// memStats is stats with the child's runtime.MemStats figures.
+func (c *child) memStats() (childStats, error) { return c.statsLine("memstats") }
+
+func (c *child) statsLine(ask string) (childStats, error) {
 	var st childStats
-	if _, err := io.WriteString(c.stdin, "stats\n"); err != nil {
+	if _, err := io.WriteString(c.stdin, ask+"\n"); err != nil {
 		return st, fmt.Errorf("asking %s for stats: %w", c.name, err)
 	}
 	line, err := c.stdout.ReadBytes('\n')

@@ -13,6 +13,7 @@ func (b *bench) idleInfo() scenarioInfo {
 		Notes: []string{
 			fmt.Sprintf("RSS is VmRSS from /proc/PID/status, sampled %s after the server starts and %s after each count is reached;", b.opts.settle, b.opts.settle),
 			"RSS/conn = (RSS at N - RSS before) / N. The bench opens the connections 32 at a time from 64 loopback source addresses.",
+			"kafkanet's breakdown, from its runtime.MemStats at the same moments: goroutine stacks (StackInuse) and heap objects, live or not yet collected (HeapAlloc), per connection.",
 		}}
 }
 
@@ -38,6 +39,12 @@ func (b *bench) runIdle(ctx context.Context, server serverKind) ([]sample, error
 		return nil, err
 	}
 	out := []sample{{Case: "0 conns", Metric: "RSS MiB", Value: mib(before)}}
+	var goBefore childStats // kafkanet: the Go runtime's view, for a breakdown
+	if c.name == kafkanetServer {
+		if goBefore, err = c.memStats(); err != nil {
+			return nil, err
+		}
+	}
 	for _, n := range counts {
 		if err := openIdle(ctx, b.dialer, c.addr, &conns, n); err != nil {
 			return out, err
@@ -52,10 +59,21 @@ func (b *bench) runIdle(ctx context.Context, server serverKind) ([]sample, error
 		if err != nil {
 			return out, err
 		}
+
 		name := fmt.Sprintf("%d conns", n)
 		out = append(out,
 			sample{Case: name, Metric: "RSS MiB", Value: mib(rss)},
 			sample{Case: name, Metric: "RSS/conn KiB", Value: float64(rss-before) / float64(n) / 1024})
+		if c.name == kafkanetServer {
+			ms, err := c.memStats()
+			if err != nil {
+				return out, err
+			}
+			perConn := func(now, then uint64) float64 { return (float64(now) - float64(then)) / float64(n) / 1024 }
+			out = append(out,
+				sample{Case: name, Metric: "stacks/conn KiB", Value: perConn(ms.StackInuse, goBefore.StackInuse)},
+				sample{Case: name, Metric: "heap/conn KiB", Value: perConn(ms.HeapAlloc, goBefore.HeapAlloc)})
+		}
 	}
 	return out, c.stop()
 }

@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -253,6 +254,14 @@ type childStats struct {
 	DataQueueCap int `json:"data_queue_cap"`
 	Connections  int `json:"connections"`
 	Blocked      int `json:"blocked"` // requests its handler holds unanswered
+
+	// From runtime.MemStats, after a GC, for scenario (c)'s breakdown.
+	HeapAlloc    uint64 `json:"heap_alloc"`
+	HeapSys      uint64 `json:"heap_sys"`
+	HeapReleased uint64 `json:"heap_released"`
+	StackInuse   uint64 `json:"stack_inuse"`
+	Sys          uint64 `json:"sys"`
+	NextGC       uint64 `json:"next_gc"`
 }
 
 // kafkanetProperties returns the minimal server's broker properties: a
@@ -453,13 +462,18 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 	sc := bufio.NewScanner(in)
 	enc := json.NewEncoder(out)
 	for sc.Scan() {
-		if sc.Text() != "stats" {
+		if sc.Text() != "stats" && sc.Text() != "memstats" {
 			continue
 		}
 		st := srv.Stats()
 		cs := childStats{DataQueue: st.RequestQueueSize[listener.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load())}
 		for _, n := range st.ConnectionCount {
 			cs.Connections += n
+		}
+		if sc.Text() == "memstats" {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			cs.HeapAlloc, cs.HeapSys, cs.HeapReleased, cs.StackInuse, cs.Sys, cs.NextGC = ms.HeapAlloc, ms.HeapSys, ms.HeapReleased, ms.StackInuse, ms.Sys, ms.NextGC
 		}
 		if err := enc.Encode(cs); err != nil {
 			return
