@@ -58,3 +58,30 @@ func BenchmarkDecodePath(b *testing.B) {
 		runtime.KeepAlive(body)
 	}
 }
+
+// BenchmarkParseHeaderPrefix parses a request header v2 (client id and
+// tags) as every frame's first step.
+func BenchmarkParseHeaderPrefix(b *testing.B) {
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench-client")).AppendRequest(nil, kmsg.NewPtrMetadataRequest(), 1)[4:]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := parseHeaderPrefix(frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseClientSoftware parses the KIP-511 fields of an ApiVersions
+// v3 body, which the server does without kmsg.
+func BenchmarkParseClientSoftware(b *testing.B) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "kgo", "v1.20.0"
+	body := req.AppendTo(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := parseClientSoftware(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

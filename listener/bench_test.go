@@ -1,0 +1,67 @@
+package listener_test
+
+import (
+	"testing"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+func BenchmarkParseEndPoint(b *testing.B) {
+	m := protocolmap.Default()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := listener.ParseEndPoint("SASL_SSL://[::1]:9093", m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseProperties(b *testing.B) {
+	const text = `# a broker's listener section
+listeners=INTERNAL://:9092,EXTERNAL://0.0.0.0:9093,CONTROLLER://:9094
+advertised.listeners=INTERNAL://broker-1.internal:9092,EXTERNAL://broker-1.example:9093
+listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=INTERNAL
+control.plane.listener.name=CONTROLLER
+listener.name.external.sasl.enabled.mechanisms=SCRAM-SHA-512
+max.connections.per.ip.overrides=10.0.0.1:100,\
+  10.0.0.2:50
+`
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := listener.ParseProperties([]byte(text)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPrincipalMapping(b *testing.B) {
+	m, err := listener.ParsePrincipalMappingRules(`RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/, DEFAULT`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Name("CN=Duke,OU=ServiceUsers,O=Org,C=US"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSCRAMClientFirst parses a SCRAM client-first message and
+// answers it (salted password lookup and the server nonce included):
+// what a server does for every SCRAM login before any proof is checked.
+func BenchmarkSCRAMClientFirst(b *testing.B) {
+	m, err := listener.NewSASLMechanism("SCRAM-SHA-256", saslTestUsers())
+	if err != nil {
+		b.Fatal(err)
+	}
+	first := []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := m.NewSession().Step(first); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
