@@ -41,6 +41,19 @@ func versionsRoundTrip(t testing.TB, c net.Conn, corr int32) {
 	require.NotEmpty(t, resp.ApiKeys)
 }
 
+// openParked opens n connections, sends each one request with first, and
+// waits until all have parked.
+func openParked(t testing.TB, srv *socketserver.Server, n int, first func(testing.TB, net.Conn, int32)) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
+		first(t, conns[i], 1)
+	}
+	waitParked(t, srv, n)
+	return conns
+}
+
 // Idle plaintext connections park, whether their last request was answered
 // by the server (ApiVersions) or by the host (Metadata, which starts the
 // peer watcher); a parked connection serves its next requests as before,
@@ -58,12 +71,7 @@ func TestIdleConnectionsPark(t *testing.T) {
 			base := socketservertest.TakeGoroutineBaseline()
 			srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
 			const n = 20
-			conns := make([]net.Conn, n)
-			for i := range conns {
-				conns[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
-				tc.last(t, conns[i], 1)
-			}
-			waitParked(t, srv, n)
+			conns := openParked(t, srv, n, tc.last)
 			for _, c := range conns {
 				metadataRoundTrip(t, c, 12, 2)
 				versionsRoundTrip(t, c, 3)
@@ -162,12 +170,7 @@ func TestParkedConnectionsClose(t *testing.T) {
 		base := socketservertest.TakeGoroutineBaseline()
 		srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
 		const n = 10
-		conns := make([]net.Conn, n)
-		for i := range conns {
-			conns[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
-			metadataRoundTrip(t, conns[i], 12, 1)
-		}
-		waitParked(t, srv, n)
+		conns := openParked(t, srv, n, func(t testing.TB, c net.Conn, corr int32) { metadataRoundTrip(t, c, 12, corr) })
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		start := time.Now()
