@@ -15,6 +15,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // addr is a record's client address and port as net.Conn.LocalAddr
@@ -56,12 +57,12 @@ func TestListEveryBroker(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	start := time.Now()
 	_, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
-	anonDialer := &recordingDialer{}
-	anon := newClient(t, c.Brokers[1].Plain, kgo.Dialer(anonDialer.dial), kgo.ConnIdleTimeout(time.Minute))
+	anonDialer := &socketservertest.RecordingDialer{}
+	anon := newClient(t, c.Brokers[1].Plain, kgo.Dialer(anonDialer.Dial), kgo.ConnIdleTimeout(time.Minute))
 	_, err := anon.SeedBrokers()[0].Request(ctxTimeout(t, 10*time.Second), newMetadata())
 	require.NoError(t, err)
-	require.Len(t, anonDialer.addrs(), 1)
-	anonAddr := anonDialer.addrs()[0]
+	require.Len(t, anonDialer.Addrs(), 1)
+	anonAddr := anonDialer.Addrs()[0]
 	_, bobAddr := connectClient(t, c.Brokers[2], "SCRAM-SHA-256", "bob")
 	admin := adminClient(t, c, 0)
 

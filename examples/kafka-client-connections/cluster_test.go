@@ -1,19 +1,14 @@
 package main
 
 import (
-	"context"
-	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -96,59 +91,17 @@ func fetchResponse(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	return resp
 }
 
-// recordingDialer dials TCP and remembers the local address of every
-// connection, so a test can find the client's sockets in a listing.
-type recordingDialer struct {
-	mu    sync.Mutex
-	local []string
-}
-
-func (d *recordingDialer) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	var nd net.Dialer
-	c, err := nd.DialContext(ctx, network, host)
-	if err == nil {
-		d.mu.Lock()
-		d.local = append(d.local, c.LocalAddr().String())
-		d.mu.Unlock()
-	}
-	return c, err
-}
-
-func (d *recordingDialer) addrs() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]string(nil), d.local...)
-}
-
 // sasl returns the kgo option that logs in as user with mechanism.
 func sasl(mechanism, user string) kgo.Opt {
-	switch mechanism {
-	case "PLAIN":
-		return kgo.SASL(plain.Auth{User: user, Pass: passwords[user]}.AsMechanism())
-	case "SCRAM-SHA-256":
-		return kgo.SASL(scram.Auth{User: user, Pass: passwords[user]}.AsSha256Mechanism())
-	}
-	panic("unknown mechanism " + mechanism)
+	return socketservertest.KgoSASL(mechanism, user, passwords[user])
 }
 
 // connectClient opens a kgo client to one broker's CLIENT listener as user
-// and makes it send a request there, so that it holds one authenticated
-// connection to that broker alone. It returns the client, closed when the
-// test ends, and the local address of its connection.
+// (socketservertest.ConnectKgo): it holds one authenticated connection, to
+// that broker alone, whose local address it returns with the client.
 func connectClient(t testing.TB, b *testBroker, mechanism, user string) (*kgo.Client, string) {
 	t.Helper()
-	d := &recordingDialer{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Client), sasl(mechanism, user), kgo.Dialer(d.dial),
-		kgo.ConnIdleTimeout(time.Minute), kgo.RequestRetries(1))
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
-	require.NoError(t, err)
-	addrs := d.addrs()
-	require.Len(t, addrs, 1, "the client should hold exactly one connection")
-	return cl, addrs[0]
+	return socketservertest.ConnectKgo(t, b.Client, sasl(mechanism, user))
 }
 
 // commandConfig writes a client properties file that logs in as user with

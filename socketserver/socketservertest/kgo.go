@@ -1,0 +1,79 @@
+package socketservertest
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// RecordingDialer dials TCP and remembers the local address of every
+// connection, so that a test can find a client's sockets in a listing. Its
+// Dial is a kgo.Dialer.
+type RecordingDialer struct {
+	mu    sync.Mutex
+	local []string
+}
+
+// Dial dials like a net.Dialer and records the connection's local address.
+func (d *RecordingDialer) Dial(ctx context.Context, network, host string) (net.Conn, error) {
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, network, host)
+	if err == nil {
+		d.mu.Lock()
+		d.local = append(d.local, c.LocalAddr().String())
+		d.mu.Unlock()
+	}
+	return c, err
+}
+
+// Addrs returns the local addresses of the connections dialed so far.
+func (d *RecordingDialer) Addrs() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.local...)
+}
+
+// KgoSASL returns the kgo option that logs in as user with password, with
+// mechanism PLAIN or SCRAM-SHA-256 (the mechanisms of a ListingCluster's
+// CLIENT listener).
+func KgoSASL(mechanism, user, password string) kgo.Opt {
+	switch mechanism {
+	case "PLAIN":
+		return kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism())
+	case "SCRAM-SHA-256":
+		return kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism())
+	}
+	panic("socketservertest: unknown mechanism " + mechanism)
+}
+
+// ConnectKgo opens a kgo client seeded with addr alone (opts add to it, a
+// login for one) and makes it send a Metadata request there, so that it
+// holds exactly one connection, to that broker. It returns the client,
+// closed when the test ends, and the local address of its connection.
+func ConnectKgo(t testing.TB, addr string, opts ...kgo.Opt) (*kgo.Client, string) {
+	t.Helper()
+	d := &RecordingDialer{}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.Dialer(d.Dial),
+		kgo.ConnIdleTimeout(time.Minute), kgo.RequestRetries(1)}, opts...)...)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatalf("socketservertest: Metadata from %s: %v", addr, err)
+	}
+	addrs := d.Addrs()
+	if len(addrs) != 1 {
+		t.Fatalf("socketservertest: the client holds %d connections, want 1", len(addrs))
+	}
+	return cl, addrs[0]
+}
