@@ -65,9 +65,13 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// askToPark asks c to park if it is waiting for a request. The processor
-// calls it.
+// askToPark asks c to park if it is still waiting for a request and has
+// been idle for parkAfter (it may have served one since the processor
+// looked). The processor calls it.
 func (c *conn) askToPark(now time.Time) {
+	if now.Sub(c.lastActive()) < parkAfter {
+		return
+	}
 	c.parkMu.Lock()
 	if c.wait.CompareAndSwap(waitAwaiting, waitParking) {
 		_ = c.nc.SetReadDeadline(now)

@@ -38,7 +38,7 @@ func newProcessor(s *Server, ls *listenerState, id int) *processor {
 // run registers new connections and expires idle ones until the server
 // quits, then closes every connection it owns.
 func (p *processor) run() {
-	every := parkAfter / 4
+	every := parkAfter / 2
 	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
 		every = min(max(idle/4, 5*time.Millisecond), every)
 	}
