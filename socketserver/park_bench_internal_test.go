@@ -1,0 +1,97 @@
+package socketserver
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
+)
+
+// BenchmarkParkCycle measures what a connection that parks between its
+// requests pays: each iteration asks the idle connection to park, waits
+// until it has, then does an ApiVersions round trip that wakes it. Compare
+// with the same round trip on a connection that never parks (the "warm"
+// sub-benchmark; BenchmarkHotPath measures it too).
+func BenchmarkParkCycle(b *testing.B) {
+	for _, park := range []bool{false, true} {
+		name := "warm"
+		if park {
+			name = "parked"
+		}
+		b.Run(name, func(b *testing.B) {
+			lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg, err := ConfigFromProperties(lc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := srv.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			nc, err := net.Dial("tcp", srv.Addr("PLAINTEXT").String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			req := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, &kmsg.ApiVersionsRequest{Version: 3, ClientSoftwareName: "bench", ClientSoftwareVersion: "1"}, 1)
+			resp := make([]byte, 4096)
+			roundTrip := func() {
+				if _, err := nc.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(nc, resp[:4]); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(nc, resp[:binary.BigEndian.Uint32(resp)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			roundTrip()
+			c := onlyConn(b, srv)
+			b.ReportAllocs()
+			for b.Loop() {
+				if park {
+					for c.wait.Load() != waitAwaiting {
+						runtime.Gosched()
+					}
+					c.active.Store(0) // idle since the server's epoch, as far as askToPark can tell
+					c.askToPark(time.Now())
+					for srv.parked.Load() != 1 {
+						runtime.Gosched()
+					}
+				}
+				roundTrip()
+			}
+		})
+	}
+}
+
+// onlyConn returns the server's one connection.
+func onlyConn(b *testing.B, srv *Server) *conn {
+	for _, ls := range srv.listeners {
+		for _, p := range ls.processors {
+			p.mu.Lock()
+			for c := range p.conns {
+				p.mu.Unlock()
+				return c
+			}
+			p.mu.Unlock()
+		}
+	}
+	b.Fatal("no connection")
+	return nil
+}
