@@ -43,9 +43,11 @@ type conn struct {
 	watching      bool          // peer is reading c.br for the request in flight
 	parkable      bool          // plaintext after the handshake: the connection may park
 	pre           prefixReader  // under br: what the parked goroutine read
+	parkedAt      time.Time     // when the connection last parked
 
-	wait   atomic.Int32 // waitBusy, waitAwaiting or waitParking: see park.go
-	parkMu sync.Mutex   // held by the processor while it asks the connection to park
+	wait      atomic.Int32 // waitBusy, waitAwaiting or waitParking: see park.go
+	parkDelay atomic.Int64 // nanoseconds to wait before parking; 0: parkAfter (see parkWait)
+	parkMu    sync.Mutex   // held by the processor while it asks the connection to park
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
@@ -81,9 +83,9 @@ var errDraining = errors.New("socketserver: server shutting down")
 
 // serve runs the connection until it closes or parks (see park.go). An
 // idle connection waits in awaitRequest, whose stack is shallow; after
-// parkAfter without a request it parks: its goroutine ends and a fresh one
-// with the smallest stack waits for the next request without a read
-// buffer. serveRequest does the deep work.
+// parkAfter (or longer) without a request it parks: its goroutine ends and
+// a fresh one with the smallest stack waits for the next request without a
+// read buffer. serveRequest does the deep work.
 func (c *conn) serve() {
 	c.rw = c.nc
 	c.pre.r = c.nc

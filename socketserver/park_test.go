@@ -187,6 +187,25 @@ func TestParkedConnectionsClose(t *testing.T) {
 	})
 }
 
+// A client that sends a request every 250 ms parks at first, then waits
+// longer before parking each time it is woken soon after parking, until it
+// no longer parks between its requests; idle again, it parks again.
+func TestParkWaitAdaptsToTheClient(t *testing.T) {
+	srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	const rounds = 12
+	parkedBefore := make([]bool, rounds)
+	for r := range rounds {
+		time.Sleep(250 * time.Millisecond)
+		parkedBefore[r] = srv.Stats().ParkedConnections == 1
+		metadataRoundTrip(t, c, 12, int32(r))
+	}
+	t.Logf("parked before each request: %v", parkedBefore)
+	assert.Contains(t, parkedBefore[:4], true, "parked at first")
+	assert.NotContains(t, parkedBefore[rounds-4:], true, "no longer parks between requests 250 ms apart")
+	waitParked(t, srv, 1)
+}
+
 // A TLS connection does not park: its reads go through crypto/tls. It is
 // served as before after being idle.
 func TestTLSConnectionsDoNotPark(t *testing.T) {
@@ -212,7 +231,7 @@ func TestTLSConnectionsDoNotPark(t *testing.T) {
 // the connection parked or not.
 func TestParkingRacesRequests(t *testing.T) {
 	srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
-	const conns, rounds = 12, 25
+	const conns, rounds = 20, 15
 	parkedSeen := make(chan int, conns*rounds)
 	var wg sync.WaitGroup
 	for i := range conns {
@@ -223,8 +242,9 @@ func TestParkingRacesRequests(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), 1))
 			for r := range rounds {
-				// Gaps around parkAfter (100 ms) and its 50 ms tick.
-				time.Sleep(time.Duration(60+rng.IntN(120)) * time.Millisecond)
+				// Gaps around the wait before parking (100 ms at
+				// first, longer as it adapts) and the 50 ms tick.
+				time.Sleep(time.Duration(60+rng.IntN(440)) * time.Millisecond)
 				if err := clients[r%2].roundTrip(); err != nil {
 					t.Errorf("connection %d, round %d: %v", i, r, err)
 					return

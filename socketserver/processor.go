@@ -179,7 +179,7 @@ func (p *processor) connCount() int {
 
 // expireIdle closes connections that have had no complete request or
 // response for connections.max.idle.ms and have no request in flight, and
-// asks those waiting for a request for parkAfter to park.
+// asks those waiting for a request for their parkWait to park.
 func (p *processor) expireIdle(now time.Time) {
 	limit := p.srv.cfg.ConnectionsMaxIdle
 	var expired, idle []*conn
@@ -188,7 +188,7 @@ func (p *processor) expireIdle(now time.Time) {
 		switch since := now.Sub(c.lastActive()); {
 		case limit > 0 && !c.inFlight.Load() && since > limit:
 			expired = append(expired, c)
-		case since >= parkAfter && c.wait.Load() == waitAwaiting:
+		case c.wait.Load() == waitAwaiting && since >= c.parkWait():
 			idle = append(idle, c)
 		}
 	}
