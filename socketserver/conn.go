@@ -43,7 +43,7 @@ type conn struct {
 	watching      bool          // peer is reading c.br for the request in flight
 	parkable      bool          // plaintext after the handshake: the connection may park
 	pre           prefixReader  // under br: what the parked goroutine read
-	parkedAt      time.Time     // when the connection last parked
+	parkedAt      time.Duration // when the connection last parked, from the server's epoch
 
 	wait      atomic.Int32 // waitBusy, waitAwaiting or waitParking: see park.go
 	parkDelay atomic.Int64 // nanoseconds to wait before parking; 0: parkAfter (see parkWait)

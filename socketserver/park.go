@@ -133,7 +133,7 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 	c.p.srv.putReadBuf(c.br)
 	c.br = nil
 	c.p.srv.parked.Add(1)
-	c.parkedAt = time.Now()
+	c.parkedAt = time.Since(c.p.srv.epoch)
 	go c.parked()
 	return false, true
 }
@@ -151,7 +151,7 @@ func (c *conn) unpark(n int, err error) {
 	c.p.srv.parked.Add(-1)
 	c.pre.n = n
 	c.br = c.p.srv.readBuf(&c.pre)
-	c.adaptParkWait(time.Since(c.parkedAt))
+	c.adaptParkWait(time.Since(c.p.srv.epoch) - c.parkedAt)
 	if err != nil && n == 0 {
 		if !isClosedOrEOF(err) {
 			c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)

@@ -3,6 +3,7 @@ package socketserver
 import (
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestAdaptParkWait(t *testing.T) {
@@ -25,5 +26,14 @@ func TestAdaptParkWait(t *testing.T) {
 		if got := c.parkWait(); got != tc.want {
 			t.Errorf("wait %v, parked for %v: next wait %v, want %v", tc.wait, tc.parkedFor, got, tc.want)
 		}
+	}
+}
+
+// TestConnSize keeps a connection's state in the 448-byte size class:
+// every open connection holds one, so a field added here is paid 10,000
+// times over by a broker with 10,000 idle clients (issue 7's target (c)).
+func TestConnSize(t *testing.T) {
+	if size := unsafe.Sizeof(conn{}); size > 448 {
+		t.Errorf("conn is %d bytes, over the 448-byte size class", size)
 	}
 }
