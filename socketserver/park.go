@@ -43,7 +43,7 @@ import (
 // parking, a client sending a request every few hundred milliseconds, waits
 // twice as long before its next park, up to maxParkAfter; one that stays
 // parked long brings its wait back down. Parking then costs at most one
-// wake per parkedLong of parked time.
+// wake per parkedLong×parkAfter (0.8 s) of parked time.
 const (
 	parkAfter    = 100 * time.Millisecond
 	maxParkAfter = 10 * time.Second
