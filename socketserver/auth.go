@@ -167,7 +167,7 @@ func (c *conn) handshake() error {
 	_ = c.nc.SetDeadline(deadline)
 	var info AuthInfo
 	if sec.tls != nil {
-		tc := tls.Server(c.nc, sec.tls)
+		tc := tls.Server(prefixedConn{c.nc, &c.pre}, sec.tls) // TLS reads what a parked goroutine read first
 		ctx, cancel := context.WithDeadline(c.ctx, deadline)
 		err := tc.HandshakeContext(ctx)
 		cancel()

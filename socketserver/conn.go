@@ -34,14 +34,13 @@ type conn struct {
 	// that took over: one at a time). A parked connection holds no read
 	// buffer and no write buffer.
 	info          ConnInfo
-	rw            io.ReadWriter // nc, or the TLS connection over it
-	br            *bufio.Reader // over rw, readBufSize
+	rw            io.ReadWriter // nc, or the TLS connection over it (over prefixedConn)
+	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
 	saslIdentity  string
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
 	watching      bool          // peer is reading c.br for the request in flight
-	parkable      bool          // plaintext after the handshake: the connection may park
 	pre           prefixReader  // under br: what the parked goroutine read
 	parkedAt      time.Duration // when the connection last parked, from the server's epoch
 
@@ -97,7 +96,6 @@ func (c *conn) serve() {
 		c.finish()
 		return
 	}
-	c.parkable = c.rw == c.nc // a TLS connection's reads go through its own buffers
 	c.loop()
 }
 
@@ -138,11 +136,9 @@ func (c *conn) finish() {
 func (c *conn) awaitRequest() (ok, parked bool) {
 	if c.watching { // the peer watcher's read is the wait
 		c.watching = false
-		if c.parkable {
-			c.wait.Store(waitAwaiting)
-		}
+		c.wait.Store(waitAwaiting)
 		err := <-c.peer.done
-		if c.parkable && !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
+		if !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
 			return c.parkRequested(err)
 		}
 		if err != nil {
@@ -156,11 +152,9 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 		return false, false
 	}
 	if c.br.Buffered() == 0 {
-		if c.parkable {
-			c.wait.Store(waitAwaiting)
-		}
+		c.wait.Store(waitAwaiting)
 		_, err := c.br.Peek(1)
-		if c.parkable && !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
+		if !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
 			return c.parkRequested(err)
 		}
 		if err != nil {

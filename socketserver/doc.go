@@ -12,7 +12,7 @@
 // connregistry.Registry for listing (KIP-1329).
 //
 // The per-request path lives in conn.go, from reading a frame to writing
-// its response; park.go is how an idle plaintext connection gives back its
+// its response; park.go is how an idle connection gives back its
 // read buffer and all but the smallest goroutine stack; quotas.go and
 // rate.go hold the connection quotas, auth.go the TLS handshake and the
 // SASL exchange.

@@ -59,7 +59,7 @@ type Stats struct {
 	ProcessorIdleRatio map[int]float64
 	// ParkedConnections is how many connections have been idle long enough
 	// to park: each then holds only the runtime's smallest goroutine stack
-	// and no read buffer (TLS connections do not park).
+	// and no read buffer (a TLS connection keeps crypto/tls's own).
 	ParkedConnections int
 }
 

@@ -3,6 +3,7 @@ package socketserver
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
 	"time"
 )
@@ -13,8 +14,8 @@ import (
 // a request (decoding, queueing, encoding, writing), and the runtime never
 // shrinks a stack while the goroutine is blocked in a read that deep. A
 // thousand idle connections would keep that, and a read buffer each. So a
-// plaintext connection that has been idle for parkAfter (or longer, see
-// parkWait) parks:
+// connection that has been idle for parkAfter (or longer, see parkWait)
+// parks:
 //
 //  1. The processor, on its tick, finds it waiting in awaitRequest
 //     (waitAwaiting) and moves it to waitParking under parkMu, then sets a
@@ -32,9 +33,11 @@ import (
 // If the request began to arrive while the processor was asking, the
 // connection clears the deadline and serves it without parking. A parked
 // connection closes as any other: Shutdown's drain and the processor's
-// idle expiry end its read. A TLS connection does not park: its reads go
-// through crypto/tls, deeper than the smallest stack, and it holds its own
-// buffers.
+// idle expiry end its read. A TLS connection parks too: the parked
+// goroutine reads the raw bytes of the next TLS record, and crypto/tls
+// reads them back through prefixedConn, after any part of a record it had
+// buffered already, so the stream keeps its order. crypto/tls keeps its
+// own buffers while parked.
 
 // parkAfter is how long a connection first waits for its next request
 // before it parks. A connection that sends a request at least this often
@@ -78,8 +81,9 @@ const (
 	waitParking               // asked by the processor to park
 )
 
-// prefixReader is what a connection's read buffer reads from: the bytes
-// the parked goroutine read first, then the socket.
+// prefixReader reads the bytes the parked goroutine read first, then the
+// socket. A plaintext connection's read buffer reads from it; a TLS
+// connection reads it through prefixedConn, under crypto/tls.
 type prefixReader struct {
 	buf [4]byte
 	n   int // bytes of buf not yet read
@@ -150,7 +154,7 @@ func (c *conn) parked() {
 func (c *conn) unpark(n int, err error) {
 	c.p.srv.parked.Add(-1)
 	c.pre.n = n
-	c.br = c.p.srv.readBuf(&c.pre)
+	c.br = c.p.srv.readBuf(c.readSource())
 	c.adaptParkWait(time.Since(c.p.srv.epoch) - c.parkedAt)
 	if err != nil && n == 0 {
 		if !isClosedOrEOF(err) {
@@ -160,6 +164,23 @@ func (c *conn) unpark(n int, err error) {
 		return
 	}
 	c.loop()
+}
+
+// prefixedConn is the socket as crypto/tls sees it: reads go through the
+// connection's prefixReader, everything else to the socket.
+type prefixedConn struct {
+	net.Conn
+	pre *prefixReader
+}
+
+func (p prefixedConn) Read(b []byte) (int, error) { return p.pre.Read(b) }
+
+// readSource is what the connection's read buffer reads from.
+func (c *conn) readSource() io.Reader {
+	if c.rw == c.nc {
+		return &c.pre
+	}
+	return c.rw
 }
 
 func isDeadline(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func openParked(t testing.TB, srv *socketserver.Server, n int, first func(testin
 	return conns
 }
 
-// Idle plaintext connections park, whether their last request was answered
+// Idle connections park, whether their last request was answered
 // by the server (ApiVersions) or by the host (Metadata, which starts the
 // peer watcher); a parked connection serves its next requests as before,
 // then parks again; closing them leaves nothing parked and no goroutine
@@ -206,24 +207,50 @@ func TestParkWaitAdaptsToTheClient(t *testing.T) {
 	waitParked(t, srv, 1)
 }
 
-// A TLS connection does not park: its reads go through crypto/tls. It is
-// served as before after being idle.
-func TestTLSConnectionsDoNotPark(t *testing.T) {
+// A TLS connection parks too: the parked goroutine reads the raw bytes of
+// the next record, which crypto/tls then reads back in order, whether the
+// record arrives whole or split.
+func TestTLSConnectionsPark(t *testing.T) {
 	pki := newTestPKI(t)
 	props := merge(pki.props("none"), listener.Properties{
 		"listeners":                      "SSL://127.0.0.1:0",
 		"security.inter.broker.protocol": "SSL",
 	})
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
-	c := tls.Client(socketservertest.Dial(t, srv, "SSL"), pki.clientConfig())
+	raw := socketservertest.Dial(t, srv, "SSL")
+	split := &splitConn{Conn: raw}
+	c := tls.Client(split, pki.clientConfig())
 	require.NoError(t, c.Handshake())
 	metadataRoundTrip(t, c, 12, 1)
-	plain := socketservertest.NewServer(t, nil, withAPIs, echoMetadata) // the control: its idle connection parks
-	pc := socketservertest.Dial(t, plain, "PLAINTEXT")
-	metadataRoundTrip(t, pc, 12, 1)
-	waitParked(t, plain, 1)
-	assert.Zero(t, srv.Stats().ParkedConnections)
-	metadataRoundTrip(t, c, 12, 2)
+	waitParked(t, srv, 1)
+	versionsRoundTrip(t, c, 2)
+	metadataRoundTrip(t, c, 12, 3)
+	waitParked(t, srv, 1)
+	split.splitNext.Store(true) // the next record's first 2 bytes alone, then the rest
+	metadataRoundTrip(t, c, 12, 4)
+	waitParked(t, srv, 1)
+	require.NoError(t, c.Close())
+	waitParked(t, srv, 0)
+}
+
+// splitConn writes the first 2 bytes of a write alone, 20 ms before the
+// rest, when splitNext is set.
+type splitConn struct {
+	net.Conn
+	splitNext atomic.Bool
+}
+
+func (s *splitConn) Write(b []byte) (int, error) {
+	if len(b) > 2 && s.splitNext.CompareAndSwap(true, false) {
+		n, err := s.Conn.Write(b[:2])
+		if err != nil {
+			return n, err
+		}
+		time.Sleep(20 * time.Millisecond)
+		m, err := s.Conn.Write(b[2:])
+		return n + m, err
+	}
+	return s.Conn.Write(b)
 }
 
 // Requests that arrive around the moment a connection is asked to park
@@ -262,8 +289,9 @@ func TestParkingRacesRequests(t *testing.T) {
 	assert.Positive(t, most, "some connections parked between requests")
 }
 
-// A parked connection holds the runtime's smallest goroutine stack (2 KiB),
-// where a connection waiting in its serving goroutine holds 4 KiB or more
+// A parked connection, plaintext or TLS, holds the runtime's smallest
+// goroutine stack (2 KiB), where a connection waiting in its serving
+// goroutine holds 4 KiB or more
 // (measured after a request the server answers itself, so that no peer
 // watcher adds a second goroutine).
 // The race detector's larger frames need more, so it runs without -race.
@@ -271,43 +299,73 @@ func TestParkedStackFootprint(t *testing.T) {
 	if raceEnabled {
 		t.Skip("race-instrumented frames do not fit the smallest stack")
 	}
-	// No collection between the measurements unless the test asks: the
-	// runtime sizes new goroutines' stacks by the average it saw at the
-	// last collection (adaptive stack start), so a collection while
-	// connections wait in their serving goroutines would make the next
-	// parked goroutines start larger.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
-	const n = 1000
-	stackInuse := func() int64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.StackInuse)
+	pki := newTestPKI(t)
+	for _, tc := range []struct {
+		name  string
+		n     int
+		props listener.Properties
+		dial  func(t *testing.T, srv *socketserver.Server) net.Conn
+	}{
+		{"PLAINTEXT", 1000, nil, func(t *testing.T, srv *socketserver.Server) net.Conn {
+			c, err := net.Dial("tcp", srv.Addr("PLAINTEXT").String())
+			require.NoError(t, err)
+			return c
+		}},
+		{"SSL", 300, merge(pki.props("none"), listener.Properties{
+			"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
+		}), func(t *testing.T, srv *socketserver.Server) net.Conn {
+			raw, err := net.Dial("tcp", srv.Addr("SSL").String())
+			require.NoError(t, err)
+			c := tls.Client(raw, pki.clientConfig())
+			require.NoError(t, c.Handshake())
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No collection between the measurements unless the test
+			// asks: the runtime sizes new goroutines' stacks by the
+			// average it saw at the last collection (adaptive stack
+			// start), so a collection while connections wait in their
+			// serving goroutines would make the next parked goroutines
+			// start larger.
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			srv := socketservertest.NewServer(t, tc.props, withAPIs, echoMetadata)
+			stackInuse := func() int64 {
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				return int64(ms.StackInuse)
+			}
+			before := stackInuse()
+			conns := make([]net.Conn, tc.n)
+			for i := range conns {
+				c := tc.dial(t, srv)
+				conns[i] = c
+				versionsRoundTrip(t, c, 1) // answered by the server: no peer watcher, one goroutine a connection
+			}
+			serving := stackInuse()
+			waitParked(t, srv, tc.n)
+			parkedOnce := stackInuse()
+			// Parked goroutines started while most connections still
+			// waited in their serving goroutines may have started larger;
+			// those started after a collection among parked ones start at
+			// the minimum.
+			for _, c := range conns {
+				versionsRoundTrip(t, c, 2)
+			}
+			waitParked(t, srv, tc.n)
+			parked := stackInuse()
+			perConn := func(b int64) float64 { return float64(b-before) / float64(tc.n) }
+			t.Logf("stack per connection: %.0f B waiting in its serving goroutine, %.0f B parked (first time), %.0f B parked",
+				perConn(serving), perConn(parkedOnce), perConn(parked))
+			assert.LessOrEqual(t, perConn(parked), 3.0*1024, "a 4 KiB stack each would be over")
+			assert.GreaterOrEqual(t, perConn(serving)-perConn(parked), 1.5*1024, "parking saves at least 1.5 KiB a connection")
+			for _, c := range conns {
+				require.NoError(t, c.Close())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, srv.Shutdown(ctx)) // every connection goroutine has ended: the next case's baseline is clean
+		})
 	}
-	before := stackInuse()
-	conns := make([]net.Conn, n)
-	for i := range conns {
-		c, err := net.Dial("tcp", srv.Addr("PLAINTEXT").String())
-		require.NoError(t, err)
-		defer c.Close()
-		conns[i] = c
-		versionsRoundTrip(t, c, 1) // answered by the server: no peer watcher, one goroutine a connection
-	}
-	serving := stackInuse()
-	waitParked(t, srv, n)
-	parkedOnce := stackInuse()
-	// Parked goroutines started while most connections still waited in
-	// their serving goroutines may have started larger; those started
-	// after a collection among parked ones start at the minimum.
-	for _, c := range conns {
-		versionsRoundTrip(t, c, 2)
-	}
-	waitParked(t, srv, n)
-	parked := stackInuse()
-	perConn := func(b int64) float64 { return float64(b-before) / n }
-	t.Logf("stack per connection: %.0f B waiting in its serving goroutine, %.0f B parked (first time), %.0f B parked",
-		perConn(serving), perConn(parkedOnce), perConn(parked))
-	assert.LessOrEqual(t, perConn(parked), 3.0*1024, "a 4 KiB stack each would be over")
-	assert.GreaterOrEqual(t, perConn(serving), 3.5*1024, "the serving goroutine's stack is larger: else parking is pointless")
 }
