@@ -44,9 +44,10 @@ type conn struct {
 	pre           prefixReader  // under br: what the parked goroutine read
 	parkedAt      time.Duration // when the connection last parked, from the server's epoch
 
-	wait      atomic.Int32 // waitBusy, waitAwaiting or waitParking: see park.go
-	parkDelay atomic.Int64 // nanoseconds to wait before parking; 0: parkAfter (see parkWait)
-	parkMu    sync.Mutex   // held by the processor while it asks the connection to park
+	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
+	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: parkAfter (see parkWait)
+	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
+	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer

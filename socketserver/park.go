@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/metrics"
 	"time"
 )
 
@@ -32,6 +33,11 @@ import (
 //
 // If the request began to arrive while the processor was asking, the
 // connection clears the deadline and serves it without parking. A parked
+// goroutine may have started on a larger stack than the smallest: the
+// runtime sizes new stacks by the average it saw at its last collection,
+// which a burst of busy connections raises. Once a collection has seen
+// them parked and the runtime starts goroutines on less, the processor
+// asks those connections to park again (askToRepark), the same way. A parked
 // connection closes as any other: Shutdown's drain and the processor's
 // idle expiry end its read. A TLS connection parks too: the parked
 // goroutine reads the raw bytes of the next TLS record, and crypto/tls
@@ -76,9 +82,11 @@ func (c *conn) adaptParkWait(parkedFor time.Duration) {
 
 // States of conn.wait.
 const (
-	waitBusy     int32 = iota // reading or serving a request, or parked
-	waitAwaiting              // blocked in awaitRequest, waiting for a request
-	waitParking               // asked by the processor to park
+	waitBusy      int32 = iota // reading or serving a request
+	waitAwaiting               // blocked in awaitRequest, waiting for a request
+	waitParking                // asked by the processor to park
+	waitParked                 // parked
+	waitReparking              // parked, and asked by the processor to park again on a smaller stack
 )
 
 // prefixReader reads the bytes the parked goroutine read first, then the
@@ -138,8 +146,41 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 	c.br = nil
 	c.p.srv.parked.Add(1)
 	c.parkedAt = time.Since(c.p.srv.epoch)
-	go c.parked()
+	c.goPark()
 	return false, true
+}
+
+// goPark starts the parked goroutine, noting the stack the runtime starts
+// it on.
+func (c *conn) goPark() {
+	c.parkedStack.Store(startingStack())
+	c.wait.Store(waitParked)
+	go c.parked()
+}
+
+// startingStack is the stack size, in bytes, the runtime gives a new
+// goroutine now. It is the smallest (2 KiB) unless the goroutines the last
+// collection saw used more on average (adaptive stack start): then a
+// connection parked during a burst of busy ones starts larger and keeps it
+// while it waits, until askToRepark moves it.
+func startingStack() uint32 {
+	s := [1]metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	metrics.Read(s[:])
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return uint32(s[0].Value.Uint64())
+}
+
+// askToRepark asks a parked connection whose goroutine started on a larger
+// stack than the runtime gives now to park again, on a fresh goroutine. The
+// processor calls it with startingStack's value.
+func (c *conn) askToRepark(stack uint32) {
+	c.parkMu.Lock()
+	if c.wait.Load() == waitParked && c.parkedStack.Load() > stack && c.wait.CompareAndSwap(waitParked, waitReparking) {
+		_ = c.nc.SetReadDeadline(time.Now())
+	}
+	c.parkMu.Unlock()
 }
 
 // parked waits for the next request on a fresh goroutine. It must stay
@@ -150,8 +191,20 @@ func (c *conn) parked() {
 	c.unpark(n, err)
 }
 
-// unpark takes the connection back from parked and serves it.
+// unpark takes the connection back from parked and serves it, or parks
+// it again on a fresh goroutine when the processor asked (askToRepark)
+// and no byte had arrived.
 func (c *conn) unpark(n int, err error) {
+	if !c.wait.CompareAndSwap(waitParked, waitBusy) { // waitReparking
+		c.parkMu.Lock() // the processor has set the deadline once this is ours
+		_ = c.nc.SetReadDeadline(time.Time{})
+		c.parkMu.Unlock()
+		c.wait.Store(waitBusy)
+		if n == 0 && isDeadline(err) && !c.draining() {
+			c.goPark()
+			return
+		}
+	}
 	c.p.srv.parked.Add(-1)
 	c.pre.n = n
 	c.br = c.p.srv.readBuf(c.readSource())

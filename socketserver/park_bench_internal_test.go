@@ -26,42 +26,9 @@ func BenchmarkParkCycle(b *testing.B) {
 			name = "parked"
 		}
 		b.Run(name, func(b *testing.B) {
-			lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			cfg, err := ConfigFromProperties(lc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv, err := New(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := srv.Start(context.Background()); err != nil {
-				b.Fatal(err)
-			}
+			srv, c, roundTrip := parkTestConn(b)
 			defer srv.Close()
-			nc, err := net.Dial("tcp", srv.Addr("PLAINTEXT").String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			req := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, &kmsg.ApiVersionsRequest{Version: 3, ClientSoftwareName: "bench", ClientSoftwareVersion: "1"}, 1)
-			resp := make([]byte, 4096)
-			roundTrip := func() {
-				if _, err := nc.Write(req); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(nc, resp[:4]); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(nc, resp[:binary.BigEndian.Uint32(resp)]); err != nil {
-					b.Fatal(err)
-				}
-			}
 			roundTrip()
-			c := onlyConn(b, srv)
 			b.ReportAllocs()
 			for b.Loop() {
 				if park {
@@ -81,8 +48,51 @@ func BenchmarkParkCycle(b *testing.B) {
 	}
 }
 
+// parkTestConn starts a plaintext server with one client connection. It
+// returns the server, its side of the connection, and a function that
+// does an ApiVersions round trip on it, failing tb on any error. The
+// connection closes with tb.
+func parkTestConn(tb testing.TB) (*Server, *conn, func()) {
+	tb.Helper()
+	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := ConfigFromProperties(lc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	nc, err := net.Dial("tcp", srv.Addr("PLAINTEXT").String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	req := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, &kmsg.ApiVersionsRequest{Version: 3, ClientSoftwareName: "bench", ClientSoftwareVersion: "1"}, 1)
+	resp := make([]byte, 4096)
+	roundTrip := func() {
+		if _, err := nc.Write(req); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, resp[:4]); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, resp[:binary.BigEndian.Uint32(resp)]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	roundTrip()
+	return srv, onlyConn(tb, srv), roundTrip
+}
+
 // onlyConn returns the server's one connection.
-func onlyConn(b *testing.B, srv *Server) *conn {
+func onlyConn(tb testing.TB, srv *Server) *conn {
 	for _, ls := range srv.listeners {
 		for _, p := range ls.processors {
 			p.mu.Lock()
@@ -93,6 +103,6 @@ func onlyConn(b *testing.B, srv *Server) *conn {
 			p.mu.Unlock()
 		}
 	}
-	b.Fatal("no connection")
+	tb.Fatal("no connection")
 	return nil
 }

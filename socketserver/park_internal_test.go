@@ -1,6 +1,7 @@
 package socketserver
 
 import (
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -36,4 +37,58 @@ func TestConnSize(t *testing.T) {
 	if size := unsafe.Sizeof(conn{}); size > 448 {
 		t.Errorf("conn is %d bytes, over the 448-byte size class", size)
 	}
+}
+
+// A parked connection asked to park again (askToRepark, which the
+// processor does once the runtime starts goroutines on a smaller stack
+// than the parked one got) parks on a fresh goroutine if nothing arrived,
+// and serves the request if one did, however the two race.
+func TestReparkRacesRequests(t *testing.T) {
+	srv, c, roundTrip := parkTestConn(t)
+	defer srv.Close()
+	parkNow := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for c.wait.Load() != waitAwaiting && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+		c.active.Store(0)
+		c.parkDelay.Store(0)
+		c.askToPark(time.Now())
+		for c.wait.Load() != waitParked && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+		if c.wait.Load() != waitParked {
+			t.Fatal("the connection did not park")
+		}
+	}
+	parkNow()
+	for i := range 200 {
+		c.parkedStack.Store(1 << 20) // larger than any starting stack: askToRepark applies
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(time.Duration(i%7) * 30 * time.Microsecond)
+			c.askToRepark(startingStack())
+		}()
+		if i%2 == 0 { // a request racing the re-park
+			time.Sleep(time.Duration(i%5) * 40 * time.Microsecond)
+			roundTrip()
+			<-done
+			parkNow()
+		} else { // no request: it parks again, on a fresh goroutine that notes its stack
+			<-done
+			deadline := time.Now().Add(5 * time.Second)
+			for (c.wait.Load() != waitParked || c.parkedStack.Load() == 1<<20) && time.Now().Before(deadline) {
+				runtime.Gosched()
+			}
+			if c.wait.Load() != waitParked || c.parkedStack.Load() == 1<<20 {
+				t.Fatalf("round %d: not parked again (wait state %d)", i, c.wait.Load())
+			}
+		}
+		if got := srv.parked.Load(); got != 1 {
+			t.Fatalf("round %d: %d parked connections, want 1", i, got)
+		}
+	}
+	roundTrip()
 }

@@ -179,10 +179,16 @@ func (p *processor) connCount() int {
 
 // expireIdle closes connections that have had no complete request or
 // response for connections.max.idle.ms and have no request in flight, and
-// asks those waiting for a request for their parkWait to park.
+// asks those waiting for a request for their parkWait to park, and those
+// parked on a larger stack than the runtime now starts goroutines on to
+// park again.
 func (p *processor) expireIdle(now time.Time) {
 	limit := p.srv.cfg.ConnectionsMaxIdle
-	var expired, idle []*conn
+	stack := uint32(0)
+	if p.srv.parked.Load() > 0 {
+		stack = startingStack()
+	}
+	var expired, idle, repark []*conn
 	p.mu.Lock()
 	for c := range p.conns {
 		switch since := now.Sub(c.lastActive()); {
@@ -190,6 +196,8 @@ func (p *processor) expireIdle(now time.Time) {
 			expired = append(expired, c)
 		case c.wait.Load() == waitAwaiting && since >= c.parkWait():
 			idle = append(idle, c)
+		case stack > 0 && c.wait.Load() == waitParked && c.parkedStack.Load() > stack:
+			repark = append(repark, c)
 		}
 	}
 	p.mu.Unlock()
@@ -199,6 +207,9 @@ func (p *processor) expireIdle(now time.Time) {
 	}
 	for _, c := range idle {
 		c.askToPark(now)
+	}
+	for _, c := range repark {
+		c.askToRepark(stack)
 	}
 }
 
