@@ -42,10 +42,10 @@ type conn struct {
 	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
 	watching      bool          // peer is reading c.br for the request in flight
 	pre           prefixReader  // under br: what the parked goroutine read
-	parkedAt      time.Duration // when the connection last parked, from the server's epoch
 
 	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
 	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: parkAfter (see parkWait)
+	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
 	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
 

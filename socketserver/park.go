@@ -107,11 +107,20 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// idleFor is how long c has waited for a request, as parking counts it:
+// since its last complete request or response, or since it last woke from
+// parking, whichever is later. A connection that woke on the first bytes of
+// a request that is still arriving (a TLS record, whose whole it must read)
+// is not asked to park again at once.
+func (c *conn) idleFor(now time.Time) time.Duration {
+	return now.Sub(c.p.srv.epoch.Add(time.Duration(max(c.active.Load(), c.parkMoved.Load()))))
+}
+
 // askToPark asks c to park if it is still waiting for a request and has
-// been idle for parkAfter (it may have served one since the processor
+// been idle for its parkWait (it may have served one since the processor
 // looked). The processor calls it.
 func (c *conn) askToPark(now time.Time) {
-	if now.Sub(c.lastActive()) < c.parkWait() {
+	if c.idleFor(now) < c.parkWait() {
 		return
 	}
 	c.parkMu.Lock()
@@ -145,7 +154,7 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 	c.p.srv.putReadBuf(c.br)
 	c.br = nil
 	c.p.srv.parked.Add(1)
-	c.parkedAt = time.Since(c.p.srv.epoch)
+	c.parkMoved.Store(int64(time.Since(c.p.srv.epoch)))
 	c.goPark()
 	return false, true
 }
@@ -208,7 +217,9 @@ func (c *conn) unpark(n int, err error) {
 	c.p.srv.parked.Add(-1)
 	c.pre.n = n
 	c.br = c.p.srv.readBuf(c.readSource())
-	c.adaptParkWait(time.Since(c.p.srv.epoch) - c.parkedAt)
+	now := time.Since(c.p.srv.epoch)
+	c.adaptParkWait(now - time.Duration(c.parkMoved.Load()))
+	c.parkMoved.Store(int64(now))
 	if err != nil && n == 0 {
 		if !isClosedOrEOF(err) {
 			c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)

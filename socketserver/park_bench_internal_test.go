@@ -35,7 +35,8 @@ func BenchmarkParkCycle(b *testing.B) {
 					for c.wait.Load() != waitAwaiting {
 						runtime.Gosched()
 					}
-					c.active.Store(0)    // idle since the server's epoch, as far as askToPark can tell
+					c.active.Store(0) // idle since the server's epoch, as far as askToPark can tell
+					c.parkMoved.Store(0)
 					c.parkDelay.Store(0) // and parkAfter is long enough, however soon the last park ended
 					c.askToPark(time.Now())
 					for srv.parked.Load() != 1 {

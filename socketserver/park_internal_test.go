@@ -53,6 +53,7 @@ func TestReparkRacesRequests(t *testing.T) {
 			runtime.Gosched()
 		}
 		c.active.Store(0)
+		c.parkMoved.Store(0)
 		c.parkDelay.Store(0)
 		c.askToPark(time.Now())
 		for c.wait.Load() != waitParked && time.Now().Before(deadline) {

@@ -226,18 +226,34 @@ func TestTLSConnectionsPark(t *testing.T) {
 	versionsRoundTrip(t, c, 2)
 	metadataRoundTrip(t, c, 12, 3)
 	waitParked(t, srv, 1)
-	split.splitNext.Store(true) // the next record's first 2 bytes alone, then the rest
+	// The next record's first 2 bytes alone, then the rest 150 ms after the
+	// connection has woken: it waits for the whole record without being
+	// asked to park again (its wait before parking, 200 ms or more by now,
+	// counts from when it woke).
+	var reparked atomic.Bool
+	split.between = func() {
+		waitParked(t, srv, 0)
+		for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			if srv.Stats().ParkedConnections != 0 {
+				reparked.Store(true)
+			}
+		}
+	}
+	split.splitNext.Store(true)
+	time.Sleep(time.Second) // long parked: its last request is well over its wait before parking ago
 	metadataRoundTrip(t, c, 12, 4)
+	assert.False(t, reparked.Load(), "parked again while the rest of a record was on its way")
 	waitParked(t, srv, 1)
 	require.NoError(t, c.Close())
 	waitParked(t, srv, 0)
 }
 
-// splitConn writes the first 2 bytes of a write alone, 20 ms before the
-// rest, when splitNext is set.
+// splitConn writes the first 2 bytes of a write alone, and the rest once
+// between has returned, when splitNext is set.
 type splitConn struct {
 	net.Conn
 	splitNext atomic.Bool
+	between   func()
 }
 
 func (s *splitConn) Write(b []byte) (int, error) {
@@ -246,7 +262,7 @@ func (s *splitConn) Write(b []byte) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		time.Sleep(20 * time.Millisecond)
+		s.between()
 		m, err := s.Conn.Write(b[2:])
 		return n + m, err
 	}

@@ -194,9 +194,9 @@ func (p *processor) expireIdle(now time.Time) {
 		switch since := now.Sub(c.lastActive()); {
 		case limit > 0 && !c.inFlight.Load() && since > limit:
 			expired = append(expired, c)
-		case c.wait.Load() == waitAwaiting && since >= c.parkWait():
+		case c.wait.Load() == waitAwaiting && c.idleFor(now) >= c.parkWait():
 			idle = append(idle, c)
-		case stack > 0 && c.wait.Load() == waitParked && c.parkedStack.Load() > stack:
+		case stack > 0 && len(repark) < reparkPerTick && c.wait.Load() == waitParked && c.parkedStack.Load() > stack:
 			repark = append(repark, c)
 		}
 	}
@@ -212,6 +212,12 @@ func (p *processor) expireIdle(now time.Time) {
 		c.askToRepark(stack)
 	}
 }
+
+// reparkPerTick bounds the connections a processor parks again in one
+// tick, so that a fall in the runtime's starting stack with many
+// connections parked does not hold the processor for long: the rest follow
+// on the next ticks.
+const reparkPerTick = 1000
 
 // drain makes every connection finish the request it is serving and then
 // close; a connection waiting for its next request closes now.
