@@ -379,7 +379,7 @@ func (c *conn) watchPeer() *peerWatcher {
 		defer close(w.done)
 		for range w.start {
 			_, err := c.br.Peek(1)
-			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // a deadline is Shutdown's drain, not the peer
+			if err != nil && !isDeadline(err) { // a deadline is Shutdown's drain or a request to park, not the peer
 				c.close() // and a write blocked on a peer that no longer reads ends now
 			}
 			w.done <- err
@@ -547,7 +547,7 @@ func (c *conn) lingerClose() {
 		_ = c.nc.SetReadDeadline(deadline)
 		_, err := c.nc.Read(buf)
 		if now := time.Now(); now.After(end) ||
-			err != nil && !(errors.Is(err, os.ErrDeadlineExceeded) && now.Before(deadline)) { // Shutdown's drain may move the deadline
+			err != nil && !(isDeadline(err) && now.Before(deadline)) { // Shutdown's drain may move the deadline
 			return
 		}
 	}
@@ -583,5 +583,8 @@ func (c *conn) close() {
 
 func isClosedOrEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, os.ErrDeadlineExceeded)
+		isDeadline(err)
 }
+
+// isDeadline reports whether err is a read or write deadline passing.
+func isDeadline(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

@@ -1,10 +1,8 @@
 package socketserver
 
 import (
-	"errors"
 	"io"
 	"net"
-	"os"
 	"runtime/metrics"
 	"time"
 )
@@ -186,7 +184,7 @@ func startingStack() uint32 {
 // processor calls it with startingStack's value.
 func (c *conn) askToRepark(stack uint32) {
 	c.parkMu.Lock()
-	if c.wait.Load() == waitParked && c.parkedStack.Load() > stack && c.wait.CompareAndSwap(waitParked, waitReparking) {
+	if c.parkedStack.Load() > stack && c.wait.CompareAndSwap(waitParked, waitReparking) {
 		_ = c.nc.SetReadDeadline(time.Now())
 	}
 	c.parkMu.Unlock()
@@ -246,5 +244,3 @@ func (c *conn) readSource() io.Reader {
 	}
 	return c.rw
 }
-
-func isDeadline(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
