@@ -104,7 +104,7 @@ var nodeInstall = "apt-get install nodejs npm; npm ci --prefix " + filepath.ToSl
 func withGroupOnly(c matrixClient) matrixClient { c.groupOnly = true; return c }
 
 // goModule returns the version of a module the test imports, as the
-// module's go.mod requires it: a test binary's build information lists
+// examples module's go.mod requires it: a test binary's build information lists
 // only the modules the package itself imports.
 func goModule(path string) func() (string, string) {
 	return func() (string, string) {
@@ -115,7 +115,7 @@ func goModule(path string) func() (string, string) {
 				}
 			}
 		}
-		raw, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+		raw, err := os.ReadFile(filepath.Join("..", "go.mod"))
 		if err != nil {
 			return "", "cannot read go.mod: " + err.Error()
 		}

@@ -132,18 +132,38 @@ func runTarget(ctx context.Context, root string, t target, b budget, parallel in
 	return r
 }
 
-// moduleRoot is the directory of the go.mod governing the working
-// directory.
+// libraryModule is the module path of the library whose fuzz targets the
+// command runs; the examples are a module of their own inside it.
+const libraryModule = "github.com/kafkanet/kafkanet"
+
+// moduleRoot is the directory of the library's go.mod: the working
+// directory or the nearest parent whose go.mod declares libraryModule.
 func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", err
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside a Go module")
+	for {
+		if raw, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && declaresModule(raw, libraryModule) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the " + libraryModule + " module")
+		}
+		dir = parent
 	}
-	return filepath.Dir(gomod), nil
+}
+
+// declaresModule reports whether the go.mod text gomod declares module
+// path.
+func declaresModule(gomod []byte, path string) bool {
+	for line := range strings.SplitSeq(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == path {
+			return true
+		}
+	}
+	return false
 }
 
 // run is the command: it returns the process's exit code.
