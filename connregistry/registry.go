@@ -52,11 +52,16 @@ const (
 	HandlerClosed        CloseReason = "closed by the request handler"
 )
 
-// Principal is an authenticated identity, Kafka's Type:Name.
+// Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
+// (User) and a name. socketserver.Principal is this type.
 type Principal struct {
 	Type string
 	Name string
 }
+
+// Anonymous is the principal of an unauthenticated connection, Kafka's
+// User:ANONYMOUS.
+var Anonymous = Principal{Type: "User", Name: "ANONYMOUS"}
 
 // String returns Type:Name.
 func (p Principal) String() string { return p.Type + ":" + p.Name }

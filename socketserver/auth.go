@@ -85,16 +85,12 @@ type listenerSecurity struct {
 	timeout    time.Duration // TLS handshake and SASL exchange deadline
 }
 
-// DefaultHandshakeTimeout bounds a connection's TLS handshake and SASL
-// exchange when the listener sets no timeout.
-const DefaultHandshakeTimeout = 10 * time.Second
-
 // newListenerSecurity resolves listener l's security from cfg.
 func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, error) {
 	conf := cfg.Security[l.Name]
 	sec := listenerSecurity{mapper: conf.PrincipalMapper, conf: conf, timeout: conf.HandshakeTimeout}
 	if sec.timeout <= 0 {
-		sec.timeout = DefaultHandshakeTimeout
+		sec.timeout = listener.DefaultHandshakeTimeout
 	}
 	if l.SecurityProtocol.UsesTLS() {
 		if conf.TLS == nil {
@@ -202,7 +198,7 @@ func (c *conn) handshake() error {
 	}
 	c.info.Principal = p
 	c.entry.Update(func(rc *connregistry.Conn) {
-		rc.Principal, rc.State = connregistry.Principal(p), connregistry.Ready
+		rc.Principal, rc.State = p, connregistry.Ready
 	})
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining

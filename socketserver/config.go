@@ -12,16 +12,19 @@ import (
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-// Kafka's defaults for the socket server's keys.
+// Kafka's defaults for the socket server's keys. The defaults of the keys
+// the listener package reads (connections.max.idle.ms,
+// connection.failed.authentication.delay.ms and the handshake timeout) are
+// listener's: [listener.DefaultConnectionsMaxIdle],
+// [listener.DefaultFailedAuthenticationDelay] and
+// [listener.DefaultHandshakeTimeout].
 const (
-	DefaultRequestMaxBytes           = 104857600 // socket.request.max.bytes
-	DefaultConnectionsMaxIdle        = 10 * time.Minute
-	DefaultQueuedMaxRequests         = 500                    // queued.max.requests
-	DefaultNumNetworkThreads         = 3                      // num.network.threads
-	DefaultNumIOThreads              = 8                      // num.io.threads
-	DefaultSocketBufferBytes         = 102400                 // socket.send.buffer.bytes, socket.receive.buffer.bytes
-	DefaultFailedAuthenticationDelay = 100 * time.Millisecond // connection.failed.authentication.delay.ms
-	DefaultSASLMaxReceiveSize        = 524288                 // sasl.server.max.receive.size
+	DefaultRequestMaxBytes    = 104857600 // socket.request.max.bytes
+	DefaultQueuedMaxRequests  = 500       // queued.max.requests
+	DefaultNumNetworkThreads  = 3         // num.network.threads
+	DefaultNumIOThreads       = 8         // num.io.threads
+	DefaultSocketBufferBytes  = 102400    // socket.send.buffer.bytes, socket.receive.buffer.bytes
+	DefaultSASLMaxReceiveSize = 524288    // sasl.server.max.receive.size
 	// ControlPlaneQueueSize is the control plane's fixed request queue
 	// capacity, as in Kafka.
 	ControlPlaneQueueSize = 20
@@ -51,7 +54,7 @@ type Config struct {
 	RequestMaxBytes int32
 	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
 	// complete request received or response sent for this long is closed.
-	// Zero means DefaultConnectionsMaxIdle; negative disables the limit.
+	// Zero means listener.DefaultConnectionsMaxIdle; negative disables the limit.
 	ConnectionsMaxIdle time.Duration
 	// QueuedMaxRequests is the data plane's request queue capacity
 	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
@@ -82,7 +85,8 @@ type Config struct {
 	PrincipalBuilder PrincipalBuilder
 	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms
 	// (KIP-306): how long a failed authentication waits before its response
-	// and close. Zero means DefaultFailedAuthenticationDelay; negative, none.
+	// and close. Zero means
+	// listener.DefaultFailedAuthenticationDelay; negative, none.
 	FailedAuthenticationDelay time.Duration
 	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest frame
 	// accepted before authentication completes. Zero means
@@ -118,7 +122,7 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 		return Config{}, err
 	}
 	c.RequestMaxBytes = int32(min(maxBytes, 1<<31-1))
-	idleMS, err := cfg.Int("connections.max.idle.ms", int(DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
+	idleMS, err := cfg.Int("connections.max.idle.ms", int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
 	if err != nil {
 		return Config{}, err
 	}
@@ -169,7 +173,7 @@ func (c Config) withDefaults() Config {
 		c.RequestMaxBytes = DefaultRequestMaxBytes
 	}
 	if c.ConnectionsMaxIdle == 0 {
-		c.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+		c.ConnectionsMaxIdle = listener.DefaultConnectionsMaxIdle
 	}
 	if c.QueuedMaxRequests == 0 {
 		c.QueuedMaxRequests = DefaultQueuedMaxRequests
@@ -181,7 +185,7 @@ func (c Config) withDefaults() Config {
 		c.ReceiveBufferBytes = DefaultSocketBufferBytes
 	}
 	if c.FailedAuthenticationDelay == 0 {
-		c.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
+		c.FailedAuthenticationDelay = listener.DefaultFailedAuthenticationDelay
 	}
 	if c.SASLMaxReceiveSize == 0 {
 		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize

@@ -128,7 +128,7 @@ func (p *processor) register(nc net.Conn) {
 		state = connregistry.Authenticating
 	}
 	c.entry = p.srv.registry.Add(connregistry.Conn{
-		ID: c.info.ID, Principal: connregistry.Principal(Anonymous), ClientAddr: remote,
+		ID: c.info.ID, Principal: Anonymous, ClientAddr: remote,
 		Listener: string(l.Name), SecurityProtocol: l.SecurityProtocol.String(), Plane: l.Plane.String(),
 		ConnectedAt: now, State: state,
 	}, c.closeWith)

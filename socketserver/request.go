@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -19,17 +20,13 @@ import (
 var ErrAlreadyAnswered = errors.New("socketserver: request already answered")
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
-// (User) and a name.
-type Principal struct {
-	Type string
-	Name string
-}
+// (User) and a name. It is connregistry's type, so that a connection's
+// principal goes to the registry and to a ListClientConnections handler as
+// it is.
+type Principal = connregistry.Principal
 
 // Anonymous is the principal of an unauthenticated connection.
-var Anonymous = Principal{Type: "User", Name: "ANONYMOUS"}
-
-// String returns Type:Name.
-func (p Principal) String() string { return p.Type + ":" + p.Name }
+var Anonymous = connregistry.Anonymous
 
 // ConnInfo describes the connection a request arrived on.
 type ConnInfo struct {

@@ -375,7 +375,7 @@ func (h *minimalHandler) ServeKafka(r *socketserver.Request) {
 	case *kmsg.CreateTopicsRequest:
 		resp = createTopicsExist(req)
 	case *connregistry.ListClientConnectionsRequest:
-		resp = h.list.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), req)
+		resp = h.list.Handle(r.Context(), r.Conn.Principal, req)
 	default:
 		_ = r.CloseConnection()
 		return

@@ -102,7 +102,7 @@ func (b *broker) ServeKafka(r *socketserver.Request) {
 	case *kmsg.ListGroupsRequest:
 		b.respond(r, b.listGroups(req))
 	case *connregistry.ListClientConnectionsRequest:
-		b.respond(r, b.connections.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), req))
+		b.respond(r, b.connections.Handle(r.Context(), r.Conn.Principal, req))
 	default: // not reached: the server passes on only the APIs enabled
 		_ = r.CloseConnection()
 	}

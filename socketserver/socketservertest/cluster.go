@@ -85,7 +85,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 			case *kmsg.MetadataRequest:
 				_ = r.Respond(c.metadataResponse(body, r.Conn.Listener))
 			case *connregistry.ListClientConnectionsRequest:
-				_ = r.Respond(lcc.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), body))
+				_ = r.Respond(lcc.Handle(r.Context(), r.Conn.Principal, body))
 			default:
 				if extra == nil {
 					_ = r.CloseConnection()
