@@ -24,6 +24,14 @@ type API struct {
 	// time implements KeySetter, and the server sets the key it was decoded
 	// under.
 	New func() kmsg.Request
+	// Handler, when set, answers this API's requests in place of the
+	// plane's request channel: the server calls it on the connection's own
+	// goroutine as soon as the request is decoded, so the request takes no
+	// place in the queue and no handler worker. It must not block for long
+	// (it holds only its own connection); it may answer later, from any
+	// goroutine, as any handler may. A panic closes the connection, as in
+	// [Server.Serve]. [ListClientConnectionsAPI] is such an API.
+	Handler Handler
 }
 
 // KeySetter is implemented by request types that can serve under any API

@@ -234,10 +234,14 @@ func (c *conn) serveRequest() bool {
 		c.answers = make(chan answer, 1)
 	}
 	c.inFlight.Store(true)
-	select {
-	case ls.queue <- r:
-	case <-c.ctx.Done():
-		return false
+	if api, _ := ls.apis.lookup(h.key); api.Handler != nil {
+		srv.handle(api.Handler, r) // answered in place: the answer is in c.answers, or comes later
+	} else {
+		select {
+		case ls.queue <- r:
+		case <-c.ctx.Done():
+			return false
+		}
 	}
 	c.p.busy.Add(int64(time.Since(start)))
 	if c.br.Buffered() == 0 { // else the next request is here already

@@ -297,7 +297,6 @@ func kafkanetProperties(spec childSpec) listener.Properties {
 type minimalHandler struct {
 	ctx      context.Context // ends when the child stops: blocked requests are released
 	metadata *kmsg.MetadataResponse
-	list     *connregistry.Handler
 	blockKey int
 	blocked  atomic.Int64
 	offset   atomic.Int64 // base offset handed to the next produced batch
@@ -315,10 +314,7 @@ func minimalAPIs() []socketserver.API {
 		api(kmsg.Produce, 3, 12),
 		api(kmsg.InitProducerID, 0, 4),
 		api(kmsg.CreateTopics, 0, 7),
-		{Key: connregistry.DefaultAPIKey, MinVersion: 0, MaxVersion: 0,
-			New: func() kmsg.Request {
-				return &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultAPIKey}
-			}},
+		socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil),
 	}
 }
 
@@ -374,8 +370,6 @@ func (h *minimalHandler) ServeKafka(r *socketserver.Request) {
 		resp = ip
 	case *kmsg.CreateTopicsRequest:
 		resp = createTopicsExist(req)
-	case *connregistry.ListClientConnectionsRequest:
-		resp = h.list.Handle(r.Context(), r.Conn.Principal, req)
 	default:
 		_ = r.CloseConnection()
 		return
@@ -439,7 +433,7 @@ func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout 
 		return err
 	}
 	defer srv.Close()
-	h := &minimalHandler{ctx: ctx, metadata: metadata, list: &connregistry.Handler{Registry: srv.Registry()}, blockKey: spec.BlockKey}
+	h := &minimalHandler{ctx: ctx, metadata: metadata, blockKey: spec.BlockKey}
 	go answerStats(stdin, stdout, srv, h, cfg.QueuedMaxRequests)
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ctx, listener.DataPlane, socketserver.DefaultNumIOThreads, h) }()

@@ -199,8 +199,6 @@ type broker struct {
 	id  int32
 	cfg *listener.Config
 	srv *socketserver.Server
-	// connections answers ListClientConnections from the server's registry.
-	connections *connregistry.Handler
 }
 
 // startCluster starts n brokers that share one in-memory state. Broker 0
@@ -269,7 +267,9 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 	if err != nil {
 		return nil, err
 	}
-	lcc := listConnectionsAPI(c.settings.listConnectionsKey)
+	// ListClientConnections (KIP-1329), answered by the server from its
+	// registry, on the data plane and the control plane.
+	lcc := socketserver.ListClientConnectionsAPI(c.settings.listConnectionsKey, connregistry.SuperUsers(c.settings.superUsers))
 	scfg.APIs = append(dataPlaneAPIs(), lcc)
 	if cp := cfg.ControlPlaneListener; cp != "" {
 		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: append(controlPlaneAPIs(), lcc)}
@@ -287,8 +287,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 	if err := srv.Start(ctx); err != nil {
 		return nil, err
 	}
-	b := &broker{c: c, id: id, cfg: cfg, srv: srv, connections: &connregistry.Handler{
-		Registry: srv.Registry(), Authorize: connregistry.SuperUsers(c.settings.superUsers)}}
+	b := &broker{c: c, id: id, cfg: cfg, srv: srv}
 	if err := reg.Register(statsCollector{srv}); err != nil {
 		srv.Close()
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -48,14 +47,6 @@ func controlPlaneAPIs() []socketserver.API {
 
 // listConnectionsKeyProperty chooses the API key of ListClientConnections.
 const listConnectionsKeyProperty = "kafkanet.list.client.connections.api.key"
-
-// listConnectionsAPI serves ListClientConnections (KIP-1329) under key,
-// routed to connregistry's type rather than kmsg's (which gives key 93 to
-// StreamsGroupTopologyDescriptionUpdate, an API this broker does not serve).
-func listConnectionsAPI(key int16) socketserver.API {
-	return socketserver.API{Key: key, MinVersion: 0, MaxVersion: 0,
-		New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{APIKey: key} }}
-}
 
 // kmsgKnows reports whether kmsg defines key.
 func kmsgKnows(key int16) bool { return kmsg.RequestForKey(key) != nil }
@@ -101,8 +92,6 @@ func (b *broker) ServeKafka(r *socketserver.Request) {
 		b.respond(r, b.describeGroups(req))
 	case *kmsg.ListGroupsRequest:
 		b.respond(r, b.listGroups(req))
-	case *connregistry.ListClientConnectionsRequest:
-		b.respond(r, b.connections.Handle(r.Context(), r.Conn.Principal, req))
 	default: // not reached: the server passes on only the APIs enabled
 		_ = r.CloseConnection()
 	}

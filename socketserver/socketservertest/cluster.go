@@ -65,11 +65,9 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 			opt(i, &o)
 		}
 		reg := connregistry.New(0)
-		lcc := &connregistry.Handler{Registry: reg, Authorize: connregistry.SuperUsers(o.SuperUsers)}
 		metadataAPI, _ := socketserver.KmsgAPI(3, 0, kmsg.NewPtrMetadataRequest().MaxVersion())
-		key := o.APIKey
-		apis := append([]socketserver.API{metadataAPI, {Key: key, MinVersion: 0, MaxVersion: 0,
-			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{APIKey: key} }}}, o.APIs...)
+		apis := append([]socketserver.API{metadataAPI,
+			socketserver.ListClientConnectionsAPI(o.APIKey, connregistry.SuperUsers(o.SuperUsers))}, o.APIs...)
 		extra := o.Handler
 		srv := NewServer(t, listener.Properties{
 			"listeners":                      "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
@@ -84,8 +82,6 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 			switch body := r.Body.(type) {
 			case *kmsg.MetadataRequest:
 				_ = r.Respond(c.metadataResponse(body, r.Conn.Listener))
-			case *connregistry.ListClientConnectionsRequest:
-				_ = r.Respond(lcc.Handle(r.Context(), r.Conn.Principal, body))
 			default:
 				if extra == nil {
 					_ = r.CloseConnection()

@@ -1,0 +1,128 @@
+package socketserver_test
+
+import (
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// ListClientConnectionsAPI serves KIP-1329 from the server's registry under
+// the key it is given, asks the authorizer about the connection's
+// principal, and never hands the request to the host's handlers.
+func TestListClientConnectionsAPI(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		key       int16
+		authorize connregistry.Authorizer
+		wantCode  int16
+		wantConns int
+	}{
+		{"default key, no authorizer", connregistry.DefaultAPIKey, nil, 0, 1},
+		{"another key", 1000, nil, 0, 1},
+		{"anonymous is a super user", connregistry.DefaultAPIKey, connregistry.SuperUsers("User:ANONYMOUS"), 0, 1},
+		{"anonymous is refused", connregistry.DefaultAPIKey, connregistry.SuperUsers("User:admin"),
+			kerr.ClusterAuthorizationFailed.Code, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostSaw := make(chan int16, 1)
+			srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+				c.APIs = []socketserver.API{socketserver.ListClientConnectionsAPI(tc.key, tc.authorize)}
+			}, socketserver.HandlerFunc(func(r *socketserver.Request) {
+				hostSaw <- r.APIKey
+				_ = r.CloseConnection()
+			}))
+			c := socketservertest.Dial(t, srv, "PLAINTEXT")
+			send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: tc.key}, 7)
+			resp := &connregistry.ListClientConnectionsResponse{APIKey: tc.key}
+			readResponse(t, c, resp, 7)
+			assert.Equal(t, tc.wantCode, resp.ErrorCode)
+			require.Len(t, resp.Connections, tc.wantConns)
+			if tc.wantConns > 0 {
+				assert.Equal(t, c.LocalAddr().String(),
+					net.JoinHostPort(resp.Connections[0].ClientAddress, strconv.Itoa(int(resp.Connections[0].ClientPort))),
+					"the listing shows the connection itself")
+			}
+			select {
+			case k := <-hostSaw:
+				t.Fatalf("the host's handler got a request of key %d", k)
+			default:
+			}
+		})
+	}
+}
+
+// A request of an API with its own Handler is answered on the connection's
+// goroutine even while the plane's queue is full and every handler worker
+// is blocked: it takes no place in the queue.
+func TestAPIHandlerBypassesTheQueue(t *testing.T) {
+	block := newGate()
+	defer block.open()
+	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "1", "num.io.threads": "1"},
+		func(c *socketserver.Config) {
+			c.APIs = []socketserver.API{mustKmsgAPI(t, kmsg.Metadata), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
+			block.wait()
+			_ = respondEmpty(r)
+		}))
+	// One Metadata request blocks the only worker, another fills the queue.
+	for i := range 2 {
+		send(t, socketservertest.Dial(t, srv, "PLAINTEXT"), metadataReq(1), int32(i))
+	}
+	waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestQueueSize[listener.DataPlane] == 1 },
+		"one request queued behind the blocked one")
+
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+	send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultAPIKey}, 9)
+	resp := &connregistry.ListClientConnectionsResponse{APIKey: connregistry.DefaultAPIKey}
+	readResponse(t, c, resp, 9)
+	assert.Len(t, resp.Connections, 3)
+}
+
+// An API Handler may answer later from another goroutine, and one that
+// panics closes only its connection.
+func TestAPIHandlerAnswersLaterOrPanics(t *testing.T) {
+	const laterKey, panicKey = 1001, 1002
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{
+			{Key: laterKey, New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} },
+				Handler: socketserver.HandlerFunc(func(r *socketserver.Request) {
+					go func() {
+						time.Sleep(10 * time.Millisecond)
+						_ = r.Respond(&connregistry.ListClientConnectionsResponse{APIKey: laterKey, Connections: []connregistry.ConnectionRecord{}})
+					}()
+				})},
+			{Key: panicKey, New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} },
+				Handler: socketserver.HandlerFunc(func(*socketserver.Request) { panic("boom") })},
+		}
+	}, answerAll)
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	for corr := range int32(3) {
+		send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: laterKey}, corr)
+		readResponse(t, c, &connregistry.ListClientConnectionsResponse{APIKey: laterKey}, corr)
+	}
+	p := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, p, &connregistry.ListClientConnectionsRequest{APIKey: panicKey}, 1)
+	requireClosed(t, p)
+	// The first connection is still served.
+	send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: laterKey}, 4)
+	readResponse(t, c, &connregistry.ListClientConnectionsResponse{APIKey: laterKey}, 4)
+}
+
+func mustKmsgAPI(t testing.TB, key kmsg.Key) socketserver.API {
+	t.Helper()
+	api, ok := socketserver.KmsgAPI(key.Int16(), 0, kmsg.RequestForKey(key.Int16()).MaxVersion())
+	require.True(t, ok)
+	return api
+}
