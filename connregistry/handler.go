@@ -4,12 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
-)
 
-// Kafka error codes the handler returns.
-const (
-	ErrCodeClusterAuthorizationFailed int16 = 31
-	ErrCodeInvalidRequest             int16 = 42
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Authorizer reports whether principal may DESCRIBE the CLUSTER resource,
@@ -34,14 +30,14 @@ type Handler struct {
 func (h *Handler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
 	resp := &ListClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
 	if h.Authorize != nil && !h.Authorize(ctx, principal) {
-		resp.ErrorCode = ErrCodeClusterAuthorizationFailed
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		msg := "Cluster authorization failed: " + principal.String() + " may not DESCRIBE the CLUSTER"
 		resp.ErrorMessage = &msg
 		return resp
 	}
 	f, err := NewFilter(req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter)
 	if err != nil {
-		resp.ErrorCode = ErrCodeInvalidRequest
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		msg := err.Error()
 		resp.ErrorMessage = &msg
 		return resp
@@ -61,7 +57,7 @@ func (h *Handler) Handle(ctx context.Context, principal Principal, req *ListClie
 func Record(c Conn) ConnectionRecord {
 	return ConnectionRecord{
 		ConnectionID:     c.ID,
-		Principal:        c.Principal.Name,
+		Principal:        c.Principal.String(),
 		PrincipalType:    c.Principal.Type,
 		ClientAddress:    c.ClientAddr.Addr().String(),
 		ClientPort:       int32(c.ClientAddr.Port()),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/connregistry"
@@ -175,13 +176,13 @@ func TestHandler(t *testing.T) {
 	ctx := context.Background()
 
 	resp := h.Handle(ctx, connregistry.Principal{Type: "User", Name: "mallory"}, &connregistry.ListClientConnectionsRequest{})
-	assert.Equal(t, connregistry.ErrCodeClusterAuthorizationFailed, resp.ErrorCode)
+	assert.Equal(t, kerr.ClusterAuthorizationFailed.Code, resp.ErrorCode)
 	assert.NotNil(t, resp.Connections)
 	assert.Empty(t, resp.Connections)
 
 	admin := connregistry.Principal{Type: "User", Name: "admin"}
 	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ClientAddressFilter: sp("nonsense")})
-	assert.Equal(t, connregistry.ErrCodeInvalidRequest, resp.ErrorCode)
+	assert.Equal(t, kerr.InvalidRequest.Code, resp.ErrorCode)
 	assert.NotNil(t, resp.Connections)
 
 	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ListenerFilter: sp("client")})
@@ -189,7 +190,7 @@ func TestHandler(t *testing.T) {
 	require.Len(t, resp.Connections, 1)
 	rec := resp.Connections[0]
 	assert.Equal(t, connregistry.ConnectionRecord{
-		ConnectionID: "a", Principal: "alice", PrincipalType: "User", ClientAddress: "10.0.0.1", ClientPort: 1000,
+		ConnectionID: "a", Principal: "User:alice", PrincipalType: "User", ClientAddress: "10.0.0.1", ClientPort: 1000, // KIP-1329: Principal is Type:name
 		ListenerName: "CLIENT", SecurityProtocol: "SASL_SSL", ConnectedSince: t0.UnixMilli(),
 		AuthenticatedAt: -1, SessionExpiry: -1, LastActivity: t0.UnixMilli(), State: "ready",
 	}, rec)

@@ -70,7 +70,7 @@ type ListClientConnectionsResponse struct {
 // then the tagged extras.
 type ConnectionRecord struct {
 	ConnectionID     string
-	Principal        string // the name
+	Principal        string // KIP-1329: the authenticated principal, Type:name (User:alice)
 	PrincipalType    string // e.g. User
 	ClientAddress    string
 	ClientPort       int32

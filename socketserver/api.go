@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -184,21 +185,15 @@ func (t *apiTable) apiVersionsResponse(req *kmsg.ApiVersionsRequest, tooNew bool
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = apiVersionsKey, a.MinVersion, a.MaxVersion
 		resp.Version = 0
-		resp.ErrorCode = errUnsupportedVersion
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
 		return resp
 	}
 	resp.Version = req.Version
 	if !validClientSoftware(req) {
-		resp.ErrorCode = errInvalidRequest
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
 	resp.ApiKeys = t.versions
 	return resp
 }
-
-// Kafka error codes the server itself returns.
-const (
-	errUnsupportedVersion int16 = 35
-	errInvalidRequest     int16 = 42
-)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
@@ -355,7 +356,7 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 		}
 		if !validSoftwareField(name) || !validSoftwareField(version) {
 			resp := kmsg.NewPtrApiVersionsResponse()
-			resp.Version, resp.ErrorCode = h.version, errInvalidRequest
+			resp.Version, resp.ErrorCode = h.version, kerr.InvalidRequest.Code
 			return c.write(h.correlationID, resp)
 		}
 		if string(name) != c.info.ClientSoftwareName || string(version) != c.info.ClientSoftwareVersion {

@@ -44,7 +44,7 @@ func ids(conns []connregistry.ConnectionRecord) []string {
 func principals(conns []connregistry.ConnectionRecord) []string {
 	var out []string
 	for _, c := range conns {
-		out = append(out, c.PrincipalType+":"+c.Principal)
+		out = append(out, c.Principal)
 	}
 	return out
 }
@@ -86,7 +86,7 @@ func TestListEveryBroker(t *testing.T) {
 
 	alice, ok := byAddr(results[0].Connections, aliceAddr)
 	require.True(t, ok, "alice's connection %s is not listed on broker 0: %+v", aliceAddr, results[0].Connections)
-	assert.Equal(t, "alice", alice.Principal)
+	assert.Equal(t, "User:alice", alice.Principal, "KIP-1329: Principal is Type:name")
 	assert.Equal(t, "User", alice.PrincipalType)
 	assert.Equal(t, "CLIENT", alice.ListenerName)
 	assert.Equal(t, "SASL_PLAINTEXT", alice.SecurityProtocol)
@@ -106,7 +106,8 @@ func TestListEveryBroker(t *testing.T) {
 
 	anonRec, ok := byAddr(results[1].Connections, anonAddr)
 	require.True(t, ok, "the anonymous connection %s is not listed on broker 1", anonAddr)
-	assert.Equal(t, "User:ANONYMOUS", anonRec.PrincipalType+":"+anonRec.Principal)
+	assert.Equal(t, "User:ANONYMOUS", anonRec.Principal)
+	assert.Equal(t, "User", anonRec.PrincipalType)
 	assert.Equal(t, "PLAIN", anonRec.ListenerName)
 	assert.Equal(t, "PLAINTEXT", anonRec.SecurityProtocol)
 	assert.Empty(t, anonRec.SASLMechanism)
@@ -115,7 +116,7 @@ func TestListEveryBroker(t *testing.T) {
 
 	bob, ok := byAddr(results[2].Connections, bobAddr)
 	require.True(t, ok, "bob's connection %s is not listed on broker 2", bobAddr)
-	assert.Equal(t, "User:bob", bob.PrincipalType+":"+bob.Principal)
+	assert.Equal(t, "User:bob", bob.Principal)
 	assert.Equal(t, "CLIENT", bob.ListenerName)
 	assert.Equal(t, "SASL_PLAINTEXT", bob.SecurityProtocol)
 	assert.Equal(t, "SCRAM-SHA-256", bob.SASLMechanism)
@@ -301,7 +302,7 @@ func TestListIncludeClosed(t *testing.T) {
 	assert.GreaterOrEqual(t, rec.ClosedAt, closed.UnixMilli())
 	assert.LessOrEqual(t, rec.ClosedAt, time.Now().UnixMilli())
 	assert.GreaterOrEqual(t, rec.ConnectedSince, start.UnixMilli())
-	assert.Equal(t, "alice", rec.Principal)
+	assert.Equal(t, "User:alice", rec.Principal)
 	assert.Equal(t, "kgo", rec.SoftwareName)
 
 	rs, err = admin.List(ctxTimeout(t, 10*time.Second), aliceOnly)

@@ -44,7 +44,7 @@ func TestListClientConnections(t *testing.T) {
 	require.NoError(t, res[0].Err)
 	require.NotEmpty(t, res[0].Connections)
 	for _, conn := range res[0].Connections {
-		assert.Equal(t, "bob", conn.Principal)
+		assert.Equal(t, "User:bob", conn.Principal)
 		assert.Equal(t, "User", conn.PrincipalType)
 		assert.Equal(t, "CLIENT", conn.ListenerName)
 		assert.Equal(t, "SASL_PLAINTEXT", conn.SecurityProtocol)

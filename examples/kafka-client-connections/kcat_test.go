@@ -109,7 +109,7 @@ func TestKcatListed(t *testing.T) {
 	for _, b := range listing {
 		assert.Empty(t, b.Error)
 		for _, conn := range b.Connections {
-			assert.Equal(t, "bob", conn.Principal)
+			assert.Equal(t, "User:bob", conn.Principal)
 			assert.Equal(t, "User", conn.PrincipalType)
 			assert.Equal(t, "CLIENT", conn.ListenerName)
 			assert.Equal(t, "SASL_PLAINTEXT", conn.SecurityProtocol)

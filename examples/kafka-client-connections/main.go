@@ -289,7 +289,7 @@ func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed boo
 			if c.SoftwareName != "" || c.SoftwareVersion != "" {
 				software = dash(c.SoftwareName) + "/" + dash(c.SoftwareVersion)
 			}
-			row := strings.Join([]string{c.ConnectionID, c.PrincipalType + ":" + c.Principal, c.ClientAddress,
+			row := strings.Join([]string{c.ConnectionID, c.Principal, c.ClientAddress,
 				strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, software, rfc3339(c.ConnectedSince)}, "\t")
 			if several {
 				row = strconv.Itoa(int(r.NodeID)) + "\t" + row

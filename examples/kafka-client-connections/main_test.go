@@ -214,7 +214,7 @@ func TestJSON(t *testing.T) {
 		}
 	}
 	require.NotNil(t, alice, "alice's connection %s is not on broker 1:\n%s", aliceAddr, res.stdout)
-	assert.Equal(t, "alice", alice.Principal)
+	assert.Equal(t, "User:alice", alice.Principal)
 	assert.Equal(t, "User", alice.PrincipalType)
 	assert.Equal(t, "CLIENT", alice.ListenerName)
 	assert.Equal(t, "SASL_PLAINTEXT", alice.SecurityProtocol)
@@ -224,7 +224,7 @@ func TestJSON(t *testing.T) {
 	parseSince(t, alice.ConnectedSince, start, end)
 	for _, b := range []int{0, 2} {
 		for _, conn := range brokers[b].Connections {
-			assert.NotEqual(t, "alice", conn.Principal, "broker %d", b)
+			assert.NotEqual(t, "User:alice", conn.Principal, "broker %d", b)
 		}
 	}
 
@@ -234,7 +234,7 @@ func TestJSON(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &extras))
 	for _, conn := range extras[1].Connections {
-		if conn["Principal"] == "alice" {
+		if conn["Principal"] == "User:alice" {
 			assert.Equal(t, "PLAIN", conn["SaslMechanism"])
 			assert.Equal(t, "ready", conn["State"])
 			assert.Equal(t, "data", conn["Plane"])
