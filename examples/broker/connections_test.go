@@ -90,7 +90,7 @@ func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
 		seen[r.NodeID] = map[string]string{}
 		for _, conn := range r.Connections {
 			if conn.Principal != "alice" { // the admin client's own connections
-				seen[r.NodeID][conn.ListenerName] = conn.PrincipalType + ":" + conn.Principal + " " + conn.SecurityProtocol
+				seen[r.NodeID][conn.ListenerName] = conn.Principal + " " + conn.SecurityProtocol
 			}
 		}
 	}
