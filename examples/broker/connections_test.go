@@ -89,7 +89,7 @@ func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
 		require.NoError(t, r.Err, "broker %d", r.NodeID)
 		seen[r.NodeID] = map[string]string{}
 		for _, conn := range r.Connections {
-			if conn.Principal != "alice" { // the admin client's own connections
+			if conn.Principal != "User:alice" { // the admin client's own connections
 				seen[r.NodeID][conn.ListenerName] = conn.Principal + " " + conn.SecurityProtocol
 			}
 		}
