@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -97,7 +98,18 @@ func (c *Config) Listener(name string) (Listener, bool) {
 
 // AdvertisedEndPoints returns the advertised endpoints, in the order of
 // advertised.listeners, that is the order a broker registers them in.
-func (c *Config) AdvertisedEndPoints() []EndPoint { return slices.Clone(c.advertised) }
+func (c *Config) AdvertisedEndPoints() []EndPoint {
+	if c.advertised == nil { // built in code: the listeners' order
+		var eps []EndPoint
+		for _, l := range c.Listeners {
+			if l.IsAdvertised() {
+				eps = append(eps, l.Advertised)
+			}
+		}
+		return eps
+	}
+	return slices.Clone(c.advertised)
+}
 
 // Properties returns the properties the configuration was resolved from.
 // The map is shared; do not modify it.
@@ -371,4 +383,96 @@ func join(ns []protocolmap.ListenerName) string {
 		s[i] = string(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// ErrInconsistent is wrapped by [Config.Validate]'s error for a Config
+// whose fields contradict each other: a listener's protocol, plane or
+// inter-broker mark that is not what its name and the map give it.
+var ErrInconsistent = errors.New("inconsistent listener configuration")
+
+// Validate checks a Config built in code, field by field, with the rules
+// [Resolve] applies to properties: it writes the Config back as Kafka's
+// keys (listeners, advertised.listeners, listener.security.protocol.map,
+// inter.broker.listener.name, control.plane.listener.name), resolves them,
+// and checks that every listener's protocol, plane and inter-broker mark is
+// what the result gives it. A nil SecurityProtocolMap stands for the map of
+// the listeners' own protocols; an empty InterBrokerListener for Kafka's
+// default, the listener named PLAINTEXT. Errors name the key whose rule
+// failed, as Resolve's do, and wrap [ErrInconsistent] for contradictions.
+// A Config that Resolve returned is valid. socketserver.New calls
+// Validate, so that configuring in code skips none of Kafka's checks.
+func (c *Config) Validate() error {
+	if c == nil || len(c.Listeners) == 0 {
+		return fmt.Errorf("%w: no listeners", ErrInconsistent)
+	}
+	props, err := c.asProperties()
+	if err != nil {
+		return err
+	}
+	r, err := Resolve(props)
+	if err != nil {
+		return fmt.Errorf("listener configuration built in code: %w", err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("listener configuration built in code: %w: "+format, append([]any{ErrInconsistent}, args...)...)
+	}
+	// InterBrokerSecurityProtocol is derived; its zero value (PLAINTEXT)
+	// counts as not set.
+	if p := c.InterBrokerSecurityProtocol; p != protocolmap.Plaintext && p != r.InterBrokerSecurityProtocol {
+		return bad("the inter-broker listener %s speaks %s, not %s", r.InterBrokerListener, r.InterBrokerSecurityProtocol, c.InterBrokerSecurityProtocol)
+	}
+	for i, l := range c.Listeners {
+		want := r.Listeners[i]
+		switch {
+		case l.SecurityProtocol != want.SecurityProtocol:
+			return bad("listener %s speaks %s, but %s maps it to %s", l.Name, l.SecurityProtocol, KeySecurityProtocolMap, want.SecurityProtocol)
+		case l.Bind.SecurityProtocol != want.SecurityProtocol || l.IsAdvertised() && l.Advertised.SecurityProtocol != want.SecurityProtocol:
+			return bad("listener %s: its endpoints' protocols must be %s", l.Name, want.SecurityProtocol)
+		case l.Plane != want.Plane:
+			return bad("listener %s is on the %s plane, but %s is %q", l.Name, l.Plane, KeyControlPlaneListenerName, c.ControlPlaneListener)
+		case l.InterBroker != want.InterBroker:
+			return bad("listener %s: InterBroker is %t, but the inter-broker listener is %s", l.Name, l.InterBroker, r.InterBrokerListener)
+		}
+	}
+	return nil
+}
+
+// asProperties writes c back as the keys Resolve reads.
+func (c *Config) asProperties() (Properties, error) {
+	m := c.SecurityProtocolMap
+	if m == nil {
+		m = protocolmap.Map{}
+		for _, l := range c.Listeners {
+			m[l.Name] = l.SecurityProtocol
+		}
+	}
+	var bind, advertised []string
+	for _, l := range c.Listeners {
+		if l.Bind.Name != l.Name || l.IsAdvertised() && l.Advertised.Name != l.Name {
+			return nil, fmt.Errorf("listener configuration built in code: %w: listener %s has endpoints named %q and %q",
+				ErrInconsistent, l.Name, l.Bind.Name, l.Advertised.Name)
+		}
+		bind = append(bind, l.Bind.String())
+		if l.IsAdvertised() {
+			advertised = append(advertised, l.Advertised.String())
+		}
+	}
+	if eps := c.advertised; eps != nil { // Resolve's order, which may differ from listeners'
+		advertised = advertised[:0]
+		for _, ep := range eps {
+			advertised = append(advertised, ep.String())
+		}
+	}
+	props := Properties{
+		KeyListeners:           strings.Join(bind, ","),
+		KeyAdvertisedListeners: strings.Join(advertised, ","),
+		KeySecurityProtocolMap: m.String(),
+	}
+	if c.InterBrokerListener != "" {
+		props[KeyInterBrokerListenerName] = string(c.InterBrokerListener)
+	}
+	if c.ControlPlaneListener != "" {
+		props[KeyControlPlaneListenerName] = string(c.ControlPlaneListener)
+	}
+	return props, nil
 }

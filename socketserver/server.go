@@ -101,11 +101,15 @@ type listenerState struct {
 	next       int // round-robin position, used by the acceptor alone
 }
 
-// New validates cfg and builds a server. It binds nothing; host names in
+// New validates cfg, including cfg.Listeners with the rules of
+// listener.Resolve (see listener.Config.Validate), and builds a server. It binds nothing; host names in
 // the per-IP connection overrides are resolved here.
 func New(cfg Config) (*Server, error) {
 	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
 		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
+	}
+	if err := cfg.Listeners.Validate(); err != nil { // a Config built in code gets Resolve's checks too
+		return nil, fmt.Errorf("socketserver: %w", err)
 	}
 	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 {
 		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)

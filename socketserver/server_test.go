@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -34,4 +36,28 @@ func TestApiVersionsAndKgo(t *testing.T) {
 	defer cl.Close()
 	_, err = kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl)
 	require.NoError(t, err)
+}
+
+// New holds a listener configuration built in code to listener.Resolve's
+// rules: two listeners on one port are refused before anything binds, and
+// the error names the key whose rule broke.
+func TestNewValidatesListenersBuiltInCode(t *testing.T) {
+	ep := func(name string, port int) listener.Listener {
+		e := listener.EndPoint{Name: protocolmap.ListenerName(name), Host: "127.0.0.1", Port: port}
+		return listener.Listener{Name: e.Name, Bind: e, Advertised: e}
+	}
+	a, b := ep("PLAINTEXT", 19092), ep("OTHER", 19092)
+	a.InterBroker = true
+	_, err := socketserver.New(socketserver.Config{Listeners: &listener.Config{
+		Listeners: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
+	require.ErrorIs(t, err, listener.ErrDuplicatePort)
+	var ce *protocolmap.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "listeners", ce.Key)
+
+	b.Bind.Port, b.Advertised.Port = 0, 0
+	srv, err := socketserver.New(socketserver.Config{Listeners: &listener.Config{
+		Listeners: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
 }
