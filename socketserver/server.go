@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -558,4 +559,25 @@ func normalise(name string) string {
 		return ""
 	}
 	return string(n)
+}
+
+// Broker returns this server as one broker of a cluster, for Metadata and
+// DescribeCluster responses (listener.MetadataBrokers): the listeners'
+// advertised endpoints, as Kafka advertises them. An advertised port 0
+// becomes the port the listener bound (after Start), and an empty
+// advertised host the machine's host name (Kafka advertises the canonical
+// host name there).
+func (s *Server) Broker(nodeID int32, rack string) listener.Broker {
+	b := s.cfg.Listeners.Broker(nodeID, rack)
+	for i, ep := range b.EndPoints {
+		if a, ok := s.Addr(string(ep.Name)).(*net.TCPAddr); ok && ep.Port == 0 {
+			b.EndPoints[i].Port = a.Port
+		}
+		if ep.Host == "" {
+			if h, err := os.Hostname(); err == nil {
+				b.EndPoints[i].Host = h
+			}
+		}
+	}
+	return b
 }

@@ -2,6 +2,8 @@ package socketserver_test
 
 import (
 	"context"
+	"net"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,4 +62,23 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 		Listeners: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
+}
+
+// Broker advertises what clients can reach: the port bound for an
+// advertised port 0, and the host name for an empty advertised host.
+func TestServerBrokerAdvertisesBoundPorts(t *testing.T) {
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listeners":                      "A://127.0.0.1:0,B://:0",
+		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
+		"inter.broker.listener.name":     "A",
+	}, nil, answerAll)
+	b := srv.Broker(7, "rack-1")
+	assert.Equal(t, int32(7), b.NodeID)
+	assert.Equal(t, "rack-1", b.Rack)
+	require.Len(t, b.EndPoints, 2)
+	assert.Equal(t, srv.Addr("A").String(), b.EndPoints[0].Address())
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	assert.Equal(t, host, b.EndPoints[1].Host)
+	assert.Equal(t, srv.Addr("B").(*net.TCPAddr).Port, b.EndPoints[1].Port)
 }

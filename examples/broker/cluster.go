@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,18 +296,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 // info returns what clients learn about b: its advertised endpoints, where
 // an advertised port 0 becomes the port bound and an empty host (every
 // interface) the machine's host name, as in Kafka.
-func (b *broker) info() listener.Broker {
-	info := b.cfg.Broker(b.id, b.c.settings.rack)
-	for i, ep := range info.EndPoints {
-		if a, ok := b.srv.Addr(string(ep.Name)).(*net.TCPAddr); ok && ep.Port == 0 {
-			info.EndPoints[i].Port = a.Port
-		}
-		if ep.Host == "" {
-			info.EndPoints[i].Host, _ = os.Hostname()
-		}
-	}
-	return info
-}
+func (b *broker) info() listener.Broker { return b.srv.Broker(b.id, b.c.settings.rack) }
 
 // logListeners logs one line per listener of b, which info advertises.
 func (b *broker) logListeners(info listener.Broker) {
