@@ -1,0 +1,93 @@
+// Command embed serves Kafka clients from a program of its own: ApiVersions
+// (answered by the server), Metadata and ListClientConnections, on the
+// listeners it is given, until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+func main() {
+	listeners := flag.String("listeners", "PLAINTEXT://127.0.0.1:9092", "Kafka's listeners key")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *listeners, log); err != nil {
+		log.Error("stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, listeners string, log *slog.Logger) error {
+	// Listeners, checked with Kafka's rules, and the socket server's
+	// settings at Kafka's defaults.
+	lc, err := listener.Resolve(listener.Properties{"listeners": listeners})
+	if err != nil {
+		return err
+	}
+	cfg, err := socketserver.ConfigFromProperties(lc)
+	if err != nil {
+		return err
+	}
+	metadata, _ := socketserver.KmsgAPI(kmsg.Metadata.Int16(), 0, 12)
+	cfg.APIs = []socketserver.API{
+		metadata, // answered below
+		socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil), // answered by the server
+	}
+	cfg.Logger = log
+
+	srv, err := socketserver.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	for _, l := range lc.Listeners {
+		log.Info("listening", "listener", l.Name, "addr", srv.Addr(string(l.Name)))
+	}
+
+	// The request loop: Metadata names this server, node 0, on the
+	// listener each client came through.
+	self := []listener.Broker{srv.Broker(0, "")}
+	handler := socketserver.HandlerFunc(func(r *socketserver.Request) {
+		req, ok := r.Body.(*kmsg.MetadataRequest)
+		if !ok {
+			_ = r.CloseConnection()
+			return
+		}
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, self)
+		resp.ControllerID = 0
+		_ = r.Respond(resp)
+	})
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(context.Background(), listener.DataPlane, socketserver.DefaultNumIOThreads, handler)
+	}()
+
+	<-ctx.Done() // a signal: answer what has arrived, then close
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, socketserver.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

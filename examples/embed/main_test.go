@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+)
+
+// The README's "Embedding kafkanet" shows this program, whole: the ```go
+// block there must be this file, so that what readers copy compiles (the
+// examples module builds it) and is tested (below).
+func TestREADMEShowsThisProgram(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	src, err := os.ReadFile("main.go")
+	require.NoError(t, err)
+	section := regexp.MustCompile("(?s)\n## Embedding kafkanet\n.*?\n```go\n(.*?)```\n").FindSubmatch(readme)
+	require.NotNil(t, section, "README.md has no ```go block under ## Embedding kafkanet")
+	assert.Equal(t, string(src), string(section[1]), "README.md's embedding program differs from examples/embed/main.go")
+}
+
+// The program, built and run as a user would: a kgo client reads Metadata
+// and lists its own connection through ListClientConnections, then SIGTERM
+// shuts the server down gracefully and the program exits with status 0.
+func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "embed")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	cmd := exec.Command(bin, "-listeners", "PLAINTEXT://127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var logged bytes.Buffer
+	lines := bufio.NewScanner(io.TeeReader(stderr, &logged))
+	addr := ""
+	for addr == "" && lines.Scan() {
+		if m := regexp.MustCompile(`msg=listening listener=PLAINTEXT addr=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	require.NotEmpty(t, addr, "the program never logged its address: %s", logged.String())
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
+	require.NoError(t, err)
+	defer cl.Close()
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Len(t, md.Brokers, 1)
+	assert.Equal(t, addr, net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))), "Metadata names the address bound")
+
+	res, err := connadmin.New(cl, connregistry.DefaultAPIKey).List(ctx, connadmin.Filters{})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.NoError(t, res[0].Err)
+	require.NotEmpty(t, res[0].Connections)
+	assert.Equal(t, "User:ANONYMOUS", res[0].Connections[0].Principal)
+	cl.Close()
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "exit after SIGTERM")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the program did not exit within 15 s of SIGTERM")
+	}
+	assert.False(t, strings.Contains(logged.String(), "level=ERROR"), logged.String())
+}

@@ -1,0 +1,58 @@
+package socketserver_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A fresh module that imports socketserver and connregistry gets none of
+// the examples' dependencies in its build list: the examples are a module
+// of their own, so that minimal version selection never raises an
+// importer's own versions of them.
+func TestImportersBuildList(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	write := func(name, text string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	write("go.mod", "module example.com/importer\n\ngo 1.26.0\n\nrequire github.com/kafkanet/kafkanet v0.0.0\n\n"+
+		"replace github.com/kafkanet/kafkanet => "+filepath.ToSlash(root)+"\n")
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	require.NoError(t, err)
+	write("go.sum", string(sum))
+	write("main.go", `package main
+
+import (
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+func main() { _, _ = socketserver.New(socketserver.Config{Registry: connregistry.New(0)}) }
+`)
+	gocmd := func(args ...string) string {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s: %s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	gocmd("mod", "tidy")
+	all := gocmd("list", "-m", "all")
+	require.Contains(t, all, "github.com/twmb/franz-go/pkg/kmsg", "the build list as listed:\n%s", all)
+	for _, heavy := range []string{
+		"github.com/prometheus/", "github.com/IBM/sarama", "github.com/segmentio/kafka-go",
+		"github.com/twmb/franz-go/pkg/kfake", "github.com/rcrowley/go-metrics",
+	} {
+		require.NotContains(t, all, heavy, "an importer's build list holds %s:\n%s", heavy, all)
+	}
+}
