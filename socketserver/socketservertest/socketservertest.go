@@ -5,6 +5,7 @@ package socketservertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -18,34 +19,60 @@ import (
 // configuration before the server is built (nil leaves it). h serves both
 // planes, with one worker per plane and num.io.threads from props (default 8)
 // for the data plane. The server is closed, and its handlers stopped, when
-// the test ends.
+// the test ends. A test of a handler with a real client:
+//
+//	func TestMetadata(t *testing.T) {
+//		srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = apis }, handler)
+//		cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT").String()))
+//		require.NoError(t, err)
+//		defer cl.Close()
+//		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(t.Context(), cl)
+//		...
+//	}
 func NewServer(t testing.TB, props listener.Properties, configure func(*socketserver.Config), h socketserver.Handler) *socketserver.Server {
 	t.Helper()
+	srv, stop, err := Start(props, configure, h)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("socketservertest: %v", err)
+		}
+	})
+	return srv
+}
+
+// Start is [NewServer] outside a test (an example, a harness of another
+// kind): it starts the server and its handlers and returns stop, which
+// closes the server, waits for the handlers and reports a handler loop
+// that ended with an error.
+func Start(props listener.Properties, configure func(*socketserver.Config), h socketserver.Handler) (srv *socketserver.Server, stop func() error, err error) {
 	all := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 	for k, v := range props {
 		all[k] = v
 	}
 	lc, err := listener.Resolve(all)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		return nil, nil, err
 	}
 	cfg, err := socketserver.ConfigFromProperties(lc)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		return nil, nil, err
 	}
 	if configure != nil {
 		configure(&cfg)
 	}
-	srv, err := socketserver.New(cfg)
-	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatalf("socketservertest: %v", err)
-	}
 	ioThreads, err := lc.Int("num.io.threads", socketserver.DefaultNumIOThreads, 1)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		return nil, nil, err
+	}
+	srv, err = socketserver.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 2)
@@ -55,16 +82,18 @@ func NewServer(t testing.TB, props listener.Properties, configure func(*socketse
 	} else {
 		served <- socketserver.ErrServerClosed
 	}
-	t.Cleanup(func() {
+	stop = func() error {
 		srv.Close()
 		cancel()
+		var errs []error
 		for range 2 {
 			if err := <-served; err != nil && !errors.Is(err, socketserver.ErrServerClosed) && !errors.Is(err, context.Canceled) {
-				t.Errorf("socketservertest: Serve: %v", err)
+				errs = append(errs, fmt.Errorf("Serve: %w", err))
 			}
 		}
-	})
-	return srv
+		return errors.Join(errs...)
+	}
+	return srv, stop, nil
 }
 
 // Dial connects to the named listener of srv, with a deadline of a minute

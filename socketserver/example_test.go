@@ -1,0 +1,79 @@
+package socketserver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// A server's life: New from a configuration, Start to bind, Serve to run
+// the host's handlers, Shutdown to answer what has arrived and close. The
+// host answers Metadata; the server answers ApiVersions itself, and
+// ListClientConnections through ListClientConnectionsAPI.
+func Example() {
+	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	if err != nil {
+		panic(err)
+	}
+	cfg, err := socketserver.ConfigFromProperties(lc) // Kafka's defaults for the other keys
+	if err != nil {
+		panic(err)
+	}
+	metadata, _ := socketserver.KmsgAPI(kmsg.Metadata.Int16(), 0, 12)
+	cfg.APIs = []socketserver.API{metadata, socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+	srv, err := socketserver.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		panic(err)
+	}
+
+	self := []listener.Broker{srv.Broker(0, "")}
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(context.Background(), listener.DataPlane, 4, socketserver.HandlerFunc(func(r *socketserver.Request) {
+			switch req := r.Body.(type) {
+			case *kmsg.MetadataRequest:
+				resp := req.ResponseKind().(*kmsg.MetadataResponse)
+				resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, self)
+				resp.ClusterID = kmsg.StringPtr("example")
+				_ = r.Respond(resp)
+			default:
+				_ = r.CloseConnection()
+			}
+		}))
+	}()
+
+	// A Kafka client asks for metadata.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("PLAINTEXT").String()))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("cluster:", *md.ClusterID, "brokers:", len(md.Brokers))
+	fmt.Println("client connected:", srv.Registry().Len() > 0)
+	cl.Close()
+
+	if err := srv.Shutdown(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("served:", errors.Is(<-served, socketserver.ErrServerClosed))
+	// Output:
+	// cluster: example brokers: 1
+	// client connected: true
+	// served: true
+}
