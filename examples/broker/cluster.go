@@ -49,6 +49,9 @@ type brokerSettings struct {
 	jaasWarnings []string
 	// groups are the group coordinator's settings (groups.go).
 	groups groupSettings
+	// log is how partitions keep records: retention and the largest batch
+	// (retention.go).
+	log logSettings
 }
 
 // readSettings reads the broker's settings from cfg's properties and checks
@@ -99,6 +102,9 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	}
 	s.listConnectionsKey = int16(key)
 	if s.groups, err = readGroupSettings(cfg); err != nil {
+		return brokerSettings{}, err
+	}
+	if s.log, err = readLogSettings(cfg); err != nil {
 		return brokerSettings{}, err
 	}
 	s.superUsers, _ = cfg.Properties().Get("super.users")
@@ -234,6 +240,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.groups = newCoordinator(set.groups, c.state, logger, c.stopping)
 	c.waiting.Go(c.groups.run)
+	c.waiting.Go(c.expireRecords)
 	for i, bcfg := range cfgs {
 		b, err := c.startBroker(ctx, bcfg, set.nodeID+int32(i))
 		if err != nil {

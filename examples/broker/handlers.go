@@ -151,7 +151,7 @@ func (b *broker) metadata(r *socketserver.Request, req *kmsg.MetadataRequest) *k
 				err = kerr.UnknownTopicID
 			}
 		case autoCreate:
-			t, err = b.c.state.createTopic(*rt.Topic, b.c.settings.numPartitions, 1, false)
+			t, err = b.c.state.createTopic(*rt.Topic, b.c.settings.numPartitions, 1, b.c.settings.log.defaults, false)
 			if errors.Is(err, kerr.TopicAlreadyExists) {
 				err = nil
 			}
@@ -204,8 +204,10 @@ func (b *broker) produce(r *socketserver.Request, req *kmsg.ProduceRequest) {
 				batches, err = splitBatches(rp.Records)
 			}
 			if err == nil {
-				sp.BaseOffset = b.c.state.append(t, rp.Partition, batches)
-				sp.LogStartOffset = 0
+				err = checkBatchSizes(t.log, batches)
+			}
+			if err == nil {
+				sp.BaseOffset, sp.LogStartOffset = b.c.state.append(t, rp.Partition, batches)
 			} else {
 				failed = true
 				sp.ErrorCode, sp.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
@@ -293,8 +295,8 @@ func (b *broker) readFetch(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, si
 				if req.Version >= 3 && size >= int(req.MaxBytes) {
 					limit = 0
 				}
-				sp.RecordBatches, sp.HighWatermark, err = b.c.state.read(t, rp.Partition, rp.FetchOffset, limit, sp.RecordBatches)
-				sp.LastStableOffset, sp.LogStartOffset = sp.HighWatermark, 0
+				sp.RecordBatches, sp.HighWatermark, sp.LogStartOffset, err = b.c.state.read(t, rp.Partition, rp.FetchOffset, limit, sp.RecordBatches)
+				sp.LastStableOffset = sp.HighWatermark
 				size += len(sp.RecordBatches)
 			}
 			if err != nil {
@@ -322,8 +324,8 @@ func (b *broker) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResp
 				switch ts := rp.Timestamp; {
 				case ts == -1: // latest
 					sp.Offset = b.c.state.highWatermark(t, rp.Partition)
-				case ts == -2: // earliest: nothing is ever deleted
-					sp.Offset = 0
+				case ts == -2: // earliest: the log start offset, which retention advances
+					sp.Offset = b.c.state.logStart(t, rp.Partition)
 				case ts >= 0:
 					sp.Offset = b.c.state.offsetForTimestamp(t, rp.Partition, ts)
 				default:
@@ -372,8 +374,16 @@ func (b *broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsR
 		case replication < 1 || int(replication) > len(b.c.brokers):
 			err = fmt.Errorf("%w: replication factor %d with %d brokers", kerr.InvalidReplicationFactor, replication, len(b.c.brokers))
 		default:
+			configs := map[string]*string{}
+			for _, c := range rt.Configs {
+				configs[c.Name] = c.Value
+			}
+			var log logConfig
+			if log, err = topicLogConfig(b.c.settings.log.defaults, configs); err != nil {
+				break
+			}
 			var t *topic
-			if t, err = b.c.state.createTopic(rt.Topic, partitions, replication, req.ValidateOnly); err == nil {
+			if t, err = b.c.state.createTopic(rt.Topic, partitions, replication, log, req.ValidateOnly); err == nil {
 				st.TopicID, st.NumPartitions, st.ReplicationFactor = t.id, partitions, replication
 			}
 		}

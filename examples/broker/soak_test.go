@@ -6,7 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"net"
+	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,13 +29,25 @@ import (
 // (the flag after the package).
 var soakFor = flag.Duration("soak", 0, "how long each TestSoak case runs (0: a few seconds)")
 
-// soakRecord is one record a soak producer sent: who sent it, its place in
-// that producer's sequence for its partition, and where it was stored.
-type soakRecord struct {
-	producer  int
-	seq       int64
-	partition int32
-	offset    int64
+// soakDigest sums, order-free, the records a partition was told it
+// acknowledged or that a consumer read from it: their count and a hash of
+// each record's producer, sequence and offset. Equal digests on both sides
+// mean every acknowledged record was consumed once, at its acknowledged
+// offset, without keeping the records.
+type soakDigest struct {
+	count int64
+	sum   uint64
+}
+
+func (d *soakDigest) add(producer int, seq, offset int64) {
+	h := fnv.New64a()
+	var b [24]byte
+	binary.BigEndian.PutUint64(b[0:], uint64(producer))
+	binary.BigEndian.PutUint64(b[8:], uint64(seq))
+	binary.BigEndian.PutUint64(b[16:], uint64(offset))
+	h.Write(b[:])
+	d.count++
+	d.sum += h.Sum64()
 }
 
 func soakValue(producer int, seq int64) string { return fmt.Sprintf("p%d-s%d", producer, seq) }
@@ -69,7 +84,7 @@ func TestSoak(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := socketservertest.TakeGoroutineBaseline()
-			c := startTestCluster(t, tt.brokers)
+			c := startTestCluster(t, tt.brokers, "log.retention.bytes="+strconv.Itoa(soakRetention))
 			runSoak(t, c, each)
 			c.Close() // the soak's clients are closed
 
@@ -113,10 +128,11 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 		}
 	}()
 
-	// Producers: each writes its own sequence to every partition in turn.
+	// Producers: each writes its own sequence to every partition in turn,
+	// and adds each acknowledged record to its partition's digest.
 	var (
 		mu      sync.Mutex
-		acked   []soakRecord
+		acked   = make([]soakDigest, partitions)
 		failed  []error
 		produce sync.WaitGroup
 	)
@@ -136,10 +152,12 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
-						failed = append(failed, err)
+						if len(failed) < 10 {
+							failed = append(failed, err)
+						}
 						return
 					}
-					acked = append(acked, soakRecord{producer: p, seq: seq, partition: r.Partition, offset: r.Offset})
+					acked[r.Partition].add(p, seq, r.Offset)
 				})
 			}
 			fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -148,10 +166,13 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 		})
 	}
 
-	// Consumers: each reads its share of the partitions from the start.
+	// Consumers: each reads its share of the partitions from the start and
+	// checks the records as they stream: offsets 0..end-1 exactly once and
+	// in order, each producer's sequence without a gap or a repeat. Only
+	// the digests are kept.
 	var (
 		consumedMu sync.Mutex
-		consumed   = map[int32][]*kgo.Record{}
+		consumed   = make([]soakDigest, partitions)
 		consume    sync.WaitGroup
 		produced   = make(chan map[int32]int64, consumers) // final offsets to read up to, once production has ended
 	)
@@ -165,7 +186,9 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 		consume.Go(func() {
 			var until map[int32]int64
 			next := map[int32]int64{}
-			for {
+			nextSeq := map[[2]int64]int64{} // partition, producer -> sequence
+			broken := false
+			for !broken {
 				if until == nil {
 					select {
 					case until = <-produced:
@@ -190,10 +213,27 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 					}
 				}
 				fetches.EachRecord(func(r *kgo.Record) {
-					next[r.Partition] = r.Offset + 1
-					consumedMu.Lock()
-					consumed[r.Partition] = append(consumed[r.Partition], r)
-					consumedMu.Unlock()
+					if broken {
+						return
+					}
+					producer, seq, ok := parseSoakValue(string(r.Value))
+					key := [2]int64{int64(r.Partition), int64(producer)}
+					switch {
+					case r.Offset != next[r.Partition]:
+						t.Errorf("partition %d: offset %d where %d was next: a record out of order, missing or twice", r.Partition, r.Offset, next[r.Partition])
+					case !ok:
+						t.Errorf("partition %d offset %d: value %q", r.Partition, r.Offset, r.Value)
+					case seq != nextSeq[key]:
+						t.Errorf("partition %d offset %d: producer %d's sequence %d where %d was next", r.Partition, r.Offset, producer, seq, nextSeq[key])
+					default:
+						next[r.Partition] = r.Offset + 1
+						nextSeq[key]++
+						consumedMu.Lock()
+						consumed[r.Partition].add(producer, seq, r.Offset)
+						consumedMu.Unlock()
+						return
+					}
+					broken = true
 				})
 				if time.Now().After(deadline.Add(60 * time.Second)) {
 					t.Errorf("consumer %d: did not reach the end of its partitions: at %v of %v", i, next, until)
@@ -202,6 +242,28 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 			}
 		})
 	}
+
+	// The heap and the resident set, sampled while the soak runs: the
+	// broker's log is bounded by retention, and the checks keep digests.
+	var peakHeap atomic.Uint64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peakHeap.Load() {
+				peakHeap.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 
 	// Raw pipelining, one connection per broker, in this goroutine.
 	rounds := 0
@@ -224,41 +286,57 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 		produced <- until
 	}
 	consume.Wait()
+	cancel()
+	<-sampled
 
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, failed, "produce errors without any fault injected")
-	require.NotEmpty(t, acked)
 	consumedMu.Lock()
 	defer consumedMu.Unlock()
-
-	// Each partition: offsets 0..end-1 exactly once and in order, and each
-	// producer's sequence in order without a gap or a repeat.
-	stored := map[[2]int64]string{} // partition, offset -> value
-	total := 0
+	total := int64(0)
 	for p := range int32(partitions) {
-		recs := consumed[p]
-		require.Lenf(t, recs, int(until[p]), "partition %d: records consumed vs. its high watermark", p)
-		nextSeq := map[int]int64{}
-		for i, r := range recs {
-			require.Equalf(t, int64(i), r.Offset, "partition %d: a record out of order, missing or twice", p)
-			producer, seq, ok := parseSoakValue(string(r.Value))
-			require.Truef(t, ok, "partition %d offset %d: value %q", p, r.Offset, r.Value)
-			require.Equalf(t, nextSeq[producer], seq, "partition %d offset %d: producer %d's sequence", p, r.Offset, producer)
-			nextSeq[producer]++
-			stored[[2]int64{int64(p), r.Offset}] = string(r.Value)
+		require.Equalf(t, until[p], consumed[p].count, "partition %d: records consumed vs. its high watermark", p)
+		require.Equalf(t, acked[p].count, consumed[p].count, "partition %d: records acknowledged vs. consumed", p)
+		require.Equalf(t, acked[p].sum, consumed[p].sum,
+			"partition %d: the records consumed are not those acknowledged at their acknowledged offsets", p)
+		total += consumed[p].count
+	}
+	require.Positive(t, total)
+	hwm := peakRSS(t)
+	t.Logf("%v: %d records produced and consumed exactly once; %d pipelined rounds of 40 requests per broker; peak heap %d MiB, peak RSS %d MiB",
+		d, total, rounds, peakHeap.Load()>>20, hwm>>20)
+	assert.Less(t, peakHeap.Load(), uint64(soakMaxHeap), "the heap outgrew the soak's ceiling")
+	if hwm > 0 {
+		assert.Less(t, hwm, uint64(soakMaxRSS), "the process's peak RSS outgrew the soak's ceiling")
+	}
+}
+
+// The soak's memory ceilings: the broker keeps at most its retention per
+// partition (soakRetention), the checks keep digests, so neither grows
+// with the soak's length. The RSS bound is the target for
+// -soak=10m; it holds the race detector's shadow memory too.
+const (
+	soakRetention = 32 << 20
+	soakMaxHeap   = 1 << 30
+	soakMaxRSS    = 2 << 30
+)
+
+// peakRSS returns the process's peak resident set (VmHWM), 0 where
+// /proc/self/status is missing.
+func peakRSS(t *testing.T) uint64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err, line)
+			return kb << 10
 		}
-		total += len(recs)
 	}
-	// Each acknowledged record was consumed, at its acknowledged offset.
-	for _, a := range acked {
-		v, ok := stored[[2]int64{int64(a.partition), a.offset}]
-		require.Truef(t, ok, "acknowledged record %s at %d/%d was not consumed", soakValue(a.producer, a.seq), a.partition, a.offset)
-		require.Equalf(t, soakValue(a.producer, a.seq), v, "partition %d offset %d", a.partition, a.offset)
-	}
-	require.Len(t, acked, total, "records consumed that were never acknowledged")
-	t.Logf("%v: %d records produced and consumed exactly once; %d pipelined rounds of 40 requests per broker",
-		d, total, rounds)
+	return 0
 }
 
 // pipelineRound writes n requests of several APIs on a new connection to
@@ -323,7 +401,7 @@ func storedValues(t *testing.T, c *cluster, name string, p int32) map[int64]stri
 	t.Helper()
 	tp := c.state.topic(name)
 	require.NotNil(t, tp, "topic %s", name)
-	raw, _, err := c.state.read(tp, p, 0, 1<<30, nil)
+	raw, _, _, err := c.state.read(tp, p, 0, 1<<30, nil)
 	require.NoError(t, err)
 	values, offsets := recordValues(t, raw)
 	out := make(map[int64]string, len(values))

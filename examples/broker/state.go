@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,11 +30,16 @@ type topic struct {
 	name        string
 	id          [16]byte
 	replication int16
+	log         logConfig // retention and the largest batch (retention.go)
 	partitions  []*partition
 }
 
+// partition is one partition's log: its batches from the log start offset
+// to the high watermark. Retention drops whole batches from the front.
 type partition struct {
 	batches       []batch
+	size          int64 // bytes of batches
+	logStart      int64 // the offset of the first record kept
 	highWatermark int64 // the offset the next record gets
 }
 
@@ -75,9 +81,10 @@ func (s *state) allTopics() []*topic {
 	return out
 }
 
-// createTopic creates a topic, or returns TOPIC_ALREADY_EXISTS and the
-// existing one. With validateOnly it only checks.
-func (s *state) createTopic(name string, partitions int32, replication int16, validateOnly bool) (*topic, error) {
+// createTopic creates a topic with the given log configuration, or returns
+// TOPIC_ALREADY_EXISTS and the existing one. With validateOnly it only
+// checks.
+func (s *state) createTopic(name string, partitions int32, replication int16, log logConfig, validateOnly bool) (*topic, error) {
 	if err := validTopicName(name); err != nil {
 		return nil, err
 	}
@@ -86,7 +93,7 @@ func (s *state) createTopic(name string, partitions int32, replication int16, va
 	if t, ok := s.topics[name]; ok {
 		return t, kerr.TopicAlreadyExists
 	}
-	t := &topic{name: name, replication: replication, partitions: make([]*partition, partitions)}
+	t := &topic{name: name, replication: replication, log: log, partitions: make([]*partition, partitions)}
 	for i := range t.partitions {
 		t.partitions[i] = &partition{}
 	}
@@ -118,36 +125,59 @@ func validTopicName(name string) error {
 }
 
 // append stores a produce request's record batches in partition p of t and
-// returns the offset of the first record. The batches must come from
+// returns the offset of the first record and the log start offset after
+// retention.bytes has been applied. The batches must come from
 // splitBatches. It wakes every fetch waiting for data.
-func (s *state) append(t *topic, p int32, batches []batch) int64 {
+func (s *state) append(t *topic, p int32, batches []batch) (base, logStart int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	part := t.partitions[p]
-	base := part.highWatermark
+	base = part.highWatermark
 	for _, b := range batches {
 		count := b.next - b.base
 		b.base = part.highWatermark
 		b.next = b.base + count
 		binary.BigEndian.PutUint64(b.raw[0:8], uint64(b.base)) // FirstOffset
 		part.batches = append(part.batches, b)
+		part.size += int64(len(b.raw))
 		part.highWatermark = b.next
 	}
+	part.enforceSize(t.log.retentionBytes)
 	close(s.appended)
 	s.appended = make(chan struct{})
-	return base
+	return base, part.logStart
+}
+
+// expire applies time retention (retention.ms) to every partition, as
+// Kafka's log manager does every log.retention.check.interval.ms.
+func (s *state) expire(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.topics {
+		for _, part := range t.partitions {
+			part.enforceTime(t.log.retentionMs, now)
+		}
+	}
+}
+
+// logStart returns partition p's log start offset.
+func (s *state) logStart(t *topic, p int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return t.partitions[p].logStart
 }
 
 // read appends to out partition p's batches from offset on, up to about
 // maxBytes (at least one batch if maxBytes > 0, as Kafka does, so that a
 // large batch never stalls a consumer), and returns it with the high
-// watermark. An offset beyond the high watermark is OFFSET_OUT_OF_RANGE.
-func (s *state) read(t *topic, p int32, offset int64, maxBytes int, out []byte) ([]byte, int64, error) {
+// watermark and the log start offset. An offset before the log start or
+// beyond the high watermark is OFFSET_OUT_OF_RANGE.
+func (s *state) read(t *topic, p int32, offset int64, maxBytes int, out []byte) (_ []byte, hw, logStart int64, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	part := t.partitions[p]
-	if offset < 0 || offset > part.highWatermark {
-		return out, part.highWatermark, kerr.OffsetOutOfRange
+	if offset < part.logStart || offset > part.highWatermark {
+		return out, part.highWatermark, part.logStart, kerr.OffsetOutOfRange
 	}
 	i := sort.Search(len(part.batches), func(i int) bool { return part.batches[i].next > offset })
 	for n := 0; i < len(part.batches) && maxBytes > 0; i++ {
@@ -158,7 +188,7 @@ func (s *state) read(t *topic, p int32, offset int64, maxBytes int, out []byte) 
 		out = append(out, raw...)
 		n += len(raw)
 	}
-	return out, part.highWatermark, nil
+	return out, part.highWatermark, part.logStart, nil
 }
 
 // offsetForTimestamp returns the first offset of the first batch of
@@ -170,7 +200,7 @@ func (s *state) offsetForTimestamp(t *topic, p int32, ts int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range t.partitions[p].batches {
-		if int64(binary.BigEndian.Uint64(b.raw[35:43])) >= ts { // MaxTimestamp
+		if maxTimestamp(b.raw) >= ts {
 			return b.base
 		}
 	}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafkanet/kafkanet/listener"
+)
+
+// The log's keys: Kafka's broker-wide defaults and the topic configs that
+// override them.
+const (
+	keyLogRetentionBytes   = "log.retention.bytes"
+	keyLogRetentionMs      = "log.retention.ms"
+	keyLogRetentionMinutes = "log.retention.minutes"
+	keyLogRetentionHours   = "log.retention.hours"
+	keyRetentionCheck      = "log.retention.check.interval.ms"
+	keyMessageMaxBytes     = "message.max.bytes"
+
+	topicRetentionBytes  = "retention.bytes"
+	topicRetentionMs     = "retention.ms"
+	topicMaxMessageBytes = "max.message.bytes"
+)
+
+// Defaults. Kafka keeps a partition's records for 168 hours with no size
+// limit; the example broker keeps them in memory, so its default size
+// limit is 256 MiB per partition, which a small machine can hold for a few
+// partitions. Set log.retention.bytes=-1 for Kafka's unlimited.
+const (
+	defaultRetentionBytes  = 256 << 20
+	defaultRetentionHours  = 168
+	defaultRetentionCheck  = 5 * time.Minute // Kafka's 300000 ms
+	defaultMessageMaxBytes = 1048588         // Kafka's message.max.bytes
+)
+
+// logConfig is how one topic's partitions keep records: the broker's
+// settings, or the topic's own configs over them.
+type logConfig struct {
+	retentionBytes  int64 // -1: no limit
+	retentionMs     int64 // -1: no limit
+	maxMessageBytes int   // the largest record batch a produce may store
+}
+
+// logSettings are the broker's log keys.
+type logSettings struct {
+	defaults      logConfig
+	checkInterval time.Duration // how often time retention runs
+}
+
+// readLogSettings reads log.retention.bytes, log.retention.ms (else
+// log.retention.minutes, else log.retention.hours, as Kafka prefers them),
+// log.retention.check.interval.ms and message.max.bytes.
+func readLogSettings(cfg *listener.Config) (logSettings, error) {
+	s := logSettings{defaults: logConfig{retentionBytes: defaultRetentionBytes}}
+	bytes, err := cfg.Int(keyLogRetentionBytes, defaultRetentionBytes, -1)
+	if err != nil {
+		return logSettings{}, err
+	}
+	s.defaults.retentionBytes = int64(bytes)
+	s.defaults.retentionMs = defaultRetentionHours * int64(time.Hour/time.Millisecond)
+	for _, k := range []struct {
+		key  string
+		unit time.Duration
+	}{{keyLogRetentionMs, time.Millisecond}, {keyLogRetentionMinutes, time.Minute}, {keyLogRetentionHours, time.Hour}} {
+		if _, ok := cfg.Properties().Get(k.key); !ok {
+			continue
+		}
+		v, err := cfg.Int(k.key, 0, -1)
+		if err != nil {
+			return logSettings{}, err
+		}
+		s.defaults.retentionMs = int64(v) * int64(k.unit/time.Millisecond)
+		if v < 0 {
+			s.defaults.retentionMs = -1
+		}
+		break
+	}
+	check, err := cfg.Int(keyRetentionCheck, int(defaultRetentionCheck/time.Millisecond), 1)
+	if err != nil {
+		return logSettings{}, err
+	}
+	s.checkInterval = time.Duration(check) * time.Millisecond
+	if s.defaults.maxMessageBytes, err = cfg.Int(keyMessageMaxBytes, defaultMessageMaxBytes, 0); err != nil {
+		return logSettings{}, err
+	}
+	return s, nil
+}
+
+// topicLogConfig lays a CreateTopics request's configs over the broker's
+// defaults. An unknown config is ignored, as the example stores no other;
+// a value that does not parse is INVALID_CONFIG.
+func topicLogConfig(defaults logConfig, configs map[string]*string) (logConfig, error) {
+	c := defaults
+	for name, v := range configs {
+		if v == nil {
+			continue
+		}
+		n, err := strconv.ParseInt(*v, 10, 64)
+		bad := func(rule string) error {
+			return fmt.Errorf("%w: invalid value %s for configuration %s: %s", kerr.InvalidConfig, *v, name, rule)
+		}
+		switch name {
+		case topicRetentionBytes, topicRetentionMs:
+			if err != nil || n < -1 {
+				return logConfig{}, bad("Value must be at least -1")
+			}
+			if name == topicRetentionBytes {
+				c.retentionBytes = n
+			} else {
+				c.retentionMs = n
+			}
+		case topicMaxMessageBytes:
+			if err != nil || n < 0 || n > 1<<31-1 {
+				return logConfig{}, bad("Value must be at least 0")
+			}
+			c.maxMessageBytes = int(n)
+		}
+	}
+	return c, nil
+}
+
+// checkBatchSizes refuses record batches larger than the topic's
+// max.message.bytes with MESSAGE_TOO_LARGE, as Kafka's log does
+// (RecordTooLargeException).
+func checkBatchSizes(cfg logConfig, batches []batch) error {
+	for _, b := range batches {
+		if len(b.raw) > cfg.maxMessageBytes {
+			return fmt.Errorf("%w: the record batch is %d bytes, larger than the topic's %s %d",
+				kerr.MessageTooLarge, len(b.raw), topicMaxMessageBytes, cfg.maxMessageBytes)
+		}
+	}
+	return nil
+}
+
+// enforceSize drops whole batches from the front of part while what is
+// left still holds at least retentionBytes, as Kafka deletes a segment only
+// when the log stays at or above retention.bytes without it; the newest
+// batch always stays. It runs under the state's lock, on every append, so
+// that memory stays bounded between retention checks.
+func (part *partition) enforceSize(retentionBytes int64) {
+	if retentionBytes < 0 {
+		return
+	}
+	drop := 0
+	for drop < len(part.batches)-1 && part.size-int64(len(part.batches[drop].raw)) >= retentionBytes {
+		part.size -= int64(len(part.batches[drop].raw))
+		drop++
+	}
+	part.dropFront(drop)
+}
+
+// enforceTime drops whole batches from the front of part whose newest
+// record is older than retentionMs before now (Kafka's time retention, by
+// the batch's MaxTimestamp); the newest batch always stays.
+func (part *partition) enforceTime(retentionMs int64, now time.Time) {
+	if retentionMs < 0 {
+		return
+	}
+	cutoff := now.UnixMilli() - retentionMs
+	drop := 0
+	for drop < len(part.batches)-1 && maxTimestamp(part.batches[drop].raw) < cutoff {
+		part.size -= int64(len(part.batches[drop].raw))
+		drop++
+	}
+	part.dropFront(drop)
+}
+
+// dropFront forgets the first n batches and moves the log start offset to
+// the first batch kept. The slice is copied once half of it is dropped, so
+// that dropped batches are garbage.
+func (part *partition) dropFront(n int) {
+	if n == 0 {
+		return
+	}
+	for i := range n {
+		part.batches[i] = batch{}
+	}
+	part.batches = part.batches[n:]
+	if cap(part.batches) > 2*len(part.batches)+16 {
+		part.batches = append([]batch(nil), part.batches...)
+	}
+	part.logStart = part.batches[0].base
+}
+
+// maxTimestamp is a record batch's MaxTimestamp field.
+func maxTimestamp(raw []byte) int64 { return int64(binary.BigEndian.Uint64(raw[35:43])) }
+
+// expireRecords applies time retention every log.retention.check.interval.ms
+// until the cluster stops.
+func (c *cluster) expireRecords() {
+	t := time.NewTicker(c.settings.log.checkInterval)
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			c.state.expire(now)
+		case <-c.stopping:
+			return
+		}
+	}
+}
