@@ -407,6 +407,9 @@ func (c *conn) stopPeerWatcher() {
 // write encodes resp and writes it, under a write deadline of
 // connections.max.idle.ms so that a client that stops reading is closed.
 func (c *conn) write(correlationID int32, resp kmsg.Response) error {
+	if f, ok := resp.(*FetchResponse); ok {
+		return c.writeFetch(correlationID, f)
+	}
 	buf := c.p.srv.writeBuf()
 	*buf = appendResponse((*buf)[:0], correlationID, resp)
 	return c.writeBuf(buf, resp.Key())
@@ -473,26 +476,40 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool) (frame []byte, rb *r
 }
 
 func (c *conn) writeFrame(b []byte) error {
+	c.moveWriteDeadline()
+	if _, err := c.rw.Write(b); err != nil {
+		c.writeFailed(err)
+		return err
+	}
+	c.wrote(len(b))
+	return nil
+}
+
+// moveWriteDeadline keeps the write deadline connections.max.idle.ms
+// ahead. Moving it on every write costs a timer update a request; it
+// moves only once an eighth of it has passed, so a client that stops
+// reading is closed after 7/8 to all of connections.max.idle.ms.
+func (c *conn) moveWriteDeadline() {
 	if idle := c.p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
-		// Moving the deadline on every write costs a timer update a
-		// request; it moves only once an eighth of it has passed, so a
-		// client that stops reading is closed after 7/8 to all of
-		// connections.max.idle.ms.
 		if now := time.Since(c.p.srv.epoch); c.writeDeadline-now < idle-idle/8 {
 			c.writeDeadline = now + idle
 			_ = c.nc.SetWriteDeadline(c.p.srv.epoch.Add(c.writeDeadline))
 		}
 	}
-	if _, err := c.rw.Write(b); err != nil {
-		if !isClosedOrEOF(err) {
-			c.p.srv.log.Info("closing connection: write failed", "conn_id", c.info.ID, "err", err)
-		}
-		return err
+}
+
+// writeFailed logs a failed write, unless the peer had gone.
+func (c *conn) writeFailed(err error) {
+	if !isClosedOrEOF(err) {
+		c.p.srv.log.Info("closing connection: write failed", "conn_id", c.info.ID, "err", err)
 	}
+}
+
+// wrote records a response of n bytes written.
+func (c *conn) wrote(n int) {
 	now := time.Now()
 	c.touch(now)
-	c.entry.Response(now, len(b))
-	return nil
+	c.entry.Response(now, n)
 }
 
 // noteClientSoftware records KIP-511's client software name and version

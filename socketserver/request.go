@@ -85,10 +85,20 @@ func (r *Request) Context() context.Context { return r.conn.ctx }
 
 // Respond sends resp as the answer. resp's version is set to the request's.
 // It returns an error, and leaves the request unanswered, when resp is of
-// another API than the request.
+// another API than the request, or is a [FetchResponse] whose Records do
+// not fit its partitions. A FetchResponse's records are written from where
+// the host keeps them, without a copy.
 func (r *Request) Respond(resp kmsg.Response) error {
 	if resp == nil || resp.Key() != r.APIKey {
 		return fmt.Errorf("socketserver: response for API key %d cannot answer API key %d", keyOf(resp), r.APIKey)
+	}
+	if f, ok := resp.(*FetchResponse); ok {
+		if f.FetchResponse == nil {
+			return fmt.Errorf("%w: a FetchResponse without its kmsg.FetchResponse", ErrRecords)
+		}
+		if err := f.check(); err != nil {
+			return err
+		}
 	}
 	resp.SetVersion(r.APIVersion)
 	return r.answer(answer{resp: resp})

@@ -1,0 +1,122 @@
+package socketserver
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"sync"
+)
+
+// writeFetch writes a Fetch response whose records travel by reference
+// ([FetchResponse]): the frame's size, correlation id, header and every
+// field come from one pooled buffer, and each partition's records go to the
+// socket from where the host keeps them. On a plaintext TCP connection the
+// buffer's pieces and the record batches leave in one vectored write
+// (writev) up to each file section, which sendfile sends from the page
+// cache; on TLS (and other connections) they pass through crypto/tls, which
+// must copy them to encrypt.
+func (c *conn) writeFetch(correlationID int32, f *FetchResponse) error {
+	buf := c.p.srv.writeBuf()
+	b := append((*buf)[:0], 0, 0, 0, 0) // the size, set below
+	b = binary.BigEndian.AppendUint32(b, uint32(correlationID))
+	if f.IsFlexible() {
+		b = append(b, 0) // the response header's empty tag section
+	}
+	seg := appendFetchResponse(b, f)
+	*buf = seg.buf
+	defer c.p.srv.putWriteBuf(buf)
+	if seg.size-4 > math.MaxInt32 {
+		return fmt.Errorf("%w: a response of %d bytes", ErrRecords, seg.size-4)
+	}
+	binary.BigEndian.PutUint32(seg.buf, uint32(seg.size-4))
+	c.moveWriteDeadline()
+	var err error
+	if tc, ok := c.rw.(*net.TCPConn); ok {
+		err = writeSegmentsTCP(tc, seg)
+	} else {
+		err = writeSegmentsCopying(c.rw, seg)
+	}
+	if err != nil {
+		c.writeFailed(err)
+		return err
+	}
+	c.wrote(int(seg.size))
+	c.p.srv.cfg.Metrics.Response(c.info.Listener, f.Key(), int(seg.size))
+	return nil
+}
+
+// writeSegmentsTCP writes seg to a plaintext TCP connection: memory with
+// writev (net.Buffers), file sections with sendfile.
+func writeSegmentsTCP(tc *net.TCPConn, seg segmented) error {
+	var pending net.Buffers
+	prev := 0
+	for _, cut := range seg.cuts {
+		pending = append(pending, seg.buf[prev:cut.at])
+		prev = cut.at
+		r := cut.records
+		if r.File == nil {
+			for _, b := range r.Batches {
+				if len(b) > 0 {
+					pending = append(pending, b)
+				}
+			}
+			continue
+		}
+		if _, err := pending.WriteTo(tc); err != nil {
+			return err
+		}
+		pending = pending[:0]
+		if err := sendFileSection(tc, r); err != nil {
+			return err
+		}
+	}
+	pending = append(pending, seg.buf[prev:])
+	_, err := pending.WriteTo(tc)
+	return err
+}
+
+// copyBufs are the writers that gather a response's pieces for crypto/tls
+// (and connections that are not TCP), so that small pieces do not each
+// become a TLS record.
+var copyBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+
+// writeSegmentsCopying writes seg through w, which copies: crypto/tls
+// encrypts into records of its own.
+func writeSegmentsCopying(w io.Writer, seg segmented) error {
+	bw := copyBufs.Get().(*bufio.Writer)
+	bw.Reset(w)
+	defer func() {
+		bw.Reset(nil)
+		copyBufs.Put(bw)
+	}()
+	prev := 0
+	for _, cut := range seg.cuts {
+		if _, err := bw.Write(seg.buf[prev:cut.at]); err != nil {
+			return err
+		}
+		prev = cut.at
+		r := cut.records
+		if r.File == nil {
+			for _, b := range r.Batches {
+				if _, err := bw.Write(b); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		n, err := bw.ReadFrom(io.NewSectionReader(r.File, r.Offset, r.Length))
+		if err != nil {
+			return err
+		}
+		if n < r.Length {
+			return fmt.Errorf("%w: the file section at %d holds %d of its %d bytes", ErrRecords, r.Offset, n, r.Length)
+		}
+	}
+	if _, err := bw.Write(seg.buf[prev:]); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
