@@ -277,35 +277,42 @@ func (b *broker) longPoll(r *socketserver.Request, req *kmsg.FetchRequest, wake 
 // readFetch builds the answer to req from what is stored now, with the
 // bytes of records it holds and whether a partition has an error. Records
 // are limited loosely: each partition gets up to PartitionMaxBytes but at
-// least one batch, and partitions after MaxBytes is reached get none.
-func (b *broker) readFetch(req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, size int, failed bool) {
-	resp = kmsg.NewPtrFetchResponse()
+// least one batch, and partitions after MaxBytes is reached get none. The
+// stored batches travel by reference (socketserver.FetchResponse): the
+// socket server writes them from the log, without a copy.
+func (b *broker) readFetch(req *kmsg.FetchRequest) (resp *socketserver.FetchResponse, size int, failed bool) {
+	resp = &socketserver.FetchResponse{FetchResponse: kmsg.NewPtrFetchResponse()}
 	byID := req.Version >= 13
 	for _, rt := range req.Topics {
 		t := b.lookup(rt.Topic, rt.TopicID, byID)
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		records := make([]socketserver.Records, 0, len(rt.Partitions))
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			// Empty, not null: librdkafka rejects null records.
 			sp.Partition, sp.RecordBatches = rp.Partition, []byte{}
+			var recs socketserver.Records
 			err := b.partitionError(t, rp.Partition, byID)
 			if err == nil {
 				limit := int(rp.PartitionMaxBytes)
 				if req.Version >= 3 && size >= int(req.MaxBytes) {
 					limit = 0
 				}
-				sp.RecordBatches, sp.HighWatermark, sp.LogStartOffset, err = b.c.state.read(t, rp.Partition, rp.FetchOffset, limit, sp.RecordBatches)
+				var n int
+				recs.Batches, n, sp.HighWatermark, sp.LogStartOffset, err = b.c.state.readBatches(t, rp.Partition, rp.FetchOffset, limit, nil)
 				sp.LastStableOffset = sp.HighWatermark
-				size += len(sp.RecordBatches)
+				size += n
 			}
 			if err != nil {
 				failed = true
 				sp.ErrorCode = errorCode(err)
 			}
 			st.Partitions = append(st.Partitions, sp)
+			records = append(records, recs)
 		}
 		resp.Topics = append(resp.Topics, st)
+		resp.Records = append(resp.Records, records)
 	}
 	return resp, size, failed
 }

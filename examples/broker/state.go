@@ -167,28 +167,39 @@ func (s *state) logStart(t *topic, p int32) int64 {
 	return t.partitions[p].logStart
 }
 
-// read appends to out partition p's batches from offset on, up to about
-// maxBytes (at least one batch if maxBytes > 0, as Kafka does, so that a
-// large batch never stalls a consumer), and returns it with the high
-// watermark and the log start offset. An offset before the log start or
-// beyond the high watermark is OFFSET_OUT_OF_RANGE.
-func (s *state) read(t *topic, p int32, offset int64, maxBytes int, out []byte) (_ []byte, hw, logStart int64, _ error) {
+// readBatches appends to out partition p's batches from offset on, up to
+// about maxBytes (at least one batch if maxBytes > 0, as Kafka does, so
+// that a large batch never stalls a consumer), and returns them with their
+// size, the high watermark and the log start offset. The batches are the
+// stored ones, not copies: they never change once stored, so a response
+// may carry them by reference. An offset before the log start or beyond
+// the high watermark is OFFSET_OUT_OF_RANGE.
+func (s *state) readBatches(t *topic, p int32, offset int64, maxBytes int, out [][]byte) (_ [][]byte, size int, hw, logStart int64, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	part := t.partitions[p]
 	if offset < part.logStart || offset > part.highWatermark {
-		return out, part.highWatermark, part.logStart, kerr.OffsetOutOfRange
+		return out, 0, part.highWatermark, part.logStart, kerr.OffsetOutOfRange
 	}
 	i := sort.Search(len(part.batches), func(i int) bool { return part.batches[i].next > offset })
-	for n := 0; i < len(part.batches) && maxBytes > 0; i++ {
+	for ; i < len(part.batches) && maxBytes > 0; i++ {
 		raw := part.batches[i].raw
-		if n > 0 && n+len(raw) > maxBytes {
+		if size > 0 && size+len(raw) > maxBytes {
 			break
 		}
-		out = append(out, raw...)
-		n += len(raw)
+		out = append(out, raw)
+		size += len(raw)
 	}
-	return out, part.highWatermark, part.logStart, nil
+	return out, size, part.highWatermark, part.logStart, nil
+}
+
+// read is readBatches with the batches joined into out.
+func (s *state) read(t *topic, p int32, offset int64, maxBytes int, out []byte) (_ []byte, hw, logStart int64, _ error) {
+	batches, _, hw, logStart, err := s.readBatches(t, p, offset, maxBytes, nil)
+	for _, b := range batches {
+		out = append(out, b...)
+	}
+	return out, hw, logStart, err
 }
 
 // offsetForTimestamp returns the first offset of the first batch of
