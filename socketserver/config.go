@@ -53,7 +53,9 @@ type Config struct {
 	// the connection. Zero means DefaultRequestMaxBytes.
 	RequestMaxBytes int32
 	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
-	// complete request received or response sent for this long is closed.
+	// complete request received or response sent for this long is closed,
+	// as in Kafka even while the host holds its request (the request's
+	// context is then cancelled, and a late answer is dropped).
 	// Zero means listener.DefaultConnectionsMaxIdle; negative disables the limit.
 	ConnectionsMaxIdle time.Duration
 	// QueuedMaxRequests is the data plane's request queue capacity

@@ -50,7 +50,6 @@ type conn struct {
 	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
-	inFlight  atomic.Bool  // a request awaits its answer
 	closeOnce sync.Once
 	entry     *connregistry.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
@@ -233,7 +232,6 @@ func (c *conn) serveRequest() bool {
 	if c.answers == nil {
 		c.answers = make(chan answer, 1)
 	}
-	c.inFlight.Store(true)
 	select {
 	case ls.queue <- r:
 	case <-c.ctx.Done():
@@ -266,7 +264,6 @@ func (c *conn) serveRequest() bool {
 		c.p.busy.Add(int64(time.Since(writeStart)))
 	}
 	c.touch(time.Now())
-	c.inFlight.Store(false)
 	return true
 }
 

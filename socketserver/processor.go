@@ -178,7 +178,9 @@ func (p *processor) connCount() int {
 }
 
 // expireIdle closes connections that have had no complete request or
-// response for connections.max.idle.ms and have no request in flight, and
+// response for connections.max.idle.ms, with a request in flight or not
+// (as Kafka's Selector, which counts a muted connection's time waiting for
+// its response as idle: SocketServerTest.testIdleConnection), and
 // asks those waiting for a request for their parkWait to park, and those
 // parked on a larger stack than the runtime now starts goroutines on to
 // park again.
@@ -192,7 +194,7 @@ func (p *processor) expireIdle(now time.Time) {
 	p.mu.Lock()
 	for c := range p.conns {
 		switch since := now.Sub(c.lastActive()); {
-		case limit > 0 && !c.inFlight.Load() && since > limit:
+		case limit > 0 && since > limit:
 			expired = append(expired, c)
 		case c.wait.Load() == waitAwaiting && c.idleFor(now) >= c.parkWait():
 			idle = append(idle, c)
