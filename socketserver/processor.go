@@ -103,7 +103,7 @@ func (p *processor) register(nc net.Conn) {
 	p.srv.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
-	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel}
+	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, closed: make(chan struct{})}
 	l := p.ls.cfg
 	p.mu.Lock()
 	index := p.index
