@@ -31,7 +31,10 @@ var Anonymous = connregistry.Anonymous
 // ConnInfo describes the connection a request arrived on.
 type ConnInfo struct {
 	// ID is Kafka's connection id:
-	// localIP:localPort-remoteIP:remotePort-processorId-index.
+	// localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
+	// addresses in Java's uncompressed form (0:0:0:0:0:0:0:1), as Kafka
+	// writes them, and processors numbered across the server, the control
+	// plane's first.
 	ID               string
 	Listener         protocolmap.ListenerName
 	SecurityProtocol protocolmap.SecurityProtocol
