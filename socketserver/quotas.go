@@ -163,6 +163,7 @@ type connectionQuotas struct {
 	brokerRate   *sampledRate
 	listenerRate map[protocolmap.ListenerName]*sampledRate
 	ipRate       map[netip.Addr]*sampledRate
+	ipRateSwept  time.Time // when ipRate was last rid of expired rates
 
 	changed chan struct{} // closed and replaced when a slot frees or the quotas change
 	excess  chan struct{} // closed and replaced when the broker-wide count goes over its limit
@@ -330,6 +331,7 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 		res.blocked = time.Since(start)
 	}
 	now = cq.now()
+	cq.sweepIPRatesLocked(now)
 	if limit := cq.ipRateLimit(ip); limit != Unlimited {
 		r := cq.ipRate[ip]
 		if r == nil {
@@ -364,6 +366,23 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 	}
 	cq.mu.Unlock()
 	return res, nil
+}
+
+// sweepIPRatesLocked forgets, once per rate span (quota.window.num windows),
+// the per-address rates whose samples have all expired: they measure as a
+// new rate would, and an address that opens no connection for that long
+// must not hold memory for ever (many client addresses come and go; Kafka
+// drops an address's rate sensor an hour after its last record).
+func (cq *connectionQuotas) sweepIPRatesLocked(now time.Time) {
+	if now.Sub(cq.ipRateSwept) < time.Duration(cq.q.WindowNum)*cq.q.WindowSize {
+		return
+	}
+	cq.ipRateSwept = now
+	for ip, r := range cq.ipRate {
+		if r.expired(now) {
+			delete(cq.ipRate, ip)
+		}
+	}
 }
 
 // release gives back a connection's slot.

@@ -57,6 +57,18 @@ func (r *sampledRate) purge(now time.Time) {
 	}
 }
 
+// expired reports whether every sample has expired at now: the rate
+// then measures exactly as a new one would, and may be forgotten.
+func (r *sampledRate) expired(now time.Time) bool {
+	expire := time.Duration(cap(r.samples)) * r.window
+	for _, s := range r.samples {
+		if now.Sub(s.start) < expire {
+			return false
+		}
+	}
+	return true
+}
+
 // elapsed is the time the rate is measured over, in Kafka's way.
 func (r *sampledRate) elapsed(now time.Time) time.Duration {
 	r.purge(now)
