@@ -50,7 +50,7 @@ type conn struct {
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
 	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
 
-	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
+	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning
 	closeOnce sync.Once
 	entry     *connregistry.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
@@ -263,6 +263,7 @@ func (c *conn) serveRequest() bool {
 	}
 	if a.resp != nil {
 		writeStart := time.Now()
+		c.touch(writeStart) // as Kafka's Selector, to which a connection with a response to write is active
 		if err := c.write(h.correlationID, a.resp); err != nil {
 			return false
 		}

@@ -1,12 +1,14 @@
 package socketserver_test
 
 import (
+	"encoding/binary"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
@@ -81,4 +83,57 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 			base.RequireReturned(t)
 		})
 	}
+}
+
+// Writing a response is activity, as Kafka's Selector counts a connection
+// whose response is being written: a response the host gives late in the
+// idle limit, to a client that reads it slowly, arrives whole although its
+// write goes on past the limit counted from the request.
+func TestIdleExpiryCountsTheResponseWrite(t *testing.T) {
+	const idle = time.Second
+	srv := newUnstarted(t, listener.Properties{
+		"connections.max.idle.ms":  strconv.Itoa(int(idle / time.Millisecond)),
+		"socket.send.buffer.bytes": "16384",
+	})
+	require.NoError(t, srv.Start(t.Context()))
+	c := dialTCP(t, srv.Addr("PLAINTEXT").String())
+	require.NoError(t, c.SetReadBuffer(16<<10))
+	send(t, c, metadataReq(1), 1)
+	r := recvFrom(t, srv)
+	received := time.Now()
+	time.Sleep(idle * 3 / 4)
+	resp := kmsg.NewPtrMetadataResponse()
+	for range 2500 { // about 370 kB, far more than the socket buffers hold
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = kmsg.StringPtr("a-topic-name-long-enough-to-weigh-something")
+		mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 4)
+		resp.Topics = append(resp.Topics, mt)
+	}
+	require.NoError(t, r.Respond(resp))
+	// Read it slowly, 8 kB every 15 ms, until past the limit counted from
+	// the request, the server's write still blocked (it cannot end before
+	// all but what the socket buffers hold has been read); then read the
+	// rest at once, well within the limit counted from the answer.
+	const buffered = 96 << 10 // more than the kernel's buffers of both ends hold here (16 kB asked each, doubled)
+	slowUntil := received.Add(idle + 150*time.Millisecond)
+	var got []byte
+	readSlowly := -1 // bytes read while slow
+	buf := make([]byte, 8<<10)
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil || len(got) >= 4 && len(got)-4 >= int(binary.BigEndian.Uint32(got)) {
+			break
+		}
+		if time.Now().Before(slowUntil) {
+			time.Sleep(15 * time.Millisecond)
+		} else if readSlowly < 0 {
+			readSlowly = len(got)
+		}
+	}
+	require.GreaterOrEqual(t, len(got), 4)
+	require.Equal(t, int(binary.BigEndian.Uint32(got)), len(got)-4, "the response was cut short %v after the request", time.Since(received))
+	require.GreaterOrEqual(t, readSlowly, 0)
+	assert.Less(t, readSlowly, len(got)-buffered,
+		"the write may have ended within the idle limit counted from the request: the test shows nothing")
 }
