@@ -398,10 +398,7 @@ func (cq *connectionQuotas) releaseLocked(l protocolmap.ListenerName, ip netip.A
 		panic(fmt.Sprintf("socketserver: released a connection from %s that was never counted", ip))
 	}
 	if n == 1 {
-		delete(cq.byIP, ip)
-		if cq.ipRate[ip] != nil && cq.ipRateLimit(ip) == Unlimited {
-			delete(cq.ipRate, ip)
-		}
+		delete(cq.byIP, ip) // its rate, if any, stays until sweepIPRatesLocked finds it expired
 	} else {
 		cq.byIP[ip] = n - 1
 	}
