@@ -3,6 +3,7 @@ package socketserver
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,9 @@ type Config struct {
 	// the connection. Zero means DefaultRequestMaxBytes.
 	RequestMaxBytes int32
 	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
-	// complete request received or response sent for this long is closed.
+	// complete request received or response sent for this long is closed,
+	// as in Kafka even while the host holds its request (the request's
+	// context is then cancelled, and a late answer is dropped).
 	// Zero means listener.DefaultConnectionsMaxIdle; negative disables the limit.
 	ConnectionsMaxIdle time.Duration
 	// QueuedMaxRequests is the data plane's request queue capacity
@@ -224,7 +227,9 @@ func (c Config) networkThreads(l listener.Listener) int {
 // and max.connection.creation.rate (each also per listener),
 // max.connections.per.ip, max.connections.per.ip.overrides,
 // quota.window.num, quota.window.size.seconds, and this library's
-// kafkanet.ip.connection.creation.rate.
+// kafkanet.ip.connection.creation.rate and
+// kafkanet.ip.connection.creation.rate.overrides (see
+// ipConnectionCreationRateOverrides).
 func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
 	q := DefaultQuotas()
 	var err error
@@ -280,11 +285,60 @@ func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
 			q.MaxConnectionsPerIPOverrides[e.Key] = n
 		}
 	}
+	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(cfg); err != nil {
+		return nil, err
+	}
 	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
 		return nil, &protocolmap.ConfigError{Key: "max.connections.per.ip", Value: "0", Err: ErrInvalidQuotas,
 			Rule: "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}
 	}
 	return &q, nil
+}
+
+// KeyIPConnectionCreationRateOverrides is this library's key for per-address
+// connection creation rates, which Kafka sets as the connection_creation_rate
+// quota of named ip entities (kafka-configs --entity-type ips): a
+// comma-separated list of address:rate, in the syntax of
+// max.connections.per.ip.overrides (each entry split at its last colon, so
+// ::1:5 gives ::1 five per second), for example
+// 10.0.0.7:5,192.168.1.9:0,2001:db8::1:20. Addresses are IP literals (a
+// bracketed IPv6 address is accepted; a host name is not), each given once;
+// rates are connections per second, 0 admitting none and 2147483647 none
+// limited (exempt from kafkanet.ip.connection.creation.rate).
+const KeyIPConnectionCreationRateOverrides = "kafkanet.ip.connection.creation.rate.overrides"
+
+// ipConnectionCreationRateOverrides reads
+// kafkanet.ip.connection.creation.rate.overrides; nil when it is not set.
+func ipConnectionCreationRateOverrides(cfg *listener.Config) (map[netip.Addr]int, error) {
+	const key = KeyIPConnectionCreationRateOverrides
+	v, ok := cfg.Properties().Get(key)
+	if !ok {
+		return nil, nil
+	}
+	entries, err := protocolmap.ParseCSVMap(key, v)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[netip.Addr]int, len(entries))
+	for _, e := range entries {
+		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e.Key, "["), "]"))
+		if err != nil {
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
+				Rule: fmt.Sprintf("%q is not an IP address (host names are not accepted)", e.Key)}
+		}
+		ip = ip.Unmap().WithZone("") // a zone does not tell addresses apart, as in Java
+		if _, dup := out[ip]; dup {
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
+				Rule: fmt.Sprintf("address %s is given more than once", ip)}
+		}
+		n, err := strconv.Atoi(e.Value)
+		if err != nil || n < 0 || n > Unlimited {
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
+				Rule: fmt.Sprintf("the rate %q of %s is not an integer from 0 to %d", e.Value, e.Key, Unlimited)}
+		}
+		out[ip] = n
+	}
+	return out, nil
 }
 
 // listenerOverrides reads listener.name.<l>.<key> for every listener that

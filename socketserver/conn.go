@@ -27,9 +27,10 @@ import (
 type conn struct {
 	nc      net.Conn // the TCP connection: closed and given deadlines from any goroutine
 	p       *processor
-	ctx     context.Context
+	ctx     context.Context // its requests' context: cancelled when the peer sends EOF or the connection closes
 	cancel  context.CancelFunc
-	answers chan answer // made with the first request the host answers
+	closed  chan struct{} // closed when the connection closes
+	answers chan answer   // made with the first request the host answers
 
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
@@ -38,10 +39,10 @@ type conn struct {
 	rw            io.ReadWriter // nc, or the TLS connection over it (over prefixedConn)
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
+	watching      bool // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
 	saslIdentity  string
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
-	watching      bool          // peer is reading c.br for the request in flight
 	pre           prefixReader  // under br: what the parked goroutine read
 
 	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
@@ -50,8 +51,7 @@ type conn struct {
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
 	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
 
-	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
-	inFlight  atomic.Bool  // a request awaits its answer
+	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning
 	closeOnce sync.Once
 	entry     *connregistry.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
@@ -234,13 +234,12 @@ func (c *conn) serveRequest() bool {
 	if c.answers == nil {
 		c.answers = make(chan answer, 1)
 	}
-	c.inFlight.Store(true)
 	if api, _ := ls.apis.lookup(h.key); api.Handler != nil {
 		srv.handle(api.Handler, r) // answered in place: the answer is in c.answers, or comes later
 	} else {
 		select {
 		case ls.queue <- r:
-		case <-c.ctx.Done():
+		case <-c.closed:
 			return false
 		}
 	}
@@ -253,10 +252,14 @@ func (c *conn) serveRequest() bool {
 		c.watching = true
 	}
 
+	// The peer may have sent EOF meanwhile (the request's context is then
+	// cancelled): the answer is still written, as Kafka, which reads
+	// nothing while a request is in flight, writes it before it sees the
+	// EOF. Only the connection's close, or idle expiry, ends the wait.
 	var a answer
 	select {
 	case a = <-c.answers:
-	case <-c.ctx.Done():
+	case <-c.closed:
 		return false
 	}
 	if a.close {
@@ -265,13 +268,13 @@ func (c *conn) serveRequest() bool {
 	}
 	if a.resp != nil {
 		writeStart := time.Now()
+		c.touch(writeStart) // as Kafka's Selector, to which a connection with a response to write is active
 		if err := c.write(h.correlationID, a.resp); err != nil {
 			return false
 		}
 		c.p.busy.Add(int64(time.Since(writeStart)))
 	}
 	c.touch(time.Now())
-	c.inFlight.Store(false)
 	return true
 }
 
@@ -373,6 +376,12 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 // serve's bufio.Reader, which serve leaves alone from a send on start until
 // it has received the read's error from done (nil when the next request has
 // begun to arrive). Closing start ends it; it then closes done.
+//
+// EOF cancels the context but leaves the connection open: a client that
+// half-closed its socket after its last request still reads, and gets the
+// responses to the requests it sent, then the close (Kafka mutes a
+// connection while its request is handled and reads the EOF only after
+// the response has gone). Any other error closes the connection at once.
 type peerWatcher struct {
 	start chan struct{}
 	done  chan error
@@ -384,8 +393,12 @@ func (c *conn) watchPeer() *peerWatcher {
 		defer close(w.done)
 		for range w.start {
 			_, err := c.br.Peek(1)
-			if err != nil && !isDeadline(err) { // a deadline is Shutdown's drain or a request to park, not the peer
-				c.close() // and a write blocked on a peer that no longer reads ends now
+			switch {
+			case err == nil, isDeadline(err): // a deadline is Shutdown's drain or a request to park, not the peer
+			case errors.Is(err, io.EOF): // the peer sends no more; it may still read
+				c.cancel()
+			default:
+				c.close() // and a write blocked on a peer that is gone ends now
 			}
 			w.done <- err
 		}
@@ -596,6 +609,7 @@ func (c *conn) close() {
 		c.setReason(connregistry.ClientClosed)
 		c.entry.Remove(time.Now(), *c.reason.Load())
 		c.cancel()
+		close(c.closed)
 		c.nc.Close()
 		c.p.remove(c)
 		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info.ClientAddr.Addr()) // ClientAddr never changes

@@ -2,6 +2,8 @@ package socketserver_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,7 +53,7 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 		10*time.Second, time.Millisecond, "the data queue never filled")
 	dataReq := recv(t, dataSeen)
 	_, _, dataProcessor, _ := parseConnID(t, dataReq.Conn.ID)
-	assert.Contains(t, []int{0, 1, 2}, dataProcessor, "CLIENT has the first three processors")
+	assert.Contains(t, []int{1, 2, 3}, dataProcessor, "CLIENT has the three processors after the control plane's")
 
 	for i := range 3 {
 		c := socketservertest.Dial(t, srv, "CONTROLLER")
@@ -62,7 +64,7 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 		assert.Equal(t, listener.ControlPlane, r.Conn.Plane)
 		assert.Equal(t, protocolmap.ListenerName("CONTROLLER"), r.Conn.Listener)
 		_, _, processor, index := parseConnID(t, r.Conn.ID)
-		assert.Equal(t, 3, processor, "the control plane's single processor comes after CLIENT's three")
+		assert.Equal(t, 0, processor, "the control plane's single processor comes first")
 		assert.Equal(t, i, index)
 	}
 	st := srv.Stats()
@@ -82,4 +84,57 @@ func TestNoControlPlane(t *testing.T) {
 	_, ok := srv.Stats().RequestQueueSize[listener.ControlPlane]
 	assert.False(t, ok)
 	assert.Error(t, srv.Serve(context.Background(), listener.ControlPlane, 1, echoMetadata))
+}
+
+// Processor ids are numbered across the server as Kafka numbers them
+// (SocketServer.nextProcessorId; SocketServer creates the control plane's
+// acceptor and processor before the data plane's): the control plane's
+// single processor is 0 wherever its listener stands in listeners, then
+// each data-plane listener's processors follow in the order of listeners.
+// The id is the third field of every connection id.
+func TestProcessorIDsControlPlaneFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		listeners string
+		want      map[string][]int // listener: its processors' ids
+	}{
+		{"control plane in the middle", "CLIENT://127.0.0.1:0,CONTROLLER://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+			map[string][]int{"CONTROLLER": {0}, "CLIENT": {1, 2}, "INTERNAL": {3, 4, 5}}},
+		{"control plane last", "CLIENT://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			map[string][]int{"CONTROLLER": {0}, "CLIENT": {1, 2}, "INTERNAL": {3, 4, 5}}},
+		{"no control plane", "CLIENT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+			map[string][]int{"CLIENT": {0, 1}, "INTERNAL": {2, 3, 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			props := listener.Properties{
+				"listeners":                                  tc.listeners,
+				"listener.security.protocol.map":             "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT",
+				"inter.broker.listener.name":                 "INTERNAL",
+				"listener.name.client.num.network.threads":   "2",
+				"listener.name.internal.num.network.threads": "3",
+			}
+			if _, ok := tc.want["CONTROLLER"]; ok {
+				props["control.plane.listener.name"] = "CONTROLLER"
+			}
+			seen := make(chan *socketserver.Request, 1)
+			srv := socketservertest.NewServer(t, props, withAPIs, queueHandler(seen))
+			var all []int
+			for name, want := range tc.want {
+				var got []int
+				for i := range len(want) { // connections go round robin over the listener's processors
+					c := socketservertest.Dial(t, srv, name)
+					send(t, c, metadataReq(1), int32(i))
+					r := recv(t, seen)
+					_, _, processor, index := parseConnID(t, r.Conn.ID)
+					got = append(got, processor)
+					assert.Equal(t, 0, index, "each processor numbers its own connections from 0")
+					require.NoError(t, respondEmpty(r))
+				}
+				assert.Equal(t, want, got, "processor ids of %s", name)
+				all = append(all, want...)
+			}
+			ids := slices.Collect(maps.Keys(srv.Stats().ProcessorIdleRatio))
+			assert.ElementsMatch(t, all, ids, "Stats names the same processors")
+		})
+	}
 }

@@ -103,7 +103,7 @@ func (p *processor) register(nc net.Conn) {
 	p.srv.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
-	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel}
+	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, closed: make(chan struct{})}
 	l := p.ls.cfg
 	p.mu.Lock()
 	index := p.index
@@ -137,15 +137,15 @@ func (p *processor) register(nc net.Conn) {
 }
 
 // connectionID formats Kafka's connection id,
-// localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
-// addresses unbracketed as Kafka writes them.
+// localIP:localPort-remoteIP:remotePort-processorId-index, with the
+// addresses as Kafka writes them (see appendHostAddress).
 func connectionID(local, remote netip.AddrPort, processorID int, index int32) string {
 	b := make([]byte, 0, 64)
-	b = local.Addr().AppendTo(b)
+	b = appendHostAddress(b, local.Addr())
 	b = append(b, ':')
 	b = strconv.AppendUint(b, uint64(local.Port()), 10)
 	b = append(b, '-')
-	b = remote.Addr().AppendTo(b)
+	b = appendHostAddress(b, remote.Addr())
 	b = append(b, ':')
 	b = strconv.AppendUint(b, uint64(remote.Port()), 10)
 	b = append(b, '-')
@@ -153,6 +153,47 @@ func connectionID(local, remote netip.AddrPort, processorID int, index int32) st
 	b = append(b, '-')
 	b = strconv.AppendInt(b, int64(index), 10)
 	return string(b)
+}
+
+// appendHostAddress appends a as Java's InetAddress.getHostAddress writes
+// it, which Kafka's connection ids use (ServerConnectionId
+// .generateConnectionId): an IPv4 (or IPv4-mapped) address dotted; an IPv6
+// address unbracketed and in full, its eight groups in lower-case hex
+// without leading zeros and no "::" (0:0:0:0:0:0:0:1 for ::1), with a zone
+// as its numeric scope id (fe80:0:0:0:0:0:0:1%2), as the JDK builds a
+// socket's address from sin6_scope_id.
+func appendHostAddress(b []byte, a netip.Addr) []byte {
+	if a.Is4In6() {
+		a = a.Unmap()
+	}
+	if !a.Is6() {
+		return a.AppendTo(b)
+	}
+	ip := a.As16()
+	for i := 0; i < len(ip); i += 2 {
+		if i > 0 {
+			b = append(b, ':')
+		}
+		b = strconv.AppendUint(b, uint64(ip[i])<<8|uint64(ip[i+1]), 16)
+	}
+	if zone := a.Zone(); zone != "" {
+		b = append(b, '%')
+		b = append(b, scopeID(zone)...)
+	}
+	return b
+}
+
+// scopeID returns the numeric scope id of an IPv6 zone: Go names the zone
+// of a socket's address by its interface when it knows it. A name no
+// interface has any more stays as it is.
+func scopeID(zone string) string {
+	if _, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		return zone
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return strconv.Itoa(ifi.Index)
+	}
+	return zone
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
@@ -178,7 +219,9 @@ func (p *processor) connCount() int {
 }
 
 // expireIdle closes connections that have had no complete request or
-// response for connections.max.idle.ms and have no request in flight, and
+// response for connections.max.idle.ms, with a request in flight or not
+// (as Kafka's Selector, which counts a muted connection's time waiting for
+// its response as idle: SocketServerTest.testIdleConnection), and
 // asks those waiting for a request for their parkWait to park, and those
 // parked on a larger stack than the runtime now starts goroutines on to
 // park again.
@@ -192,7 +235,7 @@ func (p *processor) expireIdle(now time.Time) {
 	p.mu.Lock()
 	for c := range p.conns {
 		switch since := now.Sub(c.lastActive()); {
-		case limit > 0 && !c.inFlight.Load() && since > limit:
+		case limit > 0 && since > limit:
 			expired = append(expired, c)
 		case c.wait.Load() == waitAwaiting && c.idleFor(now) >= c.parkWait():
 			idle = append(idle, c)

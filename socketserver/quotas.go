@@ -43,10 +43,17 @@ type Quotas struct {
 	ListenerMaxConnectionCreationRate map[protocolmap.ListenerName]int
 	// IPConnectionCreationRate limits each client address to this many new
 	// connections per second: a connection beyond it is held for the
-	// throttle delay, then closed (Kafka sets it as the ip entity's
+	// throttle delay, then closed (Kafka sets it as the default ip entity's
 	// connection_creation_rate quota; here it is
 	// kafkanet.ip.connection.creation.rate).
 	IPConnectionCreationRate int
+	// IPConnectionCreationRateOverrides gives single client addresses their
+	// own creation rate instead of IPConnectionCreationRate (Kafka's
+	// connection_creation_rate quota of a named ip entity; here
+	// kafkanet.ip.connection.creation.rate.overrides). Unlimited exempts an
+	// address, zero admits none of its connections. An IPv4-mapped address
+	// stands for its IPv4 address.
+	IPConnectionCreationRateOverrides map[netip.Addr]int
 	// WindowNum and WindowSize are quota.window.num and
 	// quota.window.size.seconds: rates are measured over WindowNum samples
 	// of WindowSize, and no delay is longer than WindowSize.
@@ -86,6 +93,14 @@ func (q Quotas) validate() error {
 	}
 	if q.MaxConnections < 0 || q.MaxConnectionsPerIP < 0 || q.MaxConnectionCreationRate < 0 || q.IPConnectionCreationRate < 0 {
 		return bad("limits must not be negative")
+	}
+	for ip, n := range q.IPConnectionCreationRateOverrides {
+		if !ip.IsValid() {
+			return bad("kafkanet.ip.connection.creation.rate.overrides holds an invalid address")
+		}
+		if n < 0 {
+			return bad("kafkanet.ip.connection.creation.rate.overrides gives %s a negative rate", ip)
+		}
 	}
 	for l, n := range q.ListenerMaxConnections {
 		if n < 0 {
@@ -135,7 +150,8 @@ func resolveOverrides(ctx context.Context, overrides map[string]int) (map[netip.
 type connectionQuotas struct {
 	mu          sync.Mutex
 	q           Quotas
-	overrides   map[netip.Addr]int
+	overrides   map[netip.Addr]int // max.connections.per.ip.overrides, resolved
+	ipRates     map[netip.Addr]int // q.IPConnectionCreationRateOverrides, unmapped and without zones
 	interBroker protocolmap.ListenerName
 	listeners   int // listeners of the server: protection needs more than one
 
@@ -147,6 +163,7 @@ type connectionQuotas struct {
 	brokerRate   *sampledRate
 	listenerRate map[protocolmap.ListenerName]*sampledRate
 	ipRate       map[netip.Addr]*sampledRate
+	ipRateSwept  time.Time // when ipRate was last rid of expired rates
 
 	changed chan struct{} // closed and replaced when a slot frees or the quotas change
 	excess  chan struct{} // closed and replaced when the broker-wide count goes over its limit
@@ -155,7 +172,7 @@ type connectionQuotas struct {
 
 func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
 	return &connectionQuotas{
-		q: q, overrides: overrides, interBroker: interBroker, listeners: listeners,
+		q: q, overrides: overrides, ipRates: ipRates(q.IPConnectionCreationRateOverrides), interBroker: interBroker, listeners: listeners,
 		byListener: map[protocolmap.ListenerName]int{}, byIP: map[netip.Addr]int{},
 		brokerRate:   newSampledRate(q.WindowNum, q.WindowSize),
 		listenerRate: map[protocolmap.ListenerName]*sampledRate{}, ipRate: map[netip.Addr]*sampledRate{},
@@ -164,8 +181,21 @@ func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker pro
 	}
 }
 
+// ipRates copies the per-address creation rates, keyed as acquire looks
+// addresses up.
+func ipRates(overrides map[netip.Addr]int) map[netip.Addr]int {
+	out := make(map[netip.Addr]int, len(overrides))
+	for ip, n := range overrides {
+		out[ip.Unmap().WithZone("")] = n
+	}
+	return out
+}
+
 // set replaces the quotas while the server runs: raised limits wake waiting
-// acceptors; lowered ones apply to new connections.
+// acceptors; lowered ones apply to new connections. A changed creation rate
+// applies to the next connection, measured against the connections already
+// recorded: as Kafka's ConnectionQuotas.updateIpConnectionRateQuota, which
+// changes the bound of the existing rate sensor and keeps its samples.
 func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
@@ -174,8 +204,18 @@ func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
 		clear(cq.listenerRate)
 		clear(cq.ipRate)
 	}
-	cq.q, cq.overrides = q, overrides
+	cq.q, cq.overrides, cq.ipRates = q, overrides, ipRates(q.IPConnectionCreationRateOverrides)
 	cq.notifyLocked()
+}
+
+// ipRateLimit is the creation rate of client address ip: its override, or
+// the default (Kafka's ConnectionQuotas.connectionRateForIp). A zone does
+// not count, as Java's InetAddress.equals ignores the scope.
+func (cq *connectionQuotas) ipRateLimit(ip netip.Addr) int {
+	if n, ok := cq.ipRates[ip.WithZone("")]; ok {
+		return n
+	}
+	return cq.q.IPConnectionCreationRate
 }
 
 func (cq *connectionQuotas) notifyLocked() {
@@ -291,7 +331,8 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 		res.blocked = time.Since(start)
 	}
 	now = cq.now()
-	if limit := cq.q.IPConnectionCreationRate; limit != Unlimited {
+	cq.sweepIPRatesLocked(now)
+	if limit := cq.ipRateLimit(ip); limit != Unlimited {
 		r := cq.ipRate[ip]
 		if r == nil {
 			r = newSampledRate(cq.q.WindowNum, cq.q.WindowSize)
@@ -327,6 +368,23 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 	return res, nil
 }
 
+// sweepIPRatesLocked forgets, once per rate span (quota.window.num windows),
+// the per-address rates whose samples have all expired: they measure as a
+// new rate would, and an address that opens no connection for that long
+// must not hold memory for ever (many client addresses come and go; Kafka
+// drops an address's rate sensor an hour after its last record).
+func (cq *connectionQuotas) sweepIPRatesLocked(now time.Time) {
+	if now.Sub(cq.ipRateSwept) < time.Duration(cq.q.WindowNum)*cq.q.WindowSize {
+		return
+	}
+	cq.ipRateSwept = now
+	for ip, r := range cq.ipRate {
+		if r.expired(now) {
+			delete(cq.ipRate, ip)
+		}
+	}
+}
+
 // release gives back a connection's slot.
 func (cq *connectionQuotas) release(l protocolmap.ListenerName, ip netip.Addr) {
 	cq.mu.Lock()
@@ -340,10 +398,7 @@ func (cq *connectionQuotas) releaseLocked(l protocolmap.ListenerName, ip netip.A
 		panic(fmt.Sprintf("socketserver: released a connection from %s that was never counted", ip))
 	}
 	if n == 1 {
-		delete(cq.byIP, ip)
-		if cq.ipRate[ip] != nil && cq.q.IPConnectionCreationRate == Unlimited {
-			delete(cq.ipRate, ip)
-		}
+		delete(cq.byIP, ip) // its rate, if any, stays until sweepIPRatesLocked finds it expired
 	} else {
 		cq.byIP[ip] = n - 1
 	}

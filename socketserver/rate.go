@@ -57,6 +57,18 @@ func (r *sampledRate) purge(now time.Time) {
 	}
 }
 
+// expired reports whether every sample has expired at now: the rate
+// then measures exactly as a new one would, and may be forgotten.
+func (r *sampledRate) expired(now time.Time) bool {
+	expire := time.Duration(cap(r.samples)) * r.window
+	for _, s := range r.samples {
+		if now.Sub(s.start) < expire {
+			return false
+		}
+	}
+	return true
+}
+
 // elapsed is the time the rate is measured over, in Kafka's way.
 func (r *sampledRate) elapsed(now time.Time) time.Duration {
 	r.purge(now)
@@ -85,13 +97,18 @@ func (r *sampledRate) rate(now time.Time) float64 {
 }
 
 // throttle returns how long to delay after an event to bring the rate back
-// to bound, as Kafka's QuotaUtils.throttleTime does, capped at one window;
-// zero when the rate is within bound.
+// to bound, as Kafka's QuotaUtils.boundedThrottleTime does, capped at one
+// window; zero when the rate is within bound. A bound of zero admits
+// nothing: Kafka's delay divides by it, and the infinity is capped to the
+// window.
 func (r *sampledRate) throttle(bound float64, now time.Time) time.Duration {
 	value := r.rate(now)
 	if value <= bound {
 		return 0
 	}
 	ms := math.Round((value - bound) / bound * float64(r.elapsed(now).Milliseconds()))
-	return min(time.Duration(ms)*time.Millisecond, r.window)
+	if ms >= float64(r.window.Milliseconds()) { // and +Inf, which no Duration holds
+		return r.window
+	}
+	return time.Duration(ms) * time.Millisecond
 }

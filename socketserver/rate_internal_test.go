@@ -51,3 +51,15 @@ func TestSampledRateWindows(t *testing.T) {
 	assert.Equal(t, 250*time.Millisecond, r.elapsed(t2))
 	assert.InDelta(t, 5/0.25, r.rate(t2), 1e-9)
 }
+
+// A bound of zero, which Kafka's connection rate keys allow (atLeast(0)),
+// delays every event by the cap of one window: QuotaUtils.throttleTime
+// divides by the bound, and boundedThrottleTime caps the infinity.
+func TestSampledRateZeroBound(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	r := newSampledRate(11, time.Second)
+	r.record(1, t0)
+	assert.Equal(t, time.Second, r.throttle(0, t0))
+	r.record(-1, t0)
+	assert.Zero(t, r.throttle(0, t0), "no event, no delay")
+}

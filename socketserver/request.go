@@ -31,7 +31,10 @@ var Anonymous = connregistry.Anonymous
 // ConnInfo describes the connection a request arrived on.
 type ConnInfo struct {
 	// ID is Kafka's connection id:
-	// localIP:localPort-remoteIP:remotePort-processorId-index.
+	// localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
+	// addresses in Java's uncompressed form (0:0:0:0:0:0:0:1), as Kafka
+	// writes them, and processors numbered across the server, the control
+	// plane's first.
 	ID               string
 	Listener         protocolmap.ListenerName
 	SecurityProtocol protocolmap.SecurityProtocol
@@ -80,7 +83,10 @@ type Request struct {
 }
 
 // Context returns a context that is cancelled when the request's connection
-// closes, so that work for a client that has gone can stop.
+// closes, or when its client shuts down its sending side (EOF), so that work
+// for a client that has gone can stop. A client that only half-closed may
+// still read: the answer given after the cancellation is written, as Kafka
+// writes the responses to the requests it read before the EOF.
 func (r *Request) Context() context.Context { return r.conn.ctx }
 
 // Respond sends resp as the answer. resp's version is set to the request's.

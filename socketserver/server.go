@@ -132,7 +132,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
 	}
-	processorID := 0
+	// Processor ids are the server's, as Kafka numbers them
+	// (SocketServer.nextProcessorId): the control plane's acceptor is
+	// created first, so its single processor is 0; the data-plane
+	// listeners' processors follow, in the order of listeners.
+	dataPlaneID := 0
+	if cfg.Listeners.ControlPlaneListener != "" {
+		dataPlaneID = 1
+	}
 	for _, l := range cfg.Listeners.Listeners {
 		apis := cfg.APIs
 		if own, ok := cfg.ListenerAPIs[l.Name]; ok {
@@ -147,9 +154,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane]}
-		for range cfg.networkThreads(l) {
-			ls.processors = append(ls.processors, newProcessor(s, ls, processorID))
-			processorID++
+		n, first := cfg.networkThreads(l), 0
+		if l.Plane == listener.DataPlane {
+			first = dataPlaneID
+			dataPlaneID += n
+		}
+		for i := range n {
+			ls.processors = append(ls.processors, newProcessor(s, ls, first+i))
 		}
 		s.listeners = append(s.listeners, ls)
 	}

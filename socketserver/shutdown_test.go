@@ -343,15 +343,31 @@ func TestShutdownDeadlineWithUnansweredRequests(t *testing.T) {
 var disconnectModes = []struct {
 	name string
 	gone func(t *testing.T, c *net.TCPConn)
+	// halfClose: the client still reads. The host learns of the EOF (the
+	// request's context is cancelled), but the responses to the requests
+	// read before it are written, then the connection closes, as in Kafka,
+	// which reads the EOF only once the response has gone
+	// (SocketServerTest.testGracefulClose).
+	halfClose bool
 }{
-	{"close", func(t *testing.T, c *net.TCPConn) { require.NoError(t, c.Close()) }},
+	{"close", func(t *testing.T, c *net.TCPConn) { require.NoError(t, c.Close()) }, false},
 	{"reset", func(t *testing.T, c *net.TCPConn) {
 		require.NoError(t, c.SetLinger(0)) // close sends RST
 		require.NoError(t, c.Close())
-	}},
-	// A half-close is a disconnect too, as in Kafka: EOF on the read side
-	// closes the connection.
-	{"close write", func(t *testing.T, c *net.TCPConn) { require.NoError(t, c.CloseWrite()) }},
+	}, false},
+	{"close write", func(t *testing.T, c *net.TCPConn) { require.NoError(t, c.CloseWrite()) }, true},
+}
+
+// readResponsesThenEOF reads one response frame for each correlation id, in
+// order, then requires the server's close.
+func readResponsesThenEOF(t testing.TB, c net.Conn, corrs ...int32) {
+	t.Helper()
+	for _, corr := range corrs {
+		f := readRawFrame(t, c)
+		require.GreaterOrEqual(t, len(f), 4)
+		require.Equal(t, corr, int32(binary.BigEndian.Uint32(f)), "correlation id")
+	}
+	requireClosedNoResponse(t, c)
 }
 
 func dialTCP(t *testing.T, addr string) *net.TCPConn {
@@ -367,7 +383,8 @@ func dialTCP(t *testing.T, addr string) *net.TCPConn {
 // by it, half sent, or while its large response is being written: each
 // held request's context is cancelled, answering it afterwards is harmless,
 // the server closes the connection, gives its quota slot back and keeps no
-// goroutine for it; the server goes on serving others.
+// goroutine for it; the server goes on serving others. A client that only
+// half-closed gets the responses to every request it sent whole first.
 func TestDisconnectWhileRequestInFlight(t *testing.T) {
 	bigResponse := func(r *socketserver.Request) *kmsg.MetadataResponse {
 		resp := kmsg.NewPtrMetadataResponse()
@@ -383,9 +400,10 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 		name string
 		// serve runs the host: it takes requests from the queue as the stage
 		// needs; reached is called when the clients may go.
-		run func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func())
+		// With halfClose the clients still read.
+		run func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func(), halfClose bool)
 	}{
-		{"held by the handler", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func()) {
+		{"held by the handler", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func(), halfClose bool) {
 			var held []*socketserver.Request
 			for i, c := range conns {
 				send(t, c, metadataReq(1), int32(i+1))
@@ -399,8 +417,13 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 				requireDone(t, r.Context())
 				assert.NoError(t, respondEmpty(r), "answering a request of a gone client")
 			}
+			if halfClose {
+				for i, c := range conns {
+					readResponsesThenEOF(t, c, int32(i+1))
+				}
+			}
 		}},
-		{"pipelined, first held", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func()) {
+		{"pipelined, first held", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func(), halfClose bool) {
 			var held []*socketserver.Request
 			for _, c := range conns {
 				var b []byte
@@ -419,21 +442,31 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 			answering.Go(func() {
 				for {
 					select {
-					case r := <-srv.Requests(listener.DataPlane):
+					case r, ok := <-srv.Requests(listener.DataPlane):
+						if !ok {
+							return
+						}
 						assert.NoError(t, respondEmpty(r))
 					case <-stop:
 						return
 					}
 				}
 			})
+			defer func() {
+				close(stop)
+				answering.Wait()
+			}()
 			for _, r := range held {
 				assert.NoError(t, respondEmpty(r))
 			}
+			if halfClose {
+				for _, c := range conns {
+					readResponsesThenEOF(t, c, 1, 2, 3, 4, 5)
+				}
+			}
 			requireConnCount(t, srv, "PLAINTEXT", 0)
-			close(stop)
-			answering.Wait()
 		}},
-		{"queued, not yet taken", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func()) {
+		{"queued, not yet taken", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func(), halfClose bool) {
 			for i, c := range conns {
 				send(t, c, metadataReq(1), int32(i+1))
 			}
@@ -445,8 +478,13 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 				requireDone(t, r.Context())
 				assert.NoError(t, respondEmpty(r))
 			}
+			if halfClose {
+				for i, c := range conns {
+					readResponsesThenEOF(t, c, int32(i+1))
+				}
+			}
 		}},
-		{"half sent", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func()) {
+		{"half sent", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func(), halfClose bool) {
 			for i, c := range conns {
 				b := formatter.AppendRequest(nil, metadataReq(1), int32(i+1))
 				write(t, c, b[:len(b)-3])
@@ -454,7 +492,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 			requireConnCount(t, srv, "PLAINTEXT", len(conns))
 			disconnect()
 		}},
-		{"response being written", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func()) {
+		{"response being written", func(t *testing.T, srv *socketserver.Server, conns []*net.TCPConn, disconnect func(), halfClose bool) {
 			for i, c := range conns {
 				send(t, c, metadataReq(1), int32(i+1))
 				r := recvFrom(t, srv)
@@ -465,6 +503,17 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 				require.NoError(t, err)
 			}
 			disconnect()
+			if halfClose { // the client reads on: the rest of the response comes, then the close
+				for _, c := range conns {
+					require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+					rest, err := io.ReadAll(c)
+					require.NoError(t, err)
+					resp := kmsg.NewPtrMetadataResponse()
+					resp.Version = 1
+					require.NoError(t, resp.ReadFrom(rest))
+					assert.Len(t, resp.Topics, 6000, "the whole response")
+				}
+			}
 		}},
 	}
 	for _, stage := range stages {
@@ -484,7 +533,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 					for _, c := range conns {
 						mode.gone(t, c)
 					}
-				})
+				}, mode.halfClose)
 				requireConnCount(t, srv, "PLAINTEXT", 0)
 				requireQuotasReleased(t, srv)
 

@@ -38,10 +38,27 @@
 // num.partitions and auto.create.topics.enable.
 //
 // SIGHUP re-reads the -config file (with the -set values over it) and
-// applies its SASL user lists: added users can log in at once, removed
-// users no more, and their open connections close when their session
-// expires (connections.max.reauth.ms). An invalid file is logged and
-// changes nothing; other settings need a restart.
+// applies its connection quotas and SASL user lists. The quotas
+// (max.connections, max.connections.per.ip and
+// max.connections.per.ip.overrides, max.connection.creation.rate, their
+// listener.name.<listener>. forms, and the per-address connection creation
+// rates below) apply to the next connection; existing connections stay.
+// Added users can log in at once, removed users no more, and their open
+// connections close when their session expires (connections.max.reauth.ms).
+// An invalid file is logged and changes nothing; other settings need a
+// restart.
+//
+// Per-address connection creation rates, which Kafka sets at run time as
+// the connection_creation_rate quota of the ips entity (kafka-configs
+// --entity-type ips), are two keys here:
+// kafkanet.ip.connection.creation.rate is the default for every client
+// address, and kafkanet.ip.connection.creation.rate.overrides gives single
+// addresses their own, as a comma-separated list of address:rate in the
+// syntax of max.connections.per.ip.overrides, for example
+// kafkanet.ip.connection.creation.rate.overrides=10.0.0.7:5,192.168.1.9:0,2001:db8::1:20
+// (IP addresses only, each once; a rate of 0 admits no connection from the
+// address, 2147483647 exempts it). A connection beyond its address's rate
+// is held for the throttle delay, then closed.
 //
 // -brokers N runs a cluster of N brokers in the one process, sharing their
 // topics: broker i has node id node.id+i and binds and advertises each
@@ -124,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration, print the listeners and exit")
 	configPath := fs.String("config", "", "read broker settings from the Java .properties `file` (re-read on SIGHUP for\n"+
-		"the SASL users). Without -config and -set: built-in listeners, CLIENT on\n"+
+		"the connection quotas and SASL users). Without -config and -set: built-in listeners, CLIENT on\n"+
 		"127.0.0.1:9092 with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) for the\n"+
 		"demo users alice (password alice-secret) and bob (password bob-secret)")
 	var sets settings
@@ -184,9 +201,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // serve runs the brokers, and the metrics server if metricsAddr is set,
-// until ctx ends, then shuts them down. On SIGHUP it reloads the SASL users
-// from the configuration load returns (see cluster.reload). It returns the
-// exit status.
+// until ctx ends, then shuts them down. On SIGHUP it reloads the connection
+// quotas and SASL users from the configuration load returns (see
+// cluster.reload). It returns the exit status.
 func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, load func() (*listener.Config, error), logger *slog.Logger) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
@@ -217,7 +234,7 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 	for ctx.Err() == nil {
 		select {
 		case <-hup:
-			logger.Info("SIGHUP: reloading the SASL users")
+			logger.Info("SIGHUP: reloading the connection quotas and SASL users")
 			_ = c.reload(load) // logged
 		case <-ctx.Done():
 		}

@@ -297,6 +297,11 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 			key:  "ssl.keystore.location",
 		},
 		{
+			name: "per-address connection creation rate with a host name",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "kafkanet.ip.connection.creation.rate.overrides=broker.example.com:5"},
+			key:  "kafkanet.ip.connection.creation.rate.overrides",
+		},
+		{
 			name: "node id",
 			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "node.id=-1"},
 			key:  "node.id",

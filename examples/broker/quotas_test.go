@@ -59,3 +59,54 @@ func TestReloadAppliesQuotas(t *testing.T) {
 	require.Error(t, c.reload(load))
 	assert.Contains(t, log.String(), "max.connections.per.ip")
 }
+
+// The per-address connection creation rates (Kafka's connection_creation_rate
+// quota of the ips entity, ConnectionQuotas.updateIpConnectionRateQuota)
+// come from kafkanet.ip.connection.creation.rate and
+// kafkanet.ip.connection.creation.rate.overrides, and a reload (SIGHUP)
+// applies a change to the next connection.
+func TestReloadAppliesIPConnectionCreationRates(t *testing.T) {
+	var log socketservertest.SyncBuffer
+	path := writeProperties(t, saslFile(`user_alice="alice-secret"`,
+		"kafkanet.ip.connection.creation.rate.overrides=127.0.0.11:0, 127.0.0.12:2147483647",
+		"kafkanet.ip.connection.creation.rate=1000"))
+	c, load := startFromFile(t, path, 1, &log)
+	replication := addr(t, c, 0, "REPLICATION")
+	dialFrom := func(source string) net.Conn {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 5 * time.Second}
+		conn, err := d.Dial("tcp", replication)
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		return conn
+	}
+	servedFrom := func(source string) bool {
+		t.Helper()
+		conn := dialFrom(source)
+		_, err := conn.Write(kmsg.NewRequestFormatter().AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1))
+		require.NoError(t, err)
+		n, _ := conn.Read(make([]byte, 4))
+		return n > 0
+	}
+
+	// A rate of 0 admits nothing from 127.0.0.11: held for a window, then closed.
+	start := time.Now()
+	assert.False(t, servedFrom("127.0.0.11"), "the override of 0 was not applied")
+	assert.Greater(t, time.Since(start), 500*time.Millisecond, "closed without the throttle delay")
+	assert.True(t, servedFrom("127.0.0.12"))
+
+	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`,
+		"kafkanet.ip.connection.creation.rate.overrides=127.0.0.12:0", "kafkanet.ip.connection.creation.rate=1000")), 0o600))
+	require.NoError(t, c.reload(load))
+	assert.Contains(t, log.String(), "ip_connection_creation_rate=1000 ip_connection_creation_rate_overrides=1")
+	assert.True(t, servedFrom("127.0.0.11"), "the removed override still applies")
+	assert.False(t, servedFrom("127.0.0.12"), "the new override does not apply")
+
+	// An invalid override leaves the rates as they were.
+	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`,
+		"kafkanet.ip.connection.creation.rate.overrides=broker.example.com:5")), 0o600))
+	require.Error(t, c.reload(load))
+	assert.Contains(t, log.String(), "kafkanet.ip.connection.creation.rate.overrides")
+	assert.False(t, servedFrom("127.0.0.12"), "a failed reload changed the rates")
+}

@@ -156,9 +156,13 @@ func (c *credentials) replace(next saslUsers) ([]userChange, error) {
 var errNoConfigFile = errors.New("no -config file to re-read")
 
 // reload re-reads the configuration with load (the -config file with the
-// -set values over it) and applies the SASL users it lists to every SASL
-// listener of every broker; other changed settings take effect only on a
-// restart. Users that are gone can no longer authenticate; their live
+// -set values over it) and applies its connection quotas to every broker
+// (max.connections, max.connections.per.ip and its overrides,
+// max.connection.creation.rate, the listener-prefixed forms, and
+// kafkanet.ip.connection.creation.rate and its overrides: the next
+// connection is measured against them) and the SASL users it lists to
+// every SASL listener of every broker; other changed settings take effect
+// only on a restart. Users that are gone can no longer authenticate; their live
 // connections close when their session expires, which
 // connections.max.reauth.ms bounds (otherwise they live on). A file that
 // does not load or is invalid is logged and changes nothing. load nil
@@ -195,8 +199,10 @@ func (c *cluster) reload(load func() (*listener.Config, error)) error {
 		}
 		cancel()
 		if err == nil {
-			c.log.Info("reload: connection quotas applied", "max_connections", scfg.Quotas.MaxConnections,
-				"max_connections_per_ip", scfg.Quotas.MaxConnectionsPerIP, "max_connection_creation_rate", scfg.Quotas.MaxConnectionCreationRate)
+			q := scfg.Quotas
+			c.log.Info("reload: connection quotas applied", "max_connections", q.MaxConnections,
+				"max_connections_per_ip", q.MaxConnectionsPerIP, "max_connection_creation_rate", q.MaxConnectionCreationRate,
+				"ip_connection_creation_rate", q.IPConnectionCreationRate, "ip_connection_creation_rate_overrides", len(q.IPConnectionCreationRateOverrides))
 		}
 	}
 	if err == nil {
