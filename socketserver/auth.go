@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 )
 
 // Authentication errors. Each closes the connection.
@@ -79,7 +80,7 @@ func DefaultPrincipal(info AuthInfo, mapper *listener.PrincipalMapper) (Principa
 // listenerSecurity is one listener's resolved security.
 type listenerSecurity struct {
 	tls        *tls.Config
-	mechanisms []listener.SASLMechanism // enabled, in configured order
+	mechanisms []sasl.Mechanism // enabled, in configured order
 	mapper     *listener.PrincipalMapper
 	conf       listener.Security
 	timeout    time.Duration // TLS handshake and SASL exchange deadline
@@ -113,7 +114,7 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 			return sec, fmt.Errorf("socketserver: listener %s speaks %s but has no credential store (Config.Credentials)", l.Name, l.SecurityProtocol)
 		}
 		for _, name := range conf.SASLMechanisms {
-			m, err := listener.NewSASLMechanism(name, store)
+			m, err := sasl.Builtin(name, store)
 			if err != nil {
 				return sec, fmt.Errorf("socketserver: listener %s: %w", l.Name, err)
 			}
@@ -132,7 +133,7 @@ func (s *listenerSecurity) reauth(mechanism string) time.Duration {
 	return s.conf.ReauthMaxFor(mechanism)
 }
 
-func (s *listenerSecurity) mechanism(name string) listener.SASLMechanism {
+func (s *listenerSecurity) mechanism(name string) sasl.Mechanism {
 	for _, m := range s.mechanisms {
 		if m.Name() == name {
 			return m
@@ -185,7 +186,7 @@ func (c *conn) handshake() error {
 		if err != nil {
 			return err
 		}
-		identity, err := c.saslExchange(mech, version, "")
+		identity, err := c.saslExchange(mech, version, "", deadline)
 		if err != nil {
 			return err
 		}
@@ -214,7 +215,7 @@ func (c *conn) handshake() error {
 // come in SaslAuthenticate requests, with v0 as raw size-prefixed frames.
 // Any other request closes the connection without a response. Frames are
 // limited to sasl.server.max.receive.size.
-func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
+func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	sawAPIVersions := false
 	for {
@@ -256,7 +257,7 @@ func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
 // An unknown mechanism, or during re-authentication (current set) another
 // mechanism than the current one, gets UNSUPPORTED_SASL_MECHANISM after the
 // failed-authentication delay, and an error to close the connection.
-func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest, current string) (listener.SASLMechanism, error) {
+func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest, current string) (sasl.Mechanism, error) {
 	sec := c.p.ls.sec
 	resp := kmsg.NewPtrSASLHandshakeResponse()
 	resp.SetVersion(h.version)
@@ -287,8 +288,10 @@ func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest, cur
 // carry it, with SASL_AUTHENTICATION_FAILED and the mechanism's message,
 // after the failed-authentication delay. During re-authentication (current
 // set) the identity must not change.
-func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16, current string) (string, error) {
-	session := mech.NewSession()
+func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, current string, deadline time.Time) (string, error) {
+	session := mech.NewServer(sasl.ConnState{})
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
 	for {
 		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false)
 		if err != nil {
@@ -296,7 +299,8 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 		}
 		if handshakeVersion == 0 {
 			// Re-authentication needs v1 (answerSASLHandshake), so current is "".
-			reply, done, err := session.Step(frame)
+			reply, err := session.Step(ctx, frame)
+			done := err == nil && session.Complete()
 			if err != nil {
 				c.failAuthentication() // no way to tell the client: it sees the close
 				return "", fmt.Errorf("%w: mechanism %s: %w", ErrAuthentication, mech.Name(), err)
@@ -305,8 +309,8 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 				return "", err
 			}
 			if done {
-				c.authenticated(mech.Name(), session.Identity())
-				return session.Identity(), nil
+				c.authenticated(mech.Name(), session.AuthorizationID())
+				return session.AuthorizationID(), nil
 			}
 			continue
 		}
@@ -318,10 +322,11 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 		if !ok {
 			return "", fmt.Errorf("%w: unexpected Kafka request of type %s during SASL authentication", ErrIllegalSASLState, kmsg.NameForKey(h.key))
 		}
-		reply, done, err := session.Step(authReq.SASLAuthBytes)
-		if err == nil && done && current != "" && session.Identity() != current {
+		reply, err := session.Step(ctx, authReq.SASLAuthBytes)
+		done := err == nil && session.Complete()
+		if err == nil && done && current != "" && session.AuthorizationID() != current {
 			// Kafka's text: type and name joined by a dot, not KafkaPrincipal's colon.
-			err = fmt.Errorf("Cannot change principals during re-authentication from User.%s: User.%s", current, session.Identity())
+			err = fmt.Errorf("Cannot change principals during re-authentication from User.%s: User.%s", current, session.AuthorizationID())
 		}
 		resp := kmsg.NewPtrSASLAuthenticateResponse()
 		resp.SetVersion(h.version)
@@ -329,7 +334,7 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 			c.failAuthentication()
 			resp.ErrorCode = errSASLAuthenticationFailed
 			msg := err.Error()
-			var se *listener.SASLError
+			var se *sasl.Error
 			if errors.As(err, &se) {
 				msg = se.ClientMessage(current != "")
 			}
@@ -342,7 +347,7 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 			resp.SASLAuthBytes = []byte{}
 		}
 		if done {
-			c.authenticated(mech.Name(), session.Identity())
+			c.authenticated(mech.Name(), session.AuthorizationID())
 			if reauth := c.p.ls.sec.reauth(mech.Name()); reauth > 0 {
 				resp.SessionLifetimeMillis = reauth.Milliseconds()
 			}
@@ -351,7 +356,7 @@ func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16,
 			return "", err
 		}
 		if done {
-			return session.Identity(), nil
+			return session.AuthorizationID(), nil
 		}
 	}
 }
@@ -397,10 +402,11 @@ func (c *conn) failAuthentication() {
 func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request) error {
 	sec := c.p.ls.sec
 	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && sec.reauth(c.info.SASLMechanism) > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(sec.timeout))
+		deadline := time.Now().Add(sec.timeout)
+		_ = c.nc.SetReadDeadline(deadline)
 		mech, err := c.answerSASLHandshake(h, hs, c.info.SASLMechanism)
 		if err == nil {
-			_, err = c.saslExchange(mech, h.version, c.saslIdentity)
+			_, err = c.saslExchange(mech, h.version, c.saslIdentity, deadline)
 		}
 		if err != nil {
 			return err

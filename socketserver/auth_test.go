@@ -22,12 +22,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/xdg-go/scram"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -43,15 +44,15 @@ var (
 	mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 )
 
-func newUsers(t testing.TB) *listener.Users {
+func newUsers(t testing.TB) *sasl.Users {
 	t.Helper()
-	u, err := listener.NewUsers(map[string]string{"alice": alicePassword, "bob": bobPassword})
+	u, err := sasl.NewUsers(map[string]string{"alice": alicePassword, "bob": bobPassword})
 	require.NoError(t, err)
 	return u
 }
 
 // withUsers enables every API and backs the SASL listeners with users.
-func withUsers(users listener.CredentialStore) func(*socketserver.Config) {
+func withUsers(users sasl.CredentialStore) func(*socketserver.Config) {
 	return func(c *socketserver.Config) {
 		c.APIs = allAPIs()
 		c.Credentials = users
@@ -79,7 +80,7 @@ func recording(seen chan<- *socketserver.Request) socketserver.Handler {
 	})
 }
 
-func kgoMechanism(mech, user, pass string) sasl.Mechanism {
+func kgoMechanism(mech, user, pass string) ksasl.Mechanism {
 	switch mech {
 	case "PLAIN":
 		return plain.Auth{User: user, Pass: pass}.AsMechanism()
@@ -811,7 +812,7 @@ func TestHandshakeTimeout(t *testing.T) {
 // newReauthServer starts a SASL_PLAINTEXT listener with
 // connections.max.reauth.ms=1000 (KIP-368) and no failed-authentication
 // delay.
-func newReauthServer(t testing.TB, users listener.CredentialStore) (*socketserver.Server, chan *socketserver.Request) {
+func newReauthServer(t testing.TB, users sasl.CredentialStore) (*socketserver.Server, chan *socketserver.Request) {
 	t.Helper()
 	seen := make(chan *socketserver.Request, 1000)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{

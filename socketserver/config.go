@@ -9,6 +9,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -77,9 +78,9 @@ type Config struct {
 	// Credentials backs the SASL mechanisms of every SASL listener that
 	// ListenerCredentials does not name. Kafka configures users per
 	// listener and mechanism (JAAS); a host may keep one store for all.
-	Credentials listener.CredentialStore
+	Credentials sasl.CredentialStore
 	// ListenerCredentials gives single listeners their own user store.
-	ListenerCredentials map[protocolmap.ListenerName]listener.CredentialStore
+	ListenerCredentials map[protocolmap.ListenerName]sasl.CredentialStore
 	// PrincipalBuilder builds each connection's principal once it has
 	// authenticated; nil means DefaultPrincipal.
 	PrincipalBuilder PrincipalBuilder

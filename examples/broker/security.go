@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -42,7 +43,7 @@ func readSASLUsers(cfg *listener.Config) (users saslUsers, warnings []string, er
 			return nil, nil, err
 		}
 		for _, mech := range sec.SASLMechanisms {
-			if _, err := listener.NewSASLMechanism(mech, noUsers{}); err != nil {
+			if _, err := sasl.Builtin(mech, noUsers{}); err != nil {
 				v, from, _ := cfg.ListenerValue(l.Name, listener.KeySASLEnabledMechanisms)
 				return nil, nil, &protocolmap.ConfigError{Key: from, Value: v, Err: listener.ErrSASLMechanism, Rule: fmt.Sprintf(
 					"the socket server does not implement SASL mechanism %s (listener %s): use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech, l.Name)}
@@ -74,23 +75,23 @@ func ignoredJAASWarning(key string, want protocolmap.ListenerName) string {
 type noUsers struct{}
 
 func (noUsers) CheckPlain(string, string) bool { return false }
-func (noUsers) SCRAM(string, string) (listener.SCRAMCredential, bool) {
-	return listener.SCRAMCredential{}, false
+func (noUsers) SCRAM(string, string) (sasl.SCRAMCredential, bool) {
+	return sasl.SCRAMCredential{}, false
 }
 
 // credentials are the cluster's SASL user stores, one per SASL listener,
 // shared by all brokers of the process (as a Kafka cluster shares its
 // SCRAM credentials), so that a reload reaches every broker at once.
 type credentials struct {
-	stores map[protocolmap.ListenerName]*listener.Users
+	stores map[protocolmap.ListenerName]*sasl.Users
 	names  map[protocolmap.ListenerName][]string // user names only: passwords are not kept
 }
 
 // newCredentials builds the stores of users.
 func newCredentials(users saslUsers) (*credentials, error) {
-	c := &credentials{stores: map[protocolmap.ListenerName]*listener.Users{}, names: map[protocolmap.ListenerName][]string{}}
+	c := &credentials{stores: map[protocolmap.ListenerName]*sasl.Users{}, names: map[protocolmap.ListenerName][]string{}}
 	for name, u := range users {
-		store, err := listener.NewUsers(u)
+		store, err := sasl.NewUsers(u)
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %w", name, err)
 		}
@@ -102,8 +103,8 @@ func newCredentials(users saslUsers) (*credentials, error) {
 
 // forServer returns the stores in the form socketserver.Config's
 // ListenerCredentials takes.
-func (c *credentials) forServer() map[protocolmap.ListenerName]listener.CredentialStore {
-	out := map[protocolmap.ListenerName]listener.CredentialStore{}
+func (c *credentials) forServer() map[protocolmap.ListenerName]sasl.CredentialStore {
+	out := map[protocolmap.ListenerName]sasl.CredentialStore{}
 	for name, store := range c.stores {
 		out[name] = store
 	}
