@@ -324,8 +324,10 @@ func TestKgoAuthentication(t *testing.T) {
 }
 
 // A wrong password: kgo's request fails with SASL_AUTHENTICATION_FAILED
-// and Kafka's message, which for PLAIN names the cause and for SCRAM is
-// the generic one.
+// and Kafka's message, which for PLAIN names the cause (Kafka's
+// PlainSaslServer throws SaslAuthenticationException for every failure,
+// a missing user name or password included) and for SCRAM is the generic
+// one.
 func TestKgoAuthenticationFailed(t *testing.T) {
 	users := newUsers(t)
 	seen := make(chan *socketserver.Request, 10)
@@ -350,6 +352,31 @@ func TestKgoAuthenticationFailed(t *testing.T) {
 		})
 	}
 	assert.Empty(t, seen, "a request of a client that failed to authenticate reached the handler")
+}
+
+// SASL/PLAIN tells the client why a malformed message failed, as Kafka's
+// PlainSaslServer does: it throws SaslAuthenticationException, whose text
+// SaslServerAuthenticator sends, for a missing user name or password and
+// for a wrong token count (counted up to 4, as its extractTokens does).
+func TestPlainMalformedMessages(t *testing.T) {
+	srv := socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}),
+		withUsers(newUsers(t)), echoMetadata)
+	for _, tc := range []struct{ name, token, msg string }{
+		{"no user name", "\x00\x00" + alicePassword, "Authentication failed: username not specified"},
+		{"no password", "\x00alice\x00", "Authentication failed: password not specified"},
+		{"two tokens", "alice\x00" + alicePassword, "Invalid SASL/PLAIN response: expected 3 tokens, got 2"},
+		{"five tokens", "\x00alice\x00" + alicePassword + "\x00x\x00y", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+			require.Zero(t, rc.handshake(1, "PLAIN").ErrorCode)
+			resp := rc.authenticate(1, []byte(tc.token))
+			assert.Equal(t, kerr.SaslAuthenticationFailed.Code, resp.ErrorCode)
+			require.NotNil(t, resp.ErrorMessage)
+			assert.Equal(t, tc.msg, *resp.ErrorMessage)
+			requireClosedNoResponse(t, rc.c)
+		})
+	}
 }
 
 // KIP-306: a failed authentication is answered, where the protocol can

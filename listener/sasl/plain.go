@@ -30,26 +30,31 @@ type plainServer struct {
 	identity string
 }
 
+// plainMaxTokens is how many NUL-separated tokens Kafka's PlainSaslServer
+// looks for: it stops splitting after the fourth, so a message with more
+// separators still counts as 4 tokens.
+const plainMaxTokens = 4
+
 // Step checks the single PLAIN message, authzid NUL authcid NUL passwd, in
-// the order and with the messages of Kafka's PlainSaslServer. Malformed
-// messages are SaslExceptions there (the client sees the generic message);
-// a wrong password and a foreign authorization id are
-// SaslAuthenticationExceptions, whose text the client sees.
+// the order and with the messages of Kafka's PlainSaslServer. Every
+// failure there is a SaslAuthenticationException, so the client is told
+// each one: a wrong token count, a missing user name or password, a wrong
+// password and an authorization id other than the user.
 func (s *plainServer) Step(_ context.Context, token []byte) ([]byte, error) {
 	if s.finished {
 		return nil, plainError("Unexpected SASL/PLAIN message after the exchange completed")
 	}
 	s.finished = true
-	parts := bytes.Split(token, []byte{0})
+	parts := bytes.SplitN(token, []byte{0}, plainMaxTokens+1)
 	if len(parts) != 3 {
-		return nil, plainMalformed("Invalid SASL/PLAIN response: expected 3 tokens, got " + strconv.Itoa(len(parts)))
+		return nil, plainError("Invalid SASL/PLAIN response: expected 3 tokens, got " + strconv.Itoa(min(len(parts), plainMaxTokens)))
 	}
 	authzid, username, password := string(parts[0]), string(parts[1]), string(parts[2])
 	if username == "" {
-		return nil, plainMalformed("Authentication failed: username not specified")
+		return nil, plainError("Authentication failed: username not specified")
 	}
 	if password == "" {
-		return nil, plainMalformed("Authentication failed: password not specified")
+		return nil, plainError("Authentication failed: password not specified")
 	}
 	if !s.store.CheckPlain(username, password) {
 		return nil, plainError("Authentication failed: Invalid username or password")
@@ -64,10 +69,6 @@ func (s *plainServer) Step(_ context.Context, token []byte) ([]byte, error) {
 func (s *plainServer) Complete() bool          { return s.identity != "" }
 func (s *plainServer) AuthorizationID() string { return s.identity }
 func (s *plainServer) Negotiated() Negotiated  { return Negotiated{} }
-
-func plainMalformed(reason string) error {
-	return &Error{Mechanism: Plain, Reason: reason}
-}
 
 func plainError(reason string) error {
 	return &Error{Mechanism: Plain, Reason: reason, SendReason: true}
