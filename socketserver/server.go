@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,11 @@ func New(cfg Config) (*Server, error) {
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
+	}
+	for name := range cfg.SASLMechanisms {
+		if !slices.ContainsFunc(cfg.Listeners.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+			return nil, fmt.Errorf("socketserver: Config.SASLMechanisms names listener %s, which is not configured", name)
+		}
 	}
 	processorID := 0
 	for _, l := range cfg.Listeners.Listeners {
