@@ -73,10 +73,11 @@ type ConnState struct {
 type Server interface {
 	// Step evaluates the client's next token (Java's evaluateResponse) and
 	// returns the server's challenge, sent to the client whether or not
-	// the exchange is then complete (an empty or nil challenge is sent as
-	// an empty one). ctx ends when the connection closes or the handshake
-	// deadline passes; a Step that waits for something (a key server, a
-	// directory) must give up then.
+	// the exchange is then complete: in a SaslAuthenticate response, where
+	// nil is sent as empty, or, after SaslHandshake v0, as a raw frame,
+	// where nil sends nothing (as in Kafka). ctx ends when the connection
+	// closes or the handshake deadline passes; a Step that waits for
+	// something (a key server, a directory) must give up then.
 	//
 	// A failed authentication returns an error: a [*Error] says what the
 	// client is told (see [Error]); any other error is reported to the
