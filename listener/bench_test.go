@@ -48,20 +48,3 @@ func BenchmarkPrincipalMapping(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkSCRAMClientFirst parses a SCRAM client-first message and
-// answers it (salted password lookup and the server nonce included):
-// what a server does for every SCRAM login before any proof is checked.
-func BenchmarkSCRAMClientFirst(b *testing.B) {
-	m, err := listener.NewSASLMechanism("SCRAM-SHA-256", saslTestUsers())
-	if err != nil {
-		b.Fatal(err)
-	}
-	first := []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, err := m.NewSession().Step(first); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

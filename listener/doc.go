@@ -20,9 +20,10 @@
 // gathers its SASL mechanisms, client-certificate principal mapping
 // ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication and
 // handshake limits; [Config.PlainUsers] reads SASL/PLAIN users from the
-// listener's JAAS configuration ([ParsePlainJAAS]); and [NewSASLMechanism]
-// gives the server side of PLAIN and SCRAM-SHA-256/512 over a host's
-// [CredentialStore] (such as [Users]).
+// listener's JAAS configuration ([ParsePlainJAAS]), and [NewJAASUsers]
+// builds every SASL listener's user store from it and reloads them. The
+// SASL mechanisms themselves, their interface and the built-in PLAIN and
+// SCRAM-SHA-256/512, are in the sasl package beneath this one.
 //
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

@@ -38,13 +38,13 @@ const (
 )
 
 // ErrSASLMechanism is wrapped by the error of [Config.Security] for a SASL
-// listener whose sasl.enabled.mechanisms is empty or names a mechanism this
-// package does not support (GSSAPI, Kafka's default, among them).
+// listener whose sasl.enabled.mechanisms is empty, and by the socket
+// server's error for a mechanism it has no implementation of.
 var ErrSASLMechanism = errors.New("unsupported SASL mechanism configuration")
 
-// supportedMechanisms are the SASL mechanisms sasl.enabled.mechanisms may
-// name, in the order error messages list them.
-var supportedMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
+// DefaultSASLMechanism is Kafka's default of sasl.enabled.mechanisms:
+// GSSAPI (Kerberos).
+const DefaultSASLMechanism = "GSSAPI"
 
 // Security is what a listener needs to authenticate its connections, as
 // gathered by [Config.Security].
@@ -52,9 +52,11 @@ type Security struct {
 	// TLS is the listener's server TLS configuration ([Config.TLSConfig]);
 	// nil unless the listener speaks SSL or SASL_SSL.
 	TLS *tls.Config
-	// SASLMechanisms are the SASL mechanisms the listener offers, upper case,
-	// in the order of sasl.enabled.mechanisms without repeats; nil unless
-	// the listener speaks SASL_PLAINTEXT or SASL_SSL.
+	// SASLMechanisms are the SASL mechanisms the listener offers, as
+	// sasl.enabled.mechanisms names them (case-sensitive, as in Kafka: a
+	// client asking for PLAIN does not get a configured plain), in that
+	// order without repeats; nil unless the listener speaks SASL_PLAINTEXT
+	// or SASL_SSL.
 	SASLMechanisms []string
 	// PrincipalMapper turns client certificate DNs into principal names
 	// (ssl.principal.mapping.rules, default DEFAULT); nil unless the
@@ -75,13 +77,14 @@ type Security struct {
 	reauthByMechanism map[string]time.Duration
 }
 
-// ReauthMaxFor returns connections.max.reauth.ms for one SASL mechanism:
+// ReauthMaxFor returns connections.max.reauth.ms for one of the listener's
+// SASL mechanisms (as SASLMechanisms names it):
 // listener.name.<listener>.<mechanism>.connections.max.reauth.ms (the
 // mechanism in lower case, as in
 // listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms) if set, else
-// [Security.ReauthMax]. mechanism is compared without regard to case.
+// [Security.ReauthMax].
 func (s Security) ReauthMaxFor(mechanism string) time.Duration {
-	if d, ok := s.reauthByMechanism[strings.ToUpper(mechanism)]; ok {
+	if d, ok := s.reauthByMechanism[mechanism]; ok {
 		return d
 	}
 	return s.ReauthMax
@@ -92,11 +95,11 @@ func (s Security) ReauthMaxFor(mechanism string) time.Duration {
 // un-prefixed key):
 //
 //   - TLS from [Config.TLSConfig];
-//   - for SASL listeners, sasl.enabled.mechanisms: a comma-separated list,
-//     trimmed and upper-cased, of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and
-//     OAUTHBEARER. Kafka's default is GSSAPI (Kerberos), which this package
-//     does not support, so on a SASL listener the key must be set; GSSAPI
-//     or any other mechanism in it is an error, as is an empty list;
+//   - for SASL listeners, sasl.enabled.mechanisms: a comma-separated list
+//     of mechanism names, trimmed and kept case-sensitive as Kafka keeps
+//     them, default GSSAPI (Kerberos), Kafka's; an empty list is an error.
+//     Whether each name has an implementation (a built-in one or the
+//     host's) is the socket server's to check;
 //   - for SSL listeners, ssl.principal.mapping.rules (default DEFAULT), see
 //     [ParsePrincipalMappingRules];
 //   - for SASL listeners, connections.max.reauth.ms (default 0, off), and
@@ -161,29 +164,18 @@ func (c *Config) Security(name protocolmap.ListenerName) (Security, error) {
 // saslMechanisms reads sasl.enabled.mechanisms for a SASL listener.
 func (c *Config) saslMechanisms(name protocolmap.ListenerName) ([]string, error) {
 	s := c.setting(name, KeySASLEnabledMechanisms)
-	supported := strings.Join(supportedMechanisms[:len(supportedMechanisms)-1], ", ") + " or " + supportedMechanisms[len(supportedMechanisms)-1]
 	if !s.ok {
-		return nil, &protocolmap.ConfigError{Key: s.from, Value: "GSSAPI", Err: ErrSASLMechanism, Rule: fmt.Sprintf(
-			"Kafka's default SASL mechanism GSSAPI (Kerberos) is not supported: set %s (or %s%s) to %s for SASL listener %s",
-			KeySASLEnabledMechanisms, name.ConfigPrefix(), KeySASLEnabledMechanisms, supported, name)}
+		return []string{DefaultSASLMechanism}, nil
 	}
 	var out []string
 	for _, m := range protocolmap.SplitList(s.value) {
-		m = strings.ToUpper(m)
-		switch {
-		case m == "GSSAPI":
-			return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
-				"GSSAPI (Kerberos) is not supported: set %s to %s", s.from, supported)}
-		case !slices.Contains(supportedMechanisms, m):
-			return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
-				"unknown SASL mechanism %s: the mechanisms are %s", m, supported)}
-		case !slices.Contains(out, m):
+		if m != "" && !slices.Contains(out, m) {
 			out = append(out, m)
 		}
 	}
 	if len(out) == 0 {
 		return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
-			"SASL listener %s enables no SASL mechanism: list %s", name, supported)}
+			"SASL listener %s enables no SASL mechanism: No SASL mechanisms are enabled", name)}
 	}
 	return out, nil
 }

@@ -5,12 +5,18 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // Authentication errors. Each closes the connection.
@@ -27,13 +33,6 @@ var (
 	// ErrSessionExpired: a request arrived after the SASL session expired
 	// (KIP-368) without re-authentication.
 	ErrSessionExpired = errors.New("socketserver: SASL session expired")
-)
-
-// Kafka error codes of the SASL exchange.
-const (
-	errUnsupportedSASLMechanism int16 = 33
-	errIllegalSASLState         int16 = 34
-	errSASLAuthenticationFailed int16 = 58
 )
 
 const (
@@ -79,13 +78,16 @@ func DefaultPrincipal(info AuthInfo, mapper *listener.PrincipalMapper) (Principa
 // listenerSecurity is one listener's resolved security.
 type listenerSecurity struct {
 	tls        *tls.Config
-	mechanisms []listener.SASLMechanism // enabled, in configured order
+	mechanisms []sasl.Mechanism // enabled, in configured order
+	names      []string         // their names, as SaslHandshake lists them
 	mapper     *listener.PrincipalMapper
 	conf       listener.Security
 	timeout    time.Duration // TLS handshake and SASL exchange deadline
 }
 
-// newListenerSecurity resolves listener l's security from cfg.
+// newListenerSecurity resolves listener l's security from cfg: its TLS
+// configuration and an implementation of each SASL mechanism it enables,
+// the host's (Config.SASLMechanisms) or a built-in one.
 func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, error) {
 	conf := cfg.Security[l.Name]
 	sec := listenerSecurity{mapper: conf.PrincipalMapper, conf: conf, timeout: conf.HandshakeTimeout}
@@ -101,30 +103,87 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 			sec.tls.MinVersion = tls.VersionTLS12
 		}
 	}
-	if l.SecurityProtocol.UsesSASL() {
-		if len(conf.SASLMechanisms) == 0 {
-			return sec, fmt.Errorf("socketserver: listener %s speaks %s but enables no SASL mechanism", l.Name, l.SecurityProtocol)
+	host := cfg.SASLMechanisms[l.Name]
+	if !l.SecurityProtocol.UsesSASL() {
+		if len(host) > 0 {
+			return sec, fmt.Errorf("socketserver: Config.SASLMechanisms gives listener %s SASL mechanisms, but it speaks %s", l.Name, l.SecurityProtocol)
 		}
-		store := cfg.ListenerCredentials[l.Name]
-		if store == nil {
-			store = cfg.Credentials
+		return sec, nil
+	}
+	if len(conf.SASLMechanisms) == 0 {
+		return sec, fmt.Errorf("socketserver: listener %s speaks %s but enables no SASL mechanism", l.Name, l.SecurityProtocol)
+	}
+	key, value := enabledMechanismsSetting(cfg, l.Name, conf)
+	configError := func(rule string) error {
+		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrSASLMechanism, Rule: rule}
+	}
+	given := map[string]sasl.Mechanism{}
+	for _, m := range host {
+		if m == nil {
+			return sec, fmt.Errorf("socketserver: Config.SASLMechanisms gives listener %s a nil mechanism", l.Name)
 		}
-		if store == nil {
-			return sec, fmt.Errorf("socketserver: listener %s speaks %s but has no credential store (Config.Credentials)", l.Name, l.SecurityProtocol)
+		name := m.Name()
+		if _, dup := given[name]; dup {
+			return sec, fmt.Errorf("socketserver: Config.SASLMechanisms gives listener %s two implementations of SASL mechanism %s", l.Name, name)
 		}
-		for _, name := range conf.SASLMechanisms {
-			m, err := listener.NewSASLMechanism(name, store)
-			if err != nil {
+		if !slices.Contains(conf.SASLMechanisms, name) {
+			return sec, configError(fmt.Sprintf("Config.SASLMechanisms gives listener %s SASL mechanism %s, which %s does not enable (mechanism names are case-sensitive)", l.Name, name, key))
+		}
+		given[name] = m
+	}
+	for _, name := range conf.SASLMechanisms {
+		m, ok := given[name]
+		if !ok {
+			if !slices.Contains(sasl.Builtins, name) {
+				return sec, configError(noImplementationRule(l.Name, name))
+			}
+			store := cfg.ListenerCredentials[l.Name]
+			if store == nil {
+				store = cfg.Credentials
+			}
+			if store == nil {
+				return sec, fmt.Errorf("socketserver: listener %s speaks %s but has no credential store (Config.Credentials) for SASL mechanism %s", l.Name, l.SecurityProtocol, name)
+			}
+			var err error
+			if m, err = sasl.Builtin(name, store); err != nil {
 				return sec, fmt.Errorf("socketserver: listener %s: %w", l.Name, err)
 			}
-			sec.mechanisms = append(sec.mechanisms, m)
 		}
+		sec.mechanisms = append(sec.mechanisms, m)
+		sec.names = append(sec.names, name)
 	}
 	return sec, nil
 }
 
+// enabledMechanismsSetting returns the key and value listener name's
+// sasl.enabled.mechanisms came from, for error messages.
+func enabledMechanismsSetting(cfg Config, name protocolmap.ListenerName, conf listener.Security) (key, value string) {
+	if cfg.Listeners != nil {
+		if v, from, ok := cfg.Listeners.ListenerValue(name, listener.KeySASLEnabledMechanisms); ok {
+			return from, v
+		}
+	}
+	return listener.KeySASLEnabledMechanisms, strings.Join(conf.SASLMechanisms, ",")
+}
+
+// noImplementationRule explains that listener l enables a mechanism that
+// nothing implements.
+func noImplementationRule(l protocolmap.ListenerName, name string) string {
+	rule := fmt.Sprintf("listener %s enables SASL mechanism %s, which is neither built in (%s) nor given in Config.SASLMechanisms",
+		l, name, strings.Join(sasl.Builtins, ", "))
+	for _, b := range sasl.Builtins {
+		if strings.EqualFold(b, name) {
+			return rule + "; mechanism names are case-sensitive, as in Kafka: " + b + ", not " + name
+		}
+	}
+	if name == "GSSAPI" {
+		rule += "; GSSAPI (Kerberos) is Kafka's default when sasl.enabled.mechanisms is not set"
+	}
+	return rule
+}
+
 // reauth returns connections.max.reauth.ms for mechanism (KIP-368); zero
-// means sessions do not expire.
+// means it is not set.
 func (s *listenerSecurity) reauth(mechanism string) time.Duration {
 	if mechanism == "" {
 		return 0
@@ -132,21 +191,11 @@ func (s *listenerSecurity) reauth(mechanism string) time.Duration {
 	return s.conf.ReauthMaxFor(mechanism)
 }
 
-func (s *listenerSecurity) mechanism(name string) listener.SASLMechanism {
-	for _, m := range s.mechanisms {
-		if m.Name() == name {
-			return m
-		}
+func (s *listenerSecurity) mechanism(name string) sasl.Mechanism {
+	if i := slices.Index(s.names, name); i >= 0 {
+		return s.mechanisms[i]
 	}
 	return nil
-}
-
-func (s *listenerSecurity) mechanismNames() []string {
-	names := make([]string, len(s.mechanisms))
-	for i, m := range s.mechanisms {
-		names[i] = m.Name()
-	}
-	return names
 }
 
 // handshake runs the connection's TLS handshake and SASL authentication, as
@@ -168,7 +217,7 @@ func (c *conn) handshake() error {
 		err := tc.HandshakeContext(ctx)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrHandshake, err)
+			return fmt.Errorf("%w: %w", ErrHandshake, err) // not delayed: Kafka delays SASL failures only
 		}
 		state := tc.ConnectionState()
 		info.TLS = &state
@@ -185,7 +234,7 @@ func (c *conn) handshake() error {
 		if err != nil {
 			return err
 		}
-		identity, err := c.saslExchange(mech, version, "")
+		identity, err := c.saslExchange(mech, version, deadline, false)
 		if err != nil {
 			return err
 		}
@@ -212,19 +261,20 @@ func (c *conn) handshake() error {
 // optional ApiVersions request (answered), then SaslHandshake. It returns
 // the mechanism chosen and the SaslHandshake version: from v1 the tokens
 // come in SaslAuthenticate requests, with v0 as raw size-prefixed frames.
-// Any other request closes the connection without a response. Frames are
-// limited to sasl.server.max.receive.size.
-func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
+// Frames are limited to sasl.server.max.receive.size. Any other request,
+// and a frame that is not a request, closes the connection without a
+// response after the failed-authentication delay.
+func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	sawAPIVersions := false
 	for {
 		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, c.refuse(err)
 		}
 		h, req, _, err := c.decode(frame, time.Now(), false)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, c.refuse(err)
 		}
 		switch body := req.(type) {
 		case nil: // a too-new ApiVersions request
@@ -233,7 +283,7 @@ func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
 			}
 		case *kmsg.ApiVersionsRequest:
 			if sawAPIVersions {
-				return nil, 0, fmt.Errorf("%w: a second ApiVersions request", ErrIllegalSASLState)
+				return nil, 0, c.refuse(fmt.Errorf("%w: a second ApiVersions request", ErrIllegalSASLState))
 			}
 			resp := apis.apiVersionsResponse(body, false)
 			if resp.ErrorCode == 0 {
@@ -244,132 +294,246 @@ func (c *conn) saslHandshake() (listener.SASLMechanism, int16, error) {
 				return nil, 0, err
 			}
 		case *kmsg.SASLHandshakeRequest:
-			mech, err := c.answerSASLHandshake(h, body, "")
+			mech, err := c.answerSASLHandshake(h, body)
 			return mech, h.version, err
 		default:
-			return nil, 0, fmt.Errorf("%w: unexpected Kafka request of type %s during SASL handshake", ErrIllegalSASLState, kmsg.NameForKey(h.key))
+			return nil, 0, c.refuse(fmt.Errorf("%w: Unexpected Kafka request of type %s during SASL handshake.", ErrIllegalSASLState, apiName(h.key)))
 		}
 	}
 }
 
-// answerSASLHandshake answers a SaslHandshake with the enabled mechanisms.
-// An unknown mechanism, or during re-authentication (current set) another
-// mechanism than the current one, gets UNSUPPORTED_SASL_MECHANISM after the
-// failed-authentication delay, and an error to close the connection.
-func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest, current string) (listener.SASLMechanism, error) {
+// answerSASLHandshake answers a SaslHandshake with the enabled mechanisms
+// and returns the one the client chose. A mechanism the listener does not
+// enable (compared case-sensitively) gets UNSUPPORTED_SASL_MECHANISM after
+// the failed-authentication delay, and an error to close the connection.
+func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest) (sasl.Mechanism, error) {
 	sec := c.p.ls.sec
 	resp := kmsg.NewPtrSASLHandshakeResponse()
 	resp.SetVersion(h.version)
-	resp.SupportedMechanisms = sec.mechanismNames()
+	resp.SupportedMechanisms = sec.names
 	mech := sec.mechanism(req.Mechanism)
-	var err error
-	switch {
-	case mech == nil:
-		err = fmt.Errorf("%w: unsupported SASL mechanism %q", ErrAuthentication, req.Mechanism)
-	case current != "" && req.Mechanism != current:
-		err = fmt.Errorf("%w: SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'", ErrAuthentication, req.Mechanism, current)
-	case current != "" && h.version < 1:
-		err = fmt.Errorf("%w: re-authentication needs SaslHandshake v1 or later", ErrAuthentication)
-	}
-	if err != nil {
-		resp.ErrorCode = errUnsupportedSASLMechanism
+	if mech == nil {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		c.failAuthentication()
 		_ = c.write(h.correlationID, resp)
-		return nil, err
+		return nil, fmt.Errorf("%w: Unsupported SASL mechanism %s", ErrAuthentication, req.Mechanism)
 	}
 	return mech, c.write(h.correlationID, resp)
 }
 
-// saslExchange runs mech's steps until it succeeds or fails, and returns
-// the authenticated identity. With handshake v0 the tokens are raw
-// size-prefixed frames both ways; from v1 they travel in SaslAuthenticate
-// requests and responses. A failure is answered, where the protocol can
-// carry it, with SASL_AUTHENTICATION_FAILED and the mechanism's message,
-// after the failed-authentication delay. During re-authentication (current
-// set) the identity must not change.
-func (c *conn) saslExchange(mech listener.SASLMechanism, handshakeVersion int16, current string) (string, error) {
-	session := mech.NewSession()
+// saslExchange runs mech's steps until they complete or fail. With
+// handshake v0 the tokens are raw size-prefixed frames both ways; from v1
+// they travel in SaslAuthenticate requests and responses. A failure is
+// answered, where the protocol can carry it, with SASL_AUTHENTICATION_FAILED
+// and the mechanism's message, after the failed-authentication delay; a
+// failure that carries a challenge sends it first and fails on the
+// client's next message. A re-authentication (reauth) must keep the
+// principal. On success it returns the authorization id, and the
+// connection's mechanism and session expiry are set.
+func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadline time.Time, reauth bool) (string, error) {
+	server := mech.NewServer(sasl.ConnState{
+		Listener: c.info.Listener, ClientAddr: c.info.ClientAddr, TLS: c.tlsState(), Reauthentication: reauth,
+	})
+	if cl, ok := server.(io.Closer); ok {
+		defer cl.Close()
+	}
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
+	var told *sasl.Error // a failure whose challenge the client has been sent
 	for {
 		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false)
 		if err != nil {
-			return "", err
+			return "", c.refuse(err)
 		}
-		if handshakeVersion == 0 {
-			// Re-authentication needs v1 (answerSASLHandshake), so current is "".
-			reply, done, err := session.Step(frame)
-			if err != nil {
-				c.failAuthentication() // no way to tell the client: it sees the close
-				return "", fmt.Errorf("%w: mechanism %s: %w", ErrAuthentication, mech.Name(), err)
-			}
-			if err := c.writeRaw(reply); err != nil {
+		var (
+			h     header
+			token = frame
+		)
+		if handshakeVersion > 0 {
+			var req *kmsg.SASLAuthenticateRequest
+			if h, req, err = c.saslAuthenticateRequest(frame); err != nil {
 				return "", err
 			}
-			if done {
-				c.authenticated(mech.Name(), session.Identity())
-				return session.Identity(), nil
-			}
-			continue
+			token = req.SASLAuthBytes
 		}
-		h, req, _, err := c.decode(frame, time.Now(), false)
-		if err != nil {
-			return "", err
+		var challenge []byte
+		if told != nil {
+			err = told // whatever the client answered, the exchange has failed
+		} else {
+			challenge, err = server.Step(ctx, token)
 		}
-		authReq, ok := req.(*kmsg.SASLAuthenticateRequest)
-		if !ok {
-			return "", fmt.Errorf("%w: unexpected Kafka request of type %s during SASL authentication", ErrIllegalSASLState, kmsg.NameForKey(h.key))
+		complete := err == nil && server.Complete()
+		if complete && reauth {
+			err = c.checkPrincipalUnchanged(mech.Name(), server.AuthorizationID())
 		}
-		reply, done, err := session.Step(authReq.SASLAuthBytes)
-		if err == nil && done && current != "" && session.Identity() != current {
-			// Kafka's text: type and name joined by a dot, not KafkaPrincipal's colon.
-			err = fmt.Errorf("Cannot change principals during re-authentication from User.%s: User.%s", current, session.Identity())
+		var se *sasl.Error
+		if err != nil && told == nil && errors.As(err, &se) && se.Challenge != nil {
+			told, challenge, err, complete = se, se.Challenge, nil, false
 		}
-		resp := kmsg.NewPtrSASLAuthenticateResponse()
-		resp.SetVersion(h.version)
 		if err != nil {
 			c.failAuthentication()
-			resp.ErrorCode = errSASLAuthenticationFailed
-			msg := err.Error()
-			var se *listener.SASLError
-			if errors.As(err, &se) {
-				msg = se.ClientMessage(current != "")
-			}
-			resp.ErrorMessage = &msg
-			_ = c.write(h.correlationID, resp)
+			if handshakeVersion > 0 {
+				resp := kmsg.NewPtrSASLAuthenticateResponse()
+				resp.SetVersion(h.version)
+				resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+				msg := sasl.GenericMessage(mech.Name(), reauth) // Kafka's for a SaslException
+				if errors.As(err, &se) {
+					msg = se.ClientMessage(reauth)
+				}
+				resp.ErrorMessage = &msg
+				_ = c.write(h.correlationID, resp)
+			} // v0 cannot carry an error: the client sees the close
 			return "", fmt.Errorf("%w: mechanism %s: %w", ErrAuthentication, mech.Name(), err)
 		}
-		resp.SASLAuthBytes = reply
-		if resp.SASLAuthBytes == nil {
-			resp.SASLAuthBytes = []byte{}
+		var lifetime time.Duration
+		if complete {
+			lifetime = c.authenticated(mech.Name(), server.Negotiated())
 		}
-		if done {
-			c.authenticated(mech.Name(), session.Identity())
-			if reauth := c.p.ls.sec.reauth(mech.Name()); reauth > 0 {
-				resp.SessionLifetimeMillis = reauth.Milliseconds()
+		if handshakeVersion == 0 {
+			if challenge != nil { // Kafka sends nothing for a null challenge
+				err = c.writeRaw(challenge)
 			}
+		} else {
+			resp := kmsg.NewPtrSASLAuthenticateResponse()
+			resp.SetVersion(h.version)
+			resp.SASLAuthBytes = challenge
+			if resp.SASLAuthBytes == nil {
+				resp.SASLAuthBytes = []byte{}
+			}
+			resp.SessionLifetimeMillis = lifetime.Milliseconds()
+			err = c.write(h.correlationID, resp)
 		}
-		if err := c.write(h.correlationID, resp); err != nil {
+		if err != nil {
 			return "", err
 		}
-		if done {
-			return session.Identity(), nil
+		if complete {
+			return server.AuthorizationID(), nil
 		}
 	}
 }
 
+// saslAuthenticateRequest decodes a frame of the SASL exchange, which must
+// be a SaslAuthenticate request. Any other request gets its own error
+// response with ILLEGAL_SASL_STATE after the failed-authentication delay,
+// as Kafka's SaslServerAuthenticator answers it, and an error to close the
+// connection.
+func (c *conn) saslAuthenticateRequest(frame []byte) (header, *kmsg.SASLAuthenticateRequest, error) {
+	h, rest, err := parseHeaderPrefix(frame)
+	if err != nil {
+		return h, nil, c.refuse(err)
+	}
+	if h.key != saslAuthenticateKey {
+		msg := "Unexpected Kafka request of type " + apiName(h.key) + " during SASL authentication."
+		resp := illegalSASLStateResponse(h, rest, msg)
+		c.failAuthentication()
+		if resp != nil {
+			_ = c.write(h.correlationID, resp)
+		}
+		return h, nil, fmt.Errorf("%w: %s", ErrIllegalSASLState, msg)
+	}
+	h, body, _, err := c.decode(frame, time.Now(), false)
+	if err != nil {
+		return h, nil, c.refuse(err)
+	}
+	return h, body.(*kmsg.SASLAuthenticateRequest), nil
+}
+
+// illegalSASLStateResponse decodes a request that came when only
+// SaslAuthenticate may (rest is what follows its header's client id) with
+// kmsg's schemas, as Kafka parses it with its own whatever the listener
+// serves, and returns its error response with ILLEGAL_SASL_STATE; nil if
+// the request does not decode or Kafka sends no response.
+func illegalSASLStateResponse(h header, rest []byte, msg string) kmsg.Response {
+	req := kmsg.RequestForKey(h.key)
+	if req == nil || h.version < 0 || h.version > req.MaxVersion() {
+		return nil
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return nil
+		}
+	}
+	if req.ReadFrom(rest) != nil {
+		return nil
+	}
+	return errorResponse(req, kerr.IllegalSaslState, msg)
+}
+
+// checkPrincipalUnchanged builds the principal of a re-authentication and
+// fails it, as Kafka's SaslServerAuthenticator does, if it is not the
+// connection's principal.
+func (c *conn) checkPrincipalUnchanged(mechanism, identity string) error {
+	p, err := c.p.srv.cfg.PrincipalBuilder(AuthInfo{
+		Listener: string(c.info.Listener), TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
+	}, c.p.ls.sec.mapper)
+	if err != nil {
+		return err
+	}
+	if old := c.info.Principal; p != old {
+		// Kafka's text: type and name joined by a dot, not KafkaPrincipal's colon.
+		return &sasl.Error{Mechanism: mechanism, SendReason: true, Reason: fmt.Sprintf(
+			"Cannot change principals during re-authentication from %s.%s: %s.%s", old.Type, old.Name, p.Type, p.Name)}
+	}
+	return nil
+}
+
+// tlsState returns the connection's TLS state, or nil without TLS.
+func (c *conn) tlsState() *tls.ConnectionState {
+	if tc, ok := c.rw.(*tls.Conn); ok {
+		state := tc.ConnectionState()
+		return &state
+	}
+	return nil
+}
+
 // authenticated records a successful (re-)authentication: mechanism, time
-// and, with connections.max.reauth.ms, when the session expires.
-func (c *conn) authenticated(mechanism, identity string) {
+// and when the session expires. It returns the session's
+// lifetime for SaslAuthenticate's SessionLifetimeMs.
+func (c *conn) authenticated(mechanism string, negotiated sasl.Negotiated) time.Duration {
 	now := time.Now()
-	c.saslIdentity = identity
+	lifetime, expires := sessionLifetime(now, negotiated.CredentialExpiry, c.p.ls.sec.reauth(mechanism))
 	c.info.SASLMechanism = mechanism
 	c.info.AuthenticatedAt = now
 	c.info.SessionExpiry = time.Time{}
-	if reauth := c.p.ls.sec.reauth(mechanism); reauth > 0 {
-		c.info.SessionExpiry = now.Add(reauth)
+	if expires {
+		c.info.SessionExpiry = now.Add(lifetime)
 	}
 	c.entry.Update(func(rc *connregistry.Conn) {
 		rc.SASLMechanism, rc.AuthenticatedAt, rc.SessionExpiry = mechanism, now, c.info.SessionExpiry
 	})
+	return lifetime
+}
+
+// sessionLifetime is how long a session that authenticated at now lasts,
+// as Kafka's SaslServerAuthenticator computes it from the credential's
+// expiry (zero if none) and connections.max.reauth.ms (reauthMax, unset
+// when not above zero): the earlier of the two, never negative, in whole
+// milliseconds. expires is false when neither is set: the session lasts
+// as long as the connection.
+func sessionLifetime(now, credentialExpiry time.Time, reauthMax time.Duration) (lifetime time.Duration, expires bool) {
+	switch {
+	case credentialExpiry.IsZero() && reauthMax <= 0:
+		return 0, false
+	case credentialExpiry.IsZero():
+		lifetime = reauthMax
+	case reauthMax <= 0:
+		lifetime = credentialExpiry.Sub(now)
+	default:
+		lifetime = min(credentialExpiry.Sub(now), reauthMax)
+	}
+	return max(lifetime, 0).Truncate(time.Millisecond), true
+}
+
+// refuse ends authentication with err: a failure of the client's, anything
+// but the connection closing or a deadline passing, waits the
+// failed-authentication delay (KIP-306) first. It returns err.
+func (c *conn) refuse(err error) error {
+	if !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
+		c.failAuthentication()
+	}
+	return err
 }
 
 // failAuthentication waits connection.failed.authentication.delay.ms before
@@ -389,20 +553,34 @@ func (c *conn) failAuthentication() {
 	}
 }
 
+// minReauthInterval is the shortest time between two re-authentications
+// of a connection: Kafka's KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS.
+const minReauthInterval = time.Second
+
+// mayReauthenticate reports whether a SaslHandshake received at now starts
+// a re-authentication (KIP-368), as Kafka's
+// KafkaChannel.maybeBeginServerReauthentication decides: only when the
+// session expires, and not within a second of the last re-authentication's
+// start. Otherwise the SaslHandshake is an ordinary request.
+func (c *conn) mayReauthenticate(now time.Time) bool {
+	if c.info.SessionExpiry.IsZero() {
+		return false
+	}
+	return c.reauthStarted == 0 || now.Sub(c.p.srv.epoch)-time.Duration(c.reauthStarted) >= minReauthInterval
+}
+
 // answerSASLAfterAuthentication answers SaslHandshake and SaslAuthenticate
-// outside the authentication phase. A SaslHandshake on a SASL connection of
-// a listener with connections.max.reauth.ms starts re-authentication
-// (KIP-368); otherwise both get ILLEGAL_SASL_STATE and the connection stays
-// open, as Kafka answers them. An error means the connection must close.
-func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request) error {
-	sec := c.p.ls.sec
-	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && sec.reauth(c.info.SASLMechanism) > 0 {
-		_ = c.nc.SetReadDeadline(time.Now().Add(sec.timeout))
-		mech, err := c.answerSASLHandshake(h, hs, c.info.SASLMechanism)
-		if err == nil {
-			_, err = c.saslExchange(mech, h.version, c.saslIdentity)
-		}
-		if err != nil {
+// received after authentication. A SaslHandshake that may start
+// re-authentication (mayReauthenticate) does; otherwise both get
+// ILLEGAL_SASL_STATE (SaslHandshake with no mechanisms) and the connection
+// stays open, as Kafka's KafkaApis answers them. An error means the
+// connection must close.
+func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request, received time.Time) error {
+	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && c.mayReauthenticate(received) {
+		c.reauthStarted = max(1, int64(received.Sub(c.p.srv.epoch))) // 0 is "never"
+		deadline := time.Now().Add(c.p.ls.sec.timeout)
+		_ = c.nc.SetReadDeadline(deadline)
+		if err := c.reauthenticate(h, hs, deadline); err != nil {
 			return err
 		}
 		if c.draining() {
@@ -415,16 +593,38 @@ func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request) error {
 	switch req.(type) {
 	case *kmsg.SASLHandshakeRequest:
 		r := kmsg.NewPtrSASLHandshakeResponse()
-		r.ErrorCode = errIllegalSASLState
-		r.SupportedMechanisms = sec.mechanismNames()
+		r.ErrorCode = kerr.IllegalSaslState.Code
 		resp = r
 	default:
 		r := kmsg.NewPtrSASLAuthenticateResponse()
-		r.ErrorCode = errIllegalSASLState
+		r.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "SaslAuthenticate request received after successful authentication"
 		r.ErrorMessage = &msg
 		resp = r
 	}
 	resp.SetVersion(h.version)
 	return c.write(h.correlationID, resp)
+}
+
+// reauthenticate runs a KIP-368 re-authentication that req began, as
+// Kafka's SaslServerAuthenticator does: a mechanism the listener does not
+// enable is refused as in a first authentication; another enabled
+// mechanism than the connection's gets a successful SaslHandshake
+// response, and the client's next message, whatever it is, fails the
+// re-authentication with a delayed close and no response.
+func (c *conn) reauthenticate(h header, req *kmsg.SASLHandshakeRequest, deadline time.Time) error {
+	mech, err := c.answerSASLHandshake(h, req)
+	if err != nil {
+		return err
+	}
+	if current := c.info.SASLMechanism; mech.Name() != current {
+		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false); err != nil && isClosedOrEOF(err) {
+			return err
+		}
+		c.failAuthentication()
+		return fmt.Errorf("%w: SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'",
+			ErrAuthentication, mech.Name(), current)
+	}
+	_, err = c.saslExchange(mech, h.version, deadline, true)
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,12 +23,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/xdg-go/scram"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -43,15 +45,15 @@ var (
 	mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 )
 
-func newUsers(t testing.TB) *listener.Users {
+func newUsers(t testing.TB) *sasl.Users {
 	t.Helper()
-	u, err := listener.NewUsers(map[string]string{"alice": alicePassword, "bob": bobPassword})
+	u, err := sasl.NewUsers(map[string]string{"alice": alicePassword, "bob": bobPassword})
 	require.NoError(t, err)
 	return u
 }
 
 // withUsers enables every API and backs the SASL listeners with users.
-func withUsers(users listener.CredentialStore) func(*socketserver.Config) {
+func withUsers(users sasl.CredentialStore) func(*socketserver.Config) {
 	return func(c *socketserver.Config) {
 		c.APIs = allAPIs()
 		c.Credentials = users
@@ -79,7 +81,7 @@ func recording(seen chan<- *socketserver.Request) socketserver.Handler {
 	})
 }
 
-func kgoMechanism(mech, user, pass string) sasl.Mechanism {
+func kgoMechanism(mech, user, pass string) ksasl.Mechanism {
 	switch mech {
 	case "PLAIN":
 		return plain.Auth{User: user, Pass: pass}.AsMechanism()
@@ -323,8 +325,10 @@ func TestKgoAuthentication(t *testing.T) {
 }
 
 // A wrong password: kgo's request fails with SASL_AUTHENTICATION_FAILED
-// and Kafka's message, which for PLAIN names the cause and for SCRAM is
-// the generic one.
+// and Kafka's message, which for PLAIN names the cause (Kafka's
+// PlainSaslServer throws SaslAuthenticationException for every failure,
+// a missing user name or password included) and for SCRAM is the generic
+// one.
 func TestKgoAuthenticationFailed(t *testing.T) {
 	users := newUsers(t)
 	seen := make(chan *socketserver.Request, 10)
@@ -349,6 +353,31 @@ func TestKgoAuthenticationFailed(t *testing.T) {
 		})
 	}
 	assert.Empty(t, seen, "a request of a client that failed to authenticate reached the handler")
+}
+
+// SASL/PLAIN tells the client why a malformed message failed, as Kafka's
+// PlainSaslServer does: it throws SaslAuthenticationException, whose text
+// SaslServerAuthenticator sends, for a missing user name or password and
+// for a wrong token count (counted up to 4, as its extractTokens does).
+func TestPlainMalformedMessages(t *testing.T) {
+	srv := socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}),
+		withUsers(newUsers(t)), echoMetadata)
+	for _, tc := range []struct{ name, token, msg string }{
+		{"no user name", "\x00\x00" + alicePassword, "Authentication failed: username not specified"},
+		{"no password", "\x00alice\x00", "Authentication failed: password not specified"},
+		{"two tokens", "alice\x00" + alicePassword, "Invalid SASL/PLAIN response: expected 3 tokens, got 2"},
+		{"five tokens", "\x00alice\x00" + alicePassword + "\x00x\x00y", "Invalid SASL/PLAIN response: expected 3 tokens, got 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+			require.Zero(t, rc.handshake(1, "PLAIN").ErrorCode)
+			resp := rc.authenticate(1, []byte(tc.token))
+			assert.Equal(t, kerr.SaslAuthenticationFailed.Code, resp.ErrorCode)
+			require.NotNil(t, resp.ErrorMessage)
+			assert.Equal(t, tc.msg, *resp.ErrorMessage)
+			requireClosedNoResponse(t, rc.c)
+		})
+	}
 }
 
 // KIP-306: a failed authentication is answered, where the protocol can
@@ -403,6 +432,48 @@ func TestAuthenticationFailureDelay(t *testing.T) {
 				assert.Equal(t, int16(33), resp.ErrorCode)
 				requireClosedNoResponse(t, rc.c)
 			})
+			// Kafka delays the close for every authentication failure
+			// (KafkaChannel.prepare delays any AuthenticationException of
+			// the authenticator): a request other than ApiVersions or
+			// SaslHandshake first (IllegalSaslStateException, no
+			// response), a first packet that is not a Kafka request
+			// (UnsupportedSaslMechanismException), a packet beyond
+			// sasl.server.max.receive.size (SaslAuthenticationException
+			// "Failing SASL authentication due to invalid receive size").
+			for _, tc := range []struct {
+				name string
+				send func(rc *rawClient)
+			}{
+				{"Metadata before SaslHandshake", func(rc *rawClient) { rc.send(metadataReq(9)) }},
+				{"Metadata after ApiVersions", func(rc *rawClient) {
+					rc.roundTrip(apiVersionsReq(3, "test", "1"))
+					rc.send(metadataReq(9))
+				}},
+				{"a first packet that is not a request", func(rc *rawClient) { write(t, rc.c, frame([]byte{0x60, 0x82, 1, 2, 3})) }},
+				{"a first packet beyond sasl.server.max.receive.size", func(rc *rawClient) {
+					write(t, rc.c, binary.BigEndian.AppendUint32(nil, 1<<30))
+				}},
+				{"a token beyond sasl.server.max.receive.size", func(rc *rawClient) {
+					require.Zero(t, rc.handshake(1, "PLAIN").ErrorCode)
+					write(t, rc.c, binary.BigEndian.AppendUint32(nil, 1<<30))
+				}},
+				{"a raw token beyond sasl.server.max.receive.size", func(rc *rawClient) {
+					require.Zero(t, rc.handshake(0, "PLAIN").ErrorCode)
+					write(t, rc.c, binary.BigEndian.AppendUint32(nil, 1<<30))
+				}},
+				{"a malformed SaslAuthenticate", func(rc *rawClient) {
+					require.Zero(t, rc.handshake(1, "PLAIN").ErrorCode)
+					write(t, rc.c, frame(append(requestHeader(36, 2, 9), 0xff, 0xff, 0xff)))
+				}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+					start := time.Now()
+					tc.send(rc)
+					requireClosedNoResponse(t, rc.c)
+					check(t, time.Since(start))
+				})
+			}
 			t.Run("SaslHandshake v0, wrong password", func(t *testing.T) {
 				// The raw token exchange cannot carry an error: the client
 				// sees the close, after the delay.
@@ -454,7 +525,6 @@ func TestSASLPreAuthentication(t *testing.T) {
 		}{
 			{"Metadata first", func(*rawClient) {}, metadataReq(9)},
 			{"Metadata after ApiVersions", func(rc *rawClient) { rc.roundTrip(apiVersionsReq(3, "test", "1")) }, metadataReq(9)},
-			{"Metadata after SaslHandshake", func(rc *rawClient) { rc.handshake(1, "PLAIN") }, metadataReq(9)},
 			{"Produce after SaslHandshake v0", func(rc *rawClient) { rc.handshake(0, "PLAIN") }, kmsg.NewPtrProduceRequest()},
 			{"SaslAuthenticate before SaslHandshake", func(*rawClient) {}, saslAuthenticateReq(1, plainToken("alice", alicePassword))},
 			{"SaslAuthenticate after ApiVersions", func(rc *rawClient) { rc.roundTrip(apiVersionsReq(3, "test", "1")) },
@@ -471,6 +541,11 @@ func TestSASLPreAuthentication(t *testing.T) {
 	})
 
 	t.Run("every enabled API before authentication closes the connection", func(t *testing.T) {
+		// After SaslHandshake v1 (the stages that allow only
+		// SaslAuthenticate) Kafka answers any other request with its own
+		// error response, ILLEGAL_SASL_STATE (TestIllegalSASLState), unless
+		// the response has no error code to carry it; before, and after
+		// SaslHandshake v0, the connection closes unanswered.
 		// The APIs come from the listener's own ApiVersions answer, which
 		// lists them all before authentication, as Kafka's does.
 		rc := dialRaw(t, srv, "SASL_PLAINTEXT")
@@ -479,27 +554,28 @@ func TestSASLPreAuthentication(t *testing.T) {
 		require.Greater(t, len(av.ApiKeys), 50)
 		rc.c.Close()
 		stages := []struct {
-			name   string
-			before func(rc *rawClient)
-			skip   []int16 // the requests this stage allows
+			name     string
+			before   func(rc *rawClient)
+			skip     []int16 // the requests this stage allows
+			answered bool    // error responses come before the close
 		}{
-			{"first request", func(*rawClient) {}, []int16{17, 18}},
-			{"after ApiVersions", func(rc *rawClient) { rc.roundTrip(apiVersionsReq(3, "test", "1")) }, []int16{17}},
+			{"first request", func(*rawClient) {}, []int16{17, 18}, false},
+			{"after ApiVersions", func(rc *rawClient) { rc.roundTrip(apiVersionsReq(3, "test", "1")) }, []int16{17}, false},
 			{"after SaslHandshake v1", func(rc *rawClient) {
 				require.Equal(t, int16(0), rc.handshake(1, "PLAIN").ErrorCode)
-			}, []int16{36}},
+			}, []int16{36}, true},
 			{"mid SCRAM", func(rc *rawClient) {
 				require.Equal(t, int16(0), rc.handshake(1, "SCRAM-SHA-256").ErrorCode)
 				first, _ := newSASLClient(t, "SCRAM-SHA-256", "alice", alicePassword)(nil)
 				require.Equal(t, int16(0), rc.authenticate(1, first).ErrorCode)
-			}, []int16{36}},
+			}, []int16{36}, true},
 			// After SaslHandshake v0 the next frame is a raw token: any
 			// request is a malformed one.
 			{"after SaslHandshake v0", func(rc *rawClient) {
 				require.Equal(t, int16(0), rc.handshake(0, "PLAIN").ErrorCode)
-			}, nil},
+			}, nil, false},
 		}
-		n := 0
+		n, answered := 0, 0
 		for _, st := range stages {
 			for _, k := range av.ApiKeys {
 				if slices.Contains(st.skip, k.ApiKey) {
@@ -515,6 +591,12 @@ func TestSASLPreAuthentication(t *testing.T) {
 					req := kmsg.RequestForKey(k.ApiKey)
 					req.SetVersion(v)
 					rc.send(req)
+					if st.answered && illegalStateAnswerable(req) {
+						resp := req.ResponseKind()
+						resp.SetVersion(v)
+						readResponse(t, rc.c, resp, rc.corr)
+						answered++
+					}
 					requireClosedNoResponse(t, rc.c)
 					requireNothingSeen(t)
 					rc.c.Close()
@@ -522,7 +604,7 @@ func TestSASLPreAuthentication(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%d APIs, %d requests before authentication, all closed unanswered", len(av.ApiKeys), n)
+		t.Logf("%d APIs, %d requests before authentication, all closed, %d after an error response", len(av.ApiKeys), n, answered)
 		requireConnCount(t, srv, "SASL_PLAINTEXT", 0)
 		requireNothingSeen(t)
 	})
@@ -688,8 +770,11 @@ func TestSASLPreAuthentication(t *testing.T) {
 				assert.Equal(t, msg, *resp.ErrorMessage)
 			}
 			for v := int16(0); v <= 1; v++ {
+				// Without re-authentication KafkaApis.handleSaslHandshakeRequest
+				// answers: ILLEGAL_SASL_STATE and no mechanisms.
 				resp := rc.handshake(v, "PLAIN")
 				assert.Equal(t, int16(34), resp.ErrorCode, "%s SaslHandshake v%d", l, v)
+				assert.Empty(t, resp.SupportedMechanisms, "%s SaslHandshake v%d", l, v)
 			}
 			// The connection stays open and serves requests.
 			rc.roundTrip(metadataReq(9))
@@ -809,21 +894,23 @@ func TestHandshakeTimeout(t *testing.T) {
 }
 
 // newReauthServer starts a SASL_PLAINTEXT listener with
-// connections.max.reauth.ms=1000 (KIP-368) and no failed-authentication
-// delay.
-func newReauthServer(t testing.TB, users listener.CredentialStore) (*socketserver.Server, chan *socketserver.Request) {
+// connections.max.reauth.ms=2000 (KIP-368) and no failed-authentication
+// delay. (kgo re-authenticates at the lifetime less at least a second, and
+// Kafka refuses a re-authentication within a second of the last one: a
+// lifetime of 2 s is the shortest on which kgo keeps re-authenticating.)
+func newReauthServer(t testing.TB, users sasl.CredentialStore) (*socketserver.Server, chan *socketserver.Request) {
 	t.Helper()
 	seen := make(chan *socketserver.Request, 1000)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
-		"connections.max.reauth.ms":                 "1000",
+		"connections.max.reauth.ms":                 "2000",
 		"connection.failed.authentication.delay.ms": "0",
 	}), withUsers(users), recording(seen))
 	return srv, seen
 }
 
-// KIP-368 re-authentication with connections.max.reauth.ms=1000.
+// KIP-368 re-authentication with connections.max.reauth.ms=2000.
 func TestReauthentication(t *testing.T) {
-	const lifetime = time.Second
+	const lifetime = 2 * time.Second
 	users := newUsers(t)
 
 	t.Run("SaslAuthenticate carries the session lifetime", func(t *testing.T) {
@@ -925,6 +1012,7 @@ func TestReauthentication(t *testing.T) {
 			handshakeV              int16
 			wantHandshake, wantAuth int16
 			wantMsg                 string
+			badMechanism            bool
 		}{
 			{name: "same user and mechanism", firstMech: "PLAIN", mech: "PLAIN", user: "alice", pass: alicePassword, handshakeV: 1},
 			{name: "same user, SCRAM", firstMech: "SCRAM-SHA-512", mech: "SCRAM-SHA-512", user: "alice", pass: alicePassword, handshakeV: 1},
@@ -936,8 +1024,14 @@ func TestReauthentication(t *testing.T) {
 				wantAuth: 58, wantMsg: "Authentication failed: Invalid username or password"},
 			{name: "wrong password, SCRAM", firstMech: "SCRAM-SHA-256", mech: "SCRAM-SHA-256", user: "alice", pass: "wrong", handshakeV: 1,
 				wantAuth: 58, wantMsg: generic + "SCRAM-SHA-256"},
-			{name: "another mechanism", firstMech: "PLAIN", mech: "SCRAM-SHA-256", user: "alice", pass: alicePassword, handshakeV: 1, wantHandshake: 33},
-			{name: "SaslHandshake v0", firstMech: "PLAIN", mech: "PLAIN", user: "alice", pass: alicePassword, handshakeV: 0, wantHandshake: 33},
+			// SaslServerAuthenticator: another enabled mechanism gets a
+			// successful SaslHandshake (REAUTH_BAD_MECHANISM), and the
+			// client's next packet a delayed close without a response.
+			{name: "another mechanism", firstMech: "PLAIN", mech: "SCRAM-SHA-256", user: "alice", pass: alicePassword, handshakeV: 1, badMechanism: true},
+			{name: "a mechanism not enabled", firstMech: "PLAIN", mech: "GSSAPI", handshakeV: 1, wantHandshake: 33},
+			// Kafka re-authenticates after SaslHandshake v0 too, with raw tokens.
+			{name: "SaslHandshake v0", firstMech: "PLAIN", mech: "PLAIN", user: "alice", pass: alicePassword, handshakeV: 0},
+			{name: "SaslHandshake v0, SCRAM", firstMech: "SCRAM-SHA-512", mech: "SCRAM-SHA-512", user: "alice", pass: alicePassword, handshakeV: 0},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				rc := dialRaw(t, srv, "SASL_PLAINTEXT")
@@ -950,6 +1044,20 @@ func TestReauthentication(t *testing.T) {
 				assert.Equal(t, mechanisms, hs.SupportedMechanisms)
 				if tc.wantHandshake != 0 {
 					requireClosedNoResponse(t, rc.c)
+					return
+				}
+				if tc.badMechanism {
+					first, _ := newSASLClient(t, tc.mech, tc.user, tc.pass)(nil)
+					rc.send(saslAuthenticateReq(2, first))
+					requireClosedNoResponse(t, rc.c)
+					return
+				}
+				if tc.handshakeV == 0 {
+					rc.rawExchange(newSASLClient(t, tc.mech, tc.user, tc.pass))
+					rc.roundTrip(metadataReq(9))
+					again := recv(t, seen)
+					assert.Equal(t, first.Conn.ID, again.Conn.ID)
+					assert.True(t, again.Conn.AuthenticatedAt.After(first.Conn.AuthenticatedAt))
 					return
 				}
 				resp := rc.exchange(newSASLClient(t, tc.mech, tc.user, tc.pass), 2)
@@ -970,6 +1078,32 @@ func TestReauthentication(t *testing.T) {
 			})
 		}
 		assert.Empty(t, seen)
+	})
+
+	// KafkaChannel.maybeBeginServerReauthentication: a connection cannot
+	// re-authenticate within a second of its last re-authentication's
+	// start; the SaslHandshake is then an ordinary request, which
+	// KafkaApis answers with ILLEGAL_SASL_STATE and no mechanisms, and the
+	// connection stays open.
+	t.Run("at most one re-authentication a second", func(t *testing.T) {
+		t.Parallel()
+		srv, seen := newReauthServer(t, users)
+		rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+		require.Zero(t, rc.login("PLAIN", "alice", alicePassword, 2).ErrorCode)
+		// The first re-authentication may follow the authentication at once.
+		start := time.Now()
+		require.Zero(t, rc.login("PLAIN", "alice", alicePassword, 2).ErrorCode)
+		hs := rc.handshake(1, "PLAIN")
+		require.Less(t, time.Since(start), time.Second, "the test was too slow to show the rule")
+		assert.Equal(t, kerr.IllegalSaslState.Code, hs.ErrorCode)
+		assert.Empty(t, hs.SupportedMechanisms)
+		rc.roundTrip(metadataReq(9))
+		recv(t, seen)
+
+		time.Sleep(time.Until(start.Add(time.Second + 10*time.Millisecond)))
+		require.Zero(t, rc.login("PLAIN", "alice", alicePassword, 2).ErrorCode)
+		rc.roundTrip(metadataReq(9))
+		assert.Equal(t, alice, recv(t, seen).Conn.Principal)
 	})
 
 	t.Run("a removed user loses the connection at re-authentication", func(t *testing.T) {
@@ -995,6 +1129,7 @@ func TestReauthentication(t *testing.T) {
 				requireConnCount(t, srv, "SASL_PLAINTEXT", 3)
 
 				require.NoError(t, own.Replace(map[string]string{"bob": bobPassword}))
+				time.Sleep(lifetime / 2) // kgo re-authenticates from a second before the lifetime ends
 				err := kgoMetadata(cl)
 				require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
 
@@ -1039,9 +1174,11 @@ func TestLogsHoldNoCredentials(t *testing.T) {
 			run(func(rc *rawClient) { rc.login(mech, "alice", pass, 2) })
 			run(func(rc *rawClient) { // re-authentication
 				require.Equal(t, int16(0), rc.login(mech, "alice", alicePassword, 1).ErrorCode)
-				if rc.login(mech, "alice", pass, 1).ErrorCode == 0 {
-					require.Equal(t, int16(58), rc.login(mech, "bob", bobPassword, 1).ErrorCode)
-				}
+				rc.login(mech, "alice", pass, 1)
+			})
+			run(func(rc *rawClient) { // re-authentication as another user
+				require.Equal(t, int16(0), rc.login(mech, "alice", alicePassword, 1).ErrorCode)
+				require.Equal(t, int16(58), rc.login(mech, "bob", bobPassword, 1).ErrorCode)
 			})
 			run(func(rc *rawClient) { // SaslHandshake v0
 				rc.handshake(0, mech)
@@ -1102,4 +1239,139 @@ func readFrameErr(c net.Conn) ([]byte, error) {
 	b := make([]byte, binary.BigEndian.Uint32(size[:]))
 	_, err := io.ReadFull(c, b)
 	return b, err
+}
+
+// illegalStateAnswerable reports whether Kafka answers req, arriving when
+// only SaslAuthenticate may, with an error response: its getErrorResponse
+// builds one for every type, and kafkanet for the types it mirrors and
+// those with a top-level error code; Produce with acks=0 gets none.
+func illegalStateAnswerable(req kmsg.Request) bool {
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		return r.Acks != 0
+	case *kmsg.ListOffsetsRequest, *kmsg.OffsetCommitRequest, *kmsg.DescribeGroupsRequest,
+		*kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest:
+		return true
+	}
+	f := reflect.ValueOf(req.ResponseKind()).Elem().FieldByName("ErrorCode")
+	return f.IsValid() && f.Kind() == reflect.Int16
+}
+
+// TestIllegalSASLState: after a successful SaslHandshake v1 only
+// SaslAuthenticate may come. Kafka's SaslServerAuthenticator.handleSaslToken
+// answers any other request with that request's error response
+// (AbstractRequest.getErrorResponse) for IllegalSaslStateException
+// "Unexpected Kafka request of type <KEY> during SASL authentication.",
+// ILLEGAL_SASL_STATE, sent after connection.failed.authentication.delay.ms,
+// and then closes the connection.
+func TestIllegalSASLState(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	seen := make(chan *socketserver.Request, 10)
+	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+		"connection.failed.authentication.delay.ms": strconv.Itoa(int(delay / time.Millisecond)),
+	}), withUsers(newUsers(t)), recording(seen))
+	illegal := kerr.IllegalSaslState.Code
+	topic := func(name string) kmsg.MetadataRequestTopic {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = &name
+		return mt
+	}
+	for _, tc := range []struct {
+		name  string
+		req   kmsg.Request
+		check func(t *testing.T, resp kmsg.Response)
+	}{
+		{"Metadata", func() kmsg.Request {
+			r := metadataReq(12)
+			r.Topics = []kmsg.MetadataRequestTopic{topic("a"), topic("b")}
+			return r
+		}(), func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.MetadataResponse)
+			require.Len(t, r.Topics, 2)
+			for i, name := range []string{"a", "b"} {
+				assert.Equal(t, name, *r.Topics[i].Topic)
+				assert.Equal(t, illegal, r.Topics[i].ErrorCode)
+				assert.Empty(t, r.Topics[i].Partitions)
+			}
+			assert.Zero(t, r.ErrorCode, "MetadataRequest.getErrorResponse sets no top-level error")
+		}},
+		{"Metadata of all topics", metadataReq(9), func(t *testing.T, resp kmsg.Response) {
+			assert.Empty(t, resp.(*kmsg.MetadataResponse).Topics)
+		}},
+		{"ApiVersions", apiVersionsReq(3, "test", "1"), func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ApiVersionsResponse)
+			assert.Equal(t, illegal, r.ErrorCode)
+			assert.Empty(t, r.ApiKeys)
+		}},
+		{"Produce", func() kmsg.Request {
+			r := kmsg.NewPtrProduceRequest()
+			r.Version, r.Acks = 9, -1
+			for _, p := range []int32{0, 1} {
+				rt := kmsg.NewProduceRequestTopic()
+				rt.Topic = "t"
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition = p
+				rt.Partitions = append(rt.Partitions, rp)
+				r.Topics = append(r.Topics, rt)
+			}
+			return r
+		}(), func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.ProduceResponse)
+			require.Len(t, r.Topics, 1, "one entry per topic")
+			require.Len(t, r.Topics[0].Partitions, 2)
+			for i, p := range r.Topics[0].Partitions {
+				assert.Equal(t, int32(i), p.Partition)
+				assert.Equal(t, illegal, p.ErrorCode)
+				assert.Equal(t, int64(-1), p.BaseOffset)
+				require.NotNil(t, p.ErrorMessage)
+				assert.Equal(t, "Unexpected Kafka request of type PRODUCE during SASL authentication.", *p.ErrorMessage)
+			}
+		}},
+		{"FindCoordinator", func() kmsg.Request {
+			r := kmsg.NewPtrFindCoordinatorRequest()
+			r.Version, r.CoordinatorKeys = 4, []string{"g1", "g2"}
+			return r
+		}(), func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.FindCoordinatorResponse)
+			require.Len(t, r.Coordinators, 2)
+			assert.Equal(t, "g2", r.Coordinators[1].Key)
+			assert.Equal(t, illegal, r.Coordinators[1].ErrorCode)
+			assert.Equal(t, int32(-1), r.Coordinators[1].NodeID)
+		}},
+		{"Heartbeat", func() kmsg.Request {
+			r := kmsg.NewPtrHeartbeatRequest()
+			r.Version = 4
+			return r
+		}(), func(t *testing.T, resp kmsg.Response) {
+			assert.Equal(t, illegal, resp.(*kmsg.HeartbeatResponse).ErrorCode)
+		}},
+		{"SaslHandshake", func() kmsg.Request {
+			r := kmsg.NewPtrSASLHandshakeRequest()
+			r.Version, r.Mechanism = 1, "PLAIN"
+			return r
+		}(), func(t *testing.T, resp kmsg.Response) {
+			r := resp.(*kmsg.SASLHandshakeResponse)
+			assert.Equal(t, illegal, r.ErrorCode)
+			assert.Empty(t, r.SupportedMechanisms)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, mid := range []bool{false, true} { // right after SaslHandshake, and mid SCRAM
+				rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+				if mid {
+					require.Zero(t, rc.handshake(1, "SCRAM-SHA-256").ErrorCode)
+					first, _ := newSASLClient(t, "SCRAM-SHA-256", "alice", alicePassword)(nil)
+					require.Zero(t, rc.authenticate(1, first).ErrorCode)
+				} else {
+					require.Zero(t, rc.handshake(1, "PLAIN").ErrorCode)
+				}
+				start := time.Now()
+				resp := rc.roundTrip(tc.req)
+				assert.GreaterOrEqual(t, time.Since(start), delay, "answered before the failed-authentication delay")
+				tc.check(t, resp)
+				requireClosedNoResponse(t, rc.c)
+			}
+		})
+	}
+	assert.Empty(t, seen, "a request reached the handler before authentication")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -77,12 +78,25 @@ type Config struct {
 	// listener.Config.Security resolves them; ConfigFromProperties fills it.
 	// A listener missing here uses none.
 	Security map[protocolmap.ListenerName]listener.Security
-	// Credentials backs the SASL mechanisms of every SASL listener that
-	// ListenerCredentials does not name. Kafka configures users per
-	// listener and mechanism (JAAS); a host may keep one store for all.
-	Credentials listener.CredentialStore
+	// SASLMechanisms gives SASL listeners the host's implementations of
+	// SASL mechanisms, such as OAUTHBEARER, GSSAPI or AWS_MSK_IAM, or its
+	// own PLAIN. A listener offers the mechanisms its Security entry
+	// enables (sasl.enabled.mechanisms), in that order, each implemented
+	// by the mechanism given here of that name or else by the built-in
+	// one (sasl.Builtin: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) over the
+	// listener's credential store. Names are compared case-sensitively,
+	// as in Kafka. New fails for an enabled mechanism that neither
+	// implements, and for a mechanism given here that the listener does
+	// not enable.
+	SASLMechanisms map[protocolmap.ListenerName][]sasl.Mechanism
+	// Credentials backs the built-in SASL mechanisms of every SASL
+	// listener that ListenerCredentials does not name. Kafka configures
+	// users per listener and mechanism (JAAS); a host may keep one store
+	// for all. listener.NewJAASUsers builds stores from Kafka's JAAS
+	// properties.
+	Credentials sasl.CredentialStore
 	// ListenerCredentials gives single listeners their own user store.
-	ListenerCredentials map[protocolmap.ListenerName]listener.CredentialStore
+	ListenerCredentials map[protocolmap.ListenerName]sasl.CredentialStore
 	// PrincipalBuilder builds each connection's principal once it has
 	// authenticated; nil means DefaultPrincipal.
 	PrincipalBuilder PrincipalBuilder

@@ -40,7 +40,7 @@ type conn struct {
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
 	watching      bool // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
-	saslIdentity  string
+	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
 	pre           prefixReader  // under br: what the parked goroutine read
@@ -192,17 +192,17 @@ func (c *conn) serveRequest() bool {
 		log.Info("closing connection", "conn_id", c.info.ID, "err", err, "api_key", h.key, "api_version", h.version)
 		return false
 	}
-	// After the session's expiry only a SaslHandshake, which starts
-	// re-authentication, is served; any other request closes, including
+	// After the session's expiry only a SaslHandshake that starts
+	// re-authentication is served; any other request closes, including
 	// those the server answers itself (KIP-368, as Kafka's processor).
 	if exp := c.info.SessionExpiry; !exp.IsZero() && start.After(exp) {
-		if _, reauth := body.(*kmsg.SASLHandshakeRequest); !reauth {
+		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
 			c.setReason(connregistry.SessionExpired)
 			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrSessionExpired, "principal", c.info.Principal)
 			return false
 		}
 	}
-	if answered, err := c.answerInServer(h, body, rest); answered || err != nil {
+	if answered, err := c.answerInServer(h, body, rest, start); answered || err != nil {
 		if peeked > 0 { // answered: the frame may leave the read buffer now
 			_, _ = c.br.Discard(peeked)
 		}
@@ -330,12 +330,12 @@ func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (he
 // the host took it over) and, after authentication, SaslHandshake and
 // SaslAuthenticate. It reports whether it answered; an error means the
 // connection must close.
-func (c *conn) answerInServer(h header, body kmsg.Request, rest []byte) (bool, error) {
+func (c *conn) answerInServer(h header, body kmsg.Request, rest []byte, received time.Time) (bool, error) {
 	switch body.(type) {
 	case nil: // ApiVersions, left undecoded
 		return true, c.answerAPIVersions(h, rest)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
-		return true, c.answerSASLAfterAuthentication(h, body)
+		return true, c.answerSASLAfterAuthentication(h, body, received)
 	}
 	return false, nil
 }

@@ -2,9 +2,10 @@
 // acceptor and a pool of processors that own their connections, a bounded
 // request channel per plane (data, and the control plane of KIP-291), one
 // request in flight per connection with responses in order, Kafka's
-// connection quotas, idle and size limits, TLS and SASL (PLAIN,
-// SCRAM-SHA-256/512, KIP-306 failure delay, KIP-368 re-authentication), and
-// a graceful shutdown. A host builds a [Server] from a resolved
+// connection quotas, idle and size limits, TLS and SASL (the built-in PLAIN
+// and SCRAM-SHA-256/512 or the host's own sasl.Mechanism implementations,
+// KIP-306 failure delay, KIP-368 re-authentication), and a graceful
+// shutdown. A host builds a [Server] from a resolved
 // listener.Config ([ConfigFromProperties] reads Kafka's keys), starts it,
 // and answers the [Request] values of each plane's channel with its own
 // handlers ([Server.Serve] runs a pool of them). The server answers

@@ -23,6 +23,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
@@ -945,9 +946,12 @@ func TestHostileSASL(t *testing.T) {
 				require.Equal(t, int16(0), rc.handshake(0, mech).ErrorCode)
 				write(t, rc.c, binary.BigEndian.AppendUint32(nil, math.MaxInt32))
 			}},
+			// After SaslHandshake v1 any request but SaslAuthenticate gets
+			// its error response, ILLEGAL_SASL_STATE, then the close
+			// (TestIllegalSASLState).
 			tcase{mech + " a second SaslHandshake", func(t *testing.T, rc *rawClient) {
 				require.Equal(t, int16(0), rc.handshake(1, mech).ErrorCode)
-				rc.send(handshake(1, mech))
+				assert.Equal(t, kerr.IllegalSaslState.Code, rc.handshake(1, mech).ErrorCode)
 			}},
 			tcase{mech + " SaslHandshake after SaslHandshake v0", func(t *testing.T, rc *rawClient) {
 				require.Equal(t, int16(0), rc.handshake(0, mech).ErrorCode)
@@ -955,11 +959,17 @@ func TestHostileSASL(t *testing.T) {
 			}},
 			tcase{mech + " ApiVersions after SaslHandshake", func(t *testing.T, rc *rawClient) {
 				require.Equal(t, int16(0), rc.handshake(1, mech).ErrorCode)
-				rc.send(apiVersionsReq(3, "late", "1"))
+				resp := rc.roundTrip(apiVersionsReq(3, "late", "1")).(*kmsg.ApiVersionsResponse)
+				assert.Equal(t, kerr.IllegalSaslState.Code, resp.ErrorCode)
 			}},
 			tcase{mech + " Metadata before SaslAuthenticate", func(t *testing.T, rc *rawClient) {
 				require.Equal(t, int16(0), rc.handshake(1, mech).ErrorCode)
-				rc.send(metadataReq(9))
+				req := metadataReq(9)
+				name := "t"
+				req.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
+				resp := rc.roundTrip(req).(*kmsg.MetadataResponse)
+				require.Len(t, resp.Topics, 1)
+				assert.Equal(t, kerr.IllegalSaslState.Code, resp.Topics[0].ErrorCode)
 			}},
 		)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -69,7 +70,7 @@ func saslFuzzSeeds() map[string][]byte {
 // the fuzzer, gets that far.
 func FuzzSASLPreAuth(f *testing.F) {
 	password := rand.Text()
-	users, err := listener.NewUsers(map[string]string{"alice": password})
+	users, err := sasl.NewUsers(map[string]string{"alice": password})
 	if err != nil {
 		f.Fatal(err)
 	}

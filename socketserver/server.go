@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +132,11 @@ func New(cfg Config) (*Server, error) {
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
+	}
+	for name := range cfg.SASLMechanisms {
+		if !slices.ContainsFunc(cfg.Listeners.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+			return nil, fmt.Errorf("socketserver: Config.SASLMechanisms names listener %s, which is not configured", name)
+		}
 	}
 	// Processor ids are the server's, as Kafka numbers them
 	// (SocketServer.nextProcessorId): the control plane's acceptor is

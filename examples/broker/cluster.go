@@ -43,10 +43,10 @@ type brokerSettings struct {
 	superUsers         string
 	// users are each SASL listener's users, from its
 	// listener.name.<listener>.plain.sasl.jaas.config.
-	users saslUsers
+	users *listener.JAASUsers
 	// jaasWarnings are about sasl.jaas.config settings without the
 	// listener and mechanism prefix, which a broker ignores.
-	jaasWarnings []string
+	jaasWarnings []listener.JAASWarning
 	// groups are the group coordinator's settings (groups.go).
 	groups groupSettings
 	// log is how partitions keep records: retention and the largest batch
@@ -55,15 +55,16 @@ type brokerSettings struct {
 }
 
 // readSettings reads the broker's settings from cfg's properties and checks
-// the socket server's keys and the SASL users, so that -check rejects
-// whatever serving would.
+// the socket server's keys and the SASL users, and builds a socket server
+// from them (serving nothing), so that -check rejects whatever serving
+// would.
 func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	if _, err := socketserver.ConfigFromProperties(cfg); err != nil {
 		return brokerSettings{}, err
 	}
 	s := brokerSettings{autoCreate: true}
 	var err error
-	if s.users, s.jaasWarnings, err = readSASLUsers(cfg); err != nil {
+	if s.users, s.jaasWarnings, err = listener.NewJAASUsers(cfg); err != nil {
 		return brokerSettings{}, err
 	}
 	idKey := "node.id"
@@ -113,7 +114,37 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 			return brokerSettings{}, &protocolmap.ConfigError{Key: "auto.create.topics.enable", Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
 		}
 	}
+	// The socket server checks what only it knows, such as whether it
+	// implements every SASL mechanism a listener enables.
+	scfg, err := socketServerConfig(cfg, s)
+	if err != nil {
+		return brokerSettings{}, err
+	}
+	srv, err := socketserver.New(scfg)
+	if err != nil {
+		return brokerSettings{}, err
+	}
+	srv.Close()
 	return s, nil
+}
+
+// socketServerConfig is the socket server configuration of a broker with
+// cfg and s: the socket server's keys, the broker's APIs and the SASL
+// users.
+func socketServerConfig(cfg *listener.Config, s brokerSettings) (socketserver.Config, error) {
+	scfg, err := socketserver.ConfigFromProperties(cfg)
+	if err != nil {
+		return socketserver.Config{}, err
+	}
+	// ListClientConnections (KIP-1329), answered by the server from its
+	// registry, on the data plane and the control plane.
+	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, connregistry.SuperUsers(s.superUsers))
+	scfg.APIs = append(dataPlaneAPIs(), lcc)
+	if cp := cfg.ControlPlaneListener; cp != "" {
+		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: append(controlPlaneAPIs(), lcc)}
+	}
+	scfg.ListenerCredentials = s.users.Stores()
+	return scfg, nil
 }
 
 // brokerProperties returns the properties of broker i of the process: those
@@ -182,9 +213,10 @@ type cluster struct {
 	infos    []listener.Broker
 	registry *prometheus.Registry
 	log      *slog.Logger
-	// creds are the SASL users of every SASL listener, shared by the
-	// brokers; reload replaces them.
-	creds     *credentials
+	// users are the SASL users of every SASL listener, shared by the
+	// brokers (as a Kafka cluster shares its SCRAM credentials), so that a
+	// reload reaches every broker at once.
+	users     *listener.JAASUsers
 	reloading sync.Mutex // one reload at a time
 	// groups is the group coordinator of every group; each group's
 	// requests go to the broker coordinatorOf names.
@@ -226,16 +258,12 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 		return nil, err
 	}
 	for _, w := range set.jaasWarnings {
-		logger.Warn(w)
-	}
-	creds, err := newCredentials(set.users)
-	if err != nil {
-		return nil, err
+		logger.Warn(w.String())
 	}
 	serveCtx, cancel := context.WithCancel(context.Background())
 	c := &cluster{
 		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger,
-		creds: creds, stopping: make(chan struct{}), cancel: cancel,
+		users: set.users, stopping: make(chan struct{}), cancel: cancel,
 	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.groups = newCoordinator(set.groups, c.state, logger, c.stopping)
@@ -268,18 +296,10 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 // startBroker builds and starts one broker's socket server from cfg, with
 // every socket-server key of its properties applied.
 func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int32) (*broker, error) {
-	scfg, err := socketserver.ConfigFromProperties(cfg)
+	scfg, err := socketServerConfig(cfg, c.settings)
 	if err != nil {
 		return nil, err
 	}
-	// ListClientConnections (KIP-1329), answered by the server from its
-	// registry, on the data plane and the control plane.
-	lcc := socketserver.ListClientConnectionsAPI(c.settings.listConnectionsKey, connregistry.SuperUsers(c.settings.superUsers))
-	scfg.APIs = append(dataPlaneAPIs(), lcc)
-	if cp := cfg.ControlPlaneListener; cp != "" {
-		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: append(controlPlaneAPIs(), lcc)}
-	}
-	scfg.ListenerCredentials = c.creds.forServer()
 	scfg.Logger = c.log.With("broker", id)
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node_id": strconv.Itoa(int(id))}, c.registry)
 	if scfg.Metrics, err = newPromMetrics(reg); err != nil {

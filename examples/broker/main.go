@@ -189,7 +189,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *check {
 		for _, w := range set.jaasWarnings { // serving logs them instead
-			fmt.Fprintf(stderr, "broker: warning: %s\n", w)
+			fmt.Fprintf(stderr, "broker: warning: %s\n", w.String())
 		}
 		return 0
 	}

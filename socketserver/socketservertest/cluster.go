@@ -10,6 +10,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -54,7 +55,7 @@ type ListingCluster struct {
 // test ends.
 func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i int, o *ListingOptions)) *ListingCluster {
 	t.Helper()
-	store, err := listener.NewUsers(users)
+	store, err := sasl.NewUsers(users)
 	if err != nil {
 		t.Fatalf("socketservertest: %v", err)
 	}

@@ -1,4 +1,4 @@
-package listener_test
+package sasl_test
 
 import (
 	"bytes"
@@ -16,25 +16,24 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/sasl"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
 	kplain "github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/xdg-go/scram"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 )
 
 const (
 	saslGeneric256 = "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
-	saslGenericPl  = "Authentication failed during authentication due to invalid credentials with SASL mechanism PLAIN"
 	saslAuthzid    = "Authentication failed: Client requested an authorization id that is different from username"
 )
 
 var saslSCRAMMechs = []string{"SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // saslTestUsers is built once: deriving SCRAM credentials costs PBKDF2 runs.
-var saslTestUsers = sync.OnceValue(func() *listener.Users {
-	u, err := listener.NewUsers(map[string]string{
+var saslTestUsers = sync.OnceValue(func() *sasl.Users {
+	u, err := sasl.NewUsers(map[string]string{
 		"alice":   "alice-secret",
 		"bob":     "bob-secret",
 		"a,b=c":   "comma-secret",
@@ -47,9 +46,22 @@ var saslTestUsers = sync.OnceValue(func() *listener.Users {
 	return u
 })
 
-func saslMech(t testing.TB, name string, store listener.CredentialStore) listener.SASLMechanism {
+// session drives a sasl.Server as the connection does, one token at a
+// time: done reports that the exchange completed with this step.
+type session struct{ sasl.Server }
+
+func newSession(m sasl.Mechanism) session { return session{m.NewServer(sasl.ConnState{})} }
+
+func (s session) Step(token []byte) (reply []byte, done bool, err error) {
+	reply, err = s.Server.Step(context.Background(), token)
+	return reply, err == nil && s.Complete(), err
+}
+
+func (s session) Identity() string { return s.AuthorizationID() }
+
+func saslMech(t testing.TB, name string, store sasl.CredentialStore) sasl.Mechanism {
 	t.Helper()
-	m, err := listener.NewSASLMechanism(name, store)
+	m, err := sasl.Builtin(name, store)
 	require.NoError(t, err)
 	require.Equal(t, name, m.Name())
 	return m
@@ -57,11 +69,11 @@ func saslMech(t testing.TB, name string, store listener.CredentialStore) listene
 
 // saslRequireFailure checks err is a *SASLError for mech with the given
 // client message and a Reason containing reason.
-func saslRequireFailure(t testing.TB, err error, mech, clientMsg, reason string) *listener.SASLError {
+func saslRequireFailure(t testing.TB, err error, mech, clientMsg, reason string) *sasl.Error {
 	t.Helper()
 	require.Error(t, err)
-	require.ErrorIs(t, err, listener.ErrAuthenticationFailed)
-	var se *listener.SASLError
+	require.ErrorIs(t, err, sasl.ErrAuthenticationFailed)
+	var se *sasl.Error
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, mech, se.Mechanism)
 	assert.Equal(t, clientMsg, err.Error())
@@ -73,37 +85,44 @@ func saslGeneric(mech string) string {
 	return "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mech
 }
 
-func TestNewSASLMechanism(t *testing.T) {
+func TestBuiltin(t *testing.T) {
 	users := saslTestUsers()
 	for _, name := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		m := saslMech(t, name, users)
-		assert.NotNil(t, m.NewSession())
+		assert.NotNil(t, newSession(m))
 	}
 	for _, name := range []string{"GSSAPI", "OAUTHBEARER", "plain", "SCRAM-SHA-1", "scram-sha-256", ""} {
-		_, err := listener.NewSASLMechanism(name, users)
-		require.ErrorIs(t, err, listener.ErrUnsupportedMechanism, name)
+		_, err := sasl.Builtin(name, users)
+		require.ErrorIs(t, err, sasl.ErrUnsupportedMechanism, name)
 		assert.Equal(t, "Unsupported SASL mechanism "+name, err.Error())
 	}
-	_, err := listener.NewSASLMechanism("PLAIN", nil)
+	_, err := sasl.Builtin("PLAIN", nil)
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, listener.ErrUnsupportedMechanism)
+	assert.NotErrorIs(t, err, sasl.ErrUnsupportedMechanism)
 }
 
 func TestSASLErrorClientMessage(t *testing.T) {
-	e := &listener.SASLError{Mechanism: "SCRAM-SHA-512", Reason: "Invalid client credentials"}
+	e := &sasl.Error{Mechanism: "SCRAM-SHA-512", Reason: "Invalid client credentials"}
 	assert.Equal(t, saslGeneric("SCRAM-SHA-512"), e.Error())
 	assert.Equal(t, saslGeneric("SCRAM-SHA-512"), e.ClientMessage(false))
 	assert.Equal(t, "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512",
 		e.ClientMessage(true))
-	assert.ErrorIs(t, e, listener.ErrAuthenticationFailed)
+	assert.ErrorIs(t, e, sasl.ErrAuthenticationFailed)
 
-	e = &listener.SASLError{Mechanism: "PLAIN", Reason: "Authentication failed: Invalid username or password", SendReason: true}
+	e = &sasl.Error{Mechanism: "PLAIN", Reason: "Authentication failed: Invalid username or password", SendReason: true}
 	assert.Equal(t, e.Reason, e.Error())
 	assert.Equal(t, e.Reason, e.ClientMessage(true))
 }
 
+// TestPlainSASL follows Kafka's PlainSaslServer.evaluateResponse: its
+// checks, their order and the messages the client is told.
 func TestPlainSASL(t *testing.T) {
-	const invalid = "Authentication failed: Invalid username or password"
+	const (
+		invalid = "Authentication failed: Invalid username or password"
+		noUser  = "Authentication failed: username not specified"
+		noPass  = "Authentication failed: password not specified"
+	)
+	tokens := func(n int) string { return "Invalid SASL/PLAIN response: expected 3 tokens, got " + strconv.Itoa(n) }
 	tests := []struct {
 		name     string
 		msg      string
@@ -115,12 +134,16 @@ func TestPlainSASL(t *testing.T) {
 		{name: "authzid equals user", msg: "alice\x00alice\x00alice-secret", identity: "alice"},
 		{name: "non-ASCII user", msg: "\x00émile\x00pässwörd", identity: "émile"},
 		{name: "escapes are literal in PLAIN", msg: "\x00a,b=c\x00comma-secret", identity: "a,b=c"},
-		{name: "empty message", msg: "", client: saslGenericPl, reason: "Invalid SASL/PLAIN response: expected 3 tokens, got 1"},
-		{name: "two tokens", msg: "alice\x00alice-secret", client: saslGenericPl, reason: "Invalid SASL/PLAIN response: expected 3 tokens, got 2"},
-		{name: "four tokens", msg: "\x00charlie\x00has\x00nul", client: saslGenericPl, reason: "Invalid SASL/PLAIN response: expected 3 tokens, got 4"},
-		{name: "empty username", msg: "\x00\x00alice-secret", client: saslGenericPl, reason: "Authentication failed: username not specified"},
-		{name: "empty username and password", msg: "\x00\x00", client: saslGenericPl, reason: "Authentication failed: username not specified"},
-		{name: "empty password", msg: "\x00alice\x00", client: saslGenericPl, reason: "Authentication failed: password not specified"},
+		// Kafka's PlainSaslServer throws SaslAuthenticationException for
+		// every failure, so the client is told each message, malformed
+		// messages included; extractTokens stops counting at 4 tokens.
+		{name: "empty message", msg: "", client: tokens(1), reason: tokens(1)},
+		{name: "two tokens", msg: "alice\x00alice-secret", client: tokens(2), reason: tokens(2)},
+		{name: "four tokens", msg: "\x00charlie\x00has\x00nul", client: tokens(4), reason: tokens(4)},
+		{name: "six tokens count as four", msg: "\x00a\x00b\x00c\x00d\x00e", client: tokens(4), reason: tokens(4)},
+		{name: "empty username", msg: "\x00\x00alice-secret", client: noUser, reason: noUser},
+		{name: "empty username and password", msg: "\x00\x00", client: noUser, reason: noUser},
+		{name: "empty password", msg: "\x00alice\x00", client: noPass, reason: noPass},
 		{name: "wrong password", msg: "\x00alice\x00bob-secret", client: invalid, reason: invalid},
 		{name: "password prefix", msg: "\x00alice\x00alice-secre", client: invalid, reason: invalid},
 		{name: "unknown user", msg: "\x00mallory\x00alice-secret", client: invalid, reason: invalid},
@@ -132,7 +155,7 @@ func TestPlainSASL(t *testing.T) {
 	m := saslMech(t, "PLAIN", saslTestUsers())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := m.NewSession()
+			s := newSession(m)
 			reply, done, err := s.Step([]byte(tt.msg))
 			if tt.identity != "" {
 				require.NoError(t, err)
@@ -153,7 +176,7 @@ func TestPlainSASL(t *testing.T) {
 			// The exchange is over either way.
 			_, done, err = s.Step([]byte(tt.msg))
 			assert.False(t, done)
-			assert.ErrorIs(t, err, listener.ErrAuthenticationFailed)
+			assert.ErrorIs(t, err, sasl.ErrAuthenticationFailed)
 		})
 	}
 }
@@ -162,7 +185,7 @@ func TestPlainSASL(t *testing.T) {
 // and a session. It returns the error of the server step that failed, if
 // any, and checks that on success the client accepted the server's
 // signature.
-func saslXdgConversation(t *testing.T, s listener.SASLSession, conv *scram.ClientConversation) error {
+func saslXdgConversation(t *testing.T, s session, conv *scram.ClientConversation) error {
 	t.Helper()
 	c1, err := conv.Step("")
 	require.NoError(t, err)
@@ -224,7 +247,7 @@ func TestSCRAMXdgClient(t *testing.T) {
 				if tt.advertiseCB {
 					conv = client.NewConversationAdvertisingChannelBinding()
 				}
-				s := m.NewSession()
+				s := newSession(m)
 				err = saslXdgConversation(t, s, conv)
 				if tt.fail == "" {
 					require.NoError(t, err)
@@ -241,7 +264,7 @@ func TestSCRAMXdgClient(t *testing.T) {
 				assert.Empty(t, s.Identity())
 				_, done, err := s.Step([]byte("c=biws,r=x,p=AAAA"))
 				assert.False(t, done)
-				assert.ErrorIs(t, err, listener.ErrAuthenticationFailed)
+				assert.ErrorIs(t, err, sasl.ErrAuthenticationFailed)
 			})
 		}
 	}
@@ -251,7 +274,7 @@ func TestSCRAMChannelBindingRequiredRejected(t *testing.T) {
 	client, err := scram.SHA256.NewClientUnprepped("alice", "alice-secret", "")
 	require.NoError(t, err)
 	conv := client.NewConversationWithChannelBinding(scram.NewTLSUniqueBinding([]byte("finished")))
-	err = saslXdgConversation(t, saslMech(t, "SCRAM-SHA-256", saslTestUsers()).NewSession(), conv)
+	err = saslXdgConversation(t, newSession(saslMech(t, "SCRAM-SHA-256", saslTestUsers())), conv)
 	saslRequireFailure(t, err, "SCRAM-SHA-256", saslGeneric256, "channel binding is not supported")
 }
 
@@ -351,7 +374,7 @@ func TestSCRAMLibrdkafkaDuplicatedNonce(t *testing.T) {
 		m := saslMech(t, mech, saslTestUsers())
 		t.Run(mech+"/accepted", func(t *testing.T) {
 			c := newSASLSCRAMClient(mech, "alice", "alice-secret")
-			s := m.NewSession()
+			s := newSession(m)
 			s1, done, err := s.Step(c.first(""))
 			require.NoError(t, err)
 			require.False(t, done)
@@ -365,7 +388,7 @@ func TestSCRAMLibrdkafkaDuplicatedNonce(t *testing.T) {
 		})
 		t.Run(mech+"/wrong proof", func(t *testing.T) {
 			c := newSASLSCRAMClient(mech, "alice", "alice-secret")
-			s := m.NewSession()
+			s := newSession(m)
 			s1, _, err := s.Step(c.first(""))
 			require.NoError(t, err)
 			c2, _ := c.final(t, s1, saslFinalOpts{nonce: dup, badProof: true})
@@ -376,7 +399,7 @@ func TestSCRAMLibrdkafkaDuplicatedNonce(t *testing.T) {
 		})
 		t.Run(mech+"/wrong password", func(t *testing.T) {
 			c := newSASLSCRAMClient(mech, "alice", "bob-secret")
-			s := m.NewSession()
+			s := newSession(m)
 			s1, _, err := s.Step(c.first(""))
 			require.NoError(t, err)
 			c2, _ := c.final(t, s1, saslFinalOpts{nonce: dup})
@@ -424,7 +447,7 @@ func TestSCRAMClientFinalRejected(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(mech+"/"+tt.name, func(t *testing.T) {
 				c := newSASLSCRAMClient(mech, "alice", "alice-secret")
-				s := m.NewSession()
+				s := newSession(m)
 				s1, _, err := s.Step(c.first(""))
 				require.NoError(t, err)
 				c2, _ := c.final(t, s1, tt.opts)
@@ -443,7 +466,7 @@ func TestSCRAMClientFinalRejected(t *testing.T) {
 
 func TestSCRAMClientFinalExtensionsAccepted(t *testing.T) {
 	c := newSASLSCRAMClient("SCRAM-SHA-256", "alice", "alice-secret")
-	s := saslMech(t, "SCRAM-SHA-256", saslTestUsers()).NewSession()
+	s := newSession(saslMech(t, "SCRAM-SHA-256", saslTestUsers()))
 	s1, _, err := s.Step(c.first(""))
 	require.NoError(t, err)
 	c2, sig := c.final(t, s1, saslFinalOpts{extra: ",x=1"})
@@ -496,7 +519,7 @@ func TestSCRAMClientFirst(t *testing.T) {
 		m := saslMech(t, mech, saslTestUsers())
 		for _, tt := range tests {
 			t.Run(mech+"/"+tt.name, func(t *testing.T) {
-				s := m.NewSession()
+				s := newSession(m)
 				reply, done, err := s.Step([]byte(tt.msg))
 				assert.False(t, done)
 				if tt.reason == "" {
@@ -521,7 +544,7 @@ func TestSCRAMClientFirst(t *testing.T) {
 func TestSCRAMUnknownExtensionIgnored(t *testing.T) {
 	for _, mech := range saslSCRAMMechs {
 		c := newSASLSCRAMClient(mech, "a,b=c", "comma-secret")
-		s := saslMech(t, mech, saslTestUsers()).NewSession()
+		s := newSession(saslMech(t, mech, saslTestUsers()))
 		s1, _, err := s.Step(c.first(",foo=bar"))
 		require.NoError(t, err)
 		c2, sig := c.final(t, s1, saslFinalOpts{})
@@ -536,7 +559,7 @@ func TestSCRAMUnknownExtensionIgnored(t *testing.T) {
 func TestSCRAMStepAfterCompletion(t *testing.T) {
 	client, err := scram.SHA512.NewClientUnprepped("alice", "alice-secret", "")
 	require.NoError(t, err)
-	s := saslMech(t, "SCRAM-SHA-512", saslTestUsers()).NewSession()
+	s := newSession(saslMech(t, "SCRAM-SHA-512", saslTestUsers()))
 	require.NoError(t, saslXdgConversation(t, s, client.NewConversation()))
 	_, done, err := s.Step([]byte("n,,n=alice,r=abc"))
 	assert.False(t, done)
@@ -545,10 +568,10 @@ func TestSCRAMStepAfterCompletion(t *testing.T) {
 }
 
 // saslStaticStore is a CredentialStore with one SCRAM credential.
-type saslStaticStore struct{ cred listener.SCRAMCredential }
+type saslStaticStore struct{ cred sasl.SCRAMCredential }
 
 func (saslStaticStore) CheckPlain(string, string) bool { return false }
-func (s saslStaticStore) SCRAM(mech, user string) (listener.SCRAMCredential, bool) {
+func (s saslStaticStore) SCRAM(mech, user string) (sasl.SCRAMCredential, bool) {
 	return s.cred, mech == "SCRAM-SHA-256" && user == "alice"
 }
 
@@ -561,7 +584,7 @@ func TestSCRAMStoredCredentialChecks(t *testing.T) {
 	short.StoredKey = good.StoredKey[:16]
 	tests := []struct {
 		name   string
-		cred   listener.SCRAMCredential
+		cred   sasl.SCRAMCredential
 		reason string
 	}{
 		{name: "too few iterations", cred: few, reason: "Iterations 4095 is less than the minimum 4096 for SCRAM-SHA-256"},
@@ -570,7 +593,7 @@ func TestSCRAMStoredCredentialChecks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := saslMech(t, "SCRAM-SHA-256", saslStaticStore{tt.cred})
-			_, _, err := m.NewSession().Step([]byte("n,,n=alice,r=abc"))
+			_, _, err := newSession(m).Step([]byte("n,,n=alice,r=abc"))
 			saslRequireFailure(t, err, "SCRAM-SHA-256", saslGeneric256, tt.reason)
 		})
 	}
@@ -578,14 +601,14 @@ func TestSCRAMStoredCredentialChecks(t *testing.T) {
 	client, err := scram.SHA256.NewClientUnprepped("alice", "alice-secret", "")
 	require.NoError(t, err)
 	m := saslMech(t, "SCRAM-SHA-256", saslStaticStore{good})
-	require.NoError(t, saslXdgConversation(t, m.NewSession(), client.NewConversation()))
+	require.NoError(t, saslXdgConversation(t, newSession(m), client.NewConversation()))
 }
 
 func TestSCRAMServerNoncesDiffer(t *testing.T) {
 	m := saslMech(t, "SCRAM-SHA-256", saslTestUsers())
 	seen := map[string]bool{}
 	for range 50 {
-		s1, _, err := m.NewSession().Step([]byte("n,,n=alice,r=abc"))
+		s1, _, err := newSession(m).Step([]byte("n,,n=alice,r=abc"))
 		require.NoError(t, err)
 		nonce := strings.Split(string(s1), ",")[0]
 		assert.False(t, seen[nonce])
@@ -650,18 +673,18 @@ func TestNewUsersInvalid(t *testing.T) {
 		"empty password":  {"alice": ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := listener.NewUsers(passwords)
-			require.ErrorIs(t, err, listener.ErrInvalidValue)
+			_, err := sasl.NewUsers(passwords)
+			require.ErrorIs(t, err, sasl.ErrInvalidUsers)
 		})
 	}
-	u, err := listener.NewUsers(nil)
+	u, err := sasl.NewUsers(nil)
 	require.NoError(t, err)
 	assert.False(t, u.Has("alice"))
 	assert.False(t, u.CheckPlain("alice", "x"))
 }
 
 func TestUsersReplace(t *testing.T) {
-	u, err := listener.NewUsers(map[string]string{"alice": "a1", "bob": "b1", "carol": "c1"})
+	u, err := sasl.NewUsers(map[string]string{"alice": "a1", "bob": "b1", "carol": "c1"})
 	require.NoError(t, err)
 	aliceBefore, _ := u.SCRAM("SCRAM-SHA-256", "alice")
 	bobBefore, _ := u.SCRAM("SCRAM-SHA-256", "bob")
@@ -675,10 +698,10 @@ func TestUsersReplace(t *testing.T) {
 	assert.False(t, u.CheckPlain("carol", "c1"))
 	_, ok := u.SCRAM("SCRAM-SHA-256", "carol")
 	assert.False(t, ok)
-	_, _, err = plain.NewSession().Step([]byte("\x00carol\x00c1"))
-	assert.ErrorIs(t, err, listener.ErrAuthenticationFailed)
-	_, _, err = scram256.NewSession().Step([]byte("n,,n=carol,r=abc"))
-	assert.ErrorIs(t, err, listener.ErrAuthenticationFailed)
+	_, _, err = newSession(plain).Step([]byte("\x00carol\x00c1"))
+	assert.ErrorIs(t, err, sasl.ErrAuthenticationFailed)
+	_, _, err = newSession(scram256).Step([]byte("n,,n=carol,r=abc"))
+	assert.ErrorIs(t, err, sasl.ErrAuthenticationFailed)
 
 	// alice is unchanged and keeps her credential; bob's password changed.
 	aliceAfter, _ := u.SCRAM("SCRAM-SHA-256", "alice")
@@ -691,12 +714,12 @@ func TestUsersReplace(t *testing.T) {
 	for pass, ok := range map[string]bool{"b1": false, "b2": true} {
 		client, err := scram.SHA256.NewClientUnprepped("bob", pass, "")
 		require.NoError(t, err)
-		err = saslXdgConversation(t, scram256.NewSession(), client.NewConversation())
+		err = saslXdgConversation(t, newSession(scram256), client.NewConversation())
 		assert.Equal(t, ok, err == nil, pass)
 	}
 
 	// A bad list leaves the old one in force.
-	require.ErrorIs(t, u.Replace(map[string]string{"erin": "e1", "": "x"}), listener.ErrInvalidValue)
+	require.ErrorIs(t, u.Replace(map[string]string{"erin": "e1", "": "x"}), sasl.ErrInvalidUsers)
 	assert.True(t, u.Has("dave"))
 	assert.False(t, u.Has("erin"))
 }
@@ -707,7 +730,7 @@ func TestUsersReplaceRace(t *testing.T) {
 		{"alice": "a1", "bob": "b1"},
 		{"alice": "a1", "carol": "c1"},
 	}
-	u, err := listener.NewUsers(lists[0])
+	u, err := sasl.NewUsers(lists[0])
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -741,7 +764,7 @@ func TestUsersReplaceRace(t *testing.T) {
 
 // saslFranzConversation drives a franz-go client mechanism against a
 // session, in process, as kgo does over SaslAuthenticate.
-func saslFranzConversation(t *testing.T, client sasl.Mechanism, s listener.SASLSession) error {
+func saslFranzConversation(t *testing.T, client ksasl.Mechanism, s session) error {
 	t.Helper()
 	cs, token, err := client.Authenticate(t.Context(), "broker:9092")
 	require.NoError(t, err)
@@ -767,7 +790,7 @@ func TestSASLFranzGoInterop(t *testing.T) {
 	tests := []struct {
 		name     string
 		mech     string
-		client   sasl.Mechanism
+		client   ksasl.Mechanism
 		identity string
 		reason   string // failing Reason fragment
 		message  string // client message on failure
@@ -801,7 +824,7 @@ func TestSASLFranzGoInterop(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := saslMech(t, tt.mech, saslTestUsers()).NewSession()
+			s := newSession(saslMech(t, tt.mech, saslTestUsers()))
 			err := saslFranzConversation(t, tt.client, s)
 			if tt.identity != "" {
 				require.NoError(t, err)

@@ -1,4 +1,4 @@
-package listener_test
+package sasl_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 )
 
 // saslFuzzFailed checks that a failed Step kept to the SASLSession contract.
@@ -18,8 +18,8 @@ func saslFuzzFailed(t *testing.T, reply []byte, done bool, err error) {
 	if reply != nil {
 		t.Fatalf("reply %q together with error %v", reply, err)
 	}
-	var se *listener.SASLError
-	if !errors.Is(err, listener.ErrAuthenticationFailed) || !errors.As(err, &se) {
+	var se *sasl.Error
+	if !errors.Is(err, sasl.ErrAuthenticationFailed) || !errors.As(err, &se) {
 		t.Fatalf("error %T %v is not a *SASLError wrapping ErrAuthenticationFailed", err, err)
 	}
 }
@@ -36,12 +36,12 @@ func FuzzPlainMessage(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	users := saslTestUsers()
-	m, err := listener.NewSASLMechanism("PLAIN", users)
+	m, err := sasl.Builtin("PLAIN", users)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, token []byte) {
-		s := m.NewSession()
+		s := newSession(m)
 		reply, done, err := s.Step(token)
 		if err != nil {
 			saslFuzzFailed(t, reply, done, err)
@@ -81,9 +81,9 @@ func FuzzSCRAMClientFirst(f *testing.F) {
 	}
 	f.Add([]byte("n,,n=alice,r=abc"), "SCRAM-SHA-512")
 	users := saslTestUsers()
-	mechs := map[string]listener.SASLMechanism{}
+	mechs := map[string]sasl.Mechanism{}
 	for _, name := range saslSCRAMMechs {
-		m, err := listener.NewSASLMechanism(name, users)
+		m, err := sasl.Builtin(name, users)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func FuzzSCRAMClientFirst(f *testing.F) {
 		if m == nil {
 			m = mechs["SCRAM-SHA-256"]
 		}
-		s := m.NewSession()
+		s := newSession(m)
 		reply, done, err := s.Step(first)
 		if err != nil {
 			saslFuzzFailed(t, reply, done, err)
@@ -144,11 +144,11 @@ func FuzzSCRAMClientFinal(f *testing.F) {
 	}
 	f.Add("c=biws,r={nonce},p="+strings.Repeat("A", 86)+"==", true)
 	users := saslTestUsers()
-	m256, err := listener.NewSASLMechanism("SCRAM-SHA-256", users)
+	m256, err := sasl.Builtin("SCRAM-SHA-256", users)
 	if err != nil {
 		f.Fatal(err)
 	}
-	m512, err := listener.NewSASLMechanism("SCRAM-SHA-512", users)
+	m512, err := sasl.Builtin("SCRAM-SHA-512", users)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func FuzzSCRAMClientFinal(f *testing.F) {
 		if sha512 {
 			m = m512
 		}
-		s := m.NewSession()
+		s := newSession(m)
 		s1, _, err := s.Step([]byte("n,,n=alice,r=fyko"))
 		if err != nil {
 			t.Fatal(err)

@@ -1,17 +1,37 @@
-package listener
+package sasl
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"hash"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
+
+// NewSCRAM returns SCRAM-SHA-256 or SCRAM-SHA-512 (name, as in [SCRAMSHA256])
+// as Kafka's ScramSaslServer implements it, over the credentials of store.
+func NewSCRAM(name string, store CredentialStore) (Mechanism, error) {
+	if store == nil {
+		return nil, errors.New("sasl: mechanism " + name + " needs a credential store")
+	}
+	m := &scramMechanism{name: name, hash: sha256.New, size: sha256.Size, store: store}
+	switch name {
+	case SCRAMSHA256:
+	case SCRAMSHA512:
+		m.hash, m.size = sha512.New, sha512.Size
+	default:
+		return nil, fmt.Errorf("%w %s", ErrUnsupportedMechanism, name)
+	}
+	return m, nil
+}
 
 // scramMechanism is SCRAM-SHA-256 or SCRAM-SHA-512 (RFC 5802, RFC 7677) as
 // Kafka's ScramSaslServer implements it, without channel binding and
@@ -20,8 +40,8 @@ import (
 // The conversation is parsed here rather than handed to xdg-go/scram's
 // ServerConversation because Kafka's rules differ from that type's in ways
 // it cannot be configured for: it accepts a client-final nonce that only
-// ends with the server nonce (librdkafka ≤ 2.6.0 repeats the client nonce;
-// Kafka 3.8.1–3.9 accept that), it reads Kafka's extensions after the client
+// ends with the server nonce (librdkafka <= 2.6.0 repeats the client nonce;
+// Kafka 3.8.1-3.9 accept that), it reads Kafka's extensions after the client
 // nonce (tokenauth) and it checks the authorization id against the user.
 // The verification itself is the three HMAC/hash operations of RFC 5802
 // section 3 over the stored keys; key derivation (PBKDF2) is xdg-go/scram's,
@@ -33,17 +53,9 @@ type scramMechanism struct {
 	store CredentialStore
 }
 
-func newSCRAMMechanism(name string, store CredentialStore) *scramMechanism {
-	m := &scramMechanism{name: name, hash: sha256.New, size: sha256.Size, store: store}
-	if name == mechSCRAMSHA512 {
-		m.hash, m.size = sha512.New, sha512.Size
-	}
-	return m
-}
-
 func (m *scramMechanism) Name() string { return m.name }
 
-func (m *scramMechanism) NewSession() SASLSession { return &scramSession{m: m} }
+func (m *scramMechanism) NewServer(ConnState) Server { return &scramServer{m: m} }
 
 type scramState int8
 
@@ -54,7 +66,7 @@ const (
 	scramFailed
 )
 
-type scramSession struct {
+type scramServer struct {
 	m     *scramMechanism
 	state scramState
 
@@ -72,36 +84,38 @@ type scramSession struct {
 // client gets the generic message, except an authorization id other than
 // the user, which Kafka reports to the client as a
 // SaslAuthenticationException.
-func (s *scramSession) Step(token []byte) ([]byte, bool, error) {
+func (s *scramServer) Step(_ context.Context, token []byte) ([]byte, error) {
 	var (
 		reply []byte
-		err   *SASLError
+		err   *Error
 	)
 	switch s.state {
 	case scramAwaitClientFirst:
 		if reply, err = s.clientFirst(string(token)); err == nil {
 			s.state = scramAwaitClientFinal
-			return reply, false, nil
+			return reply, nil
 		}
 	case scramAwaitClientFinal:
 		if reply, err = s.clientFinal(string(token)); err == nil {
 			s.state = scramComplete
 			s.clear()
-			return reply, true, nil
+			return reply, nil
 		}
 	case scramComplete:
-		return nil, false, s.fail("Unexpected SCRAM message after the exchange completed")
+		return nil, s.fail("Unexpected SCRAM message after the exchange completed")
 	default:
-		return nil, false, s.fail("Unexpected SCRAM message after the exchange failed")
+		return nil, s.fail("Unexpected SCRAM message after the exchange failed")
 	}
 	s.state = scramFailed
 	s.clear()
-	return nil, false, err
+	return nil, err
 }
 
-func (s *scramSession) Identity() string { return s.identity }
+func (s *scramServer) Complete() bool          { return s.state == scramComplete }
+func (s *scramServer) AuthorizationID() string { return s.identity }
+func (s *scramServer) Negotiated() Negotiated  { return Negotiated{} }
 
-func (s *scramSession) clientFirst(msg string) ([]byte, *SASLError) {
+func (s *scramServer) clientFirst(msg string) ([]byte, *Error) {
 	cf, reason := parseSCRAMClientFirst(msg)
 	if reason != "" {
 		return nil, s.fail("Invalid SCRAM client first message format: " + reason)
@@ -114,7 +128,7 @@ func (s *scramSession) clientFirst(msg string) ([]byte, *SASLError) {
 		return nil, s.fail("Authentication failed: Invalid user credentials")
 	}
 	if cf.authzid != "" && cf.authzid != cf.user {
-		return nil, &SASLError{
+		return nil, &Error{
 			Mechanism:  s.m.name,
 			Reason:     "Authentication failed: Client requested an authorization id that is different from username",
 			SendReason: true,
@@ -135,7 +149,7 @@ func (s *scramSession) clientFirst(msg string) ([]byte, *SASLError) {
 	return []byte(s.serverFirst), nil
 }
 
-func (s *scramSession) clientFinal(msg string) ([]byte, *SASLError) {
+func (s *scramServer) clientFinal(msg string) ([]byte, *Error) {
 	cf, reason := parseSCRAMClientFinal(msg)
 	if reason != "" {
 		return nil, s.fail("Invalid SCRAM client final message format: " + reason)
@@ -167,7 +181,7 @@ func (s *scramSession) clientFinal(msg string) ([]byte, *SASLError) {
 	return []byte("v=" + base64.StdEncoding.EncodeToString(s.hmac(s.cred.ServerKey, authMessage))), nil
 }
 
-func (s *scramSession) hmac(key, msg []byte) []byte {
+func (s *scramServer) hmac(key, msg []byte) []byte {
 	mac := hmac.New(s.m.hash, key)
 	mac.Write(msg)
 	return mac.Sum(nil)
@@ -175,13 +189,13 @@ func (s *scramSession) hmac(key, msg []byte) []byte {
 
 // clear drops the credential and messages once the exchange is over, as
 // Kafka's clearCredentials does.
-func (s *scramSession) clear() {
+func (s *scramServer) clear() {
 	s.cred = SCRAMCredential{}
 	s.gs2Header, s.clientFirstBare, s.serverFirst, s.nonce = "", "", "", ""
 }
 
-func (s *scramSession) fail(reason string) *SASLError {
-	return &SASLError{Mechanism: s.m.name, Reason: reason}
+func (s *scramServer) fail(reason string) *Error {
+	return &Error{Mechanism: s.m.name, Reason: reason}
 }
 
 // scramClientFirst is a parsed client-first-message:
