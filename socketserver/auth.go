@@ -153,12 +153,13 @@ func (s *listenerSecurity) mechanismNames() []string {
 // its listener requires, under the listener's handshake deadline, and sets
 // the connection's principal. It returns an error when the connection must
 // close.
-func (c *conn) handshake() error {
+func (c *conn) handshake() (err error) {
 	ls := c.p.ls
 	sec := ls.sec
 	if sec.tls == nil && len(sec.mechanisms) == 0 {
 		return nil
 	}
+	defer func() { c.authDone(err, false) }()
 	deadline := time.Now().Add(sec.timeout)
 	_ = c.nc.SetDeadline(deadline)
 	var info AuthInfo
@@ -185,6 +186,7 @@ func (c *conn) handshake() error {
 		if err != nil {
 			return err
 		}
+		c.info.SASLMechanism = mech.Name() // for the hooks, should the exchange fail
 		identity, err := c.saslExchange(mech, version, "")
 		if err != nil {
 			return err
@@ -402,6 +404,7 @@ func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request) error {
 		if err == nil {
 			_, err = c.saslExchange(mech, h.version, c.saslIdentity)
 		}
+		c.authDone(err, true)
 		if err != nil {
 			return err
 		}

@@ -104,8 +104,11 @@ type Config struct {
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// Metrics receives the server's measurements; nil discards them.
-	Metrics Metrics
+	// Hooks observe the server's events: connections accepted, rejected,
+	// created and closed, requests, responses and their latency,
+	// authentications. Each hook implements any of the Hook... interfaces
+	// (see [Hook]); one that implements none is an error in New.
+	Hooks []Hook
 }
 
 // ConfigFromProperties reads the socket server's Kafka keys from the
@@ -202,9 +205,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Metrics == nil {
-		c.Metrics = nopMetrics{}
 	}
 	return c
 }

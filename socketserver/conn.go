@@ -127,6 +127,9 @@ func (c *conn) finish() {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
 	}
+	for _, h := range c.p.srv.hooks.connClosed {
+		h.OnConnClosed(c.info, *c.reason.Load()) // close set the reason
+	}
 	c.p.srv.conns.Done()
 }
 
@@ -211,7 +214,11 @@ func (c *conn) serveRequest() bool {
 			}
 			return false
 		}
-		c.p.busy.Add(int64(time.Since(start)))
+		took := time.Since(start)
+		c.p.busy.Add(int64(took))
+		for _, hook := range srv.hooks.requestsDone {
+			hook.OnRequestDone(c.info.Listener, h.key, RequestLatency{Total: took})
+		}
 		return true
 	}
 
@@ -258,16 +265,40 @@ func (c *conn) serveRequest() bool {
 		c.setReason(connregistry.HandlerClosed)
 		return false
 	}
+	writeStart := time.Now()
+	end := writeStart
 	if a.resp != nil {
-		writeStart := time.Now()
 		if err := c.write(h.correlationID, a.resp); err != nil {
 			return false
 		}
-		c.p.busy.Add(int64(time.Since(writeStart)))
+		end = time.Now()
+		c.p.busy.Add(int64(end.Sub(writeStart)))
 	}
-	c.touch(time.Now())
+	c.touch(end)
 	c.inFlight.Store(false)
+	if len(srv.hooks.requestsDone) > 0 {
+		c.requestDone(r, start, writeStart, end)
+	}
 	return true
+}
+
+// requestDone reports a request's latency to the hooks: received is when
+// its frame had been read, writeStart when the connection took the answer
+// up, end when the response was written (writeStart without one).
+func (c *conn) requestDone(r *Request, received, writeStart, end time.Time) {
+	epoch := c.p.srv.epoch
+	t := RequestLatency{Total: end.Sub(received), Send: end.Sub(writeStart)}
+	answered := epoch.Add(time.Duration(r.answeredAt))
+	handled := received
+	if r.dequeuedAt > 0 {
+		handled = epoch.Add(time.Duration(r.dequeuedAt))
+		t.Queue = handled.Sub(received)
+	}
+	t.Handler = answered.Sub(handled)
+	t.ResponseQueue = writeStart.Sub(answered)
+	for _, h := range c.p.srv.hooks.requestsDone {
+		h.OnRequestDone(c.info.Listener, r.APIKey, t)
+	}
 }
 
 // decode parses a request frame: header, API lookup on the listener,
@@ -287,7 +318,9 @@ func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (he
 	if !ok {
 		return h, nil, nil, ErrUnknownAPI
 	}
-	c.p.srv.cfg.Metrics.Request(c.info.Listener, h.key, len(frame))
+	for _, hook := range c.p.srv.hooks.requests {
+		hook.OnRequestReceived(c.info.Listener, h.key, len(frame))
+	}
 	if h.key == apiVersionsKey && h.version > api.MaxVersion {
 		return h, nil, rest, nil
 	}
@@ -424,7 +457,9 @@ func (c *conn) writeBuf(buf *[]byte, key int16) error {
 	err := c.writeFrame(*buf)
 	c.p.srv.putWriteBuf(buf)
 	if err == nil {
-		c.p.srv.cfg.Metrics.Response(c.info.Listener, key, n)
+		for _, h := range c.p.srv.hooks.responses {
+			h.OnResponseSent(c.info.Listener, key, n)
+		}
 	}
 	return err
 }
@@ -577,7 +612,6 @@ func (c *conn) close() {
 		c.nc.Close()
 		c.p.remove(c)
 		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info.ClientAddr.Addr()) // ClientAddr never changes
-		c.p.srv.cfg.Metrics.ConnectionClosed(c.info.Listener)
 	})
 }
 

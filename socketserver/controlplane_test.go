@@ -68,7 +68,7 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 	st := srv.Stats()
 	assert.Equal(t, 1, st.RequestQueueSize[listener.DataPlane])
 	assert.Equal(t, 0, st.RequestQueueSize[listener.ControlPlane])
-	assert.Len(t, st.ProcessorIdleRatio, 4, "3 CLIENT processors and 1 CONTROLLER processor")
+	assert.Len(t, st.ProcessorBusy, 4, "3 CLIENT processors and 1 CONTROLLER processor")
 	assert.Empty(t, dataSeen, "a second data request reached the blocked handler")
 	assert.NotNil(t, srv.Requests(listener.ControlPlane))
 }

@@ -132,7 +132,9 @@ func (p *processor) register(nc net.Conn) {
 		Listener: string(l.Name), SecurityProtocol: l.SecurityProtocol.String(), Plane: l.Plane.String(),
 		ConnectedAt: now, State: state,
 	}, c.closeWith)
-	p.srv.cfg.Metrics.ConnectionCreated(l.Name)
+	for _, h := range p.srv.hooks.connCreated {
+		h.OnConnCreated(c.info)
+	}
 	go c.serve() // which calls p.srv.conns.Done when the connection ends
 }
 

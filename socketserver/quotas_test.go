@@ -128,9 +128,8 @@ func TestConnectionLimitAcceptorWaits(t *testing.T) {
 		{"broker limit", listener.Properties{"max.connections": "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &fakeMetrics{}
-			srv := socketservertest.NewServer(t, tc.props, func(c *socketserver.Config) { withAPIs(c); c.Metrics = m },
-				answerAll)
+			m := &recorder{}
+			srv := socketservertest.NewServer(t, tc.props, withHooks(m), answerAll)
 			first := socketservertest.Dial(t, srv, "PLAINTEXT")
 			second := socketservertest.Dial(t, srv, "PLAINTEXT")
 			require.True(t, served(t, first, 1, 5*time.Second))
@@ -144,7 +143,7 @@ func TestConnectionLimitAcceptorWaits(t *testing.T) {
 			resp := readRawFrame(t, waiting)
 			assert.Equal(t, []byte{0, 0, 0, 3}, resp[:4], "correlation id of the waiting request")
 			waitFor(t, time.Second, func() bool { return len(m.of("blocked")) == 1 }, "AcceptorBlocked not reported")
-			assert.GreaterOrEqual(t, time.Duration(m.of("blocked")[0].Bytes), 250*time.Millisecond)
+			assert.GreaterOrEqual(t, m.of("blocked")[0].Dur, 250*time.Millisecond)
 		})
 	}
 }
@@ -154,12 +153,12 @@ func TestConnectionLimitAcceptorWaits(t *testing.T) {
 // over one window: 5 connections pass at once, the 6th waits
 // round((6-5)/5*1000) = 200 ms, and so on.
 func TestCreationRateDelays(t *testing.T) {
-	m := &fakeMetrics{}
+	m := &recorder{}
 	srv := socketservertest.NewServer(t, listener.Properties{
 		"max.connection.creation.rate": "5",
 		"quota.window.num":             "2",
 		"quota.window.size.seconds":    "1",
-	}, func(c *socketserver.Config) { withAPIs(c); c.Metrics = m }, answerAll)
+	}, withHooks(m), answerAll)
 
 	start := time.Now()
 	for i := range 5 {

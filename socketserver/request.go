@@ -77,6 +77,10 @@ type Request struct {
 
 	conn     *conn
 	answered atomic.Bool
+	// For HookRequestDone: when a worker of Serve took the request, and
+	// when the host answered it, in nanoseconds since the server's epoch
+	// (0: not recorded).
+	dequeuedAt, answeredAt int64
 }
 
 // Context returns a context that is cancelled when the request's connection
@@ -104,6 +108,9 @@ func (r *Request) CloseConnection() error { return r.answer(answer{close: true})
 func (r *Request) answer(a answer) error {
 	if !r.answered.CompareAndSwap(false, true) {
 		return ErrAlreadyAnswered
+	}
+	if srv := r.conn.p.srv; len(srv.hooks.requestsDone) > 0 {
+		r.answeredAt = int64(time.Since(srv.epoch))
 	}
 	a.req = r
 	r.conn.answers <- a // capacity 1 and one answer per request: never blocks

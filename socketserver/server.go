@@ -38,10 +38,11 @@ type Server struct {
 
 	mu      sync.Mutex
 	started bool
-	stats   statsState
 
-	draining  atomic.Bool // Shutdown began: finish requests in flight, read no more
-	epoch     time.Time   // with a monotonic reading: connections' activity is kept relative to it
+	hooks     hooks
+	startedAt atomic.Int64 // when Start succeeded: nanoseconds since epoch; 0 before
+	draining  atomic.Bool  // Shutdown began: finish requests in flight, read no more
+	epoch     time.Time    // with a monotonic reading: connections' activity is kept relative to it
 	quotas    *connectionQuotas
 	registry  *connregistry.Registry
 	quit      chan struct{} // closed by Close: stop everything now
@@ -120,9 +121,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
+	h, err := newHooks(cfg.Hooks)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
 	s.quotas = newConnectionQuotas(*cfg.Quotas, overrides, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
-	s.stats.reset() // Stats may be called before Start
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
@@ -176,7 +180,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ls.ln = ln
 	}
 	s.started = true
-	s.stats.reset()
+	s.startedAt.Store(max(int64(time.Since(s.epoch)), 1))
 	for _, ls := range s.listeners {
 		for _, p := range ls.processors {
 			s.workers.Go(p.run)
@@ -264,6 +268,9 @@ func (s *Server) Serve(ctx context.Context, plane listener.Plane, workers int, h
 }
 
 func (s *Server) handle(h Handler, r *Request) {
+	if len(s.hooks.requestsDone) > 0 {
+		r.dequeuedAt = int64(time.Since(s.epoch))
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("handler panicked; closing the connection", "conn_id", r.Conn.ID,
@@ -404,21 +411,29 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 	ip := addrPort(nc.RemoteAddr()).Addr()
 	res, err := s.quotas.acquire(ls.cfg.Name, ip, s.quit)
 	if res.blocked > 0 {
-		s.cfg.Metrics.AcceptorBlocked(ls.cfg.Name, res.blocked, res.throttle)
+		for _, h := range s.hooks.acceptor {
+			h.OnAcceptorBlocked(ls.cfg.Name, res.blocked, res.throttle)
+		}
 	}
 	switch {
 	case err == nil:
-		s.cfg.Metrics.ConnectionAccepted(ls.cfg.Name)
+		for _, h := range s.hooks.connAccepted {
+			h.OnConnAccepted(ls.cfg.Name)
+		}
 		return true
 	case errors.Is(err, ErrTooManyConnections):
 		s.log.Info("rejected connection: address already has the configured maximum of connections",
 			"listener", ls.cfg.Name, "address", ip, "err", err)
-		s.cfg.Metrics.ConnectionRejected(ls.cfg.Name, 0)
+		for _, h := range s.hooks.connRejected {
+			h.OnConnRejected(ls.cfg.Name, ip, err, 0)
+		}
 		nc.Close()
 	case errors.Is(err, ErrConnectionThrottled):
 		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
 			"listener", ls.cfg.Name, "address", ip, "delay", res.ipHold, "err", err)
-		s.cfg.Metrics.ConnectionRejected(ls.cfg.Name, res.ipHold)
+		for _, h := range s.hooks.connRejected {
+			h.OnConnRejected(ls.cfg.Name, ip, err, res.ipHold)
+		}
 		s.workers.Go(func() { // the acceptor is a worker, so the group cannot be waited to zero here
 			t := time.NewTimer(res.ipHold)
 			defer t.Stop()
@@ -498,55 +513,6 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 // them (connregistry.Registry.Snapshot, the ListClientConnections handler)
 // and closing them by filter.
 func (s *Server) Registry() *connregistry.Registry { return s.registry }
-
-// Stats returns the server's gauges (see [Stats]).
-func (s *Server) Stats() Stats {
-	st := Stats{
-		ConnectionCount:    map[protocolmap.ListenerName]int{},
-		RequestQueueSize:   map[listener.Plane]int{},
-		ProcessorIdleRatio: map[int]float64{},
-		ParkedConnections:  int(s.parked.Load()),
-	}
-	for plane, q := range s.queues {
-		if q != nil {
-			st.RequestQueueSize[listener.Plane(plane)] = len(q)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	for _, ls := range s.listeners {
-		for _, p := range ls.processors {
-			st.ConnectionCount[ls.cfg.Name] += p.connCount()
-			st.ProcessorIdleRatio[p.id] = s.stats.idleRatio(p, now)
-		}
-	}
-	s.stats.at = now
-	return st
-}
-
-// statsState remembers each processor's busy time at the previous Stats
-// call, to turn the running total into a ratio.
-type statsState struct {
-	at   time.Time
-	busy map[int]int64
-}
-
-func (st *statsState) reset() {
-	st.at = time.Now()
-	st.busy = map[int]int64{}
-}
-
-func (st *statsState) idleRatio(p *processor, now time.Time) float64 {
-	busy := p.busy.Load()
-	elapsed := now.Sub(st.at)
-	delta := busy - st.busy[p.id]
-	st.busy[p.id] = busy
-	if elapsed <= 0 {
-		return 1
-	}
-	return 1 - min(max(float64(delta)/float64(elapsed), 0), 1)
-}
 
 func normalise(name string) string {
 	n, err := protocolmap.ParseListenerName(name)
