@@ -1,8 +1,11 @@
 package socketserver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +112,11 @@ type Config struct {
 	// authentications. Each hook implements any of the Hook... interfaces
 	// (see [Hook]); one that implements none is an error in New.
 	Hooks []Hook
+
+	// lookupNetIP resolves the host names of
+	// Quotas.MaxConnectionsPerIPOverrides; nil means
+	// net.DefaultResolver.LookupNetIP. Tests set it.
+	lookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // ConfigFromProperties reads the socket server's Kafka keys from the
@@ -196,6 +204,9 @@ func (c Config) withDefaults() Config {
 	if c.Quotas == nil {
 		q := DefaultQuotas()
 		c.Quotas = &q
+	}
+	if c.lookupNetIP == nil {
+		c.lookupNetIP = net.DefaultResolver.LookupNetIP
 	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -31,8 +30,12 @@ type Quotas struct {
 	// listeners: a connection beyond it is closed at once.
 	MaxConnectionsPerIP int
 	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
-	// limits for single hosts (IP addresses or names, resolved when the
-	// quotas are applied).
+	// limits for single hosts, by IP address or host name. A name is
+	// resolved when the quotas are applied (by Server.Start, and by
+	// Server.SetQuotas), to one address, as Kafka's InetAddress.getByName
+	// does with Java's default preference: the first IPv4 address the
+	// resolver gives, or the first address if it gives no IPv4 one. The
+	// limit applies to that address alone.
 	MaxConnectionsPerIPOverrides map[string]int
 	// MaxConnectionCreationRate is max.connection.creation.rate (KIP-612),
 	// connections per second broker-wide: connections beyond it are
@@ -111,23 +114,42 @@ func (q Quotas) validate() error {
 	return nil
 }
 
-// resolveOverrides turns override hosts into addresses, once.
-func resolveOverrides(ctx context.Context, overrides map[string]int) (map[netip.Addr]int, error) {
+// lookupFunc resolves a host name, as net.Resolver.LookupNetIP.
+type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
+// resolveOverrides turns override hosts into addresses, once, within ctx:
+// each host to one address, as Kafka's ConnectionQuotas does with
+// InetAddress.getByName (see Quotas.MaxConnectionsPerIPOverrides).
+func resolveOverrides(ctx context.Context, lookup lookupFunc, overrides map[string]int) (map[netip.Addr]int, error) {
 	out := make(map[netip.Addr]int, len(overrides))
 	for host, n := range overrides {
 		if addr, err := netip.ParseAddr(host); err == nil {
 			out[addr.Unmap()] = n
 			continue
 		}
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		addrs, err := lookup(ctx, "ip", host)
+		if err == nil && len(addrs) == 0 {
+			err = errors.New("no addresses")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides host %q: %w", ErrInvalidQuotas, host, err)
 		}
-		for _, a := range addrs {
-			out[a.Unmap()] = n
-		}
+		out[firstAddress(addrs)] = n
 	}
 	return out, nil
+}
+
+// firstAddress is the address Java's InetAddress.getByName returns of a
+// name's addresses, with java.net.preferIPv6Addresses at its default
+// (false): the first IPv4 address, or the first address when there is no
+// IPv4 one.
+func firstAddress(addrs []netip.Addr) netip.Addr {
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			return a.Unmap()
+		}
+	}
+	return addrs[0].Unmap()
 }
 
 // connectionQuotas enforces Quotas for one server. Acceptors acquire a slot
@@ -151,6 +173,7 @@ type connectionQuotas struct {
 	changed chan struct{} // closed and replaced when a slot frees or the quotas change
 	excess  chan struct{} // closed and replaced when the broker-wide count goes over its limit
 	now     func() time.Time
+	applied bool // the overrides are resolved: by Start's resolvePending or by set
 }
 
 func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
@@ -164,11 +187,34 @@ func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker pro
 	}
 }
 
+// resolvePending resolves the host names among the overrides the quotas
+// were made with, unless that was done or set has replaced them since:
+// Start calls it, so that New does no DNS.
+func (cq *connectionQuotas) resolvePending(ctx context.Context, lookup lookupFunc) error {
+	cq.mu.Lock()
+	q, applied := cq.q, cq.applied
+	cq.mu.Unlock()
+	if applied {
+		return nil
+	}
+	overrides, err := resolveOverrides(ctx, lookup, q.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return err
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if !cq.applied { // else SetQuotas applied newer quotas meanwhile
+		cq.overrides, cq.applied = overrides, true
+	}
+	return nil
+}
+
 // set replaces the quotas while the server runs: raised limits wake waiting
 // acceptors; lowered ones apply to new connections.
 func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
+	cq.applied = true
 	if q.WindowNum != cq.q.WindowNum || q.WindowSize != cq.q.WindowSize {
 		cq.brokerRate = newSampledRate(q.WindowNum, q.WindowSize)
 		clear(cq.listenerRate)

@@ -102,8 +102,8 @@ type listenerState struct {
 	next       int // round-robin position, used by the acceptor alone
 }
 
-// New validates cfg and builds a server. It binds nothing; host names in
-// the per-IP connection overrides are resolved here.
+// New validates cfg and builds a server. It binds nothing and resolves
+// nothing: Start does both.
 func New(cfg Config) (*Server, error) {
 	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
 		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
@@ -115,18 +115,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Quotas.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	overrides, err := resolveOverrides(ctx, cfg.Quotas.MaxConnectionsPerIPOverrides)
-	cancel()
-	if err != nil {
-		return nil, err
-	}
 	h, err := newHooks(cfg.Hooks)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
-	s.quotas = newConnectionQuotas(*cfg.Quotas, overrides, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
+	// Host names among the per-IP overrides are resolved by Start; until
+	// then no override applies, and no connection is accepted.
+	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
@@ -155,10 +151,19 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Start binds every listener, or none if one fails (the error names it), and
-// starts accepting. It returns once the server accepts connections; the
-// bound addresses are then available from [Server.Addr].
+// Start resolves the host names of the per-IP connection overrides, binds
+// every listener, or none if one fails (the error names it), and starts
+// accepting. ctx bounds the resolution and the binding; it does not bound
+// the server's life. Start returns once the server accepts connections; the
+// bound addresses are then available from [Server.Addr]. A Start that
+// failed may be called again.
 func (s *Server) Start(ctx context.Context) error {
+	if s.isClosed() || s.draining.Load() {
+		return ErrServerClosed
+	}
+	if err := s.quotas.resolvePending(ctx, s.cfg.lookupNetIP); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isClosed() || s.draining.Load() {
@@ -459,12 +464,12 @@ func (s *Server) discard(ls *listenerState, nc net.Conn) {
 // SetQuotas changes the connection quotas while the server runs, as Kafka
 // reconfigures them dynamically: a raised limit lets waiting acceptors go
 // on; a lowered one applies to new connections. Host names in the per-IP
-// overrides are resolved now.
+// overrides are resolved now, within ctx (see [Quotas]).
 func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
 	if err := q.validate(); err != nil {
 		return err
 	}
-	overrides, err := resolveOverrides(ctx, q.MaxConnectionsPerIPOverrides)
+	overrides, err := resolveOverrides(ctx, s.cfg.lookupNetIP, q.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return err
 	}
