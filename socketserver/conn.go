@@ -23,12 +23,16 @@ import (
 // the host's answer, write the response, and only then read the next frame.
 // An idle connection parks (park.go): a fresh goroutine with the smallest
 // stack takes it over.
+//
+// Its fields are laid out to fit the 448-byte size class (TestConnSize):
+// the small ones are paired to leave no padding.
 type conn struct {
-	nc      net.Conn // the TCP connection: closed and given deadlines from any goroutine
+	nc      net.Conn // the connection: closed and given deadlines from any goroutine
 	p       *processor
-	ctx     context.Context
-	cancel  context.CancelFunc
-	answers chan answer // made with the first request the host answers
+	ctx     context.Context    // the connection's life: cancelled when it closes; the server's waits watch it
+	cancel  context.CancelFunc // cancels ctx and reqCtx
+	reqCtx  context.Context    // Request.Context: ctx, or derived from the host's BaseContext and ConnContext
+	answers chan answer        // made with the first request the host answers
 
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
@@ -37,16 +41,16 @@ type conn struct {
 	rw            io.ReadWriter // nc, or the TLS connection over it (over prefixedConn)
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
+	watching      bool // peer is reading c.br for the request in flight
 	saslIdentity  string
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
-	watching      bool          // peer is reading c.br for the request in flight
 	pre           prefixReader  // under br: what the parked goroutine read
 
 	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
+	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
 	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: parkAfter (see parkWait)
 	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
-	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
 	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response

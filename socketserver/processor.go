@@ -101,26 +101,28 @@ func (p *processor) register(nc net.Conn) {
 	}
 	p.srv.conns.Add(1)
 	p.srv.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
-	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel}
-	l := p.ls.cfg
 	p.mu.Lock()
 	index := p.index
 	p.index++
 	if p.index == math.MaxInt32 {
 		p.index = 0
 	}
-	p.conns[c] = struct{}{}
 	p.mu.Unlock()
+	c := &conn{nc: nc, p: p}
+	l := p.ls.cfg
+	remote := addrPort(nc.RemoteAddr())
 	c.info = ConnInfo{
-		ID:               connectionID(local, remote, p.id, index),
+		ID:               connectionID(nc.LocalAddr(), nc.RemoteAddr(), p.id, index),
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
 		Principal:        Anonymous,
 		ClientAddr:       remote,
 	}
+	c.newContexts()
+	p.mu.Lock()
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
 	now := time.Now()
 	c.touch(now)
 	state := connregistry.Ready
@@ -138,18 +140,40 @@ func (p *processor) register(nc net.Conn) {
 	go c.serve() // which calls p.srv.conns.Done when the connection ends
 }
 
+// newContexts makes the connection's contexts: its own, cancelled when it
+// closes, which the server's waits watch; and the one its requests carry
+// (Request.Context), derived from the host's BaseContext and ConnContext
+// and cancelled with it. Without those hooks they are one.
+func (c *conn) newContexts() {
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.reqCtx = c.ctx
+	base, connContext := c.p.ls.base, c.p.srv.cfg.ConnContext
+	if base == nil && connContext == nil {
+		return
+	}
+	if base == nil {
+		base = context.Background()
+	}
+	if connContext != nil {
+		if ctx := connContext(base, c.nc, c.info); ctx != nil {
+			base = ctx
+		}
+	}
+	reqCtx, reqCancel := context.WithCancel(base)
+	cancel := c.cancel
+	c.reqCtx, c.cancel = reqCtx, func() { cancel(); reqCancel() }
+}
+
 // connectionID formats Kafka's connection id,
 // localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
-// addresses unbracketed as Kafka writes them.
-func connectionID(local, remote netip.AddrPort, processorID int, index int32) string {
+// addresses unbracketed as Kafka writes them. An address that is not an IP
+// address and port (a connection of a host's listener: net.Pipe, a Unix
+// socket) is written as its String gives it.
+func connectionID(local, remote net.Addr, processorID int, index int32) string {
 	b := make([]byte, 0, 64)
-	b = local.Addr().AppendTo(b)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(local.Port()), 10)
+	b = appendAddr(b, local)
 	b = append(b, '-')
-	b = remote.Addr().AppendTo(b)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(remote.Port()), 10)
+	b = appendAddr(b, remote)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, int64(processorID), 10)
 	b = append(b, '-')
@@ -157,13 +181,38 @@ func connectionID(local, remote netip.AddrPort, processorID int, index int32) st
 	return string(b)
 }
 
+func appendAddr(b []byte, a net.Addr) []byte {
+	ap := addrPort(a)
+	if !ap.IsValid() {
+		if a == nil {
+			return b
+		}
+		return append(b, a.String()...)
+	}
+	b = ap.Addr().AppendTo(b)
+	b = append(b, ':')
+	return strconv.AppendUint(b, uint64(ap.Port()), 10)
+}
+
+// addrPort returns a's IP address (unmapped) and port, or the zero
+// AddrPort when a is not an IP address: a connection of a host's listener
+// may have any address, or none.
 func addrPort(a net.Addr) netip.AddrPort {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		ap := ta.AddrPort()
+	switch a := a.(type) {
+	case nil:
+		return netip.AddrPort{}
+	case *net.TCPAddr:
+		if a == nil {
+			return netip.AddrPort{}
+		}
+		ap := a.AddrPort()
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
-	ap, _ := netip.ParseAddrPort(a.String())
-	return ap
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // remove forgets c once it has closed.

@@ -295,7 +295,8 @@ type acquireResult struct {
 // ConnectionQuotas.inc does: it waits while the listener's or broker's
 // creation rate is exceeded or no slot is free (the acceptor blocks; the
 // connection is accepted later), then applies the per-IP creation rate
-// (ErrConnectionThrottled) and the per-IP count (ErrTooManyConnections). On
+// (ErrConnectionThrottled) and the per-IP count (ErrTooManyConnections);
+// a connection with no IP address (ip is the zero Addr) skips those two. On
 // success the caller must release exactly once. quit ends a wait early with
 // ErrServerClosed.
 func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, quit <-chan struct{}) (acquireResult, error) {
@@ -337,6 +338,13 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 		res.blocked = time.Since(start)
 	}
 	now = cq.now()
+	if !ip.IsValid() { // not an IP connection (Config.Listen): no per-address quotas
+		cq.byListener[l]++
+		cq.total++
+		cq.noteExcessLocked()
+		cq.mu.Unlock()
+		return res, nil
+	}
 	if limit := cq.q.IPConnectionCreationRate; limit != Unlimited {
 		r := cq.ipRate[ip]
 		if r == nil {
@@ -365,12 +373,18 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 		cq.mu.Unlock()
 		return res, fmt.Errorf("%w %s (maximum = %d)", ErrTooManyConnections, ip, limit)
 	}
+	cq.noteExcessLocked()
+	cq.mu.Unlock()
+	return res, nil
+}
+
+// noteExcessLocked wakes the processors when the broker-wide count has gone
+// over its limit (see claimExcess).
+func (cq *connectionQuotas) noteExcessLocked() {
 	if cq.total > cq.q.MaxConnections {
 		close(cq.excess)
 		cq.excess = make(chan struct{})
 	}
-	cq.mu.Unlock()
-	return res, nil
 }
 
 // release gives back a connection's slot.
@@ -380,18 +394,22 @@ func (cq *connectionQuotas) release(l protocolmap.ListenerName, ip netip.Addr) {
 	cq.mu.Unlock()
 }
 
+// releaseLocked gives back a slot; ip is the zero Addr for a connection
+// that is not IP, which acquire did not count by address.
 func (cq *connectionQuotas) releaseLocked(l protocolmap.ListenerName, ip netip.Addr) {
-	n, ok := cq.byIP[ip]
-	if !ok {
-		panic(fmt.Sprintf("socketserver: released a connection from %s that was never counted", ip))
-	}
-	if n == 1 {
-		delete(cq.byIP, ip)
-		if cq.ipRate[ip] != nil && cq.q.IPConnectionCreationRate == Unlimited {
-			delete(cq.ipRate, ip)
+	if ip.IsValid() {
+		n, ok := cq.byIP[ip]
+		if !ok {
+			panic(fmt.Sprintf("socketserver: released a connection from %s that was never counted", ip))
 		}
-	} else {
-		cq.byIP[ip] = n - 1
+		if n == 1 {
+			delete(cq.byIP, ip)
+			if cq.ipRate[ip] != nil && cq.q.IPConnectionCreationRate == Unlimited {
+				delete(cq.ipRate, ip)
+			}
+		} else {
+			cq.byIP[ip] = n - 1
+		}
 	}
 	cq.byListener[l]--
 	cq.total--

@@ -83,9 +83,11 @@ type Request struct {
 	dequeuedAt, answeredAt int64
 }
 
-// Context returns a context that is cancelled when the request's connection
-// closes, so that work for a client that has gone can stop.
-func (r *Request) Context() context.Context { return r.conn.ctx }
+// Context returns the context of the request's connection: derived from
+// Config.BaseContext and Config.ConnContext (context.Background() without
+// them), and cancelled when the connection closes, so that work for a
+// client that has gone can stop.
+func (r *Request) Context() context.Context { return r.conn.reqCtx }
 
 // Respond sends resp as the answer. resp's version is set to the request's.
 // It returns an error, and leaves the request unanswered, when resp is of

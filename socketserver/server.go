@@ -98,6 +98,7 @@ type listenerState struct {
 	sec        listenerSecurity
 	queue      chan *Request
 	ln         net.Listener
+	base       context.Context // from Config.BaseContext; nil without it
 	processors []*processor
 	next       int // round-robin position, used by the acceptor alone
 }
@@ -152,11 +153,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Start resolves the host names of the per-IP connection overrides, binds
-// every listener, or none if one fails (the error names it), and starts
-// accepting. ctx bounds the resolution and the binding; it does not bound
-// the server's life. Start returns once the server accepts connections; the
-// bound addresses are then available from [Server.Addr]. A Start that
-// failed may be called again.
+// every listener (or makes it with Config.Listen), or none if one fails (the
+// error names it), and starts accepting. ctx bounds the resolution and the
+// binding; it does not bound the server's life. Start returns once the
+// server accepts connections; the bound addresses are then available from
+// [Server.Addr]. A Start that failed may be called again.
 func (s *Server) Start(ctx context.Context) error {
 	if s.isClosed() || s.draining.Load() {
 		return ErrServerClosed
@@ -172,17 +173,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("socketserver: already started")
 	}
-	var lc net.ListenConfig
-	for i, ls := range s.listeners {
-		ln, err := lc.Listen(ctx, "tcp", ls.cfg.Bind.Address())
-		if err != nil {
-			for _, bound := range s.listeners[:i] {
-				bound.ln.Close()
-				bound.ln = nil
-			}
-			return fmt.Errorf("socketserver: listener %s failed to bind to %s: %w", ls.cfg.Name, ls.cfg.Bind.Address(), err)
-		}
-		ls.ln = ln
+	if err := s.listen(ctx); err != nil {
+		return err
 	}
 	s.started = true
 	s.startedAt.Store(max(int64(time.Since(s.epoch)), 1))
@@ -201,6 +193,53 @@ func (s *Server) Start(ctx context.Context) error {
 		close(s.done)
 	}()
 	return nil
+}
+
+// listen makes every listener's net.Listener and base context, or none:
+// on a failure it closes those already made.
+func (s *Server) listen(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			for _, ls := range s.listeners {
+				if ls.ln != nil {
+					ls.ln.Close()
+				}
+				ls.ln, ls.base = nil, nil
+			}
+		}
+	}()
+	listen := s.cfg.Listen
+	if listen == nil {
+		listen = ListenTCP
+	}
+	for _, ls := range s.listeners {
+		ln, err := listen(ctx, ls.cfg)
+		if err != nil {
+			if s.cfg.Listen == nil {
+				return fmt.Errorf("socketserver: listener %s failed to bind to %s: %w", ls.cfg.Name, ls.cfg.Bind.Address(), err)
+			}
+			return fmt.Errorf("socketserver: listener %s: Config.Listen: %w", ls.cfg.Name, err)
+		}
+		if ln == nil {
+			return fmt.Errorf("socketserver: listener %s: Config.Listen returned no listener and no error", ls.cfg.Name)
+		}
+		ls.ln = ln
+	}
+	if s.cfg.BaseContext != nil {
+		for _, ls := range s.listeners {
+			if ls.base = s.cfg.BaseContext(ls.cfg, ls.ln); ls.base == nil {
+				return fmt.Errorf("socketserver: listener %s: Config.BaseContext returned a nil context", ls.cfg.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// ListenTCP binds listener l's address (l.Bind) with TCP: what Start does
+// for each listener unless Config.Listen is set.
+func ListenTCP(ctx context.Context, l listener.Listener) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "tcp", l.Bind.Address())
 }
 
 // Addr returns the bound address of the named listener (compared without
@@ -382,7 +421,9 @@ func (s *Server) accept(ls *listenerState) {
 	for {
 		nc, err := ls.ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			// Shutdown and Close close the listener after setting draining:
+			// a listener of the host's may not say net.ErrClosed then.
+			if errors.Is(err, net.ErrClosed) || s.draining.Load() {
 				return
 			}
 			s.log.Warn("accept failed; retrying", "listener", ls.cfg.Name, "err", err, "backoff", backoff)
@@ -477,18 +518,21 @@ func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
 	return nil
 }
 
+// configureSocket sets Kafka's socket options on a new connection, where
+// it has the methods to: a *net.TCPConn has them all, a connection of a
+// host's listener may have some or none.
 func (s *Server) configureSocket(nc net.Conn) {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return
+	if c, ok := nc.(interface{ SetNoDelay(bool) error }); ok {
+		_ = c.SetNoDelay(true)
 	}
-	_ = tc.SetNoDelay(true)
-	_ = tc.SetKeepAlive(true)
-	if s.cfg.SendBufferBytes > 0 {
-		_ = tc.SetWriteBuffer(s.cfg.SendBufferBytes)
+	if c, ok := nc.(interface{ SetKeepAlive(bool) error }); ok {
+		_ = c.SetKeepAlive(true)
 	}
-	if s.cfg.ReceiveBufferBytes > 0 {
-		_ = tc.SetReadBuffer(s.cfg.ReceiveBufferBytes)
+	if c, ok := nc.(interface{ SetWriteBuffer(int) error }); ok && s.cfg.SendBufferBytes > 0 {
+		_ = c.SetWriteBuffer(s.cfg.SendBufferBytes)
+	}
+	if c, ok := nc.(interface{ SetReadBuffer(int) error }); ok && s.cfg.ReceiveBufferBytes > 0 {
+		_ = c.SetReadBuffer(s.cfg.ReceiveBufferBytes)
 	}
 }
 
