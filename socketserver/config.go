@@ -152,6 +152,13 @@ type Config struct {
 	// when it closes, whatever ConnContext returned.
 	ConnContext func(ctx context.Context, nc net.Conn, info ConnInfo) context.Context
 
+	// ParkAfter is how long an idle connection first waits for its next
+	// request before it parks, giving back its read buffer and all but the
+	// smallest goroutine stack (see park.go); a connection woken soon after
+	// parking waits longer before its next park. Zero means
+	// DefaultParkAfter; negative disables parking.
+	ParkAfter time.Duration
+
 	// lookupNetIP resolves the host names of
 	// Quotas.MaxConnectionsPerIPOverrides; nil means
 	// net.DefaultResolver.LookupNetIP. Tests set it.
@@ -252,6 +259,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ParkAfter == 0 {
+		c.ParkAfter = DefaultParkAfter
 	}
 	if c.lookupNetIP == nil {
 		c.lookupNetIP = net.DefaultResolver.LookupNetIP

@@ -24,6 +24,23 @@ import (
 // An idle connection parks (park.go): a fresh goroutine with the smallest
 // stack takes it over.
 //
+// Its life, with the wait state (conn.wait) each step runs in; park.go has
+// the full transition table, who moves the read and write deadlines, and
+// the lock order:
+//
+//	processor.register   id, contexts, registry entry; starts serve       waitBusy
+//	serve → handshake    TLS handshake, SASL exchange (auth.go)            waitBusy
+//	loop:
+//	  awaitRequest       waits for the next request's first bytes         waitAwaiting
+//	                     (asked to park: parkRequested → parked, park.go)  waitParking
+//	  serveRequest       reads, decodes, queues, waits for the answer      waitBusy
+//	                     (the peer watcher reads meanwhile), writes
+//	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
+//
+// Anyone may close it (close: idle expiry, quotas, the registry's operator
+// close, Shutdown, the peer watcher); its goroutine then sees its read or
+// write fail and finishes. Only its goroutine writes to the socket.
+//
 // Its fields are laid out to fit the 448-byte size class (TestConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
@@ -49,9 +66,9 @@ type conn struct {
 
 	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
-	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: parkAfter (see parkWait)
+	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: Config.ParkAfter (see parkWait)
 	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
-	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
+	parkMu      sync.Mutex    // held around the read deadline moves of parking (see park.go)
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response
 	inFlight  atomic.Bool  // a request awaits its answer
@@ -87,7 +104,7 @@ var errDraining = errors.New("socketserver: server shutting down")
 
 // serve runs the connection until it closes or parks (see park.go). An
 // idle connection waits in awaitRequest, whose stack is shallow; after
-// parkAfter (or longer) without a request it parks: its goroutine ends and
+// Config.ParkAfter (or longer) without a request it parks: its goroutine ends and
 // a fresh one with the smallest stack waits for the next request without a
 // read buffer. serveRequest does the deep work.
 func (c *conn) serve() {

@@ -38,7 +38,12 @@ func newProcessor(s *Server, ls *listenerState, id int) *processor {
 // run registers new connections and expires idle ones until the server
 // quits, then closes every connection it owns.
 func (p *processor) run() {
-	every := parkAfter / 2
+	// The tick asks idle connections to park and expires idle ones: at
+	// most every 50 ms, more often for a short ParkAfter or idle limit.
+	every := DefaultParkAfter / 2
+	if park := p.srv.cfg.ParkAfter; park > 0 {
+		every = min(max(park/2, 5*time.Millisecond), every)
+	}
 	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
 		every = min(max(idle/4, 5*time.Millisecond), every)
 	}
@@ -235,6 +240,7 @@ func (p *processor) connCount() int {
 // park again.
 func (p *processor) expireIdle(now time.Time) {
 	limit := p.srv.cfg.ConnectionsMaxIdle
+	parking := p.srv.cfg.ParkAfter > 0
 	stack := uint32(0)
 	if p.srv.parked.Load() > 0 {
 		stack = startingStack()
@@ -245,7 +251,7 @@ func (p *processor) expireIdle(now time.Time) {
 		switch since := now.Sub(c.lastActive()); {
 		case limit > 0 && !c.inFlight.Load() && since > limit:
 			expired = append(expired, c)
-		case c.wait.Load() == waitAwaiting && c.idleFor(now) >= c.parkWait():
+		case parking && c.wait.Load() == waitAwaiting && c.idleFor(now) >= c.parkWait():
 			idle = append(idle, c)
 		case stack > 0 && len(repark) < reparkPerTick && c.wait.Load() == waitParked && c.parkedStack.Load() > stack:
 			repark = append(repark, c)
