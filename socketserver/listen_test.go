@@ -63,6 +63,7 @@ func TestServeOnInMemoryListener(t *testing.T) {
 	listed := srv.Registry().Snapshot(connregistry.Filter{})
 	require.Len(t, listed, 1)
 	assert.Equal(t, r.Conn.ID, listed[0].ID)
+	assert.Empty(t, connregistry.Record(listed[0]).ClientAddress, "listed with no client address")
 
 	// max.connections.per.ip is 1, but a pipe has no address to count by.
 	others := []net.Conn{pipeDial(t, pl), pipeDial(t, pl)}
