@@ -309,7 +309,7 @@ func (c *conn) serveRequest() bool {
 func (c *conn) requestDone(r *Request, received, writeStart, end time.Time) {
 	epoch := c.p.srv.epoch
 	t := RequestLatency{Total: end.Sub(received), Send: end.Sub(writeStart)}
-	answered := epoch.Add(time.Duration(r.answeredAt))
+	answered := epoch.Add(time.Duration(r.answered.Load()))
 	handled := received
 	if r.dequeuedAt > 0 {
 		handled = epoch.Add(time.Duration(r.dequeuedAt))

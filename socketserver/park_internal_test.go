@@ -42,6 +42,17 @@ func TestConnSize(t *testing.T) {
 	}
 }
 
+// TestRequestBufSize keeps a small request, with its frame, in one
+// 640-byte allocation (see requestBuf): the runtime puts an 8-byte header
+// before an object of more than 512 bytes that holds pointers, so the
+// struct itself must stay within 632 bytes. A field added to Request is
+// paid on every request.
+func TestRequestBufSize(t *testing.T) {
+	if size := unsafe.Sizeof(requestBuf{}) + 8; size > 640 {
+		t.Errorf("requestBuf is %d bytes with its allocation header, over the 640-byte size class", size)
+	}
+}
+
 // A parked connection asked to park again (askToRepark, which the
 // processor does once the runtime starts goroutines on a smaller stack
 // than the parked one got) parks on a fresh goroutine if nothing arrived,

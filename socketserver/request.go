@@ -75,12 +75,15 @@ type Request struct {
 	// Size is the frame's size in bytes, without the size prefix.
 	Size int
 
-	conn     *conn
-	answered atomic.Bool
-	// For HookRequestDone: when a worker of Serve took the request, and
-	// when the host answered it, in nanoseconds since the server's epoch
-	// (0: not recorded).
-	dequeuedAt, answeredAt int64
+	conn *conn
+	// answered is set, once, by the answer: to when it came, in nanoseconds
+	// since the server's epoch, when a HookRequestDone wants it, else to 1.
+	// 0 means not yet answered.
+	answered atomic.Int64
+	// dequeuedAt is when a worker of Serve took the request, in nanoseconds
+	// since the server's epoch, for HookRequestDone (0: not recorded).
+	// These two fit the request in requestBuf's size class.
+	dequeuedAt int64
 }
 
 // Context returns the context of the request's connection: derived from
@@ -108,11 +111,12 @@ func (r *Request) NoResponse() error { return r.answer(answer{}) }
 func (r *Request) CloseConnection() error { return r.answer(answer{close: true}) }
 
 func (r *Request) answer(a answer) error {
-	if !r.answered.CompareAndSwap(false, true) {
-		return ErrAlreadyAnswered
-	}
+	at := int64(1)
 	if srv := r.conn.p.srv; len(srv.hooks.requestsDone) > 0 {
-		r.answeredAt = int64(time.Since(srv.epoch))
+		at = max(int64(time.Since(srv.epoch)), 1)
+	}
+	if !r.answered.CompareAndSwap(0, at) {
+		return ErrAlreadyAnswered
 	}
 	a.req = r
 	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
