@@ -2,6 +2,7 @@ package connregistry
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -53,13 +54,22 @@ func (h *Handler) Handle(ctx context.Context, principal Principal, req *ListClie
 	return resp
 }
 
+// clientAddress is a's text in a record: empty for a connection without
+// an IP address (one of a host's own listeners may be any kind).
+func clientAddress(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
 // Record converts a connection to its wire form.
 func Record(c Conn) ConnectionRecord {
 	return ConnectionRecord{
 		ConnectionID:     c.ID,
 		Principal:        c.Principal.String(),
 		PrincipalType:    c.Principal.Type,
-		ClientAddress:    c.ClientAddr.Addr().String(),
+		ClientAddress:    clientAddress(c.ClientAddr.Addr()),
 		ClientPort:       int32(c.ClientAddr.Port()),
 		ListenerName:     c.Listener,
 		SecurityProtocol: c.SecurityProtocol,

@@ -204,3 +204,13 @@ func TestHandler(t *testing.T) {
 	resp = open.Handle(ctx, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, &connregistry.ListClientConnectionsRequest{})
 	assert.Len(t, resp.Connections, 2, "no authorizer: everyone may list")
 }
+
+// A connection without an IP address (served on a host's in-memory or Unix
+// listener) is listed with an empty client address and port 0, not the
+// zero netip.Addr's "invalid IP".
+func TestRecordWithoutIPAddress(t *testing.T) {
+	rec := connregistry.Record(connregistry.Conn{ID: "pipe-pipe-0-0", Listener: "PLAINTEXT"})
+	assert.Empty(t, rec.ClientAddress)
+	assert.Zero(t, rec.ClientPort)
+	assert.Equal(t, "10.0.0.1", connregistry.Record(connregistry.Conn{ClientAddr: netip.MustParseAddrPort("10.0.0.1:1")}).ClientAddress)
+}

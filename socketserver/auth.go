@@ -202,12 +202,13 @@ func (s *listenerSecurity) mechanism(name string) sasl.Mechanism {
 // its listener requires, under the listener's handshake deadline, and sets
 // the connection's principal. It returns an error when the connection must
 // close.
-func (c *conn) handshake() error {
+func (c *conn) handshake() (err error) {
 	ls := c.p.ls
 	sec := ls.sec
 	if sec.tls == nil && len(sec.mechanisms) == 0 {
 		return nil
 	}
+	defer func() { c.authDone(err, false) }()
 	deadline := time.Now().Add(sec.timeout)
 	_ = c.nc.SetDeadline(deadline)
 	var info AuthInfo
@@ -234,6 +235,7 @@ func (c *conn) handshake() error {
 		if err != nil {
 			return err
 		}
+		c.info.SASLMechanism = mech.Name() // for the hooks, should the exchange fail
 		identity, err := c.saslExchange(mech, version, deadline, false)
 		if err != nil {
 			return err
@@ -580,7 +582,9 @@ func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request, receive
 		c.reauthStarted = max(1, int64(received.Sub(c.p.srv.epoch))) // 0 is "never"
 		deadline := time.Now().Add(c.p.ls.sec.timeout)
 		_ = c.nc.SetReadDeadline(deadline)
-		if err := c.reauthenticate(h, hs, deadline); err != nil {
+		err := c.reauthenticate(h, hs, deadline)
+		c.authDone(err, true)
+		if err != nil {
 			return err
 		}
 		if c.draining() {

@@ -133,3 +133,17 @@ func BenchmarkPipelined8(b *testing.B) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkRoundTripMetadataHooks is BenchmarkRoundTripMetadata with a
+// hook implementing every hook interface (doing nothing): what the hook
+// calls and the latency stamps cost.
+func BenchmarkRoundTripMetadataHooks(b *testing.B) {
+	srv := socketservertest.NewServer(b, nil, withHooks(nopHooks{}), metadataResponder)
+	bc := newBenchClient(socketservertest.Dial(b, srv, "PLAINTEXT"), metadataReq(12))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := bc.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package socketserver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -121,8 +123,62 @@ type Config struct {
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// Metrics receives the server's measurements; nil discards them.
-	Metrics Metrics
+	// Hooks observe the server's events: connections accepted, rejected,
+	// created and closed, requests, responses and their latency,
+	// authentications. Each hook implements any of the Hook... interfaces
+	// (see [Hook]); one that implements none is an error in New.
+	Hooks []Hook
+
+	// Listen makes the net.Listener that listener l is served on, as
+	// net/http's Server.Serve takes one: a proxy's listener, an in-memory
+	// one for tests, a socket inherited from systemd. Start calls it once
+	// per listener, in order, with its own context; nil means [ListenTCP],
+	// which binds l.Bind with TCP. A Listen that supplies only some
+	// listeners calls ListenTCP for the others. The server owns the
+	// listeners made: it closes them when Start fails on a later listener,
+	// and on Shutdown and Close. Start holds the server's lock meanwhile,
+	// so Listen must not call the server's methods.
+	//
+	// Connections need not be TCP. For one whose addresses are not IP
+	// addresses (net.Pipe, a Unix socket), the connection id shows the
+	// addresses as the connection gives them, ConnInfo.ClientAddr is the
+	// zero value, and the per-address quotas (max.connections.per.ip, its
+	// overrides and the per-address creation rate) do not apply; the
+	// listener and broker limits do. Socket options are set on connections
+	// that have the methods (SetNoDelay, SetKeepAlive, SetReadBuffer,
+	// SetWriteBuffer), and Shutdown half-closes those that have CloseWrite
+	// (see Shutdown). Read deadlines must work, as net.Conn requires: idle
+	// connections park, and Shutdown drains, by moving them.
+	Listen func(ctx context.Context, l listener.Listener) (net.Listener, error)
+	// BaseContext returns the context the connections of listener l derive
+	// from, as net/http's Server.BaseContext: their [Request.Context] carries
+	// its values and is cancelled when it is. Start calls it once per
+	// listener, once every listener is made; nil means
+	// context.Background(). It must not return nil (Start fails). A
+	// cancelled base context cancels the requests' contexts only: the
+	// connections stay open and their responses are written.
+	BaseContext func(l listener.Listener, ln net.Listener) context.Context
+	// ConnContext may derive the context of a new connection from ctx, its
+	// listener's base context, as net/http's Server.ConnContext: to add
+	// values for the host's handlers, such as a connection-scoped logger.
+	// It sees the connection as accepted, before any TLS handshake, and its
+	// description (id, listener, client address). It runs on the listener's
+	// processor, which registers connections one at a time: it must be
+	// fast. A nil result leaves ctx. The connection's context is cancelled
+	// when it closes, whatever ConnContext returned.
+	ConnContext func(ctx context.Context, nc net.Conn, info ConnInfo) context.Context
+
+	// ParkAfter is how long an idle connection first waits for its next
+	// request before it parks, giving back its read buffer and all but the
+	// smallest goroutine stack (see park.go); a connection woken soon after
+	// parking waits longer before its next park. Zero means
+	// DefaultParkAfter; negative disables parking.
+	ParkAfter time.Duration
+
+	// lookupNetIP resolves the host names of
+	// Quotas.MaxConnectionsPerIPOverrides; nil means
+	// net.DefaultResolver.LookupNetIP. Tests set it.
+	lookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // ConfigFromProperties reads the socket server's Kafka keys from the
@@ -220,8 +276,11 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Metrics == nil {
-		c.Metrics = nopMetrics{}
+	if c.ParkAfter == 0 {
+		c.ParkAfter = DefaultParkAfter
+	}
+	if c.lookupNetIP == nil {
+		c.lookupNetIP = net.DefaultResolver.LookupNetIP
 	}
 	return c
 }

@@ -24,13 +24,34 @@ import (
 // the host's answer, write the response, and only then read the next frame.
 // An idle connection parks (park.go): a fresh goroutine with the smallest
 // stack takes it over.
+//
+// Its life, with the wait state (conn.wait) each step runs in; park.go has
+// the full transition table, who moves the read and write deadlines, and
+// the lock order:
+//
+//	processor.register   id, contexts, registry entry; starts serve       waitBusy
+//	serve → handshake    TLS handshake, SASL exchange (auth.go)            waitBusy
+//	loop:
+//	  awaitRequest       waits for the next request's first bytes         waitAwaiting
+//	                     (asked to park: parkRequested → parked, park.go)  waitParking
+//	  serveRequest       reads, decodes, queues, waits for the answer      waitBusy
+//	                     (the peer watcher reads meanwhile), writes
+//	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
+//
+// Anyone may close it (close: idle expiry, quotas, the registry's operator
+// close, Shutdown, the peer watcher); its goroutine then sees its read or
+// write fail and finishes. Only its goroutine writes to the socket.
+//
+// Its fields are laid out to fit the 448-byte size class (TestConnSize):
+// the small ones are paired to leave no padding.
 type conn struct {
-	nc      net.Conn // the TCP connection: closed and given deadlines from any goroutine
+	nc      net.Conn // the connection: closed and given deadlines from any goroutine
 	p       *processor
-	ctx     context.Context // its requests' context: cancelled when the peer sends EOF or the connection closes
-	cancel  context.CancelFunc
-	closed  chan struct{} // closed when the connection closes
-	answers chan answer   // made with the first request the host answers
+	ctx       context.Context    // the connection's life: cancelled when it closes; the server's waits watch it
+	cancel    context.CancelFunc // cancels ctx (close cancels reqCtx too)
+	reqCtx    context.Context    // Request.Context: from the host's BaseContext and ConnContext; cancelled when the peer sends EOF or the connection closes
+	cancelReq context.CancelFunc // cancels reqCtx alone: the peer's EOF
+	answers   chan answer        // made with the first request the host answers
 
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
@@ -46,10 +67,10 @@ type conn struct {
 	pre           prefixReader  // under br: what the parked goroutine read
 
 	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
-	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: parkAfter (see parkWait)
-	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
-	parkMu      sync.Mutex    // held by the processor while it asks the connection to park
+	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: Config.ParkAfter (see parkWait)
+	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
+	parkMu      sync.Mutex    // held around the read deadline moves of parking (see park.go)
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning
 	closeOnce sync.Once
@@ -84,7 +105,7 @@ var errDraining = errors.New("socketserver: server shutting down")
 
 // serve runs the connection until it closes or parks (see park.go). An
 // idle connection waits in awaitRequest, whose stack is shallow; after
-// parkAfter (or longer) without a request it parks: its goroutine ends and
+// Config.ParkAfter (or longer) without a request it parks: its goroutine ends and
 // a fresh one with the smallest stack waits for the next request without a
 // read buffer. serveRequest does the deep work.
 func (c *conn) serve() {
@@ -127,6 +148,9 @@ func (c *conn) finish() {
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
+	}
+	for _, h := range c.p.srv.hooks.connClosed {
+		h.OnConnClosed(c.info, *c.reason.Load()) // close set the reason
 	}
 	c.p.srv.conns.Done()
 }
@@ -212,7 +236,11 @@ func (c *conn) serveRequest() bool {
 			}
 			return false
 		}
-		c.p.busy.Add(int64(time.Since(start)))
+		took := time.Since(start)
+		c.p.busy.Add(int64(took))
+		for _, hook := range srv.hooks.requestsDone {
+			hook.OnRequestDone(c.info.Listener, h.key, RequestLatency{Total: took})
+		}
 		return true
 	}
 
@@ -239,7 +267,7 @@ func (c *conn) serveRequest() bool {
 	} else {
 		select {
 		case ls.queue <- r:
-		case <-c.closed:
+		case <-c.ctx.Done():
 			return false
 		}
 	}
@@ -259,23 +287,47 @@ func (c *conn) serveRequest() bool {
 	var a answer
 	select {
 	case a = <-c.answers:
-	case <-c.closed:
+	case <-c.ctx.Done():
 		return false
 	}
 	if a.close {
 		c.setReason(connregistry.HandlerClosed)
 		return false
 	}
+	writeStart := time.Now()
+	end := writeStart
 	if a.resp != nil {
-		writeStart := time.Now()
 		c.touch(writeStart) // as Kafka's Selector, to which a connection with a response to write is active
 		if err := c.write(h.correlationID, a.resp); err != nil {
 			return false
 		}
-		c.p.busy.Add(int64(time.Since(writeStart)))
+		end = time.Now()
+		c.p.busy.Add(int64(end.Sub(writeStart)))
 	}
-	c.touch(time.Now())
+	c.touch(end)
+	if len(srv.hooks.requestsDone) > 0 {
+		c.requestDone(r, start, writeStart, end)
+	}
 	return true
+}
+
+// requestDone reports a request's latency to the hooks: received is when
+// its frame had been read, writeStart when the connection took the answer
+// up, end when the response was written (writeStart without one).
+func (c *conn) requestDone(r *Request, received, writeStart, end time.Time) {
+	epoch := c.p.srv.epoch
+	t := RequestLatency{Total: end.Sub(received), Send: end.Sub(writeStart)}
+	answered := epoch.Add(time.Duration(r.answered.Load()))
+	handled := received
+	if r.dequeuedAt > 0 {
+		handled = epoch.Add(time.Duration(r.dequeuedAt))
+		t.Queue = handled.Sub(received)
+	}
+	t.Handler = answered.Sub(handled)
+	t.ResponseQueue = writeStart.Sub(answered)
+	for _, h := range c.p.srv.hooks.requestsDone {
+		h.OnRequestDone(c.info.Listener, r.APIKey, t)
+	}
 }
 
 // decode parses a request frame: header, API lookup on the listener,
@@ -295,7 +347,9 @@ func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (he
 	if !ok {
 		return h, nil, nil, ErrUnknownAPI
 	}
-	c.p.srv.cfg.Metrics.Request(c.info.Listener, h.key, len(frame))
+	for _, hook := range c.p.srv.hooks.requests {
+		hook.OnRequestReceived(c.info.Listener, h.key, len(frame))
+	}
 	if h.key == apiVersionsKey && h.version > api.MaxVersion {
 		return h, nil, rest, nil
 	}
@@ -396,7 +450,7 @@ func (c *conn) watchPeer() *peerWatcher {
 			switch {
 			case err == nil, isDeadline(err): // a deadline is Shutdown's drain or a request to park, not the peer
 			case errors.Is(err, io.EOF): // the peer sends no more; it may still read
-				c.cancel()
+				c.cancelReq()
 			default:
 				c.close() // and a write blocked on a peer that is gone ends now
 			}
@@ -445,7 +499,9 @@ func (c *conn) writeBuf(buf *[]byte, key int16) error {
 	err := c.writeFrame(*buf)
 	c.p.srv.putWriteBuf(buf)
 	if err == nil {
-		c.p.srv.cfg.Metrics.Response(c.info.Listener, key, n)
+		for _, h := range c.p.srv.hooks.responses {
+			h.OnResponseSent(c.info.Listener, key, n)
+		}
 	}
 	return err
 }
@@ -609,11 +665,10 @@ func (c *conn) close() {
 		c.setReason(connregistry.ClientClosed)
 		c.entry.Remove(time.Now(), *c.reason.Load())
 		c.cancel()
-		close(c.closed)
+		c.cancelReq() // derived from the host's base context, not from ctx
 		c.nc.Close()
 		c.p.remove(c)
 		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info.ClientAddr.Addr()) // ClientAddr never changes
-		c.p.srv.cfg.Metrics.ConnectionClosed(c.info.Listener)
 	})
 }
 

@@ -44,8 +44,9 @@ func TestConnectionIDAddressFormat(t *testing.T) {
 		})
 	}
 
-	id := connectionID(netip.MustParseAddrPort("[::1]:9092"), netip.MustParseAddrPort("[2001:db8::7]:50123"), 3, 7)
+	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
+	id := connectionID(tcp("[::1]:9092"), tcp("[2001:db8::7]:50123"), 3, 7)
 	assert.Equal(t, "0:0:0:0:0:0:0:1:9092-2001:db8:0:0:0:0:0:7:50123-3-7", id)
-	id = connectionID(netip.MustParseAddrPort("127.0.0.1:9092"), netip.MustParseAddrPort("127.0.0.2:40000"), 0, 2147483646)
+	id = connectionID(tcp("127.0.0.1:9092"), tcp("127.0.0.2:40000"), 0, 2147483646)
 	assert.Equal(t, "127.0.0.1:9092-127.0.0.2:40000-0-2147483646", id)
 }

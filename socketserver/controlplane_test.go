@@ -70,7 +70,7 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 	st := srv.Stats()
 	assert.Equal(t, 1, st.RequestQueueSize[listener.DataPlane])
 	assert.Equal(t, 0, st.RequestQueueSize[listener.ControlPlane])
-	assert.Len(t, st.ProcessorIdleRatio, 4, "3 CLIENT processors and 1 CONTROLLER processor")
+	assert.Len(t, st.ProcessorBusy, 4, "3 CLIENT processors and 1 CONTROLLER processor")
 	assert.Empty(t, dataSeen, "a second data request reached the blocked handler")
 	assert.NotNil(t, srv.Requests(listener.ControlPlane))
 }
@@ -133,7 +133,7 @@ func TestProcessorIDsControlPlaneFirst(t *testing.T) {
 				assert.Equal(t, want, got, "processor ids of %s", name)
 				all = append(all, want...)
 			}
-			ids := slices.Collect(maps.Keys(srv.Stats().ProcessorIdleRatio))
+			ids := slices.Collect(maps.Keys(srv.Stats().ProcessorBusy))
 			assert.ElementsMatch(t, all, ids, "Stats names the same processors")
 		})
 	}

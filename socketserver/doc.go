@@ -12,9 +12,18 @@
 // ApiVersions and the SASL exchange itself, and feeds every connection to a
 // connregistry.Registry for listing (KIP-1329).
 //
+// A host embedding it may serve listeners it makes itself
+// ([Config.Listen]: an inherited socket, a proxy's listener, an in-memory
+// one in tests), give request contexts its own values
+// ([Config.BaseContext], [Config.ConnContext]), observe the server through
+// single-purpose hooks ([Hook]: connections, requests and their latency,
+// authentication) and [Server.Stats], and tune or turn off the parking of
+// idle connections ([Config.ParkAfter]).
+//
 // The per-request path lives in conn.go, from reading a frame to writing
 // its response; park.go is how an idle connection gives back its
-// read buffer and all but the smallest goroutine stack; quotas.go and
-// rate.go hold the connection quotas, auth.go the TLS handshake and the
-// SASL exchange.
+// read buffer and all but the smallest goroutine stack, with the
+// connection's state machine, who moves its deadlines, and the lock order;
+// quotas.go and rate.go hold the connection quotas, auth.go the TLS
+// handshake and the SASL exchange, hooks.go the hooks.
 package socketserver

@@ -1,6 +1,7 @@
 package socketserver
 
 import (
+	"context"
 	"net/netip"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -10,4 +11,10 @@ import (
 // the total, per listener and per address.
 func QuotaCounts(s *Server) (int, map[protocolmap.ListenerName]int, map[netip.Addr]int) {
 	return s.quotas.counts()
+}
+
+// SetLookupNetIP makes the server built from cfg resolve the host names of
+// the per-IP connection overrides with lookup instead of the DNS.
+func SetLookupNetIP(cfg *Config, lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)) {
+	cfg.lookupNetIP = lookup
 }

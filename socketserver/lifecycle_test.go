@@ -21,13 +21,16 @@ import (
 
 // newUnstarted builds a server from props without starting it; it is
 // closed when the test ends.
-func newUnstarted(t testing.TB, props listener.Properties) *socketserver.Server {
+func newUnstarted(t testing.TB, props listener.Properties, configure ...func(*socketserver.Config)) *socketserver.Server {
 	t.Helper()
 	lc, err := listener.Resolve(props)
 	require.NoError(t, err)
 	cfg, err := socketserver.ConfigFromProperties(lc)
 	require.NoError(t, err)
 	cfg.APIs = allAPIs()
+	for _, f := range configure {
+		f(&cfg)
+	}
 	srv, err := socketserver.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
@@ -107,7 +110,9 @@ func TestStatsBeforeStart(t *testing.T) {
 	st := srv.Stats()
 	assert.Equal(t, 0, st.ConnectionCount["PLAINTEXT"])
 	assert.Equal(t, 0, st.RequestQueueSize[listener.DataPlane])
-	assert.Len(t, st.ProcessorIdleRatio, 2)
+	assert.Len(t, st.ProcessorBusy, 2)
+	assert.True(t, st.Started.IsZero())
+	assert.Equal(t, map[int]float64{0: 1, 1: 1}, st.ProcessorIdleRatio(socketserver.Stats{}), "idle before Start")
 }
 
 // Shutdown stops accepting, closes idle connections, lets every request

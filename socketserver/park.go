@@ -13,8 +13,8 @@ import (
 // a request (decoding, queueing, encoding, writing), and the runtime never
 // shrinks a stack while the goroutine is blocked in a read that deep. A
 // thousand idle connections would keep that, and a read buffer each. So a
-// connection that has been idle for parkAfter (or longer, see parkWait)
-// parks:
+// connection that has been idle for Config.ParkAfter (or longer, see
+// parkWait) parks:
 //
 //  1. The processor, on its tick, finds it waiting in awaitRequest
 //     (waitAwaiting) and moves it to waitParking under parkMu, then sets a
@@ -41,18 +41,107 @@ import (
 // goroutine reads the raw bytes of the next TLS record, and crypto/tls
 // reads them back through prefixedConn, after any part of a record it had
 // buffered already, so the stream keeps its order. crypto/tls keeps its
-// own buffers while parked.
+// own buffers while parked. A negative Config.ParkAfter turns parking off:
+// the processor then never asks, and a connection stays in waitBusy and
+// waitAwaiting.
+//
+// # The connection's states
+//
+// conn.wait holds one of the states below. "The goroutine" is whichever
+// goroutine owns the connection at the time: serve, or the parked
+// goroutine that took it over (one at a time).
+//
+//	state          what the goroutine does                   who leaves it, how, to
+//	waitBusy       handshake, reading or serving a request,  the goroutine: Store before its wait
+//	               closing (finish); the state it starts in  in awaitRequest → waitAwaiting;
+//	                                                         goPark, Store → waitParked
+//	waitAwaiting   blocked in awaitRequest: the peer         the goroutine, when its wait ends:
+//	               watcher's read, or a read of the next     CAS → waitBusy (request began, or an
+//	               request's first byte                      error: it closes);
+//	                                                         the processor (askToPark): CAS under
+//	                                                         parkMu → waitParking, then the read
+//	                                                         deadline to now
+//	waitParking    the same wait, which the deadline ends    the goroutine (parkRequested): takes
+//	                                                         parkMu, clears the read deadline,
+//	                                                         Store → waitBusy; then parks (goPark),
+//	                                                         serves, or closes
+//	waitParked     the parked goroutine's 4-byte read        the parked goroutine (unpark): CAS →
+//	                                                         waitBusy; the processor (askToRepark):
+//	                                                         CAS under parkMu → waitReparking, then
+//	                                                         the read deadline to now
+//	waitReparking  the same read, which the deadline ends    the parked goroutine (unpark): takes
+//	                                                         parkMu, clears the read deadline,
+//	                                                         Store → waitBusy; then parks again on
+//	                                                         a fresh goroutine if nothing arrived
+//	                                                         (goPark → waitParked), else serves or
+//	                                                         closes
+//
+// Only the goroutine leaves waitBusy, waitParking and waitReparking, and
+// only with a Store; the processor moves a connection only by a CAS from a
+// state in which the goroutine is blocked in a read (waitAwaiting,
+// waitParked), so a CAS of the goroutine's that fails means the processor
+// asked, and its deadline is set, or is being set under parkMu. Close,
+// idle expiry and the registry's operator close never change the state:
+// they close the socket, which ends any read.
+//
+// # Who moves the deadlines
+//
+// The read deadline:
+//   - the goroutine: the handshake sets it (with the write deadline) for
+//     the TLS handshake and SASL exchange and clears it after;
+//     re-authentication sets and clears it the same way; parkRequested and
+//     unpark clear the processor's, under parkMu; lingerClose, in finish,
+//     moves it while it drains a closing connection's last bytes;
+//   - the processor: askToPark and askToRepark set it to now, under parkMu,
+//     and only after their CAS (so only during a wait of the goroutine's);
+//   - Shutdown (processor.drain → conn.drain): sets it to now, in any state
+//     and without a lock, after setting the server's draining flag. Every
+//     clear above is followed, before the next blocking read, by a check of
+//     that flag (parkRequested, unpark, awaitRequest), so a clear never
+//     loses Shutdown's deadline.
+//
+// The write deadline is the goroutine's alone: writeFrame moves it to
+// connections.max.idle.ms from now (once an eighth of it has passed), and
+// the handshake sets and clears it with the read deadline. writeFrame moves
+// it during the handshake too, so the handshake's deadline bounds its reads
+// only; its responses are small (one ApiVersions, one SASL token each), so
+// they never fill the socket's buffer and a write never waits on the
+// client. No other goroutine writes to the socket or moves the write
+// deadline.
+//
+// # Lock order
+//
+// No lock is held while another is taken, except:
+//   - conn.closeOnce's (close runs once): inside it close takes, one after
+//     the other, the registry's entry and registry locks (Entry.Remove),
+//     processor.mu (processor.remove) and connectionQuotas.mu (release). So
+//     close must not be called with any of those held: the processor and
+//     the registry collect the connections to close under their lock and
+//     close them after releasing it.
+//   - processor.mu → the socket's deadline (processor.drain sets read
+//     deadlines under it) and conn.parkMu → the socket's deadline; neither
+//     takes any other lock inside.
+//   - Server.mu is taken alone (Start, Addr, Shutdown, register), or
+//     inside Server.closeOnce's (Close); Start holds it while it calls
+//     Config.Listen and Config.BaseContext, which therefore must not call
+//     the server. Stats takes only processor.mu, one processor at a time.
+//   - connectionQuotas.mu is taken alone (acquire drops it while it
+//     waits); so is each registry lock.
+//
+// Hooks (Config.Hooks, ConnContext) are called with no lock held.
 
-// parkAfter is how long a connection first waits for its next request
-// before it parks. A connection that sends a request at least this often
-// never parks. One that parks pays for it when it wakes (BenchmarkParkCycle:
-// about 17 µs and 3 allocations), so a connection that wakes soon after
-// parking, a client sending a request every few hundred milliseconds, waits
-// twice as long before its next park, up to maxParkAfter; one that stays
-// parked long brings its wait back down. Parking then costs at most one
-// wake per parkedLong×parkAfter (0.8 s) of parked time.
+// DefaultParkAfter is how long a connection first waits for its next
+// request before it parks, when Config.ParkAfter is zero. A connection that
+// sends a request at least this often never parks. One that parks pays for
+// it when it wakes (BenchmarkParkCycle: about 17 µs and 3 allocations), so
+// a connection that wakes soon after parking, a client sending a request
+// every few hundred milliseconds, waits twice as long before its next park,
+// up to maxParkAfter (or ParkAfter, if longer); one that stays parked long
+// brings its wait back down. Parking then costs at most one wake per
+// parkedLong×ParkAfter (0.8 s by default) of parked time.
+const DefaultParkAfter = 100 * time.Millisecond
+
 const (
-	parkAfter    = 100 * time.Millisecond
 	maxParkAfter = 10 * time.Second
 	parkedLong   = 8 // times the wait: a park that lasted less was not worth it
 )
@@ -62,25 +151,26 @@ func (c *conn) parkWait() time.Duration {
 	if d := time.Duration(c.parkDelay.Load()); d > 0 {
 		return d
 	}
-	return parkAfter
+	return c.p.srv.cfg.ParkAfter
 }
 
 // adaptParkWait doubles c's wait before parking when its park lasted
-// less than parkedLong times that wait, and halves it (down to parkAfter)
+// less than parkedLong times that wait, and halves it (down to ParkAfter)
 // when it lasted longer.
 func (c *conn) adaptParkWait(parkedFor time.Duration) {
+	base := c.p.srv.cfg.ParkAfter
 	d := c.parkWait()
 	if parkedFor < parkedLong*d {
-		d = min(2*d, maxParkAfter)
+		d = min(2*d, max(maxParkAfter, base))
 	} else {
-		d = max(d/2, parkAfter)
+		d = max(d/2, base)
 	}
 	c.parkDelay.Store(int64(d))
 }
 
-// States of conn.wait.
+// States of conn.wait: see the table above.
 const (
-	waitBusy      int32 = iota // reading or serving a request
+	waitBusy      int32 = iota // handshake, reading or serving a request, closing
 	waitAwaiting               // blocked in awaitRequest, waiting for a request
 	waitParking                // asked by the processor to park
 	waitParked                 // parked

@@ -10,22 +10,25 @@ import (
 func TestAdaptParkWait(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
-		wait, parkedFor, want time.Duration
+		parkAfter, wait, parkedFor, want time.Duration
 	}{
-		{0, 10 * ms, 200 * ms},                            // woke at once: wait twice as long
-		{0, 799 * ms, 200 * ms},                           // under 8 times the wait
-		{0, 800 * ms, parkAfter},                          // long enough: never below parkAfter
-		{400 * ms, 3200 * ms, 200 * ms},                   // long park: halve
-		{400 * ms, time.Hour, 200 * ms},                   //
-		{8 * time.Second, time.Second, maxParkAfter},      // capped
-		{maxParkAfter, time.Second, maxParkAfter},         //
-		{maxParkAfter, 80 * time.Second, 5 * time.Second}, //
+		{DefaultParkAfter, 0, 10 * ms, 200 * ms},                            // woke at once: wait twice as long
+		{DefaultParkAfter, 0, 799 * ms, 200 * ms},                           // under 8 times the wait
+		{DefaultParkAfter, 0, 800 * ms, DefaultParkAfter},                   // long enough: never below ParkAfter
+		{DefaultParkAfter, 400 * ms, 3200 * ms, 200 * ms},                   // long park: halve
+		{DefaultParkAfter, 400 * ms, time.Hour, 200 * ms},                   //
+		{DefaultParkAfter, 8 * time.Second, time.Second, maxParkAfter},      // capped
+		{DefaultParkAfter, maxParkAfter, time.Second, maxParkAfter},         //
+		{DefaultParkAfter, maxParkAfter, 80 * time.Second, 5 * time.Second}, //
+		{time.Second, 0, 10 * ms, 2 * time.Second},                          // Config.ParkAfter is the first wait
+		{time.Second, 0, time.Hour, time.Second},                            // and the least
+		{time.Minute, 0, 10 * ms, time.Minute},                              // and the cap, when above maxParkAfter
 	} {
-		var c conn
+		c := conn{p: &processor{srv: &Server{cfg: Config{ParkAfter: tc.parkAfter}}}}
 		c.parkDelay.Store(int64(tc.wait))
 		c.adaptParkWait(tc.parkedFor)
 		if got := c.parkWait(); got != tc.want {
-			t.Errorf("wait %v, parked for %v: next wait %v, want %v", tc.wait, tc.parkedFor, got, tc.want)
+			t.Errorf("ParkAfter %v, wait %v, parked for %v: next wait %v, want %v", tc.parkAfter, tc.wait, tc.parkedFor, got, tc.want)
 		}
 	}
 }
@@ -36,6 +39,17 @@ func TestAdaptParkWait(t *testing.T) {
 func TestConnSize(t *testing.T) {
 	if size := unsafe.Sizeof(conn{}); size > 448 {
 		t.Errorf("conn is %d bytes, over the 448-byte size class", size)
+	}
+}
+
+// TestRequestBufSize keeps a small request, with its frame, in one
+// 640-byte allocation (see requestBuf): the runtime puts an 8-byte header
+// before an object of more than 512 bytes that holds pointers, so the
+// struct itself must stay within 632 bytes. A field added to Request is
+// paid on every request.
+func TestRequestBufSize(t *testing.T) {
+	if size := unsafe.Sizeof(requestBuf{}) + 8; size > 640 {
+		t.Errorf("requestBuf is %d bytes with its allocation header, over the 640-byte size class", size)
 	}
 }
 

@@ -390,3 +390,44 @@ func TestParkedStackFootprint(t *testing.T) {
 		})
 	}
 }
+
+// Config.ParkAfter: a negative value turns parking off (an idle connection
+// never parks, and idle expiry still closes it); a positive one is the
+// wait before the first park, in place of DefaultParkAfter.
+func TestParkAfterConfigurable(t *testing.T) {
+	// neverParked samples the parked count for d and reports whether it
+	// stayed at zero.
+	neverParked := func(srv *socketserver.Server, d time.Duration) bool {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if srv.Stats().ParkedConnections != 0 {
+				return false
+			}
+		}
+		return true
+	}
+
+	t.Run("negative: never parks", func(t *testing.T) {
+		srv := socketservertest.NewServer(t, listener.Properties{"connections.max.idle.ms": "1500"},
+			func(c *socketserver.Config) { withAPIs(c); c.ParkAfter = -1 }, echoMetadata)
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		metadataRoundTrip(t, c, 12, 1)
+		assert.True(t, neverParked(srv, 10*socketserver.DefaultParkAfter), "parked with parking off")
+		metadataRoundTrip(t, c, 12, 2)
+		requireClosedNoResponse(t, c) // connections.max.idle.ms still applies
+		closed := srv.Registry().Closed(connregistry.Filter{})
+		require.Len(t, closed, 1)
+		assert.Equal(t, connregistry.Idle, closed[0].CloseReason)
+	})
+
+	t.Run("custom wait", func(t *testing.T) {
+		const wait = 1500 * time.Millisecond
+		srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { withAPIs(c); c.ParkAfter = wait }, echoMetadata)
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		metadataRoundTrip(t, c, 12, 1)
+		idleSince := time.Now()
+		assert.True(t, neverParked(srv, wait/2), "parked before ParkAfter")
+		waitParked(t, srv, 1)
+		assert.GreaterOrEqual(t, time.Since(idleSince), wait, "parked before ParkAfter")
+		metadataRoundTrip(t, c, 12, 2) // a parked connection still serves
+	})
+}

@@ -38,7 +38,12 @@ func newProcessor(s *Server, ls *listenerState, id int) *processor {
 // run registers new connections and expires idle ones until the server
 // quits, then closes every connection it owns.
 func (p *processor) run() {
-	every := parkAfter / 2
+	// The tick asks idle connections to park and expires idle ones: at
+	// most every 50 ms, more often for a short ParkAfter or idle limit.
+	every := DefaultParkAfter / 2
+	if park := p.srv.cfg.ParkAfter; park > 0 {
+		every = min(max(park/2, 5*time.Millisecond), every)
+	}
 	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
 		every = min(max(idle/4, 5*time.Millisecond), every)
 	}
@@ -101,26 +106,28 @@ func (p *processor) register(nc net.Conn) {
 	}
 	p.srv.conns.Add(1)
 	p.srv.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	local, remote := addrPort(nc.LocalAddr()), addrPort(nc.RemoteAddr())
-	c := &conn{nc: nc, p: p, ctx: ctx, cancel: cancel, closed: make(chan struct{})}
-	l := p.ls.cfg
 	p.mu.Lock()
 	index := p.index
 	p.index++
 	if p.index == math.MaxInt32 {
 		p.index = 0
 	}
-	p.conns[c] = struct{}{}
 	p.mu.Unlock()
+	c := &conn{nc: nc, p: p}
+	l := p.ls.cfg
+	remote := addrPort(nc.RemoteAddr())
 	c.info = ConnInfo{
-		ID:               connectionID(local, remote, p.id, index),
+		ID:               connectionID(nc.LocalAddr(), nc.RemoteAddr(), p.id, index),
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
 		Principal:        Anonymous,
 		ClientAddr:       remote,
 	}
+	c.newContexts()
+	p.mu.Lock()
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
 	now := time.Now()
 	c.touch(now)
 	state := connregistry.Ready
@@ -132,22 +139,44 @@ func (p *processor) register(nc net.Conn) {
 		Listener: string(l.Name), SecurityProtocol: l.SecurityProtocol.String(), Plane: l.Plane.String(),
 		ConnectedAt: now, State: state,
 	}, c.closeWith)
-	p.srv.cfg.Metrics.ConnectionCreated(l.Name)
+	for _, h := range p.srv.hooks.connCreated {
+		h.OnConnCreated(c.info)
+	}
 	go c.serve() // which calls p.srv.conns.Done when the connection ends
+}
+
+// newContexts makes the connection's contexts: its own, cancelled when it
+// closes, which the server's waits watch; and the one its requests carry
+// (Request.Context), derived from the host's BaseContext and ConnContext
+// and cancelled with it. Without those hooks they are one.
+func (c *conn) newContexts() {
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	base, connContext := c.p.ls.base, c.p.srv.cfg.ConnContext
+	if base == nil && connContext == nil {
+		c.reqCtx, c.cancelReq = context.WithCancel(c.ctx)
+		return
+	}
+	if base == nil {
+		base = context.Background()
+	}
+	if connContext != nil {
+		if ctx := connContext(base, c.nc, c.info); ctx != nil {
+			base = ctx
+		}
+	}
+	c.reqCtx, c.cancelReq = context.WithCancel(base)
 }
 
 // connectionID formats Kafka's connection id,
 // localIP:localPort-remoteIP:remotePort-processorId-index, with the
-// addresses as Kafka writes them (see appendHostAddress).
-func connectionID(local, remote netip.AddrPort, processorID int, index int32) string {
+// addresses as Kafka writes them (see appendHostAddress). An address that
+// is not an IP address and port (a connection of a host's listener:
+// net.Pipe, a Unix socket) is written as its String gives it.
+func connectionID(local, remote net.Addr, processorID int, index int32) string {
 	b := make([]byte, 0, 64)
-	b = appendHostAddress(b, local.Addr())
-	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(local.Port()), 10)
+	b = appendAddr(b, local)
 	b = append(b, '-')
-	b = appendHostAddress(b, remote.Addr())
-	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(remote.Port()), 10)
+	b = appendAddr(b, remote)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, int64(processorID), 10)
 	b = append(b, '-')
@@ -196,13 +225,40 @@ func scopeID(zone string) string {
 	return zone
 }
 
+// appendAddr appends a as host:port, the host as appendHostAddress
+// writes it, or a's String for an address that is not an IP address.
+func appendAddr(b []byte, a net.Addr) []byte {
+	ap := addrPort(a)
+	if !ap.IsValid() {
+		if a == nil {
+			return b
+		}
+		return append(b, a.String()...)
+	}
+	b = appendHostAddress(b, ap.Addr())
+	b = append(b, ':')
+	return strconv.AppendUint(b, uint64(ap.Port()), 10)
+}
+
+// addrPort returns a's IP address (unmapped) and port, or the zero
+// AddrPort when a is not an IP address: a connection of a host's listener
+// may have any address, or none.
 func addrPort(a net.Addr) netip.AddrPort {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		ap := ta.AddrPort()
+	switch a := a.(type) {
+	case nil:
+		return netip.AddrPort{}
+	case *net.TCPAddr:
+		if a == nil {
+			return netip.AddrPort{}
+		}
+		ap := a.AddrPort()
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
-	ap, _ := netip.ParseAddrPort(a.String())
-	return ap
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // remove forgets c once it has closed.
@@ -227,6 +283,7 @@ func (p *processor) connCount() int {
 // park again.
 func (p *processor) expireIdle(now time.Time) {
 	limit := p.srv.cfg.ConnectionsMaxIdle
+	parking := p.srv.cfg.ParkAfter > 0
 	stack := uint32(0)
 	if p.srv.parked.Load() > 0 {
 		stack = startingStack()
@@ -237,7 +294,7 @@ func (p *processor) expireIdle(now time.Time) {
 		switch since := now.Sub(c.lastActive()); {
 		case limit > 0 && since > limit:
 			expired = append(expired, c)
-		case c.wait.Load() == waitAwaiting && c.idleFor(now) >= c.parkWait():
+		case parking && c.wait.Load() == waitAwaiting && c.idleFor(now) >= c.parkWait():
 			idle = append(idle, c)
 		case stack > 0 && len(repark) < reparkPerTick && c.wait.Load() == waitParked && c.parkedStack.Load() > stack:
 			repark = append(repark, c)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -31,8 +30,12 @@ type Quotas struct {
 	// listeners: a connection beyond it is closed at once.
 	MaxConnectionsPerIP int
 	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
-	// limits for single hosts (IP addresses or names, resolved when the
-	// quotas are applied).
+	// limits for single hosts, by IP address or host name. A name is
+	// resolved when the quotas are applied (by Server.Start, and by
+	// Server.SetQuotas), to one address, as Kafka's InetAddress.getByName
+	// does with Java's default preference: the first IPv4 address the
+	// resolver gives, or the first address if it gives no IPv4 one. The
+	// limit applies to that address alone.
 	MaxConnectionsPerIPOverrides map[string]int
 	// MaxConnectionCreationRate is max.connection.creation.rate (KIP-612),
 	// connections per second broker-wide: connections beyond it are
@@ -126,23 +129,42 @@ func (q Quotas) validate() error {
 	return nil
 }
 
-// resolveOverrides turns override hosts into addresses, once.
-func resolveOverrides(ctx context.Context, overrides map[string]int) (map[netip.Addr]int, error) {
+// lookupFunc resolves a host name, as net.Resolver.LookupNetIP.
+type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
+// resolveOverrides turns override hosts into addresses, once, within ctx:
+// each host to one address, as Kafka's ConnectionQuotas does with
+// InetAddress.getByName (see Quotas.MaxConnectionsPerIPOverrides).
+func resolveOverrides(ctx context.Context, lookup lookupFunc, overrides map[string]int) (map[netip.Addr]int, error) {
 	out := make(map[netip.Addr]int, len(overrides))
 	for host, n := range overrides {
 		if addr, err := netip.ParseAddr(host); err == nil {
 			out[addr.Unmap()] = n
 			continue
 		}
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		addrs, err := lookup(ctx, "ip", host)
+		if err == nil && len(addrs) == 0 {
+			err = errors.New("no addresses")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides host %q: %w", ErrInvalidQuotas, host, err)
 		}
-		for _, a := range addrs {
-			out[a.Unmap()] = n
-		}
+		out[firstAddress(addrs)] = n
 	}
 	return out, nil
+}
+
+// firstAddress is the address Java's InetAddress.getByName returns of a
+// name's addresses, with java.net.preferIPv6Addresses at its default
+// (false): the first IPv4 address, or the first address when there is no
+// IPv4 one.
+func firstAddress(addrs []netip.Addr) netip.Addr {
+	for _, a := range addrs {
+		if a.Unmap().Is4() {
+			return a.Unmap()
+		}
+	}
+	return addrs[0].Unmap()
 }
 
 // connectionQuotas enforces Quotas for one server. Acceptors acquire a slot
@@ -168,6 +190,7 @@ type connectionQuotas struct {
 	changed chan struct{} // closed and replaced when a slot frees or the quotas change
 	excess  chan struct{} // closed and replaced when the broker-wide count goes over its limit
 	now     func() time.Time
+	applied bool // the overrides are resolved: by Start's resolvePending or by set
 }
 
 func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
@@ -191,6 +214,28 @@ func ipRates(overrides map[netip.Addr]int) map[netip.Addr]int {
 	return out
 }
 
+// resolvePending resolves the host names among the overrides the quotas
+// were made with, unless that was done or set has replaced them since:
+// Start calls it, so that New does no DNS.
+func (cq *connectionQuotas) resolvePending(ctx context.Context, lookup lookupFunc) error {
+	cq.mu.Lock()
+	q, applied := cq.q, cq.applied
+	cq.mu.Unlock()
+	if applied {
+		return nil
+	}
+	overrides, err := resolveOverrides(ctx, lookup, q.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return err
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if !cq.applied { // else SetQuotas applied newer quotas meanwhile
+		cq.overrides, cq.applied = overrides, true
+	}
+	return nil
+}
+
 // set replaces the quotas while the server runs: raised limits wake waiting
 // acceptors; lowered ones apply to new connections. A changed creation rate
 // applies to the next connection, measured against the connections already
@@ -199,6 +244,7 @@ func ipRates(overrides map[netip.Addr]int) map[netip.Addr]int {
 func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
+	cq.applied = true
 	if q.WindowNum != cq.q.WindowNum || q.WindowSize != cq.q.WindowSize {
 		cq.brokerRate = newSampledRate(q.WindowNum, q.WindowSize)
 		clear(cq.listenerRate)
@@ -289,7 +335,8 @@ type acquireResult struct {
 // ConnectionQuotas.inc does: it waits while the listener's or broker's
 // creation rate is exceeded or no slot is free (the acceptor blocks; the
 // connection is accepted later), then applies the per-IP creation rate
-// (ErrConnectionThrottled) and the per-IP count (ErrTooManyConnections). On
+// (ErrConnectionThrottled) and the per-IP count (ErrTooManyConnections);
+// a connection with no IP address (ip is the zero Addr) skips those two. On
 // success the caller must release exactly once. quit ends a wait early with
 // ErrServerClosed.
 func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, quit <-chan struct{}) (acquireResult, error) {
@@ -332,6 +379,13 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 	}
 	now = cq.now()
 	cq.sweepIPRatesLocked(now)
+	if !ip.IsValid() { // not an IP connection (Config.Listen): no per-address quotas
+		cq.byListener[l]++
+		cq.total++
+		cq.noteExcessLocked()
+		cq.mu.Unlock()
+		return res, nil
+	}
 	if limit := cq.ipRateLimit(ip); limit != Unlimited {
 		r := cq.ipRate[ip]
 		if r == nil {
@@ -360,12 +414,18 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 		cq.mu.Unlock()
 		return res, fmt.Errorf("%w %s (maximum = %d)", ErrTooManyConnections, ip, limit)
 	}
+	cq.noteExcessLocked()
+	cq.mu.Unlock()
+	return res, nil
+}
+
+// noteExcessLocked wakes the processors when the broker-wide count has gone
+// over its limit (see claimExcess).
+func (cq *connectionQuotas) noteExcessLocked() {
 	if cq.total > cq.q.MaxConnections {
 		close(cq.excess)
 		cq.excess = make(chan struct{})
 	}
-	cq.mu.Unlock()
-	return res, nil
 }
 
 // sweepIPRatesLocked forgets, once per rate span (quota.window.num windows),
@@ -392,15 +452,19 @@ func (cq *connectionQuotas) release(l protocolmap.ListenerName, ip netip.Addr) {
 	cq.mu.Unlock()
 }
 
+// releaseLocked gives back a slot; ip is the zero Addr for a connection
+// that is not IP, which acquire did not count by address.
 func (cq *connectionQuotas) releaseLocked(l protocolmap.ListenerName, ip netip.Addr) {
-	n, ok := cq.byIP[ip]
-	if !ok {
-		panic(fmt.Sprintf("socketserver: released a connection from %s that was never counted", ip))
-	}
-	if n == 1 {
-		delete(cq.byIP, ip) // its rate, if any, stays until sweepIPRatesLocked finds it expired
-	} else {
-		cq.byIP[ip] = n - 1
+	if ip.IsValid() {
+		n, ok := cq.byIP[ip]
+		if !ok {
+			panic(fmt.Sprintf("socketserver: released a connection from %s that was never counted", ip))
+		}
+		if n == 1 {
+			delete(cq.byIP, ip) // its rate, if any, stays until sweepIPRatesLocked finds it expired
+		} else {
+			cq.byIP[ip] = n - 1
+		}
 	}
 	cq.byListener[l]--
 	cq.total--

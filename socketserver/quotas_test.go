@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -128,9 +129,8 @@ func TestConnectionLimitAcceptorWaits(t *testing.T) {
 		{"broker limit", listener.Properties{"max.connections": "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &fakeMetrics{}
-			srv := socketservertest.NewServer(t, tc.props, func(c *socketserver.Config) { withAPIs(c); c.Metrics = m },
-				answerAll)
+			m := &recorder{}
+			srv := socketservertest.NewServer(t, tc.props, withHooks(m), answerAll)
 			first := socketservertest.Dial(t, srv, "PLAINTEXT")
 			second := socketservertest.Dial(t, srv, "PLAINTEXT")
 			require.True(t, served(t, first, 1, 5*time.Second))
@@ -144,7 +144,7 @@ func TestConnectionLimitAcceptorWaits(t *testing.T) {
 			resp := readRawFrame(t, waiting)
 			assert.Equal(t, []byte{0, 0, 0, 3}, resp[:4], "correlation id of the waiting request")
 			waitFor(t, time.Second, func() bool { return len(m.of("blocked")) == 1 }, "AcceptorBlocked not reported")
-			assert.GreaterOrEqual(t, time.Duration(m.of("blocked")[0].Bytes), 250*time.Millisecond)
+			assert.GreaterOrEqual(t, m.of("blocked")[0].Dur, 250*time.Millisecond)
 		})
 	}
 }
@@ -154,12 +154,12 @@ func TestConnectionLimitAcceptorWaits(t *testing.T) {
 // over one window: 5 connections pass at once, the 6th waits
 // round((6-5)/5*1000) = 200 ms, and so on.
 func TestCreationRateDelays(t *testing.T) {
-	m := &fakeMetrics{}
+	m := &recorder{}
 	srv := socketservertest.NewServer(t, listener.Properties{
 		"max.connection.creation.rate": "5",
 		"quota.window.num":             "2",
 		"quota.window.size.seconds":    "1",
-	}, func(c *socketserver.Config) { withAPIs(c); c.Metrics = m }, answerAll)
+	}, withHooks(m), answerAll)
 
 	start := time.Now()
 	for i := range 5 {
@@ -382,4 +382,120 @@ func TestControlPlaneListenerLimited(t *testing.T) {
 	first.Close()
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(5*time.Second)))
 	readRawFrame(t, second)
+}
+
+// fakeResolver answers host-name lookups from a table, counting them; with
+// block set, a lookup waits until its context ends.
+type fakeResolver struct {
+	mu      sync.Mutex
+	answers map[string][]netip.Addr
+	lookups []string
+	block   bool
+}
+
+func (r *fakeResolver) lookup(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	r.lookups = append(r.lookups, host)
+	block, addrs := r.block, r.answers[host]
+	r.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if addrs == nil {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	return addrs, nil
+}
+
+func (r *fakeResolver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.lookups)
+}
+
+// New does no DNS: the host names of max.connections.per.ip.overrides are
+// resolved by Start, within Start's context, before anything is bound; a
+// Start whose resolution failed binds nothing and may be called again.
+func TestOverrideHostNamesResolvedByStart(t *testing.T) {
+	res := &fakeResolver{answers: map[string][]netip.Addr{"clients.example": {netip.MustParseAddr("127.0.0.7")}}, block: true}
+	port := freePort(t)
+	srv := newUnstarted(t, listener.Properties{
+		"listeners":                        "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
+		"max.connections.per.ip.overrides": "clients.example:1",
+	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })
+	assert.Zero(t, res.count(), "New resolved a host name")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := srv.Start(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, socketserver.ErrInvalidQuotas)
+	assert.Contains(t, err.Error(), "clients.example")
+	assert.Less(t, time.Since(start), 5*time.Second, "Start honours its context")
+	assert.Nil(t, srv.Addr("PLAINTEXT"))
+	requireBindable(t, port)
+
+	res.mu.Lock()
+	res.block = false
+	res.mu.Unlock()
+	require.NoError(t, srv.Start(context.Background()))
+	assert.Equal(t, 2, res.count())
+}
+
+// Kafka resolves an override's host name to one address
+// (ConnectionQuotas.updateMaxConnectionsPerIpOverride, with
+// InetAddress.getByName): the limit applies to that address, not to every
+// address of the name. Java, by default, prefers an IPv4 address.
+func TestOverrideHostNameLimitsOneAddress(t *testing.T) {
+	res := &fakeResolver{answers: map[string][]netip.Addr{
+		"clients.example": {netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.7"), netip.MustParseAddr("127.0.0.8")},
+	}}
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"max.connections.per.ip.overrides": "clients.example:1",
+	}, func(c *socketserver.Config) {
+		withAPIs(c)
+		socketserver.SetLookupNetIP(c, res.lookup)
+	}, answerAll)
+	first := dialFrom(t, srv, "PLAINTEXT", "127.0.0.7")
+	require.True(t, served(t, first, 1, 5*time.Second))
+	requireClosedNoResponse(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.7"))
+	for i := range 3 { // the name's other addresses have the default limit
+		require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.8"), int32(10+i), 5*time.Second),
+			"127.0.0.8 limited by an override of a name that resolved to it second")
+	}
+}
+
+// SetQuotas resolves its host names within its context; quotas set before
+// Start are not replaced by Start's resolution of the configured ones.
+func TestSetQuotasResolvesHostNames(t *testing.T) {
+	res := &fakeResolver{answers: map[string][]netip.Addr{
+		"old.example": {netip.MustParseAddr("127.0.0.9")},
+		"new.example": {netip.MustParseAddr("127.0.0.10")},
+	}}
+	srv := newUnstarted(t, listener.Properties{
+		"listeners":                        "PLAINTEXT://127.0.0.1:0",
+		"max.connections.per.ip.overrides": "old.example:1",
+	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })
+	q := socketserver.DefaultQuotas()
+	q.MaxConnectionsPerIPOverrides = map[string]int{"new.example": 1}
+	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.Start(context.Background()))
+	go func() { _ = srv.Serve(context.Background(), listener.DataPlane, 1, answerAll) }()
+	assert.Equal(t, []string{"new.example"}, res.lookups, "Start resolved quotas that SetQuotas had replaced")
+	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"), 1, 5*time.Second))
+	requireClosedNoResponse(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"))
+	for i := range 2 {
+		require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.9"), int32(2+i), 5*time.Second))
+	}
+
+	res.mu.Lock()
+	res.block = true
+	res.mu.Unlock()
+	q.MaxConnectionsPerIPOverrides = map[string]int{"old.example": 0}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, srv.SetQuotas(ctx, q), context.DeadlineExceeded)
+	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.9"), 5, 5*time.Second), "a failed SetQuotas changed nothing")
 }

@@ -78,16 +78,25 @@ type Request struct {
 	// Size is the frame's size in bytes, without the size prefix.
 	Size int
 
-	conn     *conn
-	answered atomic.Bool
+	conn *conn
+	// answered is set, once, by the answer: to when it came, in nanoseconds
+	// since the server's epoch, when a HookRequestDone wants it, else to 1.
+	// 0 means not yet answered.
+	answered atomic.Int64
+	// dequeuedAt is when a worker of Serve took the request, in nanoseconds
+	// since the server's epoch, for HookRequestDone (0: not recorded).
+	// These two fit the request in requestBuf's size class.
+	dequeuedAt int64
 }
 
-// Context returns a context that is cancelled when the request's connection
-// closes, or when its client shuts down its sending side (EOF), so that work
-// for a client that has gone can stop. A client that only half-closed may
-// still read: the answer given after the cancellation is written, as Kafka
-// writes the responses to the requests it read before the EOF.
-func (r *Request) Context() context.Context { return r.conn.ctx }
+// Context returns the context of the request's connection: derived from
+// Config.BaseContext and Config.ConnContext (context.Background() without
+// them), and cancelled when the connection closes, or when its client
+// shuts down its sending side (EOF), so that work for a client that has
+// gone can stop. A client that only half-closed may still read: the answer
+// given after the cancellation is written, as Kafka writes the responses to
+// the requests it read before the EOF.
+func (r *Request) Context() context.Context { return r.conn.reqCtx }
 
 // Respond sends resp as the answer. resp's version is set to the request's.
 // It returns an error, and leaves the request unanswered, when resp is of
@@ -118,7 +127,11 @@ func (r *Request) NoResponse() error { return r.answer(answer{}) }
 func (r *Request) CloseConnection() error { return r.answer(answer{close: true}) }
 
 func (r *Request) answer(a answer) error {
-	if !r.answered.CompareAndSwap(false, true) {
+	at := int64(1)
+	if srv := r.conn.p.srv; len(srv.hooks.requestsDone) > 0 {
+		at = max(int64(time.Since(srv.epoch)), 1)
+	}
+	if !r.answered.CompareAndSwap(0, at) {
 		return ErrAlreadyAnswered
 	}
 	a.req = r

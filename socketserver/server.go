@@ -40,10 +40,11 @@ type Server struct {
 
 	mu      sync.Mutex
 	started bool
-	stats   statsState
 
-	draining  atomic.Bool // Shutdown began: finish requests in flight, read no more
-	epoch     time.Time   // with a monotonic reading: connections' activity is kept relative to it
+	hooks     hooks
+	startedAt atomic.Int64 // when Start succeeded: nanoseconds since epoch; 0 before
+	draining  atomic.Bool  // Shutdown began: finish requests in flight, read no more
+	epoch     time.Time    // with a monotonic reading: connections' activity is kept relative to it
 	quotas    *connectionQuotas
 	registry  *connregistry.Registry
 	quit      chan struct{} // closed by Close: stop everything now
@@ -99,13 +100,14 @@ type listenerState struct {
 	sec        listenerSecurity
 	queue      chan *Request
 	ln         net.Listener
+	base       context.Context // from Config.BaseContext; nil without it
 	processors []*processor
 	next       int // round-robin position, used by the acceptor alone
 }
 
 // New validates cfg, including cfg.Listeners with the rules of
-// listener.Resolve (see listener.Config.Validate), and builds a server. It binds nothing; host names in
-// the per-IP connection overrides are resolved here.
+// listener.Resolve (see listener.Config.Validate), and builds a server. It
+// binds nothing and resolves nothing: Start does both.
 func New(cfg Config) (*Server, error) {
 	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
 		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
@@ -120,15 +122,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Quotas.validate(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	overrides, err := resolveOverrides(ctx, cfg.Quotas.MaxConnectionsPerIPOverrides)
-	cancel()
+	h, err := newHooks(cfg.Hooks)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
-	s.quotas = newConnectionQuotas(*cfg.Quotas, overrides, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
-	s.stats.reset() // Stats may be called before Start
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
+	// Host names among the per-IP overrides are resolved by Start; until
+	// then no override applies, and no connection is accepted.
+	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
@@ -173,10 +174,19 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Start binds every listener, or none if one fails (the error names it), and
-// starts accepting. It returns once the server accepts connections; the
-// bound addresses are then available from [Server.Addr].
+// Start resolves the host names of the per-IP connection overrides, binds
+// every listener (or makes it with Config.Listen), or none if one fails (the
+// error names it), and starts accepting. ctx bounds the resolution and the
+// binding; it does not bound the server's life. Start returns once the
+// server accepts connections; the bound addresses are then available from
+// [Server.Addr]. A Start that failed may be called again.
 func (s *Server) Start(ctx context.Context) error {
+	if s.isClosed() || s.draining.Load() {
+		return ErrServerClosed
+	}
+	if err := s.quotas.resolvePending(ctx, s.cfg.lookupNetIP); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isClosed() || s.draining.Load() {
@@ -185,20 +195,11 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("socketserver: already started")
 	}
-	var lc net.ListenConfig
-	for i, ls := range s.listeners {
-		ln, err := lc.Listen(ctx, "tcp", ls.cfg.Bind.Address())
-		if err != nil {
-			for _, bound := range s.listeners[:i] {
-				bound.ln.Close()
-				bound.ln = nil
-			}
-			return fmt.Errorf("socketserver: listener %s failed to bind to %s: %w", ls.cfg.Name, ls.cfg.Bind.Address(), err)
-		}
-		ls.ln = ln
+	if err := s.listen(ctx); err != nil {
+		return err
 	}
 	s.started = true
-	s.stats.reset()
+	s.startedAt.Store(max(int64(time.Since(s.epoch)), 1))
 	for _, ls := range s.listeners {
 		for _, p := range ls.processors {
 			s.workers.Go(p.run)
@@ -214,6 +215,53 @@ func (s *Server) Start(ctx context.Context) error {
 		close(s.done)
 	}()
 	return nil
+}
+
+// listen makes every listener's net.Listener and base context, or none:
+// on a failure it closes those already made.
+func (s *Server) listen(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			for _, ls := range s.listeners {
+				if ls.ln != nil {
+					ls.ln.Close()
+				}
+				ls.ln, ls.base = nil, nil
+			}
+		}
+	}()
+	listen := s.cfg.Listen
+	if listen == nil {
+		listen = ListenTCP
+	}
+	for _, ls := range s.listeners {
+		ln, err := listen(ctx, ls.cfg)
+		if err != nil {
+			if s.cfg.Listen == nil {
+				return fmt.Errorf("socketserver: listener %s failed to bind to %s: %w", ls.cfg.Name, ls.cfg.Bind.Address(), err)
+			}
+			return fmt.Errorf("socketserver: listener %s: Config.Listen: %w", ls.cfg.Name, err)
+		}
+		if ln == nil {
+			return fmt.Errorf("socketserver: listener %s: Config.Listen returned no listener and no error", ls.cfg.Name)
+		}
+		ls.ln = ln
+	}
+	if s.cfg.BaseContext != nil {
+		for _, ls := range s.listeners {
+			if ls.base = s.cfg.BaseContext(ls.cfg, ls.ln); ls.base == nil {
+				return fmt.Errorf("socketserver: listener %s: Config.BaseContext returned a nil context", ls.cfg.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// ListenTCP binds listener l's address (l.Bind) with TCP: what Start does
+// for each listener unless Config.Listen is set.
+func ListenTCP(ctx context.Context, l listener.Listener) (net.Listener, error) {
+	var lc net.ListenConfig
+	return lc.Listen(ctx, "tcp", l.Bind.Address())
 }
 
 // Addr returns the bound address of the named listener (compared without
@@ -286,6 +334,9 @@ func (s *Server) Serve(ctx context.Context, plane listener.Plane, workers int, h
 }
 
 func (s *Server) handle(h Handler, r *Request) {
+	if len(s.hooks.requestsDone) > 0 {
+		r.dequeuedAt = int64(time.Since(s.epoch))
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("handler panicked; closing the connection", "conn_id", r.Conn.ID,
@@ -392,7 +443,9 @@ func (s *Server) accept(ls *listenerState) {
 	for {
 		nc, err := ls.ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			// Shutdown and Close close the listener after setting draining:
+			// a listener of the host's may not say net.ErrClosed then.
+			if errors.Is(err, net.ErrClosed) || s.draining.Load() {
 				return
 			}
 			s.log.Warn("accept failed; retrying", "listener", ls.cfg.Name, "err", err, "backoff", backoff)
@@ -426,21 +479,29 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 	ip := addrPort(nc.RemoteAddr()).Addr()
 	res, err := s.quotas.acquire(ls.cfg.Name, ip, s.quit)
 	if res.blocked > 0 {
-		s.cfg.Metrics.AcceptorBlocked(ls.cfg.Name, res.blocked, res.throttle)
+		for _, h := range s.hooks.acceptor {
+			h.OnAcceptorBlocked(ls.cfg.Name, res.blocked, res.throttle)
+		}
 	}
 	switch {
 	case err == nil:
-		s.cfg.Metrics.ConnectionAccepted(ls.cfg.Name)
+		for _, h := range s.hooks.connAccepted {
+			h.OnConnAccepted(ls.cfg.Name)
+		}
 		return true
 	case errors.Is(err, ErrTooManyConnections):
 		s.log.Info("rejected connection: address already has the configured maximum of connections",
 			"listener", ls.cfg.Name, "address", ip, "err", err)
-		s.cfg.Metrics.ConnectionRejected(ls.cfg.Name, 0)
+		for _, h := range s.hooks.connRejected {
+			h.OnConnRejected(ls.cfg.Name, ip, err, 0)
+		}
 		nc.Close()
 	case errors.Is(err, ErrConnectionThrottled):
 		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
 			"listener", ls.cfg.Name, "address", ip, "delay", res.ipHold, "err", err)
-		s.cfg.Metrics.ConnectionRejected(ls.cfg.Name, res.ipHold)
+		for _, h := range s.hooks.connRejected {
+			h.OnConnRejected(ls.cfg.Name, ip, err, res.ipHold)
+		}
 		s.workers.Go(func() { // the acceptor is a worker, so the group cannot be waited to zero here
 			t := time.NewTimer(res.ipHold)
 			defer t.Stop()
@@ -466,12 +527,12 @@ func (s *Server) discard(ls *listenerState, nc net.Conn) {
 // SetQuotas changes the connection quotas while the server runs, as Kafka
 // reconfigures them dynamically: a raised limit lets waiting acceptors go
 // on; a lowered one applies to new connections. Host names in the per-IP
-// overrides are resolved now.
+// overrides are resolved now, within ctx (see [Quotas]).
 func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
 	if err := q.validate(); err != nil {
 		return err
 	}
-	overrides, err := resolveOverrides(ctx, q.MaxConnectionsPerIPOverrides)
+	overrides, err := resolveOverrides(ctx, s.cfg.lookupNetIP, q.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return err
 	}
@@ -479,18 +540,21 @@ func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
 	return nil
 }
 
+// configureSocket sets Kafka's socket options on a new connection, where
+// it has the methods to: a *net.TCPConn has them all, a connection of a
+// host's listener may have some or none.
 func (s *Server) configureSocket(nc net.Conn) {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return
+	if c, ok := nc.(interface{ SetNoDelay(bool) error }); ok {
+		_ = c.SetNoDelay(true)
 	}
-	_ = tc.SetNoDelay(true)
-	_ = tc.SetKeepAlive(true)
-	if s.cfg.SendBufferBytes > 0 {
-		_ = tc.SetWriteBuffer(s.cfg.SendBufferBytes)
+	if c, ok := nc.(interface{ SetKeepAlive(bool) error }); ok {
+		_ = c.SetKeepAlive(true)
 	}
-	if s.cfg.ReceiveBufferBytes > 0 {
-		_ = tc.SetReadBuffer(s.cfg.ReceiveBufferBytes)
+	if c, ok := nc.(interface{ SetWriteBuffer(int) error }); ok && s.cfg.SendBufferBytes > 0 {
+		_ = c.SetWriteBuffer(s.cfg.SendBufferBytes)
+	}
+	if c, ok := nc.(interface{ SetReadBuffer(int) error }); ok && s.cfg.ReceiveBufferBytes > 0 {
+		_ = c.SetReadBuffer(s.cfg.ReceiveBufferBytes)
 	}
 }
 
@@ -520,55 +584,6 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 // them (connregistry.Registry.Snapshot, the ListClientConnections handler)
 // and closing them by filter.
 func (s *Server) Registry() *connregistry.Registry { return s.registry }
-
-// Stats returns the server's gauges (see [Stats]).
-func (s *Server) Stats() Stats {
-	st := Stats{
-		ConnectionCount:    map[protocolmap.ListenerName]int{},
-		RequestQueueSize:   map[listener.Plane]int{},
-		ProcessorIdleRatio: map[int]float64{},
-		ParkedConnections:  int(s.parked.Load()),
-	}
-	for plane, q := range s.queues {
-		if q != nil {
-			st.RequestQueueSize[listener.Plane(plane)] = len(q)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	for _, ls := range s.listeners {
-		for _, p := range ls.processors {
-			st.ConnectionCount[ls.cfg.Name] += p.connCount()
-			st.ProcessorIdleRatio[p.id] = s.stats.idleRatio(p, now)
-		}
-	}
-	s.stats.at = now
-	return st
-}
-
-// statsState remembers each processor's busy time at the previous Stats
-// call, to turn the running total into a ratio.
-type statsState struct {
-	at   time.Time
-	busy map[int]int64
-}
-
-func (st *statsState) reset() {
-	st.at = time.Now()
-	st.busy = map[int]int64{}
-}
-
-func (st *statsState) idleRatio(p *processor, now time.Time) float64 {
-	busy := p.busy.Load()
-	elapsed := now.Sub(st.at)
-	delta := busy - st.busy[p.id]
-	st.busy[p.id] = busy
-	if elapsed <= 0 {
-		return 1
-	}
-	return 1 - min(max(float64(delta)/float64(elapsed), 0), 1)
-}
 
 func normalise(name string) string {
 	n, err := protocolmap.ParseListenerName(name)

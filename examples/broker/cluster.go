@@ -302,9 +302,11 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 	}
 	scfg.Logger = c.log.With("broker", id)
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node_id": strconv.Itoa(int(id))}, c.registry)
-	if scfg.Metrics, err = newPromMetrics(reg); err != nil {
+	metrics, err := newPromMetrics(reg)
+	if err != nil {
 		return nil, err
 	}
+	scfg.Hooks = append(scfg.Hooks, metrics)
 	srv, err := socketserver.New(scfg)
 	if err != nil {
 		return nil, err
@@ -313,7 +315,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 		return nil, err
 	}
 	b := &broker{c: c, id: id, cfg: cfg, srv: srv}
-	if err := reg.Register(statsCollector{srv}); err != nil {
+	if err := reg.Register(&statsCollector{srv: srv}); err != nil {
 		srv.Close()
 		return nil, err
 	}

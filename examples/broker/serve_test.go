@@ -655,12 +655,47 @@ func TestPrometheusMetrics(t *testing.T) {
 		{`kafka_network_request_channel_request_queue_size{node_id="0",plane="data"}`, func(v float64) bool { return v == 0 }},
 		{`kafka_network_request_channel_request_queue_size{node_id="0",plane="control"}`, func(v float64) bool { return v == 0 }},
 		{`kafka_network_processor_idle_ratio{node_id="0",processor="0"}`, func(v float64) bool { return v >= 0 && v <= 1 }},
+		{`kafka_network_processor_busy_seconds_total{node_id="0",processor="0"}`, func(v float64) bool { return v >= 0 }},
+		{`kafkanet_parked_connections{node_id="0"}`, func(v float64) bool { return v >= 0 && v <= 1 }},
+		{`kafka_network_request_metrics_total_time_seconds_count{api_key="3",listener="CLIENT",node_id="0",request="Metadata"}`, func(v float64) bool { return v == 3 }},
+		{`kafka_network_request_metrics_total_time_seconds_sum{api_key="3",listener="CLIENT",node_id="0",request="Metadata"}`, func(v float64) bool { return v > 0 }},
+		{`kafka_network_request_metrics_phase_time_seconds_count{listener="CLIENT",node_id="0",phase="local",request="Metadata"}`, func(v float64) bool { return v == 3 }},
 	}
 	values := parseMetrics(t, body)
 	for _, tt := range tests {
 		v, ok := values[tt.series]
 		if assert.True(t, ok, "no series %s in:\n%s", tt.series, body) {
 			assert.True(t, tt.check(v), "%s = %v", tt.series, v)
+		}
+	}
+}
+
+// The authentication counters: a SASL login, and a failed one, on the
+// built-in SASL_PLAINTEXT listener CLIENT.
+func TestPrometheusAuthenticationMetrics(t *testing.T) {
+	c := startDefaultCluster(t, "connection.failed.authentication.delay.ms=0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	metrics := serveMetrics(ln, c.registry)
+	t.Cleanup(func() { require.NoError(t, metrics.Shutdown(context.Background())) })
+
+	require.NoError(t, login(t, addr(t, c, 0, "CLIENT"), 10*time.Second, kgo.SASL(saslMechanism("PLAIN", "alice", "alice-secret"))))
+	require.Error(t, login(t, addr(t, c, 0, "CLIENT"), 10*time.Second, kgo.SASL(saslMechanism("SCRAM-SHA-256", "alice", "wrong"))))
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + ln.Addr().String() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	values := parseMetrics(t, body)
+	for series, check := range map[string]func(float64) bool{
+		`kafka_server_socket_server_metrics_successful_authentication_total{listener="CLIENT",mechanism="PLAIN",node_id="0"}`: func(v float64) bool { return v >= 1 },
+		`kafka_server_socket_server_metrics_failed_authentication_total{listener="CLIENT",node_id="0"}`:                       func(v float64) bool { return v >= 1 },
+	} {
+		v, ok := values[series]
+		if assert.True(t, ok, "no series %s in:\n%s", series, body) {
+			assert.True(t, check(v), "%s = %v", series, v)
 		}
 	}
 }

@@ -1,0 +1,213 @@
+package socketserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// Hook is a value that observes the server: it implements one or more of
+// the Hook... interfaces of this package, each a single event. The server
+// checks every hook in [Config.Hooks] against those interfaces once, in
+// [New], and calls each hook that implements an event's interface when the
+// event happens, in the order the hooks are listed. A host implements only
+// the events it wants; an event added later is a new interface, so no
+// existing hook breaks (franz-go's kgo hooks work the same way).
+//
+// Hooks run on the server's goroutines, several at once, without any of the
+// server's locks held: they must be safe for concurrent use and fast, since
+// the request hooks run on every request's path (a slow hook slows that
+// connection; hand slow work to a goroutine of your own). They may call the
+// server's methods. Names follow Kafka's socket-server and request metrics.
+// Gauges (connection count, queue sizes, processor busy time) are read on
+// demand from [Server.Stats] instead.
+type Hook any
+
+// HookConnAccepted is called when the connection quotas admit a new
+// connection, before it is registered (Kafka's connection-accept-rate per
+// listener; the broker-wide rate is the sum).
+type HookConnAccepted interface {
+	OnConnAccepted(l protocolmap.ListenerName)
+}
+
+// HookConnRejected is called when a per-address connection quota closes a
+// new connection: err wraps [ErrTooManyConnections] (max.connections.per.ip
+// and its overrides; hold is zero) or [ErrConnectionThrottled] (the
+// per-address creation rate, which held the connection for hold first:
+// ip-connection-accept-throttle-time). addr is the client's address.
+type HookConnRejected interface {
+	OnConnRejected(l protocolmap.ListenerName, addr netip.Addr, err error, hold time.Duration)
+}
+
+// HookAcceptorBlocked is called when a listener's acceptor waited for the
+// connection quotas before admitting a connection: blocked is the whole
+// wait (AcceptorBlockedPercent), throttle the part of it that was the
+// listener's or broker's creation-rate delay
+// (connection-accept-throttle-time).
+type HookAcceptorBlocked interface {
+	OnAcceptorBlocked(l protocolmap.ListenerName, blocked, throttle time.Duration)
+}
+
+// HookConnCreated is called when an admitted connection has been given its
+// id and registered, before anything is read from it
+// (connection-creation-total). info is the connection as it starts:
+// anonymous, before its TLS handshake and SASL exchange.
+type HookConnCreated interface {
+	OnConnCreated(info ConnInfo)
+}
+
+// HookConnClosed is called once for every connection HookConnCreated saw,
+// when it has closed (connection-close-total), with why it closed. info is
+// the connection as it ended: its principal, client software and
+// authentication, if it got that far. The call happens before
+// [Server.Close] and [Server.Shutdown] return.
+type HookConnClosed interface {
+	OnConnClosed(info ConnInfo, reason connregistry.CloseReason)
+}
+
+// HookRequestReceived is called for each complete request whose header names
+// an API the listener accepts, with its frame size in bytes, without the
+// size prefix (Kafka's RequestsPerSec per request, and incoming-byte-total).
+type HookRequestReceived interface {
+	OnRequestReceived(l protocolmap.ListenerName, apiKey int16, bytes int)
+}
+
+// HookResponseSent is called for each response written, with its size in
+// bytes, size prefix included (outgoing-byte-total).
+type HookResponseSent interface {
+	OnResponseSent(l protocolmap.ListenerName, apiKey int16, bytes int)
+}
+
+// HookRequestDone is called when a request has been answered: its response
+// was written, or the host answered it with NoResponse. A request the host
+// closed the connection for, or whose response could not be written, is
+// not reported.
+type HookRequestDone interface {
+	OnRequestDone(l protocolmap.ListenerName, apiKey int16, t RequestLatency)
+}
+
+// RequestLatency is where a request's time went, after Kafka's
+// RequestMetrics. Total is always set. For a request the server answers
+// itself (ApiVersions unless the host took it over, and SaslHandshake and
+// SaslAuthenticate after authentication) only Total is set: there is no
+// queue or handler.
+type RequestLatency struct {
+	// Queue is how long the request waited in its plane's request channel
+	// until a worker of [Server.Serve] took it (RequestQueueTimeMs). It is
+	// zero when the host reads [Server.Requests] itself: the wait then
+	// counts in Handler.
+	Queue time.Duration
+	// Handler is from then until the host answered (LocalTimeMs, and
+	// RemoteTimeMs for a host that parks requests).
+	Handler time.Duration
+	// ResponseQueue is from the answer until the connection began to write
+	// it (ResponseQueueTimeMs).
+	ResponseQueue time.Duration
+	// Send is how long writing the response took (ResponseSendTimeMs); zero
+	// with NoResponse.
+	Send time.Duration
+	// Total is from the whole frame read to the response written, or to the
+	// answer with NoResponse (TotalTimeMs).
+	Total time.Duration
+}
+
+// HookAuthenticated is called when a connection has authenticated on a
+// listener that requires it (SSL, SASL_PLAINTEXT, SASL_SSL): after its TLS
+// handshake and SASL exchange, with info holding the principal built and
+// the SASL mechanism ("" for TLS alone) (successful-authentication-total),
+// and after each successful re-authentication (KIP-368), with
+// reauthentication set (successful-reauthentication-total).
+type HookAuthenticated interface {
+	OnAuthenticated(info ConnInfo, reauthentication bool)
+}
+
+// HookAuthenticationFailed is called when a connection's TLS handshake,
+// SASL exchange or principal building fails, or a re-authentication does
+// (failed-authentication-total, failed-reauthentication-total): err says
+// why. info.SASLMechanism is the mechanism the client chose, if it got that
+// far. A client that merely goes away during the handshake is not counted.
+type HookAuthenticationFailed interface {
+	OnAuthenticationFailed(info ConnInfo, reauthentication bool, err error)
+}
+
+// hooks are the configured hooks sorted by the events they implement.
+type hooks struct {
+	connAccepted  []HookConnAccepted
+	connRejected  []HookConnRejected
+	acceptor      []HookAcceptorBlocked
+	connCreated   []HookConnCreated
+	connClosed    []HookConnClosed
+	requests      []HookRequestReceived
+	responses     []HookResponseSent
+	requestsDone  []HookRequestDone
+	authenticated []HookAuthenticated
+	authFailed    []HookAuthenticationFailed
+}
+
+// newHooks sorts hs by the events each implements. A hook that implements
+// none is an error: it would never be called.
+func newHooks(hs []Hook) (hooks, error) {
+	var h hooks
+	for i, hook := range hs {
+		implements := false
+		if x, ok := hook.(HookConnAccepted); ok {
+			h.connAccepted, implements = append(h.connAccepted, x), true
+		}
+		if x, ok := hook.(HookConnRejected); ok {
+			h.connRejected, implements = append(h.connRejected, x), true
+		}
+		if x, ok := hook.(HookAcceptorBlocked); ok {
+			h.acceptor, implements = append(h.acceptor, x), true
+		}
+		if x, ok := hook.(HookConnCreated); ok {
+			h.connCreated, implements = append(h.connCreated, x), true
+		}
+		if x, ok := hook.(HookConnClosed); ok {
+			h.connClosed, implements = append(h.connClosed, x), true
+		}
+		if x, ok := hook.(HookRequestReceived); ok {
+			h.requests, implements = append(h.requests, x), true
+		}
+		if x, ok := hook.(HookResponseSent); ok {
+			h.responses, implements = append(h.responses, x), true
+		}
+		if x, ok := hook.(HookRequestDone); ok {
+			h.requestsDone, implements = append(h.requestsDone, x), true
+		}
+		if x, ok := hook.(HookAuthenticated); ok {
+			h.authenticated, implements = append(h.authenticated, x), true
+		}
+		if x, ok := hook.(HookAuthenticationFailed); ok {
+			h.authFailed, implements = append(h.authFailed, x), true
+		}
+		if !implements {
+			return hooks{}, fmt.Errorf("socketserver: Config.Hooks[%d] (%T) implements no hook interface", i, hook)
+		}
+	}
+	return h, nil
+}
+
+// authDone reports the outcome of an authentication or re-authentication
+// to the authentication hooks: err nil is a success; an error is a failure
+// unless the client went away or the server is shutting down.
+func (c *conn) authDone(err error, reauthentication bool) {
+	h := &c.p.srv.hooks
+	switch {
+	case err == nil:
+		for _, x := range h.authenticated {
+			x.OnAuthenticated(c.info, reauthentication)
+		}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, errDraining) || c.draining():
+	default:
+		for _, x := range h.authFailed {
+			x.OnAuthenticationFailed(c.info, reauthentication, err)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package socketserver
+
+import (
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// Stats is a snapshot of the server's gauges and running totals. Taking
+// one changes nothing, so any number of readers may take them
+// independently; rates and ratios come from two snapshots (see
+// [Stats.ProcessorIdleRatio]).
+type Stats struct {
+	// At is when the snapshot was taken (with a monotonic clock reading).
+	At time.Time
+	// Started is when [Server.Start] succeeded; zero before.
+	Started time.Time
+	// ConnectionCount is connection-count per listener.
+	ConnectionCount map[protocolmap.ListenerName]int
+	// RequestQueueSize is RequestQueueSize (data plane) and
+	// ControlPlaneRequestQueueSize.
+	RequestQueueSize map[listener.Plane]int
+	// ProcessorBusy is, for each processor id, how long its connections
+	// have spent decoding, queueing and writing since Start: the
+	// complement of Kafka's IdlePercent per networkProcessor, as a running
+	// total (a Prometheus counter, say, whose rate is the busy ratio).
+	ProcessorBusy map[int]time.Duration
+	// ParkedConnections is how many connections have been idle long enough
+	// to park: each then holds only the runtime's smallest goroutine stack
+	// and no read buffer (a TLS connection keeps crypto/tls's own).
+	ParkedConnections int
+}
+
+// ProcessorIdleRatio returns each processor's share of the time from since
+// to s that its connections spent waiting rather than decoding, queueing or
+// writing (Kafka's IdlePercent per networkProcessor, as a ratio from 0 to
+// 1), keyed by processor id. since is an earlier snapshot of the same
+// server; a zero since (no earlier snapshot) measures from Start. A
+// processor that did nothing, or an empty interval, has a ratio of 1.
+func (s Stats) ProcessorIdleRatio(since Stats) map[int]float64 {
+	from := since.At
+	if from.IsZero() {
+		from = s.Started
+	}
+	elapsed := s.At.Sub(from)
+	out := make(map[int]float64, len(s.ProcessorBusy))
+	for id, busy := range s.ProcessorBusy {
+		if elapsed <= 0 || from.IsZero() {
+			out[id] = 1
+			continue
+		}
+		delta := busy - since.ProcessorBusy[id]
+		out[id] = 1 - min(max(float64(delta)/float64(elapsed), 0), 1)
+	}
+	return out
+}
+
+// Stats returns a snapshot of the server's gauges and running totals (see
+// [Stats]). It has no side effects.
+func (s *Server) Stats() Stats {
+	st := Stats{
+		At:                time.Now(),
+		ConnectionCount:   map[protocolmap.ListenerName]int{},
+		RequestQueueSize:  map[listener.Plane]int{},
+		ProcessorBusy:     map[int]time.Duration{},
+		ParkedConnections: int(s.parked.Load()),
+	}
+	if started := s.startedAt.Load(); started > 0 {
+		st.Started = s.epoch.Add(time.Duration(started))
+	}
+	for plane, q := range s.queues {
+		if q != nil {
+			st.RequestQueueSize[listener.Plane(plane)] = len(q)
+		}
+	}
+	for _, ls := range s.listeners { // fixed by New
+		for _, p := range ls.processors {
+			st.ConnectionCount[ls.cfg.Name] += p.connCount()
+			st.ProcessorBusy[p.id] = time.Duration(p.busy.Load())
+		}
+	}
+	return st
+}
