@@ -270,7 +270,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	sawAPIVersions := false
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false)
+		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false, nil)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
@@ -343,7 +343,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 	defer cancel()
 	var told *sasl.Error // a failure whose challenge the client has been sent
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false)
+		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false, nil)
 		if err != nil {
 			return "", c.refuse(err)
 		}
@@ -622,7 +622,7 @@ func (c *conn) reauthenticate(h header, req *kmsg.SASLHandshakeRequest, deadline
 		return err
 	}
 	if current := c.info.SASLMechanism; mech.Name() != current {
-		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false); err != nil && isClosedOrEOF(err) {
+		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false, nil); err != nil && isClosedOrEOF(err) {
 			return err
 		}
 		c.failAuthentication()

@@ -65,6 +65,17 @@ type Config struct {
 	// QueuedMaxRequests is the data plane's request queue capacity
 	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
 	QueuedMaxRequests int
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
+	// requests read but not yet answered, across the data plane's
+	// connections. When they are spent, connections read no more until
+	// answers give memory back (nothing is dropped), and a request within
+	// the budget is read into one allocation of its announced size. Zero or
+	// negative, Kafka's default (-1), sets no limit. A positive value must be
+	// at least RequestMaxBytes, as in Kafka. The control plane has an
+	// allowance of its own, RequestMaxBytes, so that it is never starved;
+	// frames before authentication are bounded by SASLMaxReceiveSize
+	// instead.
+	QueuedMaxRequestBytes int64
 	// NetworkThreads gives the number of processors of each data-plane
 	// listener (num.network.threads, per listener through
 	// listener.name.<name>.num.network.threads). Missing listeners get
@@ -206,6 +217,9 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	if c.QueuedMaxRequests, err = cfg.Int("queued.max.requests", DefaultQueuedMaxRequests, 1); err != nil {
 		return Config{}, err
 	}
+	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(cfg, c.RequestMaxBytes); err != nil {
+		return Config{}, err
+	}
 	if c.SendBufferBytes, err = cfg.Int("socket.send.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
 		return Config{}, err
 	}
@@ -238,6 +252,28 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// KeyQueuedMaxRequestBytes is the key of [Config.QueuedMaxRequestBytes].
+const KeyQueuedMaxRequestBytes = "queued.max.request.bytes"
+
+// queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
+// with Kafka's rule that a limit is at least socket.request.max.bytes.
+func queuedMaxRequestBytes(cfg *listener.Config, requestMax int32) (int64, error) {
+	v, ok := cfg.Properties().Get(KeyQueuedMaxRequestBytes)
+	if !ok {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
+			Rule: "Expected value to be a 64-bit integer"}
+	}
+	if n > 0 && n < int64(requestMax) {
+		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
+			Rule: fmt.Sprintf("a limit must be at least socket.request.max.bytes (%d), or -1 for none", requestMax)}
+	}
+	return n, nil
 }
 
 // withDefaults returns c with zero fields set to Kafka's defaults.

@@ -45,8 +45,8 @@ import (
 // Its fields are laid out to fit the 448-byte size class (TestConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
-	nc      net.Conn // the connection: closed and given deadlines from any goroutine
-	p       *processor
+	nc        net.Conn // the connection: closed and given deadlines from any goroutine
+	p         *processor
 	ctx       context.Context    // the connection's life: cancelled when it closes; the server's waits watch it
 	cancel    context.CancelFunc // cancels ctx (close cancels reqCtx too)
 	reqCtx    context.Context    // Request.Context: from the host's BaseContext and ConnContext; cancelled when the peer sends EOF or the connection closes
@@ -60,7 +60,7 @@ type conn struct {
 	rw            io.ReadWriter // nc, or the TLS connection over it (over prefixedConn)
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
-	watching      bool // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
+	watching      bool          // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
@@ -74,6 +74,7 @@ type conn struct {
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning
 	closeOnce sync.Once
+	held      int32 // owned by the connection's goroutine: bytes of the request in flight taken from the listener's memory pool (nextFrame), beside closeOnce to fill its padding
 	entry     *connregistry.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
 }
@@ -145,6 +146,7 @@ func (c *conn) finish() {
 	}
 	c.close()
 	c.stopPeerWatcher()
+	c.releaseMemory()
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
@@ -200,7 +202,7 @@ func (c *conn) serveRequest() bool {
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
-	frame, rb, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis.serverAnswersAPIVersions)
+	frame, rb, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis.serverAnswersAPIVersions, ls.memory)
 	if err != nil {
 		if !isClosedOrEOF(err) {
 			c.setReason(connregistry.ProtocolError)
@@ -227,6 +229,7 @@ func (c *conn) serveRequest() bool {
 		}
 	}
 	if answered, err := c.answerInServer(h, body, rest, start); answered || err != nil {
+		c.releaseMemory()
 		if peeked > 0 { // answered: the frame may leave the read buffer now
 			_, _ = c.br.Discard(peeked)
 		}
@@ -290,6 +293,7 @@ func (c *conn) serveRequest() bool {
 	case <-c.ctx.Done():
 		return false
 	}
+	c.releaseMemory() // answered: the request's bytes no longer count (the response's are its own)
 	if a.close {
 		c.setReason(connregistry.HandlerClosed)
 		return false
@@ -522,7 +526,15 @@ func (c *conn) writeRaw(token []byte) error {
 // read buffer whole is not copied: the frame returned is a view of the
 // buffer, and peeked is how many bytes to discard once it is answered (the
 // server answers it without keeping any of it). Nothing is then allocated.
-func (c *conn) nextFrame(limit int32, peekAPIVersions bool) (frame []byte, rb *requestBuf, peeked int, err error) {
+//
+// With a memory pool (queued.max.request.bytes, after authentication), the
+// frame's announced size is taken from the pool before its body is read,
+// waiting while the pool is spent (Kafka mutes the channel), and given back
+// when the request is answered (releaseMemory); a large frame is then
+// allocated once, at its size, since the pool bounds what peers may claim.
+// Without one, a large frame's slice grows as its bytes arrive, so that a
+// peer's mere claim allocates nothing.
+func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (frame []byte, rb *requestBuf, peeked int, err error) {
 	if peekAPIVersions && c.br.Buffered() >= 6 {
 		b, _ := c.br.Peek(6)
 		size := int32(binary.BigEndian.Uint32(b))
@@ -535,6 +547,17 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool) (frame []byte, rb *r
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	if pool != nil && size > 0 {
+		if !pool.acquire(int64(size), c.ctx.Done()) {
+			return nil, nil, 0, net.ErrClosed
+		}
+		c.held = size
+		if size > smallFrame {
+			frame := make([]byte, size)
+			_, err := io.ReadFull(c.br, frame)
+			return frame, nil, 0, noEOF(err)
+		}
+	}
 	if size > smallFrame {
 		frame, err := readBody(c.br, size, nil)
 		return frame, nil, 0, err
@@ -542,6 +565,15 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool) (frame []byte, rb *r
 	rb = &requestBuf{}
 	frame, err = readBody(c.br, size, rb.frame[:0])
 	return frame, rb, 0, err
+}
+
+// releaseMemory gives the request in flight's bytes back to the memory
+// pool: the request has been answered, or the connection ends.
+func (c *conn) releaseMemory() {
+	if c.held > 0 {
+		c.p.ls.memory.release(int64(c.held))
+		c.held = 0
+	}
 }
 
 func (c *conn) writeFrame(b []byte) error {

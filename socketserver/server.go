@@ -37,6 +37,7 @@ type Server struct {
 	log       *slog.Logger
 	listeners []*listenerState
 	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
+	memory    [2]*memoryPool   // by listener.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
 
 	mu      sync.Mutex
 	started bool
@@ -99,6 +100,7 @@ type listenerState struct {
 	apis       *apiTable
 	sec        listenerSecurity
 	queue      chan *Request
+	memory     *memoryPool // queued.max.request.bytes, or the control plane's allowance; nil: no limit
 	ln         net.Listener
 	base       context.Context // from Config.BaseContext; nil without it
 	processors []*processor
@@ -119,6 +121,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)
 	}
 	cfg = cfg.withDefaults()
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.RequestMaxBytes) {
+		return nil, fmt.Errorf("socketserver: QueuedMaxRequestBytes (%d) must be at least RequestMaxBytes (%d), or 0 for no limit",
+			cfg.QueuedMaxRequestBytes, cfg.RequestMaxBytes)
+	}
 	if err := cfg.Quotas.validate(); err != nil {
 		return nil, err
 	}
@@ -133,6 +139,12 @@ func New(cfg Config) (*Server, error) {
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
+	}
+	if cfg.QueuedMaxRequestBytes > 0 {
+		s.memory[listener.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)
+		if cfg.Listeners.ControlPlaneListener != "" {
+			s.memory[listener.ControlPlane] = newMemoryPool(int64(cfg.RequestMaxBytes))
+		}
 	}
 	for name := range cfg.SASLMechanisms {
 		if !slices.ContainsFunc(cfg.Listeners.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
@@ -160,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane]}
+		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], memory: s.memory[l.Plane]}
 		n, first := cfg.networkThreads(l), 0
 		if l.Plane == listener.DataPlane {
 			first = dataPlaneID

@@ -30,6 +30,22 @@ type Stats struct {
 	// to park: each then holds only the runtime's smallest goroutine stack
 	// and no read buffer (a TLS connection keeps crypto/tls's own).
 	ParkedConnections int
+	// RequestMemory is, per plane, the memory pool of
+	// queued.max.request.bytes (the control plane's own allowance): Kafka's
+	// MemoryPoolUsed and, as a running total, the time the pool has been
+	// spent (MemoryPoolDepletedTimeTotal). Empty without a limit.
+	RequestMemory map[listener.Plane]RequestMemory
+}
+
+// RequestMemory is one plane's request memory pool (see
+// [Config.QueuedMaxRequestBytes]).
+type RequestMemory struct {
+	// Size is the pool's size; Used the bytes of requests read and not yet
+	// answered, which may exceed Size by one request.
+	Size, Used int64
+	// Depleted is the total time the pool has been spent, so that
+	// connections waited to read.
+	Depleted time.Duration
 }
 
 // ProcessorIdleRatio returns each processor's share of the time from since
@@ -72,6 +88,15 @@ func (s *Server) Stats() Stats {
 	for plane, q := range s.queues {
 		if q != nil {
 			st.RequestQueueSize[listener.Plane(plane)] = len(q)
+		}
+	}
+	for plane, pool := range s.memory {
+		if pool != nil {
+			if st.RequestMemory == nil {
+				st.RequestMemory = map[listener.Plane]RequestMemory{}
+			}
+			used, depleted := pool.stats()
+			st.RequestMemory[listener.Plane(plane)] = RequestMemory{Size: pool.size, Used: used, Depleted: depleted}
 		}
 	}
 	for _, ls := range s.listeners { // fixed by New
