@@ -69,7 +69,10 @@ type Request struct {
 	APIVersion    int16
 	CorrelationID int32
 	ClientID      *string
-	// Body is the decoded request; its version is APIVersion.
+	// Body is the decoded request; its version is APIVersion. Its byte
+	// fields (a Produce's record batches) are slices of the request's
+	// frame, read once and never reused by the server: a host may keep
+	// them, without copying, after it has answered.
 	Body kmsg.Request
 	// Conn describes the connection at the time the request was read.
 	Conn ConnInfo

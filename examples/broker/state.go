@@ -253,7 +253,10 @@ const batchHeaderSize = 61
 
 // splitBatches splits the records of a produce request into record
 // batches, checking each one's framing, magic byte and CRC, and counting its
-// records. The batches are copies: the stored bytes are the broker's own.
+// records. The batches are slices of the request's frame, not copies: the
+// socket server never reuses a frame once it has handed its request over
+// (socketserver.Request), so the broker stores them as they arrived (and
+// rewrites their FirstOffset in place).
 func splitBatches(records []byte) ([]batch, error) {
 	if len(records) == 0 {
 		return nil, errCorrupt("no record batch")
@@ -282,7 +285,7 @@ func splitBatches(records []byte) ([]batch, error) {
 			return nil, errCorrupt("record batch with %d records", rb.NumRecords)
 		}
 		// Offsets count from 0 until append places the batch.
-		out = append(out, batch{base: 0, next: int64(rb.NumRecords), raw: append([]byte(nil), raw...)})
+		out = append(out, batch{base: 0, next: int64(rb.NumRecords), raw: raw[:len(raw):len(raw)]})
 	}
 	return out, nil
 }
