@@ -26,13 +26,34 @@ type API struct {
 	// under.
 	New func() kmsg.Request
 	// Handler, when set, answers this API's requests in place of the
-	// plane's request channel: the server calls it on the connection's own
-	// goroutine as soon as the request is decoded, so the request takes no
-	// place in the queue and no handler worker. It must not block for long
-	// (it holds only its own connection); it may answer later, from any
-	// goroutine, as any handler may. A panic closes the connection, as in
-	// [Server.Serve]. [ListClientConnectionsAPI] is such an API.
+	// plane's request channel, inline: the server calls it on the
+	// connection's own goroutine as soon as the request is decoded, as
+	// net/http calls its handlers, which saves the handoffs to a handler
+	// worker and back (see [Inline]). The queue's bound still holds: a
+	// request answered so takes one of as many slots as the plane's queue
+	// has places (queued.max.requests; 20 on the control plane) until it is
+	// answered, and waits for one when all are taken. A Handler must not
+	// block for long, since it holds its connection; it may answer later,
+	// from any goroutine, as any handler may. A panic closes the
+	// connection, as in [Server.Serve]. [ListClientConnectionsAPI] is such
+	// an API.
 	Handler Handler
+}
+
+// Inline returns apis with h as the Handler of each: the inline mode, in
+// which the server calls h on each connection's own goroutine for these
+// APIs instead of queueing their requests for Server.Serve's workers (see
+// API.Handler). It suits requests a host answers at once, from memory
+// (Metadata, ApiVersions taken over, a proxy's forwarding); requests that
+// wait for something else (a long-poll Fetch, a group join) can still be
+// answered later from another goroutine.
+func Inline(h Handler, apis ...API) []API {
+	out := make([]API, len(apis))
+	for i, a := range apis {
+		a.Handler = h
+		out[i] = a
+	}
+	return out
 }
 
 // KeySetter is implemented by request types that can serve under any API

@@ -61,9 +61,10 @@ type conn struct {
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
 	watching      bool          // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
+	inlineSlot    bool          // the request in flight holds a slot of its listener's inline channel (see serveRequest)
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
-	peer          *peerWatcher  // started with a request the host answers; stopped when the connection parks
+	peer          *peerWatcher  // made with the first request the host answers; its goroutine starts when one is held (watchPeer); stopped when the connection parks
 	pre           prefixReader  // under br: what the parked goroutine read
 
 	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
@@ -147,6 +148,7 @@ func (c *conn) finish() {
 	c.close()
 	c.stopPeerWatcher()
 	c.releaseMemory()
+	c.releaseInlineSlot()
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
@@ -266,7 +268,16 @@ func (c *conn) serveRequest() bool {
 		c.answers = make(chan answer, 1)
 	}
 	if api, _ := ls.apis.lookup(h.key); api.Handler != nil {
-		srv.handle(api.Handler, r) // answered in place: the answer is in c.answers, or comes later
+		// Answered in place, on this goroutine (the inline mode): the
+		// request takes a slot instead of a place in the queue, so that no
+		// more requests are in hand at once than the queue would hold.
+		select {
+		case ls.inline <- struct{}{}:
+			c.inlineSlot = true
+		case <-c.ctx.Done():
+			return false
+		}
+		srv.handle(api.Handler, r) // the answer is in c.answers, or comes later
 	} else {
 		select {
 		case ls.queue <- r:
@@ -275,25 +286,37 @@ func (c *conn) serveRequest() bool {
 		}
 	}
 	c.p.busy.Add(int64(time.Since(start)))
-	if c.br.Buffered() == 0 { // else the next request is here already
-		if c.peer == nil {
-			c.peer = c.watchPeer()
-		}
-		c.peer.start <- struct{}{}
-		c.watching = true
-	}
 
-	// The peer may have sent EOF meanwhile (the request's context is then
-	// cancelled): the answer is still written, as Kafka, which reads
-	// nothing while a request is in flight, writes it before it sees the
-	// EOF. Only the connection's close, or idle expiry, ends the wait.
-	var a answer
-	select {
-	case a = <-c.answers:
-	case <-c.ctx.Done():
-		return false
+	// Wait for the answer. A request the host holds for peerWatchAfter gets
+	// the peer watched meanwhile, so that a client that goes away cancels
+	// its context; one answered sooner (most are) costs no second
+	// goroutine's wake-ups. The peer may send EOF while the request is held
+	// (its context is then cancelled): the answer is still written, as
+	// Kafka, which reads nothing while a request is in flight, writes it
+	// before it sees the EOF. Only the connection's close, or idle expiry,
+	// ends the wait.
+	if c.peer == nil {
+		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
+	} else {
+		c.peer.held.Reset(peerWatchAfter)
 	}
-	c.releaseMemory() // answered: the request's bytes no longer count (the response's are its own)
+	var a answer
+wait:
+	for {
+		select {
+		case a = <-c.answers:
+			break wait
+		case <-c.peer.held.C:
+			if c.br.Buffered() == 0 { // else the next request is here already
+				c.watchPeer()
+			}
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	c.peer.held.Stop()
+	c.releaseMemory()
+	c.releaseInlineSlot() // answered: the request's bytes no longer count (the response's are its own)
 	if a.close {
 		c.setReason(connregistry.HandlerClosed)
 		return false
@@ -427,13 +450,16 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 	return c.writeEncoded(h.correlationID, apiVersionsKey, apis.encodedVersions[h.version])
 }
 
-// peerWatcher is a connection's second goroutine: while a request is in
-// flight it waits for the peer's next bytes, so that a client that goes
-// away cancels the request's context (the host can stop working for it)
-// instead of going unnoticed until the response is written. It reads into
-// serve's bufio.Reader, which serve leaves alone from a send on start until
-// it has received the read's error from done (nil when the next request has
-// begun to arrive). Closing start ends it; it then closes done.
+// peerWatcher is a connection's second goroutine: while a request the
+// host holds is in flight it waits for the peer's next bytes, so that a
+// client that goes away cancels the request's context (the host can stop
+// working for it) instead of going unnoticed until the response is
+// written. It reads into serve's bufio.Reader, which serve leaves alone
+// from a send on start until it has received the read's error from done
+// (nil when the next request has begun to arrive). Closing start ends it;
+// it then closes done. It starts only for a request held longer than
+// peerWatchAfter (held fires), so that the many answered sooner cost no
+// wake-ups of a second goroutine.
 //
 // EOF cancels the context but leaves the connection open: a client that
 // half-closed its socket after its last request still reads, and gets the
@@ -441,27 +467,40 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 // connection while its request is handled and reads the EOF only after
 // the response has gone). Any other error closes the connection at once.
 type peerWatcher struct {
-	start chan struct{}
+	held  *time.Timer   // fires when the request in flight has been held for peerWatchAfter
+	start chan struct{} // nil until the goroutine runs
 	done  chan error
 }
 
-func (c *conn) watchPeer() *peerWatcher {
-	w := &peerWatcher{start: make(chan struct{}, 1), done: make(chan error, 1)}
-	go func() {
-		defer close(w.done)
-		for range w.start {
-			_, err := c.br.Peek(1)
-			switch {
-			case err == nil, isDeadline(err): // a deadline is Shutdown's drain or a request to park, not the peer
-			case errors.Is(err, io.EOF): // the peer sends no more; it may still read
-				c.cancelReq()
-			default:
-				c.close() // and a write blocked on a peer that is gone ends now
+// peerWatchAfter is how long the host may hold a request before the
+// connection watches its peer: Request.Context is cancelled at most this
+// late after a client goes away, and requests answered sooner need no
+// second goroutine.
+const peerWatchAfter = time.Millisecond
+
+// watchPeer makes the peer watcher read the peer's next bytes, starting
+// its goroutine the first time.
+func (c *conn) watchPeer() {
+	w := c.peer
+	if w.start == nil {
+		w.start, w.done = make(chan struct{}, 1), make(chan error, 1)
+		go func() {
+			defer close(w.done)
+			for range w.start {
+				_, err := c.br.Peek(1)
+				switch {
+				case err == nil, isDeadline(err): // a deadline is Shutdown's drain or a request to park, not the peer
+				case errors.Is(err, io.EOF): // the peer sends no more; it may still read
+					c.cancelReq()
+				default:
+					c.close() // and a write blocked on a peer that is gone ends now
+				}
+				w.done <- err
 			}
-			w.done <- err
-		}
-	}()
-	return w
+		}()
+	}
+	w.start <- struct{}{}
+	c.watching = true
 }
 
 // stopPeerWatcher ends the peer watcher, if there is one, and waits for it.
@@ -469,8 +508,11 @@ func (c *conn) stopPeerWatcher() {
 	if c.peer == nil {
 		return
 	}
-	close(c.peer.start)
-	for range c.peer.done { // until the watcher has ended
+	c.peer.held.Stop()
+	if c.peer.start != nil {
+		close(c.peer.start)
+		for range c.peer.done { // until the watcher has ended
+		}
 	}
 	c.peer = nil
 }
@@ -565,6 +607,15 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (f
 	rb = &requestBuf{}
 	frame, err = readBody(c.br, size, rb.frame[:0])
 	return frame, rb, 0, err
+}
+
+// releaseInlineSlot gives back the slot of a request answered by its API's
+// own Handler, once it is answered or the connection ends.
+func (c *conn) releaseInlineSlot() {
+	if c.inlineSlot {
+		<-c.p.ls.inline
+		c.inlineSlot = false
+	}
 }
 
 // releaseMemory gives the request in flight's bytes back to the memory

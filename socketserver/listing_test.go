@@ -126,3 +126,36 @@ func mustKmsgAPI(t testing.TB, key kmsg.Key) socketserver.API {
 	require.True(t, ok)
 	return api
 }
+
+// The inline mode keeps the queue's bound: with queued.max.requests=2, at
+// most two requests are in the inline handler's hands at once; a third
+// connection waits for a slot and is served when one is answered.
+func TestInlineHandlersKeepTheQueueBound(t *testing.T) {
+	held := make(chan *socketserver.Request, 5)
+	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "2"}, func(c *socketserver.Config) {
+		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) { held <- r }), mustKmsgAPI(t, kmsg.Metadata))
+	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		t.Errorf("the queue's handler got API key %d", r.APIKey)
+		_ = r.CloseConnection()
+	}))
+	conns := make([]net.Conn, 3)
+	for i := range conns {
+		conns[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
+		send(t, conns[i], metadataReq(9), int32(i))
+	}
+	first, second := recv(t, held), recv(t, held)
+	select {
+	case r := <-held:
+		t.Fatalf("a third request (%s) reached the inline handler while two were held", r.Conn.ID)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, respondEmpty(first))
+	third := recv(t, held)
+	require.NoError(t, respondEmpty(second))
+	require.NoError(t, respondEmpty(third))
+	for i, c := range conns {
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = 9
+		readResponse(t, c, resp, int32(i))
+	}
+}

@@ -2,6 +2,7 @@ package socketserver_test
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -235,4 +237,51 @@ func TestRequestContextCancelledOnClientDisconnect(t *testing.T) {
 	}
 	require.NoError(t, respondEmpty(r), "answering a request of a gone client")
 	requireConnCount(t, srv, "PLAINTEXT", 0)
+}
+
+// The peer watcher, the connection's second goroutine, starts only for a
+// request the host holds longer than a moment: requests answered at once
+// cost no second goroutine's wake-ups, while a held one still has its
+// context cancelled when the client goes.
+func TestPeerWatchedOnlyWhileARequestIsHeld(t *testing.T) {
+	hold := make(chan time.Duration, 1)
+	canceled := make(chan struct{}, 1)
+	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1"}, withAPIs,
+		socketserver.HandlerFunc(func(r *socketserver.Request) {
+			d := <-hold
+			if d < 0 { // held until the client goes
+				<-r.Context().Done()
+				canceled <- struct{}{}
+				_ = r.CloseConnection()
+				return
+			}
+			time.Sleep(d)
+			_ = respondEmpty(r)
+		}))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	quick := func(corr int32) {
+		hold <- 0
+		metadataRoundTrip(t, c, 9, corr)
+	}
+	quick(0)
+	base := runtime.NumGoroutine()
+	for i := range int32(50) {
+		quick(1 + i)
+	}
+	assert.Equal(t, base, runtime.NumGoroutine(), "no peer watcher for requests answered at once")
+
+	hold <- 20 * time.Millisecond
+	metadataRoundTrip(t, c, 9, 100)
+	assert.Equal(t, base+1, runtime.NumGoroutine(), "a held request started the peer watcher")
+
+	d := socketservertest.Dial(t, srv, "PLAINTEXT")
+	hold <- -1
+	send(t, d, metadataReq(9), 1)
+	time.Sleep(20 * time.Millisecond) // held past peerWatchAfter: watched
+	require.NoError(t, d.Close())
+	select {
+	case <-canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held request's context was not cancelled when its client went")
+	}
 }

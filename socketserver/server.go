@@ -38,6 +38,7 @@ type Server struct {
 	listeners []*listenerState
 	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
 	memory    [2]*memoryPool   // by listener.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
+	inline    [2]chan struct{} // by listener.Plane: a slot per request an API's own Handler holds, as many as the plane's queue takes
 
 	mu      sync.Mutex
 	started bool
@@ -100,7 +101,8 @@ type listenerState struct {
 	apis       *apiTable
 	sec        listenerSecurity
 	queue      chan *Request
-	memory     *memoryPool // queued.max.request.bytes, or the control plane's allowance; nil: no limit
+	inline     chan struct{} // slots of requests answered by an API's own Handler
+	memory     *memoryPool   // queued.max.request.bytes, or the control plane's allowance; nil: no limit
 	ln         net.Listener
 	base       context.Context // from Config.BaseContext; nil without it
 	processors []*processor
@@ -137,8 +139,10 @@ func New(cfg Config) (*Server, error) {
 	// then no override applies, and no connection is accepted.
 	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
+	s.inline[listener.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
+		s.inline[listener.ControlPlane] = make(chan struct{}, ControlPlaneQueueSize)
 	}
 	if cfg.QueuedMaxRequestBytes > 0 {
 		s.memory[listener.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)
@@ -172,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], memory: s.memory[l.Plane]}
+		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], inline: s.inline[l.Plane], memory: s.memory[l.Plane]}
 		n, first := cfg.networkThreads(l), 0
 		if l.Plane == listener.DataPlane {
 			first = dataPlaneID
