@@ -18,12 +18,25 @@
 // ([Config.BaseContext], [Config.ConnContext]), observe the server through
 // single-purpose hooks ([Hook]: connections, requests and their latency,
 // authentication) and [Server.Stats], and tune or turn off the parking of
-// idle connections ([Config.ParkAfter]).
+// idle connections ([Config.ParkAfter]). APIs with a Handler of their own
+// are answered on the connection's goroutine ([Inline], as net/http calls
+// handlers; [ListClientConnectionsAPI] is one), still within the queue's
+// bound.
+//
+// Bytes: a request's frame is read once and never reused, so a host may
+// keep its record batches without copying them ([Request]);
+// queued.max.request.bytes ([Config.QueuedMaxRequestBytes]) bounds the
+// memory of requests read and not yet answered, as Kafka's memory pool
+// does; and a Fetch answered with a [FetchResponse] carries its record
+// batches by reference ([Records]), written with writev from memory or
+// sendfile from a file, as Kafka's zero-copy fetch.
 //
 // The per-request path lives in conn.go, from reading a frame to writing
 // its response; park.go is how an idle connection gives back its
 // read buffer and all but the smallest goroutine stack, with the
 // connection's state machine, who moves its deadlines, and the lock order;
 // quotas.go and rate.go hold the connection quotas, auth.go the TLS
-// handshake and the SASL exchange, hooks.go the hooks.
+// handshake and the SASL exchange, hooks.go the hooks, memory.go the
+// request memory pool, records.go and zerocopy.go the responses written by
+// reference.
 package socketserver
