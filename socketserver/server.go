@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -28,19 +29,22 @@ var ErrServerClosed = errors.New("socketserver: server closed")
 // processors per listener that own their connections, and a bounded request
 // channel per plane that the host consumes.
 //
-// Its life: [New] validates and binds nothing; [Server.Start] binds every
-// listener or none; the host reads [Server.Requests] (or calls
-// [Server.Serve]) and answers each request; [Server.Shutdown] drains;
-// [Server.Close] stops at once.
+// Its life: [New] validates and binds nothing; [Server.Start] starts the
+// SASL mechanisms that have work of their own (sasl.Service) and binds
+// every listener, or does neither; the host reads [Server.Requests] (or
+// calls [Server.Serve]) and answers each request; [Server.Shutdown]
+// drains; [Server.Close] stops at once. The mechanisms Start started are
+// closed once every connection has ended, before [Server.Done] closes.
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	listeners []*listenerState
 	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
 
-	mu      sync.Mutex
-	started bool
-	stats   statsState
+	mu       sync.Mutex
+	started  bool
+	stats    statsState
+	services []sasl.Service // started by Start, closed when the server has stopped
 
 	draining  atomic.Bool // Shutdown began: finish requests in flight, read no more
 	epoch     time.Time   // with a monotonic reading: connections' activity is kept relative to it
@@ -173,9 +177,13 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Start binds every listener, or none if one fails (the error names it), and
-// starts accepting. It returns once the server accepts connections; the
-// bound addresses are then available from [Server.Addr].
+// Start starts the listeners' SASL mechanisms that are a sasl.Service
+// (such as OAUTHBEARER's JWKS validator, which fetches its keys here), then
+// binds every listener, and starts accepting; if a mechanism fails to start
+// or a listener to bind (the error names it), it starts and binds nothing.
+// ctx bounds the mechanisms' start and the binding. Start returns once the
+// server accepts connections; the bound addresses are then available from
+// [Server.Addr].
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,6 +193,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("socketserver: already started")
 	}
+	if err := s.startServices(ctx); err != nil {
+		return err
+	}
 	var lc net.ListenConfig
 	for i, ls := range s.listeners {
 		ln, err := lc.Listen(ctx, "tcp", ls.cfg.Bind.Address())
@@ -193,6 +204,7 @@ func (s *Server) Start(ctx context.Context) error {
 				bound.ln.Close()
 				bound.ln = nil
 			}
+			s.closeServices()
 			return fmt.Errorf("socketserver: listener %s failed to bind to %s: %w", ls.cfg.Name, ls.cfg.Bind.Address(), err)
 		}
 		ls.ln = ln
@@ -210,10 +222,42 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		s.workers.Wait()
 		s.conns.Wait()
+		s.closeServices() // no connection is left to authenticate
 		s.closeQueues()
 		close(s.done)
 	}()
 	return nil
+}
+
+// startServices starts, in listener order, every SASL mechanism that is a
+// sasl.Service, once per listener that enables it (Services count their
+// starts). On error it closes those it started.
+func (s *Server) startServices(ctx context.Context) error {
+	for _, ls := range s.listeners {
+		for _, m := range ls.sec.mechanisms {
+			svc, ok := m.(sasl.Service)
+			if !ok {
+				continue
+			}
+			logger := s.log.With("listener", ls.cfg.Name, "sasl_mechanism", m.Name())
+			if err := svc.Start(ctx, logger); err != nil {
+				s.closeServices()
+				return fmt.Errorf("socketserver: listener %s: SASL mechanism %s failed to start: %w", ls.cfg.Name, m.Name(), err)
+			}
+			s.services = append(s.services, svc)
+		}
+	}
+	return nil
+}
+
+// closeServices closes the started services, last started first.
+func (s *Server) closeServices() {
+	for i := len(s.services) - 1; i >= 0; i-- {
+		if err := s.services[i].Close(); err != nil {
+			s.log.Warn("closing a SASL mechanism failed", "err", err)
+		}
+	}
+	s.services = nil
 }
 
 // Addr returns the bound address of the named listener (compared without
