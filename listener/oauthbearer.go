@@ -376,13 +376,9 @@ func unsecuredValidator(jaasKey string, options map[string]string) (*oauthbearer
 		ScopeClaimName:     strings.TrimSpace(options[optionUnsecuredScopeClaimName]),
 	}
 	for _, s := range strings.Split(options[optionUnsecuredRequiredScope], " ") {
-		if s == "" {
-			continue
+		if s != "" {
+			cfg.RequiredScope = append(cfg.RequiredScope, s)
 		}
-		if !oauthbearer.ValidScopeToken(s) {
-			return nil, optionError(optionUnsecuredRequiredScope, fmt.Sprintf("Invalid scope value: %s", s))
-		}
-		cfg.RequiredScope = append(cfg.RequiredScope, s)
 	}
 	if v := strings.TrimSpace(options[optionUnsecuredClockSkewMs]); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 32)
@@ -395,8 +391,8 @@ func unsecuredValidator(jaasKey string, options map[string]string) (*oauthbearer
 		cfg.AllowableClockSkew = time.Duration(ms) * time.Millisecond
 	}
 	v, err := oauthbearer.NewUnsecuredValidator(cfg)
-	if err != nil {
-		return nil, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: strings.TrimPrefix(err.Error(), "oauthbearer: ")}
+	if err != nil { // the claim names and clock skew were checked: a scope is invalid
+		return nil, optionError(optionUnsecuredRequiredScope, strings.TrimPrefix(err.Error(), "oauthbearer: "))
 	}
 	return v, nil
 }

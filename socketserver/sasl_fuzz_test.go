@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
@@ -88,7 +87,7 @@ func FuzzSASLPreAuth(f *testing.F) {
 		f.Fatal(err)
 	}
 	is := oauthbearertest.NewIssuer(f, "https://idp.example")
-	is.AddKey(f, "k1", jose.ES256)
+	is.AddKey(f, "k1", "ES256")
 	var reached atomic.Int64
 	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
 		reached.Add(1)

@@ -57,10 +57,10 @@ const (
 	defaultUnknownKIDRefreshGap = 10 * time.Second
 )
 
-// Algorithms are the signature algorithms the JWKS validator accepts: RSA
+// algorithms are the signature algorithms the JWKS validator accepts: RSA
 // PKCS #1 v1.5 and PSS, ECDSA and Ed25519. "none" and the HMAC algorithms
 // are refused: a key set publishes public keys.
-var Algorithms = []jose.SignatureAlgorithm{
+var algorithms = []jose.SignatureAlgorithm{
 	jose.RS256, jose.RS384, jose.RS512,
 	jose.PS256, jose.PS384, jose.PS512,
 	jose.ES256, jose.ES384, jose.ES512,
@@ -112,10 +112,11 @@ type JWKSConfig struct {
 // JWKSValidator validates signed JWTs against the keys of a JSON Web Key
 // Set, as Kafka's OAuthBearerValidatorCallbackHandler does:
 //
-//   - the signature must be one of [Algorithms], made with a key of the
-//     set: the one with the token's kid, or, without a kid, any key fit
-//     for the algorithm (its use, if given, must be sig, and its alg, if
-//     given, the token's);
+//   - the signature must be RS256, RS384, RS512, PS256, PS384, PS512,
+//     ES256, ES384, ES512 or EdDSA (never none, nor an HMAC algorithm),
+//     made with a key of the set: the one with the token's kid, or,
+//     without a kid, any key fit for the algorithm (its use, if given,
+//     must be sig, and its alg, if given, the token's);
 //   - exp is required, and the token is refused once now minus the clock
 //     skew reaches it; nbf, if present, must not be after now plus the
 //     skew; iat, if present, must not be after now plus the skew, nor
@@ -532,7 +533,7 @@ func fits(k jose.JSONWebKey, alg string) bool {
 
 // Validate checks a signed JWT, as the type's documentation says.
 func (v *JWKSValidator) Validate(ctx context.Context, token string) (Token, error) {
-	jws, err := jose.ParseSignedCompact(token, Algorithms)
+	jws, err := jose.ParseSignedCompact(token, algorithms)
 	if err != nil {
 		return Token{}, invalid("the token is not a JWS signed with an accepted algorithm: %v", err)
 	}

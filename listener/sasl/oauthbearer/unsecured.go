@@ -21,8 +21,9 @@ type UnsecuredConfig struct {
 	// (unsecuredValidatorScopeClaimName, default scope).
 	ScopeClaimName string
 	// RequiredScope lists scopes every token must have
-	// (unsecuredValidatorRequiredScope, space-separated there). Each is one
-	// or more of the characters of RFC 6749's scope-token.
+	// (unsecuredValidatorRequiredScope, space-separated there). Each is an
+	// RFC 6749 scope-token: one or more of the characters 0x21, 0x23-0x5B
+	// and 0x5D-0x7E.
 	RequiredScope []string
 	// AllowableClockSkew is the leeway given to exp and iat
 	// (unsecuredValidatorAllowableClockSkewMs, default 0); not negative.
@@ -65,7 +66,7 @@ func NewUnsecuredValidator(c UnsecuredConfig) (*UnsecuredValidator, error) {
 		return nil, fmt.Errorf("oauthbearer: Allowable clock skew millis must not be negative: %d", c.AllowableClockSkew.Milliseconds())
 	}
 	for _, s := range c.RequiredScope {
-		if !ValidScopeToken(s) {
+		if !validScopeToken(s) {
 			return nil, fmt.Errorf("oauthbearer: Invalid scope value: %q", s)
 		}
 		v.required = append(v.required, s)
@@ -73,9 +74,10 @@ func NewUnsecuredValidator(c UnsecuredConfig) (*UnsecuredValidator, error) {
 	return v, nil
 }
 
-// ValidScopeToken reports whether s is a scope-token of RFC 6749 section
-// 3.3: one or more of the characters 0x21, 0x23-0x5B and 0x5D-0x7E.
-func ValidScopeToken(s string) bool {
+// validScopeToken reports whether s is a scope-token of RFC 6749 section
+// 3.3, as Kafka's OAuthBearerScopeUtils checks it: one or more of the
+// characters 0x21, 0x23-0x5B and 0x5D-0x7E.
+func validScopeToken(s string) bool {
 	if s == "" {
 		return false
 	}

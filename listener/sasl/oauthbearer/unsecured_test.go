@@ -133,8 +133,10 @@ func TestUnsecuredValidatorConfig(t *testing.T) {
 		_, err := oauthbearer.NewUnsecuredValidator(c)
 		assert.Error(t, err, "%+v", c)
 	}
-	assert.True(t, oauthbearer.ValidScopeToken("kafka:read/x!"))
-	assert.False(t, oauthbearer.ValidScopeToken(`a\b`))
+	_, err := oauthbearer.NewUnsecuredValidator(oauthbearer.UnsecuredConfig{RequiredScope: []string{"kafka:read/x!", "#[]~"}})
+	assert.NoError(t, err)
+	_, err = oauthbearer.NewUnsecuredValidator(oauthbearer.UnsecuredConfig{RequiredScope: []string{`a\b`}})
+	assert.Error(t, err)
 }
 
 // An expired token's error is ErrTokenExpired, which is ErrInvalidToken.

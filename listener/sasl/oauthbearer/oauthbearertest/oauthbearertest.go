@@ -5,7 +5,7 @@
 // validator.
 //
 //	is := oauthbearertest.NewIssuer(t, "https://idp.example")
-//	is.AddKey(t, "k1", jose.RS256)
+//	is.AddKey(t, "k1", "RS256")
 //	url := is.WriteJWKS(t)                      // file:///.../jwks.json
 //	tok := is.Sign(t, "k1", is.Claims("alice", time.Hour))
 package oauthbearertest
@@ -19,6 +19,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -55,9 +56,14 @@ func NewIssuer(t testing.TB, name string) *Issuer {
 	return &Issuer{Name: name}
 }
 
-// AddKey creates a key for alg (RS*, PS* with 2048-bit RSA; ES256, ES384,
-// ES512 on their curves; EdDSA with Ed25519) and publishes it under kid.
-func (is *Issuer) AddKey(t testing.TB, kid string, alg jose.SignatureAlgorithm) {
+// Algorithms are the signature algorithms of AddKey: those Kafka's JWKS
+// validator, and oauthbearer.JWKSValidator, accept.
+var Algorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// AddKey creates a key for alg, one of [Algorithms] (RS* and PS* with
+// 2048-bit RSA; ES256, ES384 and ES512 on their curves; EdDSA with
+// Ed25519), and publishes it under kid.
+func (is *Issuer) AddKey(t testing.TB, kid, alg string) {
 	t.Helper()
 	signer, err := newSigner(alg)
 	if err != nil {
@@ -65,22 +71,24 @@ func (is *Issuer) AddKey(t testing.TB, kid string, alg jose.SignatureAlgorithm) 
 	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	is.keys = append(is.keys, key{kid: kid, alg: alg, signer: signer})
+	is.keys = append(is.keys, key{kid: kid, alg: jose.SignatureAlgorithm(alg), signer: signer})
 }
 
-func newSigner(alg jose.SignatureAlgorithm) (crypto.Signer, error) {
+func newSigner(alg string) (crypto.Signer, error) {
 	switch alg {
-	case jose.ES256:
+	case "ES256":
 		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case jose.ES384:
+	case "ES384":
 		return ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	case jose.ES512:
+	case "ES512":
 		return ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
-	case jose.EdDSA:
+	case "EdDSA":
 		_, priv, err := ed25519.GenerateKey(rand.Reader)
 		return priv, err
+	case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512":
+		return rsa.GenerateKey(rand.Reader, 2048)
 	}
-	return rsa.GenerateKey(rand.Reader, 2048)
+	return nil, fmt.Errorf("unknown algorithm %q", alg)
 }
 
 // RemoveKey stops publishing kid.
