@@ -149,8 +149,12 @@ type JWKSValidator struct {
 	sub      string
 	gap      time.Duration // least time between refreshes for unknown kids
 
-	keys atomic.Pointer[[]jose.JSONWebKey] // nil until started
+	keys atomic.Pointer[[]jose.JSONWebKey] // nil unless started
 
+	// life serialises Start and Close, each whole: a Start cannot begin
+	// while a Close waits for the refresher. mu guards the fields below
+	// it; the refresher takes mu only.
+	life      sync.Mutex
 	mu        sync.Mutex
 	starts    int
 	logger    *slog.Logger
@@ -244,34 +248,42 @@ func (v *JWKSValidator) Start(ctx context.Context, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	v.life.Lock()
+	defer v.life.Unlock()
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	if v.starts > 0 {
 		v.starts++
+		v.mu.Unlock()
 		return nil
 	}
+	v.mu.Unlock()
 	keys, skipped, err := v.fetch(ctx)
 	if err != nil {
 		return err
 	}
-	v.keys.Store(&keys)
 	logger.Info("OAUTHBEARER: JWKS read; refreshing it in the background", "url", v.location, "keys", keyIDs(keys),
 		"skipped_keys", skipped, "refresh", v.cfg.Refresh)
 	if len(keys) == 0 {
 		logger.Warn("OAUTHBEARER: the JWKS holds no key to verify signatures with: every token is refused until a refresh finds one", "url", v.location)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
+	v.mu.Lock()
+	v.keys.Store(&keys)
 	v.starts, v.logger, v.stop = 1, logger, stop
 	v.done, v.wake = make(chan struct{}), make(chan struct{}, 1)
-	v.missing = map[string]time.Time{}
-	v.lastAsked = time.Time{}
-	go v.refresher(runCtx, v.done)
+	v.missing, v.lastAsked = map[string]time.Time{}, time.Time{}
+	done := v.done
+	v.mu.Unlock()
+	go v.refresher(runCtx, done)
 	return nil
 }
 
 // Close ends the refresher, and waits for it, when it matches the first
-// Start; an earlier Close only counts.
+// Start; an earlier Close only counts. Validations waiting for a refresh
+// are released, and every later one fails with ErrNotStarted.
 func (v *JWKSValidator) Close() error {
+	v.life.Lock()
+	defer v.life.Unlock()
 	v.mu.Lock()
 	if v.starts == 0 {
 		v.mu.Unlock()
@@ -283,10 +295,16 @@ func (v *JWKSValidator) Close() error {
 		return nil
 	}
 	stop, done := v.stop, v.done
-	v.keys.Store(nil)
 	v.mu.Unlock()
 	stop()
-	<-done
+	<-done // the refresher has ended: nothing stores keys any more
+	v.mu.Lock()
+	v.keys.Store(nil)
+	if v.pending != nil {
+		close(v.pending)
+		v.pending = nil
+	}
+	v.mu.Unlock()
 	if v.ownTr != nil {
 		v.ownTr.CloseIdleConnections()
 	}
@@ -302,7 +320,6 @@ func (v *JWKSValidator) refresher(ctx context.Context, done chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
-			v.finishRefresh()
 			return
 		case <-t.C:
 			v.refresh(ctx)
@@ -323,7 +340,14 @@ func (v *JWKSValidator) refresh(ctx context.Context) {
 	}
 	logger := v.logger
 	v.mu.Unlock()
-	defer v.finishRefresh()
+	defer func() { // release those waiting for this refresh
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if v.pending != nil {
+			close(v.pending)
+			v.pending = nil
+		}
+	}()
 
 	end := time.Now().Add(v.cfg.RetryBackoffMax)
 	wait := v.cfg.RetryBackoff
@@ -356,15 +380,6 @@ func (v *JWKSValidator) refresh(ctx context.Context) {
 			return
 		}
 		wait *= 2
-	}
-}
-
-func (v *JWKSValidator) finishRefresh() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.pending != nil {
-		close(v.pending)
-		v.pending = nil
 	}
 }
 
