@@ -21,9 +21,12 @@
 // ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication and
 // handshake limits; [Config.PlainUsers] reads SASL/PLAIN users from the
 // listener's JAAS configuration ([ParsePlainJAAS]), and [NewJAASUsers]
-// builds every SASL listener's user store from it and reloads them. The
-// SASL mechanisms themselves, their interface and the built-in PLAIN and
-// SCRAM-SHA-256/512, are in the sasl package beneath this one.
+// builds every SASL listener's user store from it and reloads them;
+// [Config.OAuthBearer] builds a listener's SASL/OAUTHBEARER mechanism as a
+// Kafka broker configures it (the JWKS validator of KIP-768, or the
+// unsecured default). The SASL mechanisms themselves, their interface and
+// the built-in PLAIN and SCRAM-SHA-256/512, are in the sasl package beneath
+// this one, OAUTHBEARER in sasl/oauthbearer.
 //
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

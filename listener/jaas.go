@@ -52,20 +52,9 @@ const hiddenValue = "[hidden]"
 // Kafka's PLAIN never accepts either. Errors wrap [ErrJAASConfig]; they
 // never contain an option's value.
 func ParsePlainJAAS(value string) (users map[string]string, err error) {
-	entries, err := parseJAAS(value)
+	e, err := parseOneModule(value, PlainLoginModule, "the users of SASL/PLAIN are the user_<name> options of that module")
 	if err != nil {
 		return nil, err
-	}
-	switch len(entries) {
-	case 0:
-		return nil, jaasError("JAAS config property does not contain any login modules")
-	case 1:
-	default:
-		return nil, jaasError(fmt.Sprintf("JAAS config property contains %d login modules, should be 1 module", len(entries)))
-	}
-	e := entries[0]
-	if e.module != PlainLoginModule {
-		return nil, jaasError(fmt.Sprintf("login module %s is not %s: the users of SASL/PLAIN are the user_<name> options of that module", describeToken(e.module, e.moduleQuoted), PlainLoginModule))
 	}
 	users = map[string]string{}
 	for _, o := range e.options {
@@ -84,6 +73,28 @@ func ParsePlainJAAS(value string) (users map[string]string, err error) {
 		}
 	}
 	return users, nil
+}
+
+// parseOneModule reads a JAAS configuration that must hold exactly one
+// login module, module, as Kafka takes one from sasl.jaas.config; why
+// says what the module is for, in the error for another.
+func parseOneModule(value, module, why string) (jaasEntry, error) {
+	entries, err := parseJAAS(value)
+	if err != nil {
+		return jaasEntry{}, err
+	}
+	switch len(entries) {
+	case 0:
+		return jaasEntry{}, jaasError("JAAS config property does not contain any login modules")
+	case 1:
+	default:
+		return jaasEntry{}, jaasError(fmt.Sprintf("JAAS config property contains %d login modules, should be 1 module", len(entries)))
+	}
+	e := entries[0]
+	if e.module != module {
+		return jaasEntry{}, jaasError(fmt.Sprintf("login module %s is not %s: %s", describeToken(e.module, e.moduleQuoted), module, why))
+	}
+	return e, nil
 }
 
 func jaasError(msg string) error { return &ruleError{msg, ErrJAASConfig} }

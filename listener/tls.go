@@ -345,10 +345,16 @@ func decryptPKCS8(der, password []byte) (key any, err error) {
 // truststore loads the listener's trusted certificates, or returns nil when
 // none are configured.
 func (c *Config) truststore(name protocolmap.ListenerName) (*x509.CertPool, error) {
-	typ := c.setting(name, KeySSLTruststoreType)
-	loc := c.setting(name, KeySSLTruststoreLocation)
-	pass := c.setting(name, KeySSLTruststorePassword)
-	certsSetting := c.setting(name, KeySSLTruststoreCertificates)
+	return truststoreFrom(func(key string) setting { return c.setting(name, key) })
+}
+
+// truststoreFrom loads the trusted certificates of the ssl.truststore.*
+// settings get returns, or returns nil when none are configured.
+func truststoreFrom(get func(key string) setting) (*x509.CertPool, error) {
+	typ := get(KeySSLTruststoreType)
+	loc := get(KeySSLTruststoreLocation)
+	pass := get(KeySSLTruststorePassword)
+	certsSetting := get(KeySSLTruststoreCertificates)
 
 	var text string
 	at, secret := loc, false

@@ -16,6 +16,7 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/listener/sasl"
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -134,6 +135,14 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 	for _, name := range conf.SASLMechanisms {
 		m, ok := given[name]
 		if !ok {
+			if name == oauthbearer.Name && cfg.Listeners != nil {
+				// Why the properties gave none: the key and rule at fault.
+				if _, err := cfg.Listeners.OAuthBearer(l.Name); err != nil {
+					return sec, err
+				}
+				return sec, configError(noImplementationRule(l.Name, name) +
+					"; socketserver.ConfigFromProperties builds it from the listener's properties (listener.Config.OAuthBearer)")
+			}
 			if !slices.Contains(sasl.Builtins, name) {
 				return sec, configError(noImplementationRule(l.Name, name))
 			}

@@ -2,10 +2,12 @@ package socketserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/listener/sasl"
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -100,7 +103,11 @@ type Config struct {
 	// listener's credential store. Names are compared case-sensitively,
 	// as in Kafka. New fails for an enabled mechanism that neither
 	// implements, and for a mechanism given here that the listener does
-	// not enable.
+	// not enable. ConfigFromProperties puts here the OAUTHBEARER mechanism
+	// of each listener that enables it, as Kafka configures it (see
+	// listener.Config.OAuthBearer); replace it to use the host's own.
+	// Mechanisms that are a sasl.Service are started by Server.Start and
+	// closed when the server stops.
 	SASLMechanisms map[protocolmap.ListenerName][]sasl.Mechanism
 	// Credentials backs the built-in SASL mechanisms of every SASL
 	// listener that ListenerCredentials does not name. Kafka configures
@@ -198,7 +205,14 @@ type Config struct {
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
 // and each listener's TLS and SASL settings (see listener.Config.Security).
-// Credentials are the host's to set. Errors name the offending key.
+// A listener whose sasl.enabled.mechanisms holds OAUTHBEARER gets in
+// SASLMechanisms the mechanism a Kafka broker would configure
+// (listener.Config.OAuthBearer: Kafka's JWKS validator when
+// listener.name.<l>.oauthbearer.sasl.server.callback.handler.class names
+// it, else the unsecured one), unless the properties leave OAUTHBEARER to
+// the host (listener.ErrOAuthBearerNotConfigured); it reads no key set and
+// starts nothing until Server.Start. Credentials are the host's to set.
+// Errors name the offending key.
 func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	c := Config{Listeners: cfg, NetworkThreads: map[protocolmap.ListenerName]int{}}
 	maxBytes, err := cfg.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
@@ -249,6 +263,21 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 		c.NetworkThreads[l.Name] = n
 		if c.Security[l.Name], err = cfg.Security(l.Name); err != nil {
 			return Config{}, err
+		}
+		if !slices.Contains(c.Security[l.Name].SASLMechanisms, oauthbearer.Name) {
+			continue
+		}
+		m, err := cfg.OAuthBearer(l.Name)
+		switch {
+		case errors.Is(err, listener.ErrOAuthBearerNotConfigured):
+			// The host's to give; New says what is missing if it does not.
+		case err != nil:
+			return Config{}, err
+		default:
+			if c.SASLMechanisms == nil {
+				c.SASLMechanisms = map[protocolmap.ListenerName][]sasl.Mechanism{}
+			}
+			c.SASLMechanisms[l.Name] = append(c.SASLMechanisms[l.Name], m)
 		}
 	}
 	return c, nil

@@ -14,6 +14,8 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/listener/sasl"
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -60,40 +62,65 @@ func saslFuzzSeeds() map[string][]byte {
 		"tls-client-hello-prefix":     {22, 3, 1, 2, 0, 1, 0, 1, 0xfc, 3, 3},
 		"handshake-header-only":       headerBytes(17, 1, 1, strp("x"), nil),
 		"authenticate-empty-token-v2": f(1, hs(1, "SCRAM-SHA-512"), saslAuthenticateReq(2, []byte{})),
+		"oauthbearer-v1-unsigned-token": f(1, hs(1, "OAUTHBEARER"), saslAuthenticateReq(2, oauthbearertest.ClientFirstMessage(fuzzUnsignedToken)),
+			saslAuthenticateReq(2, []byte{oauthbearer.Separator}), metadataReq(9)),
+		"oauthbearer-v1-then-metadata": f(1, hs(1, "OAUTHBEARER"), saslAuthenticateReq(1, []byte("n,,\x01auth=Bearer e30.e30.\x01\x01")), metadataReq(9)),
+		"oauthbearer-v0-raw-token": cat(f(1, hs(0, "OAUTHBEARER")), frame(oauthbearertest.ClientFirstMessage(fuzzUnsignedToken)),
+			frame([]byte{oauthbearer.Separator}), f(4, metadataReq(1))),
 	}
 }
+
+// fuzzUnsignedToken is an unsigned token, which the fuzz server's
+// OAUTHBEARER, validating against a JWKS, refuses.
+const fuzzUnsignedToken = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSIsImV4cCI6NDEwMjQ0NDgwMH0."
 
 // FuzzSASLPreAuth sends arbitrary bytes as the first bytes of a
 // SASL_PLAINTEXT connection over real TCP, then half-closes. The server
 // must neither crash nor hang, and no request may ever reach the handler:
 // only authenticating with the password, which is random and unknown to
-// the fuzzer, gets that far.
+// the fuzzer, or with a token signed by a key the fuzzer does not know
+// (OAUTHBEARER against a JWKS), gets that far.
 func FuzzSASLPreAuth(f *testing.F) {
 	password := rand.Text()
 	users, err := sasl.NewUsers(map[string]string{"alice": password})
 	if err != nil {
 		f.Fatal(err)
 	}
+	is := oauthbearertest.NewIssuer(f, "https://idp.example")
+	is.AddKey(f, "k1", "ES256")
 	var reached atomic.Int64
 	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
 		reached.Add(1)
 		_ = respondEmpty(r)
 	})
 	srv := socketservertest.NewServer(f, saslProps(listener.Properties{
-		"connection.failed.authentication.delay.ms": "0",
-		"kafkanet.handshake.timeout.ms":             "5000",
+		"connection.failed.authentication.delay.ms":                                   "0",
+		"kafkanet.handshake.timeout.ms":                                               "5000",
+		"sasl.enabled.mechanisms":                                                     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":                   listener.OAuthBearerLoginModule + " required;",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": listener.OAuthBearerValidatorCallbackHandler,
+		"sasl.oauthbearer.jwks.endpoint.url":                                          is.WriteJWKS(f),
 	}), withUsers(users), h)
 	addr := srv.Addr("SASL_PLAINTEXT").String()
 
-	// The handler is reachable with the password: the property is not
-	// vacuous.
+	// The handler is reachable with the password, and with a signed token:
+	// the property is not vacuous.
 	rc := dialRaw(f, srv, "SASL_PLAINTEXT")
 	if resp := rc.login("SCRAM-SHA-256", "alice", password, 2); resp.ErrorCode != 0 {
 		f.Fatalf("the real password does not authenticate: error %d", resp.ErrorCode)
 	}
 	rc.roundTrip(metadataReq(9))
 	rc.c.Close()
-	if reached.Swap(0) != 1 {
+	rc = dialRaw(f, srv, "SASL_PLAINTEXT")
+	if resp := rc.handshake(1, "OAUTHBEARER"); resp.ErrorCode != 0 {
+		f.Fatalf("OAUTHBEARER handshake: error %d", resp.ErrorCode)
+	}
+	if resp := rc.authenticate(2, oauthbearertest.ClientFirstMessage(is.Sign(f, "k1", is.Claims("alice", time.Hour)))); resp.ErrorCode != 0 || len(resp.SASLAuthBytes) != 0 {
+		f.Fatalf("a signed token does not authenticate: error %d, %q", resp.ErrorCode, resp.SASLAuthBytes)
+	}
+	rc.roundTrip(metadataReq(9))
+	rc.c.Close()
+	if reached.Swap(0) != 2 {
 		f.Fatal("an authenticated request did not reach the handler")
 	}
 

@@ -25,8 +25,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -249,14 +251,21 @@ func (r *recordingSASLClient) step(challenge []byte) ([]byte, bool) {
 // password, unknown user, malformed tokens), with PLAIN, SCRAM-SHA-256
 // and SCRAM-SHA-512, SaslHandshake v0 (raw tokens) and v1 (SaslAuthenticate
 // v0 to v2), re-authentication, kgo, and a client confused about the
-// framing. TestLogsHoldNoCredentials checks the JSON output alone; this
-// adds the renderings, the derived keys and the framing confusions.
+// framing; and no OAUTHBEARER token (nor its signature), valid or refused
+// (expired, another key's, unsigned, malformed messages carrying it).
+// TestLogsHoldNoCredentials checks the JSON output alone; this adds the
+// renderings, the derived keys, the framing confusions and the tokens.
 func TestSecretsNeverLogged(t *testing.T) {
 	users := newUsers(t)
 	logs, logger := newLogCapture()
+	is := newOAuthIssuer(t)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"connection.failed.authentication.delay.ms": "0",
 		"connections.max.reauth.ms":                 "60000",
+		"sasl.enabled.mechanisms":                   "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+		oauthJAAS:                                   listener.OAuthBearerLoginModule + " required;",
+		oauthClass:                                  listener.OAuthBearerValidatorCallbackHandler,
+		"sasl.oauthbearer.jwks.endpoint.url":        is.WriteJWKS(t),
 	}), func(c *socketserver.Config) {
 		withUsers(users)(c)
 		c.Logger = logger
@@ -353,6 +362,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 			bad.Close()
 		})
 	}
+	oauthSucceeded, oauthFailed := testOAuthBearerSecrets(t, srv, is, secrets)
 	// Malformed and confused exchanges that carry the password.
 	plainTok := plainToken("alice", alicePassword)
 	secrets.add("PLAIN token", plainTok)
@@ -399,10 +409,13 @@ func TestSecretsNeverLogged(t *testing.T) {
 	requireConnCount(t, srv, "SASL_PLAINTEXT", 0)
 	require.Equal(t, len(mechanisms)*4, succeeded)
 	require.Equal(t, len(mechanisms)*4*3, failed)
+	require.Equal(t, 6, *oauthSucceeded)
+	require.Equal(t, 16, *oauthFailed)
 
 	out := logs.String()
 	// The capture works and saw the failures, so its silence means something.
 	require.Contains(t, out, "closing connection during authentication")
+	require.Contains(t, out, "expired at", "the OAUTHBEARER refusals were logged, with their causes")
 	require.Contains(t, out, `"level":"DEBUG"`, "the capture is at debug level")
 	require.Contains(t, out, "level=DEBUG")
 	t.Logf("%d log records, %d secrets searched for", len(logs.Records()), len(secrets))
@@ -488,4 +501,110 @@ func TestTLSVersions(t *testing.T) {
 			requireConnCount(t, srv, "SASL_SSL", 0)
 		})
 	}
+}
+
+// testOAuthBearerSecrets runs OAUTHBEARER exchanges that succeed and fail
+// on srv, adding every token and message sent to secrets: each token
+// whole, its signature, and the client's messages. It returns how many
+// exchanges succeeded and failed, counted once their subtests end.
+func testOAuthBearerSecrets(t *testing.T, srv *socketserver.Server, is *oauthbearertest.Issuer, secrets secretSet) (succeeded, failed *int) {
+	succeeded, failed = new(int), new(int)
+	other := oauthbearertest.NewIssuer(t, oauthIssuerURL)
+	other.AddKey(t, "k1", "RS256")
+	addToken := func(what, tok string) {
+		secrets.add(what, []byte(tok))
+		if i := strings.LastIndexByte(tok, '.'); i >= 0 && len(tok)-i > 8 {
+			secrets.add(what+" signature", []byte(tok[i+1:]))
+		}
+	}
+	good := func() string { return is.Sign(t, "k1", is.Claims("alice", time.Hour)) }
+	refused := map[string]string{
+		"expired":          is.Sign(t, "k1", merge2(is.Claims("alice", time.Hour), map[string]any{"iat": time.Now().Add(-2 * time.Hour).Unix(), "exp": time.Now().Add(-time.Hour).Unix()})),
+		"another key's":    other.Sign(t, "k1", is.Claims("alice", time.Hour)),
+		"unsigned":         oauthbearertest.UnsecuredToken(is.Claims("alice", time.Hour)) + "c2lnbmF0dXJlLWJ5dGVz",
+		"an unknown kid's": forgedOAuthToken(t, "k-unknown"),
+	}
+	for v := int16(0); v <= 2; v++ {
+		t.Run(fmt.Sprintf("OAUTHBEARER v1 SaslAuthenticate v%d", v), func(t *testing.T) {
+			tok := good()
+			addToken("OAUTHBEARER token", tok)
+			rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+			require.Zero(t, rc.handshake(1, "OAUTHBEARER").ErrorCode)
+			require.Zero(t, rc.authenticate(v, oauthbearertest.ClientFirstMessage(tok)).ErrorCode)
+			rc.roundTrip(metadataReq(9))
+			*succeeded++
+			for what, bad := range refused {
+				addToken("refused ("+what+") OAUTHBEARER token", bad)
+				rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+				require.Zero(t, rc.handshake(1, "OAUTHBEARER").ErrorCode)
+				resp := rc.authenticate(v, oauthbearertest.ClientFirstMessage(bad))
+				require.Zero(t, resp.ErrorCode, what)
+				require.Equal(t, invalidToken, string(resp.SASLAuthBytes))
+				require.Equal(t, int16(58), rc.authenticate(v, []byte{1}).ErrorCode)
+				requireClosedNoResponse(t, rc.c)
+				*failed++
+			}
+		})
+	}
+	t.Run("OAUTHBEARER v0 raw tokens", func(t *testing.T) {
+		tok := good()
+		addToken("OAUTHBEARER token", tok)
+		rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+		require.Zero(t, rc.handshake(0, "OAUTHBEARER").ErrorCode)
+		write(t, rc.c, frame(oauthbearertest.ClientFirstMessage(tok)))
+		require.Empty(t, readRawFrame(t, rc.c))
+		rc.roundTrip(metadataReq(9))
+		*succeeded++
+	})
+	t.Run("OAUTHBEARER re-authentication", func(t *testing.T) {
+		tok, next := good(), good()
+		addToken("OAUTHBEARER token", tok)
+		addToken("OAUTHBEARER token", next)
+		rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+		require.Zero(t, rc.handshake(1, "OAUTHBEARER").ErrorCode)
+		require.Zero(t, rc.authenticate(2, oauthbearertest.ClientFirstMessage(tok)).ErrorCode)
+		require.Zero(t, rc.handshake(1, "OAUTHBEARER").ErrorCode) // connections.max.reauth.ms is set: a re-authentication
+		require.Zero(t, rc.authenticate(2, oauthbearertest.ClientFirstMessage(next)).ErrorCode)
+		rc.roundTrip(metadataReq(9))
+		*succeeded++
+	})
+	t.Run("OAUTHBEARER kgo", func(t *testing.T) {
+		tok := good()
+		addToken("OAUTHBEARER token", tok)
+		cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()))
+		require.NoError(t, kgoMetadata(cl))
+		cl.Close()
+		*succeeded++
+		bad := refused["expired"]
+		badCl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: bad}.AsMechanism()))
+		require.Error(t, kgoMetadata(badCl))
+		badCl.Close()
+		*failed++
+	})
+	// Malformed messages that carry a valid token: refused as malformed.
+	for _, tc := range []struct{ name, msg string }{
+		{"the Basic scheme", "n,,\x01auth=Basic %s\x01\x01"},
+		{"no closing separator", "n,,\x01auth=Bearer %s\x01"},
+		{"the token in an extension", "n,,\x01auth=Bearer x\x01token=%s\x01\x01 trailing"},
+	} {
+		t.Run("OAUTHBEARER malformed: "+tc.name, func(t *testing.T) {
+			tok := good()
+			addToken("OAUTHBEARER token", tok)
+			msg := fmt.Sprintf(tc.msg, tok)
+			secrets.add("OAUTHBEARER message", []byte(msg))
+			rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+			require.Zero(t, rc.handshake(1, "OAUTHBEARER").ErrorCode)
+			require.Equal(t, int16(58), rc.authenticate(2, []byte(msg)).ErrorCode)
+			requireClosedNoResponse(t, rc.c)
+			*failed++
+		})
+	}
+	return succeeded, failed
+}
+
+// forgedOAuthToken is a token whose kid no JWKS holds.
+func forgedOAuthToken(t *testing.T, kid string) string {
+	is := oauthbearertest.NewIssuer(t, oauthIssuerURL)
+	is.AddKey(t, kid, "ES256")
+	return is.Sign(t, kid, is.Claims("mallory", time.Hour))
 }

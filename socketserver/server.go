@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -28,10 +29,12 @@ var ErrServerClosed = errors.New("socketserver: server closed")
 // processors per listener that own their connections, and a bounded request
 // channel per plane that the host consumes.
 //
-// Its life: [New] validates and binds nothing; [Server.Start] binds every
-// listener or none; the host reads [Server.Requests] (or calls
-// [Server.Serve]) and answers each request; [Server.Shutdown] drains;
-// [Server.Close] stops at once.
+// Its life: [New] validates and binds nothing; [Server.Start] starts the
+// SASL mechanisms that have work of their own (sasl.Service) and binds
+// every listener, or does neither; the host reads [Server.Requests] (or
+// calls [Server.Serve]) and answers each request; [Server.Shutdown]
+// drains; [Server.Close] stops at once. The mechanisms Start started are
+// closed once every connection has ended, before [Server.Done] closes.
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
@@ -40,8 +43,9 @@ type Server struct {
 	memory    [2]*memoryPool   // by listener.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
 	inline    [2]chan struct{} // by listener.Plane: a slot per request an API's own Handler holds, as many as the plane's queue takes
 
-	mu      sync.Mutex
-	started bool
+	mu       sync.Mutex
+	started  bool
+	services []sasl.Service // started by Start, closed when the server has stopped
 
 	hooks     hooks
 	startedAt atomic.Int64 // when Start succeeded: nanoseconds since epoch; 0 before
@@ -190,12 +194,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Start resolves the host names of the per-IP connection overrides, binds
-// every listener (or makes it with Config.Listen), or none if one fails (the
-// error names it), and starts accepting. ctx bounds the resolution and the
-// binding; it does not bound the server's life. Start returns once the
-// server accepts connections; the bound addresses are then available from
-// [Server.Addr]. A Start that failed may be called again.
+// Start starts the listeners' SASL mechanisms that are a sasl.Service
+// (such as OAUTHBEARER's JWKS validator, which fetches its keys here),
+// resolves the host names of the per-IP connection overrides, binds every
+// listener (or makes it with Config.Listen), and starts accepting; if a
+// mechanism fails to start or a listener to bind (the error names it), it
+// starts and binds nothing. ctx bounds the mechanisms' start, the
+// resolution and the binding; it does not bound the server's life. Start
+// returns once the server accepts connections; the bound addresses are then
+// available from [Server.Addr]. A Start that failed may be called again.
 func (s *Server) Start(ctx context.Context) error {
 	if s.isClosed() || s.draining.Load() {
 		return ErrServerClosed
@@ -211,7 +218,11 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("socketserver: already started")
 	}
+	if err := s.startServices(ctx); err != nil {
+		return err
+	}
 	if err := s.listen(ctx); err != nil {
+		s.closeServices()
 		return err
 	}
 	s.started = true
@@ -227,6 +238,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		s.workers.Wait()
 		s.conns.Wait()
+		s.closeServices() // no connection is left to authenticate
 		s.closeQueues()
 		close(s.done)
 	}()
@@ -273,11 +285,42 @@ func (s *Server) listen(ctx context.Context) (err error) {
 	return nil
 }
 
+// startServices starts, in listener order, every SASL mechanism that is a
+// sasl.Service, once per listener that enables it (Services count their
+// starts). On error it closes those it started.
+func (s *Server) startServices(ctx context.Context) error {
+	for _, ls := range s.listeners {
+		for _, m := range ls.sec.mechanisms {
+			svc, ok := m.(sasl.Service)
+			if !ok {
+				continue
+			}
+			logger := s.log.With("listener", ls.cfg.Name, "sasl_mechanism", m.Name())
+			if err := svc.Start(ctx, logger); err != nil {
+				s.closeServices()
+				return fmt.Errorf("socketserver: listener %s: SASL mechanism %s failed to start: %w", ls.cfg.Name, m.Name(), err)
+			}
+			s.services = append(s.services, svc)
+		}
+	}
+	return nil
+}
+
 // ListenTCP binds listener l's address (l.Bind) with TCP: what Start does
 // for each listener unless Config.Listen is set.
 func ListenTCP(ctx context.Context, l listener.Listener) (net.Listener, error) {
 	var lc net.ListenConfig
 	return lc.Listen(ctx, "tcp", l.Bind.Address())
+}
+
+// closeServices closes the started services, last started first.
+func (s *Server) closeServices() {
+	for i := len(s.services) - 1; i >= 0; i-- {
+		if err := s.services[i].Close(); err != nil {
+			s.log.Warn("closing a SASL mechanism failed", "err", err)
+		}
+	}
+	s.services = nil
 }
 
 // Addr returns the bound address of the named listener (compared without

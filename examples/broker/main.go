@@ -21,6 +21,12 @@
 // Kafka's PlainLoginModule in listener.name.<listener>.plain.sasl.jaas.config;
 // they log in with every mechanism of sasl.enabled.mechanisms. An
 // un-prefixed sasl.jaas.config is ignored with a warning, as in Kafka.
+// OAUTHBEARER is configured as in Kafka: signed tokens validated against a
+// JWKS when listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class
+// names Kafka's OAuthBearerValidatorCallbackHandler (with the
+// sasl.oauthbearer.* keys), unsigned ones otherwise, with a warning at
+// start; either way listener.name.<listener>.oauthbearer.sasl.jaas.config
+// holds Kafka's OAuthBearerLoginModule.
 //
 // With -check the broker only validates the configuration and prints the
 // table. An invalid configuration is reported on standard error, naming the

@@ -287,9 +287,9 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 			key:  "sasl.enabled.mechanisms",
 		},
 		{
-			name: "OAUTHBEARER, which the socket server does not implement",
+			name: "OAUTHBEARER without its JAAS configuration",
 			args: []string{"-config", config, "-set", "listener.name.outside.sasl.enabled.mechanisms=PLAIN,OAUTHBEARER"},
-			key:  "listener.name.outside.sasl.enabled.mechanisms",
+			key:  "listener.name.outside.oauthbearer.sasl.jaas.config",
 		},
 		{
 			name: "SASL_SSL without a key store",

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -50,6 +51,27 @@ type Mechanism interface {
 	// NewServer starts one authentication attempt on a connection (a
 	// first authentication or a KIP-368 re-authentication).
 	NewServer(c ConnState) Server
+}
+
+// Service is implemented by a [Mechanism] (or the validator behind one)
+// that has work of its own while it serves, such as fetching and
+// refreshing OAUTHBEARER's signing keys. Its owner calls Start before the
+// first authentication and Close after the last; the socket server does so
+// for the mechanisms of its Config, in Server.Start and when the server has
+// stopped. Start and Close are counted, as Kafka counts its key resolvers:
+// a Service shared by several owners (two listeners, two servers) does its
+// work from the first Start to the last Close, and nothing it started
+// outlives that Close.
+type Service interface {
+	// Start prepares the service and starts its background work. ctx
+	// bounds the preparation only (a first fetch of keys, say), not the
+	// work, which runs until Close. logger is the owner's, for what the
+	// service reports while it runs. An error means nothing was started.
+	Start(ctx context.Context, logger *slog.Logger) error
+	// Close ends what the matching Start began once no other Start is
+	// outstanding, and waits for it. Close without an outstanding Start
+	// does nothing.
+	Close() error
 }
 
 // ConnState describes the connection a [Server] authenticates.
@@ -133,11 +155,26 @@ type Error struct {
 	// Challenge, when not nil, is sent to the client before the failure,
 	// such as OAUTHBEARER's {"status":"invalid_token"}.
 	Challenge []byte
+	// Err, when not nil, is the cause behind Reason, for the broker's log
+	// only: why a token was refused, when the client is told no more than
+	// {"status":"invalid_token"}. It is never sent to the client and, like
+	// Reason, never holds a secret.
+	Err error
 }
 
-// Error returns the message the client is told during a first
-// authentication: [Error.ClientMessage](false).
-func (e *Error) Error() string { return e.ClientMessage(false) }
+// Error returns the failure as the broker logs it: Reason (the client
+// message when there is none), then Err. What the client is told is
+// [Error.ClientMessage].
+func (e *Error) Error() string {
+	msg := e.Reason
+	if msg == "" {
+		msg = e.ClientMessage(false)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
 
 // ClientMessage returns the message Kafka sends the client in
 // SaslAuthenticate's ErrorMessage: Reason if SendReason, else the generic
@@ -160,8 +197,14 @@ func GenericMessage(mechanism string, reauthentication bool) string {
 	return genericFailStart + phase + " due to invalid credentials with SASL mechanism " + mechanism
 }
 
-// Unwrap returns [ErrAuthenticationFailed].
-func (e *Error) Unwrap() error { return ErrAuthenticationFailed }
+// Unwrap returns [ErrAuthenticationFailed] and Err, if any, so that
+// errors.Is and errors.As see the cause too.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrAuthenticationFailed}
+	}
+	return []error{ErrAuthenticationFailed, e.Err}
+}
 
 // Builtin returns the named built-in mechanism (PLAIN, SCRAM-SHA-256 or
 // SCRAM-SHA-512, case-sensitive as in Kafka) backed by store. Any other

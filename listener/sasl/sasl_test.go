@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"hash"
 	"strconv"
 	"strings"
@@ -76,8 +78,9 @@ func saslRequireFailure(t testing.TB, err error, mech, clientMsg, reason string)
 	var se *sasl.Error
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, mech, se.Mechanism)
-	assert.Equal(t, clientMsg, err.Error())
+	assert.Equal(t, clientMsg, se.ClientMessage(false))
 	assert.Contains(t, se.Reason, reason)
+	assert.Contains(t, err.Error(), se.Reason, "the log has the reason")
 	return se
 }
 
@@ -102,8 +105,10 @@ func TestBuiltin(t *testing.T) {
 }
 
 func TestSASLErrorClientMessage(t *testing.T) {
+	// The client is told the generic message; the log (Error) keeps the
+	// reason, which is what Reason is for.
 	e := &sasl.Error{Mechanism: "SCRAM-SHA-512", Reason: "Invalid client credentials"}
-	assert.Equal(t, saslGeneric("SCRAM-SHA-512"), e.Error())
+	assert.Equal(t, "Invalid client credentials", e.Error())
 	assert.Equal(t, saslGeneric("SCRAM-SHA-512"), e.ClientMessage(false))
 	assert.Equal(t, "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512",
 		e.ClientMessage(true))
@@ -112,7 +117,33 @@ func TestSASLErrorClientMessage(t *testing.T) {
 	e = &sasl.Error{Mechanism: "PLAIN", Reason: "Authentication failed: Invalid username or password", SendReason: true}
 	assert.Equal(t, e.Reason, e.Error())
 	assert.Equal(t, e.Reason, e.ClientMessage(true))
+
+	e = &sasl.Error{Mechanism: "PLAIN"}
+	assert.Equal(t, saslGeneric("PLAIN"), e.Error(), "without a reason the log has the client's message")
 }
+
+// An Error's cause (Err) is for the broker's log and for errors.Is and
+// errors.As: OAUTHBEARER tells the client only {"status":"invalid_token"},
+// the log needs to say why. It never reaches the client.
+func TestSASLErrorCause(t *testing.T) {
+	cause := fmt.Errorf("token expired at %s: %w", "2026-01-02T03:04:05Z", errTestExpired)
+	status := `{"status":"invalid_token"}`
+	e := &sasl.Error{Mechanism: "OAUTHBEARER", Reason: status, SendReason: true, Challenge: []byte(status), Err: cause}
+	assert.Equal(t, status+": token expired at 2026-01-02T03:04:05Z: expired", e.Error())
+	assert.Equal(t, status, e.ClientMessage(false))
+	assert.Equal(t, status, e.ClientMessage(true))
+	assert.ErrorIs(t, e, sasl.ErrAuthenticationFailed)
+	assert.ErrorIs(t, e, errTestExpired)
+	wrapped := fmt.Errorf("socketserver: %w", e)
+	var se *sasl.Error
+	require.ErrorAs(t, wrapped, &se)
+	assert.ErrorIs(t, wrapped, errTestExpired)
+
+	e = &sasl.Error{Mechanism: "SCRAM-SHA-256", Reason: "Invalid client credentials", Err: cause}
+	assert.Equal(t, saslGeneric("SCRAM-SHA-256"), e.ClientMessage(false), "the cause is never sent")
+}
+
+var errTestExpired = errors.New("expired")
 
 // TestPlainSASL follows Kafka's PlainSaslServer.evaluateResponse: its
 // checks, their order and the messages the client is told.

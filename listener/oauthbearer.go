@@ -1,0 +1,398 @@
+package listener
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// Kafka's broker keys for SASL/OAUTHBEARER, read by [Config.OAuthBearer].
+const (
+	// KeySASLServerCallbackHandlerClass is read only with the listener and
+	// mechanism prefix, as in
+	// listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class.
+	KeySASLServerCallbackHandlerClass = "sasl.server.callback.handler.class"
+
+	KeySASLOAuthBearerJWKSEndpointURL               = "sasl.oauthbearer.jwks.endpoint.url"
+	KeySASLOAuthBearerJWKSEndpointRefreshMs         = "sasl.oauthbearer.jwks.endpoint.refresh.ms"
+	KeySASLOAuthBearerJWKSEndpointRetryBackoffMs    = "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms"
+	KeySASLOAuthBearerJWKSEndpointRetryBackoffMaxMs = "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"
+	KeySASLOAuthBearerExpectedAudience              = "sasl.oauthbearer.expected.audience"
+	KeySASLOAuthBearerExpectedIssuer                = "sasl.oauthbearer.expected.issuer"
+	KeySASLOAuthBearerClockSkewSeconds              = "sasl.oauthbearer.clock.skew.seconds"
+	KeySASLOAuthBearerScopeClaimName                = "sasl.oauthbearer.scope.claim.name"
+	KeySASLOAuthBearerSubClaimName                  = "sasl.oauthbearer.sub.claim.name"
+)
+
+// Kafka's class names for SASL/OAUTHBEARER.
+const (
+	// OAuthBearerLoginModule is the login module of an OAUTHBEARER
+	// listener's sasl.jaas.config, whose options configure the unsecured
+	// validator and the JWKS endpoint's TLS.
+	OAuthBearerLoginModule = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+	// OAuthBearerValidatorCallbackHandler validates signed tokens against
+	// a JWKS (KIP-768); OAuthBearerValidatorCallbackHandlerDeprecated is
+	// its older name, which Kafka still accepts.
+	OAuthBearerValidatorCallbackHandler           = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+	OAuthBearerValidatorCallbackHandlerDeprecated = "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler"
+	// OAuthBearerUnsecuredValidatorCallbackHandler is Kafka's default:
+	// unsigned tokens, for development.
+	OAuthBearerUnsecuredValidatorCallbackHandler = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
+)
+
+// The JAAS options of Kafka's unsecured validator.
+const (
+	optionUnsecuredPrincipalClaimName = "unsecuredValidatorPrincipalClaimName"
+	optionUnsecuredScopeClaimName     = "unsecuredValidatorScopeClaimName"
+	optionUnsecuredRequiredScope      = "unsecuredValidatorRequiredScope"
+	optionUnsecuredClockSkewMs        = "unsecuredValidatorAllowableClockSkewMs"
+)
+
+// ErrOAuthBearerNotConfigured is wrapped by the error of
+// [Config.OAuthBearer] when the properties configure no validator this
+// package implements: neither the listener's OAUTHBEARER JAAS
+// configuration nor its server callback handler class is set, or the class
+// is another than Kafka's. A host then gives the listener its own
+// OAUTHBEARER mechanism. It wraps [ErrSASLMechanism].
+var ErrOAuthBearerNotConfigured = fmt.Errorf("%w: OAUTHBEARER has no validator this package implements", ErrSASLMechanism)
+
+// ErrOAuthBearerConfig is wrapped by the errors of [Config.OAuthBearer]
+// for an OAUTHBEARER setting of an invalid value.
+var ErrOAuthBearerConfig = errors.New("invalid OAUTHBEARER configuration")
+
+// KeyOAuthBearerJAASConfig returns the key a broker reads a listener's
+// OAUTHBEARER JAAS configuration from:
+// listener.name.<lower-case listener>.oauthbearer.sasl.jaas.config.
+func KeyOAuthBearerJAASConfig(name protocolmap.ListenerName) string {
+	return name.ConfigPrefix() + "oauthbearer." + KeySASLJAASConfig
+}
+
+// KeyOAuthBearerServerCallbackHandlerClass returns the key naming a
+// listener's OAUTHBEARER token validator:
+// listener.name.<lower-case listener>.oauthbearer.sasl.server.callback.handler.class.
+func KeyOAuthBearerServerCallbackHandlerClass(name protocolmap.ListenerName) string {
+	return name.ConfigPrefix() + "oauthbearer." + KeySASLServerCallbackHandlerClass
+}
+
+// OAuthBearer returns the SASL/OAUTHBEARER mechanism a Kafka broker
+// configures for listener name from these properties:
+//
+//   - When listener.name.<l>.oauthbearer.sasl.server.callback.handler.class
+//     names Kafka's OAuthBearerValidatorCallbackHandler (under its current
+//     or its older ...oauthbearer.secured. name), tokens are signed JWTs
+//     validated by an [oauthbearer.JWKSValidator] with the keys
+//     sasl.oauthbearer.jwks.endpoint.url (required: https, http or file),
+//     ...jwks.endpoint.refresh.ms (default 3600000),
+//     ...jwks.endpoint.retry.backoff.ms (100) and ...retry.backoff.max.ms
+//     (10000), sasl.oauthbearer.expected.audience (a list),
+//     ...expected.issuer, ...clock.skew.seconds (30),
+//     ...scope.claim.name (scope) and ...sub.claim.name (sub). Each is
+//     looked up as Kafka's OAuth code does: with the listener and mechanism
+//     prefix (listener.name.<l>.oauthbearer.<key>), then the listener
+//     prefix, then the key alone. An https endpoint is trusted with the
+//     system's roots, or with the PEM trust store of the JAAS options
+//     ssl.truststore.type=PEM and ssl.truststore.location or
+//     ssl.truststore.certificates, as Kafka reads them.
+//   - When the class is not set (or names Kafka's unsecured handler),
+//     tokens are unsigned, checked by Kafka's default, the
+//     [oauthbearer.UnsecuredValidator], with the JAAS options
+//     unsecuredValidatorPrincipalClaimName, unsecuredValidatorScopeClaimName,
+//     unsecuredValidatorRequiredScope (space-separated) and
+//     unsecuredValidatorAllowableClockSkewMs. Its Start logs a warning
+//     that the listener accepts unsigned tokens, and another if a JWKS URL
+//     or an un-prefixed handler class is set but unused.
+//
+// Either way listener.name.<l>.oauthbearer.sasl.jaas.config must hold
+// Kafka's OAuthBearerLoginModule, as a Kafka broker requires. The error
+// wraps [ErrOAuthBearerNotConfigured] when neither that key nor the class
+// is set, or the class is another: the properties leave OAUTHBEARER to
+// the host. Other errors are [*protocolmap.ConfigError] values naming the
+// key, its value (the JAAS configuration's as [hidden]) and the rule.
+//
+// OAuthBearer reads no key set and starts nothing: the mechanism is a
+// sasl.Service, started and closed by its owner (the socket server).
+func (c *Config) OAuthBearer(name protocolmap.ListenerName) (*oauthbearer.Mechanism, error) {
+	classKey, jaasKey := KeyOAuthBearerServerCallbackHandlerClass(name), KeyOAuthBearerJAASConfig(name)
+	class, classSet := c.props.Get(classKey)
+	jaas, jaasSet := c.props.Get(jaasKey)
+	var warnings []string
+	if !classSet {
+		if v, from, ok := c.ListenerValue(name, KeySASLServerCallbackHandlerClass); ok {
+			warnings = append(warnings, fmt.Sprintf("%s=%s is ignored: a broker reads a server callback handler class only with the listener and mechanism prefix, as %s", from, v, classKey))
+		}
+	}
+	validated := false
+	switch class {
+	case OAuthBearerValidatorCallbackHandler, OAuthBearerValidatorCallbackHandlerDeprecated:
+		validated = true
+	case "", OAuthBearerUnsecuredValidatorCallbackHandler:
+	default:
+		return nil, &protocolmap.ConfigError{Key: classKey, Value: class, Err: ErrOAuthBearerNotConfigured, Rule: fmt.Sprintf(
+			"this package implements only Kafka's %s (validated tokens) and %s (the default); "+
+				"a host that implements %s gives listener %s its own OAUTHBEARER mechanism (the socket server's Config.SASLMechanisms)",
+			OAuthBearerValidatorCallbackHandler, OAuthBearerUnsecuredValidatorCallbackHandler, class, name)}
+	}
+	if !jaasSet {
+		rule := fmt.Sprintf("OAUTHBEARER on listener %s needs %s (%s required;), as a Kafka broker does", name, jaasKey, OAuthBearerLoginModule)
+		err := ErrOAuthBearerConfig
+		if !classSet {
+			rule += fmt.Sprintf("; with it and no %s, tokens are checked by Kafka's unsecured validator, for development; "+
+				"set %s=%s to validate them against a JWKS; or give the listener an OAUTHBEARER mechanism of the host's own", classKey, classKey, OAuthBearerValidatorCallbackHandler)
+			err = ErrOAuthBearerNotConfigured
+		}
+		return nil, &protocolmap.ConfigError{Key: jaasKey, Err: err, Rule: rule}
+	}
+	e, err := parseOneModule(jaas, OAuthBearerLoginModule, "a broker's OAUTHBEARER listener is configured with that module")
+	if err != nil {
+		return nil, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: err.Error()}
+	}
+	options := map[string]string{}
+	for _, o := range e.options {
+		options[o.key] = o.value
+	}
+	if validated {
+		v, err := c.jwksValidator(name, jaasKey, options)
+		if err != nil {
+			return nil, err
+		}
+		return oauthbearer.New(v)
+	}
+	v, err := unsecuredValidator(jaasKey, options)
+	if err != nil {
+		return nil, err
+	}
+	if s := c.oauthSetting(name, KeySASLOAuthBearerJWKSEndpointURL); s.ok {
+		warnings = append(warnings, fmt.Sprintf("%s is set but unused: tokens are not checked against a JWKS unless %s=%s", s.from, classKey, OAuthBearerValidatorCallbackHandler))
+	}
+	return oauthbearer.New(&unsecuredWithWarnings{UnsecuredValidator: v, warnings: warnings})
+}
+
+// unsecuredWithWarnings adds the configuration's warnings to the
+// unsecured validator's own at start.
+type unsecuredWithWarnings struct {
+	*oauthbearer.UnsecuredValidator
+	warnings []string
+}
+
+func (u *unsecuredWithWarnings) Start(ctx context.Context, logger *slog.Logger) error {
+	if logger != nil {
+		for _, w := range u.warnings {
+			logger.Warn("OAUTHBEARER: " + w)
+		}
+	}
+	return u.UnsecuredValidator.Start(ctx, logger)
+}
+
+// oauthSetting looks an OAuth key up as Kafka's ConfigurationUtils does
+// over the listener's configuration: listener.name.<l>.oauthbearer.<key>,
+// then listener.name.<l>.<key>, then <key>.
+func (c *Config) oauthSetting(name protocolmap.ListenerName, key string) setting {
+	mech := name.ConfigPrefix() + "oauthbearer." + key
+	if v, ok := c.props.Get(mech); ok {
+		return setting{v, mech, true}
+	}
+	return c.setting(name, key)
+}
+
+func oauthError(s setting, rule string) error {
+	return &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrOAuthBearerConfig, Rule: rule}
+}
+
+// oauthMillis reads a LONG OAuth setting of milliseconds, at least min.
+func (c *Config) oauthMillis(name protocolmap.ListenerName, key string, def time.Duration, min int64) (time.Duration, setting, error) {
+	s := c.oauthSetting(name, key)
+	if !s.ok {
+		return def, s, nil
+	}
+	n, err := strconv.ParseInt(s.value, 10, 64)
+	if err != nil {
+		return 0, s, oauthError(s, "Expected value to be a 64-bit integer, but it was a String")
+	}
+	if n < min {
+		return 0, s, oauthError(s, fmt.Sprintf("Value must be at least %d", min))
+	}
+	return millis(n), s, nil
+}
+
+// jwksValidator builds the validator of Kafka's
+// OAuthBearerValidatorCallbackHandler from the listener's keys.
+func (c *Config) jwksValidator(name protocolmap.ListenerName, jaasKey string, options map[string]string) (*oauthbearer.JWKSValidator, error) {
+	var cfg oauthbearer.JWKSConfig
+	urlSetting := c.oauthSetting(name, KeySASLOAuthBearerJWKSEndpointURL)
+	if !urlSetting.ok || urlSetting.value == "" {
+		urlSetting.from = KeySASLOAuthBearerJWKSEndpointURL
+		return nil, oauthError(urlSetting, fmt.Sprintf(
+			"The OAuth configuration option %s value must be non-null: listener %s validates tokens with %s, which reads the identity provider's keys from it (https://..., or file:///...)",
+			KeySASLOAuthBearerJWKSEndpointURL, name, OAuthBearerValidatorCallbackHandler))
+	}
+	cfg.URL = urlSetting.value
+	if err := checkJWKSFile(urlSetting); err != nil {
+		return nil, err
+	}
+	var err error
+	if cfg.Refresh, _, err = c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRefreshMs, oauthbearer.DefaultJWKSRefresh, 1); err != nil {
+		return nil, err // Kafka's RefreshingHttpsJwks refuses 0
+	}
+	backoff, backoffSetting, err := c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRetryBackoffMs, oauthbearer.DefaultJWKSRetryBackoff, 0)
+	if err != nil {
+		return nil, err
+	}
+	backoffMax, backoffMaxSetting, err := c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRetryBackoffMaxMs, oauthbearer.DefaultJWKSRetryBackoffMax, 0)
+	if err != nil {
+		return nil, err
+	}
+	if backoffMax < backoff {
+		at := backoffMaxSetting
+		if !at.ok {
+			at = backoffSetting
+		}
+		return nil, oauthError(at, fmt.Sprintf("retryBackoffMaxMs value (%d) is less than retryBackoffMs value (%d)", backoffMax.Milliseconds(), backoff.Milliseconds()))
+	}
+	cfg.RetryBackoff, cfg.RetryBackoffMax = noneIfZero(backoff), noneIfZero(backoffMax)
+	if s := c.oauthSetting(name, KeySASLOAuthBearerExpectedAudience); s.ok {
+		cfg.ExpectedAudience = protocolmap.SplitList(s.value)
+	}
+	cfg.ExpectedIssuer = c.oauthSetting(name, KeySASLOAuthBearerExpectedIssuer).value
+	if s := c.oauthSetting(name, KeySASLOAuthBearerClockSkewSeconds); s.ok {
+		n, err := strconv.Atoi(s.value)
+		switch {
+		case err != nil || n > math.MaxInt32:
+			return nil, oauthError(s, "Expected value to be a 32-bit integer, but it was a String")
+		case n < 0:
+			return nil, oauthError(s, "Value must be at least 0")
+		case n == 0:
+			cfg.ClockSkew = -1 // none
+		default:
+			cfg.ClockSkew = time.Duration(n) * time.Second
+		}
+	}
+	for _, claim := range []struct {
+		key string
+		dst *string
+	}{{KeySASLOAuthBearerScopeClaimName, &cfg.ScopeClaimName}, {KeySASLOAuthBearerSubClaimName, &cfg.SubClaimName}} {
+		s := c.oauthSetting(name, claim.key)
+		if s.ok && s.value == "" {
+			return nil, oauthError(s, fmt.Sprintf("The OAuth configuration option %s value must not contain only whitespace", claim.key))
+		}
+		*claim.dst = s.value
+	}
+	if cfg.TLS, err = jaasTrustStore(jaasKey, options); err != nil {
+		return nil, err
+	}
+	v, err := oauthbearer.NewJWKSValidator(cfg)
+	if err != nil {
+		return nil, oauthError(urlSetting, strings.TrimPrefix(err.Error(), "oauthbearer: "))
+	}
+	return v, nil
+}
+
+// noneIfZero turns a configured 0 ms into the JWKSConfig's "none".
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// checkJWKSFile applies Kafka's ConfigurationUtils.validateFile to a file:
+// URL: the file exists, is readable and is no directory.
+func checkJWKSFile(s setting) error {
+	u, err := url.Parse(s.value)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") {
+		return nil // NewJWKSValidator judges the rest
+	}
+	path := u.Path
+	if path == "" {
+		return nil
+	}
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return oauthError(s, fmt.Sprintf("The OAuth configuration option %s contains a file (%s) that doesn't exist", KeySASLOAuthBearerJWKSEndpointURL, path))
+	case err != nil:
+		return oauthError(s, fmt.Sprintf("The OAuth configuration option %s contains a file (%s) that cannot be read: %v", KeySASLOAuthBearerJWKSEndpointURL, path, fileError(err)))
+	case info.IsDir():
+		return oauthError(s, fmt.Sprintf("The OAuth configuration option %s references a directory (%s), not a file", KeySASLOAuthBearerJWKSEndpointURL, path))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return oauthError(s, fmt.Sprintf("The OAuth configuration option %s contains a file (%s) that doesn't have read permission", KeySASLOAuthBearerJWKSEndpointURL, path))
+	}
+	return f.Close()
+}
+
+// jaasTrustStore reads the JAAS options Kafka's JaasOptionsUtils turns into
+// the JWKS endpoint's TLS configuration. Only a PEM trust store is read
+// (ssl.truststore.type=PEM with ssl.truststore.location or
+// ssl.truststore.certificates); another ssl.* option is an error rather
+// than ignored.
+func jaasTrustStore(jaasKey string, options map[string]string) (*tls.Config, error) {
+	for opt := range options {
+		switch opt {
+		case KeySSLTruststoreType, KeySSLTruststoreLocation, KeySSLTruststoreCertificates, KeySSLTruststorePassword:
+		default:
+			if strings.HasPrefix(opt, "ssl.") {
+				return nil, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: fmt.Sprintf(
+					"option %s is not supported for the JWKS endpoint: only a PEM trust store (%s=PEM with %s or %s) is read",
+					opt, KeySSLTruststoreType, KeySSLTruststoreLocation, KeySSLTruststoreCertificates)}
+			}
+		}
+	}
+	pool, err := truststoreFrom(func(key string) setting {
+		v, ok := options[key]
+		return setting{strings.TrimSpace(v), key, ok}
+	})
+	if err != nil {
+		var ce *protocolmap.ConfigError
+		if errors.As(err, &ce) {
+			return nil, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ce.Err, Rule: "option " + ce.Key + ": " + ce.Rule}
+		}
+		return nil, err
+	}
+	if pool == nil {
+		return nil, nil
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// unsecuredValidator reads Kafka's unsecured validator's JAAS options.
+func unsecuredValidator(jaasKey string, options map[string]string) (*oauthbearer.UnsecuredValidator, error) {
+	optionError := func(opt, rule string) error {
+		return &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: fmt.Sprintf("option %s=%q: %s", opt, options[opt], rule)}
+	}
+	cfg := oauthbearer.UnsecuredConfig{
+		PrincipalClaimName: strings.TrimSpace(options[optionUnsecuredPrincipalClaimName]),
+		ScopeClaimName:     strings.TrimSpace(options[optionUnsecuredScopeClaimName]),
+	}
+	for _, s := range strings.Split(options[optionUnsecuredRequiredScope], " ") {
+		if s != "" {
+			cfg.RequiredScope = append(cfg.RequiredScope, s)
+		}
+	}
+	if v := strings.TrimSpace(options[optionUnsecuredClockSkewMs]); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 32)
+		switch {
+		case err != nil:
+			return nil, optionError(optionUnsecuredClockSkewMs, "not a 32-bit integer")
+		case ms < 0:
+			return nil, optionError(optionUnsecuredClockSkewMs, "Allowable clock skew millis must not be negative")
+		}
+		cfg.AllowableClockSkew = time.Duration(ms) * time.Millisecond
+	}
+	v, err := oauthbearer.NewUnsecuredValidator(cfg)
+	if err != nil { // the claim names and clock skew were checked: a scope is invalid
+		return nil, optionError(optionUnsecuredRequiredScope, strings.TrimPrefix(err.Error(), "oauthbearer: "))
+	}
+	return v, nil
+}

@@ -1,0 +1,11 @@
+package oauthbearer_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// No test leaves a goroutine behind: a JWKS refresher ends with the last
+// Close of its validator.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
