@@ -34,8 +34,10 @@ import (
 //	loop:
 //	  awaitRequest       waits for the next request's first bytes         waitAwaiting
 //	                     (asked to park: parkRequested → parked, park.go)  waitParking
-//	  serveRequest       reads, decodes, queues, waits for the answer      waitBusy
-//	                     (the peer watcher reads meanwhile), writes
+//	  serveRequest       reads (within queued.max.request.bytes), decodes, waitBusy
+//	                     queues or answers inline, waits for the answer
+//	                     (the peer watcher reads meanwhile once the
+//	                     request is held past peerWatchAfter), writes
 //	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
 //
 // Anyone may close it (close: idle expiry, quotas, the registry's operator
