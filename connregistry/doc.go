@@ -18,4 +18,9 @@
 // the KIP's 93, which Kafka 4.4 and kmsg have since given to another API
 // (see [DefaultAPIKey]). [Handler] checks the host's authorization
 // (DESCRIBE on CLUSTER) and builds the response.
+//
+// [CloseClientConnectionsRequest] is [Registry.Close] as a request, which
+// Kafka lacks: an operator closes the connections of a principal, an
+// address or a listener, or single connections by id, from a client.
+// [CloseHandler] checks ALTER on CLUSTER and answers with what it closed.
 package connregistry

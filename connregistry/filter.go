@@ -14,8 +14,9 @@ var ErrInvalidFilter = errors.New("connregistry: invalid filter")
 // matches every connection. Build one with [NewFilter].
 type Filter struct {
 	principal *Principal
-	prefix    *netip.Prefix // an address is a /32 or /128 prefix
-	listener  string        // upper case; "" matches all
+	prefix    *netip.Prefix       // an address is a /32 or /128 prefix
+	listener  string              // upper case; "" matches all
+	ids       map[string]struct{} // nil matches all
 }
 
 // NewFilter parses the three KIP-1329 filters; nil means no filter.
@@ -60,8 +61,25 @@ func NewFilter(principal, clientAddress, listener *string) (Filter, error) {
 	return f, nil
 }
 
+// WithConnectionIDs returns f narrowed to the connections with the given
+// ids (Kafka's connection ids, as a listing shows them), for closing one
+// connection or a few that a listing found. It adds to f's other filters;
+// no ids matches no connection.
+func (f Filter) WithConnectionIDs(ids ...string) Filter {
+	f.ids = make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		f.ids[id] = struct{}{}
+	}
+	return f
+}
+
 // Match reports whether c passes every filter.
 func (f Filter) Match(c Conn) bool {
+	if f.ids != nil {
+		if _, ok := f.ids[c.ID]; !ok {
+			return false
+		}
+	}
 	if f.principal != nil && c.Principal != *f.principal {
 		return false
 	}

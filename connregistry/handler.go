@@ -9,8 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Authorizer reports whether principal may DESCRIBE the CLUSTER resource,
-// the permission KIP-1329 requires to list connections.
+// Authorizer reports whether principal may perform an API's operation on
+// the CLUSTER resource: DESCRIBE for [Handler] (KIP-1329's permission to
+// list connections), ALTER for [CloseHandler]. A host gives each API the
+// authorizer of its operation.
 type Authorizer func(ctx context.Context, principal Principal) bool
 
 // Handler answers ListClientConnections requests from a Registry. Host

@@ -298,12 +298,26 @@ func (r *ListClientConnectionsResponse) ReadFrom(src []byte) error {
 	d := decoder{b: src}
 	r.ThrottleTimeMs = d.int32()
 	r.ErrorCode = d.int16()
+	r.Connections = d.connectionRecords()
+	r.ErrorMessage = nil
+	d.tags(func(tag uint64, v decoder) error {
+		if tag == TagErrorMessage {
+			r.ErrorMessage = v.compactNullableString()
+		}
+		return v.err
+	})
+	return d.done()
+}
+
+// connectionRecords reads a compact array of connection records (null reads
+// as none).
+func (d *decoder) connectionRecords() []ConnectionRecord {
 	n := d.compactArrayLen()
-	r.Connections = nil
+	var out []ConnectionRecord
 	if n > 0 {
 		// Never allocate what the peer merely claims: each record takes at
 		// least 20 bytes, so the count is bounded by what arrived.
-		r.Connections = make([]ConnectionRecord, 0, min(n, len(d.b)/20))
+		out = make([]ConnectionRecord, 0, min(n, len(d.b)/20))
 	}
 	for range n {
 		if d.err != nil {
@@ -353,16 +367,9 @@ func (r *ListClientConnectionsResponse) ReadFrom(src []byte) error {
 			}
 			return v.err
 		})
-		r.Connections = append(r.Connections, c)
+		out = append(out, c)
 	}
-	r.ErrorMessage = nil
-	d.tags(func(tag uint64, v decoder) error {
-		if tag == TagErrorMessage {
-			r.ErrorMessage = v.compactNullableString()
-		}
-		return v.err
-	})
-	return d.done()
+	return out
 }
 
 func appendTag(dst []byte, tag uint64, value []byte) []byte {
@@ -384,7 +391,7 @@ func appendCompactNullableString(dst []byte, s *string) []byte {
 }
 
 // errMalformed reports bytes that do not decode.
-var errMalformed = errors.New("connregistry: malformed ListClientConnections message")
+var errMalformed = errors.New("connregistry: malformed message")
 
 // decoder reads the primitives of Kafka's flexible encoding; after the
 // first error every read returns zero values.

@@ -116,6 +116,8 @@ func TestMalformed(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add((&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a", State: "ready"}}}).AppendTo(nil))
 	f.Add((&connregistry.ListClientConnectionsRequest{PrincipalFilter: sp("User:a"), IncludeClosed: true}).AppendTo(nil))
+	f.Add((&connregistry.CloseClientConnectionsRequest{ListenerFilter: sp("CLIENT"), ConnectionIDs: []string{"x"}}).AppendTo(nil))
+	f.Add((&connregistry.CloseClientConnectionsResponse{ErrorMessage: sp("m"), Connections: []connregistry.ConnectionRecord{{ConnectionID: "a"}}}).AppendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var resp connregistry.ListClientConnectionsResponse
 		if resp.ReadFrom(b) == nil {
@@ -129,6 +131,19 @@ func FuzzDecode(f *testing.F) {
 			var again connregistry.ListClientConnectionsRequest
 			require.NoError(t, again.ReadFrom(req.AppendTo(nil)))
 			assert.Equal(t, req, again)
+		}
+		var closeReq connregistry.CloseClientConnectionsRequest
+		if closeReq.ReadFrom(b) == nil {
+			var again connregistry.CloseClientConnectionsRequest
+			require.NoError(t, again.ReadFrom(closeReq.AppendTo(nil)))
+			assert.Equal(t, closeReq, again)
+		}
+		var closeResp connregistry.CloseClientConnectionsResponse
+		if closeResp.ReadFrom(b) == nil {
+			var again connregistry.CloseClientConnectionsResponse
+			require.NoError(t, again.ReadFrom(closeResp.AppendTo(nil)))
+			assert.Equal(t, closeResp.Connections, again.Connections)
+			assert.Equal(t, closeResp.ErrorMessage, again.ErrorMessage)
 		}
 	})
 }

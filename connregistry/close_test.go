@@ -1,0 +1,167 @@
+package connregistry_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+)
+
+var (
+	_ kmsg.Request  = (*connregistry.CloseClientConnectionsRequest)(nil)
+	_ kmsg.Response = (*connregistry.CloseClientConnectionsResponse)(nil)
+)
+
+// Golden bytes of the version-0 schema (flexible): three compact nullable
+// strings, a compact array of compact strings, tags; and the response's
+// throttle, error code, compact nullable message, records, tags.
+func TestCloseGolden(t *testing.T) {
+	req := &connregistry.CloseClientConnectionsRequest{PrincipalFilter: sp("User:bob"), ConnectionIDs: []string{"a", "bc"}}
+	golden := []byte{
+		0x09, 'U', 's', 'e', 'r', ':', 'b', 'o', 'b', // PrincipalFilter
+		0x00,      // ClientAddressFilter null
+		0x00,      // ListenerFilter null
+		0x03,      // two ids
+		0x02, 'a', // "a"
+		0x03, 'b', 'c', // "bc"
+		0x00, // no tagged fields
+	}
+	assert.Equal(t, golden, req.AppendTo(nil))
+	var back connregistry.CloseClientConnectionsRequest
+	require.NoError(t, back.ReadFrom(golden))
+	assert.Equal(t, *req, back)
+
+	resp := &connregistry.CloseClientConnectionsResponse{ErrorCode: 42, ErrorMessage: sp("no"), Connections: []connregistry.ConnectionRecord{}}
+	assert.Equal(t, []byte{0, 0, 0, 0, 0, 42, 0x03, 'n', 'o', 0x01, 0x00}, resp.AppendTo(nil))
+}
+
+func TestCloseRoundTrip(t *testing.T) {
+	resp := &connregistry.CloseClientConnectionsResponse{ThrottleTimeMs: 7, Connections: []connregistry.ConnectionRecord{
+		{ConnectionID: "x", Principal: "User:bob", PrincipalType: "User", ClientAddress: "10.0.0.1", ClientPort: 5,
+			ListenerName: "CLIENT", SecurityProtocol: "SASL_SSL", ConnectedSince: 1, ClientID: "c", State: "ready", Requests: 3},
+	}}
+	var back connregistry.CloseClientConnectionsResponse
+	require.NoError(t, back.ReadFrom(resp.AppendTo(nil)))
+	assert.Equal(t, resp.Connections, back.Connections)
+	assert.Equal(t, int32(7), back.ThrottleTimeMs)
+	assert.Nil(t, back.ErrorMessage)
+
+	req := &connregistry.CloseClientConnectionsRequest{APIKey: 1000}
+	assert.Equal(t, int16(1000), req.Key())
+	assert.Equal(t, int16(1000), req.ResponseKind().Key(), "the response answers under the request's key")
+	assert.Equal(t, connregistry.DefaultCloseAPIKey, (&connregistry.CloseClientConnectionsRequest{}).Key())
+}
+
+func TestCloseMalformed(t *testing.T) {
+	var req connregistry.CloseClientConnectionsRequest
+	for _, b := range [][]byte{nil, {0, 0, 0}, {0, 0, 0, 0x03, 0x02, 'a'}, {0, 0, 0, 0x01, 0x05}} {
+		assert.Error(t, req.ReadFrom(b), "%x", b)
+	}
+	// A peer claiming 2^31 ids in a few bytes costs nothing.
+	assert.Error(t, req.ReadFrom([]byte{0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x08}))
+	var resp connregistry.CloseClientConnectionsResponse
+	assert.Error(t, resp.ReadFrom([]byte{0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}))
+}
+
+// closeRegistry holds three connections whose closers record the reason.
+type closeRegistry struct {
+	reg    *connregistry.Registry
+	mu     sync.Mutex
+	closed map[string]connregistry.CloseReason
+}
+
+func newCloseRegistry() *closeRegistry {
+	r := &closeRegistry{reg: connregistry.New(0), closed: map[string]connregistry.CloseReason{}}
+	for _, c := range []connregistry.Conn{
+		conn("admin-conn", "User:admin", "10.0.0.9:1000", "ADMIN", t0),
+		conn("bob-1", "User:bob", "10.0.0.1:1001", "CLIENT", t0.Add(time.Second)),
+		conn("bob-2", "User:bob", "10.0.0.2:1002", "CLIENT", t0.Add(2*time.Second)),
+		conn("alice-1", "User:alice", "10.0.0.1:1003", "CLIENT", t0.Add(3*time.Second)),
+	} {
+		var e *connregistry.Entry
+		e = r.reg.Add(c, func(reason connregistry.CloseReason) {
+			r.mu.Lock()
+			r.closed[c.ID] = reason
+			r.mu.Unlock()
+			e.Remove(time.Now(), reason)
+		})
+	}
+	return r
+}
+
+func (r *closeRegistry) closedIDs() map[string]connregistry.CloseReason {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]connregistry.CloseReason{}
+	for k, v := range r.closed {
+		out[k] = v
+	}
+	return out
+}
+
+func TestCloseHandler(t *testing.T) {
+	admin := connregistry.Principal{Type: "User", Name: "admin"}
+	tests := []struct {
+		name      string
+		caller    connregistry.Principal
+		req       connregistry.CloseClientConnectionsRequest
+		wantCode  *kerr.Error
+		wantClose []string
+	}{
+		{"by principal", admin, connregistry.CloseClientConnectionsRequest{PrincipalFilter: sp("User:bob")}, nil, []string{"bob-1", "bob-2"}},
+		{"by address", admin, connregistry.CloseClientConnectionsRequest{ClientAddressFilter: sp("10.0.0.1")}, nil, []string{"bob-1", "alice-1"}},
+		{"by CIDR and principal", admin, connregistry.CloseClientConnectionsRequest{ClientAddressFilter: sp("10.0.0.0/24"), PrincipalFilter: sp("User:bob")}, nil, []string{"bob-1", "bob-2"}},
+		{"by id", admin, connregistry.CloseClientConnectionsRequest{ConnectionIDs: []string{"bob-2", "nobody"}}, nil, []string{"bob-2"}},
+		{"never the caller's own connection", admin, connregistry.CloseClientConnectionsRequest{ListenerFilter: sp("admin")}, nil, nil},
+		{"nothing matches", admin, connregistry.CloseClientConnectionsRequest{PrincipalFilter: sp("User:carol")}, nil, nil},
+		{"no filter is refused", admin, connregistry.CloseClientConnectionsRequest{}, kerr.InvalidRequest, nil},
+		{"bad filter", admin, connregistry.CloseClientConnectionsRequest{PrincipalFilter: sp("bob")}, kerr.InvalidRequest, nil},
+		{"not authorized", connregistry.Principal{Type: "User", Name: "bob"}, connregistry.CloseClientConnectionsRequest{PrincipalFilter: sp("User:alice")}, kerr.ClusterAuthorizationFailed, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newCloseRegistry()
+			h := &connregistry.CloseHandler{Registry: r.reg, Authorize: connregistry.SuperUsers("User:admin")}
+			resp := h.Handle(context.Background(), tt.caller, "admin-conn", &tt.req)
+			require.NotNil(t, resp.Connections, "an empty list, never null")
+			var got []string
+			for _, c := range resp.Connections {
+				got = append(got, c.ConnectionID)
+			}
+			if tt.wantCode != nil {
+				assert.Equal(t, tt.wantCode.Code, resp.ErrorCode)
+				require.NotNil(t, resp.ErrorMessage)
+				assert.Empty(t, r.closedIDs(), "a refused request closes nothing")
+				return
+			}
+			assert.Zero(t, resp.ErrorCode)
+			assert.ElementsMatch(t, tt.wantClose, got)
+			closed := r.closedIDs()
+			assert.Len(t, closed, len(tt.wantClose))
+			for _, id := range tt.wantClose {
+				assert.Equal(t, connregistry.ClosedByOperator, closed[id], id)
+			}
+			assert.NotContains(t, closed, "admin-conn")
+			assert.Equal(t, 4-len(tt.wantClose), r.reg.Len())
+		})
+	}
+}
+
+func TestFilterWithConnectionIDs(t *testing.T) {
+	a := conn("a", "User:alice", "10.1.2.3:5000", "CLIENT", t0)
+	b := conn("b", "User:alice", "10.1.2.3:5001", "CLIENT", t0)
+	f := connregistry.Filter{}.WithConnectionIDs("b")
+	assert.False(t, f.Match(a))
+	assert.True(t, f.Match(b))
+	assert.False(t, connregistry.Filter{}.WithConnectionIDs().Match(a), "no ids match nothing")
+	alice, err := connregistry.NewFilter(sp("User:bob"), nil, nil)
+	require.NoError(t, err)
+	assert.False(t, alice.WithConnectionIDs("b").Match(b), "the ids narrow the other filters")
+}
