@@ -1,0 +1,46 @@
+package socketserver
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+)
+
+// CloseClientConnectionsAPI returns the API entry that serves
+// connregistry's CloseClientConnections under key
+// (connregistry.DefaultCloseAPIKey, 1093, unless the host serves another
+// API there): an operator closes the connections of a principal, a client
+// address or prefix, a listener, or single connections by id, as
+// [connregistry.Registry.Close] does in Go. Add it where operators connect,
+// typically beside [ListClientConnectionsAPI] on an administration
+// listener (a listener's [Config.ListenerAPIs]); the server answers it
+// itself, on the connection's goroutine, and the host's handlers never see
+// it. The connections close with connregistry.ClosedByOperator as their
+// reason, and the requesting connection is never among them.
+//
+// authorize decides who may close: the connection's principal must be
+// allowed to ALTER the CLUSTER, and a refused principal gets
+// CLUSTER_AUTHORIZATION_FAILED. nil lets everyone, as Kafka does without an
+// authorizer; [connregistry.SuperUsers] builds one from Kafka's super.users.
+func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API {
+	return API{
+		Key: key, MinVersion: 0, MaxVersion: 0,
+		New: func() kmsg.Request { return &connregistry.CloseClientConnectionsRequest{APIKey: key} },
+		Handler: HandlerFunc(func(r *Request) {
+			req, ok := r.Body.(*connregistry.CloseClientConnectionsRequest)
+			if !ok { // another type under this key: a host's New, not ours
+				_ = r.CloseConnection()
+				return
+			}
+			h := connregistry.CloseHandler{Registry: r.conn.p.srv.registry, Authorize: authorize}
+			resp := h.Handle(r.Context(), r.Conn.Principal, r.Conn.ID, req)
+			if len(resp.Connections) > 0 {
+				r.conn.p.srv.log.Info("connections closed by an operator", "by", r.Conn.Principal, "conn_id", r.Conn.ID,
+					"closed", len(resp.Connections))
+			}
+			if err := r.Respond(resp); err != nil {
+				_ = r.CloseConnection()
+			}
+		}),
+	}
+}
