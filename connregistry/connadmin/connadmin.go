@@ -1,8 +1,9 @@
 // Package connadmin lists a cluster's client connections through Kafka's
-// ListClientConnections API (KIP-1329), with franz-go's kgo client. A broker
-// knows only its own connections and kgo sends a custom API to one broker,
-// so [Client.List] finds the brokers through Metadata and asks each,
-// keeping each broker's result and error apart.
+// ListClientConnections API (KIP-1329), and closes them through kafkanet's
+// CloseClientConnections, with franz-go's kgo client. A broker knows only
+// its own connections and kgo sends a custom API to one broker, so
+// [Client.List] and [Client.Close] find the brokers through Metadata and
+// ask each, keeping each broker's result and error apart.
 package connadmin
 
 import (
@@ -22,12 +23,15 @@ import (
 )
 
 // VersionsOpt returns the kgo option that lets the client send
-// ListClientConnections under key (connregistry.DefaultAPIKey unless the
-// servers chose another): kgo refuses keys missing from its version table,
-// and its table gives key 93 to another API.
-func VersionsOpt(key int16) kgo.Opt {
+// ListClientConnections, and CloseClientConnections, under the given keys
+// (connregistry.DefaultAPIKey and connregistry.DefaultCloseAPIKey unless
+// the servers chose others): kgo refuses keys missing from its version
+// table, and its table gives key 93 to another API.
+func VersionsOpt(keys ...int16) kgo.Opt {
 	vs := kversion.Stable()
-	vs.SetMaxKeyVersion(key, 0)
+	for _, key := range keys {
+		vs.SetMaxKeyVersion(key, 0)
+	}
 	return kgo.MaxVersions(vs)
 }
 
@@ -87,16 +91,25 @@ func (e *ErrorMessage) Error() string {
 func (e *ErrorMessage) Unwrap() error { return e.Code }
 
 // ErrNotAdvertised is a broker's failure when its ApiVersions response
-// does not list the key the Client sends ListClientConnections under: the
-// broker does not serve the API, or serves it under another key. The
-// Client asks each broker for its API versions before it sends, so such a
-// broker never sees the request (it would close the connection unanswered).
+// does not list the key the Client sends ListClientConnections (or
+// CloseClientConnections) under: the broker does not serve the API, or
+// serves it under another key. The Client asks each broker for its API
+// versions before it sends, so such a broker never sees the request (it
+// would close the connection unanswered).
 var ErrNotAdvertised = errors.New("connadmin: the broker does not advertise API key")
 
 // List asks every broker of the cluster, found through a Metadata request,
 // and returns their results ordered by node id. It fails as a whole only
 // when the brokers cannot be found.
 func (c *Client) List(ctx context.Context, f Filters) ([]BrokerResult, error) {
+	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
+		return c.listBroker(ctx, nodeID, f)
+	})
+}
+
+// everyBroker finds the brokers through a Metadata request, calls ask for
+// each at once and returns their results ordered by node id.
+func (c *Client) everyBroker(ctx context.Context, ask func(nodeID int32) ([]connregistry.ConnectionRecord, error)) ([]BrokerResult, error) {
 	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, c.cl)
 	if err != nil {
 		return nil, fmt.Errorf("connadmin: finding the brokers: %w", err)
@@ -106,12 +119,53 @@ func (c *Client) List(ctx context.Context, f Filters) ([]BrokerResult, error) {
 	for i, b := range meta.Brokers {
 		results[i] = BrokerResult{NodeID: b.NodeID, Host: b.Host, Port: b.Port}
 		wg.Go(func() {
-			results[i].Connections, results[i].Err = c.listBroker(ctx, b.NodeID, f)
+			results[i].Connections, results[i].Err = ask(b.NodeID)
 		})
 	}
 	wg.Wait()
 	slices.SortFunc(results, func(a, b BrokerResult) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	return results, nil
+}
+
+// CloseFilters select the connections [Client.Close] closes: every field
+// set must match, and at least one must be set (the servers refuse a
+// request that would close every connection).
+type CloseFilters struct {
+	Principal     *string
+	ClientAddress *string
+	Listener      *string
+	ConnectionIDs []string
+}
+
+// Close asks every broker of the cluster, found through a Metadata
+// request, to close its client connections that match f, sending
+// CloseClientConnections under key (0 means
+// connregistry.DefaultCloseAPIKey; the kgo client must be built with
+// [VersionsOpt] naming it). Each result lists the connections that broker
+// closed (never the one the request came on); a broker that refuses the
+// client's principal fails with kerr.ClusterAuthorizationFailed (ALTER on
+// CLUSTER is required). It fails as a whole only when the brokers cannot
+// be found.
+func (c *Client) Close(ctx context.Context, key int16, f CloseFilters) ([]BrokerResult, error) {
+	if key == 0 {
+		key = connregistry.DefaultCloseAPIKey
+	}
+	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
+		req := &connregistry.CloseClientConnectionsRequest{APIKey: key, PrincipalFilter: f.Principal,
+			ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, ConnectionIDs: f.ConnectionIDs}
+		raw, err := c.send(ctx, nodeID, key, "CloseClientConnections", req)
+		if err != nil {
+			return nil, err
+		}
+		resp, ok := raw.(*connregistry.CloseClientConnectionsResponse)
+		if !ok {
+			return nil, errors.New("connadmin: unexpected response type")
+		}
+		if err := errorOf(resp.ErrorCode, resp.ErrorMessage); err != nil {
+			return nil, err
+		}
+		return resp.Connections, nil
+	})
 }
 
 // ListBroker asks one broker.
@@ -123,16 +177,7 @@ func (c *Client) ListBroker(ctx context.Context, nodeID int32, f Filters) Broker
 func (c *Client) listBroker(ctx context.Context, nodeID int32, f Filters) ([]connregistry.ConnectionRecord, error) {
 	req := &connregistry.ListClientConnectionsRequest{APIKey: c.key, PrincipalFilter: f.Principal,
 		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed}
-	// Ask first: a broker that does not know the key closes the
-	// connection without an answer, which a client sees only as EOF.
-	ok, err := c.advertises(ctx, nodeID)
-	if err != nil {
-		return nil, fmt.Errorf("connadmin: asking broker %d for its API versions: %w", nodeID, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w %d, under which this client sends ListClientConnections", ErrNotAdvertised, c.key)
-	}
-	raw, err := c.cl.Broker(int(nodeID)).RetriableRequest(ctx, req)
+	raw, err := c.send(ctx, nodeID, c.key, "ListClientConnections", req)
 	if err != nil {
 		return nil, err
 	}
@@ -140,24 +185,48 @@ func (c *Client) listBroker(ctx context.Context, nodeID int32, f Filters) ([]con
 	if !ok {
 		return nil, errors.New("connadmin: unexpected response type")
 	}
-	if resp.ErrorCode != 0 {
-		kind, _ := kerr.ErrorForCode(resp.ErrorCode).(*kerr.Error)
-		if kind == nil {
-			kind = &kerr.Error{Message: fmt.Sprintf("UNKNOWN_ERROR_%d", resp.ErrorCode), Code: resp.ErrorCode}
-		}
-		msg := ""
-		if resp.ErrorMessage != nil {
-			msg = *resp.ErrorMessage
-		}
-		return nil, &ErrorMessage{Code: kind, Message: msg}
+	if err := errorOf(resp.ErrorCode, resp.ErrorMessage); err != nil {
+		return nil, err
 	}
 	return resp.Connections, nil
 }
 
-// advertises asks the broker whether its ApiVersions response lists the
-// client's key. The request carries the client's own software name and
-// version, which the broker records for the connection (KIP-511).
-func (c *Client) advertises(ctx context.Context, nodeID int32) (bool, error) {
+// send sends req, of the API named api under key, to one broker once the
+// broker's ApiVersions response has listed key. A broker that does not
+// know the key would close the connection without an answer, which a
+// client sees only as EOF.
+func (c *Client) send(ctx context.Context, nodeID int32, key int16, api string, req kmsg.Request) (kmsg.Response, error) {
+	ok, err := c.advertises(ctx, nodeID, key)
+	if err != nil {
+		return nil, fmt.Errorf("connadmin: asking broker %d for its API versions: %w", nodeID, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w %d, under which this client sends %s", ErrNotAdvertised, key, api)
+	}
+	return c.cl.Broker(int(nodeID)).RetriableRequest(ctx, req)
+}
+
+// errorOf turns a response's error code and message into an
+// *ErrorMessage, nil for code 0.
+func errorOf(code int16, message *string) error {
+	if code == 0 {
+		return nil
+	}
+	kind, _ := kerr.ErrorForCode(code).(*kerr.Error)
+	if kind == nil {
+		kind = &kerr.Error{Message: fmt.Sprintf("UNKNOWN_ERROR_%d", code), Code: code}
+	}
+	msg := ""
+	if message != nil {
+		msg = *message
+	}
+	return &ErrorMessage{Code: kind, Message: msg}
+}
+
+// advertises asks the broker whether its ApiVersions response lists key.
+// The request carries the client's own software name and version, which
+// the broker records for the connection (KIP-511).
+func (c *Client) advertises(ctx context.Context, nodeID int32, key int16) (bool, error) {
 	req := kmsg.NewPtrApiVersionsRequest()
 	if v := c.cl.OptValues(kgo.SoftwareNameAndVersion); len(v) == 2 {
 		req.ClientSoftwareName, _ = v[0].(string)
@@ -170,5 +239,5 @@ func (c *Client) advertises(ctx context.Context, nodeID int32) (bool, error) {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == c.key }), nil
+	return slices.ContainsFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == key }), nil
 }
