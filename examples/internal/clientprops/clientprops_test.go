@@ -1,0 +1,163 @@
+package clientprops_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	key := filepath.Join(dir, "client.pem")
+	caPEM, keyPEM := selfSigned(t, "ca.example")
+	require.NoError(t, os.WriteFile(ca, caPEM, 0o600))
+	require.NoError(t, os.WriteFile(key, append(keyPEM, caPEM...), 0o600))
+
+	tests := []struct {
+		name      string
+		props     listener.Properties
+		prefix    string
+		protocol  protocolmap.SecurityProtocol
+		mechanism string
+		principal string
+		tls       bool
+		errKey    string // the key the error names
+	}{
+		{"nothing is PLAINTEXT", listener.Properties{}, "", protocolmap.Plaintext, "", "", false, ""},
+		{"SASL defaults to PLAIN", listener.Properties{"security.protocol": "sasl_plaintext", "sasl.username": "bob", "sasl.password": "x"},
+			"", protocolmap.SASLPlaintext, "PLAIN", "User:bob", false, ""},
+		{"prefixed SCRAM over TLS", listener.Properties{"upstream.security.protocol": "SASL_SSL", "upstream.sasl.mechanism": "scram-sha-512",
+			"upstream.sasl.username": "proxy", "upstream.sasl.password": "x", "upstream.ssl.truststore.location": ca,
+			"upstream.ssl.keystore.location": key}, "upstream.", protocolmap.SASLSSL, "SCRAM-SHA-512", "User:proxy", true, ""},
+		{"unprefixed keys are not the prefixed ones", listener.Properties{"security.protocol": "SSL"}, "upstream.", protocolmap.Plaintext, "", "", false, ""},
+		{"unknown protocol", listener.Properties{"upstream.security.protocol": "TLS"}, "upstream.", 0, "", "", false, "upstream.security.protocol"},
+		{"unknown mechanism", listener.Properties{"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI", "sasl.username": "a"},
+			"", 0, "", "", false, "sasl.mechanism"},
+		{"no user", listener.Properties{"security.protocol": "SASL_SSL"}, "", 0, "", "", false, "sasl.username"},
+		{"missing trust store", listener.Properties{"security.protocol": "SSL", "ssl.truststore.location": filepath.Join(dir, "none.pem")},
+			"", 0, "", "", false, "ssl.truststore.location"},
+		{"trust store without certificates", listener.Properties{"security.protocol": "SSL", "ssl.truststore.location": key + "x"},
+			"", 0, "", "", false, "ssl.truststore.location"},
+		{"bad key store", listener.Properties{"security.protocol": "SSL", "ssl.keystore.location": ca}, "", 0, "", "", false, "ssl.keystore.location"},
+		{"bad algorithm", listener.Properties{"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "dns"},
+			"", 0, "", "", false, "ssl.endpoint.identification.algorithm"},
+	}
+	require.NoError(t, os.WriteFile(key+"x", []byte("no certificates here"), 0o600))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := clientprops.Read(tt.props, tt.prefix)
+			if tt.errKey != "" {
+				var ce *protocolmap.ConfigError
+				require.True(t, errors.As(err, &ce), "%v", err)
+				assert.Equal(t, tt.errKey, ce.Key)
+				assert.ErrorIs(t, err, listener.ErrInvalidValue)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.protocol, s.Protocol)
+			assert.Equal(t, tt.mechanism, s.Mechanism)
+			assert.Equal(t, tt.principal, s.Principal())
+			assert.Equal(t, tt.tls, s.TLS != nil)
+			assert.Equal(t, tt.mechanism != "", s.SASL != nil)
+			if s.SASL != nil {
+				assert.Equal(t, tt.mechanism, s.SASL.Name())
+			}
+			if tt.tls {
+				assert.Len(t, s.TLS.Certificates, 1, "the key store's certificate")
+				assert.False(t, s.TLS.InsecureSkipVerify)
+			}
+			assert.Len(t, s.KgoOpts(), map[bool]int{true: 1}[s.TLS != nil]+map[bool]int{true: 1}[s.SASL != nil])
+		})
+	}
+}
+
+// An empty ssl.endpoint.identification.algorithm verifies the chain but
+// not the host name; the default verifies both.
+func TestEndpointIdentification(t *testing.T) {
+	dir := t.TempDir()
+	caPEM, keyPEM := selfSigned(t, "broker.example")
+	ca := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(ca, caPEM, 0o600))
+	cert, err := tls.X509KeyPair(caPEM, keyPEM)
+	require.NoError(t, err)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = c.(*tls.Conn).Handshake(); c.Close() }()
+		}
+	}()
+	otherPEM, _ := selfSigned(t, "other.example")
+	other := filepath.Join(dir, "other.pem")
+	require.NoError(t, os.WriteFile(other, otherPEM, 0o600))
+
+	for _, tc := range []struct {
+		name    string
+		props   listener.Properties
+		wantErr bool
+	}{
+		{"https checks the host: 127.0.0.1 is not broker.example", listener.Properties{"ssl.truststore.location": ca}, true},
+		{"empty checks the chain only", listener.Properties{"ssl.truststore.location": ca, "ssl.endpoint.identification.algorithm": ""}, false},
+		{"empty still checks the chain", listener.Properties{"ssl.truststore.location": other, "ssl.endpoint.identification.algorithm": ""}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.props["security.protocol"] = "SSL"
+			s, err := clientprops.Read(tc.props, "")
+			require.NoError(t, err)
+			cfg := s.TLS.Clone()
+			cfg.ServerName = "127.0.0.1"
+			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", ln.Addr().String(), cfg)
+			if tc.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			c.Close()
+		})
+	}
+}
+
+// selfSigned returns a self-signed CA certificate for name and its key, in
+// PEM.
+func selfSigned(t *testing.T, name string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})
+}
