@@ -1,21 +1,25 @@
 // Command kafka-client-connections lists the client connections of a Kafka
 // cluster's brokers through the ListClientConnections API (KIP-1329), the
-// command the KIP proposes:
+// command the KIP proposes, and closes them through kafkanet's
+// CloseClientConnections:
 //
 //	go run ./examples/kafka-client-connections --bootstrap-server 127.0.0.1:9092 --list \
 //	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] \
 //	    [--command-config client.properties] [--output table|json] [--include-closed] [--api-key 93]
+//	go run ./examples/kafka-client-connections --bootstrap-server 127.0.0.1:9092 --close \
+//	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] [--connection-id ID]... \
+//	    [--command-config client.properties] [--output table|json] [--close-api-key 1093]
 //
 // Every broker of the cluster is asked (each knows only its own
-// connections); with several brokers a BROKER column comes first. The exit
-// status is 1 when any broker failed: the other brokers' results are still
-// printed, and the errors go to standard error.
+// connections); with several brokers a BROKER column comes first. --close
+// needs at least one filter, prints the connections each broker closed
+// (never the command's own) and needs ALTER on CLUSTER where --list needs
+// DESCRIBE. The exit status is 1 when any broker failed: the other
+// brokers' results are still printed, and the errors go to standard error.
 package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -29,11 +33,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/listener"
 )
 
@@ -47,6 +50,7 @@ func main() {
 type options struct {
 	bootstrap     string
 	list          bool
+	close         bool
 	principal     optional
 	clientAddress optional
 	listenerName  optional
@@ -54,6 +58,17 @@ type options struct {
 	output        string
 	includeClosed bool
 	apiKey        int
+	closeAPIKey   int
+	connectionIDs repeated
+}
+
+// repeated is a string flag that may be given more than once.
+type repeated []string
+
+func (r *repeated) String() string { return strings.Join(*r, ",") }
+func (r *repeated) Set(s string) error {
+	*r = append(*r, s)
+	return nil
 }
 
 // optional is a string flag that remembers whether it was given.
@@ -79,14 +94,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.bootstrap, "bootstrap-server", "", "comma-separated `host:port` list of brokers to connect to (required)")
-	fs.BoolVar(&o.list, "list", false, "list the connections (the only action)")
+	fs.BoolVar(&o.list, "list", false, "list the connections")
+	fs.BoolVar(&o.close, "close", false, "close the connections the filters select (at least one filter; never the command's own)")
 	fs.Var(&o.principal, "principal", "only connections of this `principal`, Type:name (e.g. User:alice)")
 	fs.Var(&o.clientAddress, "client-address", "only connections from this IP `address` or CIDR prefix")
 	fs.Var(&o.listenerName, "listener", "only connections on this `listener` (any case)")
 	fs.StringVar(&o.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.truststore.location, ssl.keystore.location")
 	fs.StringVar(&o.output, "output", "table", "`format`: table or json")
 	fs.BoolVar(&o.includeClosed, "include-closed", false, "also list recently closed connections, with when and why they closed")
+	fs.Var(&o.connectionIDs, "connection-id", "with --close: only the connection with this `id`, as --list shows it (repeatable)")
 	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultAPIKey), "the API `key` the brokers serve ListClientConnections under")
+	fs.IntVar(&o.closeAPIKey, "close-api-key", int(connregistry.DefaultCloseAPIKey), "the API `key` the brokers serve CloseClientConnections under")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -107,17 +125,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case len(seeds) == 0:
 		fmt.Fprintln(stderr, "kafka-client-connections: --bootstrap-server is required")
 		return 2
-	case !o.list:
-		fmt.Fprintln(stderr, "kafka-client-connections: say --list")
+	case o.list == o.close:
+		fmt.Fprintln(stderr, "kafka-client-connections: say --list or --close")
+		return 2
+	case o.close && !o.principal.set && !o.clientAddress.set && !o.listenerName.set && len(o.connectionIDs) == 0:
+		fmt.Fprintln(stderr, "kafka-client-connections: --close needs a filter: --principal, --client-address, --listener or --connection-id")
+		return 2
+	case o.close && o.includeClosed, o.list && len(o.connectionIDs) > 0:
+		fmt.Fprintln(stderr, "kafka-client-connections: --include-closed goes with --list, --connection-id with --close")
 		return 2
 	case o.output != "table" && o.output != "json":
 		fmt.Fprintln(stderr, "kafka-client-connections: --output is table or json")
 		return 2
-	case o.apiKey < 0 || o.apiKey > 32767:
-		fmt.Fprintln(stderr, "kafka-client-connections: --api-key is out of range")
+	case o.apiKey < 0 || o.apiKey > 32767 || o.closeAPIKey < 0 || o.closeAPIKey > 32767:
+		fmt.Fprintln(stderr, "kafka-client-connections: --api-key or --close-api-key is out of range")
 		return 2
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), connadmin.VersionsOpt(int16(o.apiKey)),
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), connadmin.VersionsOpt(int16(o.apiKey), int16(o.closeAPIKey)),
 		kgo.RequestRetries(2), kgo.RetryTimeout(10 * time.Second)}
 	var principal string
 	if o.commandConfig != "" {
@@ -126,12 +150,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "kafka-client-connections:", err)
 			return 1
 		}
-		more, who, err := clientOptions(props)
+		sec, err := clientprops.Read(props, "")
 		if err != nil {
 			fmt.Fprintln(stderr, "kafka-client-connections:", err)
 			return 1
 		}
-		opts, principal = append(opts, more...), who
+		opts, principal = append(opts, sec.KgoOpts()...), sec.Principal()
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -139,18 +163,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer cl.Close()
-	results, err := connadmin.New(cl, int16(o.apiKey)).List(ctx, connadmin.Filters{
-		Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), IncludeClosed: o.includeClosed,
-	})
+	admin := connadmin.New(cl, int16(o.apiKey))
+	var results []connadmin.BrokerResult
+	if o.close {
+		results, err = admin.Close(ctx, int16(o.closeAPIKey), connadmin.CloseFilters{
+			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), ConnectionIDs: o.connectionIDs,
+		})
+	} else {
+		results, err = admin.List(ctx, connadmin.Filters{
+			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), IncludeClosed: o.includeClosed,
+		})
+	}
 	if err != nil {
-		fmt.Fprintln(stderr, "kafka-client-connections:", describe(err, principal, "the cluster"))
+		fmt.Fprintln(stderr, "kafka-client-connections:", describe(err, principal, "the cluster", o.close))
 		return 1
 	}
 	failed := false
 	for _, r := range results {
 		if r.Err != nil {
 			failed = true
-			fmt.Fprintf(stderr, "kafka-client-connections: broker %d (%s:%d): %s\n", r.NodeID, r.Host, r.Port, describe(r.Err, principal, fmt.Sprintf("broker %d", r.NodeID)))
+			fmt.Fprintf(stderr, "kafka-client-connections: broker %d (%s:%d): %s\n", r.NodeID, r.Host, r.Port, describe(r.Err, principal, fmt.Sprintf("broker %d", r.NodeID), o.close))
 		}
 	}
 	if o.output == "json" {
@@ -171,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // usage prints the flags as Kafka's tools write them, with two dashes.
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
-	fmt.Fprintln(w, "Usage: kafka-client-connections --bootstrap-server HOST:PORT --list [options]")
+	fmt.Fprintln(w, "Usage: kafka-client-connections --bootstrap-server HOST:PORT --list|--close [options]")
 	fs.VisitAll(func(f *flag.Flag) {
 		name, help := flag.UnquoteUsage(f)
 		fmt.Fprintf(w, "  --%s", f.Name)
@@ -188,8 +220,11 @@ func usage(fs *flag.FlagSet) {
 
 // describe says an authorization failure, and a key the broker does not
 // serve, in plain words.
-func describe(err error, principal, where string) string {
+func describe(err error, principal, where string, closing bool) string {
 	if errors.Is(err, connadmin.ErrNotAdvertised) {
+		if closing {
+			return err.Error() + "; if the brokers serve CloseClientConnections under another key, give it with --close-api-key"
+		}
 		return err.Error() + "; if the brokers serve ListClientConnections under another key, give it with --api-key"
 	}
 	if errors.Is(err, kerr.ClusterAuthorizationFailed) {
@@ -197,64 +232,12 @@ func describe(err error, principal, where string) string {
 		if who == "" {
 			who = "this client's principal"
 		}
+		if closing {
+			return fmt.Sprintf("not authorized: %s may not close connections on %s (ALTER on CLUSTER is required): %v", who, where, err)
+		}
 		return fmt.Sprintf("not authorized: %s may not list connections on %s (DESCRIBE on CLUSTER is required): %v", who, where, err)
 	}
 	return err.Error()
-}
-
-// clientOptions turns Kafka client properties into kgo options, and says
-// which principal they log in as.
-func clientOptions(p listener.Properties) ([]kgo.Opt, string, error) {
-	var opts []kgo.Opt
-	protocol, _ := p.Get("security.protocol")
-	if protocol == "" {
-		protocol = "PLAINTEXT"
-	}
-	protocol = strings.ToUpper(protocol)
-	principal := ""
-	if protocol == "SSL" || protocol == "SASL_SSL" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if path, ok := p.Get("ssl.truststore.location"); ok && path != "" {
-			pem, err := os.ReadFile(path)
-			if err != nil {
-				return nil, "", fmt.Errorf("ssl.truststore.location: %w", err)
-			}
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, "", fmt.Errorf("ssl.truststore.location %s holds no PEM certificate", path)
-			}
-		}
-		if path, ok := p.Get("ssl.keystore.location"); ok && path != "" {
-			cert, err := tls.LoadX509KeyPair(path, path)
-			if err != nil {
-				return nil, "", fmt.Errorf("ssl.keystore.location (a PEM file with the key and the certificate chain): %w", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
-	}
-	if protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL" {
-		mech, _ := p.Get("sasl.mechanism")
-		user, _ := p.Get("sasl.username")
-		pass, _ := p.Get("sasl.password")
-		if user == "" {
-			return nil, "", fmt.Errorf("security.protocol %s needs sasl.username and sasl.password (sasl.jaas.config is not read)", protocol)
-		}
-		principal = "User:" + user
-		switch strings.ToUpper(mech) {
-		case "", "PLAIN":
-			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-		case "SCRAM-SHA-256":
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-		case "SCRAM-SHA-512":
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
-		default:
-			return nil, "", fmt.Errorf("sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
-		}
-	} else if protocol != "PLAINTEXT" && protocol != "SSL" {
-		return nil, "", fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", protocol)
-	}
-	return opts, principal, nil
 }
 
 // rfc3339 formats epoch milliseconds in UTC, or "-" when unknown.

@@ -303,6 +303,11 @@ func TestBadFlags(t *testing.T) {
 		{"--bootstrap-server", "127.0.0.1:9", "--list", "--api-key", "ninety-three"},
 		{"--bootstrap-server", "127.0.0.1:9", "--list", "--no-such-flag"},
 		{"--bootstrap-server", "127.0.0.1:9", "--list", "extra"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--close"},
+		{"--bootstrap-server", "127.0.0.1:9", "--close"},
+		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--include-closed"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--connection-id", "x"},
+		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--close-api-key", "40000"},
 	} {
 		res := runCLI(t, args...)
 		assert.Equal(t, 2, res.code, "%q", args)
