@@ -14,6 +14,7 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // The broker serves ListClientConnections (KIP-1329), super.users deciding
@@ -64,7 +65,7 @@ func TestListClientConnections(t *testing.T) {
 // SSL with a client certificate, PLAINTEXT), each broker lists only its own
 // connections, and connadmin asks every broker.
 func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := socketservertest.NewPKI(t)
 	c := startClusterWith(t, 3, listener.Properties{}, securitySettings(pki, "super.users=User:alice")...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -75,8 +76,8 @@ func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
 		require.NoError(t, err)
 	}
 	connect(0, "SASL", kgo.SASL(saslMechanism("PLAIN", "bob", "bob-secret")))
-	connect(1, "SASLTLS", kgo.SASL(saslMechanism("SCRAM-SHA-512", "bob", "bob-secret")), kgo.DialTLSConfig(pki.clientTLS(false)))
-	connect(2, "TLS", kgo.DialTLSConfig(pki.clientTLS(true)))
+	connect(1, "SASLTLS", kgo.SASL(saslMechanism("SCRAM-SHA-512", "bob", "bob-secret")), kgo.DialTLSConfig(pki.ClientTLS(false)))
+	connect(2, "TLS", kgo.DialTLSConfig(pki.ClientTLS(true)))
 	connect(2, "REPLICATION")
 
 	admin := newClient(t, addr(t, c, 0, "SASL"), connadmin.VersionsOpt(connregistry.DefaultAPIKey),

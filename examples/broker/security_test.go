@@ -2,20 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -54,87 +45,11 @@ func saslMechanism(mech, user, password string) sasl.Mechanism {
 	panic("unknown SASL mechanism " + mech)
 }
 
-// testPKI is a throwaway certificate authority with a server and a client
-// certificate, the server's written as a PEM key store.
-type testPKI struct {
-	caFile     string // the CA certificate, PEM: the trust store
-	serverFile string // the server's PKCS#8 key and certificate chain, PEM
-	// clientCertFile and clientKeyFile hold the client's certificate and
-	// key, PEM, for clients that read files (kcat).
-	clientCertFile, clientKeyFile string
-	roots                         *x509.CertPool
-	client                        tls.Certificate // CN=client, signed by the CA
-}
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kafkanet test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-
-	issue := func(serial int64, template *x509.Certificate) (keyPEM, certPEM []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		require.NoError(t, err)
-		template.SerialNumber = big.NewInt(serial)
-		template.NotBefore, template.NotAfter = now.Add(-time.Hour), now.Add(24*time.Hour)
-		template.KeyUsage = x509.KeyUsageDigitalSignature
-		der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
-		require.NoError(t, err)
-		pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-		require.NoError(t, err)
-		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
-			pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	}
-	serverKey, serverCert := issue(2, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "localhost"},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	clientKey, clientCert := issue(3, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "client", Organization: []string{"kafkanet"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-
-	p := &testPKI{caFile: filepath.Join(dir, "ca.pem"), serverFile: filepath.Join(dir, "server.pem"), roots: x509.NewCertPool()}
-	p.roots.AddCert(ca)
-	require.NoError(t, os.WriteFile(p.caFile, caPEM, 0o600))
-	keystore := append(append(serverKey, serverCert...), caPEM...)
-	require.NoError(t, os.WriteFile(p.serverFile, keystore, 0o600))
-	p.clientCertFile, p.clientKeyFile = filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key")
-	require.NoError(t, os.WriteFile(p.clientCertFile, clientCert, 0o600))
-	require.NoError(t, os.WriteFile(p.clientKeyFile, clientKey, 0o600))
-	p.client, err = tls.X509KeyPair(clientCert, clientKey)
-	require.NoError(t, err)
-	return p
-}
-
-// clientTLS returns a client TLS configuration that trusts the CA, with the
-// client certificate if withCert.
-func (p *testPKI) clientTLS(withCert bool) *tls.Config {
-	cfg := &tls.Config{RootCAs: p.roots, MinVersion: tls.VersionTLS12}
-	if withCert {
-		cfg.Certificates = []tls.Certificate{p.client}
-	}
-	return cfg
-}
-
 // securitySettings give a broker one listener of each secured kind: SASL
 // (SASL_PLAINTEXT), SASLTLS (SASL_SSL) and TLS (SSL, client certificates
 // required), each SASL one with the demo users, and a PLAINTEXT
 // inter-broker listener; then extra.
-func securitySettings(p *testPKI, extra ...string) []string {
+func securitySettings(p *socketservertest.PKI, extra ...string) []string {
 	return append([]string{
 		"listeners=SASL://127.0.0.1:0,SASLTLS://127.0.0.1:0,TLS://127.0.0.1:0,REPLICATION://127.0.0.1:0",
 		"listener.security.protocol.map=SASL:SASL_PLAINTEXT,SASLTLS:SASL_SSL,TLS:SSL,REPLICATION:PLAINTEXT",
@@ -143,11 +58,11 @@ func securitySettings(p *testPKI, extra ...string) []string {
 		"listener.name.sasl.plain.sasl.jaas.config=" + defaultJAAS,
 		"listener.name.sasltls.plain.sasl.jaas.config=" + defaultJAAS,
 		"listener.name.sasltls.ssl.keystore.type=PEM",
-		"listener.name.sasltls.ssl.keystore.location=" + p.serverFile,
+		"listener.name.sasltls.ssl.keystore.location=" + p.ServerFile,
 		"listener.name.tls.ssl.keystore.type=PEM",
-		"listener.name.tls.ssl.keystore.location=" + p.serverFile,
+		"listener.name.tls.ssl.keystore.location=" + p.ServerFile,
 		"listener.name.tls.ssl.truststore.type=PEM",
-		"listener.name.tls.ssl.truststore.location=" + p.caFile,
+		"listener.name.tls.ssl.truststore.location=" + p.CAFile,
 		"listener.name.tls.ssl.client.auth=required",
 	}, extra...)
 }
@@ -184,14 +99,14 @@ func login(t *testing.T, seed string, timeout time.Duration, opts ...kgo.Opt) er
 }
 
 func TestSASLProduceConsume(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := socketservertest.NewPKI(t)
 	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
 	for _, l := range []string{"SASL", "SASLTLS"} {
 		for _, mech := range mechanisms {
 			t.Run(l+"/"+mech, func(t *testing.T) {
 				opts := []kgo.Opt{kgo.SASL(saslMechanism(mech, "alice", "alice-secret"))}
 				if l == "SASLTLS" {
-					opts = append(opts, kgo.DialTLSConfig(pki.clientTLS(false)))
+					opts = append(opts, kgo.DialTLSConfig(pki.ClientTLS(false)))
 				}
 				produceConsume(t, addr(t, c, 0, l), strings.ToLower("sasl-"+l+"-"+mech), 100, opts...)
 			})
@@ -200,16 +115,16 @@ func TestSASLProduceConsume(t *testing.T) {
 }
 
 func TestSSLClientCertificate(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := socketservertest.NewPKI(t)
 	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
 	seed := addr(t, c, 0, "TLS")
 
 	t.Run("with a client certificate", func(t *testing.T) {
-		produceConsume(t, seed, "ssl-client-cert", 100, kgo.DialTLSConfig(pki.clientTLS(true)))
+		produceConsume(t, seed, "ssl-client-cert", 100, kgo.DialTLSConfig(pki.ClientTLS(true)))
 	})
 	t.Run("kgo without a client certificate", func(t *testing.T) {
 		start := time.Now()
-		err := login(t, seed, 3*time.Second, kgo.DialTLSConfig(pki.clientTLS(false)))
+		err := login(t, seed, 3*time.Second, kgo.DialTLSConfig(pki.ClientTLS(false)))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "certificate required")
 		t.Logf("kgo without a certificate, after %v: %v", time.Since(start), err)
@@ -217,7 +132,7 @@ func TestSSLClientCertificate(t *testing.T) {
 	t.Run("TLS without a client certificate", func(t *testing.T) {
 		// TLS 1.3 finishes the client's side of the handshake before the
 		// server checks the certificate: the alert comes with the first read.
-		conn, err := tls.Dial("tcp", seed, pki.clientTLS(false))
+		conn, err := tls.Dial("tcp", seed, pki.ClientTLS(false))
 		require.NoError(t, err)
 		defer conn.Close()
 		require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
@@ -227,9 +142,9 @@ func TestSSLClientCertificate(t *testing.T) {
 		assert.Contains(t, err.Error(), "certificate required")
 	})
 	t.Run("certificate from another CA", func(t *testing.T) {
-		other := newTestPKI(t)
-		cfg := other.clientTLS(true)
-		cfg.RootCAs = pki.roots // the server is trusted, the client is not
+		other := socketservertest.NewPKI(t)
+		cfg := other.ClientTLS(true)
+		cfg.RootCAs = pki.Roots // the server is trusted, the client is not
 		conn, err := tls.Dial("tcp", seed, cfg)
 		if err == nil {
 			defer conn.Close()
@@ -243,7 +158,7 @@ func TestSSLClientCertificate(t *testing.T) {
 }
 
 func TestSASLWrongPasswordFailsPromptly(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := socketservertest.NewPKI(t)
 	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
 	for _, l := range []string{"SASL", "SASLTLS"} {
 		for _, mech := range mechanisms {
@@ -251,7 +166,7 @@ func TestSASLWrongPasswordFailsPromptly(t *testing.T) {
 				t.Run(l+"/"+mech+"/"+user, func(t *testing.T) {
 					opts := []kgo.Opt{kgo.SASL(saslMechanism(mech, user, "wrong-password"))}
 					if l == "SASLTLS" {
-						opts = append(opts, kgo.DialTLSConfig(pki.clientTLS(false)))
+						opts = append(opts, kgo.DialTLSConfig(pki.ClientTLS(false)))
 					}
 					start := time.Now()
 					err := login(t, addr(t, c, 0, l), 10*time.Second, opts...)

@@ -531,7 +531,7 @@ func TestKcat(t *testing.T) {
 	requireTool(t, "kcat", "apt-get install kcat")
 	plaintext := startTestCluster(t, 1)
 	defaults := startDefaultCluster(t)
-	pki := newTestPKI(t)
+	pki := socketservertest.NewPKI(t)
 	secured := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
 	sasl := func(mech string) []string {
 		return []string{"-X", "sasl.mechanisms=" + mech, "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"}
@@ -546,9 +546,9 @@ func TestKcat(t *testing.T) {
 		{"SASL_PLAINTEXT SCRAM-SHA-256", addr(t, defaults, 0, "CLIENT"), append([]string{"-X", "security.protocol=SASL_PLAINTEXT"}, sasl("SCRAM-SHA-256")...)},
 		{"SASL_PLAINTEXT SCRAM-SHA-512", addr(t, defaults, 0, "CLIENT"), append([]string{"-X", "security.protocol=SASL_PLAINTEXT"}, sasl("SCRAM-SHA-512")...)},
 		{"SASL_SSL SCRAM-SHA-256", addr(t, secured, 0, "SASLTLS"),
-			append([]string{"-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + pki.caFile}, sasl("SCRAM-SHA-256")...)},
-		{"SSL client certificate", addr(t, secured, 0, "TLS"), []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + pki.caFile,
-			"-X", "ssl.certificate.location=" + pki.clientCertFile, "-X", "ssl.key.location=" + pki.clientKeyFile}},
+			append([]string{"-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + pki.CAFile}, sasl("SCRAM-SHA-256")...)},
+		{"SSL client certificate", addr(t, secured, 0, "TLS"), []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + pki.CAFile,
+			"-X", "ssl.certificate.location=" + pki.ClientCertFile, "-X", "ssl.key.location=" + pki.ClientKeyFile}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

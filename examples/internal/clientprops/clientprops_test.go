@@ -1,15 +1,8 @@
 package clientprops_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,15 +15,13 @@ import (
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 func TestRead(t *testing.T) {
 	dir := t.TempDir()
-	ca := filepath.Join(dir, "ca.pem")
-	key := filepath.Join(dir, "client.pem")
-	caPEM, keyPEM := selfSigned(t, "ca.example")
-	require.NoError(t, os.WriteFile(ca, caPEM, 0o600))
-	require.NoError(t, os.WriteFile(key, append(keyPEM, caPEM...), 0o600))
+	pki := socketservertest.NewPKI(t)
+	ca, key := pki.CAFile, pki.ClientFile
 
 	tests := []struct {
 		name      string
@@ -93,11 +84,8 @@ func TestRead(t *testing.T) {
 // An empty ssl.endpoint.identification.algorithm verifies the chain but
 // not the host name; the default verifies both.
 func TestEndpointIdentification(t *testing.T) {
-	dir := t.TempDir()
-	caPEM, keyPEM := selfSigned(t, "broker.example")
-	ca := filepath.Join(dir, "ca.pem")
-	require.NoError(t, os.WriteFile(ca, caPEM, 0o600))
-	cert, err := tls.X509KeyPair(caPEM, keyPEM)
+	pki := socketservertest.NewPKI(t)
+	cert, err := tls.LoadX509KeyPair(pki.ServerFile, pki.ServerFile)
 	require.NoError(t, err)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	require.NoError(t, err)
@@ -111,16 +99,14 @@ func TestEndpointIdentification(t *testing.T) {
 			go func() { _ = c.(*tls.Conn).Handshake(); c.Close() }()
 		}
 	}()
-	otherPEM, _ := selfSigned(t, "other.example")
-	other := filepath.Join(dir, "other.pem")
-	require.NoError(t, os.WriteFile(other, otherPEM, 0o600))
+	ca, other := pki.CAFile, socketservertest.NewPKI(t).CAFile
 
 	for _, tc := range []struct {
 		name    string
 		props   listener.Properties
 		wantErr bool
 	}{
-		{"https checks the host: 127.0.0.1 is not broker.example", listener.Properties{"ssl.truststore.location": ca}, true},
+		{"https checks the host: the certificate does not name broker.example", listener.Properties{"ssl.truststore.location": ca}, true},
 		{"empty checks the chain only", listener.Properties{"ssl.truststore.location": ca, "ssl.endpoint.identification.algorithm": ""}, false},
 		{"empty still checks the chain", listener.Properties{"ssl.truststore.location": other, "ssl.endpoint.identification.algorithm": ""}, true},
 	} {
@@ -129,7 +115,7 @@ func TestEndpointIdentification(t *testing.T) {
 			s, err := clientprops.Read(tc.props, "")
 			require.NoError(t, err)
 			cfg := s.TLS.Clone()
-			cfg.ServerName = "127.0.0.1"
+			cfg.ServerName = "broker.example"
 			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", ln.Addr().String(), cfg)
 			if tc.wantErr {
 				assert.Error(t, err)
@@ -139,25 +125,4 @@ func TestEndpointIdentification(t *testing.T) {
 			c.Close()
 		})
 	}
-}
-
-// selfSigned returns a self-signed CA certificate for name and its key, in
-// PEM.
-func selfSigned(t *testing.T, name string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})
 }
