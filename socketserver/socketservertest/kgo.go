@@ -41,14 +41,15 @@ func (d *RecordingDialer) Addrs() []string {
 }
 
 // KgoSASL returns the kgo option that logs in as user with password, with
-// mechanism PLAIN or SCRAM-SHA-256 (the mechanisms of a ListingCluster's
-// CLIENT listener).
+// mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
 func KgoSASL(mechanism, user, password string) kgo.Opt {
 	switch mechanism {
 	case "PLAIN":
 		return kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism())
 	case "SCRAM-SHA-256":
 		return kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism())
+	case "SCRAM-SHA-512":
+		return kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism())
 	}
 	panic("socketservertest: unknown mechanism " + mechanism)
 }
