@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/clientmatrix"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer/oauthbearertest"
 )
@@ -34,7 +35,8 @@ import (
 // tokens (Kafka's default, the unsecured validator), reads metadata and
 // produces oauthRecords records; and each is refused on the first with a
 // token the broker must not accept. The scripts of the non-Go clients are
-// testdata/clients/oauth_*, which take BOOTSTRAP TOKEN TOPIC.
+// examples/internal/clientmatrix's testdata/clients/oauth_*, which take
+// BOOTSTRAP TOKEN TOPIC.
 
 const (
 	oauthRecords  = 3
@@ -76,22 +78,26 @@ type oauthClient struct {
 }
 
 var oauthClients = []oauthClient{
-	{name: "franz-go kgo", install: "go.mod", probe: goModule("github.com/twmb/franz-go"), signed: true, run: runKgoOAuth},
-	{name: "IBM/sarama", install: "go.mod", probe: goModule("github.com/IBM/sarama"), signed: true, run: runSaramaOAuth},
-	{name: "kcat", install: "apt-get install kcat", probe: probeKcat, ownUnsigned: true, run: runKcatOAuth},
+	{name: "franz-go kgo", install: "go.mod", probe: clientmatrix.GoModule("github.com/twmb/franz-go"), signed: true, run: runKgoOAuth},
+	{name: "IBM/sarama", install: "go.mod", probe: clientmatrix.GoModule("github.com/IBM/sarama"), signed: true, run: runSaramaOAuth},
+	{name: "kcat", install: "apt-get install kcat", probe: clientmatrix.ProbeKcat, ownUnsigned: true, run: runKcatOAuth},
 	{name: "confluent-kafka", install: "apt-get install python3-confluent-kafka", signed: true, ownUnsigned: true,
-		probe: probePython("confluent_kafka", "print(confluent_kafka.version()[0] + ' (librdkafka ' + confluent_kafka.libversion()[0] + ')')"),
-		run:   oauthScript("confluent-kafka", debianPython, "oauth_confluent.py")},
+		probe: clientmatrix.ProbePython("confluent_kafka", "print(confluent_kafka.version()[0] + ' (librdkafka ' + confluent_kafka.libversion()[0] + ')')"),
+		run:   oauthScript("confluent-kafka", clientmatrix.DebianPython, "oauth_confluent.py")},
 	{name: "kafka-python", install: "apt-get install python3-kafka", signed: true,
-		probe: probePython("kafka", "print(kafka.__version__)"), run: oauthScript("kafka-python", debianPython, "oauth_kafka_python.py")},
-	{name: "kafkajs", install: nodeInstall, signed: true, probe: probeNode("kafkajs"), run: oauthScript("kafkajs", "node", "oauth_kafkajs.js")},
-	{name: "platformatic-kafka", install: nodeInstall, signed: true, probe: probeNode("@platformatic/kafka"),
+		probe: clientmatrix.ProbePython("kafka", "print(kafka.__version__)"), run: oauthScript("kafka-python", clientmatrix.DebianPython, "oauth_kafka_python.py")},
+	{name: "kafkajs", install: clientmatrix.NodeInstall, signed: true, probe: clientmatrix.ProbeNode("kafkajs"), run: oauthScript("kafkajs", "node", "oauth_kafkajs.js")},
+	{name: "platformatic-kafka", install: clientmatrix.NodeInstall, signed: true, probe: clientmatrix.ProbeNode("@platformatic/kafka"),
 		run: oauthScript("platformatic-kafka", "node", "oauth_platformatic.mjs")},
 }
 
 func oauthScript(name, program, script string) func(context.Context, string, string, string) (string, error) {
 	return func(ctx context.Context, bootstrap, token, topic string) (string, error) {
-		return runProgram(ctx, name, program, filepath.Join(clientsDir, script), bootstrap, token, topic)
+		dir, err := clientmatrix.Dir()
+		if err != nil {
+			return "", err
+		}
+		return clientmatrix.RunProgram(ctx, name, program, filepath.Join(dir, script), bootstrap, token, topic)
 	}
 }
 
@@ -219,7 +225,7 @@ func TestOAuthBearerClients(t *testing.T) {
 				require.Eventually(t, func() bool { return failedAuth() > before }, 5*time.Second, 10*time.Millisecond,
 					"the broker closed no connection for failed authentication")
 				outcome := "refused"
-				if !strings.Contains(err.Error(), authFailed) {
+				if !strings.Contains(err.Error(), clientmatrix.AuthFailed) {
 					outcome = "refused¹" // the client does not call it an authentication error
 				}
 				t.Logf("%s: %s: %v", cl.client.name, outcome, err)
@@ -299,7 +305,7 @@ func runKgoOAuth(ctx context.Context, bootstrap, token, topic string) (string, e
 	if err != nil {
 		// kgo answers the error challenge with 0x01 and gets
 		// SASL_AUTHENTICATION_FAILED.
-		return "", authError(fmt.Errorf("metadata: %w", err), errors.Is(err, kerr.SaslAuthenticationFailed))
+		return "", clientmatrix.AuthError(fmt.Errorf("metadata: %w", err), errors.Is(err, kerr.SaslAuthenticationFailed))
 	}
 	var records []*kgo.Record
 	for i := range oauthRecords {
@@ -308,7 +314,7 @@ func runKgoOAuth(ctx context.Context, bootstrap, token, topic string) (string, e
 	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
 		return "", fmt.Errorf("produce: %w", err)
 	}
-	version, _ := goModule("github.com/twmb/franz-go")()
+	version, _ := clientmatrix.GoModule("github.com/twmb/franz-go")()
 	return fmt.Sprintf("OK franz-go kgo %s OAUTHBEARER brokers=%d produced %d records", version, len(meta.Brokers), oauthRecords), nil
 }
 
@@ -333,7 +339,7 @@ func runSaramaOAuth(ctx context.Context, bootstrap, token, topic string) (string
 	cfg.Net.SASL.TokenProvider = saramaToken(token)
 	client, err := sarama.NewClient([]string{bootstrap}, cfg)
 	if err != nil {
-		return "", authError(fmt.Errorf("connect: %w", err),
+		return "", clientmatrix.AuthError(fmt.Errorf("connect: %w", err),
 			errors.Is(err, sarama.ErrSASLAuthenticationFailed) || strings.Contains(err.Error(), sarama.ErrSASLAuthenticationFailed.Error()))
 	}
 	defer client.Close()
@@ -353,7 +359,7 @@ func runSaramaOAuth(ctx context.Context, bootstrap, token, topic string) (string
 	if err != nil {
 		return "", fmt.Errorf("produce: %w", err)
 	}
-	version, _ := goModule("github.com/IBM/sarama")()
+	version, _ := clientmatrix.GoModule("github.com/IBM/sarama")()
 	return fmt.Sprintf("OK IBM/sarama %s OAUTHBEARER brokers=%d produced %d records", version, brokers, oauthRecords), nil
 }
 
@@ -364,7 +370,7 @@ func runKcatOAuth(ctx context.Context, bootstrap, token, topic string) (string, 
 	if !ok {
 		return "", errors.New("kcat writes its own unsigned token only")
 	}
-	version, _ := probeKcat()
+	version, _ := clientmatrix.ProbeKcat()
 	base := []string{"-b", bootstrap, "-m", "5", "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=OAUTHBEARER",
 		"-X", "enable.sasl.oauthbearer.unsecure.jwt=true", "-X", "sasl.oauthbearer.config=principal=" + principal}
 	kcat := func(stdin string, args ...string) (string, error) {
@@ -374,7 +380,7 @@ func runKcatOAuth(ctx context.Context, bootstrap, token, topic string) (string, 
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			return "", authError(fmt.Errorf("kcat %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String())),
+			return "", clientmatrix.AuthError(fmt.Errorf("kcat %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String())),
 				strings.Contains(stderr.String(), "SASL authentication error") || strings.Contains(stderr.String(), "invalid_token"))
 		}
 		return stdout.String(), nil

@@ -6,6 +6,8 @@
 //
 // MECHANISM is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 for a SASL_PLAINTEXT
 // listener, or PLAINTEXT for no SASL (USER and PASSWORD are then ignored).
+// With KAFKANET_CHECK_CA set to a PEM CA file the connection is TLS
+// (SASL_SSL, or SSL without SASL), trusting that CA.
 // kafkajs comes from node/node_modules (npm ci --prefix node). The script
 // reads the cluster (describeCluster), creates TOPIC with P partitions
 // (admin.createTopics), reads its metadata, produces N records spread over
@@ -18,6 +20,7 @@
 // retry, so an authentication error fails at once.
 'use strict'
 
+const fs = require('fs')
 const path = require('path')
 
 const N = 9
@@ -45,9 +48,11 @@ async function main () {
     process.exit(2)
   }
   const [bootstrap, mechanism, username, password, topic, group] = args
+  const ca = process.env.KAFKANET_CHECK_CA
   const kafka = new Kafka({
     clientId: 'kafkajs-check',
     brokers: [bootstrap],
+    ssl: ca ? { ca: [fs.readFileSync(ca, 'utf-8')] } : undefined,
     sasl: mechanism === 'PLAINTEXT' ? undefined : { mechanism: mechanism.toLowerCase(), username, password },
     connectionTimeout: TIMEOUT_MS,
     authenticationTimeout: TIMEOUT_MS,

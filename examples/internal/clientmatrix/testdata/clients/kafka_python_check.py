@@ -5,6 +5,8 @@ Usage: kafka_python_check.py BOOTSTRAP MECHANISM USER PASSWORD TOPIC [GROUP]
 
 MECHANISM is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 for a SASL_PLAINTEXT
 listener, or PLAINTEXT for no SASL (USER and PASSWORD are then ignored).
+With KAFKANET_CHECK_CA set to a PEM CA file the connection is TLS
+(SASL_SSL, or SSL without SASL), trusting that CA.
 kafka-python 2.0.2 (Debian's python3-kafka) authenticates with
 SaslHandshake v0 followed by raw, unframed SASL tokens, and probes the
 broker's version with Metadata v0. The script reads the cluster's metadata
@@ -22,6 +24,7 @@ with NoBrokersAvailable; the script reports that as "SASL authentication
 failed".
 """
 import logging
+import os
 import sys
 import time
 
@@ -79,9 +82,13 @@ def main():
         request_timeout_ms=TIMEOUT_S * 1000,
         api_version_auto_timeout_ms=TIMEOUT_S * 1000,
     )
-    if mechanism != "PLAINTEXT":
+    ca = os.environ.get("KAFKANET_CHECK_CA", "")
+    sasl = mechanism != "PLAINTEXT"
+    common["security_protocol"] = ("SASL_" if sasl else "") + ("SSL" if ca else "PLAINTEXT")
+    if ca:
+        common["ssl_cafile"] = ca
+    if sasl:
         common.update(
-            security_protocol="SASL_PLAINTEXT",
             sasl_mechanism=mechanism,
             sasl_plain_username=user,
             sasl_plain_password=password,

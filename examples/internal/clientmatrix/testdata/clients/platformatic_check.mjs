@@ -6,6 +6,8 @@
 //
 // MECHANISM is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 for a SASL_PLAINTEXT
 // listener, or PLAINTEXT for no SASL (USER and PASSWORD are then ignored).
+// With KAFKANET_CHECK_CA set to a PEM CA file the connection is TLS
+// (SASL_SSL, or SSL without SASL), trusting that CA.
 // @platformatic/kafka comes from node/node_modules (npm ci --prefix node).
 // The script creates TOPIC with P partitions (Admin.createTopics), reads
 // the cluster's metadata, produces N records spread over the partitions,
@@ -83,6 +85,7 @@ const common = {
   retries: 0
 }
 if (mechanism !== 'PLAINTEXT') common.sasl = { mechanism, username, password }
+if (process.env.KAFKANET_CHECK_CA) common.tls = { ca: [readFileSync(process.env.KAFKANET_CHECK_CA, 'utf-8')] }
 
 const want = []
 for (let i = 0; i < N; i++) want.push('value-' + i)

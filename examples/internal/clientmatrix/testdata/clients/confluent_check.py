@@ -5,6 +5,8 @@ Usage: confluent_check.py BOOTSTRAP MECHANISM USER PASSWORD TOPIC [GROUP]
 
 MECHANISM is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 for a SASL_PLAINTEXT
 listener, or PLAINTEXT for no SASL (USER and PASSWORD are then ignored).
+With KAFKANET_CHECK_CA set to a PEM CA file the connection is TLS
+(SASL_SSL, or SSL without SASL), trusting that CA.
 confluent-kafka-python (Debian's python3-confluent-kafka, on librdkafka)
 reads the cluster's metadata and creates TOPIC with P partitions with the
 AdminClient, produces N records spread over them, and consumes them back:
@@ -14,6 +16,7 @@ VERSION MECHANISM brokers=B ..." on success. A SASL authentication error,
 reported by librdkafka's error callback, fails at once; any failure exits 1
 with "FAIL confluent-kafka: ..." on stderr, and every step has a timeout.
 """
+import os
 import sys
 import time
 
@@ -52,9 +55,13 @@ def main():
         "error_cb": on_error,
         "socket.timeout.ms": TIMEOUT_S * 1000,
     }
-    if mechanism != "PLAINTEXT":
+    ca = os.environ.get("KAFKANET_CHECK_CA", "")
+    sasl = mechanism != "PLAINTEXT"
+    common["security.protocol"] = ("SASL_" if sasl else "") + ("SSL" if ca else "PLAINTEXT")
+    if ca:
+        common["ssl.ca.location"] = ca
+    if sasl:
         common.update({
-            "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanisms": mechanism,
             "sasl.username": user,
             "sasl.password": password,
