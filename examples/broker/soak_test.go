@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"os"
 	"runtime"
@@ -18,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/examples/internal/soak"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,39 +27,6 @@ import (
 // soakFor lengthens TestSoak: go test -run Soak ./examples/broker/ -soak=5m
 // (the flag after the package).
 var soakFor = flag.Duration("soak", 0, "how long each TestSoak case runs (0: a few seconds)")
-
-// soakDigest sums, order-free, the records a partition was told it
-// acknowledged or that a consumer read from it: their count and a hash of
-// each record's producer, sequence and offset. Equal digests on both sides
-// mean every acknowledged record was consumed once, at its acknowledged
-// offset, without keeping the records.
-type soakDigest struct {
-	count int64
-	sum   uint64
-}
-
-func (d *soakDigest) add(producer int, seq, offset int64) {
-	h := fnv.New64a()
-	var b [24]byte
-	binary.BigEndian.PutUint64(b[0:], uint64(producer))
-	binary.BigEndian.PutUint64(b[8:], uint64(seq))
-	binary.BigEndian.PutUint64(b[16:], uint64(offset))
-	h.Write(b[:])
-	d.count++
-	d.sum += h.Sum64()
-}
-
-func soakValue(producer int, seq int64) string { return fmt.Sprintf("p%d-s%d", producer, seq) }
-
-func parseSoakValue(v string) (producer int, seq int64, ok bool) {
-	p, s, found := strings.Cut(v, "-s")
-	if !found || !strings.HasPrefix(p, "p") {
-		return 0, 0, false
-	}
-	producer, err1 := strconv.Atoi(p[1:])
-	seq, err2 := strconv.ParseInt(s, 10, 64)
-	return producer, seq, err1 == nil && err2 == nil
-}
 
 // Soak: kgo producers (acks=all, idempotent, their defaults) and consumers
 // of assigned partitions run through the broker for a while, with a raw
@@ -96,14 +62,6 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// soakClient returns a kgo client that runSoak closes before it returns.
-func soakClient(t *testing.T, seed string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed)}, opts...)...)
-	require.NoError(t, err)
-	return cl
-}
-
 func runSoak(t *testing.T, c *cluster, d time.Duration) {
 	const (
 		topic      = "soak"
@@ -120,128 +78,9 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	deadline := time.Now().Add(d)
-	var clients []*kgo.Client
-	defer func() {
-		for _, cl := range clients {
-			cl.Close()
-		}
-	}()
-
-	// Producers: each writes its own sequence to every partition in turn,
-	// and adds each acknowledged record to its partition's digest.
-	var (
-		mu      sync.Mutex
-		acked   = make([]soakDigest, partitions)
-		failed  []error
-		produce sync.WaitGroup
-	)
-	for p := range producers {
-		cl := soakClient(t, seed, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.MaxBufferedRecords(inFlight))
-		clients = append(clients, cl)
-		produce.Go(func() {
-			next := make([]int64, partitions)
-			for i := 0; time.Now().Before(deadline); i++ {
-				part := int32(i % partitions)
-				seq := next[part]
-				next[part]++
-				r := kgo.StringRecord(soakValue(p, seq))
-				r.Partition = part
-				cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						if len(failed) < 10 {
-							failed = append(failed, err)
-						}
-						return
-					}
-					acked[r.Partition].add(p, seq, r.Offset)
-				})
-			}
-			fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
-			defer fcancel()
-			assert.NoError(t, cl.Flush(fctx), "producer %d", p)
-		})
-	}
-
-	// Consumers: each reads its share of the partitions from the start and
-	// checks the records as they stream: offsets 0..end-1 exactly once and
-	// in order, each producer's sequence without a gap or a repeat. Only
-	// the digests are kept.
-	var (
-		consumedMu sync.Mutex
-		consumed   = make([]soakDigest, partitions)
-		consume    sync.WaitGroup
-		produced   = make(chan map[int32]int64, consumers) // final offsets to read up to, once production has ended
-	)
-	for i := range consumers {
-		assign := map[int32]kgo.Offset{}
-		for p := int32(i); p < partitions; p += consumers {
-			assign[p] = kgo.NewOffset().AtStart()
-		}
-		cl := soakClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}), kgo.FetchMaxWait(500*time.Millisecond))
-		clients = append(clients, cl)
-		consume.Go(func() {
-			var until map[int32]int64
-			next := map[int32]int64{}
-			nextSeq := map[[2]int64]int64{} // partition, producer -> sequence
-			broken := false
-			for !broken {
-				if until == nil {
-					select {
-					case until = <-produced:
-					default:
-					}
-				}
-				if until != nil {
-					done := true
-					for p := range assign {
-						done = done && next[p] >= until[p]
-					}
-					if done {
-						return
-					}
-				}
-				pctx, pcancel := context.WithTimeout(ctx, time.Second)
-				fetches := cl.PollFetches(pctx)
-				pcancel()
-				for _, err := range fetches.Errors() {
-					if !errors.Is(err.Err, context.DeadlineExceeded) {
-						assert.NoError(t, err.Err, "consumer %d: %s[%d]", i, err.Topic, err.Partition)
-					}
-				}
-				fetches.EachRecord(func(r *kgo.Record) {
-					if broken {
-						return
-					}
-					producer, seq, ok := parseSoakValue(string(r.Value))
-					key := [2]int64{int64(r.Partition), int64(producer)}
-					switch {
-					case r.Offset != next[r.Partition]:
-						t.Errorf("partition %d: offset %d where %d was next: a record out of order, missing or twice", r.Partition, r.Offset, next[r.Partition])
-					case !ok:
-						t.Errorf("partition %d offset %d: value %q", r.Partition, r.Offset, r.Value)
-					case seq != nextSeq[key]:
-						t.Errorf("partition %d offset %d: producer %d's sequence %d where %d was next", r.Partition, r.Offset, producer, seq, nextSeq[key])
-					default:
-						next[r.Partition] = r.Offset + 1
-						nextSeq[key]++
-						consumedMu.Lock()
-						consumed[r.Partition].add(producer, seq, r.Offset)
-						consumedMu.Unlock()
-						return
-					}
-					broken = true
-				})
-				if time.Now().After(deadline.Add(60 * time.Second)) {
-					t.Errorf("consumer %d: did not reach the end of its partitions: at %v of %v", i, next, until)
-					return
-				}
-			}
-		})
-	}
+	run := soak.Start(t, soak.Config{Seed: seed, Topic: topic, Partitions: partitions,
+		Producers: producers, Consumers: consumers, InFlight: inFlight, Duration: d})
+	defer run.Close()
 
 	// The heap and the resident set, sampled while the soak runs: the
 	// broker's log is bounded by retention, and the checks keep digests.
@@ -267,13 +106,13 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 
 	// Raw pipelining, one connection per broker, in this goroutine.
 	rounds := 0
-	for time.Now().Before(deadline) {
+	for time.Now().Before(run.Deadline()) {
 		for i := range c.brokers {
 			pipelineRound(t, c, i, 40)
 		}
 		rounds++
 	}
-	produce.Wait()
+	run.WaitProduced()
 
 	// Every partition's end, from the broker's state: the consumers must
 	// reach it.
@@ -282,27 +121,10 @@ func runSoak(t *testing.T, c *cluster, d time.Duration) {
 	for p := range int32(partitions) {
 		until[p] = c.state.highWatermark(tp, p)
 	}
-	for range consumers {
-		produced <- until
-	}
-	consume.Wait()
+	total := run.Finish(until)
 	cancel()
 	<-sampled
 
-	mu.Lock()
-	defer mu.Unlock()
-	require.Empty(t, failed, "produce errors without any fault injected")
-	consumedMu.Lock()
-	defer consumedMu.Unlock()
-	total := int64(0)
-	for p := range int32(partitions) {
-		require.Equalf(t, until[p], consumed[p].count, "partition %d: records consumed vs. its high watermark", p)
-		require.Equalf(t, acked[p].count, consumed[p].count, "partition %d: records acknowledged vs. consumed", p)
-		require.Equalf(t, acked[p].sum, consumed[p].sum,
-			"partition %d: the records consumed are not those acknowledged at their acknowledged offsets", p)
-		total += consumed[p].count
-	}
-	require.Positive(t, total)
 	hwm := peakRSS(t)
 	t.Logf("%v: %d records produced and consumed exactly once; %d pipelined rounds of 40 requests per broker; peak heap %d MiB, peak RSS %d MiB",
 		d, total, rounds, peakHeap.Load()>>20, hwm>>20)
@@ -451,7 +273,7 @@ func TestShutdownLosesNoAcknowledgedWrite(t *testing.T) {
 							return
 						default:
 						}
-						r := kgo.StringRecord(soakValue(p, int64(i)))
+						r := kgo.StringRecord(soak.Value(p, int64(i)))
 						r.Partition = int32(i % partitions)
 						cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 							if err != nil {
