@@ -1,0 +1,175 @@
+// Command proxy is a Kafka-protocol proxy built on kafkanet: it serves
+// Kafka clients on kafkanet listeners and forwards their requests to an
+// upstream Kafka cluster, so that clients only ever talk to the proxy.
+//
+// Usage:
+//
+//	proxy -upstream HOST:PORT[,HOST:PORT] [-config proxy.properties] [-set key=value]...
+//
+// The configuration is a Java .properties file with each -set laid over
+// it; keys set nowhere take Kafka's defaults. The client side is
+// configured with Kafka's broker keys: listeners (and
+// advertised.listeners), listener.security.protocol.map, each listener's
+// TLS (ssl.keystore.*, ssl.truststore.*, ssl.client.auth) and SASL
+// (sasl.enabled.mechanisms; the users are the user_<name>="<password>"
+// options of listener.name.<listener>.plain.sasl.jaas.config), the
+// connection quotas (max.connections, max.connections.per.ip, ...,
+// max.connection.creation.rate) and connection.failed.authentication.delay.ms
+// (KIP-306). Authentication ends at the proxy: upstream, the proxy logs in
+// with its own credentials, Kafka's client keys prefixed with upstream.
+// (upstream.security.protocol, upstream.sasl.mechanism,
+// upstream.sasl.username, upstream.sasl.password,
+// upstream.ssl.truststore.location, upstream.ssl.keystore.location,
+// upstream.ssl.endpoint.identification.algorithm).
+//
+// Each data listener is a bootstrap port, and each upstream broker gets a
+// port of its own on it: proxy.broker.port.base plus the broker's node id
+// (by default the listener's port + 1 + node id; ephemeral ports for a
+// listener on port 0), unless proxy.broker.port.mapping (nodeId:port,...)
+// gives it one; both may be set per listener with the
+// listener.name.<listener>. prefix. Metadata, FindCoordinator and
+// DescribeCluster responses, and the leader hints of Produce and Fetch,
+// name these ports, so that clients only learn proxy addresses; a request
+// on a broker's port goes to that broker.
+//
+// The proxy answers ApiVersions itself with the APIs and versions both it
+// and every upstream broker support, and never forwards the SASL exchange.
+// proxy.admin.listener.name names a listener for operators, where the
+// proxy answers Metadata (as the only broker) and serves
+// ListClientConnections (the proxy's client connections, KIP-1329) and
+// CloseClientConnections (close by principal, address, listener or id),
+// both behind super.users; kafka-client-connections speaks to it.
+//
+// When an upstream broker goes away, the client connections routed to it
+// close, so that their clients reconnect and refresh their metadata; an
+// upstream response that does not decode closes its client connection.
+// SIGINT or SIGTERM drain the proxy as the broker drains (at most 10 s):
+// requests in flight are forwarded and answered, then connections close.
+// An invalid configuration is reported naming the key, with exit status 1;
+// bad flags give exit status 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// shutdownTimeout bounds the graceful shutdown.
+const shutdownTimeout = 10 * time.Second
+
+// settingsFlag collects the values of the repeatable -set flag.
+type settingsFlag []string
+
+func (s *settingsFlag) String() string { return strings.Join(*s, " ") }
+
+func (s *settingsFlag) Set(v string) error {
+	k, _, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return errors.New("want key=value")
+	}
+	*s = append(*s, v)
+	return nil
+}
+
+// run is the whole command: it serves until ctx ends and returns the exit
+// status.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	upstream := fs.String("upstream", "", "the upstream cluster's bootstrap `servers`, host:port[,host:port] (the key "+keyUpstream+")")
+	configPath := fs.String("config", "", "read settings from the Java .properties `file`")
+	var sets settingsFlag
+	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: proxy -upstream HOST:PORT [-config proxy.properties] [-set key=value]...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "proxy: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg, err := resolve(*configPath, sets, *upstream)
+	if err != nil {
+		fmt.Fprintf(stderr, "proxy: %v\n", err)
+		return 1
+	}
+	p, err := newProxy(ctx, cfg, log, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "proxy: %v\n", err)
+		return 1
+	}
+	if err := p.Start(ctx); err != nil {
+		p.Close()
+		fmt.Fprintf(stderr, "proxy: %v\n", err)
+		return 1
+	}
+	for _, l := range cfg.Listeners {
+		log.Info("listening", "listener", l.Name, "addr", p.Addr(string(l.Name)), "protocol", l.SecurityProtocol)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(context.Background()) }()
+
+	<-ctx.Done()
+	log.Info("shutting down", "timeout", shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	code := 0
+	if err := p.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
+		code = 1
+	}
+	if err := <-served; err != nil && !errors.Is(err, socketserver.ErrServerClosed) {
+		log.Error("serve", "err", err)
+		code = 1
+	}
+	log.Info("stopped")
+	return code
+}
+
+// resolve reads the configuration file, if any, lays sets over it, sets
+// the upstream bootstrap servers from -upstream, and resolves it.
+func resolve(path string, sets []string, upstream string) (*listener.Config, error) {
+	props := listener.Properties{}
+	if path != "" {
+		p, err := listener.LoadProperties(path)
+		if err != nil {
+			return nil, err
+		}
+		props = p
+	}
+	props, err := props.With(sets...)
+	if err != nil {
+		return nil, err
+	}
+	if upstream != "" {
+		props[keyUpstream] = upstream
+	}
+	return listener.Resolve(withProxyDefaults(props))
+}

@@ -1,0 +1,694 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// proxy is the whole proxy: a socket server for the clients, and the
+// upstream brokers it forwards their requests to.
+//
+// Each client connection is a session with at most one upstream
+// connection, to the broker its port stands for (any broker for the
+// bootstrap port): the socket server reads one request at a time per
+// connection, so the session forwards one at a time, and the client's
+// order, correlation ids (the server answers with the client's) and
+// acks=0 produces (written upstream, nothing awaited) carry over as they
+// are. A request is forwarded at the version the client sent, with its
+// client id; the response is decoded at that version, its broker
+// addresses rewritten (rewrite.go), and answered.
+//
+// A watch per upstream broker holds a connection of its own to it, to
+// learn of new brokers and to notice when the broker goes away: the
+// sessions routed to a broker that cannot be reached any more are closed,
+// so that their clients reconnect and refresh their metadata.
+type proxy struct {
+	cfg  *listener.Config
+	set  settings
+	log  *slog.Logger
+	up   *upstreamClient
+	srv  *socketserver.Server
+	apis []socketserver.API // what the data listeners forward
+
+	ctx    context.Context // ends when the proxy closes: watches stop
+	cancel context.CancelFunc
+	work   sync.WaitGroup // forwarding goroutines and watches
+
+	mu        sync.Mutex
+	stopped   bool
+	nodes     map[int32]*node
+	listeners map[protocolmap.ListenerName]*portSet
+	next      int // round robin over nodes for bootstrap sessions
+}
+
+// node is an upstream broker.
+type node struct {
+	id       int32
+	addr     string // host:port, as upstream advertises it
+	down     bool   // its watch cannot reach it
+	sessions map[*session]struct{}
+}
+
+// upstreamCloseReason is why the proxy closes a client connection whose
+// upstream broker went away.
+const upstreamCloseReason connregistry.CloseReason = "upstream broker unavailable"
+
+// session is one client connection of a data listener.
+type session struct {
+	p      *proxy
+	id     string // the socket server's connection id
+	l      protocolmap.ListenerName
+	target int32 // the node its port stands for, or bootstrapTarget
+
+	mu       sync.Mutex
+	node     *node   // the node it is routed to, once it is
+	up       *upConn // nil until the first forwarded request, and after a failure
+	busy     bool    // a request is being forwarded
+	answered time.Time
+	doomed   bool // its broker went away: it closes, at the latest at its next request
+	watched  bool // its end is hooked to the connection's context
+	ended    bool
+}
+
+type sessionKey struct{}
+
+// newProxy builds the proxy from a resolved configuration: it reads the
+// proxy's settings, asks the upstream cluster for its brokers and the API
+// versions they support, and builds the socket server. Nothing is bound.
+func newProxy(ctx context.Context, cfg *listener.Config, log *slog.Logger, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proxy, error) {
+	set, err := readSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cp := cfg.ControlPlaneListener; cp != "" && cp != set.adminListener {
+		return nil, &protocolmap.ConfigError{Key: listener.KeyControlPlaneListenerName, Value: string(cp), Err: listener.ErrInvalidValue,
+			Rule: "the proxy serves a control plane only as its admin listener (" + keyAdminListener + ")"}
+	}
+	if dial == nil {
+		d := &net.Dialer{KeepAlive: 30 * time.Second}
+		dial = d.DialContext
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &proxy{
+		cfg: cfg, set: set, log: log, ctx: pctx, cancel: cancel,
+		up:        &upstreamClient{sec: set.upstreamSec, dial: dial, dialTimeout: set.setupTimeout, clientID: "kafkanet-proxy"},
+		nodes:     map[int32]*node{},
+		listeners: map[protocolmap.ListenerName]*portSet{},
+	}
+	versions, err := p.discover(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p.apis = forwardedAPIs(versions, set, socketserver.HandlerFunc(p.forward))
+
+	scfg, err := socketserver.ConfigFromProperties(cfg)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	users, warnings, err := listener.NewJAASUsers(cfg)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, w := range warnings {
+		log.Warn(w.String())
+	}
+	scfg.APIs = p.apis
+	scfg.ListenerCredentials = users.Stores()
+	if set.adminListener != "" {
+		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{set.adminListener: p.adminAPIs()}
+	}
+	scfg.Listen = p.listen
+	scfg.ConnContext = p.connContext
+	scfg.Logger = log
+	if p.srv, err = socketserver.New(scfg); err != nil {
+		cancel()
+		return nil, err
+	}
+	return p, nil
+}
+
+// discover asks the upstream cluster for its brokers, through the first
+// bootstrap server that answers, and each reachable broker for its API
+// versions; it returns their intersection.
+func (p *proxy) discover(ctx context.Context) (map[int16]versionRange, error) {
+	var errs []error
+	for _, addr := range p.set.upstream {
+		c, err := p.up.connect(ctx, addr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		versions, err := apiVersions(c)
+		var meta *kmsg.MetadataResponse
+		if err == nil {
+			meta, err = metadata(c, versions)
+		}
+		c.close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		for _, b := range meta.Brokers {
+			p.learn(b.NodeID, b.Host, b.Port)
+		}
+		for _, b := range meta.Brokers {
+			baddr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+			bc, err := p.up.connect(ctx, baddr)
+			if err != nil {
+				p.log.Warn("an upstream broker does not answer; its API versions are not taken into account", "node", b.NodeID, "addr", baddr, "err", err)
+				continue
+			}
+			theirs, err := apiVersions(bc)
+			bc.close()
+			if err != nil {
+				p.log.Warn("an upstream broker's API versions are unknown", "node", b.NodeID, "addr", baddr, "err", err)
+				continue
+			}
+			versions = intersect(versions, theirs)
+		}
+		p.log.Info("upstream cluster", "bootstrap", addr, "brokers", len(meta.Brokers), "apis", len(versions))
+		return versions, nil
+	}
+	return nil, fmt.Errorf("no upstream bootstrap server answered: %w", errors.Join(errs...))
+}
+
+// listen is the socket server's Config.Listen: each data listener is a
+// portSet; other listeners (the admin listener) bind as usual.
+func (p *proxy) listen(ctx context.Context, l listener.Listener) (net.Listener, error) {
+	plan, ok := p.set.ports[l.Name]
+	if !ok {
+		return socketserver.ListenTCP(ctx, l)
+	}
+	ps, err := newPortSet(ctx, l, plan, p.log)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.listeners[l.Name] = ps
+	p.mu.Unlock()
+	return ps, nil
+}
+
+// connContext is the socket server's Config.ConnContext: a connection of
+// a data listener gets a session, routed by the port it arrived on.
+func (p *proxy) connContext(ctx context.Context, nc net.Conn, info socketserver.ConnInfo) context.Context {
+	p.mu.Lock()
+	ps := p.listeners[info.Listener]
+	p.mu.Unlock()
+	if ps == nil {
+		return ctx
+	}
+	s := &session{p: p, id: info.ID, l: info.Listener, target: ps.route(nc.LocalAddr())}
+	return context.WithValue(ctx, sessionKey{}, s)
+}
+
+// Start binds the listeners, opens the port of every upstream broker known
+// and starts watching the brokers.
+func (p *proxy) Start(ctx context.Context) error {
+	if err := p.srv.Start(ctx); err != nil {
+		return err
+	}
+	// The hosts clients are given: each listener's advertised host (the
+	// machine's name for a wildcard), as a broker advertises it.
+	for _, ep := range p.srv.Broker(p.set.nodeID, "").EndPoints {
+		if ps := p.listeners[ep.Name]; ps != nil {
+			ps.setAdvertisedHost(ep.Host)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range p.nodes {
+		for _, ps := range p.listeners {
+			ps.open(n.id)
+		}
+		p.startWatch(n)
+	}
+	return nil
+}
+
+// Serve runs the handler loops until the server stops. Every API the proxy
+// serves is answered in place (API.Handler), so the loops only close what
+// no listener should have let through.
+func (p *proxy) Serve(ctx context.Context) error {
+	refuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.CloseConnection() })
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Go(func() { errs[0] = p.srv.Serve(ctx, listener.DataPlane, 1, refuse) })
+	if p.cfg.ControlPlaneListener != "" {
+		wg.Go(func() { errs[1] = p.srv.Serve(ctx, listener.ControlPlane, 1, refuse) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Shutdown drains as a broker does: no new connections, each request in
+// flight is forwarded and answered, then every connection closes; then
+// the watches stop. If ctx ends first, everything closes at once.
+func (p *proxy) Shutdown(ctx context.Context) error {
+	err := p.srv.Shutdown(ctx)
+	p.stop()
+	return err
+}
+
+// Close stops the proxy at once.
+func (p *proxy) Close() {
+	p.srv.Close()
+	p.stop()
+}
+
+func (p *proxy) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.cancel()
+	p.work.Wait()
+}
+
+// Addr returns the bound address of a listener.
+func (p *proxy) Addr(name string) net.Addr { return p.srv.Addr(name) }
+
+// forward is the Handler of every forwarded API. It runs on the client
+// connection's goroutine, so it hands the request to a goroutine of its
+// own, which forwards it and answers.
+func (p *proxy) forward(r *socketserver.Request) {
+	s, _ := r.Context().Value(sessionKey{}).(*session)
+	if s == nil { // not a data listener: not reached, the admin listener forwards nothing
+		_ = r.CloseConnection()
+		return
+	}
+	s.mu.Lock()
+	if s.doomed || s.busy || s.ended {
+		s.mu.Unlock()
+		_ = r.CloseConnection()
+		return
+	}
+	s.busy = true
+	if !s.watched {
+		s.watched = true
+		context.AfterFunc(r.Context(), s.end)
+	}
+	s.mu.Unlock()
+	p.mu.Lock()
+	stopped := p.stopped
+	if !stopped {
+		p.work.Add(1)
+	}
+	p.mu.Unlock()
+	if stopped {
+		_ = r.CloseConnection()
+		return
+	}
+	go func() {
+		defer p.work.Done()
+		s.serve(r)
+	}()
+}
+
+// serve forwards r and answers it. Whatever goes wrong upstream (the
+// broker cannot be reached, goes away, or sends what does not decode),
+// the client's connection is closed, so that the client reconnects and
+// refreshes its metadata: a response is never invented, and one that was
+// not read whole is never answered.
+func (s *session) serve(r *socketserver.Request) {
+	log := s.p.log
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("forwarding panicked; closing the client connection", "conn_id", s.id, "api_key", r.APIKey,
+				"api_version", r.APIVersion, "panic", v, "stack", string(debug.Stack()))
+			s.drop(nil)
+			_ = r.CloseConnection()
+		}
+	}()
+	up, err := s.conn(r.Context())
+	if err != nil {
+		if r.Context().Err() == nil {
+			log.Info("cannot reach the upstream broker; closing the client connection", "conn_id", s.id, "node", s.target, "err", err)
+		}
+		s.drop(nil)
+		_ = r.CloseConnection()
+		return
+	}
+	resp, err := up.forward(r.Context(), r.Body, r.ClientID)
+	if err != nil {
+		if r.Context().Err() == nil {
+			log.Info("the upstream connection failed; closing the client connection", "conn_id", s.id, "upstream", up.addr,
+				"api_key", r.APIKey, "api_version", r.APIVersion, "err", err)
+		}
+		s.drop(up)
+		_ = r.CloseConnection()
+		return
+	}
+	if resp != nil {
+		rewrite(resp, s.l, s.p)
+	}
+	s.mu.Lock()
+	s.busy = false
+	s.answered = time.Now()
+	s.mu.Unlock()
+	if resp == nil {
+		_ = r.NoResponse()
+		return
+	}
+	if err := r.Respond(resp); err != nil {
+		log.Error("cannot answer a forwarded request", "conn_id", s.id, "api_key", r.APIKey, "err", err)
+		_ = r.CloseConnection()
+	}
+}
+
+// conn returns the session's upstream connection, dialing it on first use.
+func (s *session) conn(ctx context.Context) (*upConn, error) {
+	s.mu.Lock()
+	up := s.up
+	s.mu.Unlock()
+	if up != nil {
+		return up, nil
+	}
+	n, addr, err := s.p.route(s.target)
+	if err != nil {
+		return nil, err
+	}
+	up, err = s.p.up.connect(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		up.close()
+		return nil, net.ErrClosed
+	}
+	s.up = up
+	if n != nil && s.node == nil {
+		s.p.mu.Lock()
+		s.node = n
+		n.sessions[s] = struct{}{}
+		s.p.mu.Unlock()
+	}
+	return up, nil
+}
+
+// drop forgets a failed upstream connection (up, or the current one when
+// up is nil) and ends the request in flight.
+func (s *session) drop(up *upConn) {
+	s.mu.Lock()
+	if up == nil {
+		up = s.up
+	}
+	if up != nil && s.up == up {
+		s.up = nil
+	}
+	s.busy = false
+	s.doomed = true // the request is answered by closing the connection
+	s.mu.Unlock()
+	if up != nil {
+		up.close()
+	}
+}
+
+// end runs when the client connection closes: the upstream connection
+// closes too (a forward in flight sees it fail and stops).
+func (s *session) end() {
+	s.mu.Lock()
+	s.ended = true
+	up, n := s.up, s.node
+	s.up, s.node = nil, nil
+	s.mu.Unlock()
+	if up != nil {
+		up.close()
+	}
+	if n != nil {
+		s.p.mu.Lock()
+		delete(n.sessions, s)
+		s.p.mu.Unlock()
+	}
+}
+
+// route returns the node a session for target dials, and its address: the
+// node itself, or for the bootstrap port the next broker known to be up
+// (the bootstrap servers while none is).
+func (p *proxy) route(target int32) (*node, string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if target != bootstrapTarget {
+		n := p.nodes[target]
+		if n == nil {
+			return nil, "", fmt.Errorf("upstream node %d is unknown", target)
+		}
+		if n.down {
+			return nil, "", fmt.Errorf("upstream node %d (%s) is unavailable", n.id, n.addr)
+		}
+		return n, n.addr, nil
+	}
+	ids := make([]int32, 0, len(p.nodes))
+	for id, n := range p.nodes {
+		if !n.down {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		addr := p.set.upstream[p.next%len(p.set.upstream)]
+		p.next++
+		return nil, addr, nil
+	}
+	slices.Sort(ids)
+	n := p.nodes[ids[p.next%len(ids)]]
+	p.next++
+	return n, n.addr, nil
+}
+
+// learn notes an upstream broker: a new one gets its ports and a watch.
+func (p *proxy) learn(id int32, host string, port int32) {
+	if id < 0 || host == "" || port <= 0 {
+		return
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n, ok := p.nodes[id]; ok {
+		if n.addr != addr {
+			p.log.Info("an upstream broker moved", "node", id, "from", n.addr, "to", addr)
+			n.addr = addr
+		}
+		return
+	}
+	n := &node{id: id, addr: addr, sessions: map[*session]struct{}{}}
+	p.nodes[id] = n
+	if p.srv == nil || p.stopped { // discovering: Start opens the ports and watches
+		return
+	}
+	p.log.Info("new upstream broker", "node", id, "addr", addr)
+	p.startWatch(n)
+}
+
+// endpoint is the addressBook's: the proxy's address of node id on
+// listener l.
+func (p *proxy) endpoint(l protocolmap.ListenerName, id int32) (string, int32, bool) {
+	p.mu.Lock()
+	ps := p.listeners[l]
+	_, known := p.nodes[id]
+	p.mu.Unlock()
+	if ps == nil || !known {
+		return "", 0, false
+	}
+	return ps.endpoint(id)
+}
+
+// startWatch starts n's watch; p.mu is held.
+func (p *proxy) startWatch(n *node) {
+	p.work.Add(1)
+	go func() {
+		defer p.work.Done()
+		p.watch(n)
+	}()
+}
+
+// watch keeps a connection to n until the proxy stops. It refreshes the
+// cluster's metadata every upstream.metadata.max.age.ms and otherwise
+// waits in a read, so that it sees at once when n closes the connection.
+// When n cannot be reached, the sessions routed to it are closed; the
+// watch then tries again with growing pauses until n is back.
+func (p *proxy) watch(n *node) {
+	backoff := 100 * time.Millisecond
+	for p.ctx.Err() == nil {
+		p.mu.Lock()
+		addr := n.addr
+		p.mu.Unlock()
+		c, err := p.up.connect(p.ctx, addr)
+		if err != nil {
+			if p.ctx.Err() != nil {
+				return
+			}
+			p.setDown(n, err)
+			select {
+			case <-time.After(backoff):
+				backoff = min(2*backoff, 5*time.Second)
+			case <-p.ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		p.setUp(n)
+		err = p.follow(c)
+		c.close()
+		if p.ctx.Err() == nil {
+			p.log.Info("lost the watch connection to an upstream broker; reconnecting", "node", n.id, "addr", addr, "err", err)
+		}
+	}
+}
+
+// follow refreshes the metadata on c and waits for the next refresh,
+// until c fails or the proxy stops.
+func (p *proxy) follow(c *upConn) error {
+	stop := context.AfterFunc(p.ctx, c.close)
+	defer stop()
+	versions, err := apiVersions(c)
+	if err != nil {
+		return err
+	}
+	var one [1]byte
+	for {
+		meta, err := metadata(c, versions)
+		if err != nil {
+			return err
+		}
+		for _, b := range meta.Brokers {
+			p.learn(b.NodeID, b.Host, b.Port)
+		}
+		_ = c.nc.SetReadDeadline(time.Now().Add(p.set.metadataMaxAge))
+		_, err = c.nc.Read(one[:])
+		if err == nil {
+			return fmt.Errorf("%w: bytes nobody asked for", errUpstreamResponse)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
+			return err
+		}
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// setUp marks n reachable.
+func (p *proxy) setUp(n *node) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n.down {
+		p.log.Info("upstream broker reachable again", "node", n.id, "addr", n.addr)
+	}
+	n.down = false
+}
+
+// setDown marks n unreachable and closes the client connections routed to
+// it: at once those with nothing in flight, and the others when their
+// request fails (or at their next request, if it was answered).
+func (p *proxy) setDown(n *node, err error) {
+	p.mu.Lock()
+	if n.down {
+		p.mu.Unlock()
+		return
+	}
+	n.down = true
+	sessions := make([]*session, 0, len(n.sessions))
+	for s := range n.sessions {
+		sessions = append(sessions, s)
+	}
+	p.mu.Unlock()
+	p.log.Warn("upstream broker unavailable; closing its client connections", "node", n.id, "addr", n.addr,
+		"connections", len(sessions), "err", err)
+	p.closeIdle(sessions)
+	// A response handed to the socket server a moment ago may still be on
+	// its way to the client: those sessions are closed a little later.
+	if len(sessions) > 0 {
+		p.work.Add(1)
+		go func() {
+			defer p.work.Done()
+			select {
+			case <-time.After(answerGrace * 2):
+				p.closeIdle(sessions)
+			case <-p.ctx.Done():
+			}
+		}()
+	}
+}
+
+// answerGrace is how long after handing a response to the socket server a
+// session is left to write it before the proxy closes the connection.
+const answerGrace = 200 * time.Millisecond
+
+// closeIdle dooms sessions and closes, through the server's registry, the
+// connections of those with no request in flight and no response just
+// handed over.
+func (p *proxy) closeIdle(sessions []*session) {
+	var ids []string
+	for _, s := range sessions {
+		s.mu.Lock()
+		s.doomed = true
+		if !s.ended && !s.busy && time.Since(s.answered) > answerGrace {
+			ids = append(ids, s.id)
+		}
+		s.mu.Unlock()
+	}
+	if len(ids) > 0 {
+		p.srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(ids...), upstreamCloseReason)
+	}
+}
+
+// apiVersions asks c's broker for its API versions.
+func apiVersions(c *upConn) (map[int16]versionRange, error) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "kafkanet-proxy", "1"
+	raw, err := c.roundTrip(req, c.c.clientID, true)
+	if err != nil {
+		return nil, err
+	}
+	resp := raw.(*kmsg.ApiVersionsResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("ApiVersions: %w", err)
+	}
+	out := make(map[int16]versionRange, len(resp.ApiKeys))
+	for _, k := range resp.ApiKeys {
+		out[k.ApiKey] = versionRange{k.MinVersion, k.MaxVersion}
+	}
+	return out, nil
+}
+
+// metadata asks c's broker for the cluster's brokers (no topics), at the
+// newest version both sides know.
+func metadata(c *upConn, versions map[int16]versionRange) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	v, ok := versions[int16(kmsg.Metadata)]
+	if !ok || v.min > 1 {
+		return nil, errors.New("the upstream broker serves no Metadata version from 1 up")
+	}
+	req.Version = min(v.max, req.MaxVersion())
+	req.Topics = []kmsg.MetadataRequestTopic{} // none: v1+ reads an empty list as no topics
+	raw, err := c.roundTrip(req, c.c.clientID, true)
+	if err != nil {
+		return nil, err
+	}
+	return raw.(*kmsg.MetadataResponse), nil
+}
