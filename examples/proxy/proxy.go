@@ -65,6 +65,9 @@ type node struct {
 	sessions map[*session]struct{}
 }
 
+// errNodeDown: the client's broker is known to be unreachable.
+var errNodeDown = errors.New("the upstream broker is unavailable")
+
 // upstreamCloseReason is why the proxy closes a client connection whose
 // upstream broker went away.
 const upstreamCloseReason connregistry.CloseReason = "upstream broker unavailable"
@@ -340,8 +343,12 @@ func (s *session) serve(r *socketserver.Request) {
 	}()
 	up, err := s.conn(r.Context())
 	if err != nil {
+		level := slog.LevelInfo
+		if errors.Is(err, errNodeDown) { // said once, when its watch lost it
+			level = slog.LevelDebug
+		}
 		if r.Context().Err() == nil {
-			log.Info("cannot reach the upstream broker; closing the client connection", "conn_id", s.id, "node", s.target, "err", err)
+			log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id, "node", s.target, "err", err)
 		}
 		s.drop(nil)
 		_ = r.CloseConnection()
@@ -454,7 +461,7 @@ func (p *proxy) route(target int32) (*node, string, error) {
 			return nil, "", fmt.Errorf("upstream node %d is unknown", target)
 		}
 		if n.down {
-			return nil, "", fmt.Errorf("upstream node %d (%s) is unavailable", n.id, n.addr)
+			return nil, "", fmt.Errorf("%w: node %d (%s)", errNodeDown, n.id, n.addr)
 		}
 		return n, n.addr, nil
 	}
