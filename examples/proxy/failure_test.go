@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/soak"
+)
+
+// relay stands for one upstream broker: the proxy dials it in the
+// broker's place, and it passes whole frames both ways. stop makes the
+// broker go away as a broker that is shut down does (Kafka's controlled
+// shutdown, and examples/broker's Shutdown): it stops accepting, answers
+// the requests it has already taken, takes no more, and closes its
+// connections; start brings it back on the same port.
+type relay struct {
+	t      *testing.T
+	target string
+	addr   string
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[*relayConn]struct{}
+	wg     sync.WaitGroup
+	closed bool
+}
+
+type relayConn struct {
+	client, server net.Conn
+	mu             sync.Mutex
+	stopping       bool
+	requests       int // forwarded to the broker
+	responses      int // returned to the proxy
+	answered       chan struct{}
+}
+
+func newRelay(t *testing.T, target string) *relay {
+	r := &relay{t: t, target: target, conns: map[*relayConn]struct{}{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	r.addr = ln.Addr().String()
+	r.serve(ln)
+	t.Cleanup(func() {
+		r.stop()
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		r.wg.Wait()
+	})
+	return r
+}
+
+// start accepts connections again, on the same port.
+func (r *relay) start() {
+	ln, err := net.Listen("tcp", r.addr)
+	require.NoError(r.t, err)
+	r.serve(ln)
+}
+
+func (r *relay) serve(ln net.Listener) {
+	r.mu.Lock()
+	r.ln = ln
+	r.mu.Unlock()
+	r.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", r.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			rc := &relayConn{client: c, server: s, answered: make(chan struct{}, 1)}
+			r.mu.Lock()
+			r.conns[rc] = struct{}{}
+			r.mu.Unlock()
+			r.wg.Go(func() { rc.requestsUp() })
+			r.wg.Go(func() {
+				rc.responsesDown()
+				r.mu.Lock()
+				delete(r.conns, rc)
+				r.mu.Unlock()
+			})
+		}
+	})
+}
+
+// stop shuts the broker down: no new connections, the requests taken are
+// answered (for at most 5 s), then every connection closes.
+func (r *relay) stop() {
+	r.mu.Lock()
+	if r.ln != nil {
+		r.ln.Close()
+		r.ln = nil
+	}
+	conns := make([]*relayConn, 0, len(r.conns))
+	for rc := range r.conns {
+		conns = append(conns, rc)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, rc := range conns {
+		wg.Go(func() {
+			rc.mu.Lock()
+			rc.stopping = true
+			done := rc.responses >= rc.requests
+			rc.mu.Unlock()
+			if !done {
+				select {
+				case <-rc.answered:
+				case <-time.After(5 * time.Second):
+				}
+			}
+			rc.client.Close()
+			rc.server.Close()
+		})
+	}
+	wg.Wait()
+}
+
+// requestsUp forwards the proxy's requests until the broker stops.
+func (rc *relayConn) requestsUp() {
+	for {
+		frame, err := readWhole(rc.client)
+		if err != nil {
+			rc.server.Close()
+			return
+		}
+		rc.mu.Lock()
+		if rc.stopping { // taken by no one: the broker has stopped reading
+			rc.mu.Unlock()
+			return
+		}
+		rc.requests++
+		rc.mu.Unlock()
+		if _, err := rc.server.Write(frame); err != nil {
+			return
+		}
+	}
+}
+
+// responsesDown returns the broker's responses until either side closes.
+func (rc *relayConn) responsesDown() {
+	defer rc.client.Close()
+	for {
+		frame, err := readWhole(rc.server)
+		if err != nil {
+			return
+		}
+		if _, err := rc.client.Write(frame); err != nil {
+			return
+		}
+		rc.mu.Lock()
+		rc.responses++
+		if rc.stopping && rc.responses >= rc.requests {
+			select {
+			case rc.answered <- struct{}{}:
+			default:
+			}
+		}
+		rc.mu.Unlock()
+	}
+}
+
+// readWhole reads one size-prefixed frame, its size included.
+func readWhole(r io.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 4+int(binary.BigEndian.Uint32(size[:])))
+	copy(frame, size[:])
+	_, err := io.ReadFull(r, frame[4:])
+	return frame, err
+}
+
+// dialVia makes the proxy dial the relay in place of the address it
+// stands for.
+func dialVia(replace map[string]string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := replace[addr]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// One upstream broker of three is stopped while producers and consumers
+// run through the proxy (the soak's workload), and started again: the
+// client connections routed to it are closed, the clients reconnect,
+// refresh their metadata and go on, and every acknowledged record is
+// consumed exactly once, at its acknowledged offset (the soak's check,
+// through the proxy). An idle connection to the stopped broker's port is
+// closed cleanly (EOF) without sending anything.
+func TestUpstreamBrokerStops(t *testing.T) {
+	up := startUpstream(t, 3)
+	broker1 := newRelay(t, up.Addr(1, "INTERNAL"))
+	p := startProxy(t, up.Addr(0, "INTERNAL"), &proxyOptions{dial: dialVia(map[string]string{up.Addr(1, "INTERNAL"): broker1.addr})},
+		plaintextProxy...)
+	seed := p.addr(t, "PLAIN")
+
+	const topic, partitions = "failover", 6
+	admin := newClient(t, seed)
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+	create.Topics = append(create.Topics, rt)
+	created, err := create.RequestWith(ctxFor(t, 10*time.Second), admin)
+	require.NoError(t, err)
+	require.NoError(t, kerr.ErrorForCode(created.Topics[0].ErrorCode))
+
+	// An idle connection on broker 1's port, that has been served once.
+	idle := dialRaw(t, p.nodeAddr(t, "PLAIN", 1))
+	idle.roundTrip(t, metadataRequest(1))
+
+	run := soak.Start(t, soak.Config{Seed: seed, Topic: topic, Partitions: partitions, Producers: 3, Consumers: 2,
+		InFlight: 500, Duration: 7 * time.Second, Opts: []kgo.Opt{kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}})
+	defer run.Close()
+	time.Sleep(2 * time.Second)
+
+	broker1.stop()
+	t.Log("upstream broker 1 stopped")
+	idle.requireClosed(t, 10*time.Second)
+	require.Eventually(t, func() bool {
+		return len(closedFor(p, upstreamCloseReason)) > 0
+	}, 10*time.Second, 10*time.Millisecond, "no client connection was closed for the broker's absence")
+	time.Sleep(2 * time.Second)
+	broker1.start()
+	t.Log("upstream broker 1 started again")
+
+	run.WaitProduced()
+	until := highWatermarks(t, up.Addr(0, "INTERNAL"), topic, partitions)
+	total := run.Finish(until)
+	t.Logf("%d records produced and consumed exactly once; %d client connections closed for the broker's absence",
+		total, len(closedFor(p, upstreamCloseReason)))
+}
+
+// closedFor returns the proxy's closed connections with the given reason.
+func closedFor(p *testProxy, reason connregistry.CloseReason) []connregistry.Conn {
+	var out []connregistry.Conn
+	for _, c := range p.srv.Registry().Closed(connregistry.Filter{}) {
+		if c.CloseReason == reason {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// highWatermarks asks the cluster at seed, directly, for the end of each
+// partition of topic.
+func highWatermarks(t *testing.T, seed, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	cl := newClient(t, seed)
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range int32(partitions) {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	shards := cl.RequestSharded(ctxFor(t, 20*time.Second), req)
+	out := map[int32]int64{}
+	for _, s := range shards {
+		require.NoError(t, s.Err)
+		for _, rt := range s.Resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, rp := range rt.Partitions {
+				require.NoError(t, kerr.ErrorForCode(rp.ErrorCode))
+				out[rp.Partition] = rp.Offset
+			}
+		}
+	}
+	require.Len(t, out, partitions)
+	return out
+}
