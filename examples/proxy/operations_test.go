@@ -68,8 +68,8 @@ type jsonBroker struct {
 	Error       string
 	Connections []struct {
 		ConnectionId, Principal, ClientAddress, ListenerName, SecurityProtocol, SoftwareName, ClientId, SaslMechanism, State string
-		ClientPort                                                                                                          int32
-		Requests                                                                                                            int64
+		ClientPort                                                                                                           int32
+		Requests                                                                                                             int64
 	}
 }
 

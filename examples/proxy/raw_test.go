@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -96,4 +97,17 @@ func (tp *testProxy) nodeAddr(t *testing.T, name string, id int32) string {
 	port, ok := ps.open(id)
 	require.True(t, ok, "the proxy serves no port for node %d", id)
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// requireRefused asserts that the peer closes the connection within d
+// without writing anything: cleanly or with a reset, as a server that
+// refuses a connection with a request unread does.
+func (c *rawConn) requireRefused(t *testing.T, d time.Duration) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(d)))
+	n, err := c.Read(make([]byte, 1))
+	require.Equal(t, 0, n, "the proxy wrote something")
+	require.Error(t, err)
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection is still open")
 }

@@ -91,7 +91,9 @@ func TestNoUpstreamAddressReachesAClient(t *testing.T) {
 func produceConsume(t *testing.T, seed, topic, group string, opts ...kgo.Opt) {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
-	cl := newClient(t, seed, append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+	require.NoError(t, err)
+	defer cl.Close()
 	create := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 3, 1
@@ -105,8 +107,10 @@ func produceConsume(t *testing.T, seed, topic, group string, opts ...kgo.Opt) {
 	}
 	require.NoError(t, cl.ProduceSync(ctx, records...).FirstErr())
 
-	consumer := newClient(t, seed, append([]kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	consumer, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit()}, opts...)...)
+	require.NoError(t, err)
+	defer consumer.Close()
 	got := 0
 	for got < 9 {
 		fetches := consumer.PollFetches(ctx)
@@ -115,6 +119,5 @@ func produceConsume(t *testing.T, seed, topic, group string, opts ...kgo.Opt) {
 		got += fetches.NumRecords()
 	}
 	require.NoError(t, consumer.CommitUncommittedOffsets(ctx))
-	consumer.Close()
 
 }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fakeUpstream is a one-broker upstream cluster written by hand, for
+// what examples/broker never does: it answers ApiVersions and Metadata
+// (naming itself node 0) properly, and ListGroups as the test's answer
+// function says, whatever bytes that is. It records the API keys it was
+// sent.
+type fakeUpstream struct {
+	t    *testing.T
+	ln   net.Listener
+	apis []kmsg.ApiVersionsResponseApiKey
+
+	mu     sync.Mutex
+	answer answerFunc
+	keys   map[int16]int
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+// answerFunc returns the bytes that answer a ListGroups request: nil for
+// no answer (the request hangs), and whether the broker then closes the
+// connection.
+type answerFunc func(corr int32, version int16) (out []byte, hangUp bool)
+
+// startFakeUpstream serves ApiVersions, Metadata and ListGroups (and
+// advertises SASL, which it never gets from a PLAINTEXT proxy).
+func startFakeUpstream(t *testing.T) *fakeUpstream {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	f := &fakeUpstream{t: t, ln: ln, keys: map[int16]int{}}
+	for _, k := range []struct{ key, min, max int16 }{{18, 0, 3}, {3, 0, 12}, {16, 0, 4}, {17, 0, 1}, {36, 0, 2}, {60, 0, 1}} {
+		a := kmsg.NewApiVersionsResponseApiKey()
+		a.ApiKey, a.MinVersion, a.MaxVersion = k.key, k.min, k.max
+		f.apis = append(f.apis, a)
+	}
+	f.answer = goodListGroups
+	f.wg.Go(f.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		f.mu.Lock()
+		for _, c := range f.conns {
+			c.Close()
+		}
+		f.mu.Unlock()
+		f.wg.Wait()
+	})
+	return f
+}
+
+func (f *fakeUpstream) addr() string { return f.ln.Addr().String() }
+
+// setAnswer sets how ListGroups is answered.
+func (f *fakeUpstream) setAnswer(answer answerFunc) {
+	f.mu.Lock()
+	f.answer = answer
+	f.mu.Unlock()
+}
+
+// sent returns how many requests of key the fake got.
+func (f *fakeUpstream) sent(key kmsg.Key) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keys[int16(key)]
+}
+
+func (f *fakeUpstream) accept() {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.conns = append(f.conns, c)
+		f.mu.Unlock()
+		f.wg.Go(func() { f.serve(c) })
+	}
+}
+
+// serve answers one connection's requests in order.
+func (f *fakeUpstream) serve(c net.Conn) {
+	defer c.Close()
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return
+		}
+		frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+		if _, err := io.ReadFull(c, frame); err != nil {
+			return
+		}
+		key, version := int16(binary.BigEndian.Uint16(frame)), int16(binary.BigEndian.Uint16(frame[2:]))
+		corr := int32(binary.BigEndian.Uint32(frame[4:]))
+		f.mu.Lock()
+		f.keys[key]++
+		answer := f.answer
+		f.mu.Unlock()
+		var out []byte
+		hangUp := false
+		switch kmsg.Key(key) {
+		case kmsg.ApiVersions:
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version, resp.ApiKeys = version, f.apis
+			out = responseBytes(resp, corr)
+		case kmsg.Metadata:
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = version
+			host, port, _ := net.SplitHostPort(f.addr())
+			p, _ := strconv.Atoi(port)
+			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 0, Host: host, Port: int32(p)}}
+			resp.ControllerID = 0
+			out = responseBytes(resp, corr)
+		case kmsg.ListGroups:
+			if out, hangUp = answer(corr, version); out == nil && !hangUp {
+				continue // hang: no answer
+			}
+		default:
+			return
+		}
+		if _, err := c.Write(out); err != nil || hangUp {
+			return
+		}
+	}
+}
+
+// goodListGroups answers ListGroups properly.
+func goodListGroups(corr int32, version int16) ([]byte, bool) {
+	resp := kmsg.NewPtrListGroupsResponse()
+	resp.Version = version
+	return responseBytes(resp, corr), false
+}
+
+// responseBytes frames resp as a broker does.
+func responseBytes(resp kmsg.Response, corr int32) []byte {
+	body := responseFrame(resp, corr)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
