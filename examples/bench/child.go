@@ -38,7 +38,8 @@ type bench struct {
 	exe       string   // this binary, re-executed as each server
 	env       []string // the children's environment, with the TLS key and chain
 	dialer    *dialer
-	brokerBin string // the example broker, built for scenario b unless -produce-discard
+	brokerBin string // the example broker, built for scenario b unless -produce-discard, and for g
+	proxyBin  string // the example proxy, built for scenario g
 	fileLimit uint64 // RLIMIT_NOFILE, inherited by the children
 	log       io.Writer
 }
@@ -62,16 +63,24 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 	b = &bench{opts: o, exe: exe, dialer: newDialer(clientTLS), fileLimit: limit, log: log,
 		env: append(os.Environ(), envTLSKey+"="+key, envTLSChain+"="+chain)}
 	cleanup = func() {}
-	if slices.Contains(o.scenarios, "b") && !o.produceDiscard {
+	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g")
+	if needBroker {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")
 		if err != nil {
 			return nil, nil, err
 		}
 		cleanup = func() { os.RemoveAll(dir) }
-		fmt.Fprintln(log, "bench: building examples/broker for scenario b")
-		if b.brokerBin, err = buildBroker(ctx, dir); err != nil {
+		fmt.Fprintln(log, "bench: building examples/broker")
+		if b.brokerBin, err = buildExample(ctx, dir, "broker"); err != nil {
 			cleanup()
 			return nil, nil, err
+		}
+		if slices.Contains(o.scenarios, "g") {
+			fmt.Fprintln(log, "bench: building examples/proxy for scenario g")
+			if b.proxyBin, err = buildExample(ctx, dir, "proxy"); err != nil {
+				cleanup()
+				return nil, nil, err
+			}
 		}
 	}
 	return b, cleanup, nil
@@ -143,13 +152,13 @@ func selfSignedCert() (keyPEM, chainPEM string, client *tls.Config, err error) {
 	return keyPEM, chainPEM, &tls.Config{RootCAs: pool}, nil
 }
 
-// buildBroker builds examples/broker into dir with the go command, from
+// buildExample builds examples/<name> into dir with the go command, from
 // the current directory, which must be inside the kafkanet module.
-func buildBroker(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "broker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/kafkanet/kafkanet/examples/broker")
+func buildExample(ctx context.Context, dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/kafkanet/kafkanet/examples/"+name)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the example broker (run the bench inside the kafkanet module, with the go command on PATH): %w\n%s", err, out)
+		return "", fmt.Errorf("building examples/%s (run the bench inside the kafkanet module, with the go command on PATH): %w\n%s", name, err, out)
 	}
 	return bin, nil
 }
@@ -217,6 +226,23 @@ func (b *bench) startBroker(ctx context.Context) (*child, error) {
 	c := &child{name: "examples/broker", addr: addrs[0]}
 	args := []string{"-set", "listeners=PLAINTEXT://" + c.addr}
 	if err := b.launch(ctx, c, b.brokerBin, args); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startProxy starts the example proxy in front of upstream with one
+// PLAINTEXT listener (its brokers' ports ephemeral) and waits until it
+// answers ApiVersions.
+func (b *bench) startProxy(ctx context.Context, upstream string) (*child, error) {
+	addrs, err := freeAddrs(1)
+	if err != nil {
+		return nil, err
+	}
+	c := &child{name: "examples/proxy", addr: addrs[0]}
+	args := []string{"-upstream", upstream, "-set", "listeners=PLAIN://" + c.addr, "-set", "listener.security.protocol.map=PLAIN:PLAINTEXT",
+		"-set", "proxy.broker.port.base=0"}
+	if err := b.launch(ctx, c, b.proxyBin, args); err != nil {
 		return nil, err
 	}
 	return c, nil

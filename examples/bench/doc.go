@@ -7,8 +7,8 @@
 //	go run ./examples/bench -quick             # 1 round, short runs: under a minute
 //	go run ./examples/bench -scenarios a,d -rounds 5 -json
 //
-// Run it from inside the module: scenario b builds examples/broker with the
-// go command. Each server runs alone in a child process on 127.0.0.1 (the
+// Run it from inside the module: scenarios b and g build examples/broker
+// (and g examples/proxy) with the go command. Each server runs alone in a child process on 127.0.0.1 (the
 // bench re-executes itself), so that its CPU time (utime+stime from
 // /proc/PID/stat) and memory (VmRSS from /proc/PID/status) are its own;
 // the bench process is the client. The servers are:
@@ -57,6 +57,11 @@
 //	f  kafkanet only: ListClientConnections latency at each -idle count,
 //	   and the data plane's latency under (a)'s load on 8 connections with
 //	   no listing, a listing every second and listings back to back.
+//	g  examples/proxy in front of examples/broker against a direct
+//	   connection to the same broker, in the same round: Metadata v12 round
+//	   trips on each -conns count (the latency the proxy adds at p50 and
+//	   p99, and the proxy's CPU µs per request), and kgo producing as in b
+//	   (records/s, and each process's CPU ms per MB).
 //
 // The client's connections come from 64 loopback source addresses
 // (127.0.0.2 and up) so that ephemeral ports do not run out, and the bench

@@ -204,7 +204,7 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.rounds != 3 || !slices.Equal(o.idleCounts, []int{10_000, 100_000}) || !slices.Equal(o.rawConns, []int{1, 8, 64}) || len(o.scenarios) != 6 {
+	if o.rounds != 3 || !slices.Equal(o.idleCounts, []int{10_000, 100_000}) || !slices.Equal(o.rawConns, []int{1, 8, 64}) || len(o.scenarios) != len(allScenarios) {
 		t.Errorf("defaults: %+v", o)
 	}
 	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"}} {
@@ -311,5 +311,29 @@ func TestListingEndToEnd(t *testing.T) {
 	}
 	if got := find(t, rows, name("listings back to back"), "listings", kafkanetServer).Median; got < 2 {
 		t.Errorf("%v listings back to back in 300 ms, want several", got)
+	}
+}
+
+// TestProxyEndToEnd runs scenario g briefly: examples/broker reached
+// directly and through examples/proxy, Metadata round trips and a small
+// produce each way.
+func TestProxyEndToEnd(t *testing.T) {
+	rows := runScenarios(t, options{scenarios: []string{"g"}, rounds: 1, duration: 300 * time.Millisecond, rawConns: []int{1},
+		records: 2000, recordSize: 100})
+	for _, c := range []string{"Metadata, conns=1: direct", "Metadata, conns=1: through the proxy"} {
+		if got := find(t, rows, c, "req/s", proxyServer).Median; got <= 0 {
+			t.Errorf("%s: %v req/s", c, got)
+		}
+	}
+	if got := find(t, rows, "Metadata, conns=1: added by the proxy", "proxy CPU µs/req", proxyServer).Median; got <= 0 {
+		t.Errorf("the proxy used %v µs of CPU per request: it was not in the path", got)
+	}
+	for _, c := range []string{"produce: direct", "produce: through the proxy"} {
+		if got := find(t, rows, c, "records/s", proxyServer).Median; got <= 0 {
+			t.Errorf("%s: %v records/s", c, got)
+		}
+	}
+	if got := find(t, rows, "produce: through the proxy", "proxy CPU ms/MB", proxyServer).Median; got <= 0 {
+		t.Errorf("the proxy used %v ms of CPU per MB produced", got)
 	}
 }

@@ -70,7 +70,21 @@ func (r loadResult) samples(out []sample, c string) []sample {
 // meanwhile (if not nil) runs with a context that ends with it, and its
 // result is the run's Listings.
 func runLoad(ctx context.Context, d *dialer, c *child, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
-	rcs, err := openLoadConns(ctx, d, c.addr, conns)
+	return runLoadOf(ctx, d, c, apiVersionsLoad, conns, dur, meanwhile)
+}
+
+// load is the request a raw load repeats, and the check of its response.
+type load struct {
+	frame func() []byte
+	ok    func(*rawConn) error
+}
+
+// apiVersionsLoad is ApiVersions v0, answered without an error.
+var apiVersionsLoad = load{apiVersionsV0Frame, (*rawConn).apiVersionsOK}
+
+// runLoadOf is runLoad with l's request in place of ApiVersions.
+func runLoadOf(ctx context.Context, d *dialer, c *child, l load, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
+	rcs, err := openLoadConns(ctx, d, c.addr, l, conns)
 	defer func() {
 		for _, rc := range rcs {
 			rc.c.Close()
@@ -94,7 +108,7 @@ func runLoad(ctx context.Context, d *dialer, c *child, conns int, dur time.Durat
 	errs := make([]error, conns)
 	var wg sync.WaitGroup
 	for i, rc := range rcs {
-		wg.Go(func() { lats[i], errs[i] = loadConn(rc, measureFrom, deadline) })
+		wg.Go(func() { lats[i], errs[i] = loadConn(rc, l, measureFrom, deadline) })
 	}
 	if err := sleep(ctx, time.Until(measureFrom)); err != nil {
 		wg.Wait()
@@ -134,7 +148,7 @@ func runLoad(ctx context.Context, d *dialer, c *child, conns int, dur time.Durat
 // apiVersionsResponseSize returns the size of the server's ApiVersions v0
 // response frame, its 4-byte size included.
 func apiVersionsResponseSize(ctx context.Context, d *dialer, addr string) (int, error) {
-	rcs, err := openLoadConns(ctx, d, addr, 1)
+	rcs, err := openLoadConns(ctx, d, addr, apiVersionsLoad, 1)
 	for _, rc := range rcs {
 		rc.c.Close()
 	}
@@ -144,21 +158,21 @@ func apiVersionsResponseSize(ctx context.Context, d *dialer, addr string) (int, 
 	return 4 + len(rcs[0].body), nil
 }
 
-// openLoadConns opens n connections to addr, each after one ApiVersions v0
-// round trip, ready to send more.
-func openLoadConns(ctx context.Context, d *dialer, addr string, n int) ([]*rawConn, error) {
+// openLoadConns opens n connections to addr, each after one round trip of
+// l's request, ready to send more.
+func openLoadConns(ctx context.Context, d *dialer, addr string, l load, n int) ([]*rawConn, error) {
 	var rcs []*rawConn
 	for range n {
 		nc, err := d.dial(ctx, addr)
 		if err != nil {
 			return rcs, err
 		}
-		rc := newRawConn(nc, apiVersionsV0Frame())
+		rc := newRawConn(nc, l.frame())
 		rcs = append(rcs, rc)
 		if err := rc.roundTrip(); err != nil {
 			return rcs, err
 		}
-		if err := rc.apiVersionsOK(); err != nil {
+		if err := l.ok(rc); err != nil {
 			return rcs, err
 		}
 	}
@@ -170,7 +184,7 @@ func warmUp(dur time.Duration) time.Duration { return min(dur/5, 500*time.Millis
 
 // loadConn does round trips on rc until the deadline and returns the
 // latencies of those that started from measureFrom on.
-func loadConn(rc *rawConn, measureFrom, deadline time.Time) ([]time.Duration, error) {
+func loadConn(rc *rawConn, l load, measureFrom, deadline time.Time) ([]time.Duration, error) {
 	_ = rc.c.SetDeadline(deadline.Add(30 * time.Second)) // a stuck server fails the run, not hangs it
 	lat := make([]time.Duration, 0, 1<<14)
 	for {
@@ -187,7 +201,7 @@ func loadConn(rc *rawConn, measureFrom, deadline time.Time) ([]time.Duration, er
 		if !start.Before(measureFrom) {
 			lat = append(lat, time.Since(start))
 		}
-		if err := rc.apiVersionsOK(); err != nil {
+		if err := l.ok(rc); err != nil {
 			return lat, err
 		}
 	}
