@@ -242,6 +242,11 @@ func TestUpstreamBrokerStops(t *testing.T) {
 	broker1.start()
 	t.Log("upstream broker 1 started again")
 
+	t.Cleanup(func() { // on failure, the records around the first one out of place, as upstream stores them
+		if b := run.Broke(); b != nil && t.Failed() {
+			dumpPartition(t, up.Addr(0, "INTERNAL"), topic, b.Partition, b.Offset-20, 60)
+		}
+	})
 	run.WaitProduced()
 	until := highWatermarks(t, up.Addr(0, "INTERNAL"), topic, partitions)
 	total := run.Finish(until)
@@ -287,4 +292,20 @@ func highWatermarks(t *testing.T, seed, topic string, partitions int) map[int32]
 	}
 	require.Len(t, out, partitions)
 	return out
+}
+
+// dumpPartition logs n records of a partition from offset on, read from
+// the cluster at seed directly.
+func dumpPartition(t *testing.T, seed, topic string, partition int32, offset int64, n int) {
+	cl := newClient(t, seed, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(max(offset, 0))}}))
+	ctx := ctxFor(t, 10*time.Second)
+	for seen := 0; seen < n && ctx.Err() == nil; {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if seen < n {
+				t.Logf("upstream %s[%d] offset %d: %s (producer id %d, epoch %d, at %s)", topic, r.Partition, r.Offset, r.Value,
+					r.ProducerID, r.ProducerEpoch, r.Timestamp.Format("15:04:05.000"))
+			}
+			seen++
+		})
+	}
 }

@@ -95,6 +95,7 @@ type Run struct {
 
 	consumedMu sync.Mutex
 	consumed   []Digest
+	broke      *Break // the first record out of place
 	consume    sync.WaitGroup
 	until      chan map[int32]int64
 }
@@ -229,9 +230,28 @@ func (r *Run) startConsumer(i int) {
 					return
 				}
 				broken = true
+				r.consumedMu.Lock()
+				if r.broke == nil {
+					r.broke = &Break{Partition: rec.Partition, Offset: rec.Offset}
+				}
+				r.consumedMu.Unlock()
 			})
 		}
 	})
+}
+
+// Break is where a consumer first found a record out of place.
+type Break struct {
+	Partition int32
+	Offset    int64
+}
+
+// Broke returns where a consumer first found a record out of place, nil
+// if none has: a test that fails may show the log around it.
+func (r *Run) Broke() *Break {
+	r.consumedMu.Lock()
+	defer r.consumedMu.Unlock()
+	return r.broke
 }
 
 // Deadline is when the producers stop producing.
