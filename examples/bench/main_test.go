@@ -76,13 +76,14 @@ func testSamples() []sample {
 	add(kfakeServer, 6000, 6200, 6100)
 	add(echoServer, 24_690, 24_690, 24_690)
 	s = append(s, sample{Scenario: "e", Case: "shared data plane", Metric: "answered %", Server: kafkanetServer, Round: 1, Value: 0})
+	s = append(s, sample{Scenario: "g", Case: "Metadata, conns=1: added by the proxy", Metric: "p50 µs", Server: proxyServer, Round: 1, Value: 77})
 	return s
 }
 
 func TestAggregate(t *testing.T) {
 	rows := aggregate(testSamples())
-	if len(rows) != 4 {
-		t.Fatalf("got %d rows, want 4: %+v", len(rows), rows)
+	if len(rows) != 5 {
+		t.Fatalf("got %d rows, want 5: %+v", len(rows), rows)
 	}
 	kn := rows[0]
 	if kn.Server != kafkanetServer || kn.Median != 12_345 || kn.Min != 11_000 || kn.Max != 13_000 {
@@ -103,7 +104,7 @@ func TestAggregate(t *testing.T) {
 }
 
 func TestWriteTables(t *testing.T) {
-	res := &results{Rounds: 3, Scenarios: []scenarioInfo{{ID: "a", Title: "raw", Notes: []string{"a note"}}, {ID: "e", Title: "control"}},
+	res := &results{Rounds: 3, Scenarios: []scenarioInfo{{ID: "a", Title: "raw", Notes: []string{"a note"}}, {ID: "e", Title: "control"}, {ID: "g", Title: "proxy"}},
 		Samples: testSamples(), Failures: []string{"(c) round 1, kfake: boom"}}
 	var buf bytes.Buffer
 	if err := writeTables(&buf, res); err != nil {
@@ -116,6 +117,7 @@ func TestWriteTables(t *testing.T) {
 		"12,345 (11,000–13,000)", "6,100 (6,000–6,200)", "24,690 ", // equal rounds: no range
 		"0.50", "2.02", "0.25",
 		"(e) control", "answered %",
+		"(g) proxy", "examples/proxy", "77",
 		"Failures:", "(c) round 1, kfake: boom",
 	} {
 		if !strings.Contains(out, want) {
@@ -139,7 +141,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("the output is not JSON: %v\n%s", err, buf.String())
 	}
-	if got.Rounds != 3 || len(got.Rows) != 4 || got.Failures == nil {
+	if got.Rounds != 3 || len(got.Rows) != 5 || got.Failures == nil {
 		t.Fatalf("got %+v", got)
 	}
 	if r := got.Rows[1]; r.Server != kfakeServer || r.Median != 6100 || r.RatioToEcho == nil {

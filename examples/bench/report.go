@@ -142,7 +142,7 @@ func writeJSON(w io.Writer, res *results) error {
 }
 
 // serverOrder is the column order of the tables.
-var serverOrder = []serverKind{kafkanetServer, kfakeServer, echoServer}
+var serverOrder = []serverKind{kafkanetServer, kfakeServer, echoServer, proxyServer}
 
 // writeTables writes one table per scenario: a line per case and metric,
 // a column per server with "median (min–max)", and the ratios of kafkanet

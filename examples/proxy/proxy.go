@@ -582,7 +582,7 @@ func (p *proxy) follow(c *upConn) error {
 			p.learn(b.NodeID, b.Host, b.Port)
 		}
 		_ = c.nc.SetReadDeadline(time.Now().Add(p.set.metadataMaxAge))
-		_, err = c.nc.Read(one[:])
+		_, err = c.br.Read(one[:])
 		if err == nil {
 			return fmt.Errorf("%w: bytes nobody asked for", errUpstreamResponse)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -37,6 +38,11 @@ var (
 // Nothing is allocated for a frame beyond what has arrived.
 const maxResponseBytes = 1 << 30
 
+// upReadBuf is an upstream connection's read buffer: most responses
+// (Metadata, Produce, group requests) arrive whole in one read with their
+// size; a larger body is read past it, straight into its frame.
+const upReadBuf = 512
+
 // upstreamClient dials authenticated connections to upstream brokers.
 type upstreamClient struct {
 	sec         clientprops.Security
@@ -52,6 +58,7 @@ type upConn struct {
 	c      *upstreamClient
 	addr   string
 	nc     net.Conn
+	br     *bufio.Reader // over nc: a small response and its size in one read
 	corr   int32
 	buf    []byte    // the request being written
 	reauth time.Time // when to authenticate again (KIP-368); zero: never
@@ -82,7 +89,7 @@ func (c *upstreamClient) connect(ctx context.Context, addr string) (*upConn, err
 		}
 		nc = tc
 	}
-	u := &upConn{c: c, addr: addr, nc: nc}
+	u := &upConn{c: c, addr: addr, nc: nc, br: bufio.NewReaderSize(nc, upReadBuf)}
 	if c.sec.SASL != nil {
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 		err := u.authenticate(ctx)
@@ -197,7 +204,7 @@ func (u *upConn) roundTripID(req kmsg.Request, clientID *string, answered bool) 
 	if !answered {
 		return nil, nil
 	}
-	frame, err := readFrame(u.nc, maxResponseBytes)
+	frame, err := readFrame(u.br, maxResponseBytes)
 	if err != nil {
 		return nil, err
 	}
