@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// runProxy runs the command in-process until ctx ends and returns its exit
+// status and what it logged.
+func runProxy(ctx context.Context, args ...string) (int, string) {
+	var stderr socketservertest.SyncBuffer
+	code := run(ctx, args, &stderr)
+	return code, stderr.String()
+}
+
+// Flags and configurations that are wrong: exit status 2 for flags, 1 for
+// a configuration, with the offending key named and nothing served.
+func TestCommandRefuses(t *testing.T) {
+	fake := startFakeUpstream(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined"},
+		{"an argument", []string{"-upstream", fake.addr(), "extra"}, 2, `unexpected argument "extra"`},
+		{"no upstream", []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0"}, 1, keyUpstream},
+		{"upstream not host:port", []string{"-upstream", "nowhere"}, 1, keyUpstream},
+		{"a missing file", []string{"-upstream", fake.addr(), "-config", filepath.Join(dir, "none.properties")}, 1, "none.properties"},
+		{"a bad port mapping", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "proxy.broker.port.mapping=0:x"}, 1, keyPortMapping},
+		{"a per-listener base out of range", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0",
+			"-set", "listener.name.plaintext.proxy.broker.port.base=70000"}, 1, "listener.name.plaintext.proxy.broker.port.base"},
+		{"an unknown admin listener", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "proxy.admin.listener.name=OPS"}, 1, keyAdminListener},
+		{"only an admin listener", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "proxy.admin.listener.name=PLAINTEXT"}, 1, "data-plane listener"},
+		{"a control plane that is not the admin listener", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0,CTL://127.0.0.1:0",
+			"-set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CTL:PLAINTEXT", "-set", "control.plane.listener.name=CTL"}, 1, "control.plane.listener.name"},
+		{"an upstream mechanism", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0",
+			"-set", "upstream.security.protocol=SASL_PLAINTEXT", "-set", "upstream.sasl.mechanism=GSSAPI", "-set", "upstream.sasl.username=p"}, 1, "upstream.sasl.mechanism"},
+		{"the same key twice", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", keyCloseKey + "=93"}, 1, keyCloseKey},
+		{"upstream unreachable", []string{"-upstream", "127.0.0.1:1", "-set", "listeners=PLAINTEXT://127.0.0.1:0"}, 1, "no upstream bootstrap server answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			code, out := runProxy(ctx, tc.args...)
+			assert.Equal(t, tc.code, code, out)
+			assert.Contains(t, out, tc.want)
+			assert.NotContains(t, out, "msg=listening")
+		})
+	}
+}
+
+// The command serves until its context ends (a signal), logs its
+// listeners and the upstream brokers it serves, and then drains and exits
+// 0.
+func TestCommandServesUntilSignalled(t *testing.T) {
+	up := startUpstream(t, 3)
+	config := filepath.Join(t.TempDir(), "proxy.properties")
+	require.NoError(t, os.WriteFile(config, []byte("listeners=PLAIN://127.0.0.1:0,ADMIN://127.0.0.1:0\n"+
+		"listener.security.protocol.map=PLAIN:PLAINTEXT,ADMIN:PLAINTEXT\nproxy.admin.listener.name=ADMIN\n"), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr socketservertest.SyncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"-upstream", up.Addr(0, "INTERNAL"), "-config", config}, &stderr) }()
+	listening := regexp.MustCompile(`msg=listening listener=PLAIN addr=(\S+)`)
+	var addr string
+	require.Eventually(t, func() bool {
+		m := listening.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 20*time.Second, 10*time.Millisecond, "the command logs no listener:\n%s", stderr.String())
+	assert.Contains(t, stderr.String(), "msg=listening listener=ADMIN")
+	assert.Equal(t, 3, strings.Count(stderr.String(), `msg="serving an upstream broker" listener=PLAIN`))
+
+	c := dialRaw(t, addr)
+	meta := c.roundTrip(t, metadataRequest(1)).(*kmsg.MetadataResponse)
+	assert.Len(t, meta.Brokers, 3)
+
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command did not stop")
+	}
+	assert.Contains(t, stderr.String(), "msg=stopped")
+	c.requireClosed(t, 5*time.Second)
+}
