@@ -77,3 +77,20 @@ func TestBadUpstreamResponses(t *testing.T) {
 	base.RequireReturned(t)
 	assert.Zero(t, fake.sent(kmsg.SASLHandshake)+fake.sent(kmsg.SASLAuthenticate), "SASL requests reached upstream")
 }
+
+// More forwarded requests than Kafka's queued.max.requests (500) wait
+// upstream at once, as long polls do for many consumers: each is
+// forwarded, none waits for another's answer.
+func TestManyRequestsHeldUpstream(t *testing.T) {
+	fake := startFakeUpstream(t)
+	fake.setAnswer(func(int32, int16) ([]byte, bool) { return nil, false }) // held
+	p := startProxy(t, fake.addr(), nil, plaintextProxy...)
+	const n = 600
+	req := kmsg.NewPtrListGroupsRequest()
+	req.Version = 3
+	for range n {
+		dialRaw(t, p.addr(t, "PLAIN")).send(t, req)
+	}
+	require.Eventually(t, func() bool { return fake.sent(kmsg.ListGroups) == n }, 30*time.Second, 10*time.Millisecond,
+		"%d of %d requests reached upstream", fake.sent(kmsg.ListGroups), n)
+}

@@ -88,9 +88,8 @@ func forwardedAPIs(upstream map[int16]versionRange, set settings, h socketserver
 			continue
 		}
 		api, _ := socketserver.KmsgAPI(key, r.min, hi)
-		api.Handler = h
 		apis = append(apis, api)
 	}
 	slices.SortFunc(apis, func(a, b socketserver.API) int { return int(a.Key) - int(b.Key) })
-	return apis
+	return socketserver.Inline(h, apis...)
 }
