@@ -161,17 +161,22 @@ func (u *upConn) authenticate(ctx context.Context) error {
 
 // forward sends a client's request at its own version, with its client
 // id, and returns the response, decoded at that version; nil when the
-// request expects none (Produce with acks=0). If ctx ends first, the
-// connection is closed and ctx's error returned: a response would be left
-// pending on it. Any error leaves u unusable.
+// request expects none (Produce with acks=0). A SASL session near its end
+// is renewed first. If ctx ends first (the client has gone), the round
+// trip stops and ctx's error is returned: a response would be left
+// pending. Any error leaves u unusable.
 func (u *upConn) forward(ctx context.Context, req kmsg.Request, clientID *string) (kmsg.Response, error) {
+	stop := context.AfterFunc(ctx, func() { _ = u.nc.SetDeadline(time.Now()) })
+	var resp kmsg.Response
+	var err error
 	if !u.reauth.IsZero() && time.Now().After(u.reauth) {
-		if err := u.authenticate(ctx); err != nil {
-			return nil, fmt.Errorf("re-authenticating: %w", err)
+		if err = u.authenticate(ctx); err != nil {
+			err = fmt.Errorf("re-authenticating: %w", err)
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { _ = u.nc.SetDeadline(time.Now()) })
-	resp, err := u.roundTripID(req, clientID, expectsResponse(req))
+	if err == nil {
+		resp, err = u.roundTripID(req, clientID, expectsResponse(req))
+	}
 	if !stop() {
 		return nil, ctx.Err()
 	}
