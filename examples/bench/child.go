@@ -39,7 +39,7 @@ type bench struct {
 	env       []string // the children's environment, with the TLS key and chain
 	dialer    *dialer
 	brokerBin string // the example broker, built for scenario b unless -produce-discard, and for g
-	proxyBin  string // the example proxy, built for scenario g
+	proxyBin  string // the example proxy, built for scenario p
 	fileLimit uint64 // RLIMIT_NOFILE, inherited by the children
 	log       io.Writer
 }
@@ -63,7 +63,7 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 	b = &bench{opts: o, exe: exe, dialer: newDialer(clientTLS), fileLimit: limit, log: log,
 		env: append(os.Environ(), envTLSKey+"="+key, envTLSChain+"="+chain)}
 	cleanup = func() {}
-	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g")
+	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "p")
 	if needBroker {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")
 		if err != nil {
@@ -75,8 +75,8 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 			cleanup()
 			return nil, nil, err
 		}
-		if slices.Contains(o.scenarios, "g") {
-			fmt.Fprintln(log, "bench: building examples/proxy for scenario g")
+		if slices.Contains(o.scenarios, "p") {
+			fmt.Fprintln(log, "bench: building examples/proxy for scenario p")
 			if b.proxyBin, err = buildExample(ctx, dir, "proxy"); err != nil {
 				cleanup()
 				return nil, nil, err

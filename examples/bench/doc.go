@@ -57,7 +57,7 @@
 //	f  kafkanet only: ListClientConnections latency at each -idle count,
 //	   and the data plane's latency under (a)'s load on 8 connections with
 //	   no listing, a listing every second and listings back to back.
-//	g  examples/proxy in front of examples/broker against a direct
+//	p  examples/proxy in front of examples/broker against a direct
 //	   connection to the same broker, in the same round: Metadata v12 round
 //	   trips on each -conns count (the latency the proxy adds at p50 and
 //	   p99, and the proxy's CPU µs per request), and kgo producing as in b

@@ -26,7 +26,7 @@ func main() {
 }
 
 // allScenarios are the scenario ids in the order they run.
-var allScenarios = []string{"a", "b", "c", "d", "e", "f", "g"}
+var allScenarios = []string{"a", "b", "c", "d", "e", "f", "p"}
 
 // options are the command's flags, after -quick has filled in the values
 // not given explicitly.
@@ -51,7 +51,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to g, see the package documentation)")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to f and p, see the package documentation)")
 	fs.IntVar(&o.rounds, "rounds", 3, "measure each scenario `n` times, alternating the servers (-quick: 1)")
 	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a, d, e and f (-quick: 500ms)")
@@ -66,7 +66,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 500*time.Millisecond, "scenario e: a control-plane request unanswered after this counts as this long")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f,g] [-rounds n] [-json] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f,p] [-rounds n] [-json] [flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

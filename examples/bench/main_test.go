@@ -76,7 +76,7 @@ func testSamples() []sample {
 	add(kfakeServer, 6000, 6200, 6100)
 	add(echoServer, 24_690, 24_690, 24_690)
 	s = append(s, sample{Scenario: "e", Case: "shared data plane", Metric: "answered %", Server: kafkanetServer, Round: 1, Value: 0})
-	s = append(s, sample{Scenario: "g", Case: "Metadata, conns=1: added by the proxy", Metric: "p50 µs", Server: proxyServer, Round: 1, Value: 77})
+	s = append(s, sample{Scenario: "p", Case: "Metadata, conns=1: added by the proxy", Metric: "p50 µs", Server: proxyServer, Round: 1, Value: 77})
 	return s
 }
 
@@ -104,7 +104,7 @@ func TestAggregate(t *testing.T) {
 }
 
 func TestWriteTables(t *testing.T) {
-	res := &results{Rounds: 3, Scenarios: []scenarioInfo{{ID: "a", Title: "raw", Notes: []string{"a note"}}, {ID: "e", Title: "control"}, {ID: "g", Title: "proxy"}},
+	res := &results{Rounds: 3, Scenarios: []scenarioInfo{{ID: "a", Title: "raw", Notes: []string{"a note"}}, {ID: "e", Title: "control"}, {ID: "p", Title: "proxy"}},
 		Samples: testSamples(), Failures: []string{"(c) round 1, kfake: boom"}}
 	var buf bytes.Buffer
 	if err := writeTables(&buf, res); err != nil {
@@ -117,7 +117,7 @@ func TestWriteTables(t *testing.T) {
 		"12,345 (11,000–13,000)", "6,100 (6,000–6,200)", "24,690 ", // equal rounds: no range
 		"0.50", "2.02", "0.25",
 		"(e) control", "answered %",
-		"(g) proxy", "examples/proxy", "77",
+		"(p) proxy", "examples/proxy", "77",
 		"Failures:", "(c) round 1, kfake: boom",
 	} {
 		if !strings.Contains(out, want) {
@@ -316,11 +316,11 @@ func TestListingEndToEnd(t *testing.T) {
 	}
 }
 
-// TestProxyEndToEnd runs scenario g briefly: examples/broker reached
+// TestProxyEndToEnd runs scenario p briefly: examples/broker reached
 // directly and through examples/proxy, Metadata round trips and a small
 // produce each way.
 func TestProxyEndToEnd(t *testing.T) {
-	rows := runScenarios(t, options{scenarios: []string{"g"}, rounds: 1, duration: 300 * time.Millisecond, rawConns: []int{1},
+	rows := runScenarios(t, options{scenarios: []string{"p"}, rounds: 1, duration: 300 * time.Millisecond, rawConns: []int{1},
 		records: 2000, recordSize: 100})
 	for _, c := range []string{"Metadata, conns=1: direct", "Metadata, conns=1: through the proxy"} {
 		if got := find(t, rows, c, "req/s", proxyServer).Median; got <= 0 {

@@ -1,6 +1,6 @@
 package main
 
-// Scenario (g): what examples/proxy adds to a request, against a direct
+// Scenario (p): what examples/proxy adds to a request, against a direct
 // connection to the same broker.
 
 import (
@@ -10,12 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// proxyServer is scenario g's one server: examples/broker, reached
+// proxyServer is scenario p's one server: examples/broker, reached
 // directly and through examples/proxy, in the same round.
 const proxyServer serverKind = "examples/proxy"
 
 func (b *bench) proxyInfo() scenarioInfo {
-	return scenarioInfo{ID: "g", Title: "examples/proxy in front of examples/broker, against a direct connection to the same broker",
+	return scenarioInfo{ID: "p", Title: "examples/proxy in front of examples/broker, against a direct connection to the same broker",
 		Notes: []string{
 			"Each round starts examples/broker and examples/proxy in front of it (PLAINTEXT both sides, each in its own process) and measures",
 			"the same load on the broker directly and through the proxy, one after the other. Metadata v12 naming no topic: a request the proxy",
@@ -38,7 +38,7 @@ var metadataLoad = load{func() []byte {
 	return nil
 }}
 
-// runProxy measures one round of scenario g.
+// runProxy measures one round of scenario p.
 func (b *bench) runProxy(ctx context.Context, _ serverKind) ([]sample, error) {
 	broker, err := b.startBroker(ctx)
 	if err != nil {
