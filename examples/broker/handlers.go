@@ -207,8 +207,9 @@ func (b *broker) produce(r *socketserver.Request, req *kmsg.ProduceRequest) {
 				err = checkBatchSizes(t.log, batches)
 			}
 			if err == nil {
-				sp.BaseOffset, sp.LogStartOffset = b.c.state.append(t, rp.Partition, batches)
-			} else {
+				sp.BaseOffset, sp.LogStartOffset, err = b.c.state.append(t, rp.Partition, batches)
+			}
+			if err != nil {
 				failed = true
 				sp.ErrorCode, sp.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
 			}

@@ -38,9 +38,10 @@ type topic struct {
 // to the high watermark. Retention drops whole batches from the front.
 type partition struct {
 	batches       []batch
-	size          int64 // bytes of batches
-	logStart      int64 // the offset of the first record kept
-	highWatermark int64 // the offset the next record gets
+	size          int64                    // bytes of batches
+	logStart      int64                    // the offset of the first record kept
+	highWatermark int64                    // the offset the next record gets
+	producers     map[int64]*producerState // idempotent producers (producers.go)
 }
 
 // batch is one stored record batch (magic 2), its FirstOffset rewritten to
@@ -127,13 +128,35 @@ func validTopicName(name string) error {
 // append stores a produce request's record batches in partition p of t and
 // returns the offset of the first record and the log start offset after
 // retention.bytes has been applied. The batches must come from
-// splitBatches. It wakes every fetch waiting for data.
-func (s *state) append(t *topic, p int32, batches []batch) (base, logStart int64) {
+// splitBatches. An idempotent producer's batches are checked first
+// (producers.go): a retried batch is not stored again, and its first
+// offset is returned as it was; a batch out of sequence is refused with
+// the request's other batches. It wakes every fetch waiting for data.
+func (s *state) append(t *topic, p int32, batches []batch) (base, logStart int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	part := t.partitions[p]
-	base = part.highWatermark
-	for _, b := range batches {
+	var fresh []batch
+	for i, b := range batches {
+		at, duplicate, err := part.checkProducer(b.raw)
+		if err != nil {
+			return 0, part.logStart, err
+		}
+		if duplicate {
+			if i == 0 {
+				base = at
+			}
+			continue
+		}
+		fresh = append(fresh, b)
+	}
+	if len(fresh) == 0 {
+		return base, part.logStart, nil
+	}
+	if len(fresh) == len(batches) {
+		base = part.highWatermark
+	}
+	for _, b := range fresh {
 		count := b.next - b.base
 		b.base = part.highWatermark
 		b.next = b.base + count
@@ -141,11 +164,12 @@ func (s *state) append(t *topic, p int32, batches []batch) (base, logStart int64
 		part.batches = append(part.batches, b)
 		part.size += int64(len(b.raw))
 		part.highWatermark = b.next
+		part.noteProducer(b.raw, b.base)
 	}
 	part.enforceSize(t.log.retentionBytes)
 	close(s.appended)
 	s.appended = make(chan struct{})
-	return base, part.logStart
+	return base, part.logStart, nil
 }
 
 // expire applies time retention (retention.ms) to every partition, as
