@@ -38,14 +38,20 @@ type bench struct {
 	exe       string   // this binary, re-executed as each server
 	env       []string // the children's environment, with the TLS key and chain
 	dialer    *dialer
-	brokerBin string // the example broker, built for scenario b unless -produce-discard
+	brokerBin string // the example broker, built for scenario g, and b unless -produce-discard
 	fileLimit uint64 // RLIMIT_NOFILE, inherited by the children
 	log       io.Writer
+
+	// Scenario h's Produce request, built once.
+	produceFrameOnce sync.Once
+	produceFrame     []byte
+	produceFrameErr  error
 }
 
 // newBench prepares a run: it raises the open-file limit, makes a
-// self-signed certificate and, when scenario b stores records, builds the
-// example broker into a temporary directory. cleanup removes it.
+// self-signed certificate and, when scenario b stores records or scenario
+// g runs, builds the example broker into a temporary directory. cleanup
+// removes it.
 func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -62,13 +68,13 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 	b = &bench{opts: o, exe: exe, dialer: newDialer(clientTLS), fileLimit: limit, log: log,
 		env: append(os.Environ(), envTLSKey+"="+key, envTLSChain+"="+chain)}
 	cleanup = func() {}
-	if slices.Contains(o.scenarios, "b") && !o.produceDiscard {
+	if slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")
 		if err != nil {
 			return nil, nil, err
 		}
 		cleanup = func() { os.RemoveAll(dir) }
-		fmt.Fprintln(log, "bench: building examples/broker for scenario b")
+		fmt.Fprintln(log, "bench: building examples/broker for scenarios b and g")
 		if b.brokerBin, err = buildBroker(ctx, dir); err != nil {
 			cleanup()
 			return nil, nil, err
@@ -198,7 +204,7 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 	}
 	spec.Addr, spec.ControlAddr = addrs[0], addrs[1]
 	c := &child{name: spec.Kind, addr: spec.Addr, tls: spec.TLS}
-	if spec.Kind == kafkanetServer {
+	if spec.Kind == kafkanetServer || spec.Kind == kafkanetInlineServer {
 		c.controlAddr = spec.ControlAddr
 	}
 	if err := b.launch(ctx, c, b.exe, spec.args()); err != nil {
@@ -208,14 +214,18 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 }
 
 // startBroker starts the example broker with one PLAINTEXT listener and
-// waits until it answers ApiVersions.
-func (b *bench) startBroker(ctx context.Context) (*child, error) {
+// the given properties ("key=value") and waits until it answers
+// ApiVersions.
+func (b *bench) startBroker(ctx context.Context, props ...string) (*child, error) {
 	addrs, err := freeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
 	c := &child{name: "examples/broker", addr: addrs[0]}
 	args := []string{"-set", "listeners=PLAINTEXT://" + c.addr}
+	for _, p := range props {
+		args = append(args, "-set", p)
+	}
 	if err := b.launch(ctx, c, b.brokerBin, args); err != nil {
 		return nil, err
 	}
@@ -323,8 +333,8 @@ func (c *child) alive() error {
 	}
 }
 
-// cpu returns the child's CPU time so far, user and system.
-func (c *child) cpu() (time.Duration, error) { return procCPU(c.cmd.Process.Pid) }
+// usage returns the child's CPU time and context switches so far.
+func (c *child) usage() (usage, error) { return readUsage(c.cmd.Process.Pid) }
 
 // rss returns the child's resident set size in bytes.
 func (c *child) rss() (int64, error) { return procRSS(c.cmd.Process.Pid) }
@@ -350,72 +360,6 @@ func (c *child) statsLine(ask string) (childStats, error) {
 	return st, nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times; Linux
-// reports them in hundredths of a second whatever the kernel's HZ.
-const clockTicks = 100
-
-// procCPU reads a process's utime+stime from /proc/PID/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(b))
-}
-
-// parseStatCPU reads utime+stime from the text of /proc/PID/stat: fields
-// 14 and 15, counted after the command name in parentheses (which may hold
-// spaces).
-func parseStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, errors.New("/proc stat: no command name")
-	}
-	f := strings.Fields(stat[i+1:]) // f[0] is field 3, the state
-	if len(f) < 13 {
-		return 0, errors.New("/proc stat: too few fields")
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc stat: %w", err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
-}
-
-// procRSS reads a process's VmRSS from /proc/PID/status, in bytes.
-func procRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatusRSS(string(b))
-}
-
-// parseStatusRSS reads the VmRSS line ("VmRSS:    1234 kB") of the text of
-// /proc/PID/status, in bytes.
-func parseStatusRSS(status string) (int64, error) {
-	for line := range strings.Lines(status) {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("/proc status: VmRSS line %q", strings.TrimSpace(line))
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc status: %w", err)
-		}
-		return kb << 10, nil
-	}
-	return 0, errors.New("/proc status: no VmRSS line")
-}
-
 // clientCPU returns the bench process's own CPU time, user and system.
 func clientCPU() time.Duration {
 	var ru syscall.Rusage
@@ -425,34 +369,37 @@ func clientCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// window measures a timed run: its wall time and the CPU time the server
-// and the bench spent in it.
+// window measures a timed run: its wall time, and the CPU time and context
+// switches of the server and the CPU time of the bench in it.
 type window struct {
 	c                 *child
 	start             time.Time
-	server0, client0  time.Duration
+	server0           usage
+	client0           time.Duration
 	Elapsed           time.Duration
 	ServerCPU, Client time.Duration
+	ServerSwitches    int64 // the server's threads' context switches, voluntary and not
 }
 
 // startWindow starts measuring c.
 func startWindow(c *child) (*window, error) {
-	cpu, err := c.cpu()
+	u, err := c.usage()
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's CPU time: %w", c.name, err)
 	}
-	return &window{c: c, start: time.Now(), server0: cpu, client0: clientCPU()}, nil
+	return &window{c: c, start: time.Now(), server0: u, client0: clientCPU()}, nil
 }
 
 // end stops measuring.
 func (w *window) end() error {
 	w.Elapsed = time.Since(w.start)
 	w.Client = clientCPU() - w.client0
-	cpu, err := w.c.cpu()
+	u, err := w.c.usage()
 	if err != nil {
 		return fmt.Errorf("reading %s's CPU time: %w", w.c.name, err)
 	}
-	w.ServerCPU = cpu - w.server0
+	w.ServerCPU = u.cpuSince(w.server0)
+	w.ServerSwitches = u.CtxSwitches - w.server0.CtxSwitches
 	return nil
 }
 
