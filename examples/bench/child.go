@@ -67,6 +67,11 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 	}
 	b = &bench{opts: o, exe: exe, dialer: newDialer(clientTLS), fileLimit: limit, log: log,
 		env: append(os.Environ(), envTLSKey+"="+key, envTLSChain+"="+chain)}
+	if o.perfDir != "" {
+		if err := os.MkdirAll(o.perfDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("-perf-dir: %w", err)
+		}
+	}
 	cleanup = func() {}
 	if slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")
@@ -193,6 +198,10 @@ type child struct {
 	stderr      *tailBuffer
 	exited      chan struct{}
 	waitErr     error // set before exited closes
+
+	perfDir string    // -perf-dir: record each measured window of the child with perf
+	perfRun int       // windows recorded so far
+	log     io.Writer // the bench's log, for the perf files' names
 }
 
 // startServer starts a server child for spec on free ports and waits until
@@ -241,6 +250,7 @@ func (b *bench) launch(ctx context.Context, c *child, path string, args []string
 	cmd.WaitDelay = 10 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	c.stderr = &tailBuffer{max: 4096}
+	c.perfDir, c.log = b.opts.perfDir, b.log
 	cmd.Stderr = c.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -379,15 +389,26 @@ type window struct {
 	Elapsed           time.Duration
 	ServerCPU, Client time.Duration
 	ServerSwitches    int64 // the server's threads' context switches, voluntary and not
+
+	perf *exec.Cmd // with -perf-dir: perf record, attached to the server
 }
 
-// startWindow starts measuring c.
+// startWindow starts measuring c, and with -perf-dir starts recording it
+// with perf.
 func startWindow(c *child) (*window, error) {
+	w := &window{c: c}
+	if c.perfDir != "" {
+		if err := w.startPerf(); err != nil {
+			return nil, err
+		}
+	}
 	u, err := c.usage()
 	if err != nil {
+		w.stopPerf()
 		return nil, fmt.Errorf("reading %s's CPU time: %w", c.name, err)
 	}
-	return &window{c: c, start: time.Now(), server0: u, client0: clientCPU()}, nil
+	w.start, w.server0, w.client0 = time.Now(), u, clientCPU()
+	return w, nil
 }
 
 // end stops measuring.
@@ -395,12 +416,79 @@ func (w *window) end() error {
 	w.Elapsed = time.Since(w.start)
 	w.Client = clientCPU() - w.client0
 	u, err := w.c.usage()
+	w.stopPerf()
 	if err != nil {
 		return fmt.Errorf("reading %s's CPU time: %w", w.c.name, err)
 	}
 	w.ServerCPU = u.cpuSince(w.server0)
 	w.ServerSwitches = u.CtxSwitches - w.server0.CtxSwitches
 	return nil
+}
+
+// startPerf starts perf record on the server, sampling its call stacks on
+// the CPU clock, into a file of -perf-dir named after the server, its
+// process id and the window's number. perf starts with its events
+// disabled and is told through its control FIFO to enable them; startPerf
+// returns once perf has acknowledged, so that the window is recorded from
+// its start, however long perf took to attach.
+func (w *window) startPerf() error {
+	c := w.c
+	c.perfRun++
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(c.name)
+	base := filepath.Join(c.perfDir, fmt.Sprintf("%s-%d-%d", name, c.cmd.Process.Pid, c.perfRun))
+	ctl, ack := base+".ctl", base+".ack"
+	for _, f := range []string{ctl, ack} {
+		os.Remove(f)
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			return fmt.Errorf("-perf-dir: %w", err)
+		}
+	}
+	defer os.Remove(ctl)
+	defer os.Remove(ack)
+	out := base + ".perf.data"
+	cmd := exec.Command("perf", "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", strconv.Itoa(c.cmd.Process.Pid),
+		"-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack)
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting perf record (-perf-dir): %w", err)
+	}
+	w.perf = cmd
+	// perf opens both FIFOs once it is ready; opening them waits for it.
+	err := func() error {
+		cf, err := os.OpenFile(ctl, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer cf.Close()
+		af, err := os.Open(ack)
+		if err != nil {
+			return err
+		}
+		defer af.Close()
+		if _, err := io.WriteString(cf, "enable\n"); err != nil {
+			return err
+		}
+		reply := make([]byte, 4)
+		if _, err := io.ReadFull(af, reply); err != nil || string(reply) != "ack\n" {
+			return fmt.Errorf("perf did not acknowledge (%q): %w", reply, err)
+		}
+		return nil
+	}()
+	if err != nil {
+		w.stopPerf()
+		return fmt.Errorf("perf record (-perf-dir): %w", err)
+	}
+	fmt.Fprintf(c.log, "bench: perf: recording %s in %s\n", c.name, out)
+	return nil
+}
+
+// stopPerf ends perf record, which then writes its file.
+func (w *window) stopPerf() {
+	if w.perf != nil {
+		_ = w.perf.Process.Signal(os.Interrupt)
+		_ = w.perf.Wait()
+		w.perf = nil
+	}
 }
 
 // tailBuffer keeps the last max bytes written to it, for error messages.

@@ -111,5 +111,11 @@
 // The client and the servers share the machine's cores, so requests/s is a
 // whole-machine number; CPU per request and per megabyte compare the
 // servers more fairly.
-
+//
+// With -perf-dir DIR, each measured run of a server is recorded with perf
+// record (call stacks, sampled on the CPU clock) into a file of DIR that the
+// log names, for `perf report -i FILE`: where a server spends the CPU time
+// the report gives it. It needs perf on PATH and the permission to attach
+// to the children (perf_event_paranoid), and perturbs what it records a
+// little.
 package main
