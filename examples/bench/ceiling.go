@@ -27,8 +27,8 @@ const largeTopic = "bench-large"
 // largeTopicID is the ceiling's id of largeTopic.
 var largeTopicID = [16]byte{'k', 'a', 'f', 'k', 'a', 'n', 'e', 't', '-', 'c', 'e', 'i', 'l', 'i', 'n', 'g'}
 
-// ceilingLog is partition 0 of largeTopic: batches in memory, or the same
-// bytes in a file.
+// ceilingLog is partition 0 of largeTopic: batches in memory, or in a
+// file.
 type ceilingLog struct {
 	batches [][]byte
 	next    []int64 // next[i]: the offset after batch i
@@ -38,37 +38,36 @@ type ceilingLog struct {
 
 // buildCeilingLog builds a log of n records of size bytes, batched as a
 // producer with a batch limit of producerBatchMax(size) batches them when
-// records come faster than it sends. With file it writes the batches to
-// a temporary file, read back with sendfile; the file is removed at once
-// and lives until it is closed.
-func buildCeilingLog(n, size int, file bool) (*ceilingLog, error) {
+// records come faster than it sends, in a temporary file (removed at once:
+// it lives until it is closed). With inMemory it then reads the file into
+// memory and closes it: the batches are in memory that the kernel filled,
+// as a broker's log is filled from its sockets (on some virtual machines
+// the kernel's first access to a page of a process costs several times a
+// later one: a log built in place would make writev look dearer than a
+// broker pays). Otherwise the log stays in the file, for sendfile.
+func buildCeilingLog(n, size int, inMemory bool) (*ceilingLog, error) {
 	pool, err := randomValues(max(1, (1<<20)/size), size)
 	if err != nil {
 		return nil, err
 	}
 	l := &ceilingLog{}
-	if file {
-		if l.file, err = os.CreateTemp("", "kafkanet-bench-ceiling-"); err != nil {
-			return nil, err
-		}
-		os.Remove(l.file.Name())
+	if l.file, err = os.CreateTemp("", "kafkanet-bench-ceiling-"); err != nil {
+		return nil, err
 	}
+	os.Remove(l.file.Name())
 	per := batchRecords(size, int(producerBatchMax(size)))
 	now := time.Now().UnixMilli()
 	var values [][]byte
+	var b []byte
 	var pos int64
 	for done := 0; done < n; {
 		values = values[:0]
 		for i := 0; i < per && done+i < n; i++ {
 			values = append(values, pool[(done+i)%len(pool)])
 		}
-		b := appendBatch(nil, int64(done), now, values)
+		b = appendBatch(b[:0], int64(done), now, values)
 		done += len(values)
 		l.next = append(l.next, int64(done))
-		if l.file == nil {
-			l.batches = append(l.batches, b)
-			continue
-		}
 		if _, err := l.file.Write(b); err != nil {
 			l.file.Close()
 			return nil, fmt.Errorf("writing the ceiling's log: %w", err)
@@ -76,9 +75,19 @@ func buildCeilingLog(n, size int, file bool) (*ceilingLog, error) {
 		l.pos = append(l.pos, pos)
 		pos += int64(len(b))
 	}
-	if l.file != nil {
-		l.pos = append(l.pos, pos)
+	l.pos = append(l.pos, pos)
+	if !inMemory {
+		return l, nil
 	}
+	defer l.file.Close()
+	all := make([]byte, pos)
+	if _, err := l.file.ReadAt(all, 0); err != nil {
+		return nil, fmt.Errorf("reading the ceiling's log: %w", err)
+	}
+	for i := range l.next {
+		l.batches = append(l.batches, all[l.pos[i]:l.pos[i+1]:l.pos[i+1]])
+	}
+	l.file, l.pos = nil, nil
 	return l, nil
 }
 
@@ -229,7 +238,7 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 	if spec.Records < 1 || spec.RecordSize < 1 {
 		return fmt.Errorf("a ceiling needs -records and -record-size")
 	}
-	log, err := buildCeilingLog(spec.Records, spec.RecordSize, spec.Kind == ceilingSendfileServer)
+	log, err := buildCeilingLog(spec.Records, spec.RecordSize, spec.Kind == ceilingWritevServer)
 	if err != nil {
 		return err
 	}

@@ -222,9 +222,9 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 	return c, nil
 }
 
-// startBroker starts the example broker with one PLAINTEXT listener and
-// the given properties ("key=value") and waits until it answers
-// ApiVersions.
+// startBroker starts the example broker with one PLAINTEXT listener, the
+// given properties ("key=value") and then those of -broker-set, and waits
+// until it answers ApiVersions.
 func (b *bench) startBroker(ctx context.Context, props ...string) (*child, error) {
 	addrs, err := freeAddrs(1)
 	if err != nil {
@@ -232,7 +232,7 @@ func (b *bench) startBroker(ctx context.Context, props ...string) (*child, error
 	}
 	c := &child{name: "examples/broker", addr: addrs[0]}
 	args := []string{"-set", "listeners=PLAINTEXT://" + c.addr}
-	for _, p := range props {
+	for _, p := range slices.Concat(props, b.opts.brokerProps) {
 		args = append(args, "-set", p)
 	}
 	if err := b.launch(ctx, c, b.brokerBin, args); err != nil {

@@ -58,8 +58,9 @@ func (b *bench) largeInfo() scenarioInfo {
 			"Consume: a new kgo client reads the partition from offset 0 (ConsumePartitions, kgo's fetch defaults: 1 MiB per partition,",
 			"at least one batch) until it has every record in the log, the warm-up one included, timed from the client's creation.",
 			"ceiling-writev and ceiling-sendfile: a socketserver host, consume only, that builds the same number of records at start,",
-			"batched as kgo batches them, and answers each Fetch inline (socketserver.Inline) with its batches by reference: from",
-			"memory with writev (Records.Batches), or from a file in the page cache with sendfile (Records.File).",
+			"batched as kgo batches them, in a file, and answers each Fetch inline (socketserver.Inline) with its batches by reference:",
+			"from memory with writev (Records.Batches; the log is read from the file into memory, so the kernel filled that memory,",
+			"as a broker's is filled from its sockets), or from the file in the page cache with sendfile (Records.File).",
 			"MB = 10^6 bytes of record values. Server CPU ms/MB: the server's CPU time in the phase over its MB. RSS after each phase.",
 		},
 		Ratios: []ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, ceilingSendfileServer}, {kfakeServer, ceilingWritevServer}}}

@@ -125,11 +125,11 @@ func TestLargeSizing(t *testing.T) {
 
 func TestCeilingLog(t *testing.T) {
 	const n, size = 2500, 1024
-	mem, err := buildCeilingLog(n, size, false)
+	mem, err := buildCeilingLog(n, size, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := buildCeilingLog(n, size, true)
+	file, err := buildCeilingLog(n, size, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestCeilingLog(t *testing.T) {
 }
 
 func TestCeilingFetch(t *testing.T) {
-	log, err := buildCeilingLog(10, 100, false)
+	log, err := buildCeilingLog(10, 100, true)
 	if err != nil {
 		t.Fatal(err)
 	}

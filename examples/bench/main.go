@@ -48,6 +48,7 @@ type options struct {
 	budgetClients  int           // (h): connections that each send one large Produce at once
 	budgetRequest  int           // (h): the size of each Produce request frame, in bytes
 	budget         int64         // (h): queued.max.request.bytes
+	brokerProps    []string      // properties ("key=value") laid over the example broker's in (b) and (g)
 	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
 }
@@ -75,6 +76,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.budgetClients, "budget-clients", 16, "scenario h: connections that each send one Produce at once")
 	budgetRequest := fs.Int("budget-request-mib", 32, "scenario h: the size of each Produce request in `MiB`")
 	budget := fs.Int("budget-mib", 64, "scenario h: queued.max.request.bytes in `MiB`, also socket.request.max.bytes")
+	fs.Func("broker-set", "scenarios b and g: a `key=value` property laid over the example broker's (repeatable)", func(p string) error {
+		if !strings.Contains(p, "=") {
+			return fmt.Errorf("%q is not key=value", p)
+		}
+		o.brokerProps = append(o.brokerProps, p)
+		return nil
+	})
 	fs.StringVar(&o.perfDir, "perf-dir", "", "record each measured run of a server with perf record (call stacks, CPU clock) into a file of this `directory`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	fs.Usage = func() {
