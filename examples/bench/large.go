@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -46,7 +47,7 @@ func sizeName(size int) string {
 }
 
 func (b *bench) largeInfo() scenarioInfo {
-	return scenarioInfo{ID: "g", Title: fmt.Sprintf("kgo producing, then consuming, %d MB of records of each size %v, to and from one partition, no compression",
+	info := scenarioInfo{ID: "g", Title: fmt.Sprintf("kgo producing, then consuming, %d MB of records of each size %v, to and from one partition, no compression",
 		b.opts.largeMB, sizeNames(b.opts.largeSizes)),
 		Notes: []string{
 			"kafkanet is examples/broker (built with go build), which keeps produced batches as slices of the request frames and answers",
@@ -64,6 +65,17 @@ func (b *bench) largeInfo() scenarioInfo {
 			"MB = 10^6 bytes of record values. Server CPU ms/MB: the server's CPU time in the phase over its MB. RSS after each phase.",
 		},
 		Ratios: []ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, ceilingSendfileServer}, {kfakeServer, ceilingWritevServer}}}
+	info.Notes = append(info.Notes, b.brokerPropsNote()...)
+	return info
+}
+
+// brokerPropsNote says which -broker-set properties examples/broker ran
+// with, if any.
+func (b *bench) brokerPropsNote() []string {
+	if len(b.opts.brokerProps) == 0 {
+		return nil
+	}
+	return []string{"examples/broker ran with -broker-set " + strings.Join(b.opts.brokerProps, " -broker-set ") + "."}
 }
 
 func sizeNames(sizes []int) []string {

@@ -315,9 +315,19 @@ func TestParseOptions(t *testing.T) {
 	if o.largeMB != 7 || !slices.Equal(o.largeSizes, []int{100, 4096}) || o.budgetRequest != 8<<20 || o.budget != 16<<20 || o.budgetClients != 4 {
 		t.Errorf("explicit g and h flags: %+v", o)
 	}
+	o, err = parseOptions([]string{"-broker-set", "queued.max.request.bytes=209715200", "-broker-set", "socket.send.buffer.bytes=-1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"queued.max.request.bytes=209715200", "socket.send.buffer.bytes=-1"}; !slices.Equal(o.brokerProps, want) {
+		t.Errorf("-broker-set: %q, want %q", o.brokerProps, want)
+	}
+	if note := (&bench{opts: o}).largeInfo().Notes; !strings.Contains(note[len(note)-1], "-broker-set queued.max.request.bytes=209715200 -broker-set socket.send.buffer.bytes=-1") {
+		t.Errorf("(g)'s notes do not name the broker's properties: %q", note[len(note)-1])
+	}
 	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"},
 		{"-large-mb", "0"}, {"-large-sizes", "1024,0"}, {"-budget-clients", "0"},
-		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}} {
+		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}, {"-broker-set", "novalue"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("parseOptions(%q) succeeded", bad)
 		}

@@ -28,6 +28,9 @@ func (b *bench) produceInfo() scenarioInfo {
 		"kgo defaults (idempotent, acks=all, linger 10 ms, one produce request in flight per broker) but no compression;",
 		"incompressible values. Timed from the first record to the last acknowledgement. MB = 10^6 bytes of values.",
 		"The server's RSS is read after the last acknowledgement.")
+	if !b.opts.produceDiscard {
+		info.Notes = append(info.Notes, b.brokerPropsNote()...)
+	}
 	return info
 }
 
