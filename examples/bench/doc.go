@@ -40,9 +40,11 @@
 //     correlation id.
 //   - ceiling-writev and ceiling-sendfile (scenario g): a host of
 //     socketserver, through its public API alone, that builds a log of
-//     record batches at start and answers each Fetch inline with them by
-//     reference (socketserver.FetchResponse): from memory with writev
-//     (Records.Batches), or from a file in the page cache with sendfile
+//     record batches in a file at start and answers each Fetch inline with
+//     them by reference (socketserver.FetchResponse): from memory with
+//     writev (Records.Batches; the log is read from the file into memory,
+//     so that the kernel filled that memory, as a broker's log is filled
+//     from its sockets), or from the file in the page cache with sendfile
 //     (Records.File). They are the ceiling of consuming with kafkanet.
 //
 // Each scenario runs -rounds times; in each round every server is measured
@@ -87,7 +89,10 @@
 //	   1048588 where the producer's batches of 1 MiB records need it) and
 //	   kfake (the same message.max.bytes), and for consuming only, the
 //	   two ceilings. A fresh server for each record size and round.
-//	   Reproduce with -scenarios g -rounds 3.
+//	   Reproduce with -scenarios g -rounds 3; -broker-set key=value
+//	   (repeatable, also for b) lays properties over the broker's, such
+//	   as queued.max.request.bytes=209715200, under which the broker reads
+//	   each frame once, at its size.
 //	h  the request-memory budget: -budget-clients connections (16) each
 //	   send one Produce request of -budget-request-mib (32 MiB) at once:
 //	   the server's peak RSS rise (VmHWM, reset through
