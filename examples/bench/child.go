@@ -38,15 +38,21 @@ type bench struct {
 	exe       string   // this binary, re-executed as each server
 	env       []string // the children's environment, with the TLS key and chain
 	dialer    *dialer
-	brokerBin string // the example broker, built for scenario b unless -produce-discard, and for g
+	brokerBin string // the example broker, built for scenarios g and p, and b unless -produce-discard
 	proxyBin  string // the example proxy, built for scenario p
 	fileLimit uint64 // RLIMIT_NOFILE, inherited by the children
 	log       io.Writer
+
+	// Scenario h's Produce request, built once.
+	produceFrameOnce sync.Once
+	produceFrame     []byte
+	produceFrameErr  error
 }
 
 // newBench prepares a run: it raises the open-file limit, makes a
-// self-signed certificate and, when scenario b stores records, builds the
-// example broker into a temporary directory. cleanup removes it.
+// self-signed certificate and, when scenario b stores records or scenario
+// g runs, builds the example broker into a temporary directory. cleanup
+// removes it.
 func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -62,8 +68,13 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 	}
 	b = &bench{opts: o, exe: exe, dialer: newDialer(clientTLS), fileLimit: limit, log: log,
 		env: append(os.Environ(), envTLSKey+"="+key, envTLSChain+"="+chain)}
+	if o.perfDir != "" {
+		if err := os.MkdirAll(o.perfDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("-perf-dir: %w", err)
+		}
+	}
 	cleanup = func() {}
-	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "p")
+	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") || slices.Contains(o.scenarios, "p")
 	if needBroker {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")
 		if err != nil {
@@ -196,6 +207,10 @@ type child struct {
 	stderr      *tailBuffer
 	exited      chan struct{}
 	waitErr     error // set before exited closes
+
+	perfDir string    // -perf-dir: record each measured window of the child with perf
+	perfRun int       // windows recorded so far
+	log     io.Writer // the bench's log, for the perf files' names
 }
 
 // startServer starts a server child for spec on free ports and waits until
@@ -207,7 +222,7 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 	}
 	spec.Addr, spec.ControlAddr = addrs[0], addrs[1]
 	c := &child{name: spec.Kind, addr: spec.Addr, tls: spec.TLS}
-	if spec.Kind == kafkanetServer {
+	if spec.Kind == kafkanetServer || spec.Kind == kafkanetInlineServer {
 		c.controlAddr = spec.ControlAddr
 	}
 	if err := b.launch(ctx, c, b.exe, spec.args()); err != nil {
@@ -216,15 +231,19 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 	return c, nil
 }
 
-// startBroker starts the example broker with one PLAINTEXT listener and
-// waits until it answers ApiVersions.
-func (b *bench) startBroker(ctx context.Context) (*child, error) {
+// startBroker starts the example broker with one PLAINTEXT listener, the
+// given properties ("key=value") and then those of -broker-set, and waits
+// until it answers ApiVersions.
+func (b *bench) startBroker(ctx context.Context, props ...string) (*child, error) {
 	addrs, err := freeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
 	c := &child{name: "examples/broker", addr: addrs[0]}
 	args := []string{"-set", "listeners=PLAINTEXT://" + c.addr}
+	for _, p := range slices.Concat(props, b.opts.brokerProps) {
+		args = append(args, "-set", p)
+	}
 	if err := b.launch(ctx, c, b.brokerBin, args); err != nil {
 		return nil, err
 	}
@@ -257,6 +276,7 @@ func (b *bench) launch(ctx context.Context, c *child, path string, args []string
 	cmd.WaitDelay = 10 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	c.stderr = &tailBuffer{max: 4096}
+	c.perfDir, c.log = b.opts.perfDir, b.log
 	cmd.Stderr = c.stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -349,8 +369,8 @@ func (c *child) alive() error {
 	}
 }
 
-// cpu returns the child's CPU time so far, user and system.
-func (c *child) cpu() (time.Duration, error) { return procCPU(c.cmd.Process.Pid) }
+// usage returns the child's CPU time and context switches so far.
+func (c *child) usage() (usage, error) { return readUsage(c.cmd.Process.Pid) }
 
 // rss returns the child's resident set size in bytes.
 func (c *child) rss() (int64, error) { return procRSS(c.cmd.Process.Pid) }
@@ -376,72 +396,6 @@ func (c *child) statsLine(ask string) (childStats, error) {
 	return st, nil
 }
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times; Linux
-// reports them in hundredths of a second whatever the kernel's HZ.
-const clockTicks = 100
-
-// procCPU reads a process's utime+stime from /proc/PID/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(b))
-}
-
-// parseStatCPU reads utime+stime from the text of /proc/PID/stat: fields
-// 14 and 15, counted after the command name in parentheses (which may hold
-// spaces).
-func parseStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, errors.New("/proc stat: no command name")
-	}
-	f := strings.Fields(stat[i+1:]) // f[0] is field 3, the state
-	if len(f) < 13 {
-		return 0, errors.New("/proc stat: too few fields")
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc stat: %w", err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
-}
-
-// procRSS reads a process's VmRSS from /proc/PID/status, in bytes.
-func procRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatusRSS(string(b))
-}
-
-// parseStatusRSS reads the VmRSS line ("VmRSS:    1234 kB") of the text of
-// /proc/PID/status, in bytes.
-func parseStatusRSS(status string) (int64, error) {
-	for line := range strings.Lines(status) {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("/proc status: VmRSS line %q", strings.TrimSpace(line))
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc status: %w", err)
-		}
-		return kb << 10, nil
-	}
-	return 0, errors.New("/proc status: no VmRSS line")
-}
-
 // clientCPU returns the bench process's own CPU time, user and system.
 func clientCPU() time.Duration {
 	var ru syscall.Rusage
@@ -451,35 +405,116 @@ func clientCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// window measures a timed run: its wall time and the CPU time the server
-// and the bench spent in it.
+// window measures a timed run: its wall time, and the CPU time and context
+// switches of the server and the CPU time of the bench in it.
 type window struct {
 	c                 *child
 	start             time.Time
-	server0, client0  time.Duration
+	server0           usage
+	client0           time.Duration
 	Elapsed           time.Duration
 	ServerCPU, Client time.Duration
+	ServerSwitches    int64 // the server's threads' context switches, voluntary and not
+
+	perf *exec.Cmd // with -perf-dir: perf record, attached to the server
 }
 
-// startWindow starts measuring c.
+// startWindow starts measuring c, and with -perf-dir starts recording it
+// with perf.
 func startWindow(c *child) (*window, error) {
-	cpu, err := c.cpu()
+	w := &window{c: c}
+	if c.perfDir != "" {
+		if err := w.startPerf(); err != nil {
+			return nil, err
+		}
+	}
+	u, err := c.usage()
 	if err != nil {
+		w.stopPerf()
 		return nil, fmt.Errorf("reading %s's CPU time: %w", c.name, err)
 	}
-	return &window{c: c, start: time.Now(), server0: cpu, client0: clientCPU()}, nil
+	w.start, w.server0, w.client0 = time.Now(), u, clientCPU()
+	return w, nil
 }
 
 // end stops measuring.
 func (w *window) end() error {
 	w.Elapsed = time.Since(w.start)
 	w.Client = clientCPU() - w.client0
-	cpu, err := w.c.cpu()
+	u, err := w.c.usage()
+	w.stopPerf()
 	if err != nil {
 		return fmt.Errorf("reading %s's CPU time: %w", w.c.name, err)
 	}
-	w.ServerCPU = cpu - w.server0
+	w.ServerCPU = u.cpuSince(w.server0)
+	w.ServerSwitches = u.CtxSwitches - w.server0.CtxSwitches
 	return nil
+}
+
+// startPerf starts perf record on the server, sampling its call stacks on
+// the CPU clock, into a file of -perf-dir named after the server, its
+// process id and the window's number. perf starts with its events
+// disabled and is told through its control FIFO to enable them; startPerf
+// returns once perf has acknowledged, so that the window is recorded from
+// its start, however long perf took to attach.
+func (w *window) startPerf() error {
+	c := w.c
+	c.perfRun++
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(c.name)
+	base := filepath.Join(c.perfDir, fmt.Sprintf("%s-%d-%d", name, c.cmd.Process.Pid, c.perfRun))
+	ctl, ack := base+".ctl", base+".ack"
+	for _, f := range []string{ctl, ack} {
+		os.Remove(f)
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			return fmt.Errorf("-perf-dir: %w", err)
+		}
+	}
+	defer os.Remove(ctl)
+	defer os.Remove(ack)
+	out := base + ".perf.data"
+	cmd := exec.Command("perf", "record", "-e", "cpu-clock", "-F", "1999", "-g", "-p", strconv.Itoa(c.cmd.Process.Pid),
+		"-o", out, "-D", "-1", "--control", "fifo:"+ctl+","+ack)
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting perf record (-perf-dir): %w", err)
+	}
+	w.perf = cmd
+	// perf opens both FIFOs once it is ready; opening them waits for it.
+	err := func() error {
+		cf, err := os.OpenFile(ctl, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer cf.Close()
+		af, err := os.Open(ack)
+		if err != nil {
+			return err
+		}
+		defer af.Close()
+		if _, err := io.WriteString(cf, "enable\n"); err != nil {
+			return err
+		}
+		reply := make([]byte, 4)
+		if _, err := io.ReadFull(af, reply); err != nil || string(reply) != "ack\n" {
+			return fmt.Errorf("perf did not acknowledge (%q): %w", reply, err)
+		}
+		return nil
+	}()
+	if err != nil {
+		w.stopPerf()
+		return fmt.Errorf("perf record (-perf-dir): %w", err)
+	}
+	fmt.Fprintf(c.log, "bench: perf: recording %s in %s\n", c.name, out)
+	return nil
+}
+
+// stopPerf ends perf record, which then writes its file.
+func (w *window) stopPerf() {
+	if w.perf != nil {
+		_ = w.perf.Process.Signal(os.Interrupt)
+		_ = w.perf.Wait()
+		w.perf = nil
+	}
 }
 
 // tailBuffer keeps the last max bytes written to it, for error messages.

@@ -3,15 +3,20 @@
 // echo server, the practical ceiling of a goroutine-per-connection Go
 // server on the machine:
 //
-//	go run ./examples/bench                    # every scenario, 3 rounds: a few minutes
-//	go run ./examples/bench -quick             # 1 round, short runs: under a minute
+//	go run ./examples/bench                    # every scenario, 3 rounds: several minutes
+//	go run ./examples/bench -quick             # 1 round, short runs: about a minute
 //	go run ./examples/bench -scenarios a,d -rounds 5 -json
 //
 // Run it from inside the module: scenarios b and g build examples/broker
-// (and g examples/proxy) with the go command. Each server runs alone in a child process on 127.0.0.1 (the
-// bench re-executes itself), so that its CPU time (utime+stime from
-// /proc/PID/stat) and memory (VmRSS from /proc/PID/status) are its own;
-// the bench process is the client. The servers are:
+// (and p examples/proxy) with the go command. Each server runs alone in a child process on
+// 127.0.0.1 (the bench re-executes itself), so that its CPU time, context
+// switches and memory are its own; the bench process is the client. CPU
+// time is the sum of the run time of the child's threads
+// (/proc/PID/task/*/schedstat, to the nanosecond; the tick count of
+// /proc/PID/stat where threads that exited took more with them), context
+// switches the sum of their voluntary and nonvoluntary switches
+// (/proc/PID/task/*/status), memory VmRSS and VmHWM from /proc/PID/status.
+// The servers are:
 //
 //   - kafkanet: a minimal host of socketserver with Kafka's defaults (3
 //     network threads, 8 handler goroutines, a request queue of 500): a
@@ -20,28 +25,46 @@
 //     fixed response, acknowledges Produce and discards the records,
 //     answers InitProducerId and CreateTopics, and serves
 //     ListClientConnections with connregistry under key 93 as
-//     examples/broker does. In scenario b it is examples/broker instead,
-//     which stores the records in memory as kfake does by default (with
-//     -produce-discard: this minimal server against kfake's
+//     examples/broker does. In scenarios b and g it is examples/broker
+//     instead, which stores the records in memory as kfake does by default
+//     (in b with -produce-discard: this minimal server against kfake's
 //     BlackholeProduce).
+//   - kafkanet-inline (scenario a): the same minimal host with its APIs
+//     answered on each connection's goroutine (socketserver.Inline)
+//     instead of through Serve's queue and handler goroutines.
 //   - kfake: kfake.NewCluster with NumBrokers(1) on a fixed port (TLS
 //     through its TLS option).
 //   - echo: 4-byte-length-prefixed frames, a goroutine per connection with
 //     4 KiB buffered reader and writer, each frame answered with a fixed
 //     14-byte ApiVersions v0 response (no API keys) carrying the request's
 //     correlation id.
+//   - ceiling-writev and ceiling-sendfile (scenario g): a host of
+//     socketserver, through its public API alone, that builds a log of
+//     record batches in a file at start and answers each Fetch inline with
+//     them by reference (socketserver.FetchResponse): from memory with
+//     writev (Records.Batches; the log is read from the file into memory,
+//     so that the kernel filled that memory, as a broker's log is filled
+//     from its sockets), or from the file in the page cache with sendfile
+//     (Records.File). They are the ceiling of consuming with kafkanet.
 //
 // Each scenario runs -rounds times; in each round every server is measured
 // on a fresh child, and the servers' order rotates from round to round so
 // that the machine's noise falls on all alike. The report gives, per case,
 // metric and server, the median and the min–max over rounds, and the
-// ratios of the medians to echo's and to kfake's; -json prints the same as
-// JSON with every round's value. The scenarios:
+// ratios of the medians that the scenario compares (kafkanet to echo and
+// to kfake, in g also to the ceilings); -json prints the same as JSON with
+// every round's value and the ratios to every other server. The
+// scenarios:
 //
 //	a  raw ApiVersions v0 frames on 1, 8 and 64 connections (-conns), one in
 //	   flight per connection, for -duration: requests/s, p50/p99/p99.9
-//	   latency (nearest rank over every round trip), server CPU µs per
-//	   request.
+//	   latency (nearest rank over every round trip), server CPU µs and
+//	   context switches per request. When -conns holds 1, also Metadata v1
+//	   at 1 connection, answered by the host: kafkanet's through Serve's
+//	   queue, kafkanet-inline's inline, kfake's, and echo's fixed answer
+//	   (the latency of a host-answered request against a round trip's
+//	   floor). Reproduce the one-connection cases alone with
+//	   -scenarios a -conns 1.
 //	b  kgo producing -records records of -record-size bytes (1,000,000 of
 //	   100; -quick 100,000) to a 3-partition topic: records/s, MB/s, server
 //	   CPU ms per MB (not for echo).
@@ -57,6 +80,30 @@
 //	f  kafkanet only: ListClientConnections latency at each -idle count,
 //	   and the data plane's latency under (a)'s load on 8 connections with
 //	   no listing, a listing every second and listings back to back.
+//	g  kgo producing -large-mb megabytes (200; -quick 50) of records of
+//	   each size of -large-sizes (1 KiB and 1 MiB) to a topic of one
+//	   partition without compression, then a new kgo client consuming them
+//	   all from offset 0: MB/s and server CPU ms per MB of each phase, for
+//	   examples/broker (with log.retention.bytes=-1 so that it keeps what
+//	   the consume phase reads, and message.max.bytes raised above Kafka's
+//	   1048588 where the producer's batches of 1 MiB records need it) and
+//	   kfake (the same message.max.bytes), and for consuming only, the
+//	   two ceilings. A fresh server for each record size and round.
+//	   Reproduce with -scenarios g -rounds 3; -broker-set key=value
+//	   (repeatable, also for b) lays properties over the broker's, such
+//	   as queued.max.request.bytes=209715200, under which the broker reads
+//	   each frame once, at its size.
+//	h  the request-memory budget: -budget-clients connections (16) each
+//	   send one Produce request of -budget-request-mib (32 MiB) at once:
+//	   the server's peak RSS rise (VmHWM, reset through
+//	   /proc/PID/clear_refs before the requests, minus VmRSS before) and
+//	   the time until every request has been answered, for kafkanet's
+//	   minimal host (which acknowledges and discards records, so that what
+//	   it holds is the request path's alone) with queued.max.request.bytes
+//	   of -budget-mib (64 MiB) and without, and for kfake with
+//	   BlackholeProduce. socket.request.max.bytes is -budget-mib in both
+//	   kafkanet cases (Kafka's rule: a budget is at least
+//	   socket.request.max.bytes). Reproduce with -scenarios h -rounds 3.
 //	p  examples/proxy in front of examples/broker against a direct
 //	   connection to the same broker, in the same round: Metadata v12 round
 //	   trips on each -conns count (the latency the proxy adds at p50 and
@@ -74,4 +121,11 @@
 // The client and the servers share the machine's cores, so requests/s is a
 // whole-machine number; CPU per request and per megabyte compare the
 // servers more fairly.
+//
+// With -perf-dir DIR, each measured run of a server is recorded with perf
+// record (call stacks, sampled on the CPU clock) into a file of DIR that the
+// log names, for `perf report -i FILE`: where a server spends the CPU time
+// the report gives it. It needs perf on PATH and the permission to attach
+// to the children (perf_event_paranoid), and perturbs what it records a
+// little.
 package main

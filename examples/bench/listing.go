@@ -78,7 +78,7 @@ func (b *bench) dataPlaneWithListings(ctx context.Context, c *child, idle int, o
 		if m.interval >= 0 {
 			lister = func(ctx context.Context) int { return listUntilDone(ctx, b.dialer, c.addr, m.interval) }
 		}
-		res, err := runLoad(ctx, b.dialer, c, listingLoadConns, b.opts.duration, lister)
+		res, err := runLoad(ctx, b.dialer, c, apiVersionsLoad(), listingLoadConns, b.opts.duration, lister)
 		if err != nil {
 			return out, fmt.Errorf("data plane, %s: %w", m.name, err)
 		}

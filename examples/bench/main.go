@@ -26,7 +26,7 @@ func main() {
 }
 
 // allScenarios are the scenario ids in the order they run.
-var allScenarios = []string{"a", "b", "c", "d", "e", "f", "p"}
+var allScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "h", "p"}
 
 // options are the command's flags, after -quick has filled in the values
 // not given explicitly.
@@ -43,6 +43,13 @@ type options struct {
 	settle         time.Duration // wait before sampling RSS in (c)
 	listings       int           // listings timed per connection count in (f)
 	probeTimeout   time.Duration // (e): a control-plane probe unanswered after this counts as this
+	largeMB        int           // (g): megabytes of values produced and consumed per record size
+	largeSizes     []int         // (g): record sizes
+	budgetClients  int           // (h): connections that each send one large Produce at once
+	budgetRequest  int           // (h): the size of each Produce request frame, in bytes
+	budget         int64         // (h): queued.max.request.bytes
+	brokerProps    []string      // properties ("key=value") laid over the example broker's in (b) and (g)
+	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
 }
 
@@ -51,9 +58,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to f and p, see the package documentation)")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to h and p, see the package documentation)")
 	fs.IntVar(&o.rounds, "rounds", 3, "measure each scenario `n` times, alternating the servers (-quick: 1)")
-	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle")
+	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle, 50 MB in scenario g")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a, d, e and f (-quick: 500ms)")
 	conns := fs.String("conns", "1,8,64", "connection counts of scenario a")
 	fs.IntVar(&o.records, "records", 1_000_000, "records produced in scenario b (-quick: 100000)")
@@ -64,9 +71,22 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "scenario c: wait this long before sampling a server's RSS (-quick: 500ms)")
 	fs.IntVar(&o.listings, "listings", 5, "scenario f: listings timed at each connection count (-quick: 3)")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 500*time.Millisecond, "scenario e: a control-plane request unanswered after this counts as this long")
+	fs.IntVar(&o.largeMB, "large-mb", 200, "scenario g: `megabytes` (10^6 bytes) of record values produced and consumed at each record size (-quick: 50)")
+	largeSizes := fs.String("large-sizes", "1024,1048576", "scenario g: record sizes in bytes")
+	fs.IntVar(&o.budgetClients, "budget-clients", 16, "scenario h: connections that each send one Produce at once")
+	budgetRequest := fs.Int("budget-request-mib", 32, "scenario h: the size of each Produce request in `MiB`")
+	budget := fs.Int("budget-mib", 64, "scenario h: queued.max.request.bytes in `MiB`, also socket.request.max.bytes")
+	fs.Func("broker-set", "scenarios b and g: a `key=value` property laid over the example broker's (repeatable)", func(p string) error {
+		if !strings.Contains(p, "=") {
+			return fmt.Errorf("%q is not key=value", p)
+		}
+		o.brokerProps = append(o.brokerProps, p)
+		return nil
+	})
+	fs.StringVar(&o.perfDir, "perf-dir", "", "record each measured run of a server with perf record (call stacks, CPU clock) into a file of this `directory`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f,p] [-rounds n] [-json] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f,g,h,p] [-rounds n] [-json] [flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -84,6 +104,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		quickDefault(set, "idle", idle, "10000")
 		quickDefault(set, "settle", &o.settle, 500*time.Millisecond)
 		quickDefault(set, "listings", &o.listings, 3)
+		quickDefault(set, "large-mb", &o.largeMB, 50)
 	}
 	var err error
 	if o.scenarios, err = parseScenarios(*scenarios); err != nil {
@@ -95,9 +116,18 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.idleCounts, err = parseCounts("idle", *idle); err != nil {
 		return options{}, err
 	}
-	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.listings < 1 || o.probeTimeout <= 0 || o.settle < 0 {
-		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings and -probe-timeout must be positive, -settle not negative")
+	if o.largeSizes, err = parseCounts("large-sizes", *largeSizes); err != nil {
+		return options{}, err
 	}
+	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.listings < 1 || o.probeTimeout <= 0 || o.settle < 0 ||
+		o.largeMB < 1 || o.budgetClients < 1 || *budgetRequest < 1 || *budget < 1 {
+		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings, -probe-timeout, -large-mb, -budget-clients, -budget-request-mib and -budget-mib must be positive, -settle not negative")
+	}
+	if *budgetRequest > *budget || *budget > 2047 {
+		return options{}, fmt.Errorf("-budget-request-mib (%d) must be at most -budget-mib (%d), which is also socket.request.max.bytes and must be below 2048 MiB",
+			*budgetRequest, *budget)
+	}
+	o.budgetRequest, o.budget = *budgetRequest<<20, int64(*budget)<<20
 	return o, nil
 }
 
@@ -235,7 +265,7 @@ func (b *bench) scenario(id string) scenario {
 	all := []serverKind{kafkanetServer, kfakeServer, echoServer}
 	switch id {
 	case "a":
-		return scenario{b.rawInfo(), all, b.runRaw}
+		return scenario{b.rawInfo(), []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer}, b.runRaw}
 	case "b":
 		return scenario{b.produceInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runProduce}
 	case "c":
@@ -246,6 +276,10 @@ func (b *bench) scenario(id string) scenario {
 		return scenario{b.controlInfo(), []serverKind{kafkanetServer}, b.runControl}
 	case "f":
 		return scenario{b.listingInfo(), []serverKind{kafkanetServer}, b.runListing}
+	case "g":
+		return scenario{b.largeInfo(), []serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer}, b.runLarge}
+	case "h":
+		return scenario{b.budgetInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runBudget}
 	default:
 		return scenario{b.proxyInfo(), []serverKind{proxyServer}, b.runProxy}
 	}

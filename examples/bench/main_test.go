@@ -98,8 +98,14 @@ func TestAggregate(t *testing.T) {
 	if kn.RatioToKfake == nil || *kn.RatioToKfake != 12_345.0/6100 {
 		t.Errorf("kafkanet ratio to kfake = %v, want %v", kn.RatioToKfake, 12_345.0/6100)
 	}
-	if e := rows[3]; e.RatioToEcho != nil || e.RatioToKfake != nil {
+	if e := rows[3]; e.RatioToEcho != nil || e.RatioToKfake != nil || e.Ratios != nil {
 		t.Errorf("a kafkanet-only row has ratios: %+v", e)
+	}
+	if got := kn.Ratios; len(got) != 2 || got[echoServer] != 0.5 || got[kfakeServer] != 12_345.0/6100 {
+		t.Errorf("kafkanet's ratios = %v, want echo 0.5 and kfake %v", got, 12_345.0/6100)
+	}
+	if got := rows[2].Ratios; len(got) != 2 || got[kafkanetServer] != 2 {
+		t.Errorf("echo's ratios = %v, want kafkanet 2 and kfake", got)
 	}
 }
 
@@ -128,6 +134,29 @@ func TestWriteTables(t *testing.T) {
 	_, control, _ := strings.Cut(out, "(e) control")
 	if strings.Contains(control, "kafkanet/echo") {
 		t.Errorf("the kafkanet-only table has ratio columns:\n%s", control)
+	}
+}
+
+// TestWriteTablesRatios checks a scenario's own ratio columns: those of
+// its pairs whose servers both have rows, and no others.
+func TestWriteTablesRatios(t *testing.T) {
+	var s []sample
+	for server, v := range map[string]float64{kafkanetServer: 2, kfakeServer: 8, ceilingWritevServer: 1} {
+		s = append(s, sample{Scenario: "g", Case: "1 KiB, consume", Metric: "server CPU ms/MB", Server: server, Round: 1, Value: v})
+	}
+	res := &results{Rounds: 1, Samples: s, Scenarios: []scenarioInfo{{ID: "g", Title: "large",
+		Ratios: []ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, ceilingSendfileServer}}}}}
+	var buf bytes.Buffer
+	if err := writeTables(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	head := strings.Fields(strings.Split(out, "\n")[3])
+	if want := []string{"case", "metric", kafkanetServer, kfakeServer, ceilingWritevServer, "kafkanet/kfake", "kafkanet/ceiling-writev"}; !slices.Equal(head, want) {
+		t.Errorf("columns %q, want %q:\n%s", head, want, out)
+	}
+	if !strings.Contains(out, "0.25") || !strings.Contains(out, "2.00") {
+		t.Errorf("the ratios 0.25 (to kfake) and 2.00 (to the ceiling) are missing:\n%s", out)
 	}
 }
 
@@ -182,12 +211,80 @@ func TestParseProc(t *testing.T) {
 	if _, err := parseStatusRSS("Name:\tx\n"); err == nil {
 		t.Error("parseStatusRSS accepted a status without VmRSS")
 	}
+	hwm, err := parseStatusKB("VmHWM:\t    2048 kB\nVmRSS:\t    1536 kB\n", "VmHWM")
+	if err != nil || hwm != 2048*1024 {
+		t.Errorf("parseStatusKB(VmHWM) = %d, %v; want %d", hwm, err, 2048*1024)
+	}
+	if _, err := parseStatusKB("VmHWM:\t2048 MB\n", "VmHWM"); err == nil {
+		t.Error("parseStatusKB accepted a value not in kB")
+	}
+	switches, err := parseStatusCtxSwitches("Name:\tx\nvoluntary_ctxt_switches:\t196\nnonvoluntary_ctxt_switches:\t4234\n")
+	if err != nil || switches != 196+4234 {
+		t.Errorf("parseStatusCtxSwitches = %d, %v; want %d", switches, err, 196+4234)
+	}
+	if _, err := parseStatusCtxSwitches("voluntary_ctxt_switches:\t196\n"); err == nil {
+		t.Error("parseStatusCtxSwitches accepted a status without nonvoluntary_ctxt_switches")
+	}
+	if _, err := parseStatusCtxSwitches("voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t1\n"); err == nil {
+		t.Error("parseStatusCtxSwitches accepted a count that is not a number")
+	}
+	run, err := parseSchedstat("942115456 3128204594 4419\n")
+	if err != nil || run != 942115456*time.Nanosecond {
+		t.Errorf("parseSchedstat = %v, %v; want 942.115456ms", run, err)
+	}
+	for _, bad := range []string{"", "1 2", "x 2 3"} {
+		if _, err := parseSchedstat(bad); err == nil {
+			t.Errorf("parseSchedstat(%q) succeeded", bad)
+		}
+	}
 	// And for real, on this process.
 	if cpu, err := procCPU(os.Getpid()); err != nil || cpu < 0 {
 		t.Errorf("procCPU(self) = %v, %v", cpu, err)
 	}
 	if rss, err := procRSS(os.Getpid()); err != nil || rss < 1<<20 {
 		t.Errorf("procRSS(self) = %d, %v; want at least 1 MiB", rss, err)
+	}
+	if hwm, err := procHWM(os.Getpid()); err != nil || hwm < 1<<20 {
+		t.Errorf("procHWM(self) = %d, %v; want at least 1 MiB", hwm, err)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	u0, err := readUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin 50 ms of CPU time and yield in between, so that the run time
+	// and the context switches of this process's threads grow.
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+		time.Sleep(time.Microsecond)
+	}
+	spin := time.Now().Add(50 * time.Millisecond)
+	for time.Now().Before(spin) {
+	}
+	u1, err := readUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu := u1.cpuSince(u0); cpu < 40*time.Millisecond || cpu > 10*time.Second {
+		t.Errorf("CPU time over 50 ms of spinning: %v", cpu)
+	}
+	if u1.CtxSwitches <= u0.CtxSwitches {
+		t.Errorf("context switches went from %d to %d over a run of sleeps", u0.CtxSwitches, u1.CtxSwitches)
+	}
+	// The threads' run time counts to the nanosecond; the tick count only
+	// when threads that exited took more with them.
+	then := usage{Ticks: 100 * time.Millisecond, TaskCPU: 95 * time.Millisecond}
+	for _, tc := range []struct {
+		now  usage
+		want time.Duration
+	}{
+		{usage{Ticks: 110 * time.Millisecond, TaskCPU: 102 * time.Millisecond}, 7 * time.Millisecond},   // within a tick: the precise count
+		{usage{Ticks: 300 * time.Millisecond, TaskCPU: 120 * time.Millisecond}, 190 * time.Millisecond}, // a thread that ran 170 ms has exited
+	} {
+		if got := tc.now.cpuSince(then); got != tc.want {
+			t.Errorf("%+v.cpuSince(%+v) = %v, want %v", tc.now, then, got, tc.want)
+		}
 	}
 }
 
@@ -202,14 +299,37 @@ func TestParseOptions(t *testing.T) {
 	if !slices.Equal(o.scenarios, []string{"a", "d"}) {
 		t.Errorf("scenarios = %v, want [a d] in run order", o.scenarios)
 	}
+	if o.largeMB != 50 || !slices.Equal(o.largeSizes, []int{1024, 1 << 20}) {
+		t.Errorf("-quick: large-mb %d, large-sizes %v; want 50 and [1024 1048576]", o.largeMB, o.largeSizes)
+	}
 	o, err = parseOptions(nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.rounds != 3 || !slices.Equal(o.idleCounts, []int{10_000, 100_000}) || !slices.Equal(o.rawConns, []int{1, 8, 64}) || len(o.scenarios) != len(allScenarios) {
+	if o.rounds != 3 || !slices.Equal(o.idleCounts, []int{10_000, 100_000}) || !slices.Equal(o.rawConns, []int{1, 8, 64}) || len(o.scenarios) != len(allScenarios) ||
+		o.largeMB != 200 || o.budgetClients != 16 || o.budgetRequest != 32<<20 || o.budget != 64<<20 {
 		t.Errorf("defaults: %+v", o)
 	}
-	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"}} {
+	o, err = parseOptions([]string{"-quick", "-large-mb", "7", "-large-sizes", "4096,100", "-budget-request-mib", "8", "-budget-mib", "16", "-budget-clients", "4"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.largeMB != 7 || !slices.Equal(o.largeSizes, []int{100, 4096}) || o.budgetRequest != 8<<20 || o.budget != 16<<20 || o.budgetClients != 4 {
+		t.Errorf("explicit g and h flags: %+v", o)
+	}
+	o, err = parseOptions([]string{"-broker-set", "queued.max.request.bytes=209715200", "-broker-set", "socket.send.buffer.bytes=-1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"queued.max.request.bytes=209715200", "socket.send.buffer.bytes=-1"}; !slices.Equal(o.brokerProps, want) {
+		t.Errorf("-broker-set: %q, want %q", o.brokerProps, want)
+	}
+	if note := (&bench{opts: o}).largeInfo().Notes; !strings.Contains(note[len(note)-1], "-broker-set queued.max.request.bytes=209715200 -broker-set socket.send.buffer.bytes=-1") {
+		t.Errorf("(g)'s notes do not name the broker's properties: %q", note[len(note)-1])
+	}
+	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"},
+		{"-large-mb", "0"}, {"-large-sizes", "1024,0"}, {"-budget-clients", "0"},
+		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}, {"-broker-set", "novalue"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("parseOptions(%q) succeeded", bad)
 		}
@@ -278,6 +398,29 @@ func TestRawEndToEnd(t *testing.T) {
 		if rate < 100 || p50 <= 0 || p50 > p99 || p99 > p999 || cpu <= 0 {
 			t.Errorf("%s: %v req/s, p50 %v, p99 %v, p99.9 %v µs, server CPU %v µs/req: want a positive rate and CPU and ordered percentiles",
 				server, rate, p50, p99, p999, cpu)
+		}
+	}
+}
+
+// TestRawMetadataEndToEnd runs scenario a at one connection: ApiVersions
+// and Metadata against the four servers, the inline one Metadata only.
+func TestRawMetadataEndToEnd(t *testing.T) {
+	rows := runScenarios(t, options{scenarios: []string{"a"}, rounds: 1, duration: 300 * time.Millisecond, rawConns: []int{1}})
+	for _, server := range []string{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer} {
+		for _, c := range []string{"conns=1", metadataCase} {
+			if server == kafkanetInlineServer && c == "conns=1" {
+				continue
+			}
+			p50 := find(t, rows, c, "p50 µs", server).Median
+			switches := find(t, rows, c, "server ctx switches/req", server).Median
+			if p50 <= 0 || switches <= 0 || switches > 50 {
+				t.Errorf("%s, %s: p50 %v µs, %v context switches per request", server, c, p50, switches)
+			}
+		}
+	}
+	for _, r := range rows {
+		if r.Server == kafkanetInlineServer && r.Case != metadataCase {
+			t.Errorf("kafkanet-inline measured in %q", r.Case)
 		}
 	}
 }

@@ -28,6 +28,9 @@ func (b *bench) produceInfo() scenarioInfo {
 		"kgo defaults (idempotent, acks=all, linger 10 ms, one produce request in flight per broker) but no compression;",
 		"incompressible values. Timed from the first record to the last acknowledgement. MB = 10^6 bytes of values.",
 		"The server's RSS is read after the last acknowledgement.")
+	if !b.opts.produceDiscard {
+		info.Notes = append(info.Notes, b.brokerPropsNote()...)
+	}
 	return info
 }
 
@@ -44,26 +47,41 @@ func (b *bench) runProduce(ctx context.Context, server serverKind) ([]sample, er
 		return nil, err
 	}
 	defer c.stop()
-	out, err := produce(ctx, c, b.opts.records, b.opts.recordSize)
+	out, err := produce(ctx, c, produceLoad{topic: benchTopic, partitions: benchPartitions, records: b.opts.records, size: b.opts.recordSize})
+	out = renameCase(out, "produce")
 	if err != nil {
 		return out, err
 	}
 	return out, c.stop()
 }
 
-// produce creates the bench topic on c, writes n records of size bytes
-// with kgo and measures it.
-func produce(ctx context.Context, c *child, n, size int) ([]sample, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(benchTopic),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
+// produceLoad is what produce writes: records of size bytes to a topic of
+// so many partitions, in batches of at most batchMax bytes (0: kgo's
+// default).
+type produceLoad struct {
+	topic         string
+	partitions    int32
+	records, size int
+	batchMax      int32
+}
+
+// produce creates the load's topic on c, writes one record, then the
+// load's records with kgo, and measures the latter.
+func produce(ctx context.Context, c *child, load produceLoad) ([]sample, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(load.topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression())}
+	if load.batchMax > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(load.batchMax))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kgo client: %w", err)
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl); err != nil {
+	if err := createTopic(ctx, cl, load.topic, load.partitions); err != nil {
 		return nil, err
 	}
-	values, err := randomValues(4096, size)
+	values, err := randomValues(max(1, min(4096, (16<<20)/load.size)), load.size)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +96,7 @@ func produce(ctx context.Context, c *child, n, size int) ([]sample, error) {
 	}
 	var failed atomic.Int64
 	var firstErr atomic.Pointer[error]
-	for i := range n {
+	for i := range load.records {
 		cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
 			if err != nil && failed.Add(1) == 1 {
 				firstErr.Store(&err)
@@ -92,37 +110,29 @@ func produce(ctx context.Context, c *child, n, size int) ([]sample, error) {
 		return nil, err
 	}
 	if f := failed.Load(); f > 0 {
-		return nil, fmt.Errorf("%d of %d records failed, the first with: %w", f, n, *firstErr.Load())
+		return nil, fmt.Errorf("%d of %d records failed, the first with: %w", f, load.records, *firstErr.Load())
 	}
 	rss, err := c.rss()
 	if err != nil {
 		return nil, err
 	}
-	mb := float64(n) * float64(size) / 1e6
-	secs := w.Elapsed.Seconds()
-	return []sample{
-		{Case: "produce", Metric: "records/s", Value: float64(n) / secs},
-		{Case: "produce", Metric: "MB/s", Value: mb / secs},
-		{Case: "produce", Metric: "server CPU ms/MB", Value: micros(w.ServerCPU) / 1000 / mb},
-		{Case: "produce", Metric: "bench CPU ms/MB", Value: micros(w.Client) / 1000 / mb},
-		{Case: "produce", Metric: "server RSS MiB after", Value: float64(rss) / (1 << 20)},
-	}, nil
+	return throughputSamples(w, load.records, int64(load.records)*int64(load.size), rss), nil
 }
 
-// createTopic creates the bench topic; one that exists already will do.
-func createTopic(ctx context.Context, cl *kgo.Client) error {
+// createTopic creates a topic; one that exists already will do.
+func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 10_000
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = benchTopic, benchPartitions, 1
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, 1
 	req.Topics = []kmsg.CreateTopicsRequestTopic{t}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("creating topic %s: %w", benchTopic, err)
+		return fmt.Errorf("creating topic %s: %w", topic, err)
 	}
 	for _, rt := range resp.Topics {
 		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil && err != kerr.TopicAlreadyExists {
-			return fmt.Errorf("creating topic %s: %w", benchTopic, err)
+			return fmt.Errorf("creating topic %s: %w", topic, err)
 		}
 	}
 	return nil

@@ -25,18 +25,19 @@ func (b *bench) proxyInfo() scenarioInfo {
 		}}
 }
 
-// metadataLoad is Metadata v12 naming no topic, answered with brokers.
-var metadataLoad = load{func() []byte {
+// proxiedMetadataLoad is Metadata v12 naming no topic, answered with
+// brokers.
+func proxiedMetadataLoad() loadRequest {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
 	req.Topics = []kmsg.MetadataRequestTopic{}
-	return requestFrame(req)
-}, func(rc *rawConn) error {
-	if len(rc.body) < 16 {
-		return fmt.Errorf("Metadata response of %d bytes", len(rc.body))
-	}
-	return nil
-}}
+	return loadRequest{frame: requestFrame(req), check: func(rc *rawConn) error {
+		if len(rc.body) < 16 {
+			return fmt.Errorf("Metadata response of %d bytes", len(rc.body))
+		}
+		return nil
+	}}
+}
 
 // runProxy measures one round of scenario p.
 func (b *bench) runProxy(ctx context.Context, _ serverKind) ([]sample, error) {
@@ -53,11 +54,11 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) ([]sample, error) {
 
 	var out []sample
 	for _, n := range b.opts.rawConns {
-		direct, err := runLoadOf(ctx, b.dialer, broker, metadataLoad, n, b.opts.duration, nil)
+		direct, err := runLoad(ctx, b.dialer, broker, proxiedMetadataLoad(), n, b.opts.duration, nil)
 		if err != nil {
 			return out, fmt.Errorf("%d connections, direct: %w", n, err)
 		}
-		via, err := runLoadOf(ctx, b.dialer, proxy, metadataLoad, n, b.opts.duration, nil)
+		via, err := runLoad(ctx, b.dialer, proxy, proxiedMetadataLoad(), n, b.opts.duration, nil)
 		if err != nil {
 			return out, fmt.Errorf("%d connections, through the proxy: %w", n, err)
 		}
@@ -76,7 +77,7 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) ([]sample, error) {
 		name string
 		c    *child
 	}{{"direct", broker}, {"through the proxy", proxy}} {
-		got, err := produce(ctx, target.c, b.opts.records, b.opts.recordSize)
+		got, err := produce(ctx, target.c, produceLoad{topic: benchTopic, partitions: benchPartitions, records: b.opts.records, size: b.opts.recordSize})
 		for _, s := range got {
 			s.Case = "produce: " + target.name
 			if target.c == proxy && s.Metric == "server CPU ms/MB" {

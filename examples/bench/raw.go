@@ -13,35 +13,71 @@ import (
 )
 
 func (b *bench) rawInfo() scenarioInfo {
-	return scenarioInfo{ID: "a", Title: fmt.Sprintf("raw ApiVersions v0 round trips, one in flight per connection, %s per run", b.opts.duration),
+	return scenarioInfo{ID: "a", Title: fmt.Sprintf("raw ApiVersions v0 round trips, one in flight per connection, %s per run; Metadata v1 at 1 connection", b.opts.duration),
 		Notes: []string{
 			"The client writes a 19-byte ApiVersions v0 request and reads the whole response before the next, on each of N connections.",
 			"kafkanet answers ApiVersions in the server, listing the APIs it serves; kfake lists every key it serves; echo sends a fixed empty list (see response bytes).",
-			"Latency: every round trip in the run, nearest-rank percentiles. CPU µs/req: server (or bench) utime+stime over the run / requests.",
-		}}
+			"\"conns=1, Metadata\": a 23-byte Metadata v1 request naming no topic, answered by the host: kafkanet's minimal host through Serve's",
+			"queue and 8 handler goroutines, kafkanet-inline's on the connection's goroutine (socketserver.Inline); kfake's cluster goroutine; echo's fixed answer.",
+			"Latency: every round trip in the run, nearest-rank percentiles. CPU µs/req: server (or bench) CPU time over the run / requests",
+			"(the sum of the server's threads' run time from /proc/PID/task/*/schedstat). Context switches/req: the sum of voluntary and",
+			"nonvoluntary switches over the server's threads (/proc/PID/task/*/status) over the run / requests.",
+		}, Ratios: []ratioPair{{kafkanetServer, echoServer}, {kafkanetInlineServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}}}
 }
 
-// runRaw measures one server at each connection count of -conns.
+// metadataCase is (a)'s case of Metadata at one connection.
+const metadataCase = "conns=1, Metadata"
+
+// runRaw measures one server at each connection count of -conns, and with
+// Metadata at one connection when -conns holds 1. kafkanet-inline, which
+// differs from kafkanet only in how the host answers, runs the Metadata
+// case alone.
 func (b *bench) runRaw(ctx context.Context, server serverKind) ([]sample, error) {
 	c, err := b.startServer(ctx, childSpec{Kind: server, BlockKey: -1})
 	if err != nil {
 		return nil, err
 	}
 	defer c.stop()
-	size, err := apiVersionsResponseSize(ctx, b.dialer, c.addr)
-	if err != nil {
-		return nil, err
-	}
-	out := []sample{{Case: "any", Metric: "response bytes", Value: float64(size)}}
-	for _, n := range b.opts.rawConns {
-		res, err := runLoad(ctx, b.dialer, c, n, b.opts.duration, nil)
+	var out []sample
+	if server != kafkanetInlineServer {
+		size, err := apiVersionsResponseSize(ctx, b.dialer, c.addr)
 		if err != nil {
-			return out, fmt.Errorf("%d connections: %w", n, err)
+			return nil, err
 		}
-		out = res.samples(out, fmt.Sprintf("conns=%d", n))
+		out = append(out, sample{Case: "any", Metric: "response bytes", Value: float64(size)})
+		for _, n := range b.opts.rawConns {
+			res, err := runLoad(ctx, b.dialer, c, apiVersionsLoad(), n, b.opts.duration, nil)
+			if err != nil {
+				return out, fmt.Errorf("%d connections: %w", n, err)
+			}
+			out = res.samples(out, fmt.Sprintf("conns=%d", n))
+		}
+	}
+	if slices.Contains(b.opts.rawConns, 1) {
+		res, err := runLoad(ctx, b.dialer, c, metadataLoad(), 1, b.opts.duration, nil)
+		if err != nil {
+			return out, fmt.Errorf("Metadata: %w", err)
+		}
+		out = res.samples(out, metadataCase)
 	}
 	return out, c.stop()
 }
+
+// loadRequest is the request a load sends over and over, and the check of
+// each response (its correlation id is checked in any case).
+type loadRequest struct {
+	frame []byte
+	check func(*rawConn) error // nil: any response will do
+}
+
+// apiVersionsLoad sends ApiVersions v0 and checks for no error.
+func apiVersionsLoad() loadRequest {
+	return loadRequest{frame: apiVersionsV0Frame(), check: (*rawConn).apiVersionsOK}
+}
+
+// metadataLoad sends Metadata v1 naming no topic. Echo answers it as any
+// frame, so the response is not decoded.
+func metadataLoad() loadRequest { return loadRequest{frame: metadataV1Frame()} }
 
 // loadResult is what one run of the raw load measured.
 type loadResult struct {
@@ -58,33 +94,20 @@ func (r loadResult) samples(out []sample, c string) []sample {
 	if r.Requests > 0 {
 		out = append(out,
 			sample{Case: c, Metric: "server CPU µs/req", Value: micros(r.ServerCPU) / float64(r.Requests)},
+			sample{Case: c, Metric: "server ctx switches/req", Value: float64(r.ServerSwitches) / float64(r.Requests)},
 			sample{Case: c, Metric: "bench CPU µs/req", Value: micros(r.Client) / float64(r.Requests)})
 	}
 	return out
 }
 
-// runLoad sends ApiVersions v0 round trips to c on conns connections, one
-// in flight each, and measures them for dur. The connections are opened
+// runLoad sends req's round trips to c on conns connections, one in
+// flight each, and measures them for dur. The connections are opened
 // and have done one round trip before the load starts, and the load runs
 // for warmUp(dur) before the measurement. During the run,
 // meanwhile (if not nil) runs with a context that ends with it, and its
 // result is the run's Listings.
-func runLoad(ctx context.Context, d *dialer, c *child, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
-	return runLoadOf(ctx, d, c, apiVersionsLoad, conns, dur, meanwhile)
-}
-
-// load is the request a raw load repeats, and the check of its response.
-type load struct {
-	frame func() []byte
-	ok    func(*rawConn) error
-}
-
-// apiVersionsLoad is ApiVersions v0, answered without an error.
-var apiVersionsLoad = load{apiVersionsV0Frame, (*rawConn).apiVersionsOK}
-
-// runLoadOf is runLoad with l's request in place of ApiVersions.
-func runLoadOf(ctx context.Context, d *dialer, c *child, l load, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
-	rcs, err := openLoadConns(ctx, d, c.addr, l, conns)
+func runLoad(ctx context.Context, d *dialer, c *child, req loadRequest, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
+	rcs, err := openLoadConns(ctx, d, c.addr, req, conns)
 	defer func() {
 		for _, rc := range rcs {
 			rc.c.Close()
@@ -108,7 +131,7 @@ func runLoadOf(ctx context.Context, d *dialer, c *child, l load, conns int, dur 
 	errs := make([]error, conns)
 	var wg sync.WaitGroup
 	for i, rc := range rcs {
-		wg.Go(func() { lats[i], errs[i] = loadConn(rc, l, measureFrom, deadline) })
+		wg.Go(func() { lats[i], errs[i] = loadConn(rc, req.check, measureFrom, deadline) })
 	}
 	if err := sleep(ctx, time.Until(measureFrom)); err != nil {
 		wg.Wait()
@@ -148,7 +171,7 @@ func runLoadOf(ctx context.Context, d *dialer, c *child, l load, conns int, dur 
 // apiVersionsResponseSize returns the size of the server's ApiVersions v0
 // response frame, its 4-byte size included.
 func apiVersionsResponseSize(ctx context.Context, d *dialer, addr string) (int, error) {
-	rcs, err := openLoadConns(ctx, d, addr, apiVersionsLoad, 1)
+	rcs, err := openLoadConns(ctx, d, addr, apiVersionsLoad(), 1)
 	for _, rc := range rcs {
 		rc.c.Close()
 	}
@@ -159,21 +182,23 @@ func apiVersionsResponseSize(ctx context.Context, d *dialer, addr string) (int, 
 }
 
 // openLoadConns opens n connections to addr, each after one round trip of
-// l's request, ready to send more.
-func openLoadConns(ctx context.Context, d *dialer, addr string, l load, n int) ([]*rawConn, error) {
+// req, ready to send more.
+func openLoadConns(ctx context.Context, d *dialer, addr string, req loadRequest, n int) ([]*rawConn, error) {
 	var rcs []*rawConn
 	for range n {
 		nc, err := d.dial(ctx, addr)
 		if err != nil {
 			return rcs, err
 		}
-		rc := newRawConn(nc, l.frame())
+		rc := newRawConn(nc, req.frame)
 		rcs = append(rcs, rc)
 		if err := rc.roundTrip(); err != nil {
 			return rcs, err
 		}
-		if err := l.ok(rc); err != nil {
-			return rcs, err
+		if req.check != nil {
+			if err := req.check(rc); err != nil {
+				return rcs, err
+			}
 		}
 	}
 	return rcs, nil
@@ -182,9 +207,10 @@ func openLoadConns(ctx context.Context, d *dialer, addr string, l load, n int) (
 // warmUp is how long the load runs before a measurement of dur starts.
 func warmUp(dur time.Duration) time.Duration { return min(dur/5, 500*time.Millisecond) }
 
-// loadConn does round trips on rc until the deadline and returns the
-// latencies of those that started from measureFrom on.
-func loadConn(rc *rawConn, l load, measureFrom, deadline time.Time) ([]time.Duration, error) {
+// loadConn does round trips on rc until the deadline, checking each
+// response with check (if not nil), and returns the latencies of those
+// that started from measureFrom on.
+func loadConn(rc *rawConn, check func(*rawConn) error, measureFrom, deadline time.Time) ([]time.Duration, error) {
 	_ = rc.c.SetDeadline(deadline.Add(30 * time.Second)) // a stuck server fails the run, not hangs it
 	lat := make([]time.Duration, 0, 1<<14)
 	for {
@@ -201,8 +227,10 @@ func loadConn(rc *rawConn, l load, measureFrom, deadline time.Time) ([]time.Dura
 		if !start.Before(measureFrom) {
 			lat = append(lat, time.Since(start))
 		}
-		if err := l.ok(rc); err != nil {
-			return lat, err
+		if check != nil {
+			if err := check(rc); err != nil {
+				return lat, err
+			}
 		}
 	}
 }

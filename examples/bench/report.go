@@ -32,7 +32,16 @@ type scenarioInfo struct {
 	Title string `json:"title"`
 	// Notes say exactly what was measured and how.
 	Notes []string `json:"notes"`
+	// Ratios are the ratio columns of the scenario's table, where both
+	// servers were measured; nil: defaultRatios.
+	Ratios []ratioPair `json:"-"`
 }
+
+// ratioPair is a ratio column: num's median over den's.
+type ratioPair struct{ num, den serverKind }
+
+// defaultRatios are the ratio columns of a scenario that names none.
+var defaultRatios = []ratioPair{{kafkanetServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}}
 
 // results are everything a run measured.
 type results struct {
@@ -57,6 +66,9 @@ type row struct {
 	// medians of the same case and metric; absent when there is none.
 	RatioToEcho  *float64 `json:"ratio_to_echo,omitempty"`
 	RatioToKfake *float64 `json:"ratio_to_kfake,omitempty"`
+	// Ratios are Median over the median of every other server measured in
+	// the same case and metric (echo and kfake included), by server.
+	Ratios map[serverKind]float64 `json:"ratios,omitempty"`
 }
 
 // median returns the median of values (the mean of the middle two for an
@@ -102,6 +114,17 @@ func aggregate(samples []sample) []row {
 		r := &rows[i]
 		r.RatioToEcho = ratio(r.Median, medians, rowKey{r.Scenario, r.Case, r.Metric, echoServer})
 		r.RatioToKfake = ratio(r.Median, medians, rowKey{r.Scenario, r.Case, r.Metric, kfakeServer})
+		for _, o := range rows {
+			if o.Scenario != r.Scenario || o.Case != r.Case || o.Metric != r.Metric || o.Server == r.Server {
+				continue
+			}
+			if v := ratio(r.Median, medians, rowKey{o.Scenario, o.Case, o.Metric, o.Server}); v != nil {
+				if r.Ratios == nil {
+					r.Ratios = map[serverKind]float64{}
+				}
+				r.Ratios[o.Server] = *v
+			}
+		}
 	}
 	return rows
 }
@@ -142,11 +165,12 @@ func writeJSON(w io.Writer, res *results) error {
 }
 
 // serverOrder is the column order of the tables.
-var serverOrder = []serverKind{kafkanetServer, kfakeServer, echoServer, proxyServer}
+var serverOrder = []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer, ceilingWritevServer, ceilingSendfileServer, proxyServer}
 
 // writeTables writes one table per scenario: a line per case and metric,
-// a column per server with "median (min–max)", and the ratios of kafkanet
-// to echo and to kfake, and of kfake to echo, where both were measured.
+// a column per server with "median (min–max)", and the scenario's ratios
+// (by default kafkanet to echo and to kfake, and kfake to echo) where both
+// were measured.
 func writeTables(w io.Writer, res *results) error {
 	rows := aggregate(res.Samples)
 	fmt.Fprintf(w, "kafkanet bench: %d round(s); each cell is the median (min–max) over rounds\n", res.Rounds)
@@ -165,7 +189,11 @@ func writeTables(w io.Writer, res *results) error {
 			fmt.Fprintln(w, "    (no results)")
 			continue
 		}
-		if err := writeTable(w, mine); err != nil {
+		ratios := sc.Ratios
+		if ratios == nil {
+			ratios = defaultRatios
+		}
+		if err := writeTable(w, mine, ratios); err != nil {
 			return err
 		}
 	}
@@ -178,17 +206,17 @@ func writeTables(w io.Writer, res *results) error {
 	return nil
 }
 
-// writeTable writes the rows of one scenario.
-func writeTable(w io.Writer, rows []row) error {
+// writeTable writes the rows of one scenario, with the ratio columns of
+// pairs whose servers both have rows.
+func writeTable(w io.Writer, rows []row, pairs []ratioPair) error {
 	var servers []serverKind
 	for _, s := range serverOrder {
 		if slices.ContainsFunc(rows, func(r row) bool { return r.Server == s }) {
 			servers = append(servers, s)
 		}
 	}
-	type ratioCol struct{ num, den serverKind }
-	var ratios []ratioCol
-	for _, rc := range []ratioCol{{kafkanetServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}} {
+	var ratios []ratioPair
+	for _, rc := range pairs {
 		if slices.Contains(servers, rc.num) && slices.Contains(servers, rc.den) {
 			ratios = append(ratios, rc)
 		}

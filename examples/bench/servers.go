@@ -18,8 +18,10 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -39,8 +41,16 @@ type serverKind = string
 // The servers under test.
 const (
 	kafkanetServer serverKind = "kafkanet"
-	kfakeServer    serverKind = "kfake"
-	echoServer     serverKind = "echo"
+	// kafkanetInlineServer is the minimal kafkanet host with its APIs
+	// answered inline, on each connection's goroutine (socketserver.Inline).
+	kafkanetInlineServer serverKind = "kafkanet-inline"
+	kfakeServer          serverKind = "kfake"
+	echoServer           serverKind = "echo"
+	// The ceilings of consuming (scenario g): a socketserver host that
+	// answers each Fetch with batches built at start, by reference, from
+	// memory (writev) or from a file (sendfile).
+	ceilingWritevServer   serverKind = "ceiling-writev"
+	ceilingSendfileServer serverKind = "ceiling-sendfile"
 )
 
 // Environment variables that carry the TLS key and certificate chain (PEM)
@@ -80,13 +90,27 @@ type childSpec struct {
 	// Discard makes kfake blackhole produced records (kafkanet's minimal
 	// server always discards them).
 	Discard bool
+	// Props are broker properties ("key=value") laid over the minimal
+	// kafkanet server's, such as queued.max.request.bytes.
+	Props []string
+	// MessageMaxBytes, when positive, is kfake's message.max.bytes.
+	MessageMaxBytes int
+	// Records and RecordSize are the log a ceiling builds at start: that
+	// many records of that many bytes in partition 0 of largeTopic.
+	Records, RecordSize int
 }
 
 // args returns the child's command-line arguments.
 func (s childSpec) args() []string {
-	return []string{childFlag, "-kind", s.Kind, "-addr", s.Addr, "-control-addr", s.ControlAddr,
+	args := []string{childFlag, "-kind", s.Kind, "-addr", s.Addr, "-control-addr", s.ControlAddr,
 		"-tls=" + strconv.FormatBool(s.TLS), "-shared-control=" + strconv.FormatBool(s.SharedControl),
-		"-block-key", strconv.Itoa(s.BlockKey), "-discard=" + strconv.FormatBool(s.Discard)}
+		"-block-key", strconv.Itoa(s.BlockKey), "-discard=" + strconv.FormatBool(s.Discard),
+		"-message-max-bytes", strconv.Itoa(s.MessageMaxBytes),
+		"-records", strconv.Itoa(s.Records), "-record-size", strconv.Itoa(s.RecordSize)}
+	for _, p := range s.Props {
+		args = append(args, "-prop", p)
+	}
+	return args
 }
 
 // parseChildSpec reads a child's arguments (those after childFlag).
@@ -100,6 +124,16 @@ func parseChildSpec(args []string) (childSpec, error) {
 	fs.BoolVar(&s.SharedControl, "shared-control", false, "no separate control plane")
 	fs.IntVar(&s.BlockKey, "block-key", -1, "API key whose data-plane requests are never answered")
 	fs.BoolVar(&s.Discard, "discard", false, "kfake: blackhole produced records")
+	fs.IntVar(&s.MessageMaxBytes, "message-max-bytes", 0, "kfake: message.max.bytes")
+	fs.IntVar(&s.Records, "records", 0, "ceiling: records in the log")
+	fs.IntVar(&s.RecordSize, "record-size", 0, "ceiling: bytes in each record's value")
+	fs.Func("prop", "kafkanet: a broker property key=value (repeatable)", func(p string) error {
+		if !strings.Contains(p, "=") {
+			return fmt.Errorf("%q is not key=value", p)
+		}
+		s.Props = append(s.Props, p)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return childSpec{}, err
 	}
@@ -118,8 +152,10 @@ func childMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	spec, err := parseChildSpec(args)
 	if err == nil {
 		switch spec.Kind {
-		case kafkanetServer:
+		case kafkanetServer, kafkanetInlineServer:
 			err = serveKafkanet(ctx, spec, stdin, stdout)
+		case ceilingWritevServer, ceilingSendfileServer:
+			err = serveCeiling(ctx, spec)
 		case kfakeServer:
 			err = serveKfake(ctx, spec)
 		case echoServer:
@@ -165,6 +201,9 @@ func serveKfake(ctx context.Context, spec childSpec) error {
 	}
 	if spec.Discard {
 		opts = append(opts, kfake.BlackholeProduce())
+	}
+	if spec.MessageMaxBytes > 0 {
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(spec.MessageMaxBytes)}))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -254,6 +293,11 @@ type childStats struct {
 	DataQueueCap int `json:"data_queue_cap"`
 	Connections  int `json:"connections"`
 	Blocked      int `json:"blocked"` // requests its handler holds unanswered
+	// The data plane's request memory pool (queued.max.request.bytes), for
+	// scenario h: the bytes in use and the time it has been spent.
+	RequestMemorySize     int64   `json:"request_memory_size"` // 0: no budget
+	RequestMemoryUsed     int64   `json:"request_memory_used"`
+	RequestMemoryDepleted float64 `json:"request_memory_depleted_ms"`
 
 	// From runtime.MemStats, after a GC, for scenario (c)'s breakdown.
 	HeapAlloc    uint64 `json:"heap_alloc"`
@@ -286,6 +330,10 @@ func kafkanetProperties(spec childSpec) listener.Properties {
 		p[prefix+listener.KeySSLKeystoreKey] = os.Getenv(envTLSKey)
 		p[prefix+listener.KeySSLKeystoreCertificateChain] = os.Getenv(envTLSChain)
 	}
+	for _, kv := range spec.Props {
+		k, v, _ := strings.Cut(kv, "=")
+		p[k] = v
+	}
 	return p
 }
 
@@ -303,19 +351,24 @@ type minimalHandler struct {
 	pid      atomic.Int64
 }
 
-// minimalAPIs are the minimal server's APIs.
-func minimalAPIs() []socketserver.API {
+// minimalAPIs are the minimal server's APIs. With inline, h answers the
+// host's APIs on the connections' goroutines (socketserver.Inline) instead
+// of through Serve's queue.
+func minimalAPIs(h socketserver.Handler, inline bool) []socketserver.API {
 	api := func(key kmsg.Key, minV, maxV int16) socketserver.API {
 		a, _ := socketserver.KmsgAPI(key.Int16(), minV, maxV)
 		return a
 	}
-	return []socketserver.API{
+	host := []socketserver.API{
 		api(kmsg.Metadata, 0, 12), // v13 would need topic ids; names keep the fixed response small
 		api(kmsg.Produce, 3, 12),
 		api(kmsg.InitProducerID, 0, 4),
 		api(kmsg.CreateTopics, 0, 7),
-		socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil),
 	}
+	if inline {
+		host = socketserver.Inline(h, host...)
+	}
+	return append(host, socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil))
 }
 
 // fixedMetadata is the minimal server's Metadata response: itself as node
@@ -420,12 +473,13 @@ func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout 
 	if err != nil {
 		return err
 	}
-	cfg.APIs = minimalAPIs()
-	srv, err := socketserver.New(cfg)
+	metadata, err := fixedMetadata(spec.Addr)
 	if err != nil {
 		return err
 	}
-	metadata, err := fixedMetadata(spec.Addr)
+	h := &minimalHandler{ctx: ctx, metadata: metadata, blockKey: spec.BlockKey}
+	cfg.APIs = minimalAPIs(h, spec.Kind == kafkanetInlineServer)
+	srv, err := socketserver.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -433,7 +487,6 @@ func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout 
 		return err
 	}
 	defer srv.Close()
-	h := &minimalHandler{ctx: ctx, metadata: metadata, blockKey: spec.BlockKey}
 	go answerStats(stdin, stdout, srv, h, cfg.QueuedMaxRequests)
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ctx, listener.DataPlane, socketserver.DefaultNumIOThreads, h) }()
@@ -461,6 +514,10 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 		}
 		st := srv.Stats()
 		cs := childStats{DataQueue: st.RequestQueueSize[listener.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load())}
+		if m, ok := st.RequestMemory[listener.DataPlane]; ok {
+			cs.RequestMemorySize, cs.RequestMemoryUsed = m.Size, m.Used
+			cs.RequestMemoryDepleted = float64(m.Depleted) / float64(time.Millisecond)
+		}
 		for _, n := range st.ConnectionCount {
 			cs.Connections += n
 		}
