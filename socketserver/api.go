@@ -29,12 +29,14 @@ type API struct {
 	// plane's request channel, inline: the server calls it on the
 	// connection's own goroutine as soon as the request is decoded, as
 	// net/http calls its handlers, which saves the handoffs to a handler
-	// worker and back (see [Inline]). The queue's bound still holds: a
-	// request answered so takes one of as many slots as the plane's queue
-	// has places (queued.max.requests; 20 on the control plane) until it is
-	// answered, and waits for one when all are taken. A Handler must not
-	// block for long, since it holds its connection; it may answer later,
-	// from any goroutine, as any handler may. A panic closes the
+	// worker and back (see [Inline]). The queue's bound still holds: the
+	// Handler runs in one of as many slots as the plane's queue has places
+	// (queued.max.requests; 20 on the control plane), and a request waits
+	// for a slot when all are taken. A Handler must not block for long,
+	// since it holds its connection and its slot; it may answer later, from
+	// any goroutine, as any handler may, and a request it hands on so (a
+	// long poll) gives its slot back when the Handler returns, as a worker
+	// moves on to the next request. A panic closes the
 	// connection, as in [Server.Serve]. [ListClientConnectionsAPI] is such
 	// an API.
 	Handler Handler

@@ -63,7 +63,6 @@ type conn struct {
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
 	watching      bool          // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
-	inlineSlot    bool          // the request in flight holds a slot of its listener's inline channel (see serveRequest)
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // made with the first request the host answers; its goroutine starts when one is held (watchPeer); stopped when the connection parks
@@ -150,7 +149,6 @@ func (c *conn) finish() {
 	c.close()
 	c.stopPeerWatcher()
 	c.releaseMemory()
-	c.releaseInlineSlot()
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
@@ -271,15 +269,17 @@ func (c *conn) serveRequest() bool {
 	}
 	if api, _ := ls.apis.lookup(h.key); api.Handler != nil {
 		// Answered in place, on this goroutine (the inline mode): the
-		// request takes a slot instead of a place in the queue, so that no
-		// more requests are in hand at once than the queue would hold.
+		// handler runs in one of as many slots as the queue has places, so
+		// that no more requests are in hand at once than the queue and its
+		// workers would hold. A request the handler hands on (to answer it
+		// later, as a long poll) gives its slot back, as a worker moves on.
 		select {
 		case ls.inline <- struct{}{}:
-			c.inlineSlot = true
 		case <-c.ctx.Done():
 			return false
 		}
 		srv.handle(api.Handler, r) // the answer is in c.answers, or comes later
+		<-ls.inline
 	} else {
 		select {
 		case ls.queue <- r:
@@ -317,8 +317,7 @@ wait:
 		}
 	}
 	c.peer.held.Stop()
-	c.releaseMemory()
-	c.releaseInlineSlot() // answered: the request's bytes no longer count (the response's are its own)
+	c.releaseMemory() // answered: the request's bytes no longer count (the response's are its own)
 	if a.close {
 		c.setReason(connregistry.HandlerClosed)
 		return false
@@ -609,15 +608,6 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (f
 	rb = &requestBuf{}
 	frame, err = readBody(c.br, size, rb.frame[:0])
 	return frame, rb, 0, err
-}
-
-// releaseInlineSlot gives back the slot of a request answered by its API's
-// own Handler, once it is answered or the connection ends.
-func (c *conn) releaseInlineSlot() {
-	if c.inlineSlot {
-		<-c.p.ls.inline
-		c.inlineSlot = false
-	}
 }
 
 // releaseMemory gives the request in flight's bytes back to the memory

@@ -128,34 +128,57 @@ func mustKmsgAPI(t testing.TB, key kmsg.Key) socketserver.API {
 }
 
 // The inline mode keeps the queue's bound: with queued.max.requests=2, at
-// most two requests are in the inline handler's hands at once; a third
-// connection waits for a slot and is served when one is answered.
+// most two inline handlers run at once; a third connection's request waits
+// for a slot and is handled when one returns. A request the handler hands
+// on, to answer later, holds no slot.
 func TestInlineHandlersKeepTheQueueBound(t *testing.T) {
-	held := make(chan *socketserver.Request, 5)
+	running := make(chan *socketserver.Request, 5)
+	release := make(chan struct{})
+	later := make(chan *socketserver.Request, 5)
 	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "2"}, func(c *socketserver.Config) {
-		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) { held <- r }), mustKmsgAPI(t, kmsg.Metadata))
+		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
+			if r.CorrelationID >= 100 { // handed on: answered later, from another goroutine
+				later <- r
+				return
+			}
+			running <- r
+			<-release
+			_ = respondEmpty(r)
+		}), mustKmsgAPI(t, kmsg.Metadata))
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		t.Errorf("the queue's handler got API key %d", r.APIKey)
 		_ = r.CloseConnection()
 	}))
+	// Three requests handed on hold no slot ...
+	for i := range 3 {
+		send(t, socketservertest.Dial(t, srv, "PLAINTEXT"), metadataReq(9), int32(100+i))
+	}
+	var handedOn []*socketserver.Request
+	for range 3 {
+		handedOn = append(handedOn, recv(t, later))
+	}
+	// ... so two handlers may run, and a third waits for one to return.
 	conns := make([]net.Conn, 3)
 	for i := range conns {
 		conns[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
 		send(t, conns[i], metadataReq(9), int32(i))
 	}
-	first, second := recv(t, held), recv(t, held)
+	recv(t, running)
+	recv(t, running)
 	select {
-	case r := <-held:
-		t.Fatalf("a third request (%s) reached the inline handler while two were held", r.Conn.ID)
+	case r := <-running:
+		t.Fatalf("a third handler (%s) ran while two were running", r.Conn.ID)
 	case <-time.After(200 * time.Millisecond):
 	}
-	require.NoError(t, respondEmpty(first))
-	third := recv(t, held)
-	require.NoError(t, respondEmpty(second))
-	require.NoError(t, respondEmpty(third))
+	release <- struct{}{}
+	recv(t, running)
+	close(release)
 	for i, c := range conns {
 		resp := kmsg.NewPtrMetadataResponse()
 		resp.Version = 9
 		readResponse(t, c, resp, int32(i))
+	}
+	for _, r := range handedOn {
+		require.NoError(t, respondEmpty(r))
 	}
 }

@@ -41,7 +41,7 @@ type Server struct {
 	listeners []*listenerState
 	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
 	memory    [2]*memoryPool   // by listener.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
-	inline    [2]chan struct{} // by listener.Plane: a slot per request an API's own Handler holds, as many as the plane's queue takes
+	inline    [2]chan struct{} // by listener.Plane: a slot per running API Handler (the inline mode), as many as the plane's queue takes
 
 	mu       sync.Mutex
 	started  bool
@@ -105,7 +105,7 @@ type listenerState struct {
 	apis       *apiTable
 	sec        listenerSecurity
 	queue      chan *Request
-	inline     chan struct{} // slots of requests answered by an API's own Handler
+	inline     chan struct{} // slots of running API Handlers (the inline mode)
 	memory     *memoryPool   // queued.max.request.bytes, or the control plane's allowance; nil: no limit
 	ln         net.Listener
 	base       context.Context // from Config.BaseContext; nil without it

@@ -136,6 +136,12 @@ func socketServerConfig(cfg *listener.Config, s brokerSettings) (socketserver.Co
 	if err != nil {
 		return socketserver.Config{}, err
 	}
+	if _, set := cfg.Properties().Get(socketserver.KeyQueuedMaxRequestBytes); !set {
+		// Kafka sets no limit by default; the example, which keeps its log
+		// in memory, bounds the requests in hand too, and so reads each
+		// frame once, at its size.
+		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)
+	}
 	// ListClientConnections (KIP-1329), answered by the server from its
 	// registry, on the data plane and the control plane.
 	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, connregistry.SuperUsers(s.superUsers))
@@ -146,6 +152,12 @@ func socketServerConfig(cfg *listener.Config, s brokerSettings) (socketserver.Co
 	scfg.ListenerCredentials = s.users.Stores()
 	return scfg, nil
 }
+
+// defaultQueuedMaxRequestBytes is the example broker's
+// queued.max.request.bytes when the configuration sets none: twice
+// socket.request.max.bytes (200 MiB with Kafka's default), so that two of
+// the largest requests fit at once.
+func defaultQueuedMaxRequestBytes(requestMax int32) int64 { return 2 * int64(requestMax) }
 
 // brokerProperties returns the properties of broker i of the process: those
 // of cfg with every port of listeners and advertised.listeners moved up by

@@ -222,3 +222,26 @@ func TestRetentionTimeRunsOnSchedule(t *testing.T) {
 	require.Eventually(t, func() bool { return c.state.logStart(tp, 0) == 2 }, 5*time.Second, 10*time.Millisecond,
 		"all but the newest batch expire")
 }
+
+// The example broker bounds the requests in hand by default, at twice
+// socket.request.max.bytes (Kafka sets no limit); the key overrides it,
+// -1 included.
+func TestDefaultRequestMemoryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		props listener.Properties
+		want  int64
+	}{
+		{listener.Properties{}, 2 * 104857600},
+		{listener.Properties{"socket.request.max.bytes": "1048576"}, 2 * 1048576},
+		{listener.Properties{"queued.max.request.bytes": "-1"}, -1},
+		{listener.Properties{"queued.max.request.bytes": "209715201"}, 209715201},
+	} {
+		cfg, err := listener.Resolve(tc.props)
+		require.NoError(t, err)
+		set, err := readSettings(cfg)
+		require.NoError(t, err)
+		scfg, err := socketServerConfig(cfg, set)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, scfg.QueuedMaxRequestBytes, "%v", tc.props)
+	}
+}

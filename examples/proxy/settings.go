@@ -88,27 +88,15 @@ func (p portPlan) port(id int32) (int, bool) {
 	return p.base + int(id), true
 }
 
-// proxyQueuedMaxRequests is the proxy's default queued.max.requests. A
-// broker holds a request in its queue until a handler takes it, and parks
-// a long poll elsewhere; the proxy holds each forwarded request until
-// upstream answers it, long polls and group joins included, and the socket
-// server bounds those by the same number (see socketserver.API.Handler).
-// Kafka's 500 would stall the 501st consumer's fetch.
-const proxyQueuedMaxRequests = 10000
-
 // withProxyDefaults fills what a proxy needs and a broker's defaults do
 // not give: with neither inter.broker.listener.name nor
 // security.inter.broker.protocol set, the first listener is the
 // inter-broker one (a proxy has no inter-broker traffic, but Kafka's rules
-// want the listener to exist); queued.max.requests, unless set, is
-// proxyQueuedMaxRequests.
+// want the listener to exist).
 func withProxyDefaults(props listener.Properties) listener.Properties {
 	out := listener.Properties{}
 	for k, v := range props {
 		out[k] = v
-	}
-	if _, ok := out.Get("queued.max.requests"); !ok {
-		out["queued.max.requests"] = strconv.Itoa(proxyQueuedMaxRequests)
 	}
 	_, named := out.Get(listener.KeyInterBrokerListenerName)
 	_, byProtocol := out.Get("security.inter.broker.protocol")
