@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -36,6 +37,27 @@ func (p Properties) With(settings ...string) (Properties, error) {
 		out[strings.TrimSpace(k)] = v
 	}
 	return out, nil
+}
+
+// Overrides collects key=value settings given on a command line, as
+// kafka-server-start's --override does; [Properties.With] lays them over a
+// properties file's. It is a flag.Value for a repeatable flag:
+//
+//	var sets listener.Overrides
+//	flag.Var(&sets, "set", "set configuration `key=value` (repeatable)")
+type Overrides []string
+
+// String returns the settings, separated by spaces.
+func (o *Overrides) String() string { return strings.Join(*o, " ") }
+
+// Set adds one setting; it must be key=value with a key. The error is
+// short, since package flag quotes the value and names the flag before it.
+func (o *Overrides) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
+		return errors.New("want key=value")
+	}
+	*o = append(*o, v)
+	return nil
 }
 
 // ParseProperties reads a Java .properties text as

@@ -1,6 +1,8 @@
 package listener_test
 
 import (
+	"flag"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,4 +52,22 @@ func TestParseProperties(t *testing.T) {
 	}
 	_, err := listener.ParseProperties([]byte("a=1\nb=2\nc=\\u00"))
 	assert.ErrorContains(t, err, "line 3")
+}
+
+// Overrides is the flag.Value of a repeatable -set key=value flag, whose
+// settings Properties.With lays over a file's.
+func TestOverrides(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var sets listener.Overrides
+	fs.Var(&sets, "set", "")
+	require.NoError(t, fs.Parse([]string{"-set", "a=1", "-set", "b = x=y", "-set", "c="}))
+	assert.Equal(t, listener.Overrides{"a=1", "b = x=y", "c="}, sets)
+	assert.Equal(t, "a=1 b = x=y c=", sets.String())
+	props, err := listener.Properties{"a": "0", "d": "4"}.With(sets...)
+	require.NoError(t, err)
+	assert.Equal(t, listener.Properties{"a": "1", "b": " x=y", "c": "", "d": "4"}, props)
+	for _, bad := range []string{"novalue", "=x", " =x"} {
+		assert.Error(t, fs.Parse([]string{"-set", bad}), bad)
+	}
 }

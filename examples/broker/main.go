@@ -83,7 +83,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -126,20 +125,6 @@ func defaultProperties() listener.Properties {
 	}
 }
 
-// settings collects the values of the repeatable -set flag.
-type settings []string
-
-func (s *settings) String() string { return strings.Join(*s, " ") }
-
-func (s *settings) Set(v string) error {
-	k, _, ok := strings.Cut(v, "=")
-	if !ok || strings.TrimSpace(k) == "" {
-		return errors.New("want key=value")
-	}
-	*s = append(*s, v)
-	return nil
-}
-
 // run is the whole command; it serves until ctx ends and returns the exit
 // status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -150,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"the connection quotas and SASL users). Without -config and -set: built-in listeners, CLIENT on\n"+
 		"127.0.0.1:9092 with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) for the\n"+
 		"demo users alice (password alice-secret) and bob (password bob-secret)")
-	var sets settings
+	var sets listener.Overrides
 	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
 	brokers := fs.Int("brokers", 1, "run a cluster of `N` brokers in this process, sharing their topics:\n"+
 		"broker i has node id node.id+i and binds and advertises each listener on its\n"+

@@ -58,7 +58,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -76,20 +75,6 @@ func main() {
 // shutdownTimeout bounds the graceful shutdown.
 const shutdownTimeout = 10 * time.Second
 
-// settingsFlag collects the values of the repeatable -set flag.
-type settingsFlag []string
-
-func (s *settingsFlag) String() string { return strings.Join(*s, " ") }
-
-func (s *settingsFlag) Set(v string) error {
-	k, _, ok := strings.Cut(v, "=")
-	if !ok || strings.TrimSpace(k) == "" {
-		return errors.New("want key=value")
-	}
-	*s = append(*s, v)
-	return nil
-}
-
 // run is the whole command: it serves until ctx ends and returns the exit
 // status.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
@@ -97,7 +82,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	upstream := fs.String("upstream", "", "the upstream cluster's bootstrap `servers`, host:port[,host:port] (the key "+keyUpstream+")")
 	configPath := fs.String("config", "", "read settings from the Java .properties `file`")
-	var sets settingsFlag
+	var sets listener.Overrides
 	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: proxy -upstream HOST:PORT [-config proxy.properties] [-set key=value]...")
