@@ -97,10 +97,12 @@ func holdConnections(t *testing.T, addr string, n int) {
 }
 
 // A broker holding 10,000 idle TCP connections lists them all through
-// connadmin over TCP in well under a second. The bound applies to the
-// fastest of five listings, under the race detector too: the median also
-// measures whatever else the machine runs (a shared CI host, other test
-// binaries), the fastest what the code costs.
+// connadmin over TCP in well under a second (alone here: 270 ms under the
+// race detector, 20 ms without). The bound applies to the fastest of five
+// listings: the median also measures whatever else the machine runs (a
+// shared CI host, the other test binaries go test runs beside this one),
+// the fastest what the code costs. Under the race detector, which slows
+// the client's decoding most, it is five seconds.
 func TestListTenThousand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 10,000 connections")
@@ -128,7 +130,11 @@ func TestListTenThousand(t *testing.T) {
 	}
 	slices.Sort(took)
 	t.Logf("listing %d connections through connadmin: fastest %v, median %v of %v", scaleConns, took[0], took[len(took)/2], took)
-	assert.Less(t, took[0], time.Second)
+	bound := time.Second
+	if raceEnabled {
+		bound = 5 * time.Second
+	}
+	assert.Less(t, took[0], bound)
 }
 
 // fill registers n idle connections in reg directly, as the server would.
