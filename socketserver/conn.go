@@ -546,11 +546,16 @@ func (c *conn) writeBuf(buf *[]byte, key int16) error {
 	err := c.writeFrame(*buf)
 	c.p.srv.putWriteBuf(buf)
 	if err == nil {
-		for _, h := range c.p.srv.hooks.responses {
-			h.OnResponseSent(c.info.Listener, key, n)
-		}
+		c.responseSent(key, n)
 	}
 	return err
+}
+
+// responseSent reports a response of n bytes written to the hooks.
+func (c *conn) responseSent(key int16, n int) {
+	for _, h := range c.p.srv.hooks.responses {
+		h.OnResponseSent(c.info.Listener, key, n)
+	}
 }
 
 // writeRaw writes a size-prefixed raw token (SaslHandshake v0's SASL

@@ -44,9 +44,7 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) error {
 		return err
 	}
 	c.wrote(int(seg.size))
-	for _, h := range c.p.srv.hooks.responses {
-		h.OnResponseSent(c.info.Listener, f.Key(), int(seg.size))
-	}
+	c.responseSent(f.Key(), int(seg.size))
 	return nil
 }
 

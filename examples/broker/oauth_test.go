@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -138,14 +137,7 @@ func TestOAuthBearerClients(t *testing.T) {
 	outcomes := map[string]string{} // client/column
 	var mu sync.Mutex
 	for _, client := range oauthClients {
-		_, missing := client.probe()
-		if missing != "" {
-			t.Run(client.name, func(t *testing.T) {
-				if os.Getenv("CI") == "" {
-					t.Skipf("%s (%s); in CI this fails", missing, client.install)
-				}
-				t.Fatalf("%s is required in CI: %s (%s)", client.name, missing, client.install)
-			})
+		if _, ok := clientmatrix.Require(t, client.name, client.install, client.probe); !ok {
 			continue
 		}
 		slug := strings.NewReplacer(" ", "-", "/", "-").Replace(client.name)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -72,14 +71,8 @@ func TestClientMatrixThroughProxy(t *testing.T) {
 	versions := map[string]string{}
 	var jobs []clientmatrix.Job
 	for _, client := range clientmatrix.Clients {
-		version, missing := client.Probe()
-		if missing != "" {
-			t.Run(client.Name, func(t *testing.T) {
-				if os.Getenv("CI") == "" {
-					t.Skipf("%s (%s); in CI this fails", missing, client.Install)
-				}
-				t.Fatalf("%s is required in CI: %s (%s)", client.Name, missing, client.Install)
-			})
+		version, ok := clientmatrix.Require(t, client.Name, client.Install, client.Probe)
+		if !ok {
 			versions[client.Name] = "not installed"
 			continue
 		}

@@ -41,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -127,6 +128,25 @@ type Client struct {
 	// Lacks maps a SASL mechanism the client does not implement to why.
 	Lacks map[string]string
 	Run   func(ctx context.Context, c Cell) (string, error)
+}
+
+// Require probes a client (its name, what installs it, and its probe, as
+// in [Client]) and returns its version. A client that cannot run here is
+// reported as a subtest of t named after it, skipped, or failed when CI
+// is set (.ci/run sets it: CI must run every client), and ok is false.
+func Require(t *testing.T, name, install string, probe func() (version, missing string)) (version string, ok bool) {
+	t.Helper()
+	version, missing := probe()
+	if missing == "" {
+		return version, true
+	}
+	t.Run(name, func(t *testing.T) {
+		if os.Getenv("CI") == "" {
+			t.Skipf("%s (%s); in CI this fails", missing, install)
+		}
+		t.Fatalf("%s is required in CI: %s (%s)", name, missing, install)
+	})
+	return "", false
 }
 
 // Clients are the eight implementations of the protocol (librdkafka
