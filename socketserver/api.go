@@ -38,7 +38,9 @@ type API struct {
 	// long poll) gives its slot back when the Handler returns, as a worker
 	// moves on to the next request. A panic closes the
 	// connection, as in [Server.Serve]. [ListClientConnectionsAPI] is such
-	// an API.
+	// an API. Handlers answer from [Server.Start] on, whether Serve runs
+	// or not, so a Handler that needs what the host learns after Start
+	// (such as every bound address) waits for it.
 	Handler Handler
 }
 
