@@ -116,7 +116,7 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	}
 	// The socket server checks what only it knows, such as whether it
 	// implements every SASL mechanism a listener enables.
-	scfg, err := socketServerConfig(cfg, s)
+	scfg, err := socketServerConfig(cfg, s, nil)
 	if err != nil {
 		return brokerSettings{}, err
 	}
@@ -129,9 +129,9 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 }
 
 // socketServerConfig is the socket server configuration of a broker with
-// cfg and s: the socket server's keys, the broker's APIs and the SASL
-// users.
-func socketServerConfig(cfg *listener.Config, s brokerSettings) (socketserver.Config, error) {
+// cfg and s: the socket server's keys, the broker's APIs, with h answering
+// those that are inline (see dataPlaneAPIs), and the SASL users.
+func socketServerConfig(cfg *listener.Config, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
 	scfg, err := socketserver.ConfigFromProperties(cfg)
 	if err != nil {
 		return socketserver.Config{}, err
@@ -142,10 +142,20 @@ func socketServerConfig(cfg *listener.Config, s brokerSettings) (socketserver.Co
 		// frame once, at its size.
 		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)
 	}
+	// Kafka fixes SO_SNDBUF and SO_RCVBUF at 100 KiB by default, which
+	// turns off Linux's autotuning of a socket's buffers; the example
+	// broker leaves them to the operating system unless they are set: a
+	// 1 MiB Fetch answer then goes out in one write instead of several
+	// that each wait for the client to read.
+	for key, size := range map[string]*int{"socket.send.buffer.bytes": &scfg.SendBufferBytes, "socket.receive.buffer.bytes": &scfg.ReceiveBufferBytes} {
+		if _, set := cfg.Properties().Get(key); !set {
+			*size = -1
+		}
+	}
 	// ListClientConnections (KIP-1329), answered by the server from its
 	// registry, on the data plane and the control plane.
 	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, connregistry.SuperUsers(s.superUsers))
-	scfg.APIs = append(dataPlaneAPIs(), lcc)
+	scfg.APIs = append(dataPlaneAPIs(h), lcc)
 	if cp := cfg.ControlPlaneListener; cp != "" {
 		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: append(controlPlaneAPIs(), lcc)}
 	}
@@ -222,7 +232,10 @@ type cluster struct {
 	brokers  []*broker
 	// infos tells clients where each broker listens: its advertised
 	// endpoints, with the bound port for an advertised port 0.
-	infos    []listener.Broker
+	infos []listener.Broker
+	// ready is closed once infos is complete: the inline handlers, which
+	// run from Start, wait for it (see ServeKafka).
+	ready    chan struct{}
 	registry *prometheus.Registry
 	log      *slog.Logger
 	// users are the SASL users of every SASL listener, shared by the
@@ -275,7 +288,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	serveCtx, cancel := context.WithCancel(context.Background())
 	c := &cluster{
 		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger,
-		users: set.users, stopping: make(chan struct{}), cancel: cancel,
+		users: set.users, ready: make(chan struct{}), stopping: make(chan struct{}), cancel: cancel,
 	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.groups = newCoordinator(set.groups, c.state, logger, c.stopping)
@@ -296,6 +309,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 		b.logListeners(info)
 		c.infos = append(c.infos, info)
 	}
+	close(c.ready)
 	for _, b := range c.brokers {
 		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, listener.DataPlane, set.ioThreads, b) })
 		if b.cfg.ControlPlaneListener != "" {
@@ -308,7 +322,8 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 // startBroker builds and starts one broker's socket server from cfg, with
 // every socket-server key of its properties applied.
 func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int32) (*broker, error) {
-	scfg, err := socketServerConfig(cfg, c.settings)
+	b := &broker{c: c, id: id, cfg: cfg}
+	scfg, err := socketServerConfig(cfg, c.settings, b)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +341,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 	if err := srv.Start(ctx); err != nil {
 		return nil, err
 	}
-	b := &broker{c: c, id: id, cfg: cfg, srv: srv}
+	b.srv = srv
 	if err := reg.Register(&statsCollector{srv: srv}); err != nil {
 		srv.Close()
 		return nil, err

@@ -13,13 +13,26 @@ import (
 )
 
 // dataPlaneAPIs are the requests the data-plane listeners serve, at the
-// versions the handlers below answer correctly.
-func dataPlaneAPIs() []socketserver.API {
-	return []socketserver.API{
+// versions the handlers below answer correctly. The record path (Produce,
+// Fetch, ListOffsets) and Metadata are answered inline by h, on each
+// connection's goroutine (socketserver.Inline): their handlers read or
+// append to the in-memory log and answer at once, or hand a long-poll
+// Fetch to a goroutine of its own, so the handoffs to a num.io.threads
+// worker and back would only add two thread wake-ups to each request. The
+// rest, the group coordinator's requests among them, go through the
+// request queue to the num.io.threads workers that Serve runs. A nil h
+// queues every request.
+func dataPlaneAPIs(h socketserver.Handler) []socketserver.API {
+	inline := []socketserver.API{
 		kmsgAPI(kmsg.Produce, 3, 13),    // v3 is the first with record batches (magic 2), the one format stored
 		kmsgAPI(kmsg.Fetch, 4, 18),      // v4 is the first to return record batches
 		kmsgAPI(kmsg.ListOffsets, 1, 6), // v0 lists old-style offsets; v7+ add timestamps -3 to -6 (max timestamp, tiered storage)
 		kmsgAPI(kmsg.Metadata, 0, 13),
+	}
+	if h != nil {
+		inline = socketserver.Inline(h, inline...)
+	}
+	return append(inline,
 		kmsgAPI(kmsg.InitProducerID, 0, 5),
 		kmsgAPI(kmsg.DescribeCluster, 0, 2),
 		kmsgAPI(kmsg.CreateTopics, 0, 7),
@@ -35,7 +48,7 @@ func dataPlaneAPIs() []socketserver.API {
 		kmsgAPI(kmsg.OffsetFetch, 0, 10),
 		kmsgAPI(kmsg.DescribeGroups, 0, 6),
 		kmsgAPI(kmsg.ListGroups, 0, 5),
-	}
+	)
 }
 
 // controlPlaneAPIs are the requests the control-plane listener serves
@@ -54,9 +67,18 @@ func kmsgKnows(key int16) bool { return kmsg.RequestForKey(key) != nil }
 // maxPartitions bounds CreateTopics, since every partition lives in memory.
 const maxPartitions = 10000
 
-// ServeKafka answers one request; socketserver runs it on num.io.threads
-// goroutines (one for the control plane).
+// ServeKafka answers one request; socketserver runs it on the
+// connection's goroutine for the APIs dataPlaneAPIs makes inline, and on
+// num.io.threads goroutines (one for the control plane) for the rest.
 func (b *broker) ServeKafka(r *socketserver.Request) {
+	// An inline request may come as soon as the first broker's server has
+	// started, before every broker's address is known.
+	select {
+	case <-b.c.ready:
+	case <-b.c.stopping:
+		_ = r.CloseConnection()
+		return
+	}
 	switch req := r.Body.(type) {
 	case *kmsg.MetadataRequest:
 		b.respond(r, b.metadata(r, req))

@@ -240,8 +240,51 @@ func TestDefaultRequestMemoryBudget(t *testing.T) {
 		require.NoError(t, err)
 		set, err := readSettings(cfg)
 		require.NoError(t, err)
-		scfg, err := socketServerConfig(cfg, set)
+		scfg, err := socketServerConfig(cfg, set, nil)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, scfg.QueuedMaxRequestBytes, "%v", tc.props)
+	}
+}
+
+// TestSocketBufferDefaults checks that the example broker leaves SO_SNDBUF
+// and SO_RCVBUF to the operating system (-1) unless a property sets them.
+func TestSocketBufferDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		props              listener.Properties
+		wantSend, wantRecv int
+	}{
+		{listener.Properties{}, -1, -1},
+		{listener.Properties{"socket.send.buffer.bytes": "102400"}, 102400, -1},
+		{listener.Properties{"socket.receive.buffer.bytes": "65536"}, -1, 65536},
+		{listener.Properties{"socket.send.buffer.bytes": "-1", "socket.receive.buffer.bytes": "1048576"}, -1, 1048576},
+	} {
+		cfg, err := listener.Resolve(tc.props)
+		require.NoError(t, err)
+		set, err := readSettings(cfg)
+		require.NoError(t, err)
+		scfg, err := socketServerConfig(cfg, set, nil)
+		require.NoError(t, err)
+		assert.Equal(t, tc.wantSend, scfg.SendBufferBytes, "send, %v", tc.props)
+		assert.Equal(t, tc.wantRecv, scfg.ReceiveBufferBytes, "receive, %v", tc.props)
+	}
+}
+
+// TestInlineAPIs checks which of the data plane's APIs the broker answers
+// on the connection's goroutine: the log's and Metadata, and only with a
+// handler to answer them.
+func TestInlineAPIs(t *testing.T) {
+	h := &broker{}
+	inline := map[int16]bool{}
+	for _, api := range dataPlaneAPIs(h) {
+		if api.Handler != nil {
+			assert.Same(t, h, api.Handler, "key %d", api.Key)
+			inline[api.Key] = true
+		}
+	}
+	assert.Equal(t, map[int16]bool{
+		kmsg.Produce.Int16(): true, kmsg.Fetch.Int16(): true, kmsg.ListOffsets.Int16(): true, kmsg.Metadata.Int16(): true,
+	}, inline)
+	for _, api := range dataPlaneAPIs(nil) {
+		assert.Nil(t, api.Handler, "key %d with no handler", api.Key)
 	}
 }

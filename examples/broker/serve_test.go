@@ -473,7 +473,7 @@ func TestDataPlaneApiVersions(t *testing.T) {
 	}
 	// The server adds ApiVersions and the SASL exchange on every listener.
 	want := map[int16][2]int16{17: {0, 1}, 18: {0, 4}, 36: {0, 2}, connregistry.DefaultAPIKey: {0, 0}}
-	for _, api := range dataPlaneAPIs() {
+	for _, api := range dataPlaneAPIs(nil) {
 		want[api.Key] = [2]int16{api.MinVersion, api.MaxVersion}
 		assert.LessOrEqual(t, api.MaxVersion, kmsg.RequestForKey(api.Key).MaxVersion(), "key %d beyond kmsg", api.Key)
 	}
