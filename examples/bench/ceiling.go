@@ -262,6 +262,9 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 		return err
 	}
 	cfg.APIs = ceilingAPIs(h)
+	// The operating system's socket buffers, as the example broker's and
+	// kfake's.
+	cfg.SendBufferBytes, cfg.ReceiveBufferBytes = -1, -1
 	srv, err := socketserver.New(cfg)
 	if err != nil {
 		return err

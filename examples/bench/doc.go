@@ -46,13 +46,20 @@
 //     so that the kernel filled that memory, as a broker's log is filled
 //     from its sockets), or from the file in the page cache with sendfile
 //     (Records.File). They are the ceiling of consuming with kafkanet.
+//     Both leave the socket buffers to the operating system, as the
+//     example broker and kfake do.
+//   - floor-write (scenario g): no Kafka protocol at all; the same log, in
+//     memory the kernel filled, written to one connection with writev in
+//     chunks of 1 MiB (as many writes as kgo's Fetch answers) and read to
+//     the end by the bench. No server can send those bytes for less CPU
+//     on the machine at hand.
 //
 // Each scenario runs -rounds times; in each round every server is measured
 // on a fresh child, and the servers' order rotates from round to round so
 // that the machine's noise falls on all alike. The report gives, per case,
 // metric and server, the median and the min–max over rounds, and the
 // ratios of the medians that the scenario compares (kafkanet to echo and
-// to kfake, in g also to the ceilings); -json prints the same as JSON with
+// to kfake, in g also to a ceiling and the floor); -json prints the same as JSON with
 // every round's value and the ratios to every other server. The
 // scenarios:
 //
@@ -88,7 +95,9 @@
 //	   the consume phase reads, and message.max.bytes raised above Kafka's
 //	   1048588 where the producer's batches of 1 MiB records need it) and
 //	   kfake (the same message.max.bytes), and for consuming only, the
-//	   two ceilings. A fresh server for each record size and round.
+//	   two ceilings and the floor. Each phase also reports the server's
+//	   context switches per MB. A fresh server for each record size and
+//	   round.
 //	   Reproduce with -scenarios g -rounds 3; -broker-set key=value
 //	   (repeatable, also for b) lays properties over the broker's, such
 //	   as queued.max.request.bytes=209715200, under which the broker reads

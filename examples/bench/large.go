@@ -51,7 +51,8 @@ func (b *bench) largeInfo() scenarioInfo {
 		b.opts.largeMB, sizeNames(b.opts.largeSizes)),
 		Notes: []string{
 			"kafkanet is examples/broker (built with go build), which keeps produced batches as slices of the request frames and answers",
-			"Fetch with them by reference (socketserver.FetchResponse, written with writev); it runs with log.retention.bytes=-1, so that",
+			"Fetch inline with them by reference (socketserver.FetchResponse, written with writev), with the operating system's socket",
+			"buffers (its default, as kfake's and the ceilings'); it runs with log.retention.bytes=-1, so that",
 			"the consume phase finds every record, and message.max.bytes raised to the producer's batch limit where that is above Kafka's",
 			"1048588 (1 MiB records); kfake gets the same message.max.bytes. A fresh server for each record size and round.",
 			"Produce: kgo defaults (idempotent, acks=all, linger 10 ms, batches up to 1,000,012 bytes, or one record and 512 bytes when a",
@@ -62,9 +63,12 @@ func (b *bench) largeInfo() scenarioInfo {
 			"batched as kgo batches them, in a file, and answers each Fetch inline (socketserver.Inline) with its batches by reference:",
 			"from memory with writev (Records.Batches; the log is read from the file into memory, so the kernel filled that memory,",
 			"as a broker's is filled from its sockets), or from the file in the page cache with sendfile (Records.File).",
+			"floor-write: no Kafka protocol at all; the same log, in memory the kernel filled, written to one connection with writev in",
+			"chunks of 1 MiB (at least a batch), as many writes as Fetch answers, and read by the bench to the end: the least any server",
+			"pays on this machine to send these bytes. A server's CPU per MB cannot go below the floor's.",
 			"MB = 10^6 bytes of record values. Server CPU ms/MB: the server's CPU time in the phase over its MB. RSS after each phase.",
 		},
-		Ratios: []ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, ceilingSendfileServer}, {kfakeServer, ceilingWritevServer}}}
+		Ratios: []ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, floorServer}, {kfakeServer, floorServer}}}
 	info.Notes = append(info.Notes, b.brokerPropsNote()...)
 	return info
 }
@@ -118,6 +122,14 @@ func (b *bench) largeCase(ctx context.Context, server serverKind, size int) ([]s
 	}
 	defer c.stop()
 	var out []sample
+	if server == floorServer {
+		s, err := consumeFloor(ctx, b.dialer, c, n+1, size)
+		out = append(out, renameCase(s, sizeName(size)+", consume")...)
+		if err != nil {
+			return out, fmt.Errorf("consume: %w", err)
+		}
+		return out, c.stop()
+	}
 	if server == kafkanetServer || server == kfakeServer {
 		p, err := produce(ctx, c, produceLoad{topic: largeTopic, partitions: 1, records: n, size: size, batchMax: producerBatchMax(size)})
 		out = append(out, renameCase(p, sizeName(size)+", produce")...)
@@ -187,6 +199,30 @@ func consume(ctx context.Context, c *child, n, size int) ([]sample, error) {
 	return throughputSamples(w, n, bytes, rss), nil
 }
 
+// consumeFloor reads the floor's log of n records of size bytes to its end
+// and measures it.
+func consumeFloor(ctx context.Context, d *dialer, c *child, n, size int) ([]sample, error) {
+	w, err := startWindow(c)
+	if err != nil {
+		return nil, err
+	}
+	got, err := readFloor(ctx, d, c.addr)
+	if err != nil {
+		return nil, err
+	}
+	if want := int64(n) * int64(size); got < want {
+		return nil, fmt.Errorf("the floor sent %d bytes, fewer than the %d of its records' values", got, want)
+	}
+	if err := w.end(); err != nil {
+		return nil, err
+	}
+	rss, err := c.rss()
+	if err != nil {
+		return nil, err
+	}
+	return throughputSamples(w, n, int64(n)*int64(size), rss), nil
+}
+
 // throughputSamples are the metrics of moving records of the given total
 // bytes in w.
 func throughputSamples(w *window, records int, bytes int64, rss int64) []sample {
@@ -196,6 +232,7 @@ func throughputSamples(w *window, records int, bytes int64, rss int64) []sample 
 		{Metric: "records/s", Value: float64(records) / secs},
 		{Metric: "MB/s", Value: mb / secs},
 		{Metric: "server CPU ms/MB", Value: micros(w.ServerCPU) / 1000 / mb},
+		{Metric: "server ctx switches/MB", Value: float64(w.ServerSwitches) / mb},
 		{Metric: "bench CPU ms/MB", Value: micros(w.Client) / 1000 / mb},
 		{Metric: "server RSS MiB after", Value: mib(rss)},
 	}

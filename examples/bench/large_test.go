@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -289,7 +290,7 @@ func TestLargeEndToEnd(t *testing.T) {
 				t.Errorf("%s, %s produce: %v MB/s", size, server, mbps)
 			}
 		}
-		for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer} {
+		for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer} {
 			mbps := find(t, rows, size+", consume", "MB/s", server).Median
 			cpu := find(t, rows, size+", consume", "server CPU ms/MB", server).Median
 			if mbps <= 0 || cpu <= 0 {
@@ -298,7 +299,7 @@ func TestLargeEndToEnd(t *testing.T) {
 		}
 		// The ceilings do not produce.
 		for _, r := range rows {
-			if r.Case == size+", produce" && (r.Server == ceilingWritevServer || r.Server == ceilingSendfileServer) {
+			if r.Case == size+", produce" && (r.Server == ceilingWritevServer || r.Server == ceilingSendfileServer || r.Server == floorServer) {
 				t.Errorf("a produce row for %s", r.Server)
 			}
 		}
@@ -306,12 +307,39 @@ func TestLargeEndToEnd(t *testing.T) {
 	// The same records were consumed from each server: 2 MB of 1 KiB
 	// records, and the warm-up one.
 	want := float64(largeRecords(2, 1024) + 1)
-	for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer} {
+	for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer} {
 		r := find(t, rows, "1 KiB, consume", "records/s", server)
 		mb := find(t, rows, "1 KiB, consume", "MB/s", server)
 		if got := r.Median / mb.Median * want * 1024 / 1e6; got < want*0.999 || got > want*1.001 {
 			t.Errorf("%s: %v records consumed, want %v", server, got, want)
 		}
+	}
+}
+
+// TestFloorChunks checks that the floor writes every batch, in order, in
+// chunks of at most floorChunk bytes, or one batch when it alone is more.
+func TestFloorChunks(t *testing.T) {
+	var batches [][]byte
+	for i, n := range []int{floorChunk / 2, floorChunk / 2, 1, floorChunk + 5, 7, floorChunk / 3} {
+		batches = append(batches, bytes.Repeat([]byte{byte(i)}, n))
+	}
+	var sizes []int
+	var got [][]byte
+	for _, chunk := range floorChunks(batches) {
+		n := 0
+		for _, b := range chunk {
+			n += len(b)
+			got = append(got, b)
+		}
+		sizes = append(sizes, n)
+	}
+	if !slices.EqualFunc(got, batches, bytes.Equal) {
+		t.Fatalf("the chunks hold %d batches, not the %d given in order", len(got), len(batches))
+	}
+	// The two halves make exactly floorChunk; the byte after them starts a
+	// chunk the large batch would overflow; the large batch is alone.
+	if want := []int{floorChunk, 1, floorChunk + 5, 7 + floorChunk/3}; !slices.Equal(sizes, want) {
+		t.Errorf("chunks of %v bytes, want %v", sizes, want)
 	}
 }
 

@@ -277,7 +277,7 @@ func (b *bench) scenario(id string) scenario {
 	case "f":
 		return scenario{b.listingInfo(), []serverKind{kafkanetServer}, b.runListing}
 	case "g":
-		return scenario{b.largeInfo(), []serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer}, b.runLarge}
+		return scenario{b.largeInfo(), []serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer}, b.runLarge}
 	case "h":
 		return scenario{b.budgetInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runBudget}
 	default:

@@ -51,6 +51,9 @@ const (
 	// memory (writev) or from a file (sendfile).
 	ceilingWritevServer   serverKind = "ceiling-writev"
 	ceilingSendfileServer serverKind = "ceiling-sendfile"
+	// floorServer is the floor of consuming (scenario g): the same log
+	// written to a socket with no protocol at all.
+	floorServer serverKind = "floor-write"
 )
 
 // Environment variables that carry the TLS key and certificate chain (PEM)
@@ -156,6 +159,8 @@ func childMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = serveKafkanet(ctx, spec, stdin, stdout)
 		case ceilingWritevServer, ceilingSendfileServer:
 			err = serveCeiling(ctx, spec)
+		case floorServer:
+			err = serveFloor(ctx, spec)
 		case kfakeServer:
 			err = serveKfake(ctx, spec)
 		case echoServer:
