@@ -39,49 +39,25 @@ func serveFloor(ctx context.Context, spec childSpec) error {
 	if err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("accept: %w", err)
-		}
-		go floorConn(c, log.batches)
-	}
+	return acceptEach(ctx, ln, func(c net.Conn) { floorConn(c, log.batches) })
 }
 
-// floorConn answers ApiVersions-like frames with the echo answer until a
-// frame of key floorSendKey asks for the log, which it then writes before
-// closing.
+// floorConn answers frames with the echo answer until a frame of key
+// floorSendKey asks for the log, which it then writes before closing.
 func floorConn(c net.Conn, batches [][]byte) {
 	defer c.Close()
 	br := bufio.NewReader(c)
-	var size [4]byte
-	resp := make([]byte, echoResponseSize)
-	binary.BigEndian.PutUint32(resp, echoResponseSize-4)
+	resp := newEchoResponse()
 	for {
-		if _, err := io.ReadFull(br, size[:]); err != nil {
-			return
-		}
-		n := binary.BigEndian.Uint32(size[:])
-		if n < 8 || n > maxEchoFrame {
-			return
-		}
-		head, err := br.Peek(8) // key, version, correlation id
+		key, correlationID, err := readEchoFrame(br)
 		if err != nil {
 			return
 		}
-		if int16(binary.BigEndian.Uint16(head)) == floorSendKey {
+		if key == floorSendKey {
 			writeFloor(c, batches)
 			return
 		}
-		copy(resp[4:8], head[4:8])
-		if _, err := br.Discard(int(n)); err != nil {
-			return
-		}
+		binary.BigEndian.PutUint32(resp[4:8], correlationID)
 		if _, err := c.Write(resp); err != nil {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -249,6 +250,16 @@ func TestParseProc(t *testing.T) {
 	}
 }
 
+// rusageCPU is the process's user and system time from getrusage.
+func rusageCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func TestUsage(t *testing.T) {
 	u0, err := readUsage(os.Getpid())
 	if err != nil {
@@ -259,8 +270,10 @@ func TestUsage(t *testing.T) {
 	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
 		time.Sleep(time.Microsecond)
 	}
-	spin := time.Now().Add(50 * time.Millisecond)
-	for time.Now().Before(spin) {
+	// Spin until getrusage, which counts apart from /proc, says the process
+	// has run 50 ms more: a wall-clock spin can get less on a busy machine.
+	r0 := rusageCPU(t)
+	for rusageCPU(t)-r0 < 50*time.Millisecond {
 	}
 	u1, err := readUsage(os.Getpid())
 	if err != nil {

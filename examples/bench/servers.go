@@ -243,6 +243,13 @@ func serveEcho(ctx context.Context, spec childSpec) error {
 		}
 		ln = tls.NewListener(ln, cfg)
 	}
+	return acceptEach(ctx, ln, echoConn)
+}
+
+// acceptEach serves each connection ln accepts with serve, on a goroutine
+// of its own, until ctx ends (then it closes ln and returns nil) or Accept
+// fails.
+func acceptEach(ctx context.Context, ln net.Listener, serve func(net.Conn)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	for {
@@ -253,7 +260,7 @@ func serveEcho(ctx context.Context, spec childSpec) error {
 			}
 			return fmt.Errorf("accept: %w", err)
 		}
-		go echoConn(c)
+		go serve(c)
 	}
 }
 
@@ -262,25 +269,13 @@ func serveEcho(ctx context.Context, spec childSpec) error {
 func echoConn(c net.Conn) {
 	defer c.Close()
 	br, bw := bufio.NewReaderSize(c, 4096), bufio.NewWriterSize(c, 4096)
-	var size [4]byte
-	resp := make([]byte, echoResponseSize)
-	binary.BigEndian.PutUint32(resp, echoResponseSize-4)
+	resp := newEchoResponse()
 	for {
-		if _, err := io.ReadFull(br, size[:]); err != nil {
-			return
-		}
-		n := binary.BigEndian.Uint32(size[:])
-		if n < 8 || n > maxEchoFrame {
-			return
-		}
-		head, err := br.Peek(8) // key, version, correlation id
+		_, correlationID, err := readEchoFrame(br)
 		if err != nil {
 			return
 		}
-		copy(resp[4:8], head[4:8])
-		if _, err := br.Discard(int(n)); err != nil {
-			return
-		}
+		binary.BigEndian.PutUint32(resp[4:8], correlationID)
 		if _, err := bw.Write(resp); err != nil {
 			return
 		}
@@ -290,6 +285,35 @@ func echoConn(c net.Conn) {
 			}
 		}
 	}
+}
+
+// newEchoResponse returns the echo server's answer to every frame, its
+// correlation id to fill.
+func newEchoResponse() []byte {
+	resp := make([]byte, echoResponseSize)
+	binary.BigEndian.PutUint32(resp, echoResponseSize-4)
+	return resp
+}
+
+// readEchoFrame reads one request frame from br and returns its API key
+// and correlation id; a frame shorter than a request header's first 8
+// bytes, or longer than maxEchoFrame, is an error.
+func readEchoFrame(br *bufio.Reader) (key int16, correlationID uint32, err error) {
+	var size [4]byte
+	if _, err := io.ReadFull(br, size[:]); err != nil {
+		return 0, 0, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 8 || n > maxEchoFrame {
+		return 0, 0, fmt.Errorf("a frame of %d bytes", n)
+	}
+	head, err := br.Peek(8) // key, version, correlation id
+	if err != nil {
+		return 0, 0, err
+	}
+	key, correlationID = int16(binary.BigEndian.Uint16(head)), binary.BigEndian.Uint32(head[4:8])
+	_, err = br.Discard(int(n))
+	return key, correlationID, err
 }
 
 // childStats is what the kafkanet child reports on a "stats" line.

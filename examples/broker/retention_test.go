@@ -16,6 +16,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 func TestReadLogSettings(t *testing.T) {
@@ -236,12 +237,7 @@ func TestDefaultRequestMemoryBudget(t *testing.T) {
 		{listener.Properties{"queued.max.request.bytes": "-1"}, -1},
 		{listener.Properties{"queued.max.request.bytes": "209715201"}, 209715201},
 	} {
-		cfg, err := listener.Resolve(tc.props)
-		require.NoError(t, err)
-		set, err := readSettings(cfg)
-		require.NoError(t, err)
-		scfg, err := socketServerConfig(cfg, set, nil)
-		require.NoError(t, err)
+		scfg := brokerSocketConfig(t, tc.props)
 		assert.Equal(t, tc.want, scfg.QueuedMaxRequestBytes, "%v", tc.props)
 	}
 }
@@ -258,12 +254,7 @@ func TestSocketBufferDefaults(t *testing.T) {
 		{listener.Properties{"socket.receive.buffer.bytes": "65536"}, -1, 65536},
 		{listener.Properties{"socket.send.buffer.bytes": "-1", "socket.receive.buffer.bytes": "1048576"}, -1, 1048576},
 	} {
-		cfg, err := listener.Resolve(tc.props)
-		require.NoError(t, err)
-		set, err := readSettings(cfg)
-		require.NoError(t, err)
-		scfg, err := socketServerConfig(cfg, set, nil)
-		require.NoError(t, err)
+		scfg := brokerSocketConfig(t, tc.props)
 		assert.Equal(t, tc.wantSend, scfg.SendBufferBytes, "send, %v", tc.props)
 		assert.Equal(t, tc.wantRecv, scfg.ReceiveBufferBytes, "receive, %v", tc.props)
 	}
@@ -287,4 +278,17 @@ func TestInlineAPIs(t *testing.T) {
 	for _, api := range dataPlaneAPIs(nil) {
 		assert.Nil(t, api.Handler, "key %d with no handler", api.Key)
 	}
+}
+
+// brokerSocketConfig is the socket server configuration the example
+// broker makes of props.
+func brokerSocketConfig(t *testing.T, props listener.Properties) socketserver.Config {
+	t.Helper()
+	cfg, err := listener.Resolve(props)
+	require.NoError(t, err)
+	set, err := readSettings(cfg)
+	require.NoError(t, err)
+	scfg, err := socketServerConfig(cfg, set, nil)
+	require.NoError(t, err)
+	return scfg
 }
