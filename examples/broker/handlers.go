@@ -72,12 +72,19 @@ const maxPartitions = 10000
 // num.io.threads goroutines (one for the control plane) for the rest.
 func (b *broker) ServeKafka(r *socketserver.Request) {
 	// An inline request may come as soon as the first broker's server has
-	// started, before every broker's address is known.
+	// started, before every broker's address is known. A cluster that
+	// stops before it was ready closes such a connection; one that is
+	// stopping after it was ready still answers (select picks at random
+	// among ready cases, hence the second look).
 	select {
 	case <-b.c.ready:
 	case <-b.c.stopping:
-		_ = r.CloseConnection()
-		return
+		select {
+		case <-b.c.ready:
+		default:
+			_ = r.CloseConnection()
+			return
+		}
 	}
 	switch req := r.Body.(type) {
 	case *kmsg.MetadataRequest:

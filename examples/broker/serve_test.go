@@ -772,3 +772,18 @@ func TestRunFailsToBind(t *testing.T) {
 	assert.Contains(t, stderr.String(), "cannot start")
 	assert.Contains(t, stderr.String(), taken.Addr().String())
 }
+
+// TestAnswersWhileStopping checks that a cluster that has begun to stop,
+// after it was ready, still answers requests, inline (Metadata) and queued
+// (DescribeCluster) alike, rather than closing their connections.
+func TestAnswersWhileStopping(t *testing.T) {
+	c := startTestCluster(t, 1)
+	conn := dialRaw(t, addr(t, c, 0, "CLIENT"))
+	c.stop() // long polls answer now; the servers still serve
+	for i := range 20 {
+		resp := roundTrip[*kmsg.MetadataResponse](conn, kmsg.NewPtrMetadataRequest())
+		require.Len(t, resp.Brokers, 1, "Metadata %d while stopping", i)
+		dc := roundTrip[*kmsg.DescribeClusterResponse](conn, kmsg.NewPtrDescribeClusterRequest())
+		require.Zero(t, dc.ErrorCode, "DescribeCluster %d while stopping", i)
+	}
+}
