@@ -89,18 +89,20 @@ const readBufSize = 256
 // writeBufKeep is the largest write buffer the server keeps for reuse.
 const writeBufKeep = 64 << 10
 
-// smallFrame is the largest frame read into its request's own allocation
-// (see requestBuf): most requests other than Produce fit, and a requestBuf
-// fills a 640-byte size class.
+// smallFrame is the largest frame allocated at its announced size before
+// its bytes arrive when no memory pool bounds what peers may claim: most
+// requests other than Produce fit.
 const smallFrame = 320
 
-// requestBuf holds a request and its frame in one allocation, so that a
-// small request costs the server two: this and the decoded body (which
-// points into frame, as the client id does).
+// requestBuf holds a request and its client id in one allocation. The
+// frame is an allocation of its own, with no pointers in it, and so is
+// the decoded body: a host that keeps a byte field of the body (a
+// Produce's record batches) keeps the frame's bytes alive and nothing
+// else, not the request, nor through it the connection, which would stay
+// in memory, closed, for as long as the host keeps the batch.
 type requestBuf struct {
 	req      Request
 	clientID string
-	frame    [smallFrame]byte
 }
 
 // errDraining ends a connection that Shutdown is draining.
@@ -569,8 +571,8 @@ func (c *conn) writeRaw(token []byte) error {
 }
 
 // nextFrame reads the next frame, of at most limit bytes. A small frame
-// is read into a new requestBuf, returned with it; a larger one into its
-// own slice. With peekAPIVersions, an ApiVersions request that is in the
+// is allocated at its size at once and returned with a new requestBuf for
+// its request; a larger one is read into its own slice. With peekAPIVersions, an ApiVersions request that is in the
 // read buffer whole is not copied: the frame returned is a view of the
 // buffer, and peeked is how many bytes to discard once it is answered (the
 // server answers it without keeping any of it). Nothing is then allocated.
@@ -610,9 +612,8 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (f
 		frame, err := readBody(c.br, size, nil)
 		return frame, nil, 0, err
 	}
-	rb = &requestBuf{}
-	frame, err = readBody(c.br, size, rb.frame[:0])
-	return frame, rb, 0, err
+	frame, err = readBody(c.br, size, make([]byte, 0, size))
+	return frame, &requestBuf{}, 0, err
 }
 
 // releaseMemory gives the request in flight's bytes back to the memory

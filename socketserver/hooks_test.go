@@ -439,7 +439,7 @@ func TestAllocationsPerRequestWithHooks(t *testing.T) {
 		max  float64
 	}{
 		{"ApiVersions answered by the server", apiVersionsReq(3, "allocs", "1.0"), 0},
-		{"Metadata through the request channel", metadataReq(12), 2},
+		{"Metadata through the request channel", metadataReq(12), 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := socketservertest.NewServer(t, nil, withHooks(nopHooks{}), reuse)
