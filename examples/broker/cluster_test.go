@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -160,6 +161,35 @@ func TestSplitBatches(t *testing.T) {
 				counts = append(counts, b.next-b.base)
 			}
 			assert.Equal(t, tt.wantCount, counts)
+		})
+	}
+}
+
+// TestDetachSmall checks that a batch of at least half its frame stays a
+// slice of the frame and a smaller one becomes a copy of its own, with the
+// same bytes.
+func TestDetachSmall(t *testing.T) {
+	frame := make([]byte, 1000)
+	for i := range frame {
+		frame[i] = byte(i)
+	}
+	for _, tc := range []struct {
+		name     string
+		from, to int
+		kept     bool
+	}{
+		{"the whole frame", 0, 1000, true},
+		{"more than half", 100, 700, true},
+		{"exactly half", 500, 1000, true},
+		{"one byte short of half", 0, 499, false},
+		{"a small batch", 900, 950, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := frame[tc.from:tc.to:tc.to]
+			batches := []batch{{raw: raw}}
+			detachSmall(batches, len(frame))
+			assert.Equal(t, raw, batches[0].raw, "the bytes")
+			assert.Equal(t, tc.kept, unsafe.SliceData(batches[0].raw) == unsafe.SliceData(raw), "a slice of the frame")
 		})
 	}
 }

@@ -236,6 +236,9 @@ func (b *broker) produce(r *socketserver.Request, req *kmsg.ProduceRequest) {
 				err = checkBatchSizes(t.log, batches)
 			}
 			if err == nil {
+				detachSmall(batches, r.Size)
+			}
+			if err == nil {
 				sp.BaseOffset, sp.LogStartOffset, err = b.c.state.append(t, rp.Partition, batches)
 			}
 			if err != nil {

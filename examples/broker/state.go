@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -271,6 +272,25 @@ func errCorrupt(format string, args ...any) error {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// detachSmall copies out of their request's frame, of frameSize bytes,
+// the batches that are less than half of it, and leaves the others as
+// slices of it. A batch kept as a slice holds its whole frame in memory
+// until retention drops it; a frame that carries batches for several
+// partitions (a producer writes to all the partitions it has records for
+// at once) would be held until the last of them expires, at the pace of
+// the slowest partition, and the memory held would outgrow the retention
+// without bound. A batch kept as a slice is at least half its frame, so
+// the broker holds at most twice the bytes its retention counts; a
+// producer writing to one partition, or mostly to one, is stored without
+// a copy.
+func detachSmall(batches []batch, frameSize int) {
+	for i, b := range batches {
+		if 2*len(b.raw) < frameSize {
+			batches[i].raw = bytes.Clone(b.raw)
+		}
+	}
+}
+
 // batchHeaderSize is the size of a record batch (magic 2) before its
 // records.
 const batchHeaderSize = 61
@@ -279,8 +299,9 @@ const batchHeaderSize = 61
 // batches, checking each one's framing, magic byte and CRC, and counting its
 // records. The batches are slices of the request's frame, not copies: the
 // socket server never reuses a frame once it has handed its request over
-// (socketserver.Request), so the broker stores them as they arrived (and
-// rewrites their FirstOffset in place).
+// (socketserver.Request), so the broker may store them as they arrived
+// (and rewrite their FirstOffset in place); detachSmall copies those that
+// would hold too much of a frame.
 func splitBatches(records []byte) ([]batch, error) {
 	if len(records) == 0 {
 		return nil, errCorrupt("no record batch")
