@@ -77,7 +77,11 @@ type Config struct {
 	// at least RequestMaxBytes, as in Kafka. The control plane has an
 	// allowance of its own, RequestMaxBytes, so that it is never starved;
 	// frames before authentication are bounded by SASLMaxReceiveSize
-	// instead.
+	// instead. The budget bounds the bytes in hand, not the heap: with
+	// GOGC's default the heap may grow to twice what was live, so a host
+	// that sets a budget to bound its memory sets GOMEMLIMIT too (about
+	// twice the budget plus its own needs), as a Kafka broker runs with a
+	// fixed heap.
 	QueuedMaxRequestBytes int64
 	// NetworkThreads gives the number of processors of each data-plane
 	// listener (num.network.threads, per listener through

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,21 +36,30 @@ func (b *bench) budgetInfo() scenarioInfo {
 			"request path's alone (the example broker keeps the newest batch of each partition, a slice of its request's frame, so its RSS",
 			fmt.Sprintf("would count the log too); socket.request.max.bytes is %s, and with the budget queued.max.request.bytes is %s too.", sizeName(int(b.opts.budget)), sizeName(int(b.opts.budget))),
 			fmt.Sprintf("kfake runs with BlackholeProduce and message.max.bytes %d; it has no budget.", b.opts.budgetRequest),
+			"The GOMEMLIMIT case has the same budget and the Go runtime's memory limit at twice it, as a Kafka broker runs with a fixed",
+			"heap: without a limit, GOGC's default lets the heap grow to twice what was live at the last collection, requests included.",
 			"Peak RSS rise: VmHWM after the last answer minus VmRSS before the first request, with VmHWM reset (/proc/PID/clear_refs) before it.",
 			"All answered: from the start of the writes to the last response. Pool depleted: how long the budget was spent (Stats().RequestMemory).",
 		},
 		Ratios: []ratioPair{{kafkanetServer, kfakeServer}}}
 }
 
-// budgetCases are scenario h's cases: with the budget, and without.
-func (b *bench) budgetCases() (limited, unlimited string) {
+// budgetCases are scenario h's cases: with the budget, with the budget and
+// a Go memory limit, and without a budget.
+func (b *bench) budgetCases() (limited, memLimited, unlimited string) {
 	n := fmt.Sprintf("%d × %s", b.opts.budgetClients, sizeName(b.opts.budgetRequest))
-	return n + ", queued.max.request.bytes " + sizeName(int(b.opts.budget)), n + ", no budget"
+	limited = n + ", queued.max.request.bytes " + sizeName(int(b.opts.budget))
+	return limited, limited + ", GOMEMLIMIT " + sizeName(int(b.budgetMemLimit())), n + ", no budget"
 }
 
-// runBudget measures kafkanet with and without the budget, and kfake.
+// budgetMemLimit is the GOMEMLIMIT of scenario h's third case: twice the
+// budget, the heap Go's default GOGC lets the budget's requests grow to.
+func (b *bench) budgetMemLimit() int64 { return 2 * b.opts.budget }
+
+// runBudget measures kafkanet with the budget, with it and a memory limit,
+// and without, and kfake.
 func (b *bench) runBudget(ctx context.Context, server serverKind) ([]sample, error) {
-	limited, unlimited := b.budgetCases()
+	limited, memLimited, unlimited := b.budgetCases()
 	requestMax := "socket.request.max.bytes=" + strconv.FormatInt(b.opts.budget, 10)
 	specs := []struct {
 		name string
@@ -60,7 +70,11 @@ func (b *bench) runBudget(ctx context.Context, server serverKind) ([]sample, err
 		specs = append([]struct {
 			name string
 			spec childSpec
-		}{{limited, childSpec{Kind: server, BlockKey: -1, Props: []string{requestMax, budget}}}}, specs...)
+		}{
+			{limited, childSpec{Kind: server, BlockKey: -1, Props: []string{requestMax, budget}}},
+			{memLimited, childSpec{Kind: server, BlockKey: -1, Props: []string{requestMax, budget},
+				Env: []string{"GOMEMLIMIT=" + strconv.FormatInt(b.budgetMemLimit(), 10)}}},
+		}, specs...)
 	}
 	frame, err := b.budgetFrame()
 	if err != nil {
@@ -175,6 +189,9 @@ func (b *bench) budgetCase(ctx context.Context, spec childSpec, frame []byte) ([
 		}
 		if st.RequestMemorySize > 0 {
 			out = append(out, sample{Metric: "pool depleted ms", Value: st.RequestMemoryDepleted})
+		}
+		if st.MemoryLimit < math.MaxInt64 {
+			out = append(out, sample{Metric: "GOMEMLIMIT MiB", Value: mib(st.MemoryLimit)})
 		}
 	}
 	return out, c.stop()

@@ -225,7 +225,7 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 	if spec.Kind == kafkanetServer || spec.Kind == kafkanetInlineServer {
 		c.controlAddr = spec.ControlAddr
 	}
-	if err := b.launch(ctx, c, b.exe, spec.args()); err != nil {
+	if err := b.launch(ctx, c, b.exe, spec.args(), spec.Env...); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -267,11 +267,12 @@ func (b *bench) startProxy(ctx context.Context, upstream string) (*child, error)
 	return c, nil
 }
 
-// launch starts c's process and waits until it is ready. The process gets
-// SIGTERM when ctx ends, and SIGKILL if the bench dies.
-func (b *bench) launch(ctx context.Context, c *child, path string, args []string) error {
+// launch starts c's process, with env added to the bench's environment,
+// and waits until it is ready. The process gets SIGTERM when ctx ends, and
+// SIGKILL if the bench dies.
+func (b *bench) launch(ctx context.Context, c *child, path string, args []string, env ...string) error {
 	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = b.env
+	cmd.Env = append(slices.Clip(b.env), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -109,10 +109,12 @@
 //	   the time until every request has been answered, for kafkanet's
 //	   minimal host (which acknowledges and discards records, so that what
 //	   it holds is the request path's alone) with queued.max.request.bytes
-//	   of -budget-mib (64 MiB) and without, and for kfake with
-//	   BlackholeProduce. socket.request.max.bytes is -budget-mib in both
-//	   kafkanet cases (Kafka's rule: a budget is at least
-//	   socket.request.max.bytes). Reproduce with -scenarios h -rounds 3.
+//	   of -budget-mib (64 MiB), with it and GOMEMLIMIT at twice it (the
+//	   Go runtime's memory limit, as a Kafka broker runs with a fixed
+//	   heap), and without, and for kfake with BlackholeProduce.
+//	   socket.request.max.bytes is -budget-mib in every kafkanet case
+//	   (Kafka's rule: a budget is at least socket.request.max.bytes).
+//	   Reproduce with -scenarios h -rounds 3.
 //	p  examples/proxy in front of examples/broker against a direct
 //	   connection to the same broker, in the same round: Metadata v12 round
 //	   trips on each -conns count (the latency the proxy adds at p50 and

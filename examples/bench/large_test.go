@@ -344,16 +344,26 @@ func TestFloorChunks(t *testing.T) {
 }
 
 // TestBudgetEndToEnd runs scenario h with 4 connections sending 4 MiB
-// each: kafkanet with a budget of 8 MiB and without, and kfake.
+// each: kafkanet with a budget of 8 MiB, with it and GOMEMLIMIT, and
+// without, and kfake.
 func TestBudgetEndToEnd(t *testing.T) {
 	o := options{scenarios: []string{"h"}, rounds: 1, budgetClients: 4, budgetRequest: 4 << 20, budget: 8 << 20}
 	rows := runScenarios(t, o)
 	b := &bench{opts: o}
-	limited, unlimited := b.budgetCases()
-	if limited != "4 × 4 MiB, queued.max.request.bytes 8 MiB" || unlimited != "4 × 4 MiB, no budget" {
-		t.Errorf("cases %q and %q", limited, unlimited)
+	limited, memLimited, unlimited := b.budgetCases()
+	if limited != "4 × 4 MiB, queued.max.request.bytes 8 MiB" || memLimited != limited+", GOMEMLIMIT 16 MiB" || unlimited != "4 × 4 MiB, no budget" {
+		t.Errorf("cases %q, %q and %q", limited, memLimited, unlimited)
 	}
-	for _, tc := range []struct{ c, server string }{{limited, kafkanetServer}, {unlimited, kafkanetServer}, {unlimited, kfakeServer}} {
+	// The memory limit reached the child of its case, and only that one.
+	if got := find(t, rows, memLimited, "GOMEMLIMIT MiB", kafkanetServer).Median; got != 16 {
+		t.Errorf("the child of %q runs with GOMEMLIMIT %v MiB", memLimited, got)
+	}
+	for _, r := range rows {
+		if r.Metric == "GOMEMLIMIT MiB" && r.Case != memLimited {
+			t.Errorf("a memory limit in %q", r.Case)
+		}
+	}
+	for _, tc := range []struct{ c, server string }{{limited, kafkanetServer}, {memLimited, kafkanetServer}, {unlimited, kafkanetServer}, {unlimited, kfakeServer}} {
 		rise := find(t, rows, tc.c, "peak RSS rise MiB", tc.server).Median
 		answered := find(t, rows, tc.c, "all answered ms", tc.server).Median
 		if rise <= 0 || answered <= 0 {
@@ -364,7 +374,7 @@ func TestBudgetEndToEnd(t *testing.T) {
 		t.Errorf("pool depleted %v ms", d)
 	}
 	for _, r := range rows {
-		if r.Metric == "pool depleted ms" && (r.Case != limited || r.Server != kafkanetServer) {
+		if r.Metric == "pool depleted ms" && (r.Case != limited && r.Case != memLimited || r.Server != kafkanetServer) {
 			t.Errorf("a pool without a budget: %+v", r)
 		}
 		if r.Case == limited && r.Server == kfakeServer {

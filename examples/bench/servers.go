@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -101,6 +102,9 @@ type childSpec struct {
 	// Records and RecordSize are the log a ceiling builds at start: that
 	// many records of that many bytes in partition 0 of largeTopic.
 	Records, RecordSize int
+	// Env is added to the child's environment (it is not a flag), such as
+	// GOMEMLIMIT.
+	Env []string
 }
 
 // args returns the child's command-line arguments.
@@ -327,6 +331,9 @@ type childStats struct {
 	RequestMemorySize     int64   `json:"request_memory_size"` // 0: no budget
 	RequestMemoryUsed     int64   `json:"request_memory_used"`
 	RequestMemoryDepleted float64 `json:"request_memory_depleted_ms"`
+	// MemoryLimit is the Go runtime's memory limit (GOMEMLIMIT;
+	// math.MaxInt64 when none is set).
+	MemoryLimit int64 `json:"memory_limit"`
 
 	// From runtime.MemStats, after a GC, for scenario (c)'s breakdown.
 	HeapAlloc    uint64 `json:"heap_alloc"`
@@ -542,7 +549,8 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 			continue
 		}
 		st := srv.Stats()
-		cs := childStats{DataQueue: st.RequestQueueSize[listener.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load())}
+		cs := childStats{DataQueue: st.RequestQueueSize[listener.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load()),
+			MemoryLimit: debug.SetMemoryLimit(-1)}
 		if m, ok := st.RequestMemory[listener.DataPlane]; ok {
 			cs.RequestMemorySize, cs.RequestMemoryUsed = m.Size, m.Used
 			cs.RequestMemoryDepleted = float64(m.Depleted) / float64(time.Millisecond)
