@@ -72,7 +72,10 @@ type Request struct {
 	// Body is the decoded request; its version is APIVersion. Its byte
 	// fields (a Produce's record batches) are slices of the request's
 	// frame, read once and never reused by the server: a host may keep
-	// them, without copying, after it has answered.
+	// them, without copying, after it has answered. A kept field keeps its
+	// whole frame in memory, and nothing else (not the Request, nor the
+	// connection); a host that keeps a small part of a large frame, such
+	// as one partition's batch of a Produce for many, may rather copy it.
 	Body kmsg.Request
 	// Conn describes the connection at the time the request was read.
 	Conn ConnInfo
