@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,6 +244,20 @@ func TestRequestContextCancelledOnClientDisconnect(t *testing.T) {
 // request the host holds longer than a moment: requests answered at once
 // cost no second goroutine's wake-ups, while a held one still has its
 // context cancelled when the client goes.
+// peerWatchers counts the goroutines of peer watchers in this process
+// (runtime.NumGoroutine would count those of other tests' servers that are
+// still winding down).
+func peerWatchers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "(*conn).watchPeer.func1(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
 func TestPeerWatchedOnlyWhileARequestIsHeld(t *testing.T) {
 	hold := make(chan time.Duration, 1)
 	canceled := make(chan struct{}, 1)
@@ -264,15 +279,15 @@ func TestPeerWatchedOnlyWhileARequestIsHeld(t *testing.T) {
 		metadataRoundTrip(t, c, 9, corr)
 	}
 	quick(0)
-	base := runtime.NumGoroutine()
+	base := peerWatchers()
 	for i := range int32(50) {
 		quick(1 + i)
 	}
-	assert.Equal(t, base, runtime.NumGoroutine(), "no peer watcher for requests answered at once")
+	assert.Equal(t, base, peerWatchers(), "no peer watcher for requests answered at once")
 
 	hold <- 20 * time.Millisecond
 	metadataRoundTrip(t, c, 9, 100)
-	assert.Equal(t, base+1, runtime.NumGoroutine(), "a held request started the peer watcher")
+	assert.Equal(t, base+1, peerWatchers(), "a held request started the peer watcher")
 
 	d := socketservertest.Dial(t, srv, "PLAINTEXT")
 	hold <- -1
