@@ -295,9 +295,12 @@ func TestCredentialExpiryBoundsTheSession(t *testing.T) {
 		// No connections.max.reauth.ms, but the session expires: a
 		// SaslHandshake re-authenticates (KafkaChannel.maybeBeginServerReauthentication).
 		require.Zero(t, rc.handshake(1, "TOKEN-TOY").ErrorCode)
-		assert.True(t, m.lastState.Load().Reauthentication)
 		resp := rc.authenticate(2, []byte("tok-alice"))
 		require.Zero(t, resp.ErrorCode)
+		// The mechanism's server is made after the SaslHandshake
+		// response is written, so its state is known only once the
+		// SaslAuthenticate response has come.
+		assert.True(t, m.lastState.Load().Reauthentication)
 		assert.InDelta(t, time.Hour.Milliseconds(), resp.SessionLifetimeMillis, 1000)
 		rc.roundTrip(metadataReq(9))
 		r2 := recv(t, seen)
