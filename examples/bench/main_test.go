@@ -161,6 +161,59 @@ func TestWriteTablesRatios(t *testing.T) {
 	}
 }
 
+// TestWriteTablesTargets checks a scenario's targets: a column that says
+// whether each bounded median is met, and the same in JSON.
+func TestWriteTablesTargets(t *testing.T) {
+	s := []sample{
+		{Scenario: "i", Case: "1 slow", Metric: "p99 × alone", Server: kafkanetServer, Round: 1, Value: 1.5},
+		{Scenario: "i", Case: "1 slow", Metric: "MB/s × alone", Server: kafkanetServer, Round: 1, Value: 0.25},
+		{Scenario: "i", Case: "1 slow", Metric: "peak RSS MiB", Server: kafkanetServer, Round: 1, Value: 60},
+	}
+	info := scenarioInfo{ID: "i", Title: "hostile", Targets: []target{
+		{Case: "1 slow", Metric: "p99 × alone", AtMost: true, Bound: 2},
+		{Case: "1 slow", Metric: "MB/s × alone", Bound: 0.5},
+	}}
+	res := &results{Rounds: 1, Samples: s, Scenarios: []scenarioInfo{info}}
+	var buf bytes.Buffer
+	if err := writeTables(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"target", "≤ 2: met", "≥ 0.5: MISSED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, "peak RSS") && strings.Contains(line, ":") {
+			t.Errorf("an unbounded row has a verdict: %q", line)
+		}
+	}
+	buf.Reset()
+	if err := writeJSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	var got jsonReport
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Rows {
+		wantMet := map[string]bool{"p99 × alone": true, "MB/s × alone": false}
+		if want, bounded := wantMet[r.Metric]; bounded != (r.TargetMet != nil) || bounded && *r.TargetMet != want {
+			t.Errorf("JSON row %s: target %q, met %v", r.Metric, r.Target, r.TargetMet)
+		}
+	}
+	// A scenario without targets has no target column.
+	res.Scenarios[0].Targets = nil
+	buf.Reset()
+	if err := writeTables(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "target") {
+		t.Errorf("a target column without targets:\n%s", buf.String())
+	}
+}
+
 func TestWriteJSON(t *testing.T) {
 	res := &results{Rounds: 3, Scenarios: []scenarioInfo{{ID: "a", Title: "raw"}}, Samples: testSamples()}
 	var buf bytes.Buffer

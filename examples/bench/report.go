@@ -35,6 +35,53 @@ type scenarioInfo struct {
 	// Ratios are the ratio columns of the scenario's table, where both
 	// servers were measured; nil: defaultRatios.
 	Ratios []ratioPair `json:"-"`
+	// Targets are bounds on the medians of some of the scenario's rows:
+	// the table gets a column that says whether each is met, the JSON rows
+	// fields.
+	Targets []target `json:"-"`
+}
+
+// target is a bound on the median of one case's metric, whatever the
+// server.
+type target struct {
+	Case, Metric string
+	AtMost       bool // the median must be at most Bound; else at least
+	Bound        float64
+}
+
+// String is the bound: "≤ 2", "≥ 0.5".
+func (t target) String() string {
+	if t.AtMost {
+		return "≤ " + formatNumber(t.Bound)
+	}
+	return "≥ " + formatNumber(t.Bound)
+}
+
+// met says whether v is within the bound.
+func (t target) met(v float64) bool {
+	if t.AtMost {
+		return v <= t.Bound
+	}
+	return v >= t.Bound
+}
+
+// applyTargets fills in the Target and TargetMet of the rows that a
+// scenario's target bounds.
+func applyTargets(rows []row, scenarios []scenarioInfo) {
+	for i := range rows {
+		r := &rows[i]
+		for _, sc := range scenarios {
+			if sc.ID != r.Scenario {
+				continue
+			}
+			for _, t := range sc.Targets {
+				if t.Case == r.Case && t.Metric == r.Metric {
+					met := t.met(r.Median)
+					r.Target, r.TargetMet = t.String(), &met
+				}
+			}
+		}
+	}
 }
 
 // ratioPair is a ratio column: num's median over den's.
@@ -69,6 +116,10 @@ type row struct {
 	// Ratios are Median over the median of every other server measured in
 	// the same case and metric (echo and kfake included), by server.
 	Ratios map[serverKind]float64 `json:"ratios,omitempty"`
+	// Target is the scenario's bound on Median ("≤ 2"), if it sets one,
+	// and TargetMet whether the median is within it.
+	Target    string `json:"target,omitempty"`
+	TargetMet *bool  `json:"target_met,omitempty"`
 }
 
 // median returns the median of values (the mean of the middle two for an
@@ -151,8 +202,10 @@ type jsonReport struct {
 
 // writeJSON writes the report as one JSON document.
 func writeJSON(w io.Writer, res *results) error {
+	rows := aggregate(res.Samples)
+	applyTargets(rows, res.Scenarios)
 	rep := jsonReport{Rounds: res.Rounds, Quick: res.Quick, Scenarios: res.Scenarios,
-		Rows: aggregate(res.Samples), Failures: res.Failures}
+		Rows: rows, Failures: res.Failures}
 	if rep.Failures == nil {
 		rep.Failures = []string{}
 	}
@@ -168,11 +221,13 @@ func writeJSON(w io.Writer, res *results) error {
 var serverOrder = []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer, ceilingWritevServer, ceilingSendfileServer, floorServer, proxyServer}
 
 // writeTables writes one table per scenario: a line per case and metric,
-// a column per server with "median (min–max)", and the scenario's ratios
-// (by default kafkanet to echo and to kfake, and kfake to echo) where both
-// were measured.
+// a column per server with "median (min–max)", the scenario's ratios (by
+// default kafkanet to echo and to kfake, and kfake to echo) where both
+// were measured, and, for a scenario with targets, whether each bounded
+// median meets its target.
 func writeTables(w io.Writer, res *results) error {
 	rows := aggregate(res.Samples)
+	applyTargets(rows, res.Scenarios)
 	fmt.Fprintf(w, "kafkanet bench: %d round(s); each cell is the median (min–max) over rounds\n", res.Rounds)
 	for _, sc := range res.Scenarios {
 		fmt.Fprintf(w, "\n(%s) %s\n", sc.ID, sc.Title)
@@ -193,7 +248,7 @@ func writeTables(w io.Writer, res *results) error {
 		if ratios == nil {
 			ratios = defaultRatios
 		}
-		if err := writeTable(w, mine, ratios); err != nil {
+		if err := writeTable(w, mine, ratios, len(sc.Targets) > 0); err != nil {
 			return err
 		}
 	}
@@ -207,8 +262,9 @@ func writeTables(w io.Writer, res *results) error {
 }
 
 // writeTable writes the rows of one scenario, with the ratio columns of
-// pairs whose servers both have rows.
-func writeTable(w io.Writer, rows []row, pairs []ratioPair) error {
+// pairs whose servers both have rows, and with targets a column of the
+// rows' verdicts (one per server measured, in the servers' order).
+func writeTable(w io.Writer, rows []row, pairs []ratioPair, targets bool) error {
 	var servers []serverKind
 	for _, s := range serverOrder {
 		if slices.ContainsFunc(rows, func(r row) bool { return r.Server == s }) {
@@ -226,6 +282,9 @@ func writeTable(w io.Writer, rows []row, pairs []ratioPair) error {
 	head = append(head, servers...)
 	for _, rc := range ratios {
 		head = append(head, rc.num+"/"+rc.den)
+	}
+	if targets {
+		head = append(head, "target")
 	}
 	fmt.Fprintln(tw, "    "+strings.Join(head, "\t"))
 	byKey := map[rowKey]row{}
@@ -263,9 +322,27 @@ func writeTable(w io.Writer, rows []row, pairs []ratioPair) error {
 			}
 			cells = append(cells, fmt.Sprintf("%.2f", num.Median/den.Median))
 		}
+		if targets {
+			var verdicts []string
+			for _, s := range servers {
+				if r, ok := byKey[rowKey{scenario, l.c, l.metric, s}]; ok && r.TargetMet != nil {
+					verdicts = append(verdicts, targetVerdict(r))
+				}
+			}
+			cells = append(cells, strings.Join(verdicts, ", "))
+		}
 		fmt.Fprintln(tw, "    "+strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// targetVerdict is a row's target and whether its median meets it: "≤ 2:
+// met", "≥ 0.5: MISSED".
+func targetVerdict(r row) string {
+	if *r.TargetMet {
+		return r.Target + ": met"
+	}
+	return r.Target + ": MISSED"
 }
 
 // formatCell formats a row as "median (min–max)", or the median alone when
