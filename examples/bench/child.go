@@ -235,13 +235,21 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 // given properties ("key=value") and then those of -broker-set, and waits
 // until it answers ApiVersions.
 func (b *bench) startBroker(ctx context.Context, props ...string) (*child, error) {
+	return b.startBrokerWith(ctx, func(addr string) []string { return []string{"listeners=PLAINTEXT://" + addr} }, props...)
+}
+
+// startBrokerWith starts the example broker with the listener properties
+// that listenerProps returns for a free address on 127.0.0.1 (one
+// listener, there), the given properties and then those of -broker-set,
+// and waits until it answers ApiVersions on that address.
+func (b *bench) startBrokerWith(ctx context.Context, listenerProps func(addr string) []string, props ...string) (*child, error) {
 	addrs, err := freeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
 	c := &child{name: "examples/broker", addr: addrs[0]}
-	args := []string{"-set", "listeners=PLAINTEXT://" + c.addr}
-	for _, p := range slices.Concat(props, b.opts.brokerProps) {
+	var args []string
+	for _, p := range slices.Concat(listenerProps(c.addr), props, b.opts.brokerProps) {
 		args = append(args, "-set", p)
 	}
 	if err := b.launch(ctx, c, b.brokerBin, args); err != nil {

@@ -121,10 +121,21 @@ func produce(ctx context.Context, c *child, load produceLoad) ([]sample, error) 
 
 // createTopic creates a topic; one that exists already will do.
 func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
+	return createTopicWith(ctx, cl, topic, partitions, nil)
+}
+
+// createTopicWith creates a topic with the given topic configs; one that
+// exists already will do.
+func createTopicWith(ctx context.Context, cl *kgo.Client, topic string, partitions int32, configs map[string]string) error {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 10_000
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, 1
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		t.Configs = append(t.Configs, c)
+	}
 	req.Topics = []kmsg.CreateTopicsRequestTopic{t}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
