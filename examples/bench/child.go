@@ -38,7 +38,7 @@ type bench struct {
 	exe       string   // this binary, re-executed as each server
 	env       []string // the children's environment, with the TLS key and chain
 	dialer    *dialer
-	brokerBin string // the example broker, built for scenarios g and p, and b unless -produce-discard
+	brokerBin string // the example broker, built for scenarios g, i and p, and b unless -produce-discard
 	proxyBin  string // the example proxy, built for scenario p
 	fileLimit uint64 // RLIMIT_NOFILE, inherited by the children
 	log       io.Writer
@@ -47,6 +47,10 @@ type bench struct {
 	produceFrameOnce sync.Once
 	produceFrame     []byte
 	produceFrameErr  error
+
+	// hostileRuns counts scenario i's runs, whose cases' order rotates
+	// from round to round.
+	hostileRuns int
 }
 
 // newBench prepares a run: it raises the open-file limit, makes a
@@ -74,7 +78,8 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 		}
 	}
 	cleanup = func() {}
-	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") || slices.Contains(o.scenarios, "p")
+	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") || slices.Contains(o.scenarios, "i") ||
+		slices.Contains(o.scenarios, "p")
 	if needBroker {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")
 		if err != nil {

@@ -7,11 +7,12 @@
 //	go run ./examples/bench -quick             # 1 round, short runs: about a minute
 //	go run ./examples/bench -scenarios a,d -rounds 5 -json
 //
-// Run it from inside the module: scenarios b and g build examples/broker
-// (and p examples/proxy) with the go command. Each server runs alone in a child process on
-// 127.0.0.1 (the bench re-executes itself), so that its CPU time, context
-// switches and memory are its own; the bench process is the client. CPU
-// time is the sum of the run time of the child's threads
+// Run it from inside the module: scenarios b, g, i and p build
+// examples/broker (and p examples/proxy) with the go command. Each server
+// runs alone in a child process on 127.0.0.1 (the bench re-executes
+// itself), so that its CPU time, context switches and memory are its own;
+// the bench process is the client. CPU time is the sum of the run time of
+// the child's threads
 // (/proc/PID/task/*/schedstat, to the nanosecond; the tick count of
 // /proc/PID/stat where threads that exited took more with them), context
 // switches the sum of their voluntary and nonvoluntary switches
@@ -48,6 +49,8 @@
 //     (Records.File). They are the ceiling of consuming with kafkanet.
 //     Both leave the socket buffers to the operating system, as the
 //     example broker and kfake do.
+//   - examples/broker (scenario i): the example broker with its defaults
+//     and one SASL_PLAINTEXT listener offering PLAIN to two users.
 //   - floor-write (scenario g): no Kafka protocol at all; the same log, in
 //     memory the kernel filled, written to one connection with writev in
 //     chunks of 1 MiB (as many writes as kgo's Fetch answers) and read to
@@ -59,9 +62,10 @@
 // that the machine's noise falls on all alike. The report gives, per case,
 // metric and server, the median and the min–max over rounds, and the
 // ratios of the medians that the scenario compares (kafkanet to echo and
-// to kfake, in g also to a ceiling and the floor); -json prints the same as JSON with
-// every round's value and the ratios to every other server. The
-// scenarios:
+// to kfake, in g also to a ceiling and the floor), and where a scenario
+// sets targets (i), whether each median meets its target; -json prints
+// the same as JSON with every round's value and the ratios to every other
+// server. The scenarios:
 //
 //	a  raw ApiVersions v0 frames on 1, 8 and 64 connections (-conns), one in
 //	   flight per connection, for -duration: requests/s, p50/p99/p99.9
@@ -99,9 +103,9 @@
 //	   context switches per MB. A fresh server for each record size and
 //	   round.
 //	   Reproduce with -scenarios g -rounds 3; -broker-set key=value
-//	   (repeatable, also for b) lays properties over the broker's, such
-//	   as queued.max.request.bytes=209715200, under which the broker reads
-//	   each frame once, at its size.
+//	   (repeatable, also for b, i and p) lays properties over the
+//	   broker's, such as queued.max.request.bytes=209715200, under which
+//	   the broker reads each frame once, at its size.
 //	h  the request-memory budget: -budget-clients connections (16) each
 //	   send one Produce request of -budget-request-mib (32 MiB) at once:
 //	   the server's peak RSS rise (VmHWM, reset through
@@ -115,6 +119,29 @@
 //	   socket.request.max.bytes is -budget-mib in every kafkanet case
 //	   (Kafka's rule: a budget is at least socket.request.max.bytes).
 //	   Reproduce with -scenarios h -rounds 3.
+//	i  a legitimate client beside slow and hostile peers, on
+//	   examples/broker with its defaults and one SASL_PLAINTEXT listener
+//	   (PLAIN), everyone on that listener. The legitimate client logs in
+//	   with SASL/PLAIN and is two parts, measured together: a raw
+//	   connection sending Metadata v1 on a 1 ms ticker, one in flight
+//	   (p50 and p99; a request unanswered after -hostile-timeout, 2 s, is
+//	   counted as a timeout and as that long, and the client reconnects),
+//	   and a kgo producer writing 1 KiB records as fast as it can (MB/s),
+//	   for -hostile-duration (5 s; -quick 2 s) once the attackers are set
+//	   up. The cases, each on a fresh broker: 0 alone; 1 slowloris,
+//	   -hostile-slowloris (1,000) unauthenticated connections each
+//	   trickling a request a byte a second; 2 claims, -hostile-claims (10)
+//	   authenticated connections that each announce a 100,000,000-byte
+//	   Produce frame, send 10 bytes of it and hold; 3 failed logins,
+//	   -hostile-logins (100) connections failing PLAIN logins (a wrong
+//	   password) in a loop; 4 pipeliners, -hostile-pipeliners (50)
+//	   authenticated connections writing Metadata v1 64 at a time without
+//	   ever reading. Also per case: the broker's peak RSS (VmHWM) and RSS
+//	   at the end, its CPU and the bench's, the Metadata client's timeouts
+//	   and errors, and p99 and MB/s over case 0's of the same round, marked
+//	   against the targets (cases 1 to 3: p99 at most 2× alone, MB/s at
+//	   least 0.5×; case 4, saturated by design: p99 at most 5×).
+//	   Reproduce with -scenarios i -rounds 3.
 //	p  examples/proxy in front of examples/broker against a direct
 //	   connection to the same broker, in the same round: Metadata v12 round
 //	   trips on each -conns count (the latency the proxy adds at p50 and

@@ -26,7 +26,7 @@ func main() {
 }
 
 // allScenarios are the scenario ids in the order they run.
-var allScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "h", "p"}
+var allScenarios = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "p"}
 
 // options are the command's flags, after -quick has filled in the values
 // not given explicitly.
@@ -48,9 +48,18 @@ type options struct {
 	budgetClients  int           // (h): connections that each send one large Produce at once
 	budgetRequest  int           // (h): the size of each Produce request frame, in bytes
 	budget         int64         // (h): queued.max.request.bytes
-	brokerProps    []string      // properties ("key=value") laid over the example broker's in (b) and (g)
+	brokerProps    []string      // properties ("key=value") laid over the example broker's in (b), (g), (i) and (p)
 	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
+
+	// (i): the measured window of each case, the legitimate Metadata
+	// requests' timeout, and the attackers of cases 1 to 4.
+	hostileDuration   time.Duration
+	hostileTimeout    time.Duration
+	hostileSlowloris  int
+	hostileClaims     int
+	hostileLogins     int
+	hostilePipeliners int
 }
 
 // parseOptions parses the command's arguments.
@@ -58,7 +67,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to h and p, see the package documentation)")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to i and p, see the package documentation)")
 	fs.IntVar(&o.rounds, "rounds", 3, "measure each scenario `n` times, alternating the servers (-quick: 1)")
 	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle, 50 MB in scenario g")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a, d, e and f (-quick: 500ms)")
@@ -76,17 +85,23 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.budgetClients, "budget-clients", 16, "scenario h: connections that each send one Produce at once")
 	budgetRequest := fs.Int("budget-request-mib", 32, "scenario h: the size of each Produce request in `MiB`")
 	budget := fs.Int("budget-mib", 64, "scenario h: queued.max.request.bytes in `MiB`, also socket.request.max.bytes")
-	fs.Func("broker-set", "scenarios b and g: a `key=value` property laid over the example broker's (repeatable)", func(p string) error {
+	fs.Func("broker-set", "scenarios b, g, i and p: a `key=value` property laid over the example broker's (repeatable)", func(p string) error {
 		if !strings.Contains(p, "=") {
 			return fmt.Errorf("%q is not key=value", p)
 		}
 		o.brokerProps = append(o.brokerProps, p)
 		return nil
 	})
+	fs.DurationVar(&o.hostileDuration, "hostile-duration", 5*time.Second, "scenario i: the measured window of each case, after the attackers are set up (-quick: 2s)")
+	fs.DurationVar(&o.hostileTimeout, "hostile-timeout", 2*time.Second, "scenario i: a legitimate Metadata request unanswered after this counts as a timeout (and as this long)")
+	fs.IntVar(&o.hostileSlowloris, "hostile-slowloris", 1000, "scenario i, case 1: connections that each trickle a request a byte a second")
+	fs.IntVar(&o.hostileClaims, "hostile-claims", 10, "scenario i, case 2: authenticated connections that each announce a 100 MB Produce and send 10 bytes of it")
+	fs.IntVar(&o.hostileLogins, "hostile-logins", 100, "scenario i, case 3: connections that fail SASL/PLAIN logins in a loop")
+	fs.IntVar(&o.hostilePipeliners, "hostile-pipeliners", 50, "scenario i, case 4: authenticated connections that pipeline Metadata 64 at a time and never read")
 	fs.StringVar(&o.perfDir, "perf-dir", "", "record each measured run of a server with perf record (call stacks, CPU clock) into a file of this `directory`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f,g,h,p] [-rounds n] [-json] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f,g,h,i,p] [-rounds n] [-json] [flags]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -105,6 +120,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		quickDefault(set, "settle", &o.settle, 500*time.Millisecond)
 		quickDefault(set, "listings", &o.listings, 3)
 		quickDefault(set, "large-mb", &o.largeMB, 50)
+		quickDefault(set, "hostile-duration", &o.hostileDuration, 2*time.Second)
 	}
 	var err error
 	if o.scenarios, err = parseScenarios(*scenarios); err != nil {
@@ -126,6 +142,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if *budgetRequest > *budget || *budget > 2047 {
 		return options{}, fmt.Errorf("-budget-request-mib (%d) must be at most -budget-mib (%d), which is also socket.request.max.bytes and must be below 2048 MiB",
 			*budgetRequest, *budget)
+	}
+	if o.hostileDuration <= 0 || o.hostileTimeout <= 0 || o.hostileSlowloris < 1 || o.hostileClaims < 1 || o.hostileLogins < 1 || o.hostilePipeliners < 1 {
+		return options{}, errors.New("-hostile-duration, -hostile-timeout, -hostile-slowloris, -hostile-claims, -hostile-logins and -hostile-pipeliners must be positive")
 	}
 	o.budgetRequest, o.budget = *budgetRequest<<20, int64(*budget)<<20
 	return o, nil
@@ -280,6 +299,8 @@ func (b *bench) scenario(id string) scenario {
 		return scenario{b.largeInfo(), []serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer}, b.runLarge}
 	case "h":
 		return scenario{b.budgetInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runBudget}
+	case "i":
+		return scenario{b.hostileInfo(), []serverKind{brokerServer}, b.runHostile}
 	default:
 		return scenario{b.proxyInfo(), []serverKind{proxyServer}, b.runProxy}
 	}

@@ -393,9 +393,25 @@ func TestParseOptions(t *testing.T) {
 	if note := (&bench{opts: o}).largeInfo().Notes; !strings.Contains(note[len(note)-1], "-broker-set queued.max.request.bytes=209715200 -broker-set socket.send.buffer.bytes=-1") {
 		t.Errorf("(g)'s notes do not name the broker's properties: %q", note[len(note)-1])
 	}
+	o, err = parseOptions([]string{"-scenarios", "i", "-quick", "-hostile-slowloris", "7", "-hostile-claims", "3", "-hostile-logins", "2", "-hostile-pipeliners", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.hostileDuration != 2*time.Second || o.hostileTimeout != 2*time.Second || o.hostileSlowloris != 7 || o.hostileClaims != 3 || o.hostileLogins != 2 || o.hostilePipeliners != 1 {
+		t.Errorf("-quick and scenario i's counts: %+v", o)
+	}
+	o, err = parseOptions([]string{"-scenarios", "i"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.hostileDuration != 5*time.Second || o.hostileSlowloris != 1000 || o.hostileClaims != 10 || o.hostileLogins != 100 || o.hostilePipeliners != 50 {
+		t.Errorf("scenario i's defaults: %+v", o)
+	}
 	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"},
 		{"-large-mb", "0"}, {"-large-sizes", "1024,0"}, {"-budget-clients", "0"},
-		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}, {"-broker-set", "novalue"}} {
+		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}, {"-broker-set", "novalue"},
+		{"-hostile-duration", "0s"}, {"-hostile-timeout", "0s"}, {"-hostile-slowloris", "0"}, {"-hostile-claims", "-1"},
+		{"-hostile-logins", "0"}, {"-hostile-pipeliners", "0"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("parseOptions(%q) succeeded", bad)
 		}
