@@ -50,6 +50,10 @@ const (
 	ClosedByOperator     CloseReason = "closed by an operator"
 	ProtocolError        CloseReason = "protocol error"
 	HandlerClosed        CloseReason = "closed by the request handler"
+	// StalledRequest: the connection held request memory
+	// (queued.max.request.bytes) for a frame it had begun and sent nothing
+	// more of it for the server's stall timeout.
+	StalledRequest CloseReason = "request stalled"
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type

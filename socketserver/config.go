@@ -32,6 +32,11 @@ const (
 	DefaultNumIOThreads       = 8         // num.io.threads
 	DefaultSocketBufferBytes  = 102400    // socket.send.buffer.bytes, socket.receive.buffer.bytes
 	DefaultSASLMaxReceiveSize = 524288    // sasl.server.max.receive.size
+	// DefaultRequestStallTimeout is kafkanet.request.stall.ms's default:
+	// much shorter than connections.max.idle.ms, and shorter than a
+	// client's own request.timeout.ms (30 s), after which the client has
+	// given the request up anyway.
+	DefaultRequestStallTimeout = 10 * time.Second
 	// ControlPlaneQueueSize is the control plane's fixed request queue
 	// capacity, as in Kafka.
 	ControlPlaneQueueSize = 20
@@ -71,8 +76,7 @@ type Config struct {
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
 	// requests read but not yet answered, across the data plane's
 	// connections. When they are spent, connections read no more until
-	// answers give memory back (nothing is dropped), and a request within
-	// the budget is read into one allocation of its announced size. Zero or
+	// answers give memory back (nothing is dropped). Zero or
 	// negative, Kafka's default (-1), sets no limit. A positive value must be
 	// at least RequestMaxBytes, as in Kafka. The control plane has an
 	// allowance of its own, RequestMaxBytes, so that it is never starved;
@@ -82,7 +86,22 @@ type Config struct {
 	// that sets a budget to bound its memory sets GOMEMLIMIT too (about
 	// twice the budget plus its own needs), as a Kafka broker runs with a
 	// fixed heap.
+	//
+	// A request takes memory from the budget as its bytes arrive, not for
+	// the size its frame announces, so a peer that claims a large frame and
+	// sends little cannot spend the budget; a frame of at most 64 KiB
+	// never waits for it; and while the budget is spent, frames nearest to
+	// whole are read first. See RequestStallTimeout.
 	QueuedMaxRequestBytes int64
+	// RequestStallTimeout is kafkanet.request.stall.ms, a key of
+	// kafkanet's own: with QueuedMaxRequestBytes, a connection that holds
+	// some of the budget for a frame it has begun and sends none of the
+	// frame's next bytes for this long is closed
+	// (connregistry.StalledRequest), since connections waiting for the
+	// budget may be waiting for it. Zero means DefaultRequestStallTimeout;
+	// negative disables it, as in Kafka, where only ConnectionsMaxIdle
+	// closes such a connection. Without a budget it has no effect.
+	RequestStallTimeout time.Duration
 	// NetworkThreads gives the number of processors of each data-plane
 	// listener (num.network.threads, per listener through
 	// listener.name.<name>.num.network.threads). Missing listeners get
@@ -238,6 +257,14 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(cfg, c.RequestMaxBytes); err != nil {
 		return Config{}, err
 	}
+	stallMS, err := cfg.Int(KeyRequestStallTimeout, int(DefaultRequestStallTimeout/time.Millisecond), -1<<62)
+	if err != nil {
+		return Config{}, err
+	}
+	c.RequestStallTimeout = time.Duration(stallMS) * time.Millisecond
+	if stallMS <= 0 {
+		c.RequestStallTimeout = -1
+	}
 	if c.SendBufferBytes, err = cfg.Int("socket.send.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
 		return Config{}, err
 	}
@@ -290,6 +317,10 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 // KeyQueuedMaxRequestBytes is the key of [Config.QueuedMaxRequestBytes].
 const KeyQueuedMaxRequestBytes = "queued.max.request.bytes"
 
+// KeyRequestStallTimeout is the key of [Config.RequestStallTimeout], in
+// milliseconds; zero or negative disables it.
+const KeyRequestStallTimeout = "kafkanet.request.stall.ms"
+
 // queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
 // with Kafka's rule that a limit is at least socket.request.max.bytes.
 func queuedMaxRequestBytes(cfg *listener.Config, requestMax int32) (int64, error) {
@@ -319,6 +350,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueuedMaxRequests == 0 {
 		c.QueuedMaxRequests = DefaultQueuedMaxRequests
+	}
+	if c.RequestStallTimeout == 0 {
+		c.RequestStallTimeout = DefaultRequestStallTimeout
 	}
 	if c.SendBufferBytes == 0 {
 		c.SendBufferBytes = DefaultSocketBufferBytes

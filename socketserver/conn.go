@@ -89,9 +89,9 @@ const readBufSize = 256
 // writeBufKeep is the largest write buffer the server keeps for reuse.
 const writeBufKeep = 64 << 10
 
-// smallFrame is the largest frame allocated at its announced size before
-// its bytes arrive when no memory pool bounds what peers may claim: most
-// requests other than Produce fit.
+// smallFrame is the largest frame read into a buffer allocated at its
+// size with a requestBuf for its request: most requests other than
+// Produce fit.
 const smallFrame = 320
 
 // requestBuf holds a request and its client id in one allocation. The
@@ -572,18 +572,17 @@ func (c *conn) writeRaw(token []byte) error {
 
 // nextFrame reads the next frame, of at most limit bytes. A small frame
 // is allocated at its size at once and returned with a new requestBuf for
-// its request; a larger one is read into its own slice. With peekAPIVersions, an ApiVersions request that is in the
-// read buffer whole is not copied: the frame returned is a view of the
-// buffer, and peeked is how many bytes to discard once it is answered (the
-// server answers it without keeping any of it). Nothing is then allocated.
+// its request; a larger one is read into its own slice, which grows as
+// its bytes arrive (readBody). With peekAPIVersions, an ApiVersions
+// request that is in the read buffer whole is not copied: the frame
+// returned is a view of the buffer, and peeked is how many bytes to
+// discard once it is answered (the server answers it without keeping any
+// of it). Nothing is then allocated.
 //
 // With a memory pool (queued.max.request.bytes, after authentication), the
-// frame's announced size is taken from the pool before its body is read,
-// waiting while the pool is spent (Kafka mutes the channel), and given back
-// when the request is answered (releaseMemory); a large frame is then
-// allocated once, at its size, since the pool bounds what peers may claim.
-// Without one, a large frame's slice grows as its bytes arrive, so that a
-// peer's mere claim allocates nothing.
+// frame's buffer is taken from the pool as it grows, not at the size the
+// frame announces (frameMemory), and given back when the request is
+// answered (releaseMemory).
 func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (frame []byte, rb *requestBuf, peeked int, err error) {
 	if peekAPIVersions && c.br.Buffered() >= 6 {
 		b, _ := c.br.Peek(6)
@@ -597,23 +596,96 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (f
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	var m *frameMemory
 	if pool != nil && size > 0 {
-		if !pool.acquire(int64(size), c.ctx.Done()) {
-			return nil, nil, 0, net.ErrClosed
-		}
-		c.held = size
-		if size > smallFrame {
-			frame := make([]byte, size)
-			_, err := io.ReadFull(c.br, frame)
-			return frame, nil, 0, noEOF(err)
-		}
+		m = &frameMemory{c: c, pool: pool}
 	}
 	if size > smallFrame {
-		frame, err := readBody(c.br, size, nil)
+		frame, err := readBody(c.br, size, nil, m)
 		return frame, nil, 0, err
 	}
-	frame, err = readBody(c.br, size, make([]byte, 0, size))
+	frame, err = readBody(c.br, size, make([]byte, 0, size), m)
 	return frame, &requestBuf{}, 0, err
+}
+
+// frameMemory is one frame's reading under a memory pool: readBody asks
+// it before the frame's buffer is allocated or grows, and before each read
+// that must wait for the peer.
+//
+// The buffer is taken from the pool as it grows, so a claim costs what was
+// sent (at most initialFrameAlloc, then frameSnap times what arrived).
+// A frame of at most smallRequestBytes takes its memory without waiting,
+// so that requests that need little are never blocked by large claims;
+// a larger one waits while the pool is spent (see memoryPool). While the
+// frame holds memory, each read that waits for the peer has a deadline of
+// Config.RequestStallTimeout: a peer that holds memory and sends nothing
+// would stop every connection waiting for it, and is closed
+// (connregistry.StalledRequest).
+type frameMemory struct {
+	c        *conn
+	pool     *memoryPool
+	deadline time.Time // the stall deadline set; zero while none is
+}
+
+// smallRequestBytes is the largest frame that takes memory from the pool
+// without waiting: ApiVersions, Metadata, heartbeats, commits and most
+// other requests but large Produce requests.
+const smallRequestBytes = 64 << 10
+
+// take takes the memory for the buffer of a frame of size bytes holding
+// have bytes to grow to next bytes, waiting (frames larger than
+// smallRequestBytes) while the pool is spent. It fails when the connection
+// closes meanwhile.
+func (m *frameMemory) take(have, next, size int) error {
+	c := m.c
+	n := int64(next) - int64(c.held)
+	if !m.pool.take(n, int64(c.held), int64(size-have), size > smallRequestBytes, c.ctx.Done()) {
+		return net.ErrClosed
+	}
+	c.held = int32(next)
+	return nil
+}
+
+// reading moves the read deadline before a read of a frame that still
+// lacks missing bytes, unless the read buffer holds them already, so that
+// the read waits for the peer at most Config.RequestStallTimeout. The
+// deadline moves only once an eighth of the timeout has passed, as
+// moveWriteDeadline's.
+func (m *frameMemory) reading(missing int) {
+	c := m.c
+	stall := c.p.srv.cfg.RequestStallTimeout
+	if stall <= 0 || c.br.Buffered() >= missing {
+		return
+	}
+	now := time.Now()
+	if m.deadline.IsZero() || m.deadline.Sub(now) < stall-stall/8 {
+		m.deadline = now.Add(stall)
+		_ = c.nc.SetReadDeadline(m.deadline)
+	}
+}
+
+// done ends the frame's reading with err: the frame's memory now counts as
+// held for its request (frameRead) until releaseMemory; it clears the
+// stall deadline
+// (Shutdown's drain, which a clear may undo, is checked before the next
+// blocking read, in awaitRequest) and gives a deadline passing its reason.
+// m may be nil: no pool.
+func (m *frameMemory) done(err error) error {
+	if m == nil {
+		return err
+	}
+	c := m.c
+	m.pool.frameRead(int64(c.held))
+	if m.deadline.IsZero() {
+		return err
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	if isDeadline(err) && !c.draining() {
+		c.setReason(connregistry.StalledRequest)
+		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info.ID,
+			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout)
+	}
+	return err
 }
 
 // releaseMemory gives the request in flight's bytes back to the memory

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -37,7 +38,22 @@ func frameCorrelationIDs(b []byte) []int32 {
 // nor hang: it answers or closes, and whatever it writes is whole response
 // frames answering the frames sent, in order.
 func FuzzServeFrame(f *testing.F) {
-	srv := socketservertest.NewServer(f, nil, withAPIs, answerAll)
+	fuzzServe(f, socketservertest.NewServer(f, nil, withAPIs, answerAll))
+}
+
+// FuzzServeFrameWithBudget is FuzzServeFrame with queued.max.request.bytes
+// set, so that frames take their memory from the pool as their bytes
+// arrive, and a short stall timeout.
+func FuzzServeFrameWithBudget(f *testing.F) {
+	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
+		"socket.request.max.bytes":          "1048576",
+		"queued.max.request.bytes":          "1048576",
+		socketserver.KeyRequestStallTimeout: "1000",
+	}, withAPIs, answerAll))
+}
+
+// fuzzServe runs FuzzServeFrame's body against srv's PLAINTEXT listener.
+func fuzzServe(f *testing.F, srv *socketserver.Server) {
 	addr := srv.Addr("PLAINTEXT").String()
 
 	f.Add(requestFrame(metadataReq(9), 1, strp("fuzz")), false)

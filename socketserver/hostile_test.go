@@ -525,8 +525,9 @@ func TestHostileHugeFrameWithinLimit(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("%d connections announced 2 GB each and sent %d KiB: %d KiB allocated", conns, sent>>10, allocated>>10)
-	// Doubling from 64 KiB to hold a little over 1 MiB allocates about
-	// 4 MiB a connection; the announced size would be 2 GiB.
+	// Growing from 64 KiB four times at a time to hold a little over 1 MiB
+	// allocates about 5.3 MiB a connection; the announced size would be
+	// 2 GiB.
 	assert.Less(t, allocated, uint64(conns*8*sent), "the server allocated for the announced size")
 	env.healthy(t)
 	env.requireBaseline(t)

@@ -25,10 +25,53 @@ var (
 	ErrMalformedBody = errors.New("socketserver: malformed request body")
 )
 
-// initialFrameAlloc is the most a frame buffer starts with. Larger frames
-// grow the buffer as their bytes arrive, so a peer that announces a huge
-// frame and sends little costs only what it sent.
-const initialFrameAlloc = 64 << 10
+// initialFrameAlloc is the most a frame's buffer starts with: what a
+// peer's claim costs before its bytes arrive. A frame of up to
+// frameSnap×initialFrameAlloc starts at min(size, initialFrameAlloc) and
+// then takes its whole size; a larger one starts smaller and grows as its
+// bytes arrive (nextFrameCap).
+const initialFrameAlloc = 4 << 10
+
+// A large frame's buffer grows along a ladder counted down from its size:
+// size/frameSnap, a frameGrowth-th of that, and so on. It starts at the
+// largest step of at most initialFrameAlloc, climbs one step each time it
+// is full, and takes the whole size from the top step. So it never holds
+// more than frameSnap times what has arrived (past initialFrameAlloc),
+// and the bytes it copies as it grows are under a twentieth of the frame,
+// whatever its size: 42 KiB for a frame of 1 MiB and a little more (1 MiB
+// records), 341 KiB for one of 8 MiB.
+const (
+	frameSnap   = 32
+	frameGrowth = 4
+)
+
+// firstFrameCap is the capacity a frame of size bytes starts with.
+func firstFrameCap(size int) int {
+	if size <= frameSnap*initialFrameAlloc {
+		return min(size, initialFrameAlloc)
+	}
+	c := ceilDiv(size, frameSnap)
+	for c > initialFrameAlloc {
+		c = ceilDiv(c, frameGrowth)
+	}
+	return c
+}
+
+// nextFrameCap is the capacity the buffer of a frame of size bytes grows
+// to when it is full with have bytes: the next step of its ladder, or the
+// whole frame from the top step.
+func nextFrameCap(have, size int) int {
+	if have*frameSnap >= size {
+		return size
+	}
+	c := ceilDiv(size, frameSnap)
+	for n := ceilDiv(c, frameGrowth); n > have; n = ceilDiv(c, frameGrowth) {
+		c = n
+	}
+	return c
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // readFrame reads one size-prefixed frame from r: a 4-byte big-endian size,
 // then that many bytes, into a fresh slice. sizeBuf is scratch space for
@@ -38,7 +81,7 @@ func readFrame(r io.Reader, sizeBuf *[4]byte, maxSize int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readBody(r, size, nil)
+	return readBody(r, size, nil, nil)
 }
 
 // readSize reads a frame's 4-byte big-endian size into sizeBuf and checks
@@ -55,36 +98,53 @@ func readSize(r io.Reader, sizeBuf *[4]byte, maxSize int32) (int32, error) {
 }
 
 // readBody reads a frame body of size bytes: into small when it fits,
-// otherwise into a fresh slice. Decoded requests keep pointers into the
-// body, so it is never reused. A slice for a large body starts at
-// initialFrameAlloc and grows as the bytes arrive, so a peer that announces
-// a huge frame and sends little costs only what it sent.
-func readBody(r io.Reader, size int32, small []byte) ([]byte, error) {
+// otherwise into a fresh slice that starts small (firstFrameCap) and grows
+// (nextFrameCap) as the bytes arrive. Decoded requests keep pointers
+// into the body, so it is never reused. m, when not nil, takes memory for
+// the buffer before it is allocated or grows, and bounds how long each
+// read may wait for the peer (see frameMemory); an error from it ends the
+// read.
+func readBody(r io.Reader, size int32, small []byte, m *frameMemory) ([]byte, error) {
 	if int(size) <= cap(small) {
 		frame := small[:size]
+		if m != nil {
+			if err := m.take(0, int(size), int(size)); err != nil {
+				return nil, err
+			}
+			m.reading(int(size))
+		}
 		_, err := io.ReadFull(r, frame)
-		return frame, noEOF(err)
+		return frame, m.done(noEOF(err))
 	}
-	if size <= initialFrameAlloc {
-		frame := make([]byte, size)
-		_, err := io.ReadFull(r, frame)
-		return frame, noEOF(err)
+	first := firstFrameCap(int(size))
+	if m != nil {
+		if err := m.take(0, first, int(size)); err != nil {
+			return nil, err
+		}
 	}
-	frame := make([]byte, 0, initialFrameAlloc)
+	frame := make([]byte, 0, first)
 	for len(frame) < int(size) {
 		if len(frame) == cap(frame) {
-			// Double, never past the announced size.
-			grown := make([]byte, len(frame), min(2*cap(frame), int(size)))
+			next := nextFrameCap(len(frame), int(size))
+			if m != nil {
+				if err := m.take(len(frame), next, int(size)); err != nil {
+					return nil, m.done(err)
+				}
+			}
+			grown := make([]byte, len(frame), next)
 			copy(grown, frame)
 			frame = grown
+		}
+		if m != nil {
+			m.reading(int(size) - len(frame))
 		}
 		n, err := r.Read(frame[len(frame):cap(frame)])
 		frame = frame[:len(frame)+n]
 		if err != nil && len(frame) < int(size) {
-			return nil, noEOF(err)
+			return nil, m.done(noEOF(err))
 		}
 	}
-	return frame, nil
+	return frame, m.done(nil)
 }
 
 // noEOF turns io.EOF inside a frame into io.ErrUnexpectedEOF.

@@ -104,8 +104,8 @@
 //	   round.
 //	   Reproduce with -scenarios g -rounds 3; -broker-set key=value
 //	   (repeatable, also for b, i and p) lays properties over the
-//	   broker's, such as queued.max.request.bytes=209715200, under which
-//	   the broker reads each frame once, at its size.
+//	   broker's, such as queued.max.request.bytes=-1, Kafka's default,
+//	   under which the broker sets no request-memory budget.
 //	h  the request-memory budget: -budget-clients connections (16) each
 //	   send one Produce request of -budget-request-mib (32 MiB) at once:
 //	   the server's peak RSS rise (VmHWM, reset through
