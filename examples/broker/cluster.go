@@ -52,6 +52,10 @@ type brokerSettings struct {
 	// log is how partitions keep records: retention and the largest batch
 	// (retention.go).
 	log logSettings
+	// requestBudget is each broker's queued.max.request.bytes (0 or less:
+	// none), and memoryLimit kafkanet.memory.limit.bytes (memlimit.go).
+	requestBudget int64
+	memoryLimit   int64
 }
 
 // readSettings reads the broker's settings from cfg's properties and checks
@@ -120,6 +124,10 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	if err != nil {
 		return brokerSettings{}, err
 	}
+	s.requestBudget = scfg.QueuedMaxRequestBytes
+	if s.memoryLimit, err = readMemoryLimit(cfg); err != nil {
+		return brokerSettings{}, err
+	}
 	srv, err := socketserver.New(scfg)
 	if err != nil {
 		return brokerSettings{}, err
@@ -138,8 +146,7 @@ func socketServerConfig(cfg *listener.Config, s brokerSettings, h socketserver.H
 	}
 	if _, set := cfg.Properties().Get(socketserver.KeyQueuedMaxRequestBytes); !set {
 		// Kafka sets no limit by default; the example, which keeps its log
-		// in memory, bounds the requests in hand too, and so reads each
-		// frame once, at its size.
+		// in memory, bounds the requests in hand too.
 		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)
 	}
 	// Kafka fixes SO_SNDBUF and SO_RCVBUF at 100 KiB by default, which

@@ -66,6 +66,14 @@
 // address, 2147483647 exempts it). A connection beyond its address's rate
 // is held for the throttle delay, then closed.
 //
+// The broker bounds its memory by default: queued.max.request.bytes
+// (twice socket.request.max.bytes unless set) bounds the requests in hand,
+// and unless the environment sets GOMEMLIMIT the broker sets the Go
+// runtime's soft memory limit to twice that budget (of every broker of the
+// process) plus the records its log holds, following the log, as a Kafka
+// broker runs with a fixed heap; it logs the limit at start.
+// kafkanet.memory.limit.bytes sets a fixed limit instead, and -1 none.
+//
 // -brokers N runs a cluster of N brokers in the one process, sharing their
 // topics: broker i has node id node.id+i and binds and advertises each
 // listener on its configured port + i*100 (a port 0 stays 0, an ephemeral
@@ -212,6 +220,8 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
+	limit := startMemoryLimit(c, logger)
+	defer limit.close()
 	var metrics *metricsServer
 	if metricsLn != nil {
 		metrics = serveMetrics(metricsLn, c.registry)

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,6 +26,7 @@ type state struct {
 	byID           map[[16]byte]*topic
 	appended       chan struct{} // closed, and replaced, whenever records are appended
 	lastProducerID int64
+	stored         atomic.Int64 // bytes of the batches of every partition, changed under mu
 }
 
 type topic struct {
@@ -137,6 +139,7 @@ func (s *state) append(t *topic, p int32, batches []batch) (base, logStart int64
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	part := t.partitions[p]
+	before := part.size
 	var fresh []batch
 	for i, b := range batches {
 		at, duplicate, err := part.checkProducer(b.raw)
@@ -168,6 +171,7 @@ func (s *state) append(t *topic, p int32, batches []batch) (base, logStart int64
 		part.noteProducer(b.raw, b.base)
 	}
 	part.enforceSize(t.log.retentionBytes)
+	s.stored.Add(part.size - before)
 	close(s.appended)
 	s.appended = make(chan struct{})
 	return base, part.logStart, nil
@@ -180,7 +184,9 @@ func (s *state) expire(now time.Time) {
 	defer s.mu.Unlock()
 	for _, t := range s.topics {
 		for _, part := range t.partitions {
+			before := part.size
 			part.enforceTime(t.log.retentionMs, now)
+			s.stored.Add(part.size - before)
 		}
 	}
 }

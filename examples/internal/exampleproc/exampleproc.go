@@ -144,6 +144,9 @@ func (c *Broker) Addr(i int, listener string) string {
 	return a
 }
 
+// Pid returns the broker's process id.
+func (c *Broker) Pid() int { return c.cmd.Process.Pid }
+
 // Log returns the tail of the broker's log.
 func (c *Broker) Log() string { return c.log.String() }
 
