@@ -51,7 +51,7 @@ const (
 	hostileRecordSize     = 1024
 	// hostileTick is the legitimate Metadata client's period.
 	hostileTick = time.Millisecond
-	// hostileSetupTimeout bounds everything before a case's window: the
+	// hostileSetupTimeout bounds everything before a case's windows: the
 	// broker's topic, the legitimate client's warm-up and the attackers'
 	// set-up.
 	hostileSetupTimeout = 30 * time.Second
@@ -131,18 +131,23 @@ func (b *bench) hostileCaseName(k hostileKind) string {
 
 func (b *bench) hostileInfo() scenarioInfo {
 	o := b.opts
-	info := scenarioInfo{ID: "i", Title: fmt.Sprintf("a legitimate client beside slow and hostile peers, on examples/broker with SASL/PLAIN, %s per case", o.hostileDuration),
+	info := scenarioInfo{ID: "i", Title: fmt.Sprintf("a legitimate client beside slow and hostile peers, on examples/broker with SASL/PLAIN, two windows of %s per case", o.hostileDuration),
 		Notes: []string{
 			"examples/broker with its defaults (queued.max.request.bytes 209715200, socket.request.max.bytes 104857600,",
 			"connection.failed.authentication.delay.ms 100, ...) and one SASL_PLAINTEXT listener offering PLAIN to alice and bob. A fresh",
 			"broker for each case; the cases' order rotates from round to round. Every connection comes from 127.0.0.2 and up.",
-			"The legitimate client, as alice, is two parts measured together: a raw connection (SaslHandshake v1, SaslAuthenticate v1 with",
-			"PLAIN) sending Metadata v1 (no topic) on a 1 ms ticker, one in flight (a late answer delays the next send), latency from send to",
-			fmt.Sprintf("answer; a request unanswered after %s (-hostile-timeout) is a timeout and counts as %s in the percentiles, and the client", o.hostileTimeout, o.hostileTimeout),
-			"then reconnects (errors: failed reconnections and other failures; a client answered nothing has the timeout as p50 and p99).",
-			"And a kgo producer (SASL PLAIN, kgo defaults, no compression) producing 1 KiB records as fast as it can to a topic of one",
-			"partition with retention.bytes 16 MiB (so that the broker's RSS is not the log's): MB/s acknowledged within the window.",
-			"Both are connected and warm (a Metadata answered, a record produced) before the attackers are set up; then the window starts.",
+			"The legitimate client, as alice, is two parts, measured in two consecutive windows of -hostile-duration, the attackers active in",
+			"both. First a raw connection (SaslHandshake v1, SaslAuthenticate v1 with PLAIN), alone, the producer idle, sending Metadata v1",
+			"(no topic) on a 1 ms ticker, one in flight (a late answer delays the next send), latency from send to answer; a request",
+			fmt.Sprintf("unanswered after %s (-hostile-timeout) is a timeout and counts as %s in the percentiles, and the client then reconnects", o.hostileTimeout, o.hostileTimeout),
+			"(errors: failed reconnections and other failures; a client answered nothing has the timeout as p50 and p99).",
+			"Then a kgo producer (SASL PLAIN, kgo defaults, no compression), alone, the Metadata connection closed, producing 1 KiB records",
+			"as fast as it can to a topic of one partition with retention.bytes 16 MiB (so that the broker's RSS is not the log's): MB/s",
+			"acknowledged within its window. One after the other, not together: the producer would saturate a small machine's cores, and",
+			"the Metadata latency would measure its load rather than the broker's fairness to a client beside the attackers.",
+			"Both are connected and warm (a Metadata answered, a record produced) before the attackers are set up; then the Metadata window",
+			fmt.Sprintf("starts. Between the windows the producer produces one more record and waits for it (at most %s, -hostile-timeout;", o.hostileTimeout),
+			"unacknowledged, it is not counted and the producer's window starts anyway).",
 			fmt.Sprintf("1 slowloris: %d unauthenticated connections, each trickling a 270-byte ApiVersions v0 request a byte a second (never", o.hostileSlowloris),
 			"  its last byte).",
 			fmt.Sprintf("2 claims: %d connections log in as bob, then each writes the size of a 100,000,000-byte Produce frame and its first", o.hostileClaims),
@@ -152,9 +157,10 @@ func (b *bench) hostileInfo() scenarioInfo {
 			fmt.Sprintf("4 pipeliners: %d connections log in as bob, then write batches of 64 Metadata v1 requests back to back, never", o.hostilePipeliners),
 			"  reading: their writes block once the socket buffers are full, and go on as the broker reads (req/s written: into the",
 			"  sockets, the kernel's buffers included, not what the broker answered).",
-			"Peak RSS: the broker's VmHWM over its life; RSS at end: its VmRSS at the end of the window, the attackers still there.",
-			"CPU % over the window (100 = one core): the broker's, and the bench's, which is the legitimate client and the attackers",
-			"alike, on the same cores as the broker.",
+			"Peak RSS: the broker's VmHWM over its life; RSS at end: its VmRSS at the end of the producer's window, the attackers still",
+			"there. CPU % over the two windows together, the warm-up record between them excluded (100 = one core): the broker's, and the",
+			"bench's, which is the legitimate client and the attackers alike, on the same cores as the broker. Failed logins/s and req/s",
+			"written: over the two windows too.",
 			"p99 × alone and MB/s × alone: the case's over case 0's of the same round. Targets: in cases 1 to 3, p99 at most 2× alone",
 			"and throughput at least 0.5× alone; in case 4, where the server is saturated by design, p99 at most 5× alone; RSS bounded",
 			"in every case (no fixed number: compare the peaks with alone's).",
@@ -233,8 +239,10 @@ func sampleValue(s []sample, metric string) (float64, bool) {
 }
 
 // hostileCase runs one case: a fresh broker, the legitimate client
-// connected and warm, the attackers set up, then the measured window. It
-// tears everything down before it returns, whatever happened.
+// connected and warm, the attackers set up, then two measured windows of
+// -hostile-duration, one after the other: the Metadata client's, then the
+// producer's. It tears everything down before it returns, whatever
+// happened.
 func (b *bench) hostileCase(ctx context.Context, k hostileKind) ([]sample, error) {
 	c, err := b.startBrokerWith(ctx, saslListenerProps)
 	if err != nil {
@@ -264,21 +272,43 @@ func (b *bench) hostileCase(ctx context.Context, k hostileKind) ([]sample, error
 		return nil, err
 	}
 
+	// The legitimate client's two parts, one after the other, the attackers
+	// active throughout: the Metadata client alone, the producer idle, then
+	// the producer alone, the Metadata connection closed. Together, the
+	// producer would saturate a small machine's cores and the Metadata
+	// latency would measure its load rather than the broker's fairness.
 	dur := b.opts.hostileDuration
-	w, err := startWindow(c)
+	w1, err := startWindow(c)
 	if err != nil {
 		return nil, err
 	}
 	ops0 := a.ops.Load()
-	end := time.Now().Add(dur)
-	var mr metadataResult
-	var acked, failed int64
-	var wg sync.WaitGroup
-	wg.Go(func() { mr = meta.run(ctx, end) })
-	wg.Go(func() { acked, failed = prod.run(ctx, end) })
-	wg.Wait()
+	mr := meta.run(ctx, time.Now().Add(dur))
 	ops := a.ops.Load() - ops0
-	if err := w.end(); err != nil {
+	if err := w1.end(); err != nil {
+		return nil, err
+	}
+	meta.close()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.alive(); err != nil {
+		return nil, err
+	}
+	if err := prod.warm(ctx, b.opts.hostileTimeout); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		fmt.Fprintf(b.log, "bench: (i) %s: the producer's warm-up record: %v; its window starts anyway\n", b.hostileCaseName(k), err)
+	}
+	w2, err := startWindow(c)
+	if err != nil {
+		return nil, err
+	}
+	ops0 = a.ops.Load()
+	acked, failed := prod.run(ctx, time.Now().Add(dur))
+	ops += a.ops.Load() - ops0
+	if err := w2.end(); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -300,7 +330,6 @@ func (b *bench) hostileCase(ctx context.Context, k hostileKind) ([]sample, error
 	// Everyone leaves before the broker stops, so that its shutdown waits
 	// for no one.
 	a.stop()
-	meta.close()
 	prod.close()
 
 	p50, p99 := b.opts.hostileTimeout, b.opts.hostileTimeout // answered nothing
@@ -309,6 +338,7 @@ func (b *bench) hostileCase(ctx context.Context, k hostileKind) ([]sample, error
 		p50, p99 = percentile(mr.lats, 50), percentile(mr.lats, 99)
 	}
 	secs := dur.Seconds()
+	elapsed := (w1.Elapsed + w2.Elapsed).Seconds()
 	out := []sample{
 		{Metric: metaP50Metric, Value: millis(p50)},
 		{Metric: metaP99Metric, Value: millis(p99)},
@@ -319,17 +349,17 @@ func (b *bench) hostileCase(ctx context.Context, k hostileKind) ([]sample, error
 		{Metric: produceErrorsMetric, Value: float64(failed)},
 		{Metric: peakRSSMetric, Value: mib(peak)},
 		{Metric: endRSSMetric, Value: mib(rss)},
-		{Metric: brokerCPUMetric, Value: 100 * w.ServerCPU.Seconds() / w.Elapsed.Seconds()},
-		{Metric: benchCPUMetric, Value: 100 * w.Client.Seconds() / w.Elapsed.Seconds()},
+		{Metric: brokerCPUMetric, Value: 100 * (w1.ServerCPU + w2.ServerCPU).Seconds() / elapsed},
+		{Metric: benchCPUMetric, Value: 100 * (w1.Client + w2.Client).Seconds() / elapsed},
 	}
 	switch k {
 	case hostileSlowloris, hostileClaims:
 		out = append(out, sample{Metric: openConnsMetric, Value: float64(open)})
 	case hostileLogins:
-		out = append(out, sample{Metric: failedLoginsMetric, Value: float64(ops) / secs})
+		out = append(out, sample{Metric: failedLoginsMetric, Value: float64(ops) / (2 * secs)})
 	case hostilePipeliners:
 		out = append(out, sample{Metric: openConnsMetric, Value: float64(open)},
-			sample{Metric: pipelinedWriteMetric, Value: float64(ops) / secs})
+			sample{Metric: pipelinedWriteMetric, Value: float64(ops) / (2 * secs)})
 	}
 	if n := a.accepted.Load(); n > 0 {
 		return out, fmt.Errorf("the broker accepted %d logins with a wrong password", n)
@@ -372,6 +402,25 @@ func (b *bench) newLegitProducer(ctx context.Context, addr string) (*legitProduc
 		return nil, fmt.Errorf("first record: %w", err)
 	}
 	return p, nil
+}
+
+// warm produces one record and waits at most timeout for its
+// acknowledgement, so that the producer's connection is in use just
+// before its window. A record still unacknowledged stays in flight, and
+// is not counted.
+func (p *legitProducer) warm(ctx context.Context, timeout time.Duration) error {
+	done := make(chan error, 1)
+	p.cl.Produce(ctx, &kgo.Record{Value: p.values[0]}, func(_ *kgo.Record, err error) { done <- err })
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("unacknowledged after %s", timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // run produces records as fast as the client takes them until end, and

@@ -92,7 +92,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		o.brokerProps = append(o.brokerProps, p)
 		return nil
 	})
-	fs.DurationVar(&o.hostileDuration, "hostile-duration", 5*time.Second, "scenario i: the measured window of each case, after the attackers are set up (-quick: 2s)")
+	fs.DurationVar(&o.hostileDuration, "hostile-duration", 5*time.Second, "scenario i: each of a case's two measured windows, the Metadata client's then the producer's, after the attackers are set up (-quick: 2s)")
 	fs.DurationVar(&o.hostileTimeout, "hostile-timeout", 2*time.Second, "scenario i: a legitimate Metadata request unanswered after this counts as a timeout (and as this long)")
 	fs.IntVar(&o.hostileSlowloris, "hostile-slowloris", 1000, "scenario i, case 1: connections that each trickle a request a byte a second")
 	fs.IntVar(&o.hostileClaims, "hostile-claims", 10, "scenario i, case 2: authenticated connections that each announce a 100 MB Produce and send 10 bytes of it")
