@@ -63,6 +63,7 @@ type conn struct {
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
 	watching      bool          // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
+	turn          bool          // the connection holds a turn of its plane's (see loop)
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // made with the first request the host answers; its goroutine starts when one is held (watchPeer); stopped when the connection parks
@@ -129,6 +130,21 @@ func (c *conn) serve() {
 
 // loop serves requests until the connection closes, or parks: then a
 // parked goroutine has taken the connection over.
+//
+// A connection whose next request is in its read buffer already (a client
+// that pipelines) would serve it at once, and the next, without ever
+// waiting: answered inline or by the server, its requests never give the
+// goroutine up. Many such connections keep every P of the Go scheduler
+// busy, and the scheduler then polls the network only every 10 ms
+// (sysmon), and runs each goroutine for a 10 ms slice: every other
+// connection waits behind them. So a request that was in the buffer whole
+// when the one before it was answered is served in a turn of the plane's
+// (takeTurn): at most GOMAXPROCS-1 connections serve such requests at
+// once, the others wait for a turn in order, and a P is left for the
+// connections that wait on the network. A turn ends before the
+// connection writes or waits for anything (endTurn), so that a client
+// that does not read, or a host that holds the request, holds no turn.
+// It is Kafka's processors' one request per connection per turn.
 func (c *conn) loop() {
 	for {
 		ok, parked := c.awaitRequest()
@@ -139,12 +155,56 @@ func (c *conn) loop() {
 			c.finish()
 			return
 		}
+		c.endTurn()
+		if c.frameBuffered() && !c.takeTurn() {
+			c.finish()
+			return
+		}
+	}
+}
+
+// frameBuffered reports whether the next request's frame is in the read
+// buffer whole, so that serving it reads nothing from the socket. While the
+// peer watcher reads the buffer (a request the host held), it is not
+// looked at: that request was not served at once anyway.
+func (c *conn) frameBuffered() bool {
+	if c.watching {
+		return false
+	}
+	n := c.br.Buffered()
+	if n < 4 {
+		return false
+	}
+	b, _ := c.br.Peek(4)
+	size := int32(binary.BigEndian.Uint32(b))
+	return size >= 0 && int(size) <= n-4
+}
+
+// takeTurn waits for a turn of the plane's to serve a pipelined request
+// (see loop). It reports false if the connection closed meanwhile.
+func (c *conn) takeTurn() bool {
+	select {
+	case c.p.ls.turns <- struct{}{}:
+		c.turn = true
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// endTurn ends the connection's turn, if it has one: before anything that
+// may wait, and after each request.
+func (c *conn) endTurn() {
+	if c.turn {
+		c.turn = false
+		<-c.p.ls.turns
 	}
 }
 
 // finish ends the connection: it lingers when Shutdown drains it, closes
 // it, stops its peer watcher and gives its read buffer back.
 func (c *conn) finish() {
+	c.endTurn()
 	if !c.watching && c.draining() {
 		c.lingerClose()
 	}
@@ -283,6 +343,7 @@ func (c *conn) serveRequest() bool {
 		srv.handle(api.Handler, r) // the answer is in c.answers, or comes later
 		<-ls.inline
 	} else {
+		c.endTurn() // the queue may be full
 		select {
 		case ls.queue <- r:
 		case <-c.ctx.Done():
@@ -299,6 +360,7 @@ func (c *conn) serveRequest() bool {
 	// Kafka, which reads nothing while a request is in flight, writes it
 	// before it sees the EOF. Only the connection's close, or idle expiry,
 	// ends the wait.
+	c.endTurn() // an inline handler may have handed the request on
 	if c.peer == nil {
 		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
 	} else {
@@ -698,6 +760,7 @@ func (c *conn) releaseMemory() {
 }
 
 func (c *conn) writeFrame(b []byte) error {
+	c.endTurn() // the client may not be reading
 	c.moveWriteDeadline()
 	if _, err := c.rw.Write(b); err != nil {
 		c.writeFailed(err)

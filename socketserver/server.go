@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -42,6 +43,7 @@ type Server struct {
 	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
 	memory    [2]*memoryPool   // by listener.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
 	inline    [2]chan struct{} // by listener.Plane: a slot per running API Handler (the inline mode), as many as the plane's queue takes
+	turns     [2]chan struct{} // by listener.Plane: a place per connection serving a pipelined request (conn.loop)
 
 	mu       sync.Mutex
 	started  bool
@@ -106,6 +108,7 @@ type listenerState struct {
 	sec        listenerSecurity
 	queue      chan *Request
 	inline     chan struct{} // slots of running API Handlers (the inline mode)
+	turns      chan struct{} // the plane's turns of pipelined requests (conn.loop)
 	memory     *memoryPool   // queued.max.request.bytes, or the control plane's allowance; nil: no limit
 	ln         net.Listener
 	base       context.Context // from Config.BaseContext; nil without it
@@ -144,6 +147,8 @@ func New(cfg Config) (*Server, error) {
 	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	s.inline[listener.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
+	s.turns[listener.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
+	s.turns[listener.ControlPlane] = make(chan struct{}, 1)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
 		s.inline[listener.ControlPlane] = make(chan struct{}, ControlPlaneQueueSize)
@@ -180,7 +185,7 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], inline: s.inline[l.Plane], memory: s.memory[l.Plane]}
+		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], inline: s.inline[l.Plane], turns: s.turns[l.Plane], memory: s.memory[l.Plane]}
 		n, first := cfg.networkThreads(l), 0
 		if l.Plane == listener.DataPlane {
 			first = dataPlaneID

@@ -19,6 +19,7 @@ import (
 // cache; on TLS (and other connections) they pass through crypto/tls, which
 // must copy them to encrypt.
 func (c *conn) writeFetch(correlationID int32, f *FetchResponse) error {
+	c.endTurn() // the client may not be reading
 	buf := c.p.srv.writeBuf()
 	b := append((*buf)[:0], 0, 0, 0, 0) // the size, set below
 	b = binary.BigEndian.AppendUint32(b, uint32(correlationID))
