@@ -91,14 +91,19 @@ import (
 //     the TLS handshake and SASL exchange and clears it after;
 //     re-authentication sets and clears it the same way; parkRequested and
 //     unpark clear the processor's, under parkMu; lingerClose, in finish,
-//     moves it while it drains a closing connection's last bytes;
+//     moves it while it drains a closing connection's last bytes; with a
+//     memory pool, frameMemory sets it (Config.RequestStallTimeout ahead)
+//     before the reads of a frame that wait for the peer, and clears it
+//     when the frame has been read (waitBusy: the processor sets none);
 //   - the processor: askToPark and askToRepark set it to now, under parkMu,
 //     and only after their CAS (so only during a wait of the goroutine's);
 //   - Shutdown (processor.drain → conn.drain): sets it to now, in any state
 //     and without a lock, after setting the server's draining flag. Every
 //     clear above is followed, before the next blocking read, by a check of
 //     that flag (parkRequested, unpark, awaitRequest), so a clear never
-//     loses Shutdown's deadline.
+//     loses Shutdown's deadline; frameMemory's moves may postpone it until
+//     the frame has been read, at most by the stall timeout at a time,
+//     after which the request is served and awaitRequest sees the flag.
 //
 // The write deadline is the goroutine's alone: writeFrame moves it to
 // connections.max.idle.ms from now (once an eighth of it has passed), and
