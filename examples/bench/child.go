@@ -39,24 +39,27 @@ type bench struct {
 	env       []string // the children's environment, with the TLS key and chain
 	dialer    *dialer
 	brokerBin string // the example broker, built for scenarios g, i and p, and b unless -produce-discard
-	proxyBin  string // the example proxy, built for scenario p
-	fileLimit uint64 // RLIMIT_NOFILE, inherited by the children
-	log       io.Writer
+	// baselineBin is -baseline-broker, an absolute path, measured as
+	// baselineServer beside brokerBin.
+	baselineBin string
+	proxyBin    string // the example proxy, built for scenario p
+	fileLimit   uint64 // RLIMIT_NOFILE, inherited by the children
+	log         io.Writer
 
 	// Scenario h's Produce request, built once.
 	produceFrameOnce sync.Once
 	produceFrame     []byte
 	produceFrameErr  error
 
-	// hostileRuns counts scenario i's runs, whose cases' order rotates
-	// from round to round.
-	hostileRuns int
+	// hostileRuns counts scenario i's runs of each server, whose cases'
+	// order rotates from round to round.
+	hostileRuns map[serverKind]int
 }
 
 // newBench prepares a run: it raises the open-file limit, makes a
 // self-signed certificate and, when scenario b stores records or scenario
-// g runs, builds the example broker into a temporary directory. cleanup
-// removes it.
+// g runs, builds the example broker into a temporary directory, and checks
+// -baseline-broker's binary. cleanup removes the directory.
 func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -75,6 +78,11 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 	if o.perfDir != "" {
 		if err := os.MkdirAll(o.perfDir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("-perf-dir: %w", err)
+		}
+	}
+	if o.baselineBroker != "" {
+		if b.baselineBin, err = checkBaseline(o.baselineBroker); err != nil {
+			return nil, nil, err
 		}
 	}
 	cleanup = func() {}
@@ -240,24 +248,50 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 // given properties ("key=value") and then those of -broker-set, and waits
 // until it answers ApiVersions.
 func (b *bench) startBroker(ctx context.Context, props ...string) (*child, error) {
-	return b.startBrokerWith(ctx, func(addr string) []string { return []string{"listeners=PLAINTEXT://" + addr} }, props...)
+	return b.startBrokerAs(ctx, brokerServer, props...)
 }
 
-// startBrokerWith starts the example broker with the listener properties
-// that listenerProps returns for a free address on 127.0.0.1 (one
-// listener, there), the given properties and then those of -broker-set,
-// and waits until it answers ApiVersions on that address.
-func (b *bench) startBrokerWith(ctx context.Context, listenerProps func(addr string) []string, props ...string) (*child, error) {
+// startBrokerAs is startBroker for server: baselineServer is the
+// -baseline-broker binary, started the same way; any other kind the
+// current example broker.
+func (b *bench) startBrokerAs(ctx context.Context, server serverKind, props ...string) (*child, error) {
+	return b.launchBroker(ctx, brokerSpec{server: server, props: props})
+}
+
+// brokerSpec says how to start an example broker: with the listener
+// properties that listenerProps returns for a free address on 127.0.0.1
+// (one listener, there), then the given properties, then those of
+// -broker-set.
+type brokerSpec struct {
+	// server is baselineServer for the -baseline-broker binary; any other
+	// kind is the example broker the bench built.
+	server serverKind
+	// listenerProps returns the listener properties for a free address on
+	// 127.0.0.1; nil: one PLAINTEXT listener there.
+	listenerProps func(addr string) []string
+	// props are laid over the listener properties, and -broker-set's over
+	// them.
+	props []string
+}
+
+// launchBroker starts an example broker as s says and waits until it
+// answers ApiVersions on its listener.
+func (b *bench) launchBroker(ctx context.Context, s brokerSpec) (*child, error) {
 	addrs, err := freeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
-	c := &child{name: "examples/broker", addr: addrs[0]}
+	bin, name := b.brokerBinary(s.server)
+	c := &child{name: name, addr: addrs[0]}
+	listenerProps := []string{"listeners=PLAINTEXT://" + c.addr}
+	if s.listenerProps != nil {
+		listenerProps = s.listenerProps(c.addr)
+	}
 	var args []string
-	for _, p := range slices.Concat(listenerProps(c.addr), props, b.opts.brokerProps) {
+	for _, p := range slices.Concat(listenerProps, s.props, b.opts.brokerProps) {
 		args = append(args, "-set", p)
 	}
-	if err := b.launch(ctx, c, b.brokerBin, args); err != nil {
+	if err := b.launch(ctx, c, bin, args); err != nil {
 		return nil, err
 	}
 	return c, nil

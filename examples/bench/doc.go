@@ -51,6 +51,9 @@
 //     example broker and kfake do.
 //   - examples/broker (scenario i): the example broker with its defaults
 //     and one SASL_PLAINTEXT listener offering PLAIN to two users.
+//   - examples/broker@baseline (scenarios b, g and i, with
+//     -baseline-broker): a prebuilt example broker of another commit,
+//     started as the current one (see below).
 //   - floor-write (scenario g): no Kafka protocol at all; the same log, in
 //     memory the kernel filled, written to one connection with writev in
 //     chunks of 1 MiB (as many writes as kgo's Fetch answers) and read to
@@ -151,6 +154,23 @@
 //	   trips on each -conns count (the latency the proxy adds at p50 and
 //	   p99, and the proxy's CPU µs per request), and kgo producing as in b
 //	   (records/s, and each process's CPU ms per MB).
+//
+// With -baseline-broker FILE, scenarios b (unless -produce-discard), g
+// and i also measure FILE, a prebuilt examples/broker (of an older commit,
+// say), as one more server, examples/broker@baseline: started exactly as
+// the scenario's current examples/broker (the same properties, those of
+// -broker-set included, and environment), on a fresh process in every
+// round, next to the current broker in the servers' rotation, so that the
+// two are measured alternately in one run. The tables add the ratio of the
+// current broker to the baseline for every metric, CPU ms per MB and MB/s
+// among them: the column kafkanet/examples/broker@baseline in b and g,
+// examples/broker/examples/broker@baseline in i. Build a baseline in a
+// worktree of its own ($OLD and $BIN are paths of your choice):
+//
+//	git worktree add $OLD <commit>
+//	(cd $OLD && go build -o $BIN ./examples/broker)
+//	go run ./examples/bench -scenarios g -large-sizes 1048576 -rounds 5 -baseline-broker $BIN
+//	git worktree remove $OLD
 //
 // The client's connections come from 64 loopback source addresses
 // (127.0.0.2 and up) so that ephemeral ports do not run out, and the bench

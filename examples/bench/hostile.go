@@ -26,9 +26,15 @@ import (
 	"github.com/kafkanet/kafkanet/listener"
 )
 
-// brokerServer is scenario i's one server: examples/broker with its
-// defaults and one SASL_PLAINTEXT listener.
+// brokerServer is scenario i's server: examples/broker with its defaults
+// and one SASL_PLAINTEXT listener (and beside it, with -baseline-broker,
+// baselineServer started the same way).
 const brokerServer serverKind = "examples/broker"
+
+// hostileServers are scenario i's servers.
+func (b *bench) hostileServers() []serverKind {
+	return b.withBaseline([]serverKind{brokerServer}, brokerServer)
+}
 
 // The SASL/PLAIN users of scenario i's listener: the legitimate client
 // logs in as alice, the attackers that authenticate as bob, and the failed
@@ -172,6 +178,10 @@ func (b *bench) hostileInfo() scenarioInfo {
 	}
 	info.Targets = append(info.Targets, target{Case: b.hostileCaseName(hostilePipeliners), Metric: p99RatioMetric, AtMost: true, Bound: 5})
 	info.Notes = append(info.Notes, b.brokerPropsNote()...)
+	info.Notes = append(info.Notes, b.baselineNote(brokerServer)...)
+	if b.opts.baselineBroker != "" {
+		info.Ratios = b.baselineRatios(nil, brokerServer)
+	}
 	return info
 }
 
@@ -189,13 +199,16 @@ func saslListenerProps(addr string) []string {
 	}
 }
 
-// runHostile measures every case of scenario i, each on a fresh broker,
-// in an order that rotates from round to round, and the ratios of each
-// case to the round's case alone. A case that fails is reported and the
-// others go on.
-func (b *bench) runHostile(ctx context.Context, _ serverKind) ([]sample, error) {
-	order := rotate(hostileKinds, b.hostileRuns)
-	b.hostileRuns++
+// runHostile measures every case of scenario i on server, each on a fresh
+// broker, in an order that rotates from round to round (the same for every
+// server in a round), and the ratios of each case to the round's case
+// alone. A case that fails is reported and the others go on.
+func (b *bench) runHostile(ctx context.Context, server serverKind) ([]sample, error) {
+	if b.hostileRuns == nil {
+		b.hostileRuns = map[serverKind]int{}
+	}
+	order := rotate(hostileKinds, b.hostileRuns[server])
+	b.hostileRuns[server]++
 	results := map[hostileKind][]sample{}
 	var errs []error
 	for _, k := range order {
@@ -204,7 +217,7 @@ func (b *bench) runHostile(ctx context.Context, _ serverKind) ([]sample, error) 
 		}
 		name := b.hostileCaseName(k)
 		fmt.Fprintf(b.log, "bench: (i) %s\n", name)
-		s, err := b.hostileCase(ctx, k)
+		s, err := b.hostileCase(ctx, server, k)
 		results[k] = s
 		if err != nil && ctx.Err() == nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -238,13 +251,13 @@ func sampleValue(s []sample, metric string) (float64, bool) {
 	return 0, false
 }
 
-// hostileCase runs one case: a fresh broker, the legitimate client
+// hostileCase runs one case on server: a fresh broker, the legitimate client
 // connected and warm, the attackers set up, then two measured windows of
 // -hostile-duration, one after the other: the Metadata client's, then the
 // producer's. It tears everything down before it returns, whatever
 // happened.
-func (b *bench) hostileCase(ctx context.Context, k hostileKind) ([]sample, error) {
-	c, err := b.startBrokerWith(ctx, saslListenerProps)
+func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKind) ([]sample, error) {
+	c, err := b.launchBroker(ctx, brokerSpec{server: server, listenerProps: saslListenerProps})
 	if err != nil {
 		return nil, err
 	}

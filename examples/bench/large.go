@@ -68,8 +68,10 @@ func (b *bench) largeInfo() scenarioInfo {
 			"pays on this machine to send these bytes. A server's CPU per MB cannot go below the floor's.",
 			"MB = 10^6 bytes of record values. Server CPU ms/MB: the server's CPU time in the phase over its MB. RSS after each phase.",
 		},
-		Ratios: []ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, floorServer}, {kfakeServer, floorServer}}}
+		Ratios: b.baselineRatios([]ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, floorServer}, {kfakeServer, floorServer}},
+			kafkanetServer)}
 	info.Notes = append(info.Notes, b.brokerPropsNote()...)
+	info.Notes = append(info.Notes, b.baselineNote(kafkanetServer)...)
 	return info
 }
 
@@ -110,8 +112,8 @@ func (b *bench) largeCase(ctx context.Context, server serverKind, size int) ([]s
 	var c *child
 	var err error
 	switch server {
-	case kafkanetServer:
-		c, err = b.startBroker(ctx, "log.retention.bytes=-1", "message.max.bytes="+strconv.Itoa(messageMaxBytes(size)))
+	case kafkanetServer, baselineServer:
+		c, err = b.startBrokerAs(ctx, server, "log.retention.bytes=-1", "message.max.bytes="+strconv.Itoa(messageMaxBytes(size)))
 	case kfakeServer:
 		c, err = b.startServer(ctx, childSpec{Kind: server, BlockKey: -1, MessageMaxBytes: messageMaxBytes(size)})
 	default: // a ceiling: the warm-up record too
@@ -130,7 +132,7 @@ func (b *bench) largeCase(ctx context.Context, server serverKind, size int) ([]s
 		}
 		return out, c.stop()
 	}
-	if server == kafkanetServer || server == kfakeServer {
+	if server == kafkanetServer || server == baselineServer || server == kfakeServer {
 		p, err := produce(ctx, c, produceLoad{topic: largeTopic, partitions: 1, records: n, size: size, batchMax: producerBatchMax(size)})
 		out = append(out, renameCase(p, sizeName(size)+", produce")...)
 		if err != nil {

@@ -49,6 +49,7 @@ type options struct {
 	budgetRequest  int           // (h): the size of each Produce request frame, in bytes
 	budget         int64         // (h): queued.max.request.bytes
 	brokerProps    []string      // properties ("key=value") laid over the example broker's in (b), (g), (i) and (p)
+	baselineBroker string        // (b), (g), (i): a prebuilt examples/broker measured beside the current one, as baselineServer
 	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
 
@@ -92,6 +93,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		o.brokerProps = append(o.brokerProps, p)
 		return nil
 	})
+	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
+		"started as the current one, as server "+baselineServer+" in the same rounds, with the current's ratio to it")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 5*time.Second, "scenario i: each of a case's two measured windows, the Metadata client's then the producer's, after the attackers are set up (-quick: 2s)")
 	fs.DurationVar(&o.hostileTimeout, "hostile-timeout", 2*time.Second, "scenario i: a legitimate Metadata request unanswered after this counts as a timeout (and as this long)")
 	fs.IntVar(&o.hostileSlowloris, "hostile-slowloris", 1000, "scenario i, case 1: connections that each trickle a request a byte a second")
@@ -145,6 +148,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.hostileDuration <= 0 || o.hostileTimeout <= 0 || o.hostileSlowloris < 1 || o.hostileClaims < 1 || o.hostileLogins < 1 || o.hostilePipeliners < 1 {
 		return options{}, errors.New("-hostile-duration, -hostile-timeout, -hostile-slowloris, -hostile-claims, -hostile-logins and -hostile-pipeliners must be positive")
+	}
+	if set["baseline-broker"] && strings.TrimSpace(o.baselineBroker) == "" {
+		return options{}, errors.New("-baseline-broker: an empty path")
 	}
 	o.budgetRequest, o.budget = *budgetRequest<<20, int64(*budget)<<20
 	return o, nil
@@ -286,7 +292,11 @@ func (b *bench) scenario(id string) scenario {
 	case "a":
 		return scenario{b.rawInfo(), []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer}, b.runRaw}
 	case "b":
-		return scenario{b.produceInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runProduce}
+		servers := []serverKind{kafkanetServer, kfakeServer}
+		if !b.opts.produceDiscard { // else kafkanet is the minimal host, not examples/broker
+			servers = b.withBaseline(servers, kafkanetServer)
+		}
+		return scenario{b.produceInfo(), servers, b.runProduce}
 	case "c":
 		return scenario{b.idleInfo(), all, b.runIdle}
 	case "d":
@@ -296,11 +306,12 @@ func (b *bench) scenario(id string) scenario {
 	case "f":
 		return scenario{b.listingInfo(), []serverKind{kafkanetServer}, b.runListing}
 	case "g":
-		return scenario{b.largeInfo(), []serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer}, b.runLarge}
+		return scenario{b.largeInfo(), b.withBaseline([]serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer}, kafkanetServer),
+			b.runLarge}
 	case "h":
 		return scenario{b.budgetInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runBudget}
 	case "i":
-		return scenario{b.hostileInfo(), []serverKind{brokerServer}, b.runHostile}
+		return scenario{b.hostileInfo(), b.hostileServers(), b.runHostile}
 	default:
 		return scenario{b.proxyInfo(), []serverKind{proxyServer}, b.runProxy}
 	}

@@ -393,6 +393,16 @@ func TestParseOptions(t *testing.T) {
 	if note := (&bench{opts: o}).largeInfo().Notes; !strings.Contains(note[len(note)-1], "-broker-set queued.max.request.bytes=209715200 -broker-set socket.send.buffer.bytes=-1") {
 		t.Errorf("(g)'s notes do not name the broker's properties: %q", note[len(note)-1])
 	}
+	o, err = parseOptions([]string{"-scenarios", "g", "-baseline-broker", "old/broker"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.baselineBroker != "old/broker" {
+		t.Errorf("-baseline-broker: %q, want old/broker", o.baselineBroker)
+	}
+	if o, _ := parseOptions(nil, io.Discard); o.baselineBroker != "" {
+		t.Errorf("a baseline broker by default: %q", o.baselineBroker)
+	}
 	o, err = parseOptions([]string{"-scenarios", "i", "-quick", "-hostile-slowloris", "7", "-hostile-claims", "3", "-hostile-logins", "2", "-hostile-pipeliners", "1"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +421,7 @@ func TestParseOptions(t *testing.T) {
 		{"-large-mb", "0"}, {"-large-sizes", "1024,0"}, {"-budget-clients", "0"},
 		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}, {"-broker-set", "novalue"},
 		{"-hostile-duration", "0s"}, {"-hostile-timeout", "0s"}, {"-hostile-slowloris", "0"}, {"-hostile-claims", "-1"},
-		{"-hostile-logins", "0"}, {"-hostile-pipeliners", "0"}} {
+		{"-hostile-logins", "0"}, {"-hostile-pipeliners", "0"}, {"-baseline-broker", ""}, {"-baseline-broker", " "}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("parseOptions(%q) succeeded", bad)
 		}

@@ -30,6 +30,10 @@ func (b *bench) produceInfo() scenarioInfo {
 		"The server's RSS is read after the last acknowledgement.")
 	if !b.opts.produceDiscard {
 		info.Notes = append(info.Notes, b.brokerPropsNote()...)
+		info.Notes = append(info.Notes, b.baselineNote(kafkanetServer)...)
+		if b.opts.baselineBroker != "" {
+			info.Ratios = b.baselineRatios(defaultRatios, kafkanetServer)
+		}
 	}
 	return info
 }
@@ -38,8 +42,8 @@ func (b *bench) produceInfo() scenarioInfo {
 func (b *bench) runProduce(ctx context.Context, server serverKind) ([]sample, error) {
 	var c *child
 	var err error
-	if server == kafkanetServer && !b.opts.produceDiscard {
-		c, err = b.startBroker(ctx)
+	if server == baselineServer || server == kafkanetServer && !b.opts.produceDiscard {
+		c, err = b.startBrokerAs(ctx, server)
 	} else {
 		c, err = b.startServer(ctx, childSpec{Kind: server, BlockKey: -1, Discard: b.opts.produceDiscard})
 	}
