@@ -38,7 +38,7 @@ type bench struct {
 	exe       string   // this binary, re-executed as each server
 	env       []string // the children's environment, with the TLS key and chain
 	dialer    *dialer
-	brokerBin string // the example broker, built for scenarios g, i and p, and b unless -produce-discard
+	brokerBin string // the example broker, built for scenarios g, h, i and p, and b unless -produce-discard
 	// baselineBin is -baseline-broker, an absolute path, measured as
 	// baselineServer beside brokerBin.
 	baselineBin string
@@ -57,9 +57,10 @@ type bench struct {
 }
 
 // newBench prepares a run: it raises the open-file limit, makes a
-// self-signed certificate and, when scenario b stores records or scenario
-// g runs, builds the example broker into a temporary directory, and checks
-// -baseline-broker's binary. cleanup removes the directory.
+// self-signed certificate, checks -baseline-broker's binary and, when
+// scenario b stores records or scenario g, h, i or p runs, builds the
+// example broker into a temporary directory (and for p the example
+// proxy). cleanup removes the directory.
 func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -86,8 +87,8 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 		}
 	}
 	cleanup = func() {}
-	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") || slices.Contains(o.scenarios, "i") ||
-		slices.Contains(o.scenarios, "p")
+	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") || slices.Contains(o.scenarios, "h") ||
+		slices.Contains(o.scenarios, "i") || slices.Contains(o.scenarios, "p")
 	if needBroker {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")
 		if err != nil {
@@ -238,7 +239,7 @@ func (b *bench) startServer(ctx context.Context, spec childSpec) (*child, error)
 	if spec.Kind == kafkanetServer || spec.Kind == kafkanetInlineServer {
 		c.controlAddr = spec.ControlAddr
 	}
-	if err := b.launch(ctx, c, b.exe, spec.args(), spec.Env...); err != nil {
+	if err := b.launch(ctx, c, b.exe, spec.args(), b.childEnv(spec.UnsetEnv, spec.Env...)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -270,8 +271,11 @@ type brokerSpec struct {
 	// 127.0.0.1; nil: one PLAINTEXT listener there.
 	listenerProps func(addr string) []string
 	// props are laid over the listener properties, and -broker-set's over
-	// them.
-	props []string
+	// them unless ownProps.
+	props    []string
+	ownProps bool
+	// unsetEnv are variables removed from the broker's environment.
+	unsetEnv []string
 }
 
 // launchBroker starts an example broker as s says and waits until it
@@ -287,11 +291,15 @@ func (b *bench) launchBroker(ctx context.Context, s brokerSpec) (*child, error) 
 	if s.listenerProps != nil {
 		listenerProps = s.listenerProps(c.addr)
 	}
+	props := slices.Concat(listenerProps, s.props)
+	if !s.ownProps {
+		props = append(props, b.opts.brokerProps...)
+	}
 	var args []string
-	for _, p := range slices.Concat(listenerProps, s.props, b.opts.brokerProps) {
+	for _, p := range props {
 		args = append(args, "-set", p)
 	}
-	if err := b.launch(ctx, c, bin, args); err != nil {
+	if err := b.launch(ctx, c, bin, args, b.childEnv(s.unsetEnv)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -308,18 +316,28 @@ func (b *bench) startProxy(ctx context.Context, upstream string) (*child, error)
 	c := &child{name: "examples/proxy", addr: addrs[0]}
 	args := []string{"-upstream", upstream, "-set", "listeners=PLAIN://" + c.addr, "-set", "listener.security.protocol.map=PLAIN:PLAINTEXT",
 		"-set", "proxy.broker.port.base=0"}
-	if err := b.launch(ctx, c, b.proxyBin, args); err != nil {
+	if err := b.launch(ctx, c, b.proxyBin, args, b.childEnv(nil)); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// launch starts c's process, with env added to the bench's environment,
-// and waits until it is ready. The process gets SIGTERM when ctx ends, and
-// SIGKILL if the bench dies.
-func (b *bench) launch(ctx context.Context, c *child, path string, args []string, env ...string) error {
+// childEnv returns a child's environment: the bench's, without the
+// variables named in unset, then add.
+func (b *bench) childEnv(unset []string, add ...string) []string {
+	env := slices.DeleteFunc(slices.Clone(b.env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(unset, k)
+	})
+	return append(env, add...)
+}
+
+// launch starts c's process with the environment env and waits until it
+// is ready. The process gets SIGTERM when ctx ends, and SIGKILL if the
+// bench dies.
+func (b *bench) launch(ctx context.Context, c *child, path string, args []string, env []string) error {
 	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = append(slices.Clip(b.env), env...)
+	cmd.Env = env
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -7,7 +7,7 @@
 //	go run ./examples/bench -quick             # 1 round, short runs: about a minute
 //	go run ./examples/bench -scenarios a,d -rounds 5 -json
 //
-// Run it from inside the module: scenarios b, g, i and p build
+// Run it from inside the module: scenarios b, g, h, i and p build
 // examples/broker (and p examples/proxy) with the go command. Each server
 // runs alone in a child process on 127.0.0.1 (the bench re-executes
 // itself), so that its CPU time, context switches and memory are its own;
@@ -49,8 +49,9 @@
 //     (Records.File). They are the ceiling of consuming with kafkanet.
 //     Both leave the socket buffers to the operating system, as the
 //     example broker and kfake do.
-//   - examples/broker (scenario i): the example broker with its defaults
-//     and one SASL_PLAINTEXT listener offering PLAIN to two users.
+//   - examples/broker (scenarios h and i): the example broker; in i with
+//     its defaults and one SASL_PLAINTEXT listener offering PLAIN to two
+//     users.
 //   - examples/broker@baseline (scenarios b, g and i, with
 //     -baseline-broker): a prebuilt example broker of another commit,
 //     started as the current one (see below).
@@ -113,14 +114,23 @@
 //	   send one Produce request of -budget-request-mib (32 MiB) at once:
 //	   the server's peak RSS rise (VmHWM, reset through
 //	   /proc/PID/clear_refs before the requests, minus VmRSS before) and
-//	   the time until every request has been answered, for kafkanet's
-//	   minimal host (which acknowledges and discards records, so that what
-//	   it holds is the request path's alone) with queued.max.request.bytes
-//	   of -budget-mib (64 MiB), with it and GOMEMLIMIT at twice it (the
+//	   the time until every request has been answered (and the share
+//	   answered), for kafkanet's minimal host (which acknowledges and
+//	   discards records, so that what it holds is the request path's
+//	   alone) with queued.max.request.bytes of -budget-mib (64 MiB), with
+//	   it and GOMEMLIMIT at twice it (the
 //	   Go runtime's memory limit, as a Kafka broker runs with a fixed
-//	   heap), and without, and for kfake with BlackholeProduce.
-//	   socket.request.max.bytes is -budget-mib in every kafkanet case
-//	   (Kafka's rule: a budget is at least socket.request.max.bytes).
+//	   heap), and without; for kfake with BlackholeProduce; and for
+//	   examples/broker itself with the same budget, which sets the Go
+//	   runtime's memory limit by itself (twice its budget plus its log),
+//	   message.max.bytes large enough that it stores every batch and
+//	   log.retention.bytes=0 so that its log keeps only the newest batch
+//	   of each partition (-broker-set does not apply), against targets:
+//	   its peak RSS rise at most 200 MiB, every request answered.
+//	   socket.request.max.bytes is -budget-mib in every kafkanet and
+//	   broker case (Kafka's rule: a budget is at least
+//	   socket.request.max.bytes). No server inherits GOMEMLIMIT or GOGC
+//	   from the bench's environment (the GOMEMLIMIT case sets its own).
 //	   Reproduce with -scenarios h -rounds 3.
 //	i  a legitimate client beside slow and hostile peers, on
 //	   examples/broker with its defaults and one SASL_PLAINTEXT listener

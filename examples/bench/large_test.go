@@ -345,14 +345,25 @@ func TestFloorChunks(t *testing.T) {
 
 // TestBudgetEndToEnd runs scenario h with 4 connections sending 4 MiB
 // each: kafkanet with a budget of 8 MiB, with it and GOMEMLIMIT, and
-// without, and kfake.
+// without, kfake, and examples/broker with the budget and its own memory
+// limit. The bench's own environment sets GOMEMLIMIT and GOGC, which no
+// server may inherit.
 func TestBudgetEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds examples/broker")
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	t.Setenv("GOGC", "150")
 	o := options{scenarios: []string{"h"}, rounds: 1, budgetClients: 4, budgetRequest: 4 << 20, budget: 8 << 20}
 	rows := runScenarios(t, o)
 	b := &bench{opts: o}
 	limited, memLimited, unlimited := b.budgetCases()
 	if limited != "4 × 4 MiB, queued.max.request.bytes 8 MiB" || memLimited != limited+", GOMEMLIMIT 16 MiB" || unlimited != "4 × 4 MiB, no budget" {
 		t.Errorf("cases %q, %q and %q", limited, memLimited, unlimited)
+	}
+	broker := b.budgetBrokerCase()
+	if want := limited + ", examples/broker's own memory limit (no GOMEMLIMIT)"; broker != want {
+		t.Errorf("examples/broker's case %q, want %q", broker, want)
 	}
 	// The memory limit reached the child of its case, and only that one.
 	if got := find(t, rows, memLimited, "GOMEMLIMIT MiB", kafkanetServer).Median; got != 16 {
@@ -363,11 +374,20 @@ func TestBudgetEndToEnd(t *testing.T) {
 			t.Errorf("a memory limit in %q", r.Case)
 		}
 	}
-	for _, tc := range []struct{ c, server string }{{limited, kafkanetServer}, {memLimited, kafkanetServer}, {unlimited, kafkanetServer}, {unlimited, kfakeServer}} {
-		rise := find(t, rows, tc.c, "peak RSS rise MiB", tc.server).Median
-		answered := find(t, rows, tc.c, "all answered ms", tc.server).Median
-		if rise <= 0 || answered <= 0 {
-			t.Errorf("%s, %s: peak RSS rise %v MiB, all answered in %v ms", tc.c, tc.server, rise, answered)
+	// examples/broker set its own, twice its budget (its log empty then),
+	// not the environment's.
+	if got := find(t, rows, broker, "own memory limit MiB", brokerServer).Median; got != 16 {
+		t.Errorf("examples/broker set a memory limit of %v MiB, want twice its budget, 16", got)
+	}
+	for _, tc := range []struct{ c, server string }{{limited, kafkanetServer}, {memLimited, kafkanetServer}, {unlimited, kafkanetServer}, {unlimited, kfakeServer},
+		{broker, brokerServer}} {
+		rise := find(t, rows, tc.c, peakRiseMetric, tc.server).Median
+		all := find(t, rows, tc.c, "all answered ms", tc.server).Median
+		if rise <= 0 || all <= 0 {
+			t.Errorf("%s, %s: peak RSS rise %v MiB, all answered in %v ms", tc.c, tc.server, rise, all)
+		}
+		if got := find(t, rows, tc.c, answeredMetric, tc.server).Median; got != 100 {
+			t.Errorf("%s, %s: %v%% answered", tc.c, tc.server, got)
 		}
 	}
 	if d := find(t, rows, limited, "pool depleted ms", kafkanetServer).Median; d < 0 {
@@ -380,5 +400,52 @@ func TestBudgetEndToEnd(t *testing.T) {
 		if r.Case == limited && r.Server == kfakeServer {
 			t.Errorf("kfake measured with a budget: %+v", r)
 		}
+		if (r.Case == broker) != (r.Server == brokerServer) {
+			t.Errorf("examples/broker's case and server apart: %+v", r)
+		}
+	}
+}
+
+// TestBudgetBrokerTargets checks scenario h's targets, examples/broker's
+// alone, and what the bench reads of the broker's log.
+func TestBudgetBrokerTargets(t *testing.T) {
+	o, err := parseOptions([]string{"-scenarios", "h"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{opts: o}
+	sc := b.scenario("h")
+	if !slices.Equal(sc.servers, []serverKind{kafkanetServer, kfakeServer, brokerServer}) {
+		t.Errorf("(h) servers %q", sc.servers)
+	}
+	want := []target{{Case: b.budgetBrokerCase(), Metric: peakRiseMetric, AtMost: true, Bound: 200}, {Case: b.budgetBrokerCase(), Metric: answeredMetric, Bound: 100}}
+	if !slices.Equal(sc.info.Targets, want) {
+		t.Errorf("(h) targets %+v, want %+v", sc.info.Targets, want)
+	}
+	if b.budgetBrokerCase() != "16 × 32 MiB, queued.max.request.bytes 64 MiB, examples/broker's own memory limit (no GOMEMLIMIT)" {
+		t.Errorf("examples/broker's case: %q", b.budgetBrokerCase())
+	}
+	for _, tc := range []struct {
+		log   string
+		limit int64
+		state limitState
+	}{
+		{"time=x level=INFO msg=started\n", 0, limitUnlogged},
+		{"time=x level=INFO msg=\"memory limit\" bytes=134217728 from=\"twice queued.max.request.bytes\"\ntime=x level=INFO msg=started\n", 128 << 20, limitSet},
+		{"time=x level=INFO msg=\"memory limit: the environment's\" GOMEMLIMIT=1GiB\n", 0, limitFromEnv},
+		{"time=x level=INFO msg=\"memory limit: none\" reason=\"no queued.max.request.bytes\"\n", 0, limitNone},
+	} {
+		if limit, state := parseMemoryLimitLog(tc.log); limit != tc.limit || state != tc.state {
+			t.Errorf("parseMemoryLimitLog(%q) = %d, %d; want %d, %d", tc.log, limit, state, tc.limit, tc.state)
+		}
+	}
+	// A child's environment loses the variables named, whatever their
+	// value, and gets those added.
+	b.env = []string{"GOMEMLIMIT=1GiB", "GOGC=50", "GOMEMLIMITX=1", "PATH=/bin"}
+	if got := b.childEnv(budgetUnsetEnv, "GOMEMLIMIT=2"); !slices.Equal(got, []string{"GOMEMLIMITX=1", "PATH=/bin", "GOMEMLIMIT=2"}) {
+		t.Errorf("childEnv = %q", got)
+	}
+	if got := b.childEnv(nil); !slices.Equal(got, b.env) {
+		t.Errorf("childEnv without changes = %q", got)
 	}
 }

@@ -309,7 +309,7 @@ func (b *bench) scenario(id string) scenario {
 		return scenario{b.largeInfo(), b.withBaseline([]serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer}, kafkanetServer),
 			b.runLarge}
 	case "h":
-		return scenario{b.budgetInfo(), []serverKind{kafkanetServer, kfakeServer}, b.runBudget}
+		return scenario{b.budgetInfo(), []serverKind{kafkanetServer, kfakeServer, brokerServer}, b.runBudget}
 	case "i":
 		return scenario{b.hostileInfo(), b.hostileServers(), b.runHostile}
 	default:

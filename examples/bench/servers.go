@@ -103,8 +103,9 @@ type childSpec struct {
 	// many records of that many bytes in partition 0 of largeTopic.
 	Records, RecordSize int
 	// Env is added to the child's environment (it is not a flag), such as
-	// GOMEMLIMIT.
-	Env []string
+	// GOMEMLIMIT, after UnsetEnv's variables are removed from it.
+	Env      []string
+	UnsetEnv []string
 }
 
 // args returns the child's command-line arguments.
