@@ -331,11 +331,13 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 		return nil, err
 	}
 	pid := c.cmd.Process.Pid
-	peak, err := procHWM(pid)
+	// VmRSS before VmHWM: the attackers may still make the broker grow
+	// between the two reads, and the peak must hold the RSS at end.
+	rss, err := c.rss()
 	if err != nil {
 		return nil, err
 	}
-	rss, err := c.rss()
+	peak, err := procHWM(pid)
 	if err != nil {
 		return nil, err
 	}
