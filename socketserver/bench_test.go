@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -140,6 +141,27 @@ func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
 func BenchmarkRoundTripMetadataHooks(b *testing.B) {
 	srv := socketservertest.NewServer(b, nil, withHooks(nopHooks{}), metadataResponder)
 	bc := newBenchClient(socketservertest.Dial(b, srv, "PLAINTEXT"), metadataReq(12))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := bc.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkProduce1MiB: one connection sending Produce requests of a
+// little over 1 MiB (one batch of a 1 MiB record, as kgo sends them), one
+// in flight, answered inline, with the example broker's request-memory
+// budget (twice socket.request.max.bytes). SetBytes makes the result MB/s.
+func BenchmarkProduce1MiB(b *testing.B) {
+	srv := socketservertest.NewServer(b, listener.Properties{"queued.max.request.bytes": "209715200"}, func(c *socketserver.Config) {
+		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
+			_ = r.Respond(r.Body.(*kmsg.ProduceRequest).ResponseKind())
+		}), mustKmsgAPI(b, kmsg.Produce))
+	}, answerAll)
+	c := socketservertest.Dial(b, srv, "PLAINTEXT")
+	bc := newBenchClient(c, produceOf(1<<20+60))
+	b.SetBytes(int64(len(bc.req)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := bc.roundTrip(); err != nil {
