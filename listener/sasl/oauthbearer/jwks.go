@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -23,6 +22,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 )
 
 // Kafka's defaults for the JWKS validator's keys.
@@ -170,27 +171,12 @@ type JWKSValidator struct {
 // the key set is read by Start.
 func NewJWKSValidator(c JWKSConfig) (*JWKSValidator, error) {
 	v := &JWKSValidator{cfg: c, location: c.URL, gap: defaultUnknownKIDRefreshGap}
-	u, err := url.Parse(c.URL)
-	switch {
-	case c.URL == "":
+	if c.URL == "" {
 		return nil, errors.New("oauthbearer: JWKSConfig.URL is required")
-	case err != nil:
-		return nil, fmt.Errorf("oauthbearer: the JWKS URL %q is malformed: %w", c.URL, err)
 	}
-	switch strings.ToLower(u.Scheme) {
-	case "https", "http":
-		if u.Host == "" {
-			return nil, fmt.Errorf("oauthbearer: the JWKS URL %q has no host", c.URL)
-		}
-	case "file":
-		if u.Host != "" && u.Host != "localhost" || !strings.HasPrefix(u.Path, "/") {
-			return nil, fmt.Errorf("oauthbearer: the JWKS URL %q is not a file URL with an absolute path, such as file:///etc/kafka/jwks.json", c.URL)
-		}
-		v.file = u.Path
-	case "":
-		return nil, fmt.Errorf("oauthbearer: the JWKS URL %q is missing the protocol", c.URL)
-	default:
-		return nil, fmt.Errorf("oauthbearer: the JWKS URL %q has the protocol %s; only http, https and file are supported", c.URL, u.Scheme)
+	var err error
+	if v.file, err = oauthsettings.JWKSFile(c.URL); err != nil {
+		return nil, fmt.Errorf("oauthbearer: %w", err)
 	}
 	if c.Refresh < 0 {
 		return nil, fmt.Errorf("oauthbearer: JWKSConfig.Refresh is negative (%s)", c.Refresh)

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 )
 
 // UnsecuredConfig configures an [UnsecuredValidator] with the JAAS options
@@ -66,28 +68,12 @@ func NewUnsecuredValidator(c UnsecuredConfig) (*UnsecuredValidator, error) {
 		return nil, fmt.Errorf("oauthbearer: Allowable clock skew millis must not be negative: %d", c.AllowableClockSkew.Milliseconds())
 	}
 	for _, s := range c.RequiredScope {
-		if !validScopeToken(s) {
+		if !oauthsettings.ValidScopeToken(s) {
 			return nil, fmt.Errorf("oauthbearer: Invalid scope value: %q", s)
 		}
 		v.required = append(v.required, s)
 	}
 	return v, nil
-}
-
-// validScopeToken reports whether s is a scope-token of RFC 6749 section
-// 3.3, as Kafka's OAuthBearerScopeUtils checks it: one or more of the
-// characters 0x21, 0x23-0x5B and 0x5D-0x7E.
-func validScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != 0x21 && (c < 0x23 || c > 0x5b) && (c < 0x5d || c > 0x7e) {
-			return false
-		}
-	}
-	return true
 }
 
 // Start logs that the listener accepts unsigned tokens. It starts nothing.
