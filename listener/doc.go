@@ -22,11 +22,15 @@
 // handshake limits; [Config.PlainUsers] reads SASL/PLAIN users from the
 // listener's JAAS configuration ([ParsePlainJAAS]), and [NewJAASUsers]
 // builds every SASL listener's user store from it and reloads them;
-// [Config.OAuthBearer] builds a listener's SASL/OAUTHBEARER mechanism as a
-// Kafka broker configures it (the JWKS validator of KIP-768, or the
-// unsecured default). The SASL mechanisms themselves, their interface and
-// the built-in PLAIN and SCRAM-SHA-256/512, are in the sasl package beneath
-// this one, OAUTHBEARER in sasl/oauthbearer.
+// [Config.OAuthBearer] reads a listener's SASL/OAUTHBEARER settings as a
+// Kafka broker reads them (the JWKS validator of KIP-768, or the unsecured
+// default) into a plain [OAuthBearerSettings] value, which [Config.Security]
+// keeps. The SASL mechanisms themselves, their interface and the built-in
+// PLAIN and SCRAM-SHA-256/512, are in the sasl package beneath this one;
+// OAUTHBEARER is in sasl/oauthbearer, which builds the mechanism from the
+// settings and which this package does not import: a program that serves no
+// OAUTHBEARER links neither its JWKS validator nor the validator's HTTP
+// client.
 //
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

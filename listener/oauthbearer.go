@@ -1,19 +1,16 @@
 package listener
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -51,6 +48,9 @@ const (
 	OAuthBearerUnsecuredValidatorCallbackHandler = "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler"
 )
 
+// oauthBearerMechanism is SASL/OAUTHBEARER's name in sasl.enabled.mechanisms.
+const oauthBearerMechanism = "OAUTHBEARER"
+
 // The JAAS options of Kafka's unsecured validator.
 const (
 	optionUnsecuredPrincipalClaimName = "unsecuredValidatorPrincipalClaimName"
@@ -85,13 +85,88 @@ func KeyOAuthBearerServerCallbackHandlerClass(name protocolmap.ListenerName) str
 	return name.ConfigPrefix() + "oauthbearer." + KeySASLServerCallbackHandlerClass
 }
 
-// OAuthBearer returns the SASL/OAUTHBEARER mechanism a Kafka broker
-// configures for listener name from these properties:
+// OAuthBearerSettings are a listener's SASL/OAUTHBEARER settings as a
+// Kafka broker reads them from its properties ([Config.OAuthBearer]):
+// which of Kafka's two token validators the listener uses, with its
+// settings checked and resolved (Kafka's defaults filled in). They are
+// plain values: this package builds nothing from them, and links nothing
+// of the validators. The oauthbearer package (listener/sasl/oauthbearer)
+// builds the mechanism from them, oauthbearer.FromSettings, or for every
+// listener of a socket server configuration oauthbearer.AddMechanisms, so
+// that a program that serves no OAUTHBEARER links neither the JWKS
+// validator nor its HTTP client.
+type OAuthBearerSettings struct {
+	// Listener is the listener the settings are of.
+	Listener protocolmap.ListenerName
+	// JWKS is set when the listener validates signed tokens against a
+	// JSON Web Key Set, with Kafka's OAuthBearerValidatorCallbackHandler;
+	// Unsecured when it takes unsigned tokens, with Kafka's default
+	// validator. Exactly one of the two is set.
+	JWKS      *OAuthBearerJWKS
+	Unsecured *OAuthBearerUnsecured
+	// Warnings are about settings that are set but have no effect, such as
+	// a JWKS URL that no validator reads: the mechanism logs them when it
+	// starts, as Kafka's broker would log them when it configures itself.
+	Warnings []string
+}
+
+// OAuthBearerJWKS are the settings of Kafka's
+// OAuthBearerValidatorCallbackHandler (KIP-768), resolved: each field holds
+// the value in use, Kafka's default when its key is not set.
+type OAuthBearerJWKS struct {
+	// URL is sasl.oauthbearer.jwks.endpoint.url: https:// or http:// with
+	// a host, or a file: URL with an absolute path, naming a file that
+	// existed and was readable when the settings were read.
+	URL string
+	// Refresh is sasl.oauthbearer.jwks.endpoint.refresh.ms (default 1 h),
+	// positive.
+	Refresh time.Duration
+	// RetryBackoff and RetryBackoffMax are
+	// sasl.oauthbearer.jwks.endpoint.retry.backoff.ms (100 ms) and
+	// ...retry.backoff.max.ms (10 s), RetryBackoffMax no less than
+	// RetryBackoff; zero means no wait, and so no retry.
+	RetryBackoff, RetryBackoffMax time.Duration
+	// ExpectedAudience is sasl.oauthbearer.expected.audience, a list; none
+	// when it is not set.
+	ExpectedAudience []string
+	// ExpectedIssuer is sasl.oauthbearer.expected.issuer; "" when it is
+	// not set.
+	ExpectedIssuer string
+	// ClockSkew is sasl.oauthbearer.clock.skew.seconds (30 s); zero means
+	// none.
+	ClockSkew time.Duration
+	// ScopeClaimName and SubClaimName are
+	// sasl.oauthbearer.scope.claim.name (scope) and
+	// sasl.oauthbearer.sub.claim.name (sub), not blank.
+	ScopeClaimName, SubClaimName string
+	// TLS trusts an https endpoint with the PEM trust store of the JAAS
+	// options (ssl.truststore.type=PEM with ssl.truststore.location or
+	// ssl.truststore.certificates); nil means the system's roots.
+	TLS *tls.Config
+}
+
+// OAuthBearerUnsecured are the settings of Kafka's default validator,
+// OAuthBearerUnsecuredValidatorCallbackHandler, from the JAAS options of
+// the listener's OAuthBearerLoginModule, resolved.
+type OAuthBearerUnsecured struct {
+	// PrincipalClaimName is unsecuredValidatorPrincipalClaimName (sub) and
+	// ScopeClaimName unsecuredValidatorScopeClaimName (scope), not blank.
+	PrincipalClaimName, ScopeClaimName string
+	// RequiredScope is unsecuredValidatorRequiredScope, split at spaces:
+	// RFC 6749 scope-tokens; none when it is not set.
+	RequiredScope []string
+	// AllowableClockSkew is unsecuredValidatorAllowableClockSkewMs
+	// (default 0), not negative.
+	AllowableClockSkew time.Duration
+}
+
+// OAuthBearer reads the SASL/OAUTHBEARER settings a Kafka broker reads for
+// listener name from these properties, and checks them:
 //
 //   - When listener.name.<l>.oauthbearer.sasl.server.callback.handler.class
 //     names Kafka's OAuthBearerValidatorCallbackHandler (under its current
 //     or its older ...oauthbearer.secured. name), tokens are signed JWTs
-//     validated by an [oauthbearer.JWKSValidator] with the keys
+//     validated against a JWKS ([OAuthBearerSettings.JWKS]), with the keys
 //     sasl.oauthbearer.jwks.endpoint.url (required: https, http or file),
 //     ...jwks.endpoint.refresh.ms (default 3600000),
 //     ...jwks.endpoint.retry.backoff.ms (100) and ...retry.backoff.max.ms
@@ -105,13 +180,13 @@ func KeyOAuthBearerServerCallbackHandlerClass(name protocolmap.ListenerName) str
 //     ssl.truststore.type=PEM and ssl.truststore.location or
 //     ssl.truststore.certificates, as Kafka reads them.
 //   - When the class is not set (or names Kafka's unsecured handler),
-//     tokens are unsigned, checked by Kafka's default, the
-//     [oauthbearer.UnsecuredValidator], with the JAAS options
+//     tokens are unsigned, checked by Kafka's default validator
+//     ([OAuthBearerSettings.Unsecured]), with the JAAS options
 //     unsecuredValidatorPrincipalClaimName, unsecuredValidatorScopeClaimName,
 //     unsecuredValidatorRequiredScope (space-separated) and
-//     unsecuredValidatorAllowableClockSkewMs. Its Start logs a warning
-//     that the listener accepts unsigned tokens, and another if a JWKS URL
-//     or an un-prefixed handler class is set but unused.
+//     unsecuredValidatorAllowableClockSkewMs. The settings' Warnings hold
+//     a warning if a JWKS URL or an un-prefixed handler class is set but
+//     unused.
 //
 // Either way listener.name.<l>.oauthbearer.sasl.jaas.config must hold
 // Kafka's OAuthBearerLoginModule, as a Kafka broker requires. The error
@@ -120,16 +195,19 @@ func KeyOAuthBearerServerCallbackHandlerClass(name protocolmap.ListenerName) str
 // the host. Other errors are [*protocolmap.ConfigError] values naming the
 // key, its value (the JAAS configuration's as [hidden]) and the rule.
 //
-// OAuthBearer reads no key set and starts nothing: the mechanism is a
-// sasl.Service, started and closed by its owner (the socket server).
-func (c *Config) OAuthBearer(name protocolmap.ListenerName) (*oauthbearer.Mechanism, error) {
+// OAuthBearer reads no key set (a file: URL is only checked to be a
+// readable file) and builds nothing. [Config.Security] calls it for a
+// listener that enables OAUTHBEARER, so the socket server's
+// ConfigFromProperties reads the settings once, into
+// [Security.OAuthBearer].
+func (c *Config) OAuthBearer(name protocolmap.ListenerName) (OAuthBearerSettings, error) {
 	classKey, jaasKey := KeyOAuthBearerServerCallbackHandlerClass(name), KeyOAuthBearerJAASConfig(name)
 	class, classSet := c.props.Get(classKey)
 	jaas, jaasSet := c.props.Get(jaasKey)
-	var warnings []string
+	s := OAuthBearerSettings{Listener: name}
 	if !classSet {
 		if v, from, ok := c.ListenerValue(name, KeySASLServerCallbackHandlerClass); ok {
-			warnings = append(warnings, fmt.Sprintf("%s=%s is ignored: a broker reads a server callback handler class only with the listener and mechanism prefix, as %s", from, v, classKey))
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is ignored: a broker reads a server callback handler class only with the listener and mechanism prefix, as %s", from, v, classKey))
 		}
 	}
 	validated := false
@@ -138,7 +216,7 @@ func (c *Config) OAuthBearer(name protocolmap.ListenerName) (*oauthbearer.Mechan
 		validated = true
 	case "", OAuthBearerUnsecuredValidatorCallbackHandler:
 	default:
-		return nil, &protocolmap.ConfigError{Key: classKey, Value: class, Err: ErrOAuthBearerNotConfigured, Rule: fmt.Sprintf(
+		return OAuthBearerSettings{}, &protocolmap.ConfigError{Key: classKey, Value: class, Err: ErrOAuthBearerNotConfigured, Rule: fmt.Sprintf(
 			"this package implements only Kafka's %s (validated tokens) and %s (the default); "+
 				"a host that implements %s gives listener %s its own OAUTHBEARER mechanism (the socket server's Config.SASLMechanisms)",
 			OAuthBearerValidatorCallbackHandler, OAuthBearerUnsecuredValidatorCallbackHandler, class, name)}
@@ -151,47 +229,29 @@ func (c *Config) OAuthBearer(name protocolmap.ListenerName) (*oauthbearer.Mechan
 				"set %s=%s to validate them against a JWKS; or give the listener an OAUTHBEARER mechanism of the host's own", classKey, classKey, OAuthBearerValidatorCallbackHandler)
 			err = ErrOAuthBearerNotConfigured
 		}
-		return nil, &protocolmap.ConfigError{Key: jaasKey, Err: err, Rule: rule}
+		return OAuthBearerSettings{}, &protocolmap.ConfigError{Key: jaasKey, Err: err, Rule: rule}
 	}
 	e, err := parseOneModule(jaas, OAuthBearerLoginModule, "a broker's OAUTHBEARER listener is configured with that module")
 	if err != nil {
-		return nil, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: err.Error()}
+		return OAuthBearerSettings{}, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: err.Error()}
 	}
 	options := map[string]string{}
 	for _, o := range e.options {
 		options[o.key] = o.value
 	}
 	if validated {
-		v, err := c.jwksValidator(name, jaasKey, options)
-		if err != nil {
-			return nil, err
+		if s.JWKS, err = c.oauthBearerJWKS(name, jaasKey, options); err != nil {
+			return OAuthBearerSettings{}, err
 		}
-		return oauthbearer.New(v)
+		return s, nil
 	}
-	v, err := unsecuredValidator(jaasKey, options)
-	if err != nil {
-		return nil, err
+	if s.Unsecured, err = oauthBearerUnsecured(jaasKey, options); err != nil {
+		return OAuthBearerSettings{}, err
 	}
-	if s := c.oauthSetting(name, KeySASLOAuthBearerJWKSEndpointURL); s.ok {
-		warnings = append(warnings, fmt.Sprintf("%s is set but unused: tokens are not checked against a JWKS unless %s=%s", s.from, classKey, OAuthBearerValidatorCallbackHandler))
+	if u := c.oauthSetting(name, KeySASLOAuthBearerJWKSEndpointURL); u.ok {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s is set but unused: tokens are not checked against a JWKS unless %s=%s", u.from, classKey, OAuthBearerValidatorCallbackHandler))
 	}
-	return oauthbearer.New(&unsecuredWithWarnings{UnsecuredValidator: v, warnings: warnings})
-}
-
-// unsecuredWithWarnings adds the configuration's warnings to the
-// unsecured validator's own at start.
-type unsecuredWithWarnings struct {
-	*oauthbearer.UnsecuredValidator
-	warnings []string
-}
-
-func (u *unsecuredWithWarnings) Start(ctx context.Context, logger *slog.Logger) error {
-	if logger != nil {
-		for _, w := range u.warnings {
-			logger.Warn("OAUTHBEARER: " + w)
-		}
-	}
-	return u.UnsecuredValidator.Start(ctx, logger)
+	return s, nil
 }
 
 // oauthSetting looks an OAuth key up as Kafka's ConfigurationUtils does
@@ -225,10 +285,10 @@ func (c *Config) oauthMillis(name protocolmap.ListenerName, key string, def time
 	return millis(n), s, nil
 }
 
-// jwksValidator builds the validator of Kafka's
+// oauthBearerJWKS reads the settings of Kafka's
 // OAuthBearerValidatorCallbackHandler from the listener's keys.
-func (c *Config) jwksValidator(name protocolmap.ListenerName, jaasKey string, options map[string]string) (*oauthbearer.JWKSValidator, error) {
-	var cfg oauthbearer.JWKSConfig
+func (c *Config) oauthBearerJWKS(name protocolmap.ListenerName, jaasKey string, options map[string]string) (*OAuthBearerJWKS, error) {
+	var cfg OAuthBearerJWKS
 	urlSetting := c.oauthSetting(name, KeySASLOAuthBearerJWKSEndpointURL)
 	if !urlSetting.ok || urlSetting.value == "" {
 		urlSetting.from = KeySASLOAuthBearerJWKSEndpointURL
@@ -237,18 +297,21 @@ func (c *Config) jwksValidator(name protocolmap.ListenerName, jaasKey string, op
 			KeySASLOAuthBearerJWKSEndpointURL, name, OAuthBearerValidatorCallbackHandler))
 	}
 	cfg.URL = urlSetting.value
-	if err := checkJWKSFile(urlSetting); err != nil {
+	file, err := oauthsettings.JWKSFile(cfg.URL)
+	if err != nil {
+		return nil, oauthError(urlSetting, err.Error())
+	}
+	if err := checkJWKSFile(urlSetting, file); err != nil {
 		return nil, err
 	}
-	var err error
-	if cfg.Refresh, _, err = c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRefreshMs, oauthbearer.DefaultJWKSRefresh, 1); err != nil {
+	if cfg.Refresh, _, err = c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRefreshMs, oauthsettings.JWKSRefresh, 1); err != nil {
 		return nil, err // Kafka's RefreshingHttpsJwks refuses 0
 	}
-	backoff, backoffSetting, err := c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRetryBackoffMs, oauthbearer.DefaultJWKSRetryBackoff, 0)
+	backoff, backoffSetting, err := c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRetryBackoffMs, oauthsettings.JWKSRetryBackoff, 0)
 	if err != nil {
 		return nil, err
 	}
-	backoffMax, backoffMaxSetting, err := c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRetryBackoffMaxMs, oauthbearer.DefaultJWKSRetryBackoffMax, 0)
+	backoffMax, backoffMaxSetting, err := c.oauthMillis(name, KeySASLOAuthBearerJWKSEndpointRetryBackoffMaxMs, oauthsettings.JWKSRetryBackoffMax, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -259,11 +322,12 @@ func (c *Config) jwksValidator(name protocolmap.ListenerName, jaasKey string, op
 		}
 		return nil, oauthError(at, fmt.Sprintf("retryBackoffMaxMs value (%d) is less than retryBackoffMs value (%d)", backoffMax.Milliseconds(), backoff.Milliseconds()))
 	}
-	cfg.RetryBackoff, cfg.RetryBackoffMax = noneIfZero(backoff), noneIfZero(backoffMax)
+	cfg.RetryBackoff, cfg.RetryBackoffMax = backoff, backoffMax
 	if s := c.oauthSetting(name, KeySASLOAuthBearerExpectedAudience); s.ok {
 		cfg.ExpectedAudience = protocolmap.SplitList(s.value)
 	}
 	cfg.ExpectedIssuer = c.oauthSetting(name, KeySASLOAuthBearerExpectedIssuer).value
+	cfg.ClockSkew = oauthsettings.ClockSkew
 	if s := c.oauthSetting(name, KeySASLOAuthBearerClockSkewSeconds); s.ok {
 		n, err := strconv.Atoi(s.value)
 		switch {
@@ -271,48 +335,36 @@ func (c *Config) jwksValidator(name protocolmap.ListenerName, jaasKey string, op
 			return nil, oauthError(s, "Expected value to be a 32-bit integer, but it was a String")
 		case n < 0:
 			return nil, oauthError(s, "Value must be at least 0")
-		case n == 0:
-			cfg.ClockSkew = -1 // none
-		default:
-			cfg.ClockSkew = time.Duration(n) * time.Second
 		}
+		cfg.ClockSkew = time.Duration(n) * time.Second
 	}
 	for _, claim := range []struct {
-		key string
-		dst *string
-	}{{KeySASLOAuthBearerScopeClaimName, &cfg.ScopeClaimName}, {KeySASLOAuthBearerSubClaimName, &cfg.SubClaimName}} {
+		key, def string
+		dst      *string
+	}{
+		{KeySASLOAuthBearerScopeClaimName, oauthsettings.ScopeClaimName, &cfg.ScopeClaimName},
+		{KeySASLOAuthBearerSubClaimName, oauthsettings.SubClaimName, &cfg.SubClaimName},
+	} {
 		s := c.oauthSetting(name, claim.key)
-		if s.ok && s.value == "" {
+		switch {
+		case !s.ok:
+			*claim.dst = claim.def
+		case s.value == "":
 			return nil, oauthError(s, fmt.Sprintf("The OAuth configuration option %s value must not contain only whitespace", claim.key))
+		default:
+			*claim.dst = s.value
 		}
-		*claim.dst = s.value
 	}
 	if cfg.TLS, err = jaasTrustStore(jaasKey, options); err != nil {
 		return nil, err
 	}
-	v, err := oauthbearer.NewJWKSValidator(cfg)
-	if err != nil {
-		return nil, oauthError(urlSetting, strings.TrimPrefix(err.Error(), "oauthbearer: "))
-	}
-	return v, nil
+	return &cfg, nil
 }
 
-// noneIfZero turns a configured 0 ms into the JWKSConfig's "none".
-func noneIfZero(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-// checkJWKSFile applies Kafka's ConfigurationUtils.validateFile to a file:
-// URL: the file exists, is readable and is no directory.
-func checkJWKSFile(s setting) error {
-	u, err := url.Parse(s.value)
-	if err != nil || !strings.EqualFold(u.Scheme, "file") {
-		return nil // NewJWKSValidator judges the rest
-	}
-	path := u.Path
+// checkJWKSFile applies Kafka's ConfigurationUtils.validateFile to the
+// file of a file: URL, path ("" for http and https): it exists, is
+// readable and is no directory.
+func checkJWKSFile(s setting, path string) error {
 	if path == "" {
 		return nil
 	}
@@ -366,18 +418,15 @@ func jaasTrustStore(jaasKey string, options map[string]string) (*tls.Config, err
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// unsecuredValidator reads Kafka's unsecured validator's JAAS options.
-func unsecuredValidator(jaasKey string, options map[string]string) (*oauthbearer.UnsecuredValidator, error) {
+// oauthBearerUnsecured reads Kafka's unsecured validator's JAAS options.
+func oauthBearerUnsecured(jaasKey string, options map[string]string) (*OAuthBearerUnsecured, error) {
 	optionError := func(opt, rule string) error {
 		return &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: fmt.Sprintf("option %s=%q: %s", opt, options[opt], rule)}
 	}
-	cfg := oauthbearer.UnsecuredConfig{
-		PrincipalClaimName: strings.TrimSpace(options[optionUnsecuredPrincipalClaimName]),
-		ScopeClaimName:     strings.TrimSpace(options[optionUnsecuredScopeClaimName]),
-	}
-	for _, s := range strings.Split(options[optionUnsecuredRequiredScope], " ") {
-		if s != "" {
-			cfg.RequiredScope = append(cfg.RequiredScope, s)
+	cfg := OAuthBearerUnsecured{PrincipalClaimName: oauthsettings.SubClaimName, ScopeClaimName: oauthsettings.ScopeClaimName}
+	for opt, dst := range map[string]*string{optionUnsecuredPrincipalClaimName: &cfg.PrincipalClaimName, optionUnsecuredScopeClaimName: &cfg.ScopeClaimName} {
+		if v := strings.TrimSpace(options[opt]); v != "" {
+			*dst = v // blank, as unset, is the default, as in Kafka
 		}
 	}
 	if v := strings.TrimSpace(options[optionUnsecuredClockSkewMs]); v != "" {
@@ -390,9 +439,14 @@ func unsecuredValidator(jaasKey string, options map[string]string) (*oauthbearer
 		}
 		cfg.AllowableClockSkew = time.Duration(ms) * time.Millisecond
 	}
-	v, err := oauthbearer.NewUnsecuredValidator(cfg)
-	if err != nil { // the claim names and clock skew were checked: a scope is invalid
-		return nil, optionError(optionUnsecuredRequiredScope, strings.TrimPrefix(err.Error(), "oauthbearer: "))
+	for _, s := range strings.Split(options[optionUnsecuredRequiredScope], " ") {
+		if s == "" {
+			continue
+		}
+		if !oauthsettings.ValidScopeToken(s) {
+			return nil, optionError(optionUnsecuredRequiredScope, fmt.Sprintf("Invalid scope value: %q", s))
+		}
+		cfg.RequiredScope = append(cfg.RequiredScope, s)
 	}
-	return v, nil
+	return &cfg, nil
 }

@@ -1,11 +1,7 @@
 package listener_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/pem"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,9 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -40,80 +33,34 @@ func oauthProps(extra listener.Properties) listener.Properties {
 	return p
 }
 
-func oauthMechanism(t *testing.T, props listener.Properties) (*oauthbearer.Mechanism, error) {
+// oauthSettings reads the SASL_PLAINTEXT listener's OAUTHBEARER settings
+// from props.
+func oauthSettings(t *testing.T, props listener.Properties) (listener.OAuthBearerSettings, error) {
 	t.Helper()
 	cfg, err := listener.Resolve(oauthProps(props))
 	require.NoError(t, err)
 	return cfg.OAuthBearer("SASL_PLAINTEXT")
 }
 
-// step authenticates token with a fresh server of m.
-func step(m *oauthbearer.Mechanism, token string) (sasl.Server, error) {
-	s := m.NewServer(sasl.ConnState{})
-	_, err := s.Step(context.Background(), oauthbearertest.ClientFirstMessage(token))
-	return s, err
+// writeJWKS writes a file the JWKS URL may name (the settings check only
+// that it is a readable file) and returns its file: URL.
+func writeJWKS(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jwks.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"keys":[]}`), 0o600))
+	return "file://" + path
 }
 
-// With no server callback handler class, a listener gets Kafka's default,
-// the unsecured validator (SaslChannelBuilder.createServerCallbackHandlers),
-// configured by its JAAS options, and warns at start.
-func TestOAuthBearerUnsecuredFromProperties(t *testing.T) {
-	for _, class := range []string{"", listener.OAuthBearerUnsecuredValidatorCallbackHandler} {
-		props := listener.Properties{oauthJAASKey: loginModule + ` unsecuredLoginStringClaim_sub="admin"
-			unsecuredValidatorPrincipalClaimName="principal" unsecuredValidatorScopeClaimName="scp"
-			unsecuredValidatorRequiredScope="kafka  write" unsecuredValidatorAllowableClockSkewMs="60000";`}
-		if class != "" {
-			props[oauthClassKey] = class
-		}
-		m, err := oauthMechanism(t, props)
-		require.NoError(t, err)
-		require.IsType(t, &oauthbearer.Mechanism{}, m)
-		exp := time.Now().Add(-30 * time.Second).Unix() // expired, but within the 60 s of skew
-		s, err := step(m, oauthbearertest.UnsecuredToken(map[string]any{"principal": "alice", "exp": exp, "scp": []string{"kafka", "write"}}))
-		require.NoError(t, err)
-		assert.Equal(t, "alice", s.AuthorizationID())
-		_, err = step(m, oauthbearertest.UnsecuredToken(map[string]any{"principal": "alice", "exp": exp + 3600, "scp": []string{"kafka"}}))
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), `{"status":"insufficient_scope", "scope":"[kafka, write]"}`)
-
-		var logs bytes.Buffer
-		require.NoError(t, m.Start(context.Background(), slog.New(slog.NewTextHandler(&logs, nil))))
-		assert.Contains(t, logs.String(), "UNSIGNED tokens")
-		require.NoError(t, m.Close())
-	}
-}
-
-// The unsecured validator warns at start when a JWKS URL or an un-prefixed
-// callback handler class is set but unused: the operator likely meant to
-// validate tokens.
-func TestOAuthBearerUnusedSettingsWarn(t *testing.T) {
-	m, err := oauthMechanism(t, listener.Properties{
-		oauthJAASKey:                         loginModule + ";",
-		"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks",
-		"sasl.server.callback.handler.class": listener.OAuthBearerValidatorCallbackHandler,
-	})
-	require.NoError(t, err)
-	var logs bytes.Buffer
-	require.NoError(t, m.Start(context.Background(), slog.New(slog.NewTextHandler(&logs, nil))))
-	out := logs.String()
-	assert.Contains(t, out, "sasl.oauthbearer.jwks.endpoint.url is set but unused")
-	assert.Contains(t, out, "sasl.server.callback.handler.class="+listener.OAuthBearerValidatorCallbackHandler+" is ignored")
-	assert.Contains(t, out, oauthClassKey)
-	require.NoError(t, m.Close())
-}
-
-// With Kafka's OAuthBearerValidatorCallbackHandler, under either of its
-// names, a listener validates signed tokens against the JWKS of
-// sasl.oauthbearer.jwks.endpoint.url with the KIP-768 keys, each looked up
-// as Kafka's ConfigurationUtils does: listener and mechanism prefix, then
-// listener prefix, then the key alone.
-func TestOAuthBearerJWKSFromProperties(t *testing.T) {
-	is := oauthbearertest.NewIssuer(t, "https://idp.example")
-	is.AddKey(t, "k1", "RS256")
-	url := is.WriteJWKS(t)
-	for _, class := range []string{listener.OAuthBearerValidatorCallbackHandler, listener.OAuthBearerValidatorCallbackHandlerDeprecated} {
-		t.Run(class, func(t *testing.T) {
-			m, err := oauthMechanism(t, listener.Properties{
+// Kafka's keys are read into typed settings, once, with Kafka's defaults
+// filled in and each key looked up as Kafka's ConfigurationUtils does
+// (listener and mechanism prefix, then listener prefix, then the key
+// alone); nothing is built or fetched. Security keeps them for a listener
+// that enables OAUTHBEARER.
+func TestOAuthBearerSettingsFromProperties(t *testing.T) {
+	url := writeJWKS(t)
+	t.Run("JWKS", func(t *testing.T) {
+		for _, class := range []string{listener.OAuthBearerValidatorCallbackHandler, listener.OAuthBearerValidatorCallbackHandlerDeprecated} {
+			s, err := oauthSettings(t, listener.Properties{
 				oauthJAASKey:  loginModule + ";",
 				oauthClassKey: class,
 				"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": url,
@@ -123,67 +70,93 @@ func TestOAuthBearerJWKSFromProperties(t *testing.T) {
 				"listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer":               "https://idp.example",
 				"listener.name.sasl_plaintext.sasl.oauthbearer.sub.claim.name":                "client_id",
 				"sasl.oauthbearer.clock.skew.seconds":                                         "0",
+				"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms":                             "0",
 			})
 			require.NoError(t, err)
-			v, ok := m.Validator().(*oauthbearer.JWKSValidator)
-			require.True(t, ok, "%T", m.Validator())
-			assert.Equal(t, url, v.URL())
-			require.NoError(t, m.Start(context.Background(), nil))
-			defer m.Close()
-
-			claims := is.Claims("ignored", time.Hour)
-			claims["client_id"], claims["aud"] = "svc", "kafka-2"
-			s, err := step(m, is.Sign(t, "k1", claims))
-			require.NoError(t, err)
-			assert.Equal(t, "svc", s.AuthorizationID())
-			claims["aud"] = "web"
-			_, err = step(m, is.Sign(t, "k1", claims))
-			assert.ErrorIs(t, err, oauthbearer.ErrInvalidToken)
-			claims["aud"], claims["exp"] = "kafka", time.Now().Add(-2*time.Second).Unix()
-			_, err = step(m, is.Sign(t, "k1", claims))
-			assert.ErrorIs(t, err, oauthbearer.ErrTokenExpired, "clock.skew.seconds=0: no leeway")
+			assert.Equal(t, listener.OAuthBearerSettings{Listener: "SASL_PLAINTEXT", JWKS: &listener.OAuthBearerJWKS{
+				URL: url, Refresh: time.Hour, RetryBackoff: 0, RetryBackoffMax: 10 * time.Second,
+				ExpectedAudience: []string{"kafka", "kafka-2"}, ExpectedIssuer: "https://idp.example", ClockSkew: 0,
+				ScopeClaimName: "scope", SubClaimName: "client_id",
+			}}, s)
+		}
+		s, err := oauthSettings(t, listener.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: listener.OAuthBearerValidatorCallbackHandler,
+			"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks"})
+		require.NoError(t, err)
+		assert.Equal(t, &listener.OAuthBearerJWKS{URL: "https://idp.example/jwks", Refresh: time.Hour,
+			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 10 * time.Second, ClockSkew: 30 * time.Second,
+			ScopeClaimName: "scope", SubClaimName: "sub"}, s.JWKS, "Kafka's defaults")
+		assert.Nil(t, s.Unsecured)
+		assert.Empty(t, s.Warnings)
+	})
+	t.Run("unsecured", func(t *testing.T) {
+		s, err := oauthSettings(t, listener.Properties{oauthJAASKey: loginModule + ` unsecuredLoginStringClaim_sub="admin"
+			unsecuredValidatorPrincipalClaimName="principal" unsecuredValidatorScopeClaimName="scp"
+			unsecuredValidatorRequiredScope="kafka  write" unsecuredValidatorAllowableClockSkewMs="60000";`})
+		require.NoError(t, err)
+		assert.Equal(t, listener.OAuthBearerSettings{Listener: "SASL_PLAINTEXT", Unsecured: &listener.OAuthBearerUnsecured{
+			PrincipalClaimName: "principal", ScopeClaimName: "scp", RequiredScope: []string{"kafka", "write"}, AllowableClockSkew: time.Minute,
+		}}, s)
+		s, err = oauthSettings(t, listener.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorPrincipalClaimName=" ";`,
+			oauthClassKey: listener.OAuthBearerUnsecuredValidatorCallbackHandler})
+		require.NoError(t, err)
+		assert.Equal(t, &listener.OAuthBearerUnsecured{PrincipalClaimName: "sub", ScopeClaimName: "scope"}, s.Unsecured, "Kafka's defaults")
+		assert.Nil(t, s.JWKS)
+	})
+	t.Run("warnings", func(t *testing.T) {
+		s, err := oauthSettings(t, listener.Properties{
+			oauthJAASKey:                         loginModule + ";",
+			"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks",
+			"sasl.server.callback.handler.class": listener.OAuthBearerValidatorCallbackHandler,
 		})
-	}
-}
+		require.NoError(t, err)
+		require.Len(t, s.Warnings, 2)
+		assert.Contains(t, s.Warnings[0], "sasl.server.callback.handler.class="+listener.OAuthBearerValidatorCallbackHandler+" is ignored")
+		assert.Contains(t, s.Warnings[0], oauthClassKey)
+		assert.Contains(t, s.Warnings[1], "sasl.oauthbearer.jwks.endpoint.url is set but unused")
+	})
+	t.Run("Security", func(t *testing.T) {
+		cfg, err := listener.Resolve(oauthProps(listener.Properties{oauthJAASKey: loginModule + ";",
+			"listeners": "SASL_PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0", "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,OTHER:SASL_PLAINTEXT",
+			"listener.name.other.sasl.enabled.mechanisms": "PLAIN"}))
+		require.NoError(t, err)
+		sec, err := cfg.Security("SASL_PLAINTEXT")
+		require.NoError(t, err)
+		require.NotNil(t, sec.OAuthBearer)
+		want, err := cfg.OAuthBearer("SASL_PLAINTEXT")
+		require.NoError(t, err)
+		assert.Equal(t, want, *sec.OAuthBearer)
+		require.NoError(t, sec.OAuthBearerNotConfigured())
+		sec, err = cfg.Security("OTHER")
+		require.NoError(t, err)
+		assert.Nil(t, sec.OAuthBearer, "OTHER does not enable OAUTHBEARER")
+		require.NoError(t, sec.OAuthBearerNotConfigured())
 
-// An https JWKS endpoint is trusted with the PEM trust store of the JAAS
-// options (Kafka's JaasOptionsUtils.createSSLSocketFactory), else with the
-// system's roots, which do not know a private CA.
-func TestOAuthBearerJWKSTrustStore(t *testing.T) {
-	is := oauthbearertest.NewIssuer(t, "https://idp.example")
-	is.AddKey(t, "k1", "ES256")
-	srv := is.Serve(t)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
-	base := listener.Properties{oauthClassKey: listener.OAuthBearerValidatorCallbackHandler, "sasl.oauthbearer.jwks.endpoint.url": srv.URL + "/jwks.json"}
+		// Properties that leave OAUTHBEARER to the host are no error of
+		// Security's: it says why, for the socket server's.
+		cfg, err = listener.Resolve(oauthProps(listener.Properties{oauthClassKey: "com.example.Introspection"}))
+		require.NoError(t, err)
+		sec, err = cfg.Security("SASL_PLAINTEXT")
+		require.NoError(t, err)
+		assert.Nil(t, sec.OAuthBearer)
+		err = sec.OAuthBearerNotConfigured()
+		require.ErrorIs(t, err, listener.ErrOAuthBearerNotConfigured)
+		var ce *protocolmap.ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, oauthClassKey, ce.Key)
 
-	props := listener.Properties{oauthJAASKey: loginModule + ` ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`}
-	for k, v := range base {
-		props[k] = v
-	}
-	m, err := oauthMechanism(t, props)
-	require.NoError(t, err)
-	require.NoError(t, m.Start(context.Background(), nil))
-	_, err = step(m, is.Sign(t, "k1", is.Claims("alice", time.Hour)))
-	require.NoError(t, err)
-	require.NoError(t, m.Close())
-
-	props[oauthJAASKey] = loginModule + ";"
-	m, err = oauthMechanism(t, props)
-	require.NoError(t, err)
-	err = m.Start(context.Background(), nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "certificate")
-	require.NoError(t, m.Close())
+		// An invalid setting is.
+		cfg, err = listener.Resolve(oauthProps(listener.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="-5";`}))
+		require.NoError(t, err)
+		_, err = cfg.Security("SASL_PLAINTEXT")
+		require.ErrorIs(t, err, listener.ErrOAuthBearerConfig)
+	})
 }
 
 // Errors name the key, the value (a JAAS configuration's as [hidden]) and
 // the rule; the properties that leave OAUTHBEARER to the host wrap
 // ErrOAuthBearerNotConfigured.
 func TestOAuthBearerConfigErrors(t *testing.T) {
-	is := oauthbearertest.NewIssuer(t, "x")
-	is.AddKey(t, "k1", "ES256")
-	url := is.WriteJWKS(t)
+	url := writeJWKS(t)
 	dir := t.TempDir()
 	validated := func(extra listener.Properties) listener.Properties {
 		p := listener.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: listener.OAuthBearerValidatorCallbackHandler,
@@ -239,9 +212,9 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 			oauthJAASKey, "[hidden]", `option unsecuredValidatorRequiredScope="ok bad\"quote": Invalid scope value: "bad\"quote"`, listener.ErrOAuthBearerConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := oauthMechanism(t, tc.props)
+			s, err := oauthSettings(t, tc.props)
 			require.Error(t, err)
-			assert.Nil(t, m)
+			assert.Zero(t, s)
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)

@@ -73,9 +73,28 @@ type Security struct {
 	// end of its TLS handshake and SASL authentication
 	// (kafkanet.handshake.timeout.ms, default 10 s).
 	HandshakeTimeout time.Duration
+	// OAuthBearer holds the listener's SASL/OAUTHBEARER settings
+	// ([Config.OAuthBearer]) when SASLMechanisms holds OAUTHBEARER and the
+	// properties configure one of Kafka's token validators; nil otherwise
+	// (see [Security.OAuthBearerNotConfigured]). Nothing is built from
+	// them here or in the socket server: a host that serves OAUTHBEARER
+	// builds the mechanism with the oauthbearer package
+	// (listener/sasl/oauthbearer), which only such a host links.
+	OAuthBearer *OAuthBearerSettings
 
-	reauthByMechanism map[string]time.Duration
+	reauthByMechanism        map[string]time.Duration
+	oauthBearerNotConfigured error
 }
+
+// OAuthBearerNotConfigured returns, for a listener that enables
+// OAUTHBEARER while its properties configure none of Kafka's token
+// validators (neither its OAUTHBEARER JAAS configuration nor its server
+// callback handler class is set, or the class is another than Kafka's),
+// why: the [*protocolmap.ConfigError] of [Config.OAuthBearer], which names
+// the key and wraps [ErrOAuthBearerNotConfigured]. The listener's
+// OAUTHBEARER is then the host's to give; the socket server returns this
+// error if the host gives none. It returns nil otherwise.
+func (s Security) OAuthBearerNotConfigured() error { return s.oauthBearerNotConfigured }
 
 // ReauthMaxFor returns connections.max.reauth.ms for one of the listener's
 // SASL mechanisms (as SASLMechanisms names it):
@@ -105,7 +124,11 @@ func (s Security) ReauthMaxFor(mechanism string) time.Duration {
 //   - for SASL listeners, connections.max.reauth.ms (default 0, off), and
 //     its per-mechanism overrides, see [Security.ReauthMaxFor];
 //   - kafkanet.handshake.timeout.ms, this package's own key (Kafka has no
-//     such setting): at least 1, default 10000.
+//     such setting): at least 1, default 10000;
+//   - for SASL listeners that enable OAUTHBEARER, its settings, see
+//     [Config.OAuthBearer] and [Security.OAuthBearer]: an invalid one is
+//     an error, while properties that leave OAUTHBEARER to the host are
+//     not (see [Security.OAuthBearerNotConfigured]).
 //
 // Errors are [*protocolmap.ConfigError] values whose Key is the key at
 // fault, in the form the value came from.
@@ -158,6 +181,17 @@ func (c *Config) Security(name protocolmap.ListenerName) (Security, error) {
 		}
 	}
 	s.HandshakeTimeout = millis(ms)
+	if slices.Contains(s.SASLMechanisms, oauthBearerMechanism) {
+		o, err := c.OAuthBearer(name)
+		switch {
+		case errors.Is(err, ErrOAuthBearerNotConfigured):
+			s.oauthBearerNotConfigured = err
+		case err != nil:
+			return Security{}, err
+		default:
+			s.OAuthBearer = &o
+		}
+	}
 	return s, nil
 }
 

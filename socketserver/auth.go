@@ -16,7 +16,6 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/listener/sasl"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -135,13 +134,8 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 	for _, name := range conf.SASLMechanisms {
 		m, ok := given[name]
 		if !ok {
-			if name == oauthbearer.Name && cfg.Listeners != nil {
-				// Why the properties gave none: the key and rule at fault.
-				if _, err := cfg.Listeners.OAuthBearer(l.Name); err != nil {
-					return sec, err
-				}
-				return sec, configError(noImplementationRule(l.Name, name) +
-					"; socketserver.ConfigFromProperties builds it from the listener's properties (listener.Config.OAuthBearer)")
+			if name == oauthBearer {
+				return sec, noOAuthBearer(l.Name, conf, configError)
 			}
 			if !slices.Contains(sasl.Builtins, name) {
 				return sec, configError(noImplementationRule(l.Name, name))
@@ -162,6 +156,36 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 		sec.names = append(sec.names, name)
 	}
 	return sec, nil
+}
+
+// oauthBearer is SASL/OAUTHBEARER's name.
+const oauthBearer = "OAUTHBEARER"
+
+// noOAuthBearer is the error of New for listener l, which enables
+// OAUTHBEARER while Config.SASLMechanisms gives it no mechanism of that
+// name: the server builds none, so as not to link its validators (go-jose,
+// an HTTP client) into every host. It says how to add one: from the
+// settings the listener's properties configure, when they do; else the
+// key at fault, when the properties leave OAUTHBEARER to the host.
+func noOAuthBearer(l protocolmap.ListenerName, conf listener.Security, configError func(rule string) error) error {
+	if err := conf.OAuthBearerNotConfigured(); err != nil {
+		return err
+	}
+	const pkg = "github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
+	if s := conf.OAuthBearer; s != nil {
+		validator := "unsecured validator (unsigned tokens)"
+		if s.JWKS != nil {
+			validator = "JWKS validator (signed tokens)"
+		}
+		return configError(fmt.Sprintf("listener %s enables SASL mechanism %s, which its properties configure with Kafka's %s, "+
+			"but Config.SASLMechanisms gives it no %s mechanism, and the server builds none: "+
+			"build it from the listener's settings with oauthbearer.FromSettings(*cfg.Security[%q].OAuthBearer), "+
+			"or for every listener with cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security) (package %s)",
+			l, oauthBearer, validator, oauthBearer, string(l), pkg))
+	}
+	return configError(noImplementationRule(l, oauthBearer) + fmt.Sprintf(
+		"; package %s implements it over a token validator of the host's (oauthbearer.New) or, from the listener's properties, "+
+			"as Kafka configures it (oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security), with the Security of socketserver.ConfigFromProperties)", pkg))
 }
 
 // enabledMechanismsSetting returns the key and value listener name's

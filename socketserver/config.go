@@ -2,12 +2,10 @@ package socketserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/listener/sasl"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -126,11 +123,16 @@ type Config struct {
 	// listener's credential store. Names are compared case-sensitively,
 	// as in Kafka. New fails for an enabled mechanism that neither
 	// implements, and for a mechanism given here that the listener does
-	// not enable. ConfigFromProperties puts here the OAUTHBEARER mechanism
-	// of each listener that enables it, as Kafka configures it (see
-	// listener.Config.OAuthBearer); replace it to use the host's own.
-	// Mechanisms that are a sasl.Service are started by Server.Start and
-	// closed when the server stops.
+	// not enable. OAUTHBEARER is never built in: the server does not link
+	// its validators. A host that serves it as Kafka configures it builds
+	// the mechanisms from the listeners' settings, which
+	// ConfigFromProperties reads (Security[l].OAuthBearer), in one call:
+	//
+	//	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+	//
+	// (package github.com/kafkanet/kafkanet/listener/sasl/oauthbearer), or
+	// gives its own. Mechanisms that are a sasl.Service are started by
+	// Server.Start and closed when the server stops.
 	SASLMechanisms map[protocolmap.ListenerName][]sasl.Mechanism
 	// Credentials backs the built-in SASL mechanisms of every SASL
 	// listener that ListenerCredentials does not name. Kafka configures
@@ -227,15 +229,13 @@ type Config struct {
 // queued.max.requests, num.network.threads (and its listener-prefixed form),
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// and each listener's TLS and SASL settings (see listener.Config.Security).
-// A listener whose sasl.enabled.mechanisms holds OAUTHBEARER gets in
-// SASLMechanisms the mechanism a Kafka broker would configure
-// (listener.Config.OAuthBearer: Kafka's JWKS validator when
-// listener.name.<l>.oauthbearer.sasl.server.callback.handler.class names
-// it, else the unsecured one), unless the properties leave OAUTHBEARER to
-// the host (listener.ErrOAuthBearerNotConfigured); it reads no key set and
-// starts nothing until Server.Start. Credentials are the host's to set.
-// Errors name the offending key.
+// and each listener's TLS and SASL settings (see listener.Config.Security),
+// among them, for a listener whose sasl.enabled.mechanisms holds
+// OAUTHBEARER, its OAUTHBEARER settings (Security[l].OAuthBearer, see
+// listener.Config.OAuthBearer), read and checked once. It builds no
+// mechanism from them: the host does (see Config.SASLMechanisms), so that
+// only a host that serves OAUTHBEARER links its validators. Credentials
+// are the host's to set. Errors name the offending key.
 func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	c := Config{Listeners: cfg, NetworkThreads: map[protocolmap.ListenerName]int{}}
 	maxBytes, err := cfg.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
@@ -294,21 +294,6 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 		c.NetworkThreads[l.Name] = n
 		if c.Security[l.Name], err = cfg.Security(l.Name); err != nil {
 			return Config{}, err
-		}
-		if !slices.Contains(c.Security[l.Name].SASLMechanisms, oauthbearer.Name) {
-			continue
-		}
-		m, err := cfg.OAuthBearer(l.Name)
-		switch {
-		case errors.Is(err, listener.ErrOAuthBearerNotConfigured):
-			// The host's to give; New says what is missing if it does not.
-		case err != nil:
-			return Config{}, err
-		default:
-			if c.SASLMechanisms == nil {
-				c.SASLMechanisms = map[protocolmap.ListenerName][]sasl.Mechanism{}
-			}
-			c.SASLMechanisms[l.Name] = append(c.SASLMechanisms[l.Name], m)
 		}
 	}
 	return c, nil

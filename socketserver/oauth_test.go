@@ -56,6 +56,18 @@ func jwksProps(url string, extra listener.Properties) listener.Properties {
 	}, extra))
 }
 
+// withOAuth is configure, then what a host that serves OAUTHBEARER adds:
+// the mechanism of each listener whose properties configure one, as Kafka
+// configures it (oauthbearer.AddMechanisms). The server builds none.
+func withOAuth(t testing.TB, configure func(*socketserver.Config)) func(*socketserver.Config) {
+	return func(c *socketserver.Config) {
+		configure(c)
+		var err error
+		c.SASLMechanisms, err = oauthbearer.AddMechanisms(c.SASLMechanisms, c.Security)
+		require.NoError(t, err)
+	}
+}
+
 // kafkaClaims are the claims of a token for sub, valid for ttl, for the
 // audience the listeners expect.
 func kafkaClaims(is *oauthbearertest.Issuer, sub string, ttl time.Duration) map[string]any {
@@ -73,7 +85,7 @@ func kafkaClaims(is *oauthbearertest.Issuer, sub string, ttl time.Duration) map[
 func TestOAuthBearerKgoJWKS(t *testing.T) {
 	is := newOAuthIssuer(t)
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), nil), withUsers(newUsers(t)), recording(seen))
+	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), nil), withOAuth(t, withUsers(newUsers(t))), recording(seen))
 
 	claims := kafkaClaims(is, "alice", time.Hour)
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: is.Sign(t, "k1", claims)}.AsMechanism()))
@@ -104,10 +116,10 @@ func TestOAuthBearerRefusals(t *testing.T) {
 	logs, logger := newLogCapture()
 	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), listener.Properties{
 		"connection.failed.authentication.delay.ms": "150",
-	}), func(c *socketserver.Config) {
+	}), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
 		c.Logger = logger
-	}, echoMetadata)
+	}), echoMetadata)
 
 	for _, tc := range []struct {
 		name, token, logged string
@@ -183,7 +195,7 @@ func TestOAuthBearerSessionLifetime(t *testing.T) {
 	is := newOAuthIssuer(t)
 	url := is.WriteJWKS(t)
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, jwksProps(url, nil), withUsers(newUsers(t)), recording(seen))
+	srv := socketservertest.NewServer(t, jwksProps(url, nil), withOAuth(t, withUsers(newUsers(t))), recording(seen))
 
 	login := func(rc *rawClient, ttl time.Duration) (lifetime, remaining time.Duration) {
 		t.Helper()
@@ -226,7 +238,7 @@ func TestOAuthBearerSessionLifetime(t *testing.T) {
 	assert.Empty(t, seen)
 
 	// connections.max.reauth.ms ends the session first when it is sooner.
-	short := socketservertest.NewServer(t, jwksProps(url, listener.Properties{"connections.max.reauth.ms": "1500"}), withUsers(newUsers(t)), echoMetadata)
+	short := socketservertest.NewServer(t, jwksProps(url, listener.Properties{"connections.max.reauth.ms": "1500"}), withOAuth(t, withUsers(newUsers(t))), echoMetadata)
 	rc = dialRaw(t, short, "SASL_PLAINTEXT")
 	lifetime, _ = login(rc, time.Hour)
 	assert.Equal(t, 1500*time.Millisecond, lifetime)
@@ -238,7 +250,7 @@ func TestOAuthBearerSessionLifetime(t *testing.T) {
 func TestOAuthBearerKgoReauthenticates(t *testing.T) {
 	is := newOAuthIssuer(t)
 	seen := make(chan *socketserver.Request, 100)
-	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), nil), withUsers(newUsers(t)), recording(seen))
+	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), nil), withOAuth(t, withUsers(newUsers(t))), recording(seen))
 	var minted atomic.Int32
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Oauth(func(context.Context) (oauth.Auth, error) {
 		minted.Add(1)
@@ -278,7 +290,7 @@ func TestOAuthBearerKeyRotation(t *testing.T) {
 	seen := make(chan *socketserver.Request, 10)
 	srv := socketservertest.NewServer(t, jwksProps(https.URL+"/jwks.json", listener.Properties{
 		oauthJAAS: listener.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
-	}), withUsers(newUsers(t)), recording(seen))
+	}), withOAuth(t, withUsers(newUsers(t))), recording(seen))
 	fetched := is.Fetches()
 	require.EqualValues(t, 1, fetched, "Server.Start read the key set")
 
@@ -298,10 +310,10 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"sasl.enabled.mechanisms": "OAUTHBEARER",
 		oauthJAAS:                 listener.OAuthBearerLoginModule + ` required unsecuredValidatorPrincipalClaimName="user";`,
-	}), func(c *socketserver.Config) {
+	}), withOAuth(t, func(c *socketserver.Config) {
 		c.APIs = allAPIs()
 		c.Logger = logger
-	}, recording(seen))
+	}), recording(seen))
 	var warned bool
 	for _, r := range logs.atLeast(0) {
 		if strings.Contains(r.msg, "UNSIGNED tokens") {
@@ -323,10 +335,10 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 func TestOAuthBearerListClientConnections(t *testing.T) {
 	is := newOAuthIssuer(t)
 	const listKey = 1000 // kmsg knows another API under KIP-1329's 93
-	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), nil), func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), nil), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
 		c.APIs = append(c.APIs, socketserver.ListClientConnectionsAPI(listKey, nil))
-	}, echoMetadata)
+	}), echoMetadata)
 	claims := kafkaClaims(is, "alice", time.Hour)
 	rc := dialRaw(t, srv, "SASL_PLAINTEXT")
 	require.Zero(t, rc.handshake(1, "OAUTHBEARER").ErrorCode)
@@ -363,7 +375,11 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 			require.NoError(t, err)
 			cfg, err := socketserver.ConfigFromProperties(lc)
 			require.NoError(t, err)
-			assert.Empty(t, cfg.SASLMechanisms)
+			assert.Nil(t, cfg.Security["SASL_PLAINTEXT"].OAuthBearer)
+			require.ErrorIs(t, cfg.Security["SASL_PLAINTEXT"].OAuthBearerNotConfigured(), listener.ErrOAuthBearerNotConfigured)
+			cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+			require.NoError(t, err)
+			assert.Empty(t, cfg.SASLMechanisms, "Kafka's validators are not configured: nothing to add")
 			_, err = socketserver.New(cfg)
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
@@ -401,7 +417,83 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
 		Security: map[protocolmap.ListenerName]listener.Security{"SASL_PLAINTEXT": sec}})
 	require.ErrorIs(t, err, listener.ErrSASLMechanism)
-	assert.Contains(t, err.Error(), "ConfigFromProperties builds it")
+	assert.Contains(t, err.Error(), "oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)")
+	// And one whose Security is built in code, without OAUTHBEARER
+	// settings, is told how to give a mechanism.
+	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
+		Security: map[protocolmap.ListenerName]listener.Security{"SASL_PLAINTEXT": {SASLMechanisms: []string{"OAUTHBEARER"}}}})
+	require.ErrorIs(t, err, listener.ErrSASLMechanism)
+	assert.Contains(t, err.Error(), "listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER")
+	assert.Contains(t, err.Error(), "oauthbearer.New")
+}
+
+// The server builds no OAUTHBEARER mechanism, so as not to link its
+// validators into every program: ConfigFromProperties reads a listener's
+// settings once (Security.OAuthBearer), and until the host builds the
+// mechanism from them (oauthbearer.AddMechanisms, or FromSettings) New
+// fails, naming the listener and saying how. A mechanism of the host's
+// own is kept.
+func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
+	is := newOAuthIssuer(t)
+	for _, tc := range []struct {
+		name      string
+		props     listener.Properties
+		validator string
+	}{
+		{"JWKS", jwksProps(is.WriteJWKS(t), nil), "JWKS validator"},
+		{"unsecured", saslProps(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: listener.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc, err := listener.Resolve(tc.props)
+			require.NoError(t, err)
+			cfg, err := socketserver.ConfigFromProperties(lc)
+			require.NoError(t, err)
+			cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
+			settings := cfg.Security["SASL_PLAINTEXT"].OAuthBearer
+			require.NotNil(t, settings)
+			assert.Equal(t, protocolmap.ListenerName("SASL_PLAINTEXT"), settings.Listener)
+			assert.Equal(t, tc.name == "JWKS", settings.JWKS != nil)
+			assert.Nil(t, cfg.Security["PLAINTEXT"].OAuthBearer)
+			assert.Empty(t, cfg.SASLMechanisms, "ConfigFromProperties builds no mechanism")
+
+			_, err = socketserver.New(cfg)
+			var ce *protocolmap.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "sasl.enabled.mechanisms", ce.Key)
+			assert.ErrorIs(t, err, listener.ErrSASLMechanism)
+			assert.NotErrorIs(t, err, listener.ErrOAuthBearerNotConfigured)
+			for _, want := range []string{"listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER", "Kafka's " + tc.validator,
+				"oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)", `FromSettings(*cfg.Security["SASL_PLAINTEXT"].OAuthBearer)`} {
+				assert.Contains(t, ce.Rule, want)
+			}
+
+			given := cfg.SASLMechanisms
+			cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+			require.NoError(t, err)
+			assert.Nil(t, given, "AddMechanisms changes no map of the caller's")
+			require.Len(t, cfg.SASLMechanisms["SASL_PLAINTEXT"], 1)
+			m := cfg.SASLMechanisms["SASL_PLAINTEXT"][0].(*oauthbearer.Mechanism)
+			if tc.name == "JWKS" {
+				assert.IsType(t, &oauthbearer.JWKSValidator{}, m.Validator())
+			} else {
+				assert.IsType(t, &oauthbearer.UnsecuredValidator{}, m.Validator())
+			}
+			srv, err := socketserver.New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, srv.Start(context.Background()))
+			srv.Close()
+
+			// A host's own OAUTHBEARER mechanism is kept.
+			own, err := oauthbearer.New(oauthbearer.ValidatorFunc(func(context.Context, string) (oauthbearer.Token, error) {
+				return oauthbearer.Token{}, errors.New("no")
+			}))
+			require.NoError(t, err)
+			mine := map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {own}}
+			got, err := oauthbearer.AddMechanisms(mine, cfg.Security)
+			require.NoError(t, err)
+			assert.Equal(t, mine, got)
+		})
+	}
 }
 
 // The JWKS refresher is the server's: it starts with Server.Start (which
@@ -417,7 +509,7 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 		oauthJAAS: listener.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
 		"sasl.oauthbearer.jwks.endpoint.refresh.ms": "50",
 	})
-	srv, stop, err := socketservertest.Start(props, withUsers(newUsers(t)), echoMetadata)
+	srv, stop, err := socketservertest.Start(props, withOAuth(t, withUsers(newUsers(t))), echoMetadata)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return is.Fetches() >= 3 }, 10*time.Second, 10*time.Millisecond, "the refresher runs")
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: is.Sign(t, "k1", kafkaClaims(is, "alice", time.Hour))}.AsMechanism()))
@@ -437,6 +529,8 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 	cfg, err := socketserver.ConfigFromProperties(lc)
 	require.NoError(t, err)
 	cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
+	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+	require.NoError(t, err)
 	failing, err := socketserver.New(cfg)
 	require.NoError(t, err)
 	defer failing.Close()

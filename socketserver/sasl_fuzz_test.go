@@ -100,7 +100,7 @@ func FuzzSASLPreAuth(f *testing.F) {
 		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":                   listener.OAuthBearerLoginModule + " required;",
 		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": listener.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url":                                          is.WriteJWKS(f),
-	}), withUsers(users), h)
+	}), withOAuth(f, withUsers(users)), h)
 	addr := srv.Addr("SASL_PLAINTEXT").String()
 
 	// The handler is reachable with the password, and with a signed token:

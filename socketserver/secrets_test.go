@@ -266,10 +266,10 @@ func TestSecretsNeverLogged(t *testing.T) {
 		oauthJAAS:                                   listener.OAuthBearerLoginModule + " required;",
 		oauthClass:                                  listener.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url":        is.WriteJWKS(t),
-	}), func(c *socketserver.Config) {
+	}), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(users)(c)
 		c.Logger = logger
-	}, recording(make(chan *socketserver.Request, 1000)))
+	}), recording(make(chan *socketserver.Request, 1000)))
 
 	const wrong = "wrong-Pw-5b2e90c7" // a wrong password is a secret too: a typo of the right one
 	secrets := secretSet{}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -167,6 +168,11 @@ func socketServerConfig(cfg *listener.Config, s brokerSettings, h socketserver.H
 		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: append(controlPlaneAPIs(), lcc)}
 	}
 	scfg.ListenerCredentials = s.users.Stores()
+	// OAUTHBEARER, as Kafka configures it from each listener's keys (the
+	// socket server builds no mechanism of its own).
+	if scfg.SASLMechanisms, err = oauthbearer.AddMechanisms(scfg.SASLMechanisms, scfg.Security); err != nil {
+		return socketserver.Config{}, err
+	}
 	return scfg, nil
 }
 

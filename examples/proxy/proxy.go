@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -136,6 +137,11 @@ func newProxy(ctx context.Context, cfg *listener.Config, log *slog.Logger, dial 
 	}
 	scfg.APIs = p.apis
 	scfg.ListenerCredentials = users.Stores()
+	// OAUTHBEARER, as Kafka configures it from a client listener's keys.
+	if scfg.SASLMechanisms, err = oauthbearer.AddMechanisms(scfg.SASLMechanisms, scfg.Security); err != nil {
+		cancel()
+		return nil, err
+	}
 	if set.adminListener != "" {
 		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{set.adminListener: p.adminAPIs()}
 	}

@@ -34,8 +34,21 @@
 // refreshes it; Close ends that goroutine. A host that uses a validator on
 // its own calls Start and Close itself.
 //
-// The listener package builds these from Kafka's properties
-// (listener.Config.OAuthBearer), and socketserver.ConfigFromProperties
-// gives each listener that enables OAUTHBEARER the mechanism Kafka would.
-// Package oauthbearertest issues signed and unsigned tokens for tests.
+// From Kafka's properties: the listener package reads a listener's
+// OAUTHBEARER settings (listener.Config.OAuthBearer; the socket server's
+// ConfigFromProperties keeps them in listener.Security.OAuthBearer), and
+// [FromSettings] builds the mechanism Kafka would configure from them. A
+// host gives every listener that enables OAUTHBEARER its mechanism in one
+// call:
+//
+//	cfg, err := socketserver.ConfigFromProperties(lc)
+//	...
+//	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+//
+// Neither the listener package nor the socket server imports this one, so
+// a program that serves no OAUTHBEARER links neither go-jose (the JWKS
+// validator's) nor an HTTP client; the socket server refuses to start a
+// listener that enables OAUTHBEARER without a mechanism, saying how to
+// add one. Package oauthbearertest issues signed and unsigned tokens for
+// tests.
 package oauthbearer

@@ -104,7 +104,8 @@ var (
 // sasl.Mechanism and a sasl.Service: Start and Close are passed on to the
 // validator if it is a sasl.Service, and do nothing otherwise.
 type Mechanism struct {
-	v Validator
+	v        Validator
+	warnings []string // logged by Start (FromSettings)
 }
 
 // New returns the OAUTHBEARER mechanism over v.
@@ -124,8 +125,14 @@ func (m *Mechanism) Validator() Validator { return m.v }
 // NewServer starts one authentication exchange.
 func (m *Mechanism) NewServer(sasl.ConnState) sasl.Server { return &server{v: m.v} }
 
-// Start starts the validator if it is a sasl.Service.
+// Start starts the validator if it is a sasl.Service. A mechanism of
+// [FromSettings] first logs the settings' warnings.
 func (m *Mechanism) Start(ctx context.Context, logger *slog.Logger) error {
+	if logger != nil {
+		for _, w := range m.warnings {
+			logger.Warn("OAUTHBEARER: " + w)
+		}
+	}
 	if s, ok := m.v.(sasl.Service); ok {
 		return s.Start(ctx, logger)
 	}
