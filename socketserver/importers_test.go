@@ -56,3 +56,31 @@ func main() { _, _ = socketserver.New(socketserver.Config{Registry: connregistry
 		require.NotContains(t, all, heavy, "an importer's build list holds %s:\n%s", heavy, all)
 	}
 }
+
+// Pay for what you use: socketserver and listener, and everything they
+// import, import neither go-jose nor the oauthbearer package, whose JWKS
+// validator needs it and an HTTP client; a host that serves OAUTHBEARER
+// imports listener/sasl/oauthbearer itself. (examples/embed's
+// TestProgramLinksNoJOSE checks a program's binary.)
+func TestImportsNoJOSE(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	for _, pkg := range []string{"./socketserver", "./listener"} {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go list -deps %s: %s", pkg, out)
+		deps := strings.Fields(string(out))
+		require.Contains(t, deps, "github.com/kafkanet/kafkanet/protocolmap", "go list -deps %s lists its imports", pkg)
+		for _, dep := range deps {
+			for _, heavy := range []string{"github.com/go-jose/", "github.com/kafkanet/kafkanet/listener/sasl/oauthbearer", "net/http"} {
+				require.False(t, dep == heavy || strings.HasPrefix(dep, heavy),
+					"%s imports %s, which only a host that serves OAUTHBEARER should pay for:\n%s", pkg, dep, out)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"io"
 	"net"
 	"os"
@@ -38,15 +39,38 @@ func TestREADMEShowsThisProgram(t *testing.T) {
 	assert.Equal(t, string(src), string(section[1]), "README.md's embedding program differs from examples/embed/main.go")
 }
 
+// buildEmbed builds the program into a directory of the test's, as a user
+// would (go build, in the examples module), and returns the binary's path.
+func buildEmbed(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "embed")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// Pay for what you use: a program that serves no OAUTHBEARER links neither
+// go-jose nor the JWKS validator's HTTP client. The binary's build
+// information (what go version -m prints) lists every module linked into
+// it.
+func TestProgramLinksNoJOSE(t *testing.T) {
+	info, err := buildinfo.ReadFile(buildEmbed(t))
+	require.NoError(t, err)
+	var modules []string
+	for _, m := range info.Deps {
+		modules = append(modules, m.Path)
+	}
+	require.Contains(t, modules, "github.com/kafkanet/kafkanet", "the build information lists the modules linked")
+	for _, m := range modules {
+		assert.False(t, strings.HasPrefix(m, "github.com/go-jose/go-jose"), "examples/embed links %s: %v", m, modules)
+	}
+}
+
 // The program, built and run as a user would: a kgo client reads Metadata
 // and lists its own connection through ListClientConnections, then SIGTERM
 // shuts the server down gracefully and the program exits with status 0.
 func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "embed")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-
+	bin := buildEmbed(t)
 	cmd := exec.Command(bin, "-listeners", "PLAINTEXT://127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
