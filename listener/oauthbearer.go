@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kafkanet/kafkanet/internal/oauthsettings"
+	"github.com/kafkanet/kafkanet/listener/internal/oauthsettings"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/kafkanet/kafkanet/internal/oauthsettings"
+	"github.com/kafkanet/kafkanet/listener/internal/oauthsettings"
 	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 )
 

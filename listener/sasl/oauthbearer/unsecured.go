@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kafkanet/kafkanet/internal/oauthsettings"
+	"github.com/kafkanet/kafkanet/listener/internal/oauthsettings"
 )
 
 // UnsecuredConfig configures an [UnsecuredValidator] with the JAAS options
