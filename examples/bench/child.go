@@ -333,9 +333,23 @@ func (b *bench) childEnv(unset []string, add ...string) []string {
 }
 
 // launch starts c's process with the environment env and waits until it
-// is ready. The process gets SIGTERM when ctx ends, and SIGKILL if the
-// bench dies.
+// answers ApiVersions. The process gets SIGTERM when ctx ends, and SIGKILL
+// if the bench dies.
 func (b *bench) launch(ctx context.Context, c *child, path string, args []string, env []string) error {
+	if err := b.spawn(ctx, c, path, args, env); err != nil {
+		return err
+	}
+	if err := c.waitReady(ctx, b.dialer); err != nil {
+		c.stop()
+		return err
+	}
+	return nil
+}
+
+// spawn starts c's process with the environment env, its stdin and stdout
+// pipes to the bench, and returns without waiting for anything. The
+// process gets SIGTERM when ctx ends, and SIGKILL if the bench dies.
+func (b *bench) spawn(ctx context.Context, c *child, path string, args []string, env []string) error {
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = env
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -360,10 +374,6 @@ func (b *bench) launch(ctx context.Context, c *child, path string, args []string
 		c.waitErr = cmd.Wait()
 		close(c.exited)
 	}()
-	if err := c.waitReady(ctx, b.dialer); err != nil {
-		c.stop()
-		return err
-	}
 	return nil
 }
 

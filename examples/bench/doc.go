@@ -11,8 +11,9 @@
 // examples/broker (and p examples/proxy) with the go command. Each server
 // runs alone in a child process on 127.0.0.1 (the bench re-executes
 // itself), so that its CPU time, context switches and memory are its own;
-// the bench process is the client. CPU time is the sum of the run time of
-// the child's threads
+// the bench process is the client (in scenario i, the legitimate client
+// alone: the attackers run in a child of their own). CPU time is the sum
+// of the run time of the child's threads
 // (/proc/PID/task/*/schedstat, to the nanosecond; the tick count of
 // /proc/PID/stat where threads that exited took more with them), context
 // switches the sum of their voluntary and nonvoluntary switches
@@ -152,13 +153,24 @@
 //	   of it and hold; 3 failed logins, -hostile-logins (100) connections
 //	   failing PLAIN logins (a wrong password) in a loop; 4 pipeliners,
 //	   -hostile-pipeliners (50) authenticated connections writing Metadata
-//	   v1 64 at a time without ever reading. Also per case: the broker's
-//	   peak RSS (VmHWM) and RSS at the end, its CPU and the bench's over
-//	   both windows, the Metadata client's timeouts and errors, and p99 and
-//	   MB/s over case 0's of the same round, marked against the targets
-//	   (cases 1 to 3: p99 at most 2× alone, MB/s at least 0.5×; case 4,
-//	   saturated by design: p99 at most 5×). Reproduce with -scenarios i
-//	   -rounds 3.
+//	   v1 64 at a time without ever reading. The attackers run in a child
+//	   process of their own (the bench re-executed with -bench-child
+//	   -attack, which gets the broker's address, the case, the count and
+//	   the credentials, reports its counts on stdout when asked on stdin,
+//	   and stops when its stdin closes, the bench dies or its lifetime is
+//	   over), so that the legitimate client is alone in the bench process:
+//	   attackers that keep a Go runtime's Ps busy (dialing in a loop,
+//	   writing without pause) leave its network to sysmon's poll, every
+//	   10 ms, and beside them the legitimate client's answers would be
+//	   noticed late, its latency measuring the bench's scheduler as much
+//	   as the broker's fairness. Also per case: the broker's peak RSS
+//	   (VmHWM) and RSS at the end, its CPU, the bench's and the attackers'
+//	   process's over both windows, the attackers' connections still open
+//	   at the end, failed logins/s and pipelined requests/s written, the
+//	   Metadata client's timeouts and errors, and p99 and MB/s over case
+//	   0's of the same round, marked against the targets (cases 1 to 3:
+//	   p99 at most 2× alone, MB/s at least 0.5×; case 4, saturated by
+//	   design: p99 at most 5×). Reproduce with -scenarios i -rounds 3.
 //	p  examples/proxy in front of examples/broker against a direct
 //	   connection to the same broker, in the same round: Metadata v12 round
 //	   trips on each -conns count (the latency the proxy adds at p50 and

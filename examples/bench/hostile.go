@@ -5,17 +5,15 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -111,6 +109,7 @@ const (
 	endRSSMetric         = "RSS at end MiB"
 	brokerCPUMetric      = "broker CPU %"
 	benchCPUMetric       = "bench CPU %"
+	attackersCPUMetric   = "attackers CPU %"
 	p99RatioMetric       = "p99 × alone"
 	produceRatioMetric   = "MB/s × alone"
 	openConnsMetric      = "hostile conns open at end"
@@ -163,10 +162,14 @@ func (b *bench) hostileInfo() scenarioInfo {
 			fmt.Sprintf("4 pipeliners: %d connections log in as bob, then write batches of 64 Metadata v1 requests back to back, never", o.hostilePipeliners),
 			"  reading: their writes block once the socket buffers are full, and go on as the broker reads (req/s written: into the",
 			"  sockets, the kernel's buffers included, not what the broker answered).",
+			"The attackers run in a child process of their own (the bench re-executed), the legitimate client alone in the bench's: attackers",
+			"that keep a Go runtime's Ps busy (dialing in a loop, writing without pause) leave its network to sysmon's poll, every 10 ms, and",
+			"in the bench's process they would delay the legitimate client's own answers, whose latency would then measure the bench's",
+			"scheduler as much as the broker's fairness. Their counts (conns open, failed logins, requests written) come from that child.",
 			"Peak RSS: the broker's VmHWM over its life; RSS at end: its VmRSS at the end of the producer's window, the attackers still",
-			"there. CPU % over the two windows together, the warm-up record between them excluded (100 = one core): the broker's, and the",
-			"bench's, which is the legitimate client and the attackers alike, on the same cores as the broker. Failed logins/s and req/s",
-			"written: over the two windows too.",
+			"there. CPU % over the two windows together, the warm-up record between them excluded (100 = one core): the broker's, the",
+			"bench's, which is the legitimate client alone, and the attackers' process's (cases 1 to 4), all on the same cores. Failed",
+			"logins/s and req/s written: over the two windows too.",
 			"p99 × alone and MB/s × alone: the case's over case 0's of the same round. Targets: in cases 1 to 3, p99 at most 2× alone",
 			"and throughput at least 0.5× alone; in case 4, where the server is saturated by design, p99 at most 5× alone; RSS bounded",
 			"in every case (no fixed number: compare the peaks with alone's).",
@@ -276,10 +279,17 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 		return nil, fmt.Errorf("the legitimate Metadata client: %w", err)
 	}
 
-	a, err := b.startAttack(ctx, setupCtx, k, c.addr)
-	defer a.stop()
-	if err != nil {
-		return nil, fmt.Errorf("setting up the attackers: %w", err)
+	// The attackers, in a process of their own (none in case 0).
+	var atk *child
+	if k != hostileAlone {
+		dl, _ := setupCtx.Deadline()
+		atk, err = b.startAttackers(ctx, k, c.addr, time.Until(dl))
+		if atk != nil {
+			defer atk.stop()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("setting up the attackers: %w", err)
+		}
 	}
 	if err := c.alive(); err != nil {
 		return nil, err
@@ -295,9 +305,15 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 	if err != nil {
 		return nil, err
 	}
-	ops0 := a.ops.Load()
+	a0, err := sampleAttackers(atk)
+	if err != nil {
+		return nil, err
+	}
 	mr := meta.run(ctx, time.Now().Add(dur))
-	ops := a.ops.Load() - ops0
+	a1, err := sampleAttackers(atk)
+	if err != nil {
+		return nil, err
+	}
 	if err := w1.end(); err != nil {
 		return nil, err
 	}
@@ -318,9 +334,17 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 	if err != nil {
 		return nil, err
 	}
-	ops0 = a.ops.Load()
+	a2, err := sampleAttackers(atk)
+	if err != nil {
+		return nil, err
+	}
 	acked, failed := prod.run(ctx, time.Now().Add(dur))
-	ops += a.ops.Load() - ops0
+	// The end of the producer's window is the attackers' end: their
+	// connections still open, and the wrong passwords accepted, then.
+	a3, err := sampleAttackers(atk)
+	if err != nil {
+		return nil, err
+	}
 	if err := w2.end(); err != nil {
 		return nil, err
 	}
@@ -341,10 +365,12 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 	if err != nil {
 		return nil, err
 	}
-	open := a.openConns()
 	// Everyone leaves before the broker stops, so that its shutdown waits
 	// for no one.
-	a.stop()
+	var atkErr error
+	if atk != nil {
+		atkErr = atk.stop()
+	}
 	prod.close()
 
 	p50, p99 := b.opts.hostileTimeout, b.opts.hostileTimeout // answered nothing
@@ -354,6 +380,7 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 	}
 	secs := dur.Seconds()
 	elapsed := (w1.Elapsed + w2.Elapsed).Seconds()
+	ops := a1.report.Ops - a0.report.Ops + a3.report.Ops - a2.report.Ops
 	out := []sample{
 		{Metric: metaP50Metric, Value: millis(p50)},
 		{Metric: metaP99Metric, Value: millis(p99)},
@@ -367,17 +394,24 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 		{Metric: brokerCPUMetric, Value: 100 * (w1.ServerCPU + w2.ServerCPU).Seconds() / elapsed},
 		{Metric: benchCPUMetric, Value: 100 * (w1.Client + w2.Client).Seconds() / elapsed},
 	}
+	if atk != nil {
+		cpu := a1.usage.cpuSince(a0.usage) + a3.usage.cpuSince(a2.usage)
+		out = append(out, sample{Metric: attackersCPUMetric, Value: 100 * cpu.Seconds() / elapsed})
+	}
 	switch k {
 	case hostileSlowloris, hostileClaims:
-		out = append(out, sample{Metric: openConnsMetric, Value: float64(open)})
+		out = append(out, sample{Metric: openConnsMetric, Value: float64(a3.report.Open)})
 	case hostileLogins:
 		out = append(out, sample{Metric: failedLoginsMetric, Value: float64(ops) / (2 * secs)})
 	case hostilePipeliners:
-		out = append(out, sample{Metric: openConnsMetric, Value: float64(open)},
+		out = append(out, sample{Metric: openConnsMetric, Value: float64(a3.report.Open)},
 			sample{Metric: pipelinedWriteMetric, Value: float64(ops) / (2 * secs)})
 	}
-	if n := a.accepted.Load(); n > 0 {
+	if n := a3.report.Accepted; n > 0 {
 		return out, fmt.Errorf("the broker accepted %d logins with a wrong password", n)
+	}
+	if atkErr != nil {
+		return out, atkErr
 	}
 	return out, c.stop()
 }
@@ -627,290 +661,96 @@ func saslLogin(ctx context.Context, d *dialer, addr, user, password string, time
 	return rc, nil
 }
 
-// attack is the attackers of one case.
-type attack struct {
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	conns    connSet      // the connections that stay: slowloris, claims, pipeliners
-	ops      atomic.Int64 // failed logins completed, or pipelined requests written
-	accepted atomic.Int64 // logins with a wrong password that the broker accepted
-	stopOnce sync.Once
+// attackAnswerTimeout bounds the wait for each of the attacker child's
+// answers to the bench; past it, the bench kills the child.
+const attackAnswerTimeout = 10 * time.Second
+
+// attackLifetimeSlack is how long an attacker child outlives the longest
+// case it may serve, before it stops by itself.
+const attackLifetimeSlack = 30 * time.Second
+
+// attackSpec returns the attacker child's spec for case k against addr,
+// with setup for the attackers' set-up: the case's count, bob's
+// credentials and the wrong password, and a lifetime that covers the
+// set-up, the two windows, a Metadata request in flight at the first's
+// end and the producer's warm-up record between them.
+func (b *bench) attackSpec(k hostileKind, addr string, setup time.Duration) attackSpec {
+	o := b.opts
+	n := map[hostileKind]int{hostileSlowloris: o.hostileSlowloris, hostileClaims: o.hostileClaims,
+		hostileLogins: o.hostileLogins, hostilePipeliners: o.hostilePipeliners}[k]
+	return attackSpec{Case: k, Addr: addr, Conns: n, User: attackerUser, Password: attackerPassword, WrongPassword: wrongPassword,
+		Setup: setup, Lifetime: setup + 2*(o.hostileDuration+o.hostileTimeout) + attackLifetimeSlack}
 }
 
-// stop ends the attackers: it cancels their context, closes their
-// connections and waits for their goroutines.
-func (a *attack) stop() {
-	a.stopOnce.Do(func() {
-		a.cancel()
-		a.conns.closeAll()
-		a.wg.Wait()
-	})
-}
-
-// openConns counts the attackers' lasting connections that the broker has
-// not closed.
-func (a *attack) openConns() int {
-	a.conns.mu.Lock()
-	conns := slices.Clone(a.conns.conns)
-	a.conns.mu.Unlock()
-	n := 0
-	for _, c := range conns {
-		if connOpen(c) {
-			n++
-		}
+// startAttackers starts the attacker child of case k against addr (the
+// bench binary re-executed with childFlag and attackFlag) and waits until
+// it has set its attackers up, within setup. The child, when not nil, must
+// be stopped even when startAttackers fails.
+func (b *bench) startAttackers(ctx context.Context, k hostileKind, addr string, setup time.Duration) (*child, error) {
+	if setup <= 0 {
+		return nil, context.DeadlineExceeded
 	}
-	return n
-}
-
-// connOpen says whether the peer has neither closed nor reset c, by
-// peeking at its receive queue without waiting.
-func connOpen(c net.Conn) bool {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return true
+	c := &child{name: "the attacker child"}
+	if err := b.spawn(ctx, c, b.exe, b.attackSpec(k, addr, setup).args(), b.childEnv(nil)); err != nil {
+		return nil, err
 	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	open := false
-	var buf [1]byte
-	err = raw.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		open = n > 0 || errors.Is(err, syscall.EAGAIN)
-		return true
-	})
-	return open && err == nil
-}
-
-// startAttack sets up the attackers of case k against addr within
-// setupCtx; they run until stop or ctx ends. The attack must be stopped
-// even when startAttack fails.
-func (b *bench) startAttack(ctx, setupCtx context.Context, k hostileKind, addr string) (*attack, error) {
-	actx, cancel := context.WithCancel(ctx)
-	a := &attack{cancel: cancel}
-	switch k {
-	case hostileSlowloris:
-		return a, b.slowloris(actx, setupCtx, a, addr)
-	case hostileClaims:
-		return a, b.claims(setupCtx, a, addr)
-	case hostileLogins:
-		return a, b.failedLogins(actx, setupCtx, a, addr)
-	case hostilePipeliners:
-		return a, b.pipeliners(actx, setupCtx, a, addr)
-	}
-	return a, nil
-}
-
-// openAll opens n connections with open, hostileParallel at a time, and
-// adds them to a's connections; it stops at the first failure.
-func openAll(ctx context.Context, a *attack, n int, open func(context.Context) (net.Conn, error)) error {
-	var next atomic.Int64
-	errs := make([]error, hostileParallel)
-	var wg sync.WaitGroup
-	for w := range min(n, hostileParallel) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				c, err := open(ctx)
-				if err != nil {
-					errs[w] = fmt.Errorf("connection %d of %d: %w", i, n, err)
-					next.Store(int64(n))
-					return
-				}
-				a.conns.add(c)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(append(errs, ctx.Err())...)
-}
-
-// attackerLogin opens a connection authenticated as bob.
-func (b *bench) attackerLogin(addr string) func(context.Context) (net.Conn, error) {
-	return func(ctx context.Context) (net.Conn, error) {
-		rc, err := saslLogin(ctx, b.dialer, addr, attackerUser, attackerPassword, hostileLoginTimeout)
-		if err != nil {
-			return nil, err
-		}
-		return rc.c, nil
-	}
-}
-
-// slowlorisFrame is the request a slowloris connection trickles: an
-// ApiVersions v0, which a SASL listener takes before authentication, with
-// a client id of slowlorisClientIDLen bytes.
-func slowlorisFrame() []byte {
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("slowloris" + strings.Repeat("-", slowlorisClientIDLen-len("slowloris"))))
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 0
-	return f.AppendRequest(nil, req, 0)
-}
-
-// slowloris opens -hostile-slowloris connections, unauthenticated, and
-// has each send its request's next byte every trickleInterval, all but
-// the last.
-func (b *bench) slowloris(ctx, setupCtx context.Context, a *attack, addr string) error {
-	if err := openAll(setupCtx, a, b.opts.hostileSlowloris, func(ctx context.Context) (net.Conn, error) {
-		return b.dialer.dial(ctx, addr)
-	}); err != nil {
-		return err
-	}
-	conns := slices.Clone(a.conns.conns)
-	frame := slowlorisFrame()
-	a.wg.Go(func() {
-		sent := make([]int, len(conns)) // -1: the broker closed it
-		t := time.NewTicker(trickleInterval)
-		defer t.Stop()
-		for {
-			for i, c := range conns {
-				if sent[i] < 0 || sent[i] >= len(frame)-1 {
-					continue
-				}
-				_ = c.SetWriteDeadline(time.Now().Add(trickleInterval))
-				if _, err := c.Write(frame[sent[i] : sent[i]+1]); err != nil {
-					sent[i] = -1
-					continue
-				}
-				sent[i]++
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return nil
-}
-
-// claimHeader is what a claim writes: the size of a claimFrameSize-byte
-// Produce frame and its first claimSent bytes (API key, version,
-// correlation id, client id length).
-func claimHeader() []byte {
-	h := binary.BigEndian.AppendUint32(nil, claimFrameSize)
-	h = binary.BigEndian.AppendUint16(h, uint16(kmsg.Produce))
-	h = binary.BigEndian.AppendUint16(h, produceFrameVersion)
-	h = binary.BigEndian.AppendUint32(h, 1)
-	return binary.BigEndian.AppendUint16(h, uint16(len(clientID)))
-}
-
-// claims opens -hostile-claims connections authenticated as bob, then has
-// each announce its Produce frame and send claimSent bytes of it. They
-// hold until the case ends.
-func (b *bench) claims(setupCtx context.Context, a *attack, addr string) error {
-	if err := openAll(setupCtx, a, b.opts.hostileClaims, b.attackerLogin(addr)); err != nil {
-		return err
-	}
-	h := claimHeader()
-	for _, c := range slices.Clone(a.conns.conns) {
-		_ = c.SetWriteDeadline(time.Now().Add(hostileLoginTimeout))
-		if _, err := c.Write(h); err != nil {
-			return fmt.Errorf("a claim: %w", err)
-		}
-	}
-	return nil
-}
-
-// failedLogins starts -hostile-logins attackers that fail logins in a
-// loop until ctx ends, and waits until each has failed one.
-func (b *bench) failedLogins(ctx, setupCtx context.Context, a *attack, addr string) error {
-	n := b.opts.hostileLogins
-	first := make(chan struct{}, n)
-	for range n {
-		a.wg.Go(func() {
-			signalled := false
-			for ctx.Err() == nil {
-				err := failLogin(ctx, b.dialer, addr)
-				switch {
-				case err == nil:
-					a.ops.Add(1)
-					if !signalled {
-						first <- struct{}{}
-						signalled = true
-					}
-				case errors.Is(err, errLoginAccepted):
-					a.accepted.Add(1)
-				default:
-					_ = sleep(ctx, loginRetryPause)
-				}
-			}
-		})
-	}
-	for got := range n {
-		select {
-		case <-first:
-		case <-setupCtx.Done():
-			return fmt.Errorf("%d of %d attackers failed a first login in time: %w", got, n, setupCtx.Err())
-		}
-	}
-	return nil
-}
-
-// errLoginAccepted is a login with a wrong password that succeeded.
-var errLoginAccepted = errors.New("the broker accepted a wrong password")
-
-// failLogin dials addr, logs in as bob with a wrong password, reads the
-// SASL_AUTHENTICATION_FAILED answer and waits for the broker to close the
-// connection, all within hostileLoginTimeout.
-func failLogin(ctx context.Context, d *dialer, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, hostileLoginTimeout)
-	defer cancel()
-	nc, err := d.dial(ctx, addr)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	stop := context.AfterFunc(ctx, func() { nc.Close() })
-	defer stop()
-	_ = nc.SetDeadline(time.Now().Add(hostileLoginTimeout))
-	rc := newRawConn(nc, nil)
-	code, err := saslExchange(rc, attackerUser, wrongPassword)
+	r, err := c.readAttackReport(setup + attackAnswerTimeout)
 	switch {
 	case err != nil:
-		return err
-	case code == 0:
-		return errLoginAccepted
-	case code != kerr.SaslAuthenticationFailed.Code:
-		return fmt.Errorf("a wrong password answered with %w", kerr.ErrorForCode(code))
+		return c, err
+	case r.Err != "":
+		return c, errors.New(r.Err)
+	case !r.Ready:
+		return c, fmt.Errorf("%s reported its attackers not ready", c.name)
 	}
-	_, err = io.Copy(io.Discard, rc.br) // until the broker closes it
-	return err
+	return c, nil
 }
 
-// pipelineBatch is pipelineDepth Metadata v1 requests back to back, with
-// correlation ids 1 and up.
-func pipelineBatch() []byte {
-	one := metadataV1Frame()
-	var batch []byte
-	for i := range pipelineDepth {
-		binary.BigEndian.PutUint32(one[8:], uint32(i+1))
-		batch = append(batch, one...)
-	}
-	return batch
+// attackSample is what the bench reads of the attacker child at a
+// window's edge: its CPU time, and its counts.
+type attackSample struct {
+	usage  usage
+	report attackReport
 }
 
-// pipeliners opens -hostile-pipeliners connections authenticated as bob,
-// and has each write pipelineBatch over and over, never reading, until ctx
-// ends (stop closes the connections, which ends a blocked write).
-func (b *bench) pipeliners(ctx, setupCtx context.Context, a *attack, addr string) error {
-	if err := openAll(setupCtx, a, b.opts.hostilePipeliners, b.attackerLogin(addr)); err != nil {
-		return err
+// sampleAttackers reads the attacker child c's usage and counts; nothing
+// when c is nil (case 0).
+func sampleAttackers(c *child) (attackSample, error) {
+	var s attackSample
+	if c == nil {
+		return s, nil
 	}
-	batch := pipelineBatch()
-	for _, c := range slices.Clone(a.conns.conns) {
-		_ = c.SetDeadline(time.Time{})
-		a.wg.Go(func() {
-			for ctx.Err() == nil {
-				if _, err := c.Write(batch); err != nil {
-					return
-				}
-				a.ops.Add(pipelineDepth)
-			}
-		})
+	u, err := c.usage()
+	if err != nil {
+		return s, fmt.Errorf("reading %s's CPU time: %w", c.name, err)
 	}
-	return nil
+	s.usage = u
+	if _, err := io.WriteString(c.stdin, attackStatsAsk+"\n"); err != nil {
+		return s, fmt.Errorf("asking %s for its counts: %w: %s", c.name, err, c.stderr)
+	}
+	s.report, err = c.readAttackReport(attackAnswerTimeout)
+	return s, err
+}
+
+// readAttackReport reads the attacker child's next report line, within
+// timeout: past it, it kills the child, which ends the read.
+func (c *child) readAttackReport(timeout time.Duration) (attackReport, error) {
+	var r attackReport
+	kill := time.AfterFunc(timeout, func() { _ = c.cmd.Process.Kill() })
+	line, err := c.stdout.ReadBytes('\n')
+	if !kill.Stop() {
+		return r, fmt.Errorf("%s did not answer within %s: %s", c.name, timeout, c.stderr)
+	}
+	if err != nil {
+		select {
+		case <-c.exited:
+			return r, fmt.Errorf("%s exited: %v: %s", c.name, c.waitErr, c.stderr)
+		case <-time.After(time.Second):
+			return r, fmt.Errorf("reading %s's report: %w: %s", c.name, err, c.stderr)
+		}
+	}
+	if err := json.Unmarshal(line, &r); err != nil {
+		return r, fmt.Errorf("reading %s's report %q: %w", c.name, line, err)
+	}
+	return r, nil
 }

@@ -15,8 +15,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain lets the test binary serve as the bench's server children, as
-// the bench binary does: the end-to-end tests re-execute it.
+// TestMain lets the test binary serve as the bench's server children and
+// scenario i's attacker child, as the bench binary does: the end-to-end
+// tests re-execute it.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
 		os.Exit(childMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))

@@ -1,7 +1,8 @@
 package main
 
 // This file is the child side: the bench binary re-executed with childFlag
-// becomes one of the servers measured, alone in its process.
+// becomes one of the servers measured, alone in its process (or, with
+// attackFlag after childFlag, scenario i's attackers: attackers.go).
 
 import (
 	"bufio"
@@ -33,7 +34,8 @@ import (
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
-// childFlag, as the first argument, makes the binary a server child.
+// childFlag, as the first argument, makes the binary a server child (or
+// the attacker child, when attackFlag follows it).
 const childFlag = "-bench-child"
 
 // serverKind names a server under test.
@@ -153,8 +155,12 @@ func parseChildSpec(args []string) (childSpec, error) {
 
 // childMain runs a server child until SIGTERM or SIGINT and returns its
 // exit status. The kafkanet child answers "stats" lines on stdin with a
-// JSON line of [childStats] on stdout.
+// JSON line of [childStats] on stdout. With attackFlag first, args make
+// scenario i's attacker child instead (attackMain).
 func childMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == attackFlag {
+		return attackMain(args[1:], stdin, stdout, stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	spec, err := parseChildSpec(args)
