@@ -360,7 +360,9 @@ func (c *conn) serveRequest() bool {
 	// Kafka, which reads nothing while a request is in flight, writes it
 	// before it sees the EOF. Only the connection's close, or idle expiry,
 	// ends the wait.
-	c.endTurn() // an inline handler may have handed the request on
+	if len(c.answers) == 0 {
+		c.endTurn() // an inline handler handed the request on: the answer is to wait for
+	}
 	if c.peer == nil {
 		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
 	} else {
@@ -760,14 +762,55 @@ func (c *conn) releaseMemory() {
 }
 
 func (c *conn) writeFrame(b []byte) error {
-	c.endTurn() // the client may not be reading
-	c.moveWriteDeadline()
-	if _, err := c.rw.Write(b); err != nil {
-		c.writeFailed(err)
-		return err
+	n := len(b)
+	if c.turn {
+		var err error
+		if b, err = c.writeInTurn(b); err != nil {
+			c.writeFailed(err)
+			return err
+		}
 	}
-	c.wrote(len(b))
+	if len(b) > 0 {
+		c.moveWriteDeadline()
+		if _, err := c.rw.Write(b); err != nil {
+			c.writeFailed(err)
+			return err
+		}
+	}
+	c.wrote(n)
 	return nil
+}
+
+// turnWriteWait is the longest a plaintext connection's write may wait for
+// the client within its turn: the rest of the response is written after
+// the turn.
+const turnWriteWait = time.Millisecond
+
+// writeInTurn writes the start of a response within the connection's
+// turn, then ends the turn, and returns what is left to write. A response
+// written after the turn would be work on the scheduler's Ps outside the
+// turns (see loop), as much as the request's, so a plaintext connection
+// writes within it, as much as the socket takes within turnWriteWait: a
+// client that does not read holds the turn that long at most. A TLS
+// connection's records must be written whole, so it writes after the
+// turn.
+func (c *conn) writeInTurn(b []byte) ([]byte, error) {
+	defer c.endTurn()
+	if c.rw != c.nc {
+		return b, nil
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(turnWriteWait))
+	c.writeDeadline = 0 // moveWriteDeadline sets connections.max.idle.ms again
+	n, err := c.nc.Write(b)
+	if c.p.srv.cfg.ConnectionsMaxIdle > 0 {
+		c.moveWriteDeadline()
+	} else {
+		_ = c.nc.SetWriteDeadline(time.Time{})
+	}
+	if err != nil && !isDeadline(err) {
+		return nil, err
+	}
+	return b[n:], nil
 }
 
 // moveWriteDeadline keeps the write deadline connections.max.idle.ms

@@ -107,6 +107,8 @@ import (
 //
 // The write deadline is the goroutine's alone: writeFrame moves it to
 // connections.max.idle.ms from now (once an eighth of it has passed), and
+// to turnWriteWait from now for the part of a response written within a
+// turn (writeInTurn), after which it moves it back; and
 // the handshake sets and clears it with the read deadline. writeFrame moves
 // it during the handshake too, so the handshake's deadline bounds its reads
 // only; its responses are small (one ApiVersions, one SASL token each), so

@@ -76,3 +76,38 @@ func TestPipelinedRequestsTakeTurns(t *testing.T) {
 		}
 	}
 }
+
+// A connection that pipelines and stops reading its answers holds a turn
+// at most turnWriteWait: another pipelining client goes on being served.
+// (net.Pipe has no buffer: the hog's second answer, written in a turn,
+// waits for a read that never comes.)
+func TestTurnsSurviveAClientThatDoesNotRead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	pl := socketservertest.NewPipeListener("in-memory")
+	socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+		c.Listen = listenOn(pl)
+		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
+			_ = respondEmpty(r)
+		}), mustKmsgAPI(t, kmsg.Metadata))
+	}, answerAll)
+	pipelined := func(n int32) []byte {
+		var b []byte
+		for corr := range n {
+			b = append(b, formatter.AppendRequest(nil, metadataReq(1), corr)...)
+		}
+		return b
+	}
+	hog := pipeDial(t, pl)
+	go func() { _, _ = hog.Write(pipelined(3)) }()
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 1
+	readResponse(t, hog, resp, 0) // and no more: the second answer waits, in a turn
+	time.Sleep(50 * time.Millisecond)
+
+	c := pipeDial(t, pl)
+	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+	go func() { _, _ = c.Write(pipelined(5)) }()
+	for corr := range int32(5) {
+		readResponse(t, c, resp, corr)
+	}
+}
