@@ -182,6 +182,18 @@ type Config struct {
 	// and on Shutdown and Close. Start holds the server's lock meanwhile,
 	// so Listen must not call the server's methods.
 	//
+	// The listener's Accept, and the RemoteAddr and LocalAddr of the
+	// connections it returns, run on the listener's acceptor path, one
+	// connection after another: the acceptor calls Accept, reads
+	// RemoteAddr to apply the connection quotas, and hands the connection
+	// to a processor, which reads both addresses to name it. None of them
+	// may block: an Accept that does more than wait for the next connection
+	// (a handshake of its own, such as reading a PROXY protocol header, a
+	// lookup) holds up every connection behind it, so do such work in the
+	// connection's own Read, or on a goroutine of the listener's that hands
+	// Accept finished connections. Accept must return, with any error,
+	// once the listener is closed: Shutdown and Close wait for the acceptor.
+	//
 	// Connections need not be TCP. For one whose addresses are not IP
 	// addresses (net.Pipe, a Unix socket), the connection id shows the
 	// addresses as the connection gives them, ConnInfo.ClientAddr is the
