@@ -157,7 +157,7 @@ func TestStalledRequestClosed(t *testing.T) {
 				"queued.max.request.bytes":          tc.budget,
 				socketserver.KeyRequestStallTimeout: strconv.Itoa(int(stall / time.Millisecond)),
 			}, func(c *socketserver.Config) {
-				c.APIs = []socketserver.API{mustKmsgAPI(t, kmsg.Produce), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+				c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Produce), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
 			}, answerAll)
 			c := socketservertest.Dial(t, srv, "PLAINTEXT")
 			claim(t, c, 1<<20, 10)

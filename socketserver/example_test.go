@@ -27,8 +27,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	metadata, _ := socketserver.KmsgAPI(kmsg.Metadata.Int16(), 0, 12)
-	cfg.APIs = []socketserver.API{metadata, socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+	cfg.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
 	srv, err := socketserver.New(cfg)
 	if err != nil {
 		panic(err)

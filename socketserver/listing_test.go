@@ -70,7 +70,7 @@ func TestAPIHandlerBypassesTheQueue(t *testing.T) {
 	defer block.open()
 	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "1", "num.io.threads": "1"},
 		func(c *socketserver.Config) {
-			c.APIs = []socketserver.API{mustKmsgAPI(t, kmsg.Metadata), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+			c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Metadata), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
 		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			block.wait()
 			_ = respondEmpty(r)
@@ -120,11 +120,9 @@ func TestAPIHandlerAnswersLaterOrPanics(t *testing.T) {
 	readResponse(t, c, &connregistry.ListClientConnectionsResponse{APIKey: laterKey}, 4)
 }
 
-func mustKmsgAPI(t testing.TB, key kmsg.Key) socketserver.API {
-	t.Helper()
-	api, ok := socketserver.KmsgAPI(key.Int16(), 0, kmsg.RequestForKey(key.Int16()).MaxVersion())
-	require.True(t, ok)
-	return api
+// mustKmsgAPI enables key at every version kmsg knows.
+func mustKmsgAPI(key kmsg.Key) socketserver.API {
+	return socketserver.MustKmsgAPI(key, 0, kmsg.RequestForKey(key.Int16()).MaxVersion())
 }
 
 // The inline mode keeps the queue's bound: with queued.max.requests=2, at
@@ -144,7 +142,7 @@ func TestInlineHandlersKeepTheQueueBound(t *testing.T) {
 			running <- r
 			<-release
 			_ = respondEmpty(r)
-		}), mustKmsgAPI(t, kmsg.Metadata))
+		}), mustKmsgAPI(kmsg.Metadata))
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		t.Errorf("the queue's handler got API key %d", r.APIKey)
 		_ = r.CloseConnection()

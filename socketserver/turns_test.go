@@ -40,7 +40,7 @@ func TestPipelinedRequestsTakeTurns(t *testing.T) {
 			spans = append(spans, span{r.Conn.ID, r.CorrelationID, start, time.Now()})
 			mu.Unlock()
 			_ = respondEmpty(r)
-		}), mustKmsgAPI(t, kmsg.Metadata))
+		}), mustKmsgAPI(kmsg.Metadata))
 	}, answerAll)
 
 	const conns, pipelined = 3, 5

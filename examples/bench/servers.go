@@ -398,10 +398,7 @@ type minimalHandler struct {
 // host's APIs on the connections' goroutines (socketserver.Inline) instead
 // of through Serve's queue.
 func minimalAPIs(h socketserver.Handler, inline bool) []socketserver.API {
-	api := func(key kmsg.Key, minV, maxV int16) socketserver.API {
-		a, _ := socketserver.KmsgAPI(key.Int16(), minV, maxV)
-		return a
-	}
+	api := socketserver.MustKmsgAPI
 	host := []socketserver.API{
 		api(kmsg.Metadata, 0, 12), // v13 would need topic ids; names keep the fixed response small
 		api(kmsg.Produce, 3, 12),

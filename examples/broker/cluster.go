@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
@@ -439,13 +438,4 @@ func newClusterID() string {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	return base64.RawURLEncoding.EncodeToString(id[:])
-}
-
-// kmsgAPI returns kmsg's API for key at versions min to max.
-func kmsgAPI(key kmsg.Key, min, max int16) socketserver.API {
-	api, ok := socketserver.KmsgAPI(int16(key), min, max)
-	if !ok {
-		panic(fmt.Sprintf("kmsg does not know API %d", key))
-	}
-	return api
 }

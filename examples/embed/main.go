@@ -43,9 +43,8 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	metadata, _ := socketserver.KmsgAPI(kmsg.Metadata.Int16(), 0, 12)
 	cfg.APIs = []socketserver.API{
-		metadata, // answered below
+		socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12),                         // answered below
 		socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil), // answered by the server
 	}
 	cfg.Logger = log

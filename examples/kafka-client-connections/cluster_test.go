@@ -32,14 +32,10 @@ type (
 func startCluster(t testing.TB, n int, opt func(i int, o *brokerOptions)) *cluster {
 	t.Helper()
 	return socketservertest.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
-		for _, k := range []struct{ key, min, max int16 }{
-			{2, 1, 5},  // ListOffsets
-			{1, 4, 11}, // Fetch, by topic name
-		} {
-			api, ok := socketserver.KmsgAPI(k.key, k.min, k.max)
-			require.True(t, ok)
-			o.APIs = append(o.APIs, api)
-		}
+		o.APIs = append(o.APIs,
+			socketserver.MustKmsgAPI(kmsg.ListOffsets, 1, 5),
+			socketserver.MustKmsgAPI(kmsg.Fetch, 4, 11), // by topic name
+		)
 		o.Handler = socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch body := r.Body.(type) {
 			case *kmsg.ListOffsetsRequest:

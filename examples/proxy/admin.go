@@ -17,7 +17,7 @@ import (
 // authorizer).
 func (p *proxy) adminAPIs() []socketserver.API {
 	authorize := connregistry.SuperUsers(p.set.superUsers)
-	meta, _ := socketserver.KmsgAPI(int16(kmsg.Metadata), 0, kmsg.NewPtrMetadataRequest().MaxVersion())
+	meta := socketserver.MustKmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion())
 	meta.Handler = socketserver.HandlerFunc(p.adminMetadata)
 	return []socketserver.API{
 		meta,

@@ -87,7 +87,10 @@ func forwardedAPIs(upstream map[int16]versionRange, set settings, h socketserver
 		if r.min < 0 || r.min > hi {
 			continue
 		}
-		api, _ := socketserver.KmsgAPI(key, r.min, hi)
+		api, ok := socketserver.KmsgAPI(key, r.min, hi)
+		if !ok {
+			continue
+		}
 		apis = append(apis, api)
 	}
 	slices.SortFunc(apis, func(a, b socketserver.API) int { return int(a.Key) - int(b.Key) })

@@ -21,8 +21,9 @@ func ExampleStart() {
 		resp.ClusterID = kmsg.StringPtr("under-test")
 		_ = r.Respond(resp)
 	})
-	metadata, _ := socketserver.KmsgAPI(kmsg.Metadata.Int16(), 0, 12)
-	srv, stop, err := socketservertest.Start(nil, func(c *socketserver.Config) { c.APIs = []socketserver.API{metadata} }, handler)
+	srv, stop, err := socketservertest.Start(nil, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12)}
+	}, handler)
 	if err != nil {
 		panic(err)
 	}
