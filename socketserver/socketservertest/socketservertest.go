@@ -1,5 +1,10 @@
 // Package socketservertest starts socket servers for tests: on 127.0.0.1,
-// ephemeral ports, with a handler, cleaned up when the test ends.
+// ephemeral ports, with a handler, cleaned up when the test ends
+// ([NewServer]; [NewServerFunc] when the handler needs the server it
+// serves, [Start] and [StartFunc] outside a test). It also connects kgo
+// clients ([ConnectKgo], [KgoSASL]), serves listeners in memory
+// ([PipeListener]), makes throwaway certificates ([NewPKI]) and starts
+// clusters of brokers that list connections ([NewListingCluster]).
 package socketservertest
 
 import (
@@ -19,7 +24,8 @@ import (
 // configuration before the server is built (nil leaves it). h serves both
 // planes, with one worker per plane and num.io.threads from props (default 8)
 // for the data plane. The server is closed, and its handlers stopped, when
-// the test ends. A test of a handler with a real client:
+// the test ends. A handler that needs the server, to name it in Metadata,
+// is built with [NewServerFunc]. A test of a handler with a real client:
 //
 //	func TestMetadata(t *testing.T) {
 //		srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = apis }, handler)
@@ -31,7 +37,20 @@ import (
 //	}
 func NewServer(t testing.TB, props listener.Properties, configure func(*socketserver.Config), h socketserver.Handler) *socketserver.Server {
 	t.Helper()
-	srv, stop, err := Start(props, configure, h)
+	return NewServerFunc(t, props, configure, func(*socketserver.Server) socketserver.Handler { return h })
+}
+
+// NewServerFunc is [NewServer] for a handler that needs its server, to
+// name it in Metadata ([socketserver.Server.Broker]) or to read its
+// registry: newHandler is
+// called once, with the started server (every listener bound, so its
+// addresses are known), and the handler it returns serves both planes, as
+// NewServer's does. APIs with a Handler of their own (socketserver.Inline)
+// are answered from Start on, before newHandler runs; configure sets them.
+// See [StartFunc] for an example.
+func NewServerFunc(t testing.TB, props listener.Properties, configure func(*socketserver.Config), newHandler func(*socketserver.Server) socketserver.Handler) *socketserver.Server {
+	t.Helper()
+	srv, stop, err := StartFunc(props, configure, newHandler)
 	if err != nil {
 		t.Fatalf("socketservertest: %v", err)
 	}
@@ -48,6 +67,13 @@ func NewServer(t testing.TB, props listener.Properties, configure func(*socketse
 // closes the server, waits for the handlers and reports a handler loop
 // that ended with an error.
 func Start(props listener.Properties, configure func(*socketserver.Config), h socketserver.Handler) (srv *socketserver.Server, stop func() error, err error) {
+	return StartFunc(props, configure, func(*socketserver.Server) socketserver.Handler { return h })
+}
+
+// StartFunc is [NewServerFunc] outside a test, as [Start] is [NewServer]:
+// newHandler is called with the started server, and its handler serves
+// both planes.
+func StartFunc(props listener.Properties, configure func(*socketserver.Config), newHandler func(*socketserver.Server) socketserver.Handler) (srv *socketserver.Server, stop func() error, err error) {
 	all := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 	for k, v := range props {
 		all[k] = v
@@ -73,6 +99,11 @@ func Start(props listener.Properties, configure func(*socketserver.Config), h so
 	}
 	if err := srv.Start(context.Background()); err != nil {
 		return nil, nil, err
+	}
+	h := newHandler(srv)
+	if h == nil {
+		srv.Close()
+		return nil, nil, errors.New("newHandler returned a nil Handler")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 2)

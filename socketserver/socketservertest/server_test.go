@@ -1,0 +1,49 @@
+package socketservertest_test
+
+import (
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// NewServerFunc hands newHandler the started server, with every listener
+// bound, and its handler serves both planes.
+func TestNewServerFuncBuildsTheHandlerFromTheServer(t *testing.T) {
+	var built *socketserver.Server
+	srv := socketservertest.NewServerFunc(t, listener.Properties{
+		"listeners":                      "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"control.plane.listener.name":    "CONTROLLER",
+	}, metadataAPIs, func(srv *socketserver.Server) socketserver.Handler {
+		require.Nil(t, built, "newHandler is called once")
+		built = srv
+		require.NotNil(t, srv.Addr("PLAINTEXT"), "the server is started")
+		self := []listener.Broker{srv.Broker(7, "")}
+		return socketserver.HandlerFunc(func(r *socketserver.Request) {
+			resp := r.Body.(*kmsg.MetadataRequest).ResponseKind().(*kmsg.MetadataResponse)
+			resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, self)
+			_ = r.Respond(resp)
+		})
+	})
+	require.Same(t, srv, built)
+	for _, name := range []string{"PLAINTEXT", "CONTROLLER"} {
+		cl, _ := socketservertest.ConnectKgo(t, srv.Addr(name).String())
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(t.Context(), cl)
+		require.NoError(t, err, name)
+		require.Len(t, resp.Brokers, 1, name)
+		require.Equal(t, int32(7), resp.Brokers[0].NodeID, name)
+		require.Equal(t, int32(srv.Addr(name).(*net.TCPAddr).Port), resp.Brokers[0].Port, name)
+	}
+}
+
+// A nil handler from newHandler is an error, and the server is closed.
+func TestStartFuncNilHandler(t *testing.T) {
+	_, _, err := socketservertest.StartFunc(nil, nil, func(*socketserver.Server) socketserver.Handler { return nil })
+	require.ErrorContains(t, err, "nil Handler")
+}
