@@ -8,15 +8,17 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
 
-// PKI is a throwaway certificate authority for a test, with a server
+// PKI is a throwaway certificate authority for a test or a demo, with a server
 // certificate for localhost, 127.0.0.1 and ::1 and a client certificate
 // (CN=client, O=kafkanet), written as the PEM files Kafka's keys read
 // (ssl.keystore.type=PEM): a listener takes ServerFile as
@@ -33,52 +35,92 @@ type PKI struct {
 }
 
 // NewPKI makes a PKI valid for a day, its files in a temporary directory
-// removed when the test ends.
+// removed when the test ends. It is [NewPKIDir] for a test.
 func NewPKI(t testing.TB) *PKI {
 	t.Helper()
-	fail := func(err error) {
-		if err != nil {
-			t.Fatalf("socketservertest: PKI: %v", err)
-		}
+	p, err := NewPKIDir(t.TempDir(), 24*time.Hour)
+	if err != nil {
+		t.Fatalf("socketservertest: %v", err)
 	}
-	dir := t.TempDir()
+	return p
+}
+
+// NewPKIDir makes a PKI valid from an hour ago for validFor, outside a
+// test: a program that needs a throwaway certificate (an example, a demo,
+// a harness) gives it the directory to write its files in, which it
+// creates if missing (mode 0700; the files are 0600) and which the caller
+// removes when done. Existing files of the same names are overwritten.
+func NewPKIDir(dir string, validFor time.Duration) (*PKI, error) {
+	p, err := newPKI(dir, validFor)
+	if err != nil {
+		return nil, fmt.Errorf("socketservertest: PKI: %w", err)
+	}
+	return p, nil
+}
+
+func newPKI(dir string, validFor time.Duration) (*PKI, error) {
+	if validFor <= 0 {
+		return nil, fmt.Errorf("validity %v is not positive", validFor)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	now := time.Now()
+	notBefore, notAfter := now.Add(-time.Hour), now.Add(validFor)
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	fail(err)
+	if err != nil {
+		return nil, err
+	}
 	caTemplate := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kafkanet test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	fail(err)
+	if err != nil {
+		return nil, err
+	}
 	ca, err := x509.ParseCertificate(caDER)
-	fail(err)
+	if err != nil {
+		return nil, err
+	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 
-	issue := func(serial int64, template *x509.Certificate) (keyPEM, certPEM []byte) {
+	issue := func(serial int64, template *x509.Certificate) (keyPEM, certPEM []byte, err error) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		fail(err)
+		if err != nil {
+			return nil, nil, err
+		}
 		template.SerialNumber = big.NewInt(serial)
-		template.NotBefore, template.NotAfter = now.Add(-time.Hour), now.Add(24*time.Hour)
+		template.NotBefore, template.NotAfter = notBefore, notAfter
 		template.KeyUsage = x509.KeyUsageDigitalSignature
 		der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
-		fail(err)
+		if err != nil {
+			return nil, nil, err
+		}
 		pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-		fail(err)
+		if err != nil {
+			return nil, nil, err
+		}
 		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
-			pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+			pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 	}
-	serverKey, serverCert := issue(2, &x509.Certificate{
+	serverKey, serverCert, err := issue(2, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "localhost"},
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
-	clientKey, clientCert := issue(3, &x509.Certificate{
+	if err != nil {
+		return nil, err
+	}
+	clientKey, clientCert, err := issue(3, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "client", Organization: []string{"kafkanet"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
+	if err != nil {
+		return nil, err
+	}
 
 	p := &PKI{
 		CAFile: filepath.Join(dir, "ca.pem"), ServerFile: filepath.Join(dir, "server.pem"),
@@ -86,14 +128,24 @@ func NewPKI(t testing.TB) *PKI {
 		ClientFile: filepath.Join(dir, "client-keystore.pem"), Roots: x509.NewCertPool(),
 	}
 	p.Roots.AddCert(ca)
-	fail(os.WriteFile(p.CAFile, caPEM, 0o600))
-	fail(os.WriteFile(p.ServerFile, append(append(serverKey, serverCert...), caPEM...), 0o600))
-	fail(os.WriteFile(p.ClientCertFile, clientCert, 0o600))
-	fail(os.WriteFile(p.ClientKeyFile, clientKey, 0o600))
-	fail(os.WriteFile(p.ClientFile, append(append(clientKey, clientCert...), caPEM...), 0o600))
-	p.Client, err = tls.X509KeyPair(clientCert, clientKey)
-	fail(err)
-	return p
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{p.CAFile, caPEM},
+		{p.ServerFile, slices.Concat(serverKey, serverCert, caPEM)},
+		{p.ClientCertFile, clientCert},
+		{p.ClientKeyFile, clientKey},
+		{p.ClientFile, slices.Concat(clientKey, clientCert, caPEM)},
+	} {
+		if err := os.WriteFile(f.name, f.data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if p.Client, err = tls.X509KeyPair(clientCert, clientKey); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // ClientTLS returns a client TLS configuration that trusts the CA, with

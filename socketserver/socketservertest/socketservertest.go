@@ -3,8 +3,9 @@
 // ([NewServer]; [NewServerFunc] when the handler needs the server it
 // serves, [Start] and [StartFunc] outside a test). It also connects kgo
 // clients ([ConnectKgo], [KgoSASL]), serves listeners in memory
-// ([PipeListener]), makes throwaway certificates ([NewPKI]) and starts
-// clusters of brokers that list connections ([NewListingCluster]).
+// ([PipeListener]), makes throwaway certificates ([NewPKI]; [NewPKIDir]
+// outside a test) and starts clusters of brokers that list connections
+// ([NewListingCluster]).
 package socketservertest
 
 import (
