@@ -10,7 +10,10 @@
 // and answers the [Request] values of each plane's channel with its own
 // handlers ([Server.Serve] runs a pool of them). The server answers
 // ApiVersions and the SASL exchange itself, and feeds every connection to a
-// connregistry.Registry for listing (KIP-1329).
+// connregistry.Registry for listing (KIP-1329). [MustKmsgAPI] enables
+// kmsg's request types ([KmsgAPI] says which versions to pick), and a host
+// that is a cluster of one broker answers Metadata with
+// [Server.SingleNodeMetadata].
 //
 // A host embedding it may serve listeners it makes itself
 // ([Config.Listen]: an inherited socket, a proxy's listener, an in-memory

@@ -60,19 +60,17 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 		log.Info("listening", "listener", l.Name, "addr", srv.Addr(string(l.Name)))
 	}
 
-	// The request loop: Metadata names this server, node 0, on the
-	// listener each client came through.
-	self := []listener.Broker{srv.Broker(0, "")}
+	// The request loop: Metadata names this server, node 0 and the
+	// controller, on the listener each client came through; it has no
+	// topics, so a topic asked for is UNKNOWN_TOPIC_OR_PARTITION.
+	node := socketserver.SingleNode{NodeID: 0, ClusterID: "kafkanet-embed"}
 	handler := socketserver.HandlerFunc(func(r *socketserver.Request) {
 		req, ok := r.Body.(*kmsg.MetadataRequest)
 		if !ok {
 			_ = r.CloseConnection()
 			return
 		}
-		resp := req.ResponseKind().(*kmsg.MetadataResponse)
-		resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, self)
-		resp.ControllerID = 0
-		_ = r.Respond(resp)
+		_ = r.Respond(srv.SingleNodeMetadata(req, r.Conn.Listener, node))
 	})
 	served := make(chan error, 1)
 	go func() {

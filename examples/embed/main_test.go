@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -92,10 +93,17 @@ func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
 	require.NoError(t, err)
 	defer cl.Close()
-	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	mdReq := kmsg.NewPtrMetadataRequest()
+	asked := kmsg.NewMetadataRequestTopic()
+	asked.Topic = kmsg.StringPtr("orders")
+	mdReq.Topics = append(mdReq.Topics, asked)
+	md, err := mdReq.RequestWith(ctx, cl)
 	require.NoError(t, err)
 	require.Len(t, md.Brokers, 1)
 	assert.Equal(t, addr, net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))), "Metadata names the address bound")
+	assert.Equal(t, int32(0), md.ControllerID)
+	require.Len(t, md.Topics, 1, "the topic asked for is answered")
+	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, md.Topics[0].ErrorCode)
 
 	res, err := connadmin.New(cl, connregistry.DefaultAPIKey).List(ctx, connadmin.Filters{})
 	require.NoError(t, err)

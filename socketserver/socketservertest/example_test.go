@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -49,20 +49,19 @@ func ExampleStart() {
 
 // A handler that needs the server it serves: Metadata names the server
 // itself, node 0, at the address the client came through, which is known
-// only once the server has bound its listeners. In a test,
-// socketservertest.NewServerFunc(t, ...) does the same and closes the
-// server when the test ends.
+// only once the server has bound its listeners, with its one topic. In a
+// test, socketservertest.NewServerFunc(t, ...) does the same and closes
+// the server when the test ends.
 func ExampleStartFunc() {
+	node := socketserver.SingleNode{NodeID: 0, ClusterID: "example",
+		Topics: []socketserver.MetadataTopic{{Name: "orders", Partitions: 3}}}
 	newHandler := func(srv *socketserver.Server) socketserver.Handler {
-		self := []listener.Broker{srv.Broker(0, "")}
 		return socketserver.HandlerFunc(func(r *socketserver.Request) {
-			resp := r.Body.(*kmsg.MetadataRequest).ResponseKind().(*kmsg.MetadataResponse)
-			resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, self)
-			_ = r.Respond(resp)
+			_ = r.Respond(srv.SingleNodeMetadata(r.Body.(*kmsg.MetadataRequest), r.Conn.Listener, node))
 		})
 	}
 	srv, stop, err := socketservertest.StartFunc(nil, func(c *socketserver.Config) {
-		c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12)}
+		c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13)}
 	}, newHandler)
 	if err != nil {
 		panic(err)
@@ -77,11 +76,23 @@ func ExampleStartFunc() {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range []string{"orders", "missing"} {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, t)
+	}
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		panic(err)
 	}
 	b := resp.Brokers[0]
 	fmt.Println(b.NodeID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) == addr)
-	// Output: 0 true
+	for _, t := range resp.Topics {
+		fmt.Println(*t.Topic, len(t.Partitions), kerr.ErrorForCode(t.ErrorCode))
+	}
+	// Output:
+	// 0 true
+	// orders 3 <nil>
+	// missing 0 UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition.
 }

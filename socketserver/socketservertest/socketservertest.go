@@ -42,8 +42,8 @@ func NewServer(t testing.TB, props listener.Properties, configure func(*socketse
 }
 
 // NewServerFunc is [NewServer] for a handler that needs its server, to
-// name it in Metadata ([socketserver.Server.Broker]) or to read its
-// registry: newHandler is
+// name it in Metadata ([socketserver.Server.SingleNodeMetadata],
+// [socketserver.Server.Broker]) or to read its registry: newHandler is
 // called once, with the started server (every listener bound, so its
 // addresses are known), and the handler it returns serves both planes, as
 // NewServer's does. APIs with a Handler of their own (socketserver.Inline)
