@@ -192,6 +192,7 @@ func (b *broker) metadata(r *socketserver.Request, req *kmsg.MetadataRequest) *k
 		if err != nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, errorCode(err)
+			mt.IsInternal = rt.Topic != nil && socketserver.IsInternalTopic(*rt.Topic)
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
@@ -202,7 +203,9 @@ func (b *broker) metadata(r *socketserver.Request, req *kmsg.MetadataRequest) *k
 
 func (b *broker) topicMetadata(t *topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	mt.Topic, mt.TopicID = kmsg.StringPtr(t.name), t.id
+	// Internal by name, as Kafka's Topic.isInternal: clients leave such
+	// topics out of regular-expression subscriptions.
+	mt.Topic, mt.TopicID, mt.IsInternal = kmsg.StringPtr(t.name), t.id, socketserver.IsInternalTopic(t.name)
 	for p := range int32(len(t.partitions)) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p, b.c.leader(p), 0

@@ -347,6 +347,35 @@ func TestMetadataAutoCreate(t *testing.T) {
 	}
 }
 
+// Metadata flags Kafka's internal topics as internal (IsInternal), listed
+// or asked for by name, existing or not, and no other topic.
+func TestMetadataFlagsInternalTopics(t *testing.T) {
+	c := startTestCluster(t, 1, "auto.create.topics.enable=false")
+	conn := dialRaw(t, addr(t, c, 0, "CLIENT"))
+	for _, name := range []string{"__consumer_offsets", "__transaction_state", "orders", "_consumer_offsets"} {
+		createTopic(t, conn, name, 1)
+	}
+	want := map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "orders": false,
+		"_consumer_offsets": false, "__share_group_state": true, "absent": false}
+	for _, tt := range []struct {
+		name string
+		req  *kmsg.MetadataRequest
+	}{
+		{"every topic", metadataRequest(12, false)}, // null topics
+		{"every topic, v1", metadataRequest(1, false)},
+		{"by name", metadataRequest(12, false, "__consumer_offsets", "__transaction_state", "orders", "_consumer_offsets")},
+		{"absent ones", metadataRequest(12, false, "__share_group_state", "absent")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := roundTrip[*kmsg.MetadataResponse](conn, tt.req)
+			require.NotEmpty(t, resp.Topics)
+			for _, mt := range resp.Topics {
+				assert.Equal(t, want[*mt.Topic], mt.IsInternal, *mt.Topic)
+			}
+		})
+	}
+}
+
 func TestProduceAcksZeroWritesNoResponse(t *testing.T) {
 	c := startTestCluster(t, 1)
 	conn := dialRaw(t, addr(t, c, 0, "CLIENT"))
