@@ -157,7 +157,7 @@ func BenchmarkProduce1MiB(b *testing.B) {
 	srv := socketservertest.NewServer(b, listener.Properties{"queued.max.request.bytes": "209715200"}, func(c *socketserver.Config) {
 		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
 			_ = r.Respond(r.Body.(*kmsg.ProduceRequest).ResponseKind())
-		}), mustKmsgAPI(b, kmsg.Produce))
+		}), mustKmsgAPI(kmsg.Produce))
 	}, answerAll)
 	c := socketservertest.Dial(b, srv, "PLAINTEXT")
 	bc := newBenchClient(c, produceOf(1<<20+60))

@@ -32,7 +32,10 @@
 // memory of requests read and not yet answered, as Kafka's memory pool
 // does; and a Fetch answered with a [FetchResponse] carries its record
 // batches by reference ([Records]), written with writev from memory or
-// sendfile from a file, as Kafka's zero-copy fetch.
+// sendfile from a file, as Kafka's zero-copy fetch. The package
+// socketserver/records reads a Produce's record batches and records, CRC
+// checked and decompressed; it is apart so that a host that does not read
+// records does not link kgo's compression libraries.
 //
 // The per-request path lives in conn.go, from reading a frame to writing
 // its response; park.go is how an idle connection gives back its

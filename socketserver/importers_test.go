@@ -84,3 +84,24 @@ func TestImportsNoJOSE(t *testing.T) {
 		}
 	}
 }
+
+// socketserver, connregistry and listener link neither kgo nor its
+// compression libraries: reading records (socketserver/records) is a
+// package of its own, so that only the hosts that use it pay for them.
+func TestImportersLinkNoKgo(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	cmd := exec.Command("go", "list", "-deps", ".", "../connregistry", "../listener/...")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	for _, heavy := range []string{"github.com/twmb/franz-go/pkg/kgo", "github.com/klauspost/compress", "github.com/pierrec/lz4"} {
+		require.NotContains(t, string(out), heavy, "socketserver links %s", heavy)
+	}
+	cmd = exec.Command("go", "list", "-deps", "./records")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	require.Contains(t, string(out), "github.com/twmb/franz-go/pkg/kgo\n", "records uses kgo's decompressors")
+}

@@ -88,7 +88,7 @@ func TestTurnsSurviveAClientThatDoesNotRead(t *testing.T) {
 		c.Listen = listenOn(pl)
 		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
 			_ = respondEmpty(r)
-		}), mustKmsgAPI(t, kmsg.Metadata))
+		}), mustKmsgAPI(kmsg.Metadata))
 	}, answerAll)
 	pipelined := func(n int32) []byte {
 		var b []byte
