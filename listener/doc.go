@@ -20,8 +20,9 @@
 // gathers its SASL mechanisms, client-certificate principal mapping
 // ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication and
 // handshake limits; [Config.PlainUsers] reads SASL/PLAIN users from the
-// listener's JAAS configuration ([ParsePlainJAAS]), and [NewJAASUsers]
-// builds every SASL listener's user store from it and reloads them;
+// listener's JAAS configuration ([ParsePlainJAAS]), [Config.SCRAMUsers]
+// the SCRAM mechanisms' own ([ParseSCRAMJAAS]), and [NewJAASUsers]
+// builds every SASL listener's user store from them and reloads them;
 // [Config.OAuthBearer] reads a listener's SASL/OAUTHBEARER settings as a
 // Kafka broker reads them (the JWKS validator of KIP-768, or the unsecured
 // default) into a plain [OAuthBearerSettings] value, which [Config.Security]

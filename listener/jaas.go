@@ -18,9 +18,18 @@ const KeySASLJAASConfig = "sasl.jaas.config"
 // user_<name>="<password>" options list the users a broker accepts.
 const PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
-// ErrJAASConfig is wrapped by the errors of [ParsePlainJAAS] and
-// [Config.PlainUsers]: a JAAS configuration that does not parse or does not
-// configure Kafka's PLAIN login module.
+// ScramLoginModule is the class name of Kafka's SCRAM login module. In
+// Kafka its options username and password are the broker's own
+// credentials for inter-broker connections, and the users a broker accepts
+// live in the cluster's metadata; kafkanet, which has no metadata log,
+// reads them from its user_<name>="<password>" options (see
+// [ParseSCRAMJAAS]).
+const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+// ErrJAASConfig is wrapped by the errors of [ParsePlainJAAS],
+// [ParseSCRAMJAAS], [Config.PlainUsers] and [Config.SCRAMUsers]: a JAAS
+// configuration that does not parse or does not configure the
+// mechanism's login module.
 var ErrJAASConfig = errors.New("invalid JAAS configuration")
 
 // hiddenValue stands for the value of a secret setting in error messages,
@@ -56,6 +65,34 @@ func ParsePlainJAAS(value string) (users map[string]string, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return userOptions(e, "SASL/PLAIN")
+}
+
+// ParseSCRAMJAAS reads the value of a broker's SCRAM-SHA-256 or
+// SCRAM-SHA-512 sasl.jaas.config,
+//
+//	org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret" user_alice="alice-secret";
+//
+// and returns its users (name → password), from the options named
+// user_<name>, as [ParsePlainJAAS] reads PlainLoginModule's. This is
+// kafkanet's own: a Kafka broker keeps SCRAM credentials in its metadata
+// (kafka-configs --alter --add-config 'SCRAM-SHA-256=[password=...]') and
+// reads only username and password here, its own identity for
+// inter-broker connections, which are left out, as is any other option
+// (tokenauth). The syntax and errors are ParsePlainJAAS's; the one module
+// must be ScramLoginModule. A configuration without user options gives no
+// users and no error.
+func ParseSCRAMJAAS(value string) (users map[string]string, err error) {
+	e, err := parseOneModule(value, ScramLoginModule,
+		"a broker's SCRAM users are the user_<name> options of that module (kafkanet keeps no SCRAM credentials in a metadata log)")
+	if err != nil {
+		return nil, err
+	}
+	return userOptions(e, "SASL/SCRAM")
+}
+
+// userOptions returns the users of a login module's user_<name> options.
+func userOptions(e jaasEntry, mechanism string) (users map[string]string, err error) {
 	users = map[string]string{}
 	for _, o := range e.options {
 		name, ok := strings.CutPrefix(o.key, "user_")
@@ -69,7 +106,7 @@ func ParsePlainJAAS(value string) (users map[string]string, err error) {
 	}
 	for name, password := range users {
 		if password == "" {
-			return nil, jaasError(fmt.Sprintf("user %q has an empty password, which SASL/PLAIN never accepts", name))
+			return nil, jaasError(fmt.Sprintf("user %q has an empty password, which %s never accepts", name, mechanism))
 		}
 	}
 	return users, nil
@@ -365,7 +402,37 @@ func (t *jaasTokenizer) quoted(q int) string {
 // configuration from for a listener:
 // listener.name.<lower-case listener>.plain.sasl.jaas.config.
 func KeyPlainJAASConfig(name protocolmap.ListenerName) string {
-	return name.ConfigPrefix() + "plain." + KeySASLJAASConfig
+	return KeyJAASConfig(name, "PLAIN")
+}
+
+// KeyJAASConfig returns the key a broker reads a SASL mechanism's JAAS
+// configuration from for a listener, as Kafka's
+// ListenerName.saslMechanismConfigPrefix:
+// listener.name.<lower-case listener>.<lower-case mechanism>.sasl.jaas.config,
+// such as listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config.
+func KeyJAASConfig(name protocolmap.ListenerName, mechanism string) string {
+	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + KeySASLJAASConfig
+}
+
+// SCRAMUsers returns the users of a listener's SCRAM mechanism
+// (SCRAM-SHA-256 or SCRAM-SHA-512), read with [ParseSCRAMJAAS] from
+// [KeyJAASConfig], such as
+// listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; set reports
+// whether the key is set. A key set without user options gives no users
+// (the broker's own username and password are no users), which
+// [NewJAASUsers] warns about. Errors are [*protocolmap.ConfigError]
+// values wrapping [ErrJAASConfig], with the value shown as [hidden].
+func (c *Config) SCRAMUsers(name protocolmap.ListenerName, mechanism string) (users map[string]string, set bool, err error) {
+	key := KeyJAASConfig(name, mechanism)
+	v, ok := c.props.Get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	users, err = ParseSCRAMJAAS(v)
+	if err != nil {
+		return nil, true, &protocolmap.ConfigError{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
+	}
+	return users, true, nil
 }
 
 // PlainUsers returns the SASL/PLAIN users (name → password) of a listener,

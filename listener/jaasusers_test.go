@@ -103,6 +103,12 @@ func TestNewJAASUsers(t *testing.T) {
 		listener.JAASWarning{Key: "sasl.jaas.config", Listener: "A"}.String())
 }
 
+// The PLAIN keys of listeners A and B.
+const (
+	aPlain = "listener.name.a.plain.sasl.jaas.config"
+	bPlain = "listener.name.b.plain.sasl.jaas.config"
+)
+
 func TestJAASUsersReload(t *testing.T) {
 	start := []string{
 		"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret" user_bob="bob-secret"`),
@@ -114,13 +120,13 @@ func TestJAASUsersReload(t *testing.T) {
 		changes []listener.UserChange
 		err     string
 	}{
-		{name: "nothing changed", kv: start, changes: []listener.UserChange{{Listener: "A"}, {Listener: "B"}}},
+		{name: "nothing changed", kv: start, changes: []listener.UserChange{{Listener: "A", Key: aPlain}, {Listener: "B", Key: bPlain}}},
 		{name: "added, removed, password changed", kv: []string{
 			"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-new" user_dave="dave-secret" user_erin="erin-secret"`),
 			"listener.name.b.plain.sasl.jaas.config", jaas(`user_carol="carol-secret"`),
 		}, changes: []listener.UserChange{
-			{Listener: "A", Added: []string{"dave", "erin"}, Removed: []string{"bob"}, PasswordChanged: []string{"alice"}},
-			{Listener: "B"},
+			{Listener: "A", Key: aPlain, Added: []string{"dave", "erin"}, Removed: []string{"bob"}, PasswordChanged: []string{"alice"}},
+			{Listener: "B", Key: bPlain},
 		}},
 		{name: "a listener no longer SASL", kv: append([]string{"listener.security.protocol.map", "A:SASL_PLAINTEXT,B:PLAINTEXT,P:PLAINTEXT"}, start...),
 			err: "listener B is no SASL listener with a built-in mechanism in the new configuration"},
@@ -170,7 +176,7 @@ func TestJAASUsersReload(t *testing.T) {
 		require.NoError(t, err)
 		changes, _, err := u.Reload(resolveJAAS(t, start...))
 		require.NoError(t, err)
-		assert.Equal(t, []listener.UserChange{{Listener: "A", Added: []string{"bob"}}}, changes)
+		assert.Equal(t, []listener.UserChange{{Listener: "A", Key: aPlain, Added: []string{"bob"}}}, changes)
 		assert.NotContains(t, u.Stores(), protocolmap.ListenerName("B"))
 	})
 	t.Run("warnings on reload", func(t *testing.T) {

@@ -260,8 +260,20 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 		{
 			name: "SASL listener without JAAS users",
 			args: []string{"-set", "listeners=CLIENT://127.0.0.1:0", "-set", "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT", "-set", "inter.broker.listener.name=CLIENT",
-				"-set", "sasl.enabled.mechanisms=SCRAM-SHA-256"},
+				"-set", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256"},
 			key: "listener.name.client.plain.sasl.jaas.config",
+		},
+		{
+			name: "SCRAM-only listener without JAAS users",
+			args: []string{"-set", "listeners=CLIENT://127.0.0.1:0", "-set", "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT", "-set", "inter.broker.listener.name=CLIENT",
+				"-set", "sasl.enabled.mechanisms=SCRAM-SHA-256"},
+			key: "listener.name.client.scram-sha-256.sasl.jaas.config",
+		},
+		{
+			name: "SCRAM JAAS of another login module",
+			args: []string{"-config", config, "-set", "listener.name.outside.sasl.enabled.mechanisms=SCRAM-SHA-512", "-set",
+				`listener.name.outside.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a";`},
+			key: "listener.name.outside.scram-sha-512.sasl.jaas.config",
 		},
 		{
 			name: "SASL listener with only the un-prefixed JAAS",

@@ -68,7 +68,7 @@ func (c *cluster) reload(load func() (*listener.Config, error)) error {
 			c.log.Warn(w.String())
 		}
 		for _, ch := range changes {
-			c.log.Info("reload: SASL users", "listener", ch.Listener,
+			c.log.Info("reload: SASL users", "listener", ch.Listener, "key", ch.Key,
 				"added", names(ch.Added), "removed", names(ch.Removed), "password_changed", names(ch.PasswordChanged))
 		}
 	}

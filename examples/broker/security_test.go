@@ -254,7 +254,7 @@ func TestReloadUsers(t *testing.T) {
 	// carol joins, bob leaves, alice changes her password.
 	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-new" user_carol="carol-secret"`)), 0o600))
 	require.NoError(t, c.reload(load))
-	assert.Contains(t, log.String(), `msg="reload: SASL users" listener=CLIENT added=[carol] removed=[bob] password_changed=[alice]`)
+	assert.Contains(t, log.String(), `msg="reload: SASL users" listener=CLIENT key=listener.name.client.plain.sasl.jaas.config added=[carol] removed=[bob] password_changed=[alice]`)
 	for _, secret := range []string{"alice-new", "carol-secret", "alice-secret", "bob-secret"} {
 		assert.NotContains(t, log.String(), secret, "a password in the log")
 	}
@@ -423,4 +423,22 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "added=[carol]") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
 	require.NoError(t, login(t, bind, 10*time.Second, carol))
+}
+
+// A listener that enables SCRAM alone takes its users from Kafka's SCRAM
+// JAAS key (ScramLoginModule's user_<name> options); the broker's own
+// username and password there log no one in, and PLAIN is not offered.
+func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
+	c := startClusterWith(t, 1, listener.Properties{},
+		"listeners=SASL://127.0.0.1:0,REPLICATION://127.0.0.1:0",
+		"listener.security.protocol.map=SASL:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
+		"inter.broker.listener.name=REPLICATION",
+		"sasl.enabled.mechanisms=SCRAM-SHA-512",
+		"listener.name.sasl.scram-sha-512.sasl.jaas.config="+listener.ScramLoginModule+
+			` required username="admin" password="admin-secret" user_carol="carol-secret";`,
+	)
+	seed := addr(t, c, 0, "SASL")
+	require.NoError(t, login(t, seed, 10*time.Second, kgo.SASL(saslMechanism("SCRAM-SHA-512", "carol", "carol-secret"))))
+	require.ErrorIs(t, login(t, seed, 10*time.Second, kgo.SASL(saslMechanism("SCRAM-SHA-512", "admin", "admin-secret"))), kerr.SaslAuthenticationFailed)
+	require.Error(t, login(t, seed, 3*time.Second, kgo.SASL(saslMechanism("PLAIN", "carol", "carol-secret"))))
 }
