@@ -9,13 +9,19 @@
 //
 //	for _, t := range req.Topics {
 //		for _, p := range t.Partitions {
-//			for rec, err := range records.All(p.Records) {
-//				if err != nil {
-//					// answer the partition with records.ErrorCode(err)
+//			var recs []records.Record
+//			var err error
+//			for rec, e := range records.All(p.Records) {
+//				if err = e; err != nil {
 //					break
 //				}
-//				store(t.Topic, p.Partition, rec.Key, rec.Value)
+//				recs = append(recs, rec)
 //			}
+//			if err != nil {
+//				// answer the partition with records.ErrorCode(err)
+//				continue
+//			}
+//			store(t.Topic, p.Partition, recs) // all of the partition's, or none
 //		}
 //	}
 //
