@@ -28,12 +28,12 @@ import (
 
 // Kafka's defaults for the JWKS validator's keys.
 const (
-	DefaultJWKSRefresh         = time.Hour              // sasl.oauthbearer.jwks.endpoint.refresh.ms
-	DefaultJWKSRetryBackoff    = 100 * time.Millisecond // sasl.oauthbearer.jwks.endpoint.retry.backoff.ms
-	DefaultJWKSRetryBackoffMax = 10 * time.Second       // sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
-	DefaultClockSkew           = 30 * time.Second       // sasl.oauthbearer.clock.skew.seconds
-	DefaultScopeClaimName      = "scope"                // sasl.oauthbearer.scope.claim.name
-	DefaultSubClaimName        = "sub"                  // sasl.oauthbearer.sub.claim.name
+	DefaultJWKSRefresh         = oauthsettings.JWKSRefresh         // sasl.oauthbearer.jwks.endpoint.refresh.ms: 1 h
+	DefaultJWKSRetryBackoff    = oauthsettings.JWKSRetryBackoff    // sasl.oauthbearer.jwks.endpoint.retry.backoff.ms: 100 ms
+	DefaultJWKSRetryBackoffMax = oauthsettings.JWKSRetryBackoffMax // sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms: 10 s
+	DefaultClockSkew           = oauthsettings.ClockSkew           // sasl.oauthbearer.clock.skew.seconds: 30 s
+	DefaultScopeClaimName      = oauthsettings.ScopeClaimName      // sasl.oauthbearer.scope.claim.name: scope
+	DefaultSubClaimName        = oauthsettings.SubClaimName        // sasl.oauthbearer.sub.claim.name: sub
 )
 
 // Limits of the JWKS validator.
