@@ -83,17 +83,16 @@ func TestHostileInfo(t *testing.T) {
 	}
 }
 
-// TestHostileEndToEnd runs scenario i with 1 s windows (the Metadata
-// client's, then the producer's) and a few attackers of each kind against
-// examples/broker: every case, its metrics and the ratios to the case
-// alone.
+// TestHostileEndToEnd runs scenario i with 2 s windows (the Metadata
+// client's, then the producer's; 1 s ones saw no produce acknowledged
+// once on a machine loaded by other tests) and a few attackers of each
+// kind against examples/broker: every case, its metrics and the ratios to
+// the case alone.
 func TestHostileEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds examples/broker")
 	}
-	// Two claims of 100 MB fit in the broker's default budget of 200 MiB,
-	// so the producer is not stalled.
-	o := options{scenarios: []string{"i"}, rounds: 1, hostileDuration: time.Second, hostileTimeout: 2 * time.Second,
+	o := options{scenarios: []string{"i"}, rounds: 1, hostileDuration: 2 * time.Second, hostileTimeout: 2 * time.Second,
 		hostileSlowloris: 20, hostileClaims: 2, hostileLogins: 4, hostilePipeliners: 2}
 	quickRaceExit(t)
 	rows := runScenarios(t, o)
@@ -107,7 +106,7 @@ func TestHostileEndToEnd(t *testing.T) {
 		peak := find(t, rows, c, peakRSSMetric, brokerServer).Median
 		rss := find(t, rows, c, endRSSMetric, brokerServer).Median
 		// At most one Metadata request a tick, over its own window only.
-		maxAnswered := float64(time.Second/hostileTick) + 1
+		maxAnswered := float64(time.Second/hostileTick) + 1 // a rate: per second of the window
 		if p50 <= 0 || p99 < p50 || answered <= 0 || answered > maxAnswered || mbs <= 0 || rss <= 0 || peak < rss {
 			t.Errorf("%s: p50 %v ms, p99 %v ms, %v Metadata/s, %v MB/s, peak RSS %v MiB, RSS %v MiB", c, p50, p99, answered, mbs, peak, rss)
 		}
