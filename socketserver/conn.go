@@ -141,8 +141,9 @@ func (c *conn) serve() {
 // when the one before it was answered is served in a turn of the plane's
 // (takeTurn): at most GOMAXPROCS-1 connections serve such requests at
 // once, the others wait for a turn in order, and a P is left for the
-// connections that wait on the network. A turn ends before the
-// connection writes or waits for anything (endTurn), so that a client
+// connections that wait on the network. A turn covers the answer's write
+// on a plaintext connection for at most turnWriteWait (writeInTurn) and
+// ends before anything else that may wait (endTurn), so that a client
 // that does not read, or a host that holds the request, holds no turn.
 // It is Kafka's processors' one request per connection per turn.
 func (c *conn) loop() {
@@ -674,7 +675,8 @@ func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (f
 
 // frameMemory is one frame's reading under a memory pool: readBody asks
 // it before the frame's buffer is allocated or grows, and before each read
-// that must wait for the peer.
+// that must wait for the peer. Its methods do nothing on a nil
+// frameMemory: no pool.
 //
 // The buffer is taken from the pool as it grows, so a claim costs what was
 // sent (at most initialFrameAlloc, then frameSnap times what arrived).
@@ -701,6 +703,9 @@ const smallRequestBytes = 64 << 10
 // smallRequestBytes) while the pool is spent. It fails when the connection
 // closes meanwhile.
 func (m *frameMemory) take(have, next, size int) error {
+	if m == nil {
+		return nil
+	}
 	c := m.c
 	n := int64(next) - int64(c.held)
 	if !m.pool.take(n, int64(c.held), int64(size-have), size > smallRequestBytes, c.ctx.Done()) {
@@ -716,6 +721,9 @@ func (m *frameMemory) take(have, next, size int) error {
 // deadline moves only once an eighth of the timeout has passed, as
 // moveWriteDeadline's.
 func (m *frameMemory) reading(missing int) {
+	if m == nil {
+		return
+	}
 	c := m.c
 	stall := c.p.srv.cfg.RequestStallTimeout
 	if stall <= 0 || c.br.Buffered() >= missing {
@@ -729,11 +737,10 @@ func (m *frameMemory) reading(missing int) {
 }
 
 // done ends the frame's reading with err: the frame's memory now counts as
-// held for its request (frameRead) until releaseMemory; it clears the
-// stall deadline
-// (Shutdown's drain, which a clear may undo, is checked before the next
-// blocking read, in awaitRequest) and gives a deadline passing its reason.
-// m may be nil: no pool.
+// held for its request (frameRead) until releaseMemory. It clears the
+// stall deadline (Shutdown's drain, which a clear may undo, is checked
+// before the next blocking read, in awaitRequest) and gives a deadline
+// passing its reason.
 func (m *frameMemory) done(err error) error {
 	if m == nil {
 		return err

@@ -89,6 +89,9 @@ func (p *memoryPool) take(n, held, missing int64, wait bool, done <-chan struct{
 		select {
 		case <-w.granted:
 			return true
+		case <-done:
+			p.giveUp(w)
+			return false
 		case <-stuck.C:
 			p.mu.Lock()
 			if p.isWaiting(w) && p.available <= 0 && p.size-p.available == p.reading &&
@@ -97,22 +100,22 @@ func (p *memoryPool) take(n, held, missing int64, wait bool, done <-chan struct{
 			}
 			p.mu.Unlock()
 			stuck.Reset(stuckAfter)
-			continue
-		case <-done:
 		}
-		break
 	}
+}
+
+// giveUp ends w's wait when its connection closes: it gives back what was
+// granted meanwhile, or leaves the waiters.
+func (p *memoryPool) giveUp(w *memoryWaiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.isWaiting(w) { // granted meanwhile: give it back
-		p.reading -= n
-		p.available += n
-		p.grantLocked()
-		return false
+	if p.isWaiting(w) {
+		p.removeLocked(w)
+	} else { // granted meanwhile
+		p.reading -= w.n
+		p.available += w.n
 	}
-	p.removeLocked(w)
 	p.grantLocked() // a deadlock may have waited on this waiter's choice
-	return false
 }
 
 // allReadingWaits reports whether every byte taken belongs to frames that

@@ -148,10 +148,10 @@ func New(cfg Config) (*Server, error) {
 	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	s.inline[listener.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
 	s.turns[listener.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
-	s.turns[listener.ControlPlane] = make(chan struct{}, 1)
 	if cfg.Listeners.ControlPlaneListener != "" {
 		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
 		s.inline[listener.ControlPlane] = make(chan struct{}, ControlPlaneQueueSize)
+		s.turns[listener.ControlPlane] = make(chan struct{}, 1) // its one processor serves one at a time
 	}
 	if cfg.QueuedMaxRequestBytes > 0 {
 		s.memory[listener.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)

@@ -102,42 +102,34 @@ func readSize(r io.Reader, sizeBuf *[4]byte, maxSize int32) (int32, error) {
 // (nextFrameCap) as the bytes arrive. Decoded requests keep pointers
 // into the body, so it is never reused. m, when not nil, takes memory for
 // the buffer before it is allocated or grows, and bounds how long each
-// read may wait for the peer (see frameMemory); an error from it ends the
-// read.
+// read may wait for the peer (see frameMemory; nil: no pool); an error
+// from it ends the read.
 func readBody(r io.Reader, size int32, small []byte, m *frameMemory) ([]byte, error) {
 	if int(size) <= cap(small) {
 		frame := small[:size]
-		if m != nil {
-			if err := m.take(0, int(size), int(size)); err != nil {
-				return nil, err
-			}
-			m.reading(int(size))
+		if err := m.take(0, int(size), int(size)); err != nil {
+			return nil, err
 		}
+		m.reading(int(size))
 		_, err := io.ReadFull(r, frame)
 		return frame, m.done(noEOF(err))
 	}
 	first := firstFrameCap(int(size))
-	if m != nil {
-		if err := m.take(0, first, int(size)); err != nil {
-			return nil, err
-		}
+	if err := m.take(0, first, int(size)); err != nil {
+		return nil, err
 	}
 	frame := make([]byte, 0, first)
 	for len(frame) < int(size) {
 		if len(frame) == cap(frame) {
 			next := nextFrameCap(len(frame), int(size))
-			if m != nil {
-				if err := m.take(len(frame), next, int(size)); err != nil {
-					return nil, m.done(err)
-				}
+			if err := m.take(len(frame), next, int(size)); err != nil {
+				return nil, m.done(err)
 			}
 			grown := make([]byte, len(frame), next)
 			copy(grown, frame)
 			frame = grown
 		}
-		if m != nil {
-			m.reading(int(size) - len(frame))
-		}
+		m.reading(int(size) - len(frame))
 		n, err := r.Read(frame[len(frame):cap(frame)])
 		frame = frame[:len(frame)+n]
 		if err != nil && len(frame) < int(size) {
