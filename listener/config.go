@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -23,6 +24,15 @@ const (
 
 // DefaultListeners is Kafka's default value of listeners.
 const DefaultListeners = "PLAINTEXT://:9092"
+
+// KeyConnectionsMaxIdleMs is Kafka's connections.max.idle.ms, which the
+// socket server applies to every connection, and DefaultConnectionsMaxIdle
+// its default. Resolve does not read it; it is here because both the
+// security settings and the socket server read it.
+const (
+	KeyConnectionsMaxIdleMs   = "connections.max.idle.ms"
+	DefaultConnectionsMaxIdle = 10 * time.Minute
+)
 
 // Plane says which request plane a listener feeds: the data plane, which
 // serves clients and replication, or the control plane of KIP-291, which

@@ -15,23 +15,10 @@
 // lists of UpdateMetadata and BrokerRegistration requests, and the brokers of
 // a Metadata response as seen through the listener a client connected to.
 //
-// For security, [Config.TLSConfig] builds a listener's TLS configuration
-// from Kafka's PEM key and trust store settings (KIP-651); [Config.Security]
-// gathers its SASL mechanisms, client-certificate principal mapping
-// ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication and
-// handshake limits; [Config.PlainUsers] reads SASL/PLAIN users from the
-// listener's JAAS configuration ([ParsePlainJAAS]), [Config.SCRAMUsers]
-// the SCRAM mechanisms' own ([ParseSCRAMJAAS]), and [NewJAASUsers]
-// builds every SASL listener's user store from them and reloads them;
-// [Config.OAuthBearer] reads a listener's SASL/OAUTHBEARER settings as a
-// Kafka broker reads them (the JWKS validator of KIP-768, or the unsecured
-// default) into a plain [OAuthBearerSettings] value, which [Config.Security]
-// keeps. The SASL mechanisms themselves, their interface and the built-in
-// PLAIN and SCRAM-SHA-256/512, are in the sasl package beneath this one;
-// OAUTHBEARER is in sasl/oauthbearer, which builds the mechanism from the
-// settings and which this package does not import: a program that serves no
-// OAUTHBEARER links neither its JWKS validator nor the validator's HTTP
-// client.
+// Who is talking on a listener (TLS, SASL, principals, JAAS, OAUTHBEARER)
+// is not this package's concern but the security package's, which reads
+// its settings with [Config.ListenerValue], [Config.ListenerInt] and
+// [Config.Int].
 //
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

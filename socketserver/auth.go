@@ -15,8 +15,9 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
 )
 
 // Authentication errors. Each closes the connection.
@@ -52,17 +53,17 @@ type AuthInfo struct {
 // PrincipalBuilder turns what a connection established into its principal,
 // as Kafka's KafkaPrincipalBuilder does. The default, [DefaultPrincipal],
 // is Kafka's DefaultKafkaPrincipalBuilder.
-type PrincipalBuilder func(AuthInfo, *listener.PrincipalMapper) (Principal, error)
+type PrincipalBuilder func(AuthInfo, *security.PrincipalMapper) (Principal, error)
 
 // DefaultPrincipal builds Kafka's default principals: User:<SASL identity>
 // after SASL; User:<mapped subject DN> for a TLS client certificate (mapped
 // with ssl.principal.mapping.rules); User:ANONYMOUS otherwise.
-func DefaultPrincipal(info AuthInfo, mapper *listener.PrincipalMapper) (Principal, error) {
+func DefaultPrincipal(info AuthInfo, mapper *security.PrincipalMapper) (Principal, error) {
 	switch {
 	case info.SASLMechanism != "":
 		return Principal{Type: "User", Name: info.SASLIdentity}, nil
 	case info.TLS != nil && len(info.TLS.PeerCertificates) > 0:
-		dn := listener.SubjectDN(info.TLS.PeerCertificates[0])
+		dn := security.SubjectDN(info.TLS.PeerCertificates[0])
 		if mapper == nil {
 			return Principal{Type: "User", Name: dn}, nil
 		}
@@ -80,8 +81,8 @@ type listenerSecurity struct {
 	tls        *tls.Config
 	mechanisms []sasl.Mechanism // enabled, in configured order
 	names      []string         // their names, as SaslHandshake lists them
-	mapper     *listener.PrincipalMapper
-	conf       listener.Security
+	mapper     *security.PrincipalMapper
+	conf       security.Settings
 	timeout    time.Duration // TLS handshake and SASL exchange deadline
 }
 
@@ -92,7 +93,7 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 	conf := cfg.Security[l.Name]
 	sec := listenerSecurity{mapper: conf.PrincipalMapper, conf: conf, timeout: conf.HandshakeTimeout}
 	if sec.timeout <= 0 {
-		sec.timeout = listener.DefaultHandshakeTimeout
+		sec.timeout = security.DefaultHandshakeTimeout
 	}
 	if l.SecurityProtocol.UsesTLS() {
 		if conf.TLS == nil {
@@ -115,7 +116,7 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 	}
 	key, value := enabledMechanismsSetting(cfg, l.Name, conf)
 	configError := func(rule string) error {
-		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrSASLMechanism, Rule: rule}
+		return &protocolmap.ConfigError{Key: key, Value: value, Err: security.ErrSASLMechanism, Rule: rule}
 	}
 	given := map[string]sasl.Mechanism{}
 	for _, m := range host {
@@ -167,11 +168,11 @@ const oauthBearer = "OAUTHBEARER"
 // an HTTP client) into every host. It says how to add one: from the
 // settings the listener's properties configure, when they do; else the
 // key at fault, when the properties leave OAUTHBEARER to the host.
-func noOAuthBearer(l protocolmap.ListenerName, conf listener.Security, configError func(rule string) error) error {
+func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configError func(rule string) error) error {
 	if err := conf.OAuthBearerNotConfigured(); err != nil {
 		return err
 	}
-	const pkg = "github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
+	const pkg = "github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	if s := conf.OAuthBearer; s != nil {
 		validator := "unsecured validator (unsigned tokens)"
 		if s.JWKS != nil {
@@ -190,13 +191,13 @@ func noOAuthBearer(l protocolmap.ListenerName, conf listener.Security, configErr
 
 // enabledMechanismsSetting returns the key and value listener name's
 // sasl.enabled.mechanisms came from, for error messages.
-func enabledMechanismsSetting(cfg Config, name protocolmap.ListenerName, conf listener.Security) (key, value string) {
+func enabledMechanismsSetting(cfg Config, name protocolmap.ListenerName, conf security.Settings) (key, value string) {
 	if cfg.Listeners != nil {
-		if v, from, ok := cfg.Listeners.ListenerValue(name, listener.KeySASLEnabledMechanisms); ok {
+		if v, from, ok := cfg.Listeners.ListenerValue(name, security.KeySASLEnabledMechanisms); ok {
 			return from, v
 		}
 	}
-	return listener.KeySASLEnabledMechanisms, strings.Join(conf.SASLMechanisms, ",")
+	return security.KeySASLEnabledMechanisms, strings.Join(conf.SASLMechanisms, ",")
 }
 
 // noImplementationRule explains that listener l enables a mechanism that

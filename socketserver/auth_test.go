@@ -29,7 +29,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
+	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )

@@ -12,16 +12,17 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
 )
 
 // Kafka's defaults for the socket server's keys. The defaults of the keys
-// the listener package reads (connections.max.idle.ms,
-// connection.failed.authentication.delay.ms and the handshake timeout) are
-// listener's: [listener.DefaultConnectionsMaxIdle],
-// [listener.DefaultFailedAuthenticationDelay] and
-// [listener.DefaultHandshakeTimeout].
+// the listener and security packages read (connections.max.idle.ms,
+// connection.failed.authentication.delay.ms and the handshake timeout)
+// are theirs: [listener.DefaultConnectionsMaxIdle],
+// [security.DefaultFailedAuthenticationDelay] and
+// [security.DefaultHandshakeTimeout].
 const (
 	DefaultRequestMaxBytes    = 104857600 // socket.request.max.bytes
 	DefaultQueuedMaxRequests  = 500       // queued.max.requests
@@ -111,9 +112,9 @@ type Config struct {
 	ReceiveBufferBytes int
 
 	// Security holds each listener's TLS and SASL settings, as
-	// listener.Config.Security resolves them; ConfigFromProperties fills it.
+	// security.ForListener resolves them; ConfigFromProperties fills it.
 	// A listener missing here uses none.
-	Security map[protocolmap.ListenerName]listener.Security
+	Security map[protocolmap.ListenerName]security.Settings
 	// SASLMechanisms gives SASL listeners the host's implementations of
 	// SASL mechanisms, such as OAUTHBEARER, GSSAPI or AWS_MSK_IAM, or its
 	// own PLAIN. A listener offers the mechanisms its Security entry
@@ -130,14 +131,14 @@ type Config struct {
 	//
 	//	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
 	//
-	// (package github.com/kafkanet/kafkanet/listener/sasl/oauthbearer), or
+	// (package github.com/kafkanet/kafkanet/security/sasl/oauthbearer), or
 	// gives its own. Mechanisms that are a sasl.Service are started by
 	// Server.Start and closed when the server stops.
 	SASLMechanisms map[protocolmap.ListenerName][]sasl.Mechanism
 	// Credentials backs the built-in SASL mechanisms of every SASL
 	// listener that ListenerCredentials does not name. Kafka configures
 	// users per listener and mechanism (JAAS); a host may keep one store
-	// for all. listener.NewJAASUsers builds stores from Kafka's JAAS
+	// for all. security.NewJAASUsers builds stores from Kafka's JAAS
 	// properties.
 	Credentials sasl.CredentialStore
 	// ListenerCredentials gives single listeners their own user store.
@@ -148,7 +149,7 @@ type Config struct {
 	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms
 	// (KIP-306): how long a failed authentication waits before its response
 	// and close. Zero means
-	// listener.DefaultFailedAuthenticationDelay; negative, none.
+	// security.DefaultFailedAuthenticationDelay; negative, none.
 	FailedAuthenticationDelay time.Duration
 	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest frame
 	// accepted before authentication completes. Zero means
@@ -241,10 +242,10 @@ type Config struct {
 // queued.max.requests, num.network.threads (and its listener-prefixed form),
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// and each listener's TLS and SASL settings (see listener.Config.Security),
+// and each listener's TLS and SASL settings (see security.ForListener),
 // among them, for a listener whose sasl.enabled.mechanisms holds
 // OAUTHBEARER, its OAUTHBEARER settings (Security[l].OAuthBearer, see
-// listener.Config.OAuthBearer), read and checked once. It builds no
+// security.OAuthBearer), read and checked once. It builds no
 // mechanism from them: the host does (see Config.SASLMechanisms), so that
 // only a host that serves OAUTHBEARER links its validators. Credentials
 // are the host's to set. Errors name the offending key.
@@ -283,7 +284,7 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	if c.ReceiveBufferBytes, err = cfg.Int("socket.receive.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
 		return Config{}, err
 	}
-	if c.FailedAuthenticationDelay, err = cfg.FailedAuthenticationDelay(); err != nil {
+	if c.FailedAuthenticationDelay, err = security.FailedAuthenticationDelay(cfg); err != nil {
 		return Config{}, err
 	}
 	if c.FailedAuthenticationDelay == 0 {
@@ -297,14 +298,14 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	if c.Quotas, err = quotasFromProperties(cfg); err != nil {
 		return Config{}, err
 	}
-	c.Security = map[protocolmap.ListenerName]listener.Security{}
+	c.Security = map[protocolmap.ListenerName]security.Settings{}
 	for _, l := range cfg.Listeners {
 		n, err := cfg.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
 		if err != nil {
 			return Config{}, err
 		}
 		c.NetworkThreads[l.Name] = n
-		if c.Security[l.Name], err = cfg.Security(l.Name); err != nil {
+		if c.Security[l.Name], err = security.ForListener(cfg, l.Name); err != nil {
 			return Config{}, err
 		}
 	}
@@ -358,7 +359,7 @@ func (c Config) withDefaults() Config {
 		c.ReceiveBufferBytes = DefaultSocketBufferBytes
 	}
 	if c.FailedAuthenticationDelay == 0 {
-		c.FailedAuthenticationDelay = listener.DefaultFailedAuthenticationDelay
+		c.FailedAuthenticationDelay = security.DefaultFailedAuthenticationDelay
 	}
 	if c.SASLMaxReceiveSize == 0 {
 		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize

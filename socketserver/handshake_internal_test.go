@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 )
 
 // kafkanet.handshake.timeout.ms, a key of this library's (Kafka bounds the
@@ -39,7 +40,7 @@ func TestHandshakeTimeoutKeyAndDefault(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, "kafkanet.handshake.timeout.ms", listener.KeyHandshakeTimeoutMs)
+	assert.Equal(t, "kafkanet.handshake.timeout.ms", security.KeyHandshakeTimeoutMs)
 	assert.Equal(t, map[string]time.Duration{"PLAINTEXT": 10 * time.Second, "INTERNAL": 10 * time.Second}, timeouts(nil), "the default")
 	assert.Equal(t, map[string]time.Duration{"PLAINTEXT": 2500 * time.Millisecond, "INTERNAL": 4 * time.Second}, timeouts(listener.Properties{
 		"kafkanet.handshake.timeout.ms":                        "2500",

@@ -57,10 +57,10 @@ func main() { _, _ = socketserver.New(socketserver.Config{Registry: connregistry
 	}
 }
 
-// Pay for what you use: socketserver and listener, and everything they
-// import, import neither go-jose nor the oauthbearer package, whose JWKS
-// validator needs it and an HTTP client; a host that serves OAUTHBEARER
-// imports listener/sasl/oauthbearer itself. (examples/embed's
+// Pay for what you use: socketserver, security and listener, and
+// everything they import, import neither go-jose nor the oauthbearer
+// package, whose JWKS validator needs it and an HTTP client; a host that
+// serves OAUTHBEARER imports security/sasl/oauthbearer itself. (examples/embed's
 // TestProgramLinksNoJOSE checks a program's binary.)
 func TestImportsNoJOSE(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -68,7 +68,7 @@ func TestImportsNoJOSE(t *testing.T) {
 	}
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	for _, pkg := range []string{"./socketserver", "./listener"} {
+	for _, pkg := range []string{"./socketserver", "./security", "./listener"} {
 		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "GOWORK=off")
@@ -77,11 +77,27 @@ func TestImportsNoJOSE(t *testing.T) {
 		deps := strings.Fields(string(out))
 		require.Contains(t, deps, "github.com/kafkanet/kafkanet/protocolmap", "go list -deps %s lists its imports", pkg)
 		for _, dep := range deps {
-			for _, heavy := range []string{"github.com/go-jose/", "github.com/kafkanet/kafkanet/listener/sasl/oauthbearer", "net/http"} {
+			for _, heavy := range []string{"github.com/go-jose/", "github.com/kafkanet/kafkanet/security/sasl/oauthbearer", "net/http"} {
 				require.False(t, dep == heavy || strings.HasPrefix(dep, heavy),
 					"%s imports %s, which only a host that serves OAUTHBEARER should pay for:\n%s", pkg, dep, out)
 			}
 		}
+	}
+}
+
+// listener knows nothing of who is talking: it imports neither security
+// nor anything beneath it (imports run security → listener → protocolmap).
+func TestListenerImportsNoSecurity(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../listener")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	require.Contains(t, strings.Fields(string(out)), "github.com/kafkanet/kafkanet/protocolmap", "go list -deps lists listener's imports")
+	for _, dep := range strings.Fields(string(out)) {
+		require.False(t, strings.HasPrefix(dep, "github.com/kafkanet/kafkanet/security"), "listener imports %s:\n%s", dep, out)
 	}
 }
 
@@ -92,7 +108,7 @@ func TestImportersLinkNoKgo(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command on PATH")
 	}
-	cmd := exec.Command("go", "list", "-deps", ".", "../connregistry", "../listener/...")
+	cmd := exec.Command("go", "list", "-deps", ".", "../connregistry", "../listener/...", "../security/...")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go list: %s", out)

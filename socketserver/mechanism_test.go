@@ -16,8 +16,9 @@ import (
 	ksasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -383,7 +384,7 @@ func TestMechanismConfiguration(t *testing.T) {
 			lc, err := listener.Resolve(props)
 			require.NoError(t, err)
 			cfg, err := socketserver.ConfigFromProperties(lc)
-			require.NoError(t, err, "listener.Config.Security refuses no mechanism name")
+			require.NoError(t, err, "security.ForListener refuses no mechanism name")
 			if !tc.noUsers {
 				cfg.Credentials = users
 			}
@@ -400,7 +401,7 @@ func TestMechanismConfiguration(t *testing.T) {
 				var ce *protocolmap.ConfigError
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.key, ce.Key)
-				assert.ErrorIs(t, err, listener.ErrSASLMechanism)
+				assert.ErrorIs(t, err, security.ErrSASLMechanism)
 			}
 		})
 	}

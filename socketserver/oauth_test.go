@@ -19,10 +19,11 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
+	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
+	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -48,8 +49,8 @@ func newOAuthIssuer(t *testing.T) *oauthbearertest.Issuer {
 func jwksProps(url string, extra listener.Properties) listener.Properties {
 	return saslProps(merge(listener.Properties{
 		"sasl.enabled.mechanisms":            "OAUTHBEARER,PLAIN",
-		oauthJAAS:                            listener.OAuthBearerLoginModule + " required;",
-		oauthClass:                           listener.OAuthBearerValidatorCallbackHandler,
+		oauthJAAS:                            security.OAuthBearerLoginModule + " required;",
+		oauthClass:                           security.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url": url,
 		"sasl.oauthbearer.expected.audience": oauthAudience,
 		"sasl.oauthbearer.expected.issuer":   oauthIssuerURL,
@@ -289,7 +290,7 @@ func TestOAuthBearerKeyRotation(t *testing.T) {
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: https.Certificate().Raw}), 0o600))
 	seen := make(chan *socketserver.Request, 10)
 	srv := socketservertest.NewServer(t, jwksProps(https.URL+"/jwks.json", listener.Properties{
-		oauthJAAS: listener.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
+		oauthJAAS: security.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
 	}), withOAuth(t, withUsers(newUsers(t))), recording(seen))
 	fetched := is.Fetches()
 	require.EqualValues(t, 1, fetched, "Server.Start read the key set")
@@ -309,7 +310,7 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 	seen := make(chan *socketserver.Request, 10)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"sasl.enabled.mechanisms": "OAUTHBEARER",
-		oauthJAAS:                 listener.OAuthBearerLoginModule + ` required unsecuredValidatorPrincipalClaimName="user";`,
+		oauthJAAS:                 security.OAuthBearerLoginModule + ` required unsecuredValidatorPrincipalClaimName="user";`,
 	}), withOAuth(t, func(c *socketserver.Config) {
 		c.APIs = allAPIs()
 		c.Logger = logger
@@ -376,7 +377,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 			cfg, err := socketserver.ConfigFromProperties(lc)
 			require.NoError(t, err)
 			assert.Nil(t, cfg.Security["SASL_PLAINTEXT"].OAuthBearer)
-			require.ErrorIs(t, cfg.Security["SASL_PLAINTEXT"].OAuthBearerNotConfigured(), listener.ErrOAuthBearerNotConfigured)
+			require.ErrorIs(t, cfg.Security["SASL_PLAINTEXT"].OAuthBearerNotConfigured(), security.ErrOAuthBearerNotConfigured)
 			cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
 			require.NoError(t, err)
 			assert.Empty(t, cfg.SASLMechanisms, "Kafka's validators are not configured: nothing to add")
@@ -384,8 +385,8 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
-			assert.ErrorIs(t, err, listener.ErrOAuthBearerNotConfigured)
-			assert.ErrorIs(t, err, listener.ErrSASLMechanism)
+			assert.ErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
+			assert.ErrorIs(t, err, security.ErrSASLMechanism)
 
 			m, err := oauthbearer.New(oauthbearer.ValidatorFunc(func(_ context.Context, tok string) (oauthbearer.Token, error) {
 				if tok == "introspected" {
@@ -412,17 +413,17 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 	is := newOAuthIssuer(t)
 	lc, err := listener.Resolve(jwksProps(is.WriteJWKS(t), nil))
 	require.NoError(t, err)
-	sec, err := lc.Security("SASL_PLAINTEXT")
+	sec, err := security.ForListener(lc, "SASL_PLAINTEXT")
 	require.NoError(t, err)
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
-		Security: map[protocolmap.ListenerName]listener.Security{"SASL_PLAINTEXT": sec}})
-	require.ErrorIs(t, err, listener.ErrSASLMechanism)
+		Security: map[protocolmap.ListenerName]security.Settings{"SASL_PLAINTEXT": sec}})
+	require.ErrorIs(t, err, security.ErrSASLMechanism)
 	assert.Contains(t, err.Error(), "oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)")
 	// And one whose Security is built in code, without OAUTHBEARER
 	// settings, is told how to give a mechanism.
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
-		Security: map[protocolmap.ListenerName]listener.Security{"SASL_PLAINTEXT": {SASLMechanisms: []string{"OAUTHBEARER"}}}})
-	require.ErrorIs(t, err, listener.ErrSASLMechanism)
+		Security: map[protocolmap.ListenerName]security.Settings{"SASL_PLAINTEXT": {SASLMechanisms: []string{"OAUTHBEARER"}}}})
+	require.ErrorIs(t, err, security.ErrSASLMechanism)
 	assert.Contains(t, err.Error(), "listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER")
 	assert.Contains(t, err.Error(), "oauthbearer.New")
 }
@@ -441,7 +442,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 		validator string
 	}{
 		{"JWKS", jwksProps(is.WriteJWKS(t), nil), "JWKS validator"},
-		{"unsecured", saslProps(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: listener.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
+		{"unsecured", saslProps(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: security.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lc, err := listener.Resolve(tc.props)
@@ -460,8 +461,8 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "sasl.enabled.mechanisms", ce.Key)
-			assert.ErrorIs(t, err, listener.ErrSASLMechanism)
-			assert.NotErrorIs(t, err, listener.ErrOAuthBearerNotConfigured)
+			assert.ErrorIs(t, err, security.ErrSASLMechanism)
+			assert.NotErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
 			for _, want := range []string{"listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER", "Kafka's " + tc.validator,
 				"oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)", `FromSettings(*cfg.Security["SASL_PLAINTEXT"].OAuthBearer)`} {
 				assert.Contains(t, ce.Rule, want)
@@ -506,7 +507,7 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "idp-ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: https.Certificate().Raw}), 0o600))
 	props := jwksProps(https.URL+"/jwks.json", listener.Properties{
-		oauthJAAS: listener.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
+		oauthJAAS: security.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
 		"sasl.oauthbearer.jwks.endpoint.refresh.ms": "50",
 	})
 	srv, stop, err := socketservertest.Start(props, withOAuth(t, withUsers(newUsers(t))), echoMetadata)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -177,7 +178,7 @@ func TestCustomPrincipalBuilder(t *testing.T) {
 		"sasl.enabled.mechanisms":        "SCRAM-SHA-256",
 	}, func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
-		c.PrincipalBuilder = func(info socketserver.AuthInfo, _ *listener.PrincipalMapper) (socketserver.Principal, error) {
+		c.PrincipalBuilder = func(info socketserver.AuthInfo, _ *security.PrincipalMapper) (socketserver.Principal, error) {
 			return socketserver.Principal{Type: "Service", Name: info.SASLIdentity + "@" + info.Listener}, nil
 		}
 	}, queueHandler(seen))

@@ -13,9 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer/oauthbearertest"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
+	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
+	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -97,8 +98,8 @@ func FuzzSASLPreAuth(f *testing.F) {
 		"connection.failed.authentication.delay.ms":                                   "0",
 		"kafkanet.handshake.timeout.ms":                                               "5000",
 		"sasl.enabled.mechanisms":                                                     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":                   listener.OAuthBearerLoginModule + " required;",
-		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": listener.OAuthBearerValidatorCallbackHandler,
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":                   security.OAuthBearerLoginModule + " required;",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": security.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url":                                          is.WriteJWKS(f),
 	}), withOAuth(f, withUsers(users)), h)
 	addr := srv.Addr("SASL_PLAINTEXT").String()

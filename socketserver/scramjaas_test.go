@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -23,12 +24,12 @@ func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		"sasl.enabled.mechanisms":        "SCRAM-SHA-512",
-		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": listener.ScramLoginModule +
+		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": security.ScramLoginModule +
 			` required username="admin" password="admin-secret" user_alice="alice-secret";`,
 	}
 	lc, err := listener.Resolve(props)
 	require.NoError(t, err)
-	users, warnings, err := listener.NewJAASUsers(lc)
+	users, warnings, err := security.NewJAASUsers(lc)
 	require.NoError(t, err)
 	require.Empty(t, warnings)
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {

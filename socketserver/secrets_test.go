@@ -28,7 +28,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer/oauthbearertest"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -263,8 +264,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"connection.failed.authentication.delay.ms": "0",
 		"connections.max.reauth.ms":                 "60000",
 		"sasl.enabled.mechanisms":                   "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-		oauthJAAS:                                   listener.OAuthBearerLoginModule + " required;",
-		oauthClass:                                  listener.OAuthBearerValidatorCallbackHandler,
+		oauthJAAS:                                   security.OAuthBearerLoginModule + " required;",
+		oauthClass:                                  security.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url":        is.WriteJWKS(t),
 	}), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(users)(c)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security/sasl"
 )
 
 // ErrServerClosed is returned by Start, Serve and Shutdown once the server

@@ -16,12 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
-
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 // brokerServer is scenario i's server: examples/broker with its defaults
@@ -196,8 +195,8 @@ func saslListenerProps(addr string) []string {
 		"listeners=" + hostileListener + "://" + addr,
 		"listener.security.protocol.map=" + hostileListener + ":SASL_PLAINTEXT",
 		"inter.broker.listener.name=" + hostileListener,
-		listener.KeySASLEnabledMechanisms + "=PLAIN",
-		listener.KeyPlainJAASConfig(hostileListener) + "=" + listener.PlainLoginModule +
+		security.KeySASLEnabledMechanisms + "=PLAIN",
+		security.KeyPlainJAASConfig(hostileListener) + "=" + security.PlainLoginModule +
 			fmt.Sprintf(` required user_%s="%s" user_%s="%s";`, legitUser, legitPassword, attackerUser, attackerPassword),
 	}
 }

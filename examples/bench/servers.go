@@ -31,6 +31,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -369,9 +370,9 @@ func kafkanetProperties(spec childSpec) listener.Properties {
 	}
 	if spec.TLS {
 		prefix := "listener.name.client."
-		p[prefix+listener.KeySSLKeystoreType] = "PEM"
-		p[prefix+listener.KeySSLKeystoreKey] = os.Getenv(envTLSKey)
-		p[prefix+listener.KeySSLKeystoreCertificateChain] = os.Getenv(envTLSChain)
+		p[prefix+security.KeySSLKeystoreType] = "PEM"
+		p[prefix+security.KeySSLKeystoreKey] = os.Getenv(envTLSKey)
+		p[prefix+security.KeySSLKeystoreCertificateChain] = os.Getenv(envTLSChain)
 	}
 	for _, kv := range spec.Props {
 		k, v, _ := strings.Cut(kv, "=")

@@ -17,8 +17,9 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -43,10 +44,10 @@ type brokerSettings struct {
 	superUsers         string
 	// users are each SASL listener's users, from its
 	// listener.name.<listener>.plain.sasl.jaas.config.
-	users *listener.JAASUsers
+	users *security.JAASUsers
 	// jaasWarnings are about sasl.jaas.config settings without the
 	// listener and mechanism prefix, which a broker ignores.
-	jaasWarnings []listener.JAASWarning
+	jaasWarnings []security.JAASWarning
 	// groups are the group coordinator's settings (groups.go).
 	groups groupSettings
 	// log is how partitions keep records: retention and the largest batch
@@ -68,7 +69,7 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	}
 	s := brokerSettings{autoCreate: true}
 	var err error
-	if s.users, s.jaasWarnings, err = listener.NewJAASUsers(cfg); err != nil {
+	if s.users, s.jaasWarnings, err = security.NewJAASUsers(cfg); err != nil {
 		return brokerSettings{}, err
 	}
 	idKey := "node.id"
@@ -253,7 +254,7 @@ type cluster struct {
 	// users are the SASL users of every SASL listener, shared by the
 	// brokers (as a Kafka cluster shares its SCRAM credentials), so that a
 	// reload reaches every broker at once.
-	users     *listener.JAASUsers
+	users     *security.JAASUsers
 	reloading sync.Mutex // one reload at a time
 	// groups is the group coordinator of every group; each group's
 	// requests go to the broker coordinatorOf names.

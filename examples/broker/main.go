@@ -96,6 +96,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 )
 
 func main() {
@@ -112,7 +113,7 @@ const shutdownTimeout = 10 * time.Second
 const maxBrokers = 100
 
 // The demo users of the built-in settings, on the CLIENT listener.
-const defaultJAAS = listener.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret";`
+const defaultJAAS = security.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret";`
 
 // defaultProperties returns the settings the broker runs with when neither
 // -config nor -set is given. They demonstrate KIP-103: clients connect to
@@ -128,8 +129,8 @@ func defaultProperties() listener.Properties {
 		listener.KeySecurityProtocolMap:       "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		listener.KeyInterBrokerListenerName:   "REPLICATION",
 		listener.KeyControlPlaneListenerName:  "CONTROLLER",
-		listener.KeySASLEnabledMechanisms:     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		listener.KeyPlainJAASConfig("CLIENT"): defaultJAAS,
+		security.KeySASLEnabledMechanisms:     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		security.KeyPlainJAASConfig("CLIENT"): defaultJAAS,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -60,8 +61,8 @@ func (c *cluster) reload(load func() (*listener.Config, error)) error {
 	}
 	if err == nil {
 		var (
-			changes  []listener.UserChange
-			warnings []listener.JAASWarning
+			changes  []security.UserChange
+			warnings []security.JAASWarning
 		)
 		changes, warnings, err = c.users.Reload(cfg)
 		for _, w := range warnings {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
 
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -211,7 +212,7 @@ func saslFile(jaasUsers string, extra ...string) string {
 		"listener.security.protocol.map=CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name=REPLICATION",
 		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		"listener.name.client.plain.sasl.jaas.config=" + listener.PlainLoginModule + " required " + jaasUsers + ";",
+		"listener.name.client.plain.sasl.jaas.config=" + security.PlainLoginModule + " required " + jaasUsers + ";",
 	}, extra...), "\n") + "\n"
 }
 
@@ -298,7 +299,7 @@ func TestReloadUsers(t *testing.T) {
 
 func TestReloadWarnsAboutUnprefixedJAAS(t *testing.T) {
 	var log socketservertest.SyncBuffer
-	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "sasl.jaas.config="+listener.PlainLoginModule+` required user_eve="eve";`))
+	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "sasl.jaas.config="+security.PlainLoginModule+` required user_eve="eve";`))
 	c, load := startFromFile(t, path, 1, &log)
 	want := `level=WARN msg="ignoring sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.client.plain.sasl.jaas.config"`
 	assert.Equal(t, 1, strings.Count(log.String(), want), "log: %s", &log)
@@ -434,7 +435,7 @@ func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
 		"listener.security.protocol.map=SASL:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name=REPLICATION",
 		"sasl.enabled.mechanisms=SCRAM-SHA-512",
-		"listener.name.sasl.scram-sha-512.sasl.jaas.config="+listener.ScramLoginModule+
+		"listener.name.sasl.scram-sha-512.sasl.jaas.config="+security.ScramLoginModule+
 			` required username="admin" password="admin-secret" user_carol="carol-secret";`,
 	)
 	seed := addr(t, c, 0, "SASL")

@@ -16,8 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -34,8 +34,8 @@ func TestMain(m *testing.M) {
 // The users of the upstream cluster's CLIENT listener, and of the proxy's
 // SASL listeners.
 const (
-	upstreamJAAS = listener.PlainLoginModule + ` required user_proxy="proxy-secret" user_admin="admin-secret";`
-	proxyJAAS    = listener.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret" user_admin="admin-secret";`
+	upstreamJAAS = security.PlainLoginModule + ` required user_proxy="proxy-secret" user_admin="admin-secret";`
+	proxyJAAS    = security.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret" user_admin="admin-secret";`
 )
 
 // upstreamSettings are examples/broker's settings in these tests: CLIENT

@@ -17,8 +17,9 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/listener/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -127,7 +128,7 @@ func newProxy(ctx context.Context, cfg *listener.Config, log *slog.Logger, dial 
 		cancel()
 		return nil, err
 	}
-	users, warnings, err := listener.NewJAASUsers(cfg)
+	users, warnings, err := security.NewJAASUsers(cfg)
 	if err != nil {
 		cancel()
 		return nil, err

@@ -1,0 +1,30 @@
+// Package security says who is talking on a broker's listeners: it turns
+// Kafka's security settings of a resolved listener set ([listener.Config])
+// into what a server authenticates connections with.
+//
+// [ForListener] gathers one listener's [Settings]: its TLS configuration
+// ([TLSConfig], from Kafka's PEM key and trust store settings, KIP-651),
+// its SASL mechanisms, the mapping of client-certificate names to
+// principals ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication
+// (KIP-368) and handshake limits, and its SASL/OAUTHBEARER settings
+// ([OAuthBearer]: the JWKS validator of KIP-768 or the unsecured default,
+// as plain values). [FailedAuthenticationDelay] is the broker-wide delay
+// before a failed authentication is answered (KIP-306).
+//
+// The users of the built-in SASL mechanisms come from Kafka's JAAS
+// settings: [PlainUsers] and [SCRAMUsers] read one listener's
+// ([ParsePlainJAAS], [ParseSCRAMJAAS]), and [NewJAASUsers] builds every
+// SASL listener's credential store and reloads them.
+//
+// The SASL mechanisms themselves, their interface and the built-in PLAIN
+// and SCRAM-SHA-256/512, are in the sasl package beneath this one;
+// OAUTHBEARER is in sasl/oauthbearer, which builds the mechanism from the
+// settings and which this package does not import: a program that serves
+// no OAUTHBEARER links neither its JWKS validator nor the validator's HTTP
+// client.
+//
+// Errors are [*protocolmap.ConfigError] values naming the key (in the form
+// the value came from), the value (secrets shown as [hidden]) and the
+// rule, in Kafka's words where Kafka has them, wrapping sentinels of this
+// package or the listener package for errors.Is.
+package security

@@ -1,0 +1,109 @@
+package oauthbearer
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
+)
+
+// FromSettings builds the OAUTHBEARER mechanism a Kafka broker configures
+// from a listener's settings, as security.OAuthBearer reads them
+// from Kafka's keys: over a [JWKSValidator] when s.JWKS is set (Kafka's
+// OAuthBearerValidatorCallbackHandler), over an [UnsecuredValidator] when
+// s.Unsecured is (Kafka's default, which warns at start that the listener
+// accepts unsigned tokens). The mechanism logs s.Warnings when it starts.
+//
+// It reads no key set and starts nothing: the mechanism is a sasl.Service,
+// which its owner, the socket server, starts (a JWKSValidator then reads
+// the key set, and fails the server's Start if it cannot) and closes.
+// Settings that security.OAuthBearer returned are valid; the error
+// is for settings built otherwise.
+func FromSettings(s security.OAuthBearerSettings) (*Mechanism, error) {
+	var (
+		v   Validator
+		err error
+	)
+	switch {
+	case s.JWKS != nil && s.Unsecured != nil:
+		return nil, fmt.Errorf("oauthbearer: the OAUTHBEARER settings of listener %s configure two validators, JWKS and Unsecured", s.Listener)
+	case s.JWKS != nil:
+		j := s.JWKS
+		v, err = NewJWKSValidator(JWKSConfig{
+			URL: j.URL, Refresh: j.Refresh,
+			RetryBackoff: noneIfZero(j.RetryBackoff), RetryBackoffMax: noneIfZero(j.RetryBackoffMax),
+			ExpectedAudience: j.ExpectedAudience, ExpectedIssuer: j.ExpectedIssuer, ClockSkew: noneIfZero(j.ClockSkew),
+			ScopeClaimName: j.ScopeClaimName, SubClaimName: j.SubClaimName, TLS: j.TLS,
+		})
+	case s.Unsecured != nil:
+		u := s.Unsecured
+		v, err = NewUnsecuredValidator(UnsecuredConfig{PrincipalClaimName: u.PrincipalClaimName, ScopeClaimName: u.ScopeClaimName,
+			RequiredScope: u.RequiredScope, AllowableClockSkew: u.AllowableClockSkew})
+	default:
+		return nil, fmt.Errorf("oauthbearer: the OAUTHBEARER settings of listener %s configure no validator (JWKS or Unsecured)", s.Listener)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: %w", s.Listener, err)
+	}
+	m, err := New(v)
+	if err != nil {
+		return nil, err
+	}
+	m.warnings = slices.Clone(s.Warnings)
+	return m, nil
+}
+
+// noneIfZero turns a setting's 0, none, into a JWKSConfig's negative
+// none (zero there is Kafka's default).
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// AddMechanisms returns mechanisms, a socket server's
+// Config.SASLMechanisms (nil or not), with the OAUTHBEARER mechanism of
+// each listener of listeners whose settings configure one (a listener's
+// [security.Settings.OAuthBearer], built with [FromSettings]), unless
+// mechanisms already gives that listener an OAUTHBEARER mechanism of the
+// host's own. mechanisms itself is not changed. It is the one call with
+// which a host that reads Kafka's properties serves OAUTHBEARER as a
+// Kafka broker does:
+//
+//	cfg, err := socketserver.ConfigFromProperties(lc)
+//	...
+//	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+//
+// Listeners whose properties leave OAUTHBEARER to the host
+// (security.Settings.OAuthBearerNotConfigured) get nothing here: the
+// socket server refuses to start them until the host gives them a
+// mechanism.
+func AddMechanisms(mechanisms map[protocolmap.ListenerName][]sasl.Mechanism, listeners map[protocolmap.ListenerName]security.Settings) (map[protocolmap.ListenerName][]sasl.Mechanism, error) {
+	out := maps.Clone(mechanisms)
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(listeners)) { // errors in a fixed order
+		settings := listeners[name].OAuthBearer
+		if settings == nil || slices.ContainsFunc(out[name], func(m sasl.Mechanism) bool { return m != nil && m.Name() == Name }) {
+			continue
+		}
+		m, err := FromSettings(*settings)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if out == nil {
+			out = map[protocolmap.ListenerName][]sasl.Mechanism{}
+		}
+		out[name] = append(slices.Clone(out[name]), m)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}

@@ -1,0 +1,282 @@
+package security
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// The authentication keys that [ForListener] and
+// [FailedAuthenticationDelay] read, with Kafka's names, and one key
+// of this package's own. (FailedAuthenticationDelay also reads
+// connections.max.idle.ms, [listener.KeyConnectionsMaxIdleMs], which
+// the socket server applies.)
+const (
+	KeySASLEnabledMechanisms                 = "sasl.enabled.mechanisms"
+	KeyConnectionsMaxReauthMs                = "connections.max.reauth.ms"
+	KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authentication.delay.ms"
+	// KeyHandshakeTimeoutMs is not a Kafka key: Kafka bounds a connection
+	// that never finishes authenticating only by connections.max.idle.ms.
+	KeyHandshakeTimeoutMs = "kafkanet.handshake.timeout.ms"
+)
+
+// Defaults of the keys above.
+const (
+	// DefaultHandshakeTimeout is the default of kafkanet.handshake.timeout.ms.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultFailedAuthenticationDelay is Kafka's default of
+	// connection.failed.authentication.delay.ms.
+	DefaultFailedAuthenticationDelay = 100 * time.Millisecond
+)
+
+// ErrSASLMechanism is wrapped by the error of [ForListener] for a SASL
+// listener whose sasl.enabled.mechanisms is empty, and by the socket
+// server's error for a mechanism it has no implementation of.
+var ErrSASLMechanism = errors.New("unsupported SASL mechanism configuration")
+
+// DefaultSASLMechanism is Kafka's default of sasl.enabled.mechanisms:
+// GSSAPI (Kerberos).
+const DefaultSASLMechanism = "GSSAPI"
+
+// Settings are what a listener needs to authenticate its connections, as
+// gathered by [ForListener].
+type Settings struct {
+	// TLS is the listener's server TLS configuration ([TLSConfig]);
+	// nil unless the listener speaks SSL or SASL_SSL.
+	TLS *tls.Config
+	// SASLMechanisms are the SASL mechanisms the listener offers, as
+	// sasl.enabled.mechanisms names them (case-sensitive, as in Kafka: a
+	// client asking for PLAIN does not get a configured plain), in that
+	// order without repeats; nil unless the listener speaks SASL_PLAINTEXT
+	// or SASL_SSL.
+	SASLMechanisms []string
+	// PrincipalMapper turns client certificate DNs into principal names
+	// (ssl.principal.mapping.rules, default DEFAULT); nil unless the
+	// listener speaks SSL. (On SASL_SSL the principal comes from SASL, on
+	// PLAINTEXT it is ANONYMOUS.)
+	PrincipalMapper *PrincipalMapper
+	// ReauthMax is connections.max.reauth.ms (KIP-368) for the listener:
+	// the longest an authenticated SASL session lasts before the client
+	// must re-authenticate; 0, the default, turns re-authentication off, as
+	// does a negative value. Use [Settings.ReauthMaxFor] for the value of
+	// one mechanism. 0 unless the listener speaks SASL.
+	ReauthMax time.Duration
+	// HandshakeTimeout bounds the time from accepting a connection to the
+	// end of its TLS handshake and SASL authentication
+	// (kafkanet.handshake.timeout.ms, default 10 s).
+	HandshakeTimeout time.Duration
+	// OAuthBearer holds the listener's SASL/OAUTHBEARER settings
+	// ([OAuthBearer]) when SASLMechanisms holds OAUTHBEARER and the
+	// properties configure one of Kafka's token validators; nil otherwise
+	// (see [Settings.OAuthBearerNotConfigured]). Nothing is built from
+	// them here or in the socket server: a host that serves OAUTHBEARER
+	// builds the mechanism with the oauthbearer package
+	// (security/sasl/oauthbearer), which only such a host links.
+	OAuthBearer *OAuthBearerSettings
+
+	reauthByMechanism        map[string]time.Duration
+	oauthBearerNotConfigured error
+}
+
+// OAuthBearerNotConfigured returns, for a listener that enables
+// OAUTHBEARER while its properties configure none of Kafka's token
+// validators (neither its OAUTHBEARER JAAS configuration nor its server
+// callback handler class is set, or the class is another than Kafka's),
+// why: the [*protocolmap.ConfigError] of [OAuthBearer], which names
+// the key and wraps [ErrOAuthBearerNotConfigured]. The listener's
+// OAUTHBEARER is then the host's to give; the socket server returns this
+// error if the host gives none. It returns nil otherwise.
+func (s Settings) OAuthBearerNotConfigured() error { return s.oauthBearerNotConfigured }
+
+// ReauthMaxFor returns connections.max.reauth.ms for one of the listener's
+// SASL mechanisms (as SASLMechanisms names it):
+// listener.name.<listener>.<mechanism>.connections.max.reauth.ms (the
+// mechanism in lower case, as in
+// listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms) if set, else
+// [Settings.ReauthMax].
+func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
+	if d, ok := s.reauthByMechanism[mechanism]; ok {
+		return d
+	}
+	return s.ReauthMax
+}
+
+// ForListener gathers the authentication settings of one listener, each looked
+// up with [listener.Config.ListenerValue] (the listener prefix overrides the
+// un-prefixed key):
+//
+//   - TLS from [TLSConfig];
+//   - for SASL listeners, sasl.enabled.mechanisms: a comma-separated list
+//     of mechanism names, trimmed and kept case-sensitive as Kafka keeps
+//     them, default GSSAPI (Kerberos), Kafka's; an empty list is an error.
+//     Whether each name has an implementation (a built-in one or the
+//     host's) is the socket server's to check;
+//   - for SSL listeners, ssl.principal.mapping.rules (default DEFAULT), see
+//     [ParsePrincipalMappingRules];
+//   - for SASL listeners, connections.max.reauth.ms (default 0, off), and
+//     its per-mechanism overrides, see [Settings.ReauthMaxFor];
+//   - kafkanet.handshake.timeout.ms, this package's own key (Kafka has no
+//     such setting): at least 1, default 10000;
+//   - for SASL listeners that enable OAUTHBEARER, its settings, see
+//     [OAuthBearer] and [Settings.OAuthBearer]: an invalid one is
+//     an error, while properties that leave OAUTHBEARER to the host are
+//     not (see [Settings.OAuthBearerNotConfigured]).
+//
+// Errors are [*protocolmap.ConfigError] values whose Key is the key at
+// fault, in the form the value came from.
+func ForListener(cfg *listener.Config, name protocolmap.ListenerName) (Settings, error) {
+	c := view(cfg)
+	proto, err := c.protocol(name)
+	if err != nil {
+		return Settings{}, err
+	}
+	var s Settings
+	if s.TLS, err = TLSConfig(c.Config, name); err != nil {
+		return Settings{}, err
+	}
+	if proto.UsesSASL() {
+		if s.SASLMechanisms, err = c.saslMechanisms(name); err != nil {
+			return Settings{}, err
+		}
+		if s.ReauthMax, err = c.reauthMax(c.setting(name, KeyConnectionsMaxReauthMs)); err != nil {
+			return Settings{}, err
+		}
+		for _, mech := range s.SASLMechanisms {
+			key := name.ConfigPrefix() + strings.ToLower(mech) + "." + KeyConnectionsMaxReauthMs
+			v, ok := c.props.Get(key)
+			if !ok {
+				continue
+			}
+			d, err := c.reauthMax(setting{v, key, true})
+			if err != nil {
+				return Settings{}, err
+			}
+			if s.reauthByMechanism == nil {
+				s.reauthByMechanism = map[string]time.Duration{}
+			}
+			s.reauthByMechanism[mech] = d
+		}
+	}
+	if proto == protocolmap.SSL {
+		rules := c.setting(name, KeySSLPrincipalMappingRules)
+		if !rules.ok {
+			rules.value = DefaultPrincipalMappingRules
+		}
+		if s.PrincipalMapper, err = ParsePrincipalMappingRules(rules.value); err != nil {
+			return Settings{}, &protocolmap.ConfigError{Key: rules.from, Value: rules.value, Rule: err.Error(), Err: ErrInvalidPrincipalRule}
+		}
+	}
+	timeout := c.setting(name, KeyHandshakeTimeoutMs)
+	ms := int64(DefaultHandshakeTimeout / time.Millisecond)
+	if timeout.ok {
+		if ms, err = parseLong(timeout, 1); err != nil {
+			return Settings{}, err
+		}
+	}
+	s.HandshakeTimeout = millis(ms)
+	if slices.Contains(s.SASLMechanisms, oauthBearerMechanism) {
+		o, err := OAuthBearer(c.Config, name)
+		switch {
+		case errors.Is(err, ErrOAuthBearerNotConfigured):
+			s.oauthBearerNotConfigured = err
+		case err != nil:
+			return Settings{}, err
+		default:
+			s.OAuthBearer = &o
+		}
+	}
+	return s, nil
+}
+
+// saslMechanisms reads sasl.enabled.mechanisms for a SASL listener.
+func (c config) saslMechanisms(name protocolmap.ListenerName) ([]string, error) {
+	s := c.setting(name, KeySASLEnabledMechanisms)
+	if !s.ok {
+		return []string{DefaultSASLMechanism}, nil
+	}
+	var out []string
+	for _, m := range protocolmap.SplitList(s.value) {
+		if m != "" && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
+			"SASL listener %s enables no SASL mechanism: No SASL mechanisms are enabled", name)}
+	}
+	return out, nil
+}
+
+// reauthMax reads a connections.max.reauth.ms setting; Kafka turns
+// re-authentication off for any value not above 0.
+func (c config) reauthMax(s setting) (time.Duration, error) {
+	if !s.ok {
+		return 0, nil
+	}
+	ms, err := parseLong(s, math.MinInt64)
+	if err != nil || ms <= 0 {
+		return 0, err
+	}
+	return millis(ms), nil
+}
+
+// FailedAuthenticationDelay returns connection.failed.authentication.delay.ms
+// (KIP-306; default 100, at least 0): how long a broker waits before it
+// answers a failed SASL authentication and closes the connection. As Kafka
+// requires, it must be less than connections.max.idle.ms (default 600000)
+// unless that is negative; otherwise the error, a
+// [*protocolmap.ConfigError] for connection.failed.authentication.delay.ms
+// wrapping [listener.ErrInvalidValue], has Kafka's message. Both keys are
+// broker-wide.
+func FailedAuthenticationDelay(cfg *listener.Config) (time.Duration, error) {
+	c := view(cfg)
+	delay, err := c.Int(KeyConnectionFailedAuthenticationDelayMs, int(DefaultFailedAuthenticationDelay/time.Millisecond), 0)
+	if err != nil {
+		return 0, err
+	}
+	idle := int64(listener.DefaultConnectionsMaxIdle / time.Millisecond)
+	if v, ok := c.props.Get(listener.KeyConnectionsMaxIdleMs); ok {
+		if idle, err = parseLong(setting{v, listener.KeyConnectionsMaxIdleMs, true}, math.MinInt64); err != nil {
+			return 0, err
+		}
+	}
+	if idle >= 0 && int64(delay) >= idle {
+		v, ok := c.props.Get(KeyConnectionFailedAuthenticationDelayMs)
+		if !ok {
+			v = strconv.Itoa(delay)
+		}
+		return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf(
+			"%s=%d should always be less than %s=%d to prevent failed authentication responses from timing out",
+			KeyConnectionFailedAuthenticationDelayMs, delay, listener.KeyConnectionsMaxIdleMs, idle)}
+	}
+	return millis(int64(delay)), nil
+}
+
+// parseLong reads a Kafka LONG setting of at least min.
+func parseLong(s setting, min int64) (int64, error) {
+	n, err := strconv.ParseInt(s.value, 10, 64)
+	if err != nil {
+		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 64-bit integer, but it was a String"}
+	}
+	if n < min {
+		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
+	}
+	return n, nil
+}
+
+// millis converts milliseconds to a Duration, saturating rather than
+// overflowing.
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}

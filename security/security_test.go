@@ -1,0 +1,217 @@
+package security_test
+
+import (
+	"crypto/tls"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+)
+
+func TestSecurity(t *testing.T) {
+	f := testFixture(t)
+	dir := t.TempDir()
+	keystore := writePEMFile(t, dir, "server.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
+	tlsKeys := []string{"ssl.keystore.type", "PEM", "ssl.keystore.location", keystore}
+	kv := func(extra ...string) []string { return append(append([]string{}, tlsKeys...), extra...) }
+
+	tests := []struct {
+		name     string
+		listener protocolmap.ListenerName
+		kv       []string
+		errKey   string
+		errText  string
+		check    func(t *testing.T, s security.Settings)
+	}{
+		{name: "PLAINTEXT needs nothing", listener: "PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "GSSAPI", "ssl.principal.mapping.rules", "bogus"}, check: func(t *testing.T, s security.Settings) {
+			assert.Nil(t, s.TLS)
+			assert.Nil(t, s.SASLMechanisms)
+			assert.Nil(t, s.PrincipalMapper)
+			assert.Zero(t, s.ReauthMax)
+			assert.Equal(t, 10*time.Second, s.HandshakeTimeout)
+		}},
+		{name: "SSL defaults", listener: "SSL", kv: kv(), check: func(t *testing.T, s security.Settings) {
+			require.NotNil(t, s.TLS)
+			assert.Nil(t, s.SASLMechanisms)
+			require.NotNil(t, s.PrincipalMapper)
+			assert.Equal(t, "[DEFAULT]", s.PrincipalMapper.String())
+			name, err := s.PrincipalMapper.Name("CN=x,O=y")
+			require.NoError(t, err)
+			assert.Equal(t, "CN=x,O=y", name)
+		}},
+		{name: "SSL prefixed mapping rules", listener: "SSL", kv: kv("ssl.principal.mapping.rules", "DEFAULT", "listener.name.ssl.ssl.principal.mapping.rules", "RULE:^CN=([^,]*).*$/$1/U"), check: func(t *testing.T, s security.Settings) {
+			name, err := s.PrincipalMapper.Name("CN=bob,O=y")
+			require.NoError(t, err)
+			assert.Equal(t, "BOB", name)
+		}},
+		{name: "SSL invalid mapping rules", listener: "SSL", kv: kv("ssl.principal.mapping.rules", "default"), errKey: "ssl.principal.mapping.rules", errText: "Invalid rule: `default`"},
+		{name: "SSL invalid prefixed mapping rules", listener: "CLIENT", kv: kv("listener.name.client.ssl.principal.mapping.rules", "RULE:(?=x)/y/"), errKey: "listener.name.client.ssl.principal.mapping.rules", errText: "Invalid rule"},
+		{name: "SSL errors from TLS", listener: "SSL", kv: nil, errKey: "ssl.keystore.location"},
+		{name: "SASL_SSL ignores mapping rules", listener: "SASL_SSL", kv: kv("sasl.enabled.mechanisms", "PLAIN", "ssl.principal.mapping.rules", "default"), check: func(t *testing.T, s security.Settings) {
+			assert.NotNil(t, s.TLS)
+			assert.Nil(t, s.PrincipalMapper)
+		}},
+
+		// Kafka's default is GSSAPI; whether anything implements a mechanism
+		// is the socket server's to check (socketserver.New).
+		{name: "SASL without mechanisms: Kafka's GSSAPI default", listener: "SASL_PLAINTEXT", check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, []string{"GSSAPI"}, s.SASLMechanisms)
+		}},
+		{name: "SASL_SSL without mechanisms", listener: "SASL_SSL", kv: kv(), check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, []string{"GSSAPI"}, s.SASLMechanisms)
+		}},
+		{name: "any mechanism name", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN,GSSAPI,AWS_MSK_IAM,DIGEST-MD5"}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, []string{"PLAIN", "GSSAPI", "AWS_MSK_IAM", "DIGEST-MD5"}, s.SASLMechanisms)
+		}},
+		{name: "empty mechanism list", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", " , "}, errKey: "sasl.enabled.mechanisms", errText: "enables no SASL mechanism"},
+		// sasl.enabled.mechanisms is case-sensitive in Kafka
+		// (SaslServerAuthenticator compares with List.contains): plain
+		// and PLAIN are two names.
+		{name: "mechanisms trimmed, deduplicated, case kept", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", " plain, scram-sha-256 ,PLAIN,OAUTHBEARER,SCRAM-SHA-512,plain"}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, []string{"plain", "scram-sha-256", "PLAIN", "OAUTHBEARER", "SCRAM-SHA-512"}, s.SASLMechanisms)
+			assert.Nil(t, s.TLS)
+			assert.Nil(t, s.PrincipalMapper)
+		}},
+		{name: "prefixed mechanisms override", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "GSSAPI", "listener.name.sasl_plaintext.sasl.enabled.mechanisms", "SCRAM-SHA-512"}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, []string{"SCRAM-SHA-512"}, s.SASLMechanisms)
+		}},
+
+		{name: "reauth default off", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN"}, check: func(t *testing.T, s security.Settings) {
+			assert.Zero(t, s.ReauthMax)
+			assert.Zero(t, s.ReauthMaxFor("PLAIN"))
+		}},
+		{name: "reauth un-prefixed, prefixed and per mechanism", listener: "SASL_PLAINTEXT", kv: []string{
+			"sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256",
+			"connections.max.reauth.ms", "3600000",
+			"listener.name.sasl_plaintext.connections.max.reauth.ms", "600000",
+			"listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms", "60000",
+			"listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms", "1000",
+		}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, 10*time.Minute, s.ReauthMax)
+			assert.Equal(t, 10*time.Minute, s.ReauthMaxFor("PLAIN"))
+			assert.Equal(t, time.Minute, s.ReauthMaxFor("SCRAM-SHA-256"))
+			assert.Equal(t, 10*time.Minute, s.ReauthMaxFor("scram-sha-256"), "names are case-sensitive")
+			assert.Equal(t, 10*time.Minute, s.ReauthMaxFor("OAUTHBEARER"), "a mechanism not enabled keeps the listener value")
+		}},
+		{name: "reauth un-prefixed", listener: "SASL_SSL", kv: kv("sasl.enabled.mechanisms", "PLAIN", "connections.max.reauth.ms", "3600000"), check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, time.Hour, s.ReauthMax)
+		}},
+		{name: "reauth per mechanism turned off", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN", "connections.max.reauth.ms", "3600000", "listener.name.sasl_plaintext.plain.connections.max.reauth.ms", "0"}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, time.Hour, s.ReauthMax)
+			assert.Zero(t, s.ReauthMaxFor("PLAIN"))
+		}},
+		{name: "reauth negative is off", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN", "connections.max.reauth.ms", "-5"}, check: func(t *testing.T, s security.Settings) {
+			assert.Zero(t, s.ReauthMax)
+		}},
+		{name: "reauth huge saturates", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN", "connections.max.reauth.ms", "9223372036854775807"}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, time.Duration(math.MaxInt64), s.ReauthMax)
+		}},
+		{name: "reauth not a number", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN", "connections.max.reauth.ms", "1h"}, errKey: "connections.max.reauth.ms", errText: "64-bit integer"},
+		{name: "reauth per mechanism not a number", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN", "listener.name.sasl_plaintext.plain.connections.max.reauth.ms", "x"}, errKey: "listener.name.sasl_plaintext.plain.connections.max.reauth.ms"},
+		{name: "reauth ignored off SASL", listener: "PLAINTEXT", kv: []string{"connections.max.reauth.ms", "x"}, check: func(t *testing.T, s security.Settings) {
+			assert.Zero(t, s.ReauthMax)
+		}},
+
+		{name: "handshake timeout", listener: "PLAINTEXT", kv: []string{"kafkanet.handshake.timeout.ms", "2500"}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, 2500*time.Millisecond, s.HandshakeTimeout)
+		}},
+		{name: "prefixed handshake timeout", listener: "PLAINTEXT", kv: []string{"kafkanet.handshake.timeout.ms", "2500", "listener.name.plaintext.kafkanet.handshake.timeout.ms", "1"}, check: func(t *testing.T, s security.Settings) {
+			assert.Equal(t, time.Millisecond, s.HandshakeTimeout)
+		}},
+		{name: "zero handshake timeout", listener: "PLAINTEXT", kv: []string{"kafkanet.handshake.timeout.ms", "0"}, errKey: "kafkanet.handshake.timeout.ms", errText: "at least 1"},
+		{name: "bad prefixed handshake timeout", listener: "SSL", kv: kv("listener.name.ssl.kafkanet.handshake.timeout.ms", "soon"), errKey: "listener.name.ssl.kafkanet.handshake.timeout.ms"},
+		{name: "unknown listener", listener: "NOPE", errKey: "listener.security.protocol.map"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := secResolve(t, tt.kv...)
+			s, err := security.ForListener(c, tt.listener)
+			if tt.errKey != "" {
+				requireConfigError(t, err, tt.errKey, nil)
+				assert.Contains(t, err.Error(), tt.errText)
+				assert.Zero(t, s.HandshakeTimeout, "no partial result")
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, s)
+		})
+	}
+}
+
+func TestSecuritySentinels(t *testing.T) {
+	c := secResolve(t, "sasl.enabled.mechanisms", ",", "ssl.principal.mapping.rules", "x", "connections.max.reauth.ms", "x")
+	_, err := security.ForListener(c, "SASL_PLAINTEXT")
+	assert.ErrorIs(t, err, security.ErrSASLMechanism)
+	_, err = security.ForListener(c, "SSL")
+	assert.ErrorIs(t, err, security.ErrTLSConfig)
+
+	dir := t.TempDir()
+	f := testFixture(t)
+	keystore := writePEMFile(t, dir, "k.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
+	c = secResolve(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", keystore, "ssl.principal.mapping.rules", "x")
+	_, err = security.ForListener(c, "SSL")
+	assert.ErrorIs(t, err, security.ErrInvalidPrincipalRule)
+
+	c = secResolve(t, "sasl.enabled.mechanisms", "PLAIN", "connections.max.reauth.ms", "x")
+	_, err = security.ForListener(c, "SASL_PLAINTEXT")
+	assert.ErrorIs(t, err, listener.ErrInvalidValue)
+}
+
+func TestSecurityTLSIsTheListeners(t *testing.T) {
+	f := testFixture(t)
+	dir := t.TempDir()
+	c := secResolve(t, "ssl.keystore.type", "PEM",
+		"ssl.keystore.location", writePEMFile(t, dir, "a.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM()),
+		"listener.name.client.ssl.keystore.location", writePEMFile(t, dir, "b.pem", f.serverRSA.pkcs8PEM(t)+f.serverRSA.certPEM()),
+		"listener.name.client.ssl.enabled.protocols", "TLSv1.3")
+	ssl, err := security.ForListener(c, "SSL")
+	require.NoError(t, err)
+	client, err := security.ForListener(c, "CLIENT")
+	require.NoError(t, err)
+	assert.Equal(t, f.serverEC.cert.Raw, ssl.TLS.Certificates[0].Certificate[0])
+	assert.Equal(t, f.serverRSA.cert.Raw, client.TLS.Certificates[0].Certificate[0])
+	assert.Equal(t, uint16(tls.VersionTLS12), ssl.TLS.MinVersion)
+	assert.Equal(t, uint16(tls.VersionTLS13), client.TLS.MinVersion)
+}
+
+func TestFailedAuthenticationDelay(t *testing.T) {
+	tests := []struct {
+		name   string
+		kv     []string
+		want   time.Duration
+		errKey string
+		msg    string
+	}{
+		{name: "defaults", want: 100 * time.Millisecond},
+		{name: "zero", kv: []string{"connection.failed.authentication.delay.ms", "0"}, want: 0},
+		{name: "set", kv: []string{"connection.failed.authentication.delay.ms", "2500"}, want: 2500 * time.Millisecond},
+		{name: "idle off", kv: []string{"connection.failed.authentication.delay.ms", "700000", "connections.max.idle.ms", "-1"}, want: 700 * time.Second},
+		{name: "not less than the default idle", kv: []string{"connection.failed.authentication.delay.ms", "600000"}, errKey: "connection.failed.authentication.delay.ms",
+			msg: "connection.failed.authentication.delay.ms=600000 should always be less than connections.max.idle.ms=600000 to prevent failed authentication responses from timing out"},
+		{name: "idle below the default delay", kv: []string{"connections.max.idle.ms", "50"}, errKey: "connection.failed.authentication.delay.ms",
+			msg: "connection.failed.authentication.delay.ms=100 should always be less than connections.max.idle.ms=50"},
+		{name: "idle zero", kv: []string{"connection.failed.authentication.delay.ms", "0", "connections.max.idle.ms", "0"}, errKey: "connection.failed.authentication.delay.ms"},
+		{name: "negative delay", kv: []string{"connection.failed.authentication.delay.ms", "-1"}, errKey: "connection.failed.authentication.delay.ms", msg: "at least 0"},
+		{name: "delay not a number", kv: []string{"connection.failed.authentication.delay.ms", "1s"}, errKey: "connection.failed.authentication.delay.ms"},
+		{name: "idle not a number", kv: []string{"connections.max.idle.ms", "never"}, errKey: "connections.max.idle.ms", msg: "64-bit integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := secResolve(t, tt.kv...)
+			d, err := security.FailedAuthenticationDelay(c)
+			if tt.errKey != "" {
+				requireConfigError(t, err, tt.errKey, listener.ErrInvalidValue)
+				assert.Contains(t, err.Error(), tt.msg)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, d)
+		})
+	}
+}
