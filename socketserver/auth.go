@@ -88,9 +88,10 @@ type listenerSecurity struct {
 
 // newListenerSecurity resolves listener l's security from cfg: its TLS
 // configuration and an implementation of each SASL mechanism it enables,
-// the host's (Config.SASLMechanisms) or a built-in one.
+// the host's (ListenerConfig.Mechanisms) or a built-in one.
 func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, error) {
-	conf := cfg.Security[l.Name]
+	lc := cfg.listenerConfig(l.Name)
+	conf := lc.Security
 	sec := listenerSecurity{mapper: conf.PrincipalMapper, conf: conf, timeout: conf.HandshakeTimeout}
 	if sec.timeout <= 0 {
 		sec.timeout = security.DefaultHandshakeTimeout
@@ -104,10 +105,10 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 			sec.tls.MinVersion = tls.VersionTLS12
 		}
 	}
-	host := cfg.SASLMechanisms[l.Name]
+	host := lc.Mechanisms
 	if !l.SecurityProtocol.UsesSASL() {
 		if len(host) > 0 {
-			return sec, fmt.Errorf("socketserver: Config.SASLMechanisms gives listener %s SASL mechanisms, but it speaks %s", l.Name, l.SecurityProtocol)
+			return sec, fmt.Errorf("socketserver: Config.PerListener gives listener %s SASL mechanisms, but it speaks %s", l.Name, l.SecurityProtocol)
 		}
 		return sec, nil
 	}
@@ -121,14 +122,14 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 	given := map[string]sasl.Mechanism{}
 	for _, m := range host {
 		if m == nil {
-			return sec, fmt.Errorf("socketserver: Config.SASLMechanisms gives listener %s a nil mechanism", l.Name)
+			return sec, fmt.Errorf("socketserver: Config.PerListener gives listener %s a nil mechanism", l.Name)
 		}
 		name := m.Name()
 		if _, dup := given[name]; dup {
-			return sec, fmt.Errorf("socketserver: Config.SASLMechanisms gives listener %s two implementations of SASL mechanism %s", l.Name, name)
+			return sec, fmt.Errorf("socketserver: Config.PerListener gives listener %s two implementations of SASL mechanism %s", l.Name, name)
 		}
 		if !slices.Contains(conf.SASLMechanisms, name) {
-			return sec, configError(fmt.Sprintf("Config.SASLMechanisms gives listener %s SASL mechanism %s, which %s does not enable (mechanism names are case-sensitive)", l.Name, name, key))
+			return sec, configError(fmt.Sprintf("Config.PerListener gives listener %s SASL mechanism %s, which %s does not enable (mechanism names are case-sensitive)", l.Name, name, key))
 		}
 		given[name] = m
 	}
@@ -141,12 +142,12 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 			if !slices.Contains(sasl.Builtins, name) {
 				return sec, configError(noImplementationRule(l.Name, name))
 			}
-			store := cfg.ListenerCredentials[l.Name]
+			store := lc.Credentials
 			if store == nil {
 				store = cfg.Credentials
 			}
 			if store == nil {
-				return sec, fmt.Errorf("socketserver: listener %s speaks %s but has no credential store (Config.Credentials) for SASL mechanism %s", l.Name, l.SecurityProtocol, name)
+				return sec, fmt.Errorf("socketserver: listener %s speaks %s but has no credential store (ListenerConfig.Credentials or Config.Credentials) for SASL mechanism %s", l.Name, l.SecurityProtocol, name)
 			}
 			var err error
 			if m, err = sasl.Builtin(name, store); err != nil {
@@ -163,7 +164,7 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 const oauthBearer = "OAUTHBEARER"
 
 // noOAuthBearer is the error of New for listener l, which enables
-// OAUTHBEARER while Config.SASLMechanisms gives it no mechanism of that
+// OAUTHBEARER while its ListenerConfig.Mechanisms holds no mechanism of that
 // name: the server builds none, so as not to link its validators (go-jose,
 // an HTTP client) into every host. It says how to add one: from the
 // settings the listener's properties configure, when they do; else the
@@ -179,14 +180,14 @@ func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configErr
 			validator = "JWKS validator (signed tokens)"
 		}
 		return configError(fmt.Sprintf("listener %s enables SASL mechanism %s, which its properties configure with Kafka's %s, "+
-			"but Config.SASLMechanisms gives it no %s mechanism, and the server builds none: "+
-			"build it from the listener's settings with oauthbearer.FromSettings(*cfg.Security[%q].OAuthBearer), "+
-			"or for every listener with cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security) (package %s)",
+			"but its ListenerConfig.Mechanisms holds no %s mechanism, and the server builds none: "+
+			"add the one its settings describe with l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security), "+
+			"l being cfg.PerListener[%q] (package %s)",
 			l, oauthBearer, validator, oauthBearer, string(l), pkg))
 	}
 	return configError(noImplementationRule(l, oauthBearer) + fmt.Sprintf(
 		"; package %s implements it over a token validator of the host's (oauthbearer.New) or, from the listener's properties, "+
-			"as Kafka configures it (oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security), with the Security of socketserver.ConfigFromProperties)", pkg))
+			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings socketserver.ConfigFromProperties reads)", pkg))
 }
 
 // enabledMechanismsSetting returns the key and value listener name's
@@ -203,7 +204,7 @@ func enabledMechanismsSetting(cfg Config, name protocolmap.ListenerName, conf se
 // noImplementationRule explains that listener l enables a mechanism that
 // nothing implements.
 func noImplementationRule(l protocolmap.ListenerName, name string) string {
-	rule := fmt.Sprintf("listener %s enables SASL mechanism %s, which is neither built in (%s) nor given in Config.SASLMechanisms",
+	rule := fmt.Sprintf("listener %s enables SASL mechanism %s, which is neither built in (%s) nor given in the listener's ListenerConfig.Mechanisms",
 		l, name, strings.Join(sasl.Builtins, ", "))
 	for _, b := range sasl.Builtins {
 		if strings.EqualFold(b, name) {

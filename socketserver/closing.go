@@ -13,7 +13,7 @@ import (
 // address or prefix, a listener, or single connections by id, as
 // [connregistry.Registry.Close] does in Go. Add it where operators connect,
 // typically beside [ListClientConnectionsAPI] on an administration
-// listener (a listener's [Config.ListenerAPIs]); the server answers it
+// listener (a listener's [ListenerConfig.APIs]); the server answers it
 // itself, on the connection's goroutine, and the host's handlers never see
 // it. The connections close with connregistry.ClosedByOperator as their
 // reason, and the requesting connection is never among them.

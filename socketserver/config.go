@@ -49,15 +49,19 @@ type Config struct {
 	// Listeners is the resolved listener configuration (required).
 	Listeners *listener.Config
 
-	// APIs lists the request types each data-plane listener accepts.
-	// ApiVersions is always accepted and answered by the server from this
-	// list, unless the list holds key 18 itself, in which case ApiVersions
-	// requests go to the host like any other.
+	// APIs lists the request types each listener accepts, unless its
+	// ListenerConfig gives it APIs of its own. ApiVersions is always
+	// accepted and answered by the server from the listener's list, unless
+	// the list holds key 18 itself, in which case ApiVersions requests go
+	// to the host like any other.
 	APIs []API
-	// ListenerAPIs overrides APIs for single listeners, such as the control
-	// plane's (which a ZooKeeper-era broker limits to controller requests,
-	// ApiVersions and Metadata).
-	ListenerAPIs map[protocolmap.ListenerName][]API
+	// PerListener configures single listeners: their own APIs, processors,
+	// security settings, SASL mechanisms and credentials. A listener
+	// missing here takes APIs, DefaultNumNetworkThreads processors, no
+	// security settings (a PLAINTEXT listener needs none) and Credentials.
+	// ConfigFromProperties fills an entry for every listener. New reads
+	// the entries and keeps no pointer to them.
+	PerListener map[protocolmap.ListenerName]*ListenerConfig
 
 	// RequestMaxBytes is socket.request.max.bytes: a larger frame closes
 	// the connection. Zero means DefaultRequestMaxBytes.
@@ -100,49 +104,17 @@ type Config struct {
 	// negative disables it, as in Kafka, where only ConnectionsMaxIdle
 	// closes such a connection. Without a budget it has no effect.
 	RequestStallTimeout time.Duration
-	// NetworkThreads gives the number of processors of each data-plane
-	// listener (num.network.threads, per listener through
-	// listener.name.<name>.num.network.threads). Missing listeners get
-	// DefaultNumNetworkThreads. The control plane always has one.
-	NetworkThreads map[protocolmap.ListenerName]int
 	// SendBufferBytes and ReceiveBufferBytes set SO_SNDBUF and SO_RCVBUF
 	// (socket.send.buffer.bytes, socket.receive.buffer.bytes). Zero means
 	// DefaultSocketBufferBytes; -1 leaves the operating system's default.
 	SendBufferBytes    int
 	ReceiveBufferBytes int
 
-	// Security holds each listener's TLS and SASL settings, as
-	// security.ForListener resolves them; ConfigFromProperties fills it.
-	// A listener missing here uses none.
-	Security map[protocolmap.ListenerName]security.Settings
-	// SASLMechanisms gives SASL listeners the host's implementations of
-	// SASL mechanisms, such as OAUTHBEARER, GSSAPI or AWS_MSK_IAM, or its
-	// own PLAIN. A listener offers the mechanisms its Security entry
-	// enables (sasl.enabled.mechanisms), in that order, each implemented
-	// by the mechanism given here of that name or else by the built-in
-	// one (sasl.Builtin: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) over the
-	// listener's credential store. Names are compared case-sensitively,
-	// as in Kafka. New fails for an enabled mechanism that neither
-	// implements, and for a mechanism given here that the listener does
-	// not enable. OAUTHBEARER is never built in: the server does not link
-	// its validators. A host that serves it as Kafka configures it builds
-	// the mechanisms from the listeners' settings, which
-	// ConfigFromProperties reads (Security[l].OAuthBearer), in one call:
-	//
-	//	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
-	//
-	// (package github.com/kafkanet/kafkanet/security/sasl/oauthbearer), or
-	// gives its own. Mechanisms that are a sasl.Service are started by
-	// Server.Start and closed when the server stops.
-	SASLMechanisms map[protocolmap.ListenerName][]sasl.Mechanism
-	// Credentials backs the built-in SASL mechanisms of every SASL
-	// listener that ListenerCredentials does not name. Kafka configures
-	// users per listener and mechanism (JAAS); a host may keep one store
-	// for all. security.NewJAASUsers builds stores from Kafka's JAAS
-	// properties.
+	// Credentials backs the built-in SASL mechanisms (PLAIN,
+	// SCRAM-SHA-256, SCRAM-SHA-512) of every SASL listener whose
+	// ListenerConfig has no Credentials of its own. Kafka configures users
+	// per listener and mechanism (JAAS); a host may keep one store for all.
 	Credentials sasl.CredentialStore
-	// ListenerCredentials gives single listeners their own user store.
-	ListenerCredentials map[protocolmap.ListenerName]sasl.CredentialStore
 	// PrincipalBuilder builds each connection's principal once it has
 	// authenticated; nil means DefaultPrincipal.
 	PrincipalBuilder PrincipalBuilder
@@ -237,6 +209,50 @@ type Config struct {
 	lookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
+// ListenerConfig is the socket server's configuration of one listener,
+// beside what package listener resolves of it (where it listens, its
+// security protocol and plane).
+type ListenerConfig struct {
+	// APIs, when not nil, replaces Config.APIs on this listener: a
+	// control-plane listener, which a ZooKeeper-era broker limits to
+	// controller requests, ApiVersions and Metadata; an admin listener.
+	APIs []API
+	// NetworkThreads is the number of the listener's processors
+	// (num.network.threads, or listener.name.<name>.num.network.threads);
+	// zero means DefaultNumNetworkThreads. A control-plane listener always
+	// has one.
+	NetworkThreads int
+	// Security is how the listener authenticates its connections: TLS,
+	// the SASL mechanisms it enables, principal mapping,
+	// re-authentication, the handshake timeout, and OAUTHBEARER's settings
+	// when its properties configure them (ConfigFromProperties reads them
+	// with security.ForListener). The zero value suits PLAINTEXT.
+	Security security.Settings
+	// Mechanisms are the host's implementations of SASL mechanisms for the
+	// listener, such as OAUTHBEARER, GSSAPI or AWS_MSK_IAM, or its own
+	// PLAIN. The listener offers the mechanisms Security enables
+	// (sasl.enabled.mechanisms), in that order, each implemented by the
+	// mechanism given here of that name or else by the built-in one
+	// (sasl.Builtin: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) over
+	// Credentials. Names are compared case-sensitively, as in Kafka. New
+	// fails for an enabled mechanism that neither implements, and for a
+	// mechanism given here that the listener does not enable. OAUTHBEARER
+	// is never built in, so that a server does not link its validators; a
+	// host that serves it as Kafka configures it adds the mechanism the
+	// listener's settings describe:
+	//
+	//	l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
+	//
+	// (package github.com/kafkanet/kafkanet/security/sasl/oauthbearer).
+	// Mechanisms that are a sasl.Service are started by Server.Start and
+	// closed when the server stops.
+	Mechanisms []sasl.Mechanism
+	// Credentials backs the listener's built-in SASL mechanisms; nil
+	// means Config.Credentials. listener.NewJAASUsers builds a store for
+	// each listener from Kafka's JAAS properties.
+	Credentials sasl.CredentialStore
+}
+
 // ConfigFromProperties reads the socket server's Kafka keys from the
 // properties behind cfg: socket.request.max.bytes, connections.max.idle.ms,
 // queued.max.requests, num.network.threads (and its listener-prefixed form),
@@ -246,11 +262,11 @@ type Config struct {
 // among them, for a listener whose sasl.enabled.mechanisms holds
 // OAUTHBEARER, its OAUTHBEARER settings (Security[l].OAuthBearer, see
 // security.OAuthBearer), read and checked once. It builds no
-// mechanism from them: the host does (see Config.SASLMechanisms), so that
+// mechanism from them: the host does (see ListenerConfig.Mechanisms), so that
 // only a host that serves OAUTHBEARER links its validators. Credentials
 // are the host's to set. Errors name the offending key.
 func ConfigFromProperties(cfg *listener.Config) (Config, error) {
-	c := Config{Listeners: cfg, NetworkThreads: map[protocolmap.ListenerName]int{}}
+	c := Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*ListenerConfig, len(cfg.Listeners))}
 	maxBytes, err := cfg.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
 	if err != nil {
 		return Config{}, err
@@ -298,16 +314,16 @@ func ConfigFromProperties(cfg *listener.Config) (Config, error) {
 	if c.Quotas, err = quotasFromProperties(cfg); err != nil {
 		return Config{}, err
 	}
-	c.Security = map[protocolmap.ListenerName]security.Settings{}
 	for _, l := range cfg.Listeners {
 		n, err := cfg.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
 		if err != nil {
 			return Config{}, err
 		}
-		c.NetworkThreads[l.Name] = n
-		if c.Security[l.Name], err = security.ForListener(cfg, l.Name); err != nil {
+		sec, err := security.ForListener(cfg, l.Name)
+		if err != nil {
 			return Config{}, err
 		}
+		c.PerListener[l.Name] = &ListenerConfig{NetworkThreads: n, Security: sec}
 	}
 	return c, nil
 }
@@ -386,12 +402,21 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// listenerConfig returns listener name's ListenerConfig: its entry in
+// PerListener, or the zero value.
+func (c Config) listenerConfig(name protocolmap.ListenerName) ListenerConfig {
+	if lc := c.PerListener[name]; lc != nil {
+		return *lc
+	}
+	return ListenerConfig{}
+}
+
 // networkThreads returns the processor count of listener l.
 func (c Config) networkThreads(l listener.Listener) int {
 	if l.Plane == listener.ControlPlane {
 		return 1
 	}
-	if n := c.NetworkThreads[l.Name]; n > 0 {
+	if n := c.listenerConfig(l.Name).NetworkThreads; n > 0 {
 		return n
 	}
 	return DefaultNumNetworkThreads

@@ -63,9 +63,9 @@ func FuzzConfig(f *testing.F) {
 		if sc.RequestMaxBytes < 0 || sc.QueuedMaxRequests < 1 || sc.ConnectionsMaxIdle < 0 || sc.SASLMaxReceiveSize < 0 {
 			t.Fatalf("ConfigFromProperties accepted out-of-range values from %q: %+v", text, sc)
 		}
-		for name, n := range sc.NetworkThreads {
-			if n < 1 {
-				t.Fatalf("listener %s got %d network threads from %q", name, n, text)
+		for name, l := range sc.PerListener {
+			if l.NetworkThreads < 1 {
+				t.Fatalf("listener %s got %d network threads from %q", name, l.NetworkThreads, text)
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -84,3 +85,17 @@ var echoMetadata = socketserver.HandlerFunc(func(r *socketserver.Request) {
 	}
 	_ = r.CloseConnection()
 })
+
+// perListener returns c's ListenerConfig of listener name, adding an empty
+// one when c has none.
+func perListener(c *socketserver.Config, name protocolmap.ListenerName) *socketserver.ListenerConfig {
+	if c.PerListener == nil {
+		c.PerListener = map[protocolmap.ListenerName]*socketserver.ListenerConfig{}
+	}
+	l := c.PerListener[name]
+	if l == nil {
+		l = &socketserver.ListenerConfig{}
+		c.PerListener[name] = l
+	}
+	return l
+}

@@ -9,7 +9,7 @@ import (
 // ListClientConnectionsAPI returns the API entry that serves KIP-1329's
 // ListClientConnections under key (connregistry.DefaultAPIKey, 93, unless
 // the host serves another API there) from the server's own registry. Add
-// it to [Config.APIs] (or to a listener's [Config.ListenerAPIs]); the
+// it to [Config.APIs] (or to a listener's [ListenerConfig.APIs]); the
 // server then answers the request itself, on the connection's goroutine
 // (see [API.Handler]), and the host's handlers never see it.
 //

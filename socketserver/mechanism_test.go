@@ -111,11 +111,11 @@ func newTokenMechanism(name string) *tokenMechanism {
 func withTokens(m sasl.Mechanism, users sasl.CredentialStore) func(*socketserver.Config) {
 	return func(c *socketserver.Config) {
 		withUsers(users)(c)
-		c.SASLMechanisms = map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {m}}
+		perListener(c, "SASL_PLAINTEXT").Mechanisms = []sasl.Mechanism{m}
 	}
 }
 
-// A host registers its own mechanism in Config.SASLMechanisms, beside the
+// A host registers its own mechanism in ListenerConfig.Mechanisms, beside the
 // built-in ones, and a real kgo client authenticates with it; a wrong
 // token is refused with SASL_AUTHENTICATION_FAILED and the mechanism's
 // message.
@@ -388,7 +388,9 @@ func TestMechanismConfiguration(t *testing.T) {
 			if !tc.noUsers {
 				cfg.Credentials = users
 			}
-			cfg.SASLMechanisms = tc.mechs
+			for name, mechs := range tc.mechs {
+				perListener(&cfg, name).Mechanisms = mechs
+			}
 			srv, err := socketserver.New(cfg)
 			if tc.msg == "" {
 				require.NoError(t, err)
@@ -409,7 +411,7 @@ func TestMechanismConfiguration(t *testing.T) {
 	// The host's PLAIN is the one that serves.
 	srv := socketservertest.NewServer(t, saslProps(nil), func(c *socketserver.Config) {
 		c.APIs = allAPIs()
-		c.SASLMechanisms = map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {hostPlain}}
+		perListener(c, "SASL_PLAINTEXT").Mechanisms = []sasl.Mechanism{hostPlain}
 		c.Credentials = users
 	}, echoMetadata)
 	rc := dialRaw(t, srv, "SASL_PLAINTEXT")

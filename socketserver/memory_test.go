@@ -48,7 +48,7 @@ func TestRequestMemoryBudget(t *testing.T) {
 		"queued.max.request.bytes":       strconv.Itoa(budget),
 	}, func(c *socketserver.Config) {
 		c.APIs = allAPIs()
-		c.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{"CONTROL": allAPIs()}
+		perListener(c, "CONTROL").APIs = allAPIs()
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) { held <- r }))
 
 	conns := make([]net.Conn, 3)

@@ -59,13 +59,15 @@ func jwksProps(url string, extra listener.Properties) listener.Properties {
 
 // withOAuth is configure, then what a host that serves OAUTHBEARER adds:
 // the mechanism of each listener whose properties configure one, as Kafka
-// configures it (oauthbearer.AddMechanisms). The server builds none.
+// configures it (oauthbearer.AddMechanism). The server builds none.
 func withOAuth(t testing.TB, configure func(*socketserver.Config)) func(*socketserver.Config) {
 	return func(c *socketserver.Config) {
 		configure(c)
-		var err error
-		c.SASLMechanisms, err = oauthbearer.AddMechanisms(c.SASLMechanisms, c.Security)
-		require.NoError(t, err)
+		for _, l := range c.PerListener {
+			var err error
+			l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
+			require.NoError(t, err)
+		}
 	}
 }
 
@@ -376,11 +378,12 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 			require.NoError(t, err)
 			cfg, err := socketserver.ConfigFromProperties(lc)
 			require.NoError(t, err)
-			assert.Nil(t, cfg.Security["SASL_PLAINTEXT"].OAuthBearer)
-			require.ErrorIs(t, cfg.Security["SASL_PLAINTEXT"].OAuthBearerNotConfigured(), security.ErrOAuthBearerNotConfigured)
-			cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+			l := cfg.PerListener["SASL_PLAINTEXT"]
+			assert.Nil(t, l.Security.OAuthBearer)
+			require.ErrorIs(t, l.Security.OAuthBearerNotConfigured(), security.ErrOAuthBearerNotConfigured)
+			l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
 			require.NoError(t, err)
-			assert.Empty(t, cfg.SASLMechanisms, "Kafka's validators are not configured: nothing to add")
+			assert.Empty(t, l.Mechanisms, "Kafka's validators are not configured: nothing to add")
 			_, err = socketserver.New(cfg)
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
@@ -395,7 +398,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 				return oauthbearer.Token{}, errors.New("inactive token")
 			}))
 			require.NoError(t, err)
-			cfg.SASLMechanisms = map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {m}}
+			l.Mechanisms = []sasl.Mechanism{m}
 			cfg.APIs = allAPIs()
 			srv, err := socketserver.New(cfg)
 			require.NoError(t, err)
@@ -416,13 +419,13 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 	sec, err := security.ForListener(lc, "SASL_PLAINTEXT")
 	require.NoError(t, err)
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
-		Security: map[protocolmap.ListenerName]security.Settings{"SASL_PLAINTEXT": sec}})
+		PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{"SASL_PLAINTEXT": {Security: sec}}})
 	require.ErrorIs(t, err, security.ErrSASLMechanism)
-	assert.Contains(t, err.Error(), "oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)")
+	assert.Contains(t, err.Error(), "oauthbearer.AddMechanism(l.Mechanisms, l.Security)")
 	// And one whose Security is built in code, without OAUTHBEARER
 	// settings, is told how to give a mechanism.
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
-		Security: map[protocolmap.ListenerName]security.Settings{"SASL_PLAINTEXT": {SASLMechanisms: []string{"OAUTHBEARER"}}}})
+		PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{"SASL_PLAINTEXT": {Security: security.Settings{SASLMechanisms: []string{"OAUTHBEARER"}}}}})
 	require.ErrorIs(t, err, security.ErrSASLMechanism)
 	assert.Contains(t, err.Error(), "listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER")
 	assert.Contains(t, err.Error(), "oauthbearer.New")
@@ -431,7 +434,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 // The server builds no OAUTHBEARER mechanism, so as not to link its
 // validators into every program: ConfigFromProperties reads a listener's
 // settings once (Security.OAuthBearer), and until the host builds the
-// mechanism from them (oauthbearer.AddMechanisms, or FromSettings) New
+// mechanism from them (oauthbearer.AddMechanism, or FromSettings) New
 // fails, naming the listener and saying how. A mechanism of the host's
 // own is kept.
 func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
@@ -450,12 +453,13 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 			cfg, err := socketserver.ConfigFromProperties(lc)
 			require.NoError(t, err)
 			cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
-			settings := cfg.Security["SASL_PLAINTEXT"].OAuthBearer
+			l := cfg.PerListener["SASL_PLAINTEXT"]
+			settings := l.Security.OAuthBearer
 			require.NotNil(t, settings)
 			assert.Equal(t, protocolmap.ListenerName("SASL_PLAINTEXT"), settings.Listener)
 			assert.Equal(t, tc.name == "JWKS", settings.JWKS != nil)
-			assert.Nil(t, cfg.Security["PLAINTEXT"].OAuthBearer)
-			assert.Empty(t, cfg.SASLMechanisms, "ConfigFromProperties builds no mechanism")
+			assert.Nil(t, cfg.PerListener["PLAINTEXT"].Security.OAuthBearer)
+			assert.Empty(t, l.Mechanisms, "ConfigFromProperties builds no mechanism")
 
 			_, err = socketserver.New(cfg)
 			var ce *protocolmap.ConfigError
@@ -464,16 +468,16 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 			assert.ErrorIs(t, err, security.ErrSASLMechanism)
 			assert.NotErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
 			for _, want := range []string{"listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER", "Kafka's " + tc.validator,
-				"oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)", `FromSettings(*cfg.Security["SASL_PLAINTEXT"].OAuthBearer)`} {
+				"oauthbearer.AddMechanism(l.Mechanisms, l.Security)", `cfg.PerListener["SASL_PLAINTEXT"]`} {
 				assert.Contains(t, ce.Rule, want)
 			}
 
-			given := cfg.SASLMechanisms
-			cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+			given := l.Mechanisms
+			l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
 			require.NoError(t, err)
-			assert.Nil(t, given, "AddMechanisms changes no map of the caller's")
-			require.Len(t, cfg.SASLMechanisms["SASL_PLAINTEXT"], 1)
-			m := cfg.SASLMechanisms["SASL_PLAINTEXT"][0].(*oauthbearer.Mechanism)
+			assert.Nil(t, given, "AddMechanism changes no slice of the caller's")
+			require.Len(t, l.Mechanisms, 1)
+			m := l.Mechanisms[0].(*oauthbearer.Mechanism)
 			if tc.name == "JWKS" {
 				assert.IsType(t, &oauthbearer.JWKSValidator{}, m.Validator())
 			} else {
@@ -489,8 +493,8 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 				return oauthbearer.Token{}, errors.New("no")
 			}))
 			require.NoError(t, err)
-			mine := map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {own}}
-			got, err := oauthbearer.AddMechanisms(mine, cfg.Security)
+			mine := []sasl.Mechanism{own}
+			got, err := oauthbearer.AddMechanism(mine, l.Security)
 			require.NoError(t, err)
 			assert.Equal(t, mine, got)
 		})
@@ -530,7 +534,8 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 	cfg, err := socketserver.ConfigFromProperties(lc)
 	require.NoError(t, err)
 	cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
-	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+	l := cfg.PerListener["SASL_PLAINTEXT"]
+	l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
 	require.NoError(t, err)
 	failing, err := socketserver.New(cfg)
 	require.NoError(t, err)

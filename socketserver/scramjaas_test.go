@@ -34,7 +34,9 @@ func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
 	require.Empty(t, warnings)
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13)}
-		c.ListenerCredentials = users.Stores()
+		for name, store := range users.Stores() {
+			c.PerListener[name].Credentials = store
+		}
 		c.FailedAuthenticationDelay = -1
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		_ = r.Respond(r.Body.(*kmsg.MetadataRequest).ResponseKind())

@@ -447,11 +447,10 @@ func TestTLSVersions(t *testing.T) {
 		"ssl.enabled.protocols with TLSv1 and TLSv1.1": withUsers(users),
 		"host's tls.Config allows TLS 1.0": func(c *socketserver.Config) {
 			withUsers(users)(c)
-			for name, sec := range c.Security {
-				if sec.TLS != nil {
-					sec.TLS = sec.TLS.Clone()
-					sec.TLS.MinVersion = tls.VersionTLS10
-					c.Security[name] = sec
+			for _, l := range c.PerListener {
+				if l.Security.TLS != nil {
+					l.Security.TLS = l.Security.TLS.Clone()
+					l.Security.TLS.MinVersion = tls.VersionTLS10
 				}
 			}
 		},

@@ -159,9 +159,9 @@ func New(cfg Config) (*Server, error) {
 			s.memory[listener.ControlPlane] = newMemoryPool(int64(cfg.RequestMaxBytes))
 		}
 	}
-	for name := range cfg.SASLMechanisms {
+	for name := range cfg.PerListener {
 		if !slices.ContainsFunc(cfg.Listeners.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
-			return nil, fmt.Errorf("socketserver: Config.SASLMechanisms names listener %s, which is not configured", name)
+			return nil, fmt.Errorf("socketserver: Config.PerListener names listener %s, which is not configured", name)
 		}
 	}
 	// Processor ids are the server's, as Kafka numbers them
@@ -174,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	for _, l := range cfg.Listeners.Listeners {
 		apis := cfg.APIs
-		if own, ok := cfg.ListenerAPIs[l.Name]; ok {
+		if own := cfg.listenerConfig(l.Name).APIs; own != nil {
 			apis = own
 		}
 		table, err := newAPITable(apis)

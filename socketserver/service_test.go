@@ -161,7 +161,10 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 		require.NoError(t, err)
 		cfg, err := socketserver.ConfigFromProperties(lc)
 		require.NoError(t, err)
-		cfg.APIs, cfg.SASLMechanisms = allAPIs(), mechs
+		cfg.APIs = allAPIs()
+		for name, m := range mechs {
+			cfg.PerListener[name].Mechanisms = m
+		}
 		srv, err := socketserver.New(cfg)
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })

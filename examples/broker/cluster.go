@@ -165,13 +165,16 @@ func socketServerConfig(cfg *listener.Config, s brokerSettings, h socketserver.H
 	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, connregistry.SuperUsers(s.superUsers))
 	scfg.APIs = append(dataPlaneAPIs(h), lcc)
 	if cp := cfg.ControlPlaneListener; cp != "" {
-		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{cp: append(controlPlaneAPIs(), lcc)}
+		scfg.PerListener[cp].APIs = append(controlPlaneAPIs(), lcc)
 	}
-	scfg.ListenerCredentials = s.users.Stores()
-	// OAUTHBEARER, as Kafka configures it from each listener's keys (the
-	// socket server builds no mechanism of its own).
-	if scfg.SASLMechanisms, err = oauthbearer.AddMechanisms(scfg.SASLMechanisms, scfg.Security); err != nil {
-		return socketserver.Config{}, err
+	stores := s.users.Stores()
+	for name, l := range scfg.PerListener {
+		l.Credentials = stores[name]
+		// OAUTHBEARER, as Kafka configures it from each listener's keys
+		// (the socket server builds no mechanism of its own).
+		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {
+			return socketserver.Config{}, err
+		}
 	}
 	return scfg, nil
 }

@@ -137,14 +137,17 @@ func newProxy(ctx context.Context, cfg *listener.Config, log *slog.Logger, dial 
 		log.Warn(w.String())
 	}
 	scfg.APIs = p.apis
-	scfg.ListenerCredentials = users.Stores()
-	// OAUTHBEARER, as Kafka configures it from a client listener's keys.
-	if scfg.SASLMechanisms, err = oauthbearer.AddMechanisms(scfg.SASLMechanisms, scfg.Security); err != nil {
-		cancel()
-		return nil, err
+	stores := users.Stores()
+	for name, l := range scfg.PerListener {
+		l.Credentials = stores[name]
+		// OAUTHBEARER, as Kafka configures it from a client listener's keys.
+		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	if set.adminListener != "" {
-		scfg.ListenerAPIs = map[protocolmap.ListenerName][]socketserver.API{set.adminListener: p.adminAPIs()}
+		scfg.PerListener[set.adminListener].APIs = p.adminAPIs()
 	}
 	scfg.Listen = p.listen
 	scfg.ConnContext = p.connContext

@@ -18,7 +18,7 @@
 //		p, exp, err := idp.Introspect(ctx, token)
 //		return oauthbearer.Token{Principal: p, Expiry: exp}, err
 //	}))
-//	cfg.SASLMechanisms = map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_SSL": {m}}
+//	cfg.PerListener["SASL_SSL"].Mechanisms = []sasl.Mechanism{m}
 //
 // The exchange: the client's first message ([ParseClientFirstMessage])
 // carries the token; a valid one completes the exchange, and the token's
@@ -34,16 +34,20 @@
 // refreshes it; Close ends that goroutine. A host that uses a validator on
 // its own calls Start and Close itself.
 //
-// From Kafka's properties: the security package reads a listener's
+// From Kafka's properties: the listener package reads a listener's
 // OAUTHBEARER settings (security.OAuthBearer; the socket server's
-// ConfigFromProperties keeps them in security.Settings.OAuthBearer), and
-// [FromSettings] builds the mechanism Kafka would configure from them. A
-// host gives every listener that enables OAUTHBEARER its mechanism in one
-// call:
+// ConfigFromProperties keeps them in each ListenerConfig's
+// Security.OAuthBearer), and [FromSettings] builds the mechanism Kafka
+// would configure from them. A host gives every listener that enables
+// OAUTHBEARER its mechanism with [AddMechanism]:
 //
 //	cfg, err := socketserver.ConfigFromProperties(lc)
 //	...
-//	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+//	for _, l := range cfg.PerListener {
+//		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {
+//			...
+//		}
+//	}
 //
 // Neither the security package nor the socket server imports this one, so
 // a program that serves no OAUTHBEARER links neither go-jose (the JWKS

@@ -1,13 +1,10 @@
 package oauthbearer
 
 import (
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 )
@@ -67,43 +64,34 @@ func noneIfZero(d time.Duration) time.Duration {
 	return d
 }
 
-// AddMechanisms returns mechanisms, a socket server's
-// Config.SASLMechanisms (nil or not), with the OAUTHBEARER mechanism of
-// each listener of listeners whose settings configure one (a listener's
-// [security.Settings.OAuthBearer], built with [FromSettings]), unless
-// mechanisms already gives that listener an OAUTHBEARER mechanism of the
-// host's own. mechanisms itself is not changed. It is the one call with
-// which a host that reads Kafka's properties serves OAUTHBEARER as a
-// Kafka broker does:
+// AddMechanism returns mechanisms, the host's SASL mechanisms of one
+// listener (a socket server's ListenerConfig.Mechanisms, nil or not), with
+// the OAUTHBEARER mechanism that the listener's security settings
+// configure (settings.OAuthBearer, built with [FromSettings]), unless
+// mechanisms already holds an OAUTHBEARER mechanism of the host's own or
+// the settings configure none. mechanisms itself is not changed. It is
+// the call with which a host that reads Kafka's properties serves
+// OAUTHBEARER as a Kafka broker does:
 //
 //	cfg, err := socketserver.ConfigFromProperties(lc)
 //	...
-//	cfg.SASLMechanisms, err = oauthbearer.AddMechanisms(cfg.SASLMechanisms, cfg.Security)
+//	for _, l := range cfg.PerListener {
+//		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {
+//			...
+//		}
+//	}
 //
 // Listeners whose properties leave OAUTHBEARER to the host
 // (security.Settings.OAuthBearerNotConfigured) get nothing here: the
 // socket server refuses to start them until the host gives them a
 // mechanism.
-func AddMechanisms(mechanisms map[protocolmap.ListenerName][]sasl.Mechanism, listeners map[protocolmap.ListenerName]security.Settings) (map[protocolmap.ListenerName][]sasl.Mechanism, error) {
-	out := maps.Clone(mechanisms)
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(listeners)) { // errors in a fixed order
-		settings := listeners[name].OAuthBearer
-		if settings == nil || slices.ContainsFunc(out[name], func(m sasl.Mechanism) bool { return m != nil && m.Name() == Name }) {
-			continue
-		}
-		m, err := FromSettings(*settings)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if out == nil {
-			out = map[protocolmap.ListenerName][]sasl.Mechanism{}
-		}
-		out[name] = append(slices.Clone(out[name]), m)
+func AddMechanism(mechanisms []sasl.Mechanism, settings security.Settings) ([]sasl.Mechanism, error) {
+	if settings.OAuthBearer == nil || slices.ContainsFunc(mechanisms, func(m sasl.Mechanism) bool { return m != nil && m.Name() == Name }) {
+		return mechanisms, nil
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	m, err := FromSettings(*settings.OAuthBearer)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return append(slices.Clone(mechanisms), m), nil
 }
