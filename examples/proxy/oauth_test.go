@@ -18,7 +18,7 @@ import (
 
 // A client listener of the proxy's may enable OAUTHBEARER, configured
 // with Kafka's keys as the example broker's are (the proxy builds the
-// mechanism from the listener's settings, oauthbearer.AddMechanisms): the
+// mechanism from the listener's settings, oauthbearer.AddMechanism): the
 // proxy authenticates the token and forwards the client's requests, and
 // refuses a token its validator refuses.
 func TestOAuthBearerAtTheProxy(t *testing.T) {
