@@ -92,8 +92,8 @@ func KeyOAuthBearerServerCallbackHandlerClass(name protocolmap.ListenerName) str
 // settings checked and resolved (Kafka's defaults filled in). They are
 // plain values: this package builds nothing from them, and links nothing
 // of the validators. The oauthbearer package (security/sasl/oauthbearer)
-// builds the mechanism from them, oauthbearer.FromSettings, or for every
-// listener of a socket server configuration oauthbearer.AddMechanisms, so
+// builds the mechanism from them, oauthbearer.FromSettings, or adds it to
+// a listener's mechanisms, oauthbearer.AddMechanism, so
 // that a program that serves no OAUTHBEARER links neither the JWKS
 // validator nor its HTTP client.
 type OAuthBearerSettings struct {
