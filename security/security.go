@@ -58,6 +58,11 @@ type Settings struct {
 	// order without repeats; nil unless the listener speaks SASL_PLAINTEXT
 	// or SASL_SSL.
 	SASLMechanisms []string
+	// SASLMechanismsKey is the key SASLMechanisms was read from
+	// (listener.name.<name>.sasl.enabled.mechanisms or
+	// sasl.enabled.mechanisms), so that an error about them names it;
+	// empty when they are Kafka's default or set in code.
+	SASLMechanismsKey string
 	// PrincipalMapper turns client certificate DNs into principal names
 	// (ssl.principal.mapping.rules, default DEFAULT); nil unless the
 	// listener speaks SSL. (On SASL_SSL the principal comes from SASL, on
@@ -145,6 +150,9 @@ func ForListener(cfg *listener.Config, name protocolmap.ListenerName) (Settings,
 	if proto.UsesSASL() {
 		if s.SASLMechanisms, err = c.saslMechanisms(name); err != nil {
 			return Settings{}, err
+		}
+		if set := c.setting(name, KeySASLEnabledMechanisms); set.ok {
+			s.SASLMechanismsKey = set.from
 		}
 		if s.ReauthMax, err = c.reauthMax(c.setting(name, KeyConnectionsMaxReauthMs)); err != nil {
 			return Settings{}, err

@@ -115,7 +115,7 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 	if len(conf.SASLMechanisms) == 0 {
 		return sec, fmt.Errorf("socketserver: listener %s speaks %s but enables no SASL mechanism", l.Name, l.SecurityProtocol)
 	}
-	key, value := enabledMechanismsSetting(cfg, l.Name, conf)
+	key, value := enabledMechanismsSetting(conf)
 	configError := func(rule string) error {
 		return &protocolmap.ConfigError{Key: key, Value: value, Err: security.ErrSASLMechanism, Rule: rule}
 	}
@@ -190,15 +190,15 @@ func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configErr
 			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings socketserver.ConfigFromProperties reads)", pkg))
 }
 
-// enabledMechanismsSetting returns the key and value listener name's
-// sasl.enabled.mechanisms came from, for error messages.
-func enabledMechanismsSetting(cfg Config, name protocolmap.ListenerName, conf security.Settings) (key, value string) {
-	if cfg.Listeners != nil {
-		if v, from, ok := cfg.Listeners.ListenerValue(name, security.KeySASLEnabledMechanisms); ok {
-			return from, v
-		}
+// enabledMechanismsSetting returns the key a listener's
+// sasl.enabled.mechanisms came from and their value, for error messages;
+// New reads no property.
+func enabledMechanismsSetting(conf security.Settings) (key, value string) {
+	key = conf.SASLMechanismsKey
+	if key == "" {
+		key = security.KeySASLEnabledMechanisms
 	}
-	return security.KeySASLEnabledMechanisms, strings.Join(conf.SASLMechanisms, ",")
+	return key, strings.Join(conf.SASLMechanisms, ",")
 }
 
 // noImplementationRule explains that listener l enables a mechanism that

@@ -1,0 +1,48 @@
+package socketserver_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// Configuration is parsed once: ConfigFromProperties reads the keys, and
+// New consumes the typed values it returned (or a host's) and reads no
+// property. Keys that ConfigFromProperties refuses do not reach New.
+func TestNewReadsNoProperty(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+	}{
+		{"socket.request.max.bytes", "nonsense"},
+		{"num.network.threads", "0"},
+		{"queued.max.request.bytes", "1"},
+		{"max.connections", "-5"},
+		{"listener.name.sasl_plaintext.sasl.enabled.mechanisms", ""},
+		{"listener.name.sasl_plaintext.connections.max.reauth.ms", "soon"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			lc, err := listener.Resolve(listener.Properties{
+				"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+				tc.key:      tc.value,
+			})
+			require.NoError(t, err)
+			_, err = socketserver.ConfigFromProperties(lc)
+			require.Error(t, err, "ConfigFromProperties refuses %s=%q", tc.key, tc.value)
+
+			srv, err := socketserver.New(socketserver.Config{Listeners: lc,
+				PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
+					"SASL_PLAINTEXT": {Security: security.Settings{SASLMechanisms: []string{"PLAIN"}}},
+				},
+				Credentials: newUsers(t),
+			})
+			require.NoError(t, err, "New reads no property")
+			assert.NoError(t, srv.Close())
+		})
+	}
+}
