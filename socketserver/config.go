@@ -253,19 +253,28 @@ type ListenerConfig struct {
 	Credentials sasl.CredentialStore
 }
 
-// ConfigFromProperties reads the socket server's Kafka keys from the
-// properties behind cfg: socket.request.max.bytes, connections.max.idle.ms,
-// queued.max.requests, num.network.threads (and its listener-prefixed form),
+// ConfigFromProperties reads a server's configuration from Kafka's keys,
+// once, into typed and checked values: the listeners (listener.Resolve:
+// listeners, advertised.listeners, listener.security.protocol.map, the
+// inter-broker and control-plane listeners), then socket.request.max.bytes,
+// connections.max.idle.ms, queued.max.requests, queued.max.request.bytes,
+// num.network.threads (and its listener-prefixed form),
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// and each listener's TLS and SASL settings (see security.ForListener),
-// among them, for a listener whose sasl.enabled.mechanisms holds
-// OAUTHBEARER, its OAUTHBEARER settings (Security[l].OAuthBearer, see
-// security.OAuthBearer), read and checked once. It builds no
-// mechanism from them: the host does (see ListenerConfig.Mechanisms), so that
-// only a host that serves OAUTHBEARER links its validators. Credentials
-// are the host's to set. Errors name the offending key.
-func ConfigFromProperties(cfg *listener.Config) (Config, error) {
+// the connection quotas, and each listener's TLS and SASL settings
+// (security.ForListener) into its ListenerConfig, among them, for a
+// listener whose sasl.enabled.mechanisms holds OAUTHBEARER, its OAUTHBEARER
+// settings (security.OAuthBearer). It builds no mechanism from them: the
+// host does (see ListenerConfig.Mechanisms), so that only a host that
+// serves OAUTHBEARER links its validators. Credentials are the host's to
+// set (security.NewJAASUsers builds them from Kafka's JAAS keys). Errors
+// name the offending key. New reads no property: a host may change any
+// value between the two.
+func ConfigFromProperties(props listener.Properties) (Config, error) {
+	cfg, err := listener.Resolve(props)
+	if err != nil {
+		return Config{}, err
+	}
 	c := Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*ListenerConfig, len(cfg.Listeners))}
 	maxBytes, err := cfg.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
 	if err != nil {

@@ -55,7 +55,7 @@ func FuzzConfig(f *testing.F) {
 		if len(cfg.Listeners) == 0 {
 			t.Fatalf("Resolve accepted %q with no listeners", text)
 		}
-		sc, err := socketserver.ConfigFromProperties(cfg)
+		sc, err := socketserver.ConfigFromProperties(props)
 		if err != nil {
 			checkConfigError(t, props, err)
 			return

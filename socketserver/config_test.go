@@ -27,12 +27,13 @@ func TestNewReadsNoProperty(t *testing.T) {
 		{"listener.name.sasl_plaintext.connections.max.reauth.ms", "soon"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
-			lc, err := listener.Resolve(listener.Properties{
+			props := listener.Properties{
 				"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 				tc.key:      tc.value,
-			})
+			}
+			lc, err := listener.Resolve(props)
 			require.NoError(t, err)
-			_, err = socketserver.ConfigFromProperties(lc)
+			_, err = socketserver.ConfigFromProperties(props)
 			require.Error(t, err, "ConfigFromProperties refuses %s=%q", tc.key, tc.value)
 
 			srv, err := socketserver.New(socketserver.Config{Listeners: lc,

@@ -27,9 +27,7 @@ func TestHandshakeTimeoutKeyAndDefault(t *testing.T) {
 		for k, v := range props {
 			all[k] = v
 		}
-		lc, err := listener.Resolve(all)
-		require.NoError(t, err)
-		cfg, err := ConfigFromProperties(lc)
+		cfg, err := ConfigFromProperties(all)
 		require.NoError(t, err)
 		srv, err := New(cfg)
 		require.NoError(t, err)

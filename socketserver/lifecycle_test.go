@@ -23,9 +23,7 @@ import (
 // closed when the test ends.
 func newUnstarted(t testing.TB, props listener.Properties, configure ...func(*socketserver.Config)) *socketserver.Server {
 	t.Helper()
-	lc, err := listener.Resolve(props)
-	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(lc)
+	cfg, err := socketserver.ConfigFromProperties(props)
 	require.NoError(t, err)
 	cfg.APIs = allAPIs()
 	for _, f := range configure {

@@ -381,9 +381,7 @@ func TestMechanismConfiguration(t *testing.T) {
 			if tc.props["sasl.enabled.mechanisms"] == "" {
 				delete(props, "sasl.enabled.mechanisms")
 			}
-			lc, err := listener.Resolve(props)
-			require.NoError(t, err)
-			cfg, err := socketserver.ConfigFromProperties(lc)
+			cfg, err := socketserver.ConfigFromProperties(props)
 			require.NoError(t, err, "security.ForListener refuses no mechanism name")
 			if !tc.noUsers {
 				cfg.Credentials = users

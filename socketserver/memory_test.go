@@ -188,9 +188,7 @@ func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 		if tc.value != "" {
 			props["queued.max.request.bytes"] = tc.value
 		}
-		lc, err := listener.Resolve(props)
-		require.NoError(t, err)
-		cfg, err := socketserver.ConfigFromProperties(lc)
+		cfg, err := socketserver.ConfigFromProperties(props)
 		if tc.wantErr {
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce, tc.value)

@@ -374,9 +374,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 		{"another class", listener.Properties{oauthClass: "com.example.IntrospectionHandler"}, oauthClass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lc, err := listener.Resolve(saslProps(merge(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER"}, tc.props)))
-			require.NoError(t, err)
-			cfg, err := socketserver.ConfigFromProperties(lc)
+			cfg, err := socketserver.ConfigFromProperties(saslProps(merge(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER"}, tc.props)))
 			require.NoError(t, err)
 			l := cfg.PerListener["SASL_PLAINTEXT"]
 			assert.Nil(t, l.Security.OAuthBearer)
@@ -448,9 +446,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 		{"unsecured", saslProps(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: security.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lc, err := listener.Resolve(tc.props)
-			require.NoError(t, err)
-			cfg, err := socketserver.ConfigFromProperties(lc)
+			cfg, err := socketserver.ConfigFromProperties(tc.props)
 			require.NoError(t, err)
 			cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
 			l := cfg.PerListener["SASL_PLAINTEXT"]
@@ -529,9 +525,7 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 	base.RequireReturned(t)
 
 	// A key set that cannot be read fails Start.
-	lc, err := listener.Resolve(jwksProps(https.URL+"/jwks.json", nil))
-	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(lc)
+	cfg, err := socketserver.ConfigFromProperties(jwksProps(https.URL+"/jwks.json", nil))
 	require.NoError(t, err)
 	cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
 	l := cfg.PerListener["SASL_PLAINTEXT"]

@@ -55,11 +55,7 @@ func BenchmarkParkCycle(b *testing.B) {
 // connection closes with tb.
 func parkTestConn(tb testing.TB) (*Server, *conn, func()) {
 	tb.Helper()
-	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg, err := ConfigFromProperties(lc)
+	cfg, err := ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	if err != nil {
 		tb.Fatal(err)
 	}

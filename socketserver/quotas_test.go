@@ -348,18 +348,14 @@ func TestQuotaConfigErrors(t *testing.T) {
 			for k, v := range tc.props {
 				props[k] = v
 			}
-			lc, err := listener.Resolve(props)
-			require.NoError(t, err)
-			_, err = socketserver.ConfigFromProperties(lc)
+			_, err := socketserver.ConfigFromProperties(props)
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 		})
 	}
 	// Zero per IP is valid with overrides.
-	lc, err := listener.Resolve(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
-	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(lc)
+	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"::1": 5, "localhost": 2}, cfg.Quotas.MaxConnectionsPerIPOverrides)
 }

@@ -107,9 +107,7 @@ func TestMechanismServiceLifecycle(t *testing.T) {
 		c.Logger = logger
 	}
 
-	lc, err := listener.Resolve(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
-	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(lc)
+	cfg, err := socketserver.ConfigFromProperties(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
 	require.NoError(t, err)
 	configure(&cfg)
 	unstarted, err := socketserver.New(cfg)
@@ -157,9 +155,7 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 		"sasl.enabled.mechanisms":        "TOKEN-TOY",
 	}
 	build := func(mechs map[protocolmap.ListenerName][]sasl.Mechanism) *socketserver.Server {
-		lc, err := listener.Resolve(props)
-		require.NoError(t, err)
-		cfg, err := socketserver.ConfigFromProperties(lc)
+		cfg, err := socketserver.ConfigFromProperties(props)
 		require.NoError(t, err)
 		cfg.APIs = allAPIs()
 		for name, m := range mechs {

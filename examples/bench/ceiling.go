@@ -242,15 +242,11 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 	if log.file != nil {
 		defer log.file.Close()
 	}
-	lc, err := listener.Resolve(listener.Properties{
+	cfg, err := socketserver.ConfigFromProperties(listener.Properties{
 		listener.KeyListeners:               clientListener + "://" + spec.Addr,
 		listener.KeySecurityProtocolMap:     clientListener + ":PLAINTEXT",
 		listener.KeyInterBrokerListenerName: clientListener,
 	})
-	if err != nil {
-		return err
-	}
-	cfg, err := socketserver.ConfigFromProperties(lc)
 	if err != nil {
 		return err
 	}

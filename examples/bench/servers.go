@@ -506,11 +506,7 @@ func createTopicsExist(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
 // defaults for every socket-server key (3 network threads, 8 handler
 // goroutines, a data-plane queue of 500), until ctx ends.
 func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout io.Writer) error {
-	lc, err := listener.Resolve(kafkanetProperties(spec))
-	if err != nil {
-		return err
-	}
-	cfg, err := socketserver.ConfigFromProperties(lc)
+	cfg, err := socketserver.ConfigFromProperties(kafkanetProperties(spec))
 	if err != nil {
 		return err
 	}
@@ -531,7 +527,7 @@ func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout 
 	go answerStats(stdin, stdout, srv, h, cfg.QueuedMaxRequests)
 	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ctx, listener.DataPlane, socketserver.DefaultNumIOThreads, h) }()
-	if lc.ControlPlaneListener != "" {
+	if cfg.Listeners.ControlPlaneListener != "" {
 		go func() { served <- srv.Serve(ctx, listener.ControlPlane, 1, h) }()
 	} else {
 		served <- nil

@@ -64,7 +64,7 @@ type brokerSettings struct {
 // from them (serving nothing), so that -check rejects whatever serving
 // would.
 func readSettings(cfg *listener.Config) (brokerSettings, error) {
-	if _, err := socketserver.ConfigFromProperties(cfg); err != nil {
+	if _, err := socketserver.ConfigFromProperties(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
 	s := brokerSettings{autoCreate: true}
@@ -141,7 +141,7 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 // cfg and s: the socket server's keys, the broker's APIs, with h answering
 // those that are inline (see dataPlaneAPIs), and the SASL users.
 func socketServerConfig(cfg *listener.Config, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
-	scfg, err := socketserver.ConfigFromProperties(cfg)
+	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
 	if err != nil {
 		return socketserver.Config{}, err
 	}

@@ -40,7 +40,7 @@ func (c *cluster) reload(load func() (*listener.Config, error)) error {
 	}
 	var scfg socketserver.Config
 	if err == nil {
-		scfg, err = socketserver.ConfigFromProperties(cfg)
+		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
 	}
 	if err == nil {
 		// Quotas first: a quota whose host does not resolve fails the reload

@@ -35,11 +35,7 @@ func main() {
 func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	// Listeners, checked with Kafka's rules, and the socket server's
 	// settings at Kafka's defaults.
-	lc, err := listener.Resolve(listener.Properties{"listeners": listeners})
-	if err != nil {
-		return err
-	}
-	cfg, err := socketserver.ConfigFromProperties(lc)
+	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": listeners})
 	if err != nil {
 		return err
 	}
@@ -56,7 +52,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	for _, l := range lc.Listeners {
+	for _, l := range cfg.Listeners.Listeners {
 		log.Info("listening", "listener", l.Name, "addr", srv.Addr(string(l.Name)))
 	}
 

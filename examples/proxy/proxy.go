@@ -123,7 +123,7 @@ func newProxy(ctx context.Context, cfg *listener.Config, log *slog.Logger, dial 
 	}
 	p.apis = forwardedAPIs(versions, set, socketserver.HandlerFunc(p.forward))
 
-	scfg, err := socketserver.ConfigFromProperties(cfg)
+	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
 	if err != nil {
 		cancel()
 		return nil, err

@@ -79,14 +79,11 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	for k, v := range props {
 		all[k] = v
 	}
-	lc, err := listener.Resolve(all)
+	cfg, err := socketserver.ConfigFromProperties(all)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := socketserver.ConfigFromProperties(lc)
-	if err != nil {
-		return nil, nil, err
-	}
+	lc := cfg.Listeners
 	if configure != nil {
 		configure(&cfg)
 	}

@@ -41,7 +41,7 @@
 // would configure from them. A host gives every listener that enables
 // OAUTHBEARER its mechanism with [AddMechanism]:
 //
-//	cfg, err := socketserver.ConfigFromProperties(lc)
+//	cfg, err := socketserver.ConfigFromProperties(props)
 //	...
 //	for _, l := range cfg.PerListener {
 //		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {
