@@ -9,11 +9,10 @@
 // The entry point is [Resolve], which takes broker [Properties] (for example
 // from [LoadProperties] on a server.properties file) and returns a [Config].
 // [Config.ListenerValue] resolves listener-prefixed settings
-// (listener.name.<name>.<key>) as later layers need them. The package also
-// encodes what KIP-103 changed in what brokers tell each other and clients:
-// the ZooKeeper broker registration JSON ([BrokerRegistration]), the endpoint
-// lists of UpdateMetadata and BrokerRegistration requests, and the brokers of
-// a Metadata response as seen through the listener a client connected to.
+// (listener.name.<name>.<key>) as later layers need them.
+// [Config.AdvertisedEndPoints] are what a broker tells clients; the
+// socketserver package turns them into the brokers of a Metadata response
+// as seen through the listener a client connected to.
 //
 // Who is talking on a listener (TLS, SASL, principals, JAAS, OAUTHBEARER)
 // is not this package's concern but the security package's, which reads

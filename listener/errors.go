@@ -29,9 +29,6 @@ var (
 	ErrSameListener = errors.New("control-plane listener is the inter-broker listener")
 	// ErrInvalidValue: a value is not of the type or range its key takes.
 	ErrInvalidValue = errors.New("invalid value")
-	// ErrUnsupportedVersion: a broker registration has a version this
-	// package does not read.
-	ErrUnsupportedVersion = errors.New("unsupported broker registration version")
 )
 
 // ruleError carries one of Kafka's messages and the sentinel behind it.

@@ -33,14 +33,14 @@ func Example() {
 		panic(err)
 	}
 
-	self := []listener.Broker{srv.Broker(0, "")}
+	self := []socketserver.Broker{srv.Broker(0, "")}
 	served := make(chan error, 1)
 	go func() {
 		served <- srv.Serve(context.Background(), listener.DataPlane, 4, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch req := r.Body.(type) {
 			case *kmsg.MetadataRequest:
 				resp := req.ResponseKind().(*kmsg.MetadataResponse)
-				resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, self)
+				resp.Brokers = socketserver.MetadataBrokers(r.Conn.Listener, self)
 				resp.ClusterID = kmsg.StringPtr("example")
 				_ = r.Respond(resp)
 			default:

@@ -56,7 +56,7 @@ func IsInternalTopic(topic string) bool {
 // broker, this server:
 //
 //   - Brokers is the node, at the address it advertises on via
-//     ([Server.Broker], listener.MetadataBrokers); ControllerID is the
+//     ([Server.Broker], [MetadataBrokers]); ControllerID is the
 //     node; ClusterID is node's.
 //   - Topics are those asked for: all of node.Topics, sorted by name, when
 //     the request asks for every topic (null topics, or none in v0);
@@ -75,7 +75,7 @@ func IsInternalTopic(topic string) bool {
 // which the host may change before it responds.
 func (s *Server) SingleNodeMetadata(req *kmsg.MetadataRequest, via protocolmap.ListenerName, node SingleNode) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = listener.MetadataBrokers(via, []listener.Broker{s.Broker(node.NodeID, node.Rack)})
+	resp.Brokers = MetadataBrokers(via, []Broker{s.Broker(node.NodeID, node.Rack)})
 	resp.ControllerID = node.NodeID
 	if node.ClusterID != "" {
 		resp.ClusterID = kmsg.StringPtr(node.ClusterID)
@@ -136,4 +136,61 @@ func (n SingleNode) topicMetadata(t MetadataTopic) kmsg.MetadataResponseTopic {
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// Broker describes one broker of a cluster the way Metadata and
+// DescribeCluster responses need it; [Server.Broker] gives this server's.
+type Broker struct {
+	// NodeID is the broker's broker.id (node.id in KRaft).
+	NodeID int32
+	// Rack is the broker's broker.rack, "" when not set.
+	Rack string
+	// EndPoints are the broker's advertised endpoints.
+	EndPoints []listener.EndPoint
+}
+
+// MetadataBrokers returns the Brokers of a Metadata response for a client
+// connected through the listener called via: for each broker, in order, the
+// host and port it advertises on the listener of that same name. As in
+// Kafka, a broker without such a listener is left out, so that a client
+// only ever learns addresses that speak the protocol it connected with.
+// Host names are passed on as advertised, never resolved. via is compared
+// exactly, so it should be upper case, as [protocolmap.ParseListenerName]
+// makes it (Request.Conn.Listener is).
+func MetadataBrokers(via protocolmap.ListenerName, brokers []Broker) []kmsg.MetadataResponseBroker {
+	return brokersOn(via, brokers, func(id int32, ep listener.EndPoint, rack *string) kmsg.MetadataResponseBroker {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, int32(ep.Port), rack
+		return b
+	})
+}
+
+// DescribeClusterBrokers is [MetadataBrokers] for the Brokers of a
+// DescribeCluster response.
+func DescribeClusterBrokers(via protocolmap.ListenerName, brokers []Broker) []kmsg.DescribeClusterResponseBroker {
+	return brokersOn(via, brokers, func(id int32, ep listener.EndPoint, rack *string) kmsg.DescribeClusterResponseBroker {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, int32(ep.Port), rack
+		return b
+	})
+}
+
+// brokersOn calls build for each broker that has an endpoint named via,
+// with that endpoint and the broker's rack (nil when not set).
+func brokersOn[T any](via protocolmap.ListenerName, brokers []Broker, build func(id int32, ep listener.EndPoint, rack *string) T) []T {
+	var out []T
+	for _, b := range brokers {
+		for _, ep := range b.EndPoints {
+			if ep.Name != via {
+				continue
+			}
+			var rack *string
+			if b.Rack != "" {
+				rack = kmsg.StringPtr(b.Rack)
+			}
+			out = append(out, build(b.NodeID, ep, rack))
+			break
+		}
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package socketserver_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -14,6 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -160,4 +165,156 @@ func TestSingleNodeMetadataServesAProducer(t *testing.T) {
 	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "missing", Value: []byte("v")}).FirstErr()
 	require.True(t, errors.Is(err, kerr.UnknownTopicOrPartition), "got %v", err)
 	require.NoError(t, ctx.Err(), "the producer gave up before the deadline")
+}
+
+// regEndPoint is an endpoint named name at host:port speaking p.
+func regEndPoint(name, host string, port int, p protocolmap.SecurityProtocol) listener.EndPoint {
+	return listener.EndPoint{Name: protocolmap.ListenerName(name), Host: host, Port: port, SecurityProtocol: p}
+}
+
+// metaCluster has three brokers; broker 3 has no REPLICATION listener.
+var metaCluster = []socketserver.Broker{
+	{NodeID: 1, Rack: "r1", EndPoints: []listener.EndPoint{
+		regEndPoint("CLIENT", "localhost", 9092, protocolmap.SASLSSL),
+		regEndPoint("REPLICATION", "10.0.0.1", 9093, protocolmap.SSL),
+	}},
+	{NodeID: 2, EndPoints: []listener.EndPoint{
+		regEndPoint("REPLICATION", "fd00::2", 9093, protocolmap.SSL),
+		regEndPoint("CLIENT", "kafka-2.example.com", 9092, protocolmap.SASLSSL),
+	}},
+	{NodeID: 3, Rack: "r3", EndPoints: []listener.EndPoint{
+		regEndPoint("CLIENT", "kafka-3.example.com", 19092, protocolmap.SASLSSL),
+	}},
+}
+
+// metaBroker is what both Metadata and DescribeCluster say of a broker.
+type metaBroker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   *string
+}
+
+func TestMetadataBrokers(t *testing.T) {
+	tests := []struct {
+		via  protocolmap.ListenerName
+		want []metaBroker
+	}{
+		{"CLIENT", []metaBroker{
+			{1, "localhost", 9092, kmsg.StringPtr("r1")},
+			{2, "kafka-2.example.com", 9092, nil},
+			{3, "kafka-3.example.com", 19092, kmsg.StringPtr("r3")},
+		}},
+		{"REPLICATION", []metaBroker{
+			{1, "10.0.0.1", 9093, kmsg.StringPtr("r1")},
+			{2, "fd00::2", 9093, nil},
+		}},
+		{"UNKNOWN", nil},
+		{"client", nil}, // via is compared exactly; callers pass normalised names
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.via), func(t *testing.T) {
+			var meta []metaBroker
+			for _, b := range socketserver.MetadataBrokers(tt.via, metaCluster) {
+				assert.Zero(t, b.UnknownTags.Len())
+				meta = append(meta, metaBroker{b.NodeID, b.Host, b.Port, b.Rack})
+			}
+			assert.Equal(t, tt.want, meta, "Metadata")
+
+			var describe []metaBroker
+			for _, b := range socketserver.DescribeClusterBrokers(tt.via, metaCluster) {
+				assert.False(t, b.IsFenced)
+				describe = append(describe, metaBroker{b.NodeID, b.Host, b.Port, b.Rack})
+			}
+			assert.Equal(t, tt.want, describe, "DescribeCluster")
+		})
+	}
+
+	t.Run("no brokers", func(t *testing.T) {
+		assert.Empty(t, socketserver.MetadataBrokers("CLIENT", nil))
+		assert.Empty(t, socketserver.DescribeClusterBrokers("CLIENT", nil))
+	})
+
+	t.Run("racks are not shared between responses", func(t *testing.T) {
+		a := socketserver.MetadataBrokers("CLIENT", metaCluster)
+		b := socketserver.MetadataBrokers("CLIENT", metaCluster)
+		*a[0].Rack = "changed"
+		assert.Equal(t, "r1", *b[0].Rack)
+		assert.Equal(t, "r1", metaCluster[0].Rack)
+	})
+
+	t.Run("the response encodes and decodes", func(t *testing.T) {
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = 12
+		resp.Brokers = socketserver.MetadataBrokers("REPLICATION", metaCluster)
+		back := kmsg.NewPtrMetadataResponse()
+		back.Version = 12
+		require.NoError(t, back.ReadFrom(resp.AppendTo(nil)))
+		assert.Equal(t, resp.Brokers, back.Brokers)
+	})
+}
+
+// The broker a server describes advertises the endpoints of its listener
+// configuration, in the order of advertised.listeners, and shares none of
+// them. (It was listener.Config.Broker; Server.Broker computes it now.)
+func TestConfigBroker(t *testing.T) {
+	c, err := listener.Resolve(listener.Properties{
+		"listeners":                      "CLIENT://:9092,REPLICATION://:9093",
+		"advertised.listeners":           "CLIENT://localhost:9092,REPLICATION://10.0.0.1:9093",
+		"listener.security.protocol.map": "CLIENT:SASL_SSL,REPLICATION:SSL",
+		"inter.broker.listener.name":     "REPLICATION",
+	})
+	require.NoError(t, err)
+	srv, err := socketserver.New(socketserver.Config{Listeners: c, Credentials: newUsers(t), PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
+		"CLIENT":      {Security: security.Settings{TLS: &tls.Config{}, SASLMechanisms: []string{"PLAIN"}}},
+		"REPLICATION": {Security: security.Settings{TLS: &tls.Config{}}},
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	b := srv.Broker(7, "rack-7")
+	assert.Equal(t, socketserver.Broker{NodeID: 7, Rack: "rack-7", EndPoints: []listener.EndPoint{
+		regEndPoint("CLIENT", "localhost", 9092, protocolmap.SASLSSL),
+		regEndPoint("REPLICATION", "10.0.0.1", 9093, protocolmap.SSL),
+	}}, b)
+
+	b.EndPoints[0].Host = "changed"
+	assert.Equal(t, "localhost", srv.Broker(7, "").EndPoints[0].Host, "the broker must not share the config's endpoints")
+
+	brokers := socketserver.MetadataBrokers("CLIENT", []socketserver.Broker{srv.Broker(7, "")})
+	require.Len(t, brokers, 1)
+	assert.Equal(t, "localhost", brokers[0].Host)
+	assert.Nil(t, brokers[0].Rack)
+}
+func ExampleMetadataBrokers() {
+	protocols, err := protocolmap.Parse("CLIENT:SASL_SSL,REPLICATION:SSL")
+	if err != nil {
+		panic(err)
+	}
+	var brokers []socketserver.Broker
+	for i, advertised := range []string{
+		"CLIENT://kafka-1.example.com:9092,REPLICATION://10.0.0.1:9093",
+		"CLIENT://kafka-2.example.com:9092,REPLICATION://10.0.0.2:9093",
+		"CLIENT://kafka-3.example.com:9092", // not yet given a REPLICATION listener
+	} {
+		eps, err := listener.ParseEndPoints(listener.KeyAdvertisedListeners, advertised, protocols)
+		if err != nil {
+			panic(err)
+		}
+		brokers = append(brokers, socketserver.Broker{NodeID: int32(i + 1), Rack: "rack-a", EndPoints: eps})
+	}
+
+	for _, via := range []protocolmap.ListenerName{"CLIENT", "REPLICATION"} {
+		fmt.Println("via", via)
+		for _, b := range socketserver.MetadataBrokers(via, brokers) {
+			fmt.Printf("  node %d at %s:%d in %s\n", b.NodeID, b.Host, b.Port, *b.Rack)
+		}
+	}
+	// Output:
+	// via CLIENT
+	//   node 1 at kafka-1.example.com:9092 in rack-a
+	//   node 2 at kafka-2.example.com:9092 in rack-a
+	//   node 3 at kafka-3.example.com:9092 in rack-a
+	// via REPLICATION
+	//   node 1 at 10.0.0.1:9093 in rack-a
+	//   node 2 at 10.0.0.2:9093 in rack-a
 }

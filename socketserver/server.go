@@ -658,13 +658,14 @@ func normalise(name string) string {
 }
 
 // Broker returns this server as one broker of a cluster, for Metadata and
-// DescribeCluster responses (listener.MetadataBrokers): the listeners'
-// advertised endpoints, as Kafka advertises them. An advertised port 0
+// DescribeCluster responses ([MetadataBrokers], [DescribeClusterBrokers]):
+// the listeners' advertised endpoints, in the order of
+// advertised.listeners, as Kafka advertises them. An advertised port 0
 // becomes the port the listener bound (after Start), and an empty
 // advertised host the machine's host name (Kafka advertises the canonical
 // host name there).
-func (s *Server) Broker(nodeID int32, rack string) listener.Broker {
-	b := s.cfg.Listeners.Broker(nodeID, rack)
+func (s *Server) Broker(nodeID int32, rack string) Broker {
+	b := Broker{NodeID: nodeID, Rack: rack, EndPoints: s.cfg.Listeners.AdvertisedEndPoints()}
 	for i, ep := range b.EndPoints {
 		if a, ok := s.Addr(string(ep.Name)).(*net.TCPAddr); ok && ep.Port == 0 {
 			b.EndPoints[i].Port = a.Port

@@ -248,7 +248,7 @@ type cluster struct {
 	brokers  []*broker
 	// infos tells clients where each broker listens: its advertised
 	// endpoints, with the bound port for an advertised port 0.
-	infos []listener.Broker
+	infos []socketserver.Broker
 	// ready is closed once infos is complete: the inline handlers, which
 	// run from Start, wait for it (see ServeKafka).
 	ready    chan struct{}
@@ -368,10 +368,10 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int3
 // info returns what clients learn about b: its advertised endpoints, where
 // an advertised port 0 becomes the port bound and an empty host (every
 // interface) the machine's host name, as in Kafka.
-func (b *broker) info() listener.Broker { return b.srv.Broker(b.id, b.c.settings.rack) }
+func (b *broker) info() socketserver.Broker { return b.srv.Broker(b.id, b.c.settings.rack) }
 
 // logListeners logs one line per listener of b, which info advertises.
-func (b *broker) logListeners(info listener.Broker) {
+func (b *broker) logListeners(info socketserver.Broker) {
 	for _, l := range b.cfg.Listeners {
 		advertised := "-"
 		for _, ep := range info.EndPoints {

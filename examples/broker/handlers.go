@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -161,7 +160,7 @@ func (b *broker) partitionError(t *topic, p int32, byID bool) error {
 func (b *broker) metadata(r *socketserver.Request, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	// Addresses on the listener the client came through (KIP-103).
-	resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, b.c.infos)
+	resp.Brokers = socketserver.MetadataBrokers(r.Conn.Listener, b.c.infos)
 	resp.ClusterID = kmsg.StringPtr(b.c.id)
 	resp.ControllerID = b.c.controllerID()
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 { // every topic
@@ -392,7 +391,7 @@ func (b *broker) describeCluster(r *socketserver.Request, req *kmsg.DescribeClus
 	}
 	resp.ClusterID = b.c.id
 	resp.ControllerID = b.c.controllerID()
-	resp.Brokers = listener.DescribeClusterBrokers(r.Conn.Listener, b.c.infos)
+	resp.Brokers = socketserver.DescribeClusterBrokers(r.Conn.Listener, b.c.infos)
 	return resp
 }
 

@@ -5,7 +5,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -35,7 +34,7 @@ func (p *proxy) adminMetadata(r *socketserver.Request) {
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, []listener.Broker{p.srv.Broker(p.set.nodeID, "")})
+	resp.Brokers = socketserver.MetadataBrokers(r.Conn.Listener, []socketserver.Broker{p.srv.Broker(p.set.nodeID, "")})
 	resp.ControllerID = p.set.nodeID
 	resp.ClusterID = kmsg.StringPtr("kafkanet-proxy")
 	for _, rt := range req.Topics {

@@ -45,7 +45,7 @@ type ListingCluster struct {
 	Brokers []*ListingBroker
 
 	mu       sync.RWMutex
-	metadata []listener.Broker
+	metadata []socketserver.Broker
 }
 
 // NewListingCluster starts n brokers with node ids 0..n-1 whose CLIENT
@@ -96,7 +96,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, b := range c.Brokers {
-		c.metadata = append(c.metadata, listener.Broker{NodeID: b.ID, EndPoints: []listener.EndPoint{
+		c.metadata = append(c.metadata, socketserver.Broker{NodeID: b.ID, EndPoints: []listener.EndPoint{
 			endPoint(t, "CLIENT", b.Client, protocolmap.SASLPlaintext),
 			endPoint(t, "PLAIN", b.Plain, protocolmap.Plaintext),
 		}})
@@ -119,7 +119,7 @@ func endPoint(t testing.TB, name, addr string, protocol protocolmap.SecurityProt
 func (c *ListingCluster) metadataResponse(req *kmsg.MetadataRequest, via protocolmap.ListenerName) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	c.mu.RLock()
-	resp.Brokers = listener.MetadataBrokers(via, c.metadata)
+	resp.Brokers = socketserver.MetadataBrokers(via, c.metadata)
 	c.mu.RUnlock()
 	resp.ClusterID = kmsg.StringPtr("socketservertest")
 	resp.ControllerID = 0

@@ -24,10 +24,10 @@ func TestNewServerFuncBuildsTheHandlerFromTheServer(t *testing.T) {
 		require.Nil(t, built, "newHandler is called once")
 		built = srv
 		require.NotNil(t, srv.Addr("PLAINTEXT"), "the server is started")
-		self := []listener.Broker{srv.Broker(7, "")}
+		self := []socketserver.Broker{srv.Broker(7, "")}
 		return socketserver.HandlerFunc(func(r *socketserver.Request) {
 			resp := r.Body.(*kmsg.MetadataRequest).ResponseKind().(*kmsg.MetadataResponse)
-			resp.Brokers = listener.MetadataBrokers(r.Conn.Listener, self)
+			resp.Brokers = socketserver.MetadataBrokers(r.Conn.Listener, self)
 			_ = r.Respond(resp)
 		})
 	})
