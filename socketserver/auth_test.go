@@ -29,6 +29,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -94,7 +95,7 @@ func kgoMechanism(mech, user, pass string) ksasl.Mechanism {
 }
 
 // newKgo returns a kgo client of the listener, closed when the test ends.
-func newKgo(t testing.TB, srv *socketserver.Server, listenerName string, opts ...kgo.Opt) *kgo.Client {
+func newKgo(t testing.TB, srv *socketserver.Server, listenerName protocolmap.ListenerName, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(srv.Addr(listenerName).String())}, opts...)...)
 	require.NoError(t, err)
@@ -118,7 +119,7 @@ type rawClient struct {
 	tokens [][]byte // every SASL token sent, for the log test
 }
 
-func dialRaw(t testing.TB, srv *socketserver.Server, listenerName string) *rawClient {
+func dialRaw(t testing.TB, srv *socketserver.Server, listenerName protocolmap.ListenerName) *rawClient {
 	t.Helper()
 	return &rawClient{t: t, c: socketservertest.Dial(t, srv, listenerName)}
 }
@@ -295,7 +296,7 @@ func TestKgoAuthentication(t *testing.T) {
 				opts = append(opts, kgo.DialTLSConfig(tc.tls))
 			}
 			before := time.Now()
-			cl := newKgo(t, srv, tc.listener, opts...)
+			cl := newKgo(t, srv, protocolmap.ListenerName(tc.listener), opts...)
 			require.NoError(t, kgoMetadata(cl))
 			after := time.Now()
 			r := recv(t, seen)
@@ -759,7 +760,7 @@ func TestSASLPreAuthentication(t *testing.T) {
 	t.Run("SASL requests after authentication", func(t *testing.T) {
 		const msg = "SaslAuthenticate request received after successful authentication"
 		for _, l := range []string{"SASL_PLAINTEXT", "PLAINTEXT"} {
-			rc := dialRaw(t, srv, l)
+			rc := dialRaw(t, srv, protocolmap.ListenerName(l))
 			if l == "SASL_PLAINTEXT" {
 				require.Equal(t, int16(0), rc.login("SCRAM-SHA-256", "alice", alicePassword, 1).ErrorCode)
 			}
@@ -834,7 +835,7 @@ func TestHandshakeTimeout(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
 				start := time.Now() // before the server's clock starts
-				c := socketservertest.Dial(t, srv, tc.listener)
+				c := socketservertest.Dial(t, srv, protocolmap.ListenerName(tc.listener))
 				tc.stall(t, c)
 				readUntilClosed(t, c, 10*time.Second)
 				took := time.Since(start)

@@ -122,7 +122,7 @@ func TestProcessorIDsControlPlaneFirst(t *testing.T) {
 			for name, want := range tc.want {
 				var got []int
 				for i := range len(want) { // connections go round robin over the listener's processors
-					c := socketservertest.Dial(t, srv, name)
+					c := socketservertest.Dial(t, srv, protocolmap.ListenerName(name))
 					send(t, c, metadataReq(1), int32(i))
 					r := recv(t, seen)
 					_, _, processor, index := parseConnID(t, r.Conn.ID)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -56,7 +57,7 @@ func TestHalfCloseDeliversResponses(t *testing.T) {
 					_ = respondEmpty(r)
 				})
 				srv := socketservertest.NewServer(t, props, withAPIs, h)
-				raw := socketservertest.Dial(t, srv, l).(*net.TCPConn)
+				raw := socketservertest.Dial(t, srv, protocolmap.ListenerName(l)).(*net.TCPConn)
 				c := net.Conn(raw)
 				var tlsConn *tls.Conn
 				if l == "SSL" {

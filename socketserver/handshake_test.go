@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -48,7 +49,7 @@ func TestHandshakeBoundedByIdleAndHandshakeTimeout(t *testing.T) {
 				"kafkanet.handshake.timeout.ms":  ms(tc.timeout),
 			}), withUsers(users), echoMetadata)
 			start := time.Now() // before the server's clocks start
-			c := socketservertest.Dial(t, srv, tc.listener)
+			c := socketservertest.Dial(t, srv, protocolmap.ListenerName(tc.listener))
 			if tc.progress {
 				rc := &rawClient{t: t, c: c}
 				rc.roundTrip(apiVersionsReq(3, "test", "1"))

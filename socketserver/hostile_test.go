@@ -28,6 +28,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -179,7 +180,7 @@ func (env *hostileEnv) healthy(t *testing.T) {
 	t.Helper()
 	start := time.Now()
 	for _, l := range hostileListeners {
-		c := socketservertest.Dial(t, env.srv, l)
+		c := socketservertest.Dial(t, env.srv, protocolmap.ListenerName(l))
 		if l == "SSL" {
 			tc := tls.Client(c, env.pki.clientConfig())
 			require.NoError(t, tc.Handshake())
@@ -214,7 +215,7 @@ func hasKey(av *kmsg.ApiVersionsResponse, key int16) bool {
 // enabledAPIs asks the listener's ApiVersions which APIs it enables.
 func enabledAPIs(t *testing.T, srv *socketserver.Server, l string) []kmsg.ApiVersionsResponseApiKey {
 	t.Helper()
-	c := socketservertest.Dial(t, srv, l)
+	c := socketservertest.Dial(t, srv, protocolmap.ListenerName(l))
 	defer c.Close()
 	av := apiVersionsRoundTrip(t, c, apiVersionsReq(3, "enumerate", "1"), 1)
 	require.Equal(t, int16(0), av.ErrorCode)
@@ -608,7 +609,7 @@ func TestHostileStalls(t *testing.T) {
 	results := make([]result, len(cases))
 	for i, tc := range cases {
 		start := time.Now() // the deadlines run from the accept, or from the last response
-		c := socketservertest.Dial(t, env.srv, tc.listener)
+		c := socketservertest.Dial(t, env.srv, protocolmap.ListenerName(tc.listener))
 		if tc.before != nil {
 			tc.before(t, c)
 		}
@@ -679,7 +680,7 @@ func TestHostileHalfOpenConnections(t *testing.T) {
 						return
 					}
 					l := hostileListeners[i%len(hostileListeners)]
-					c, err := net.DialTimeout("tcp", env.srv.Addr(l).String(), 10*time.Second)
+					c, err := net.DialTimeout("tcp", env.srv.Addr(protocolmap.ListenerName(l)).String(), 10*time.Second)
 					if err != nil {
 						errs <- err
 						return

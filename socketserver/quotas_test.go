@@ -25,7 +25,7 @@ import (
 func dialFrom(t testing.TB, srv *socketserver.Server, listenerName, source string) net.Conn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 10 * time.Second}
-	c, err := d.Dial("tcp", srv.Addr(listenerName).String())
+	c, err := d.Dial("tcp", srv.Addr(protocolmap.ListenerName(listenerName)).String())
 	require.NoError(t, err)
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
 	t.Cleanup(func() { c.Close() })

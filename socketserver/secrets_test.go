@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -473,7 +474,7 @@ func TestTLSVersions(t *testing.T) {
 					{"TLS 1.0 to 1.3", tls.VersionTLS10, tls.VersionTLS13, true},
 				} {
 					t.Run(l+" "+v.name, func(t *testing.T) {
-						raw := socketservertest.Dial(t, srv, l)
+						raw := socketservertest.Dial(t, srv, protocolmap.ListenerName(l))
 						c := tls.Client(raw, withVersions(pki.clientConfig(), v.min, v.max))
 						err := c.Handshake()
 						if !v.ok {

@@ -329,8 +329,9 @@ func (s *Server) closeServices() {
 }
 
 // Addr returns the bound address of the named listener (compared without
-// regard to case), or nil before Start or for an unknown name.
-func (s *Server) Addr(name string) net.Addr {
+// regard to case, as [protocolmap.ParseListenerName] compares), or nil
+// before Start or for an unknown name.
+func (s *Server) Addr(name protocolmap.ListenerName) net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ls := range s.listeners {
@@ -649,8 +650,8 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 // and closing them by filter.
 func (s *Server) Registry() *connregistry.Registry { return s.registry }
 
-func normalise(name string) string {
-	n, err := protocolmap.ParseListenerName(name)
+func normalise(name protocolmap.ListenerName) string {
+	n, err := protocolmap.ParseListenerName(string(name))
 	if err != nil {
 		return ""
 	}
@@ -667,7 +668,7 @@ func normalise(name string) string {
 func (s *Server) Broker(nodeID int32, rack string) Broker {
 	b := Broker{NodeID: nodeID, Rack: rack, EndPoints: s.cfg.Listeners.AdvertisedEndPoints()}
 	for i, ep := range b.EndPoints {
-		if a, ok := s.Addr(string(ep.Name)).(*net.TCPAddr); ok && ep.Port == 0 {
+		if a, ok := s.Addr(ep.Name).(*net.TCPAddr); ok && ep.Port == 0 {
 			b.EndPoints[i].Port = a.Port
 		}
 		if ep.Host == "" {

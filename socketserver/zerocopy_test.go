@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -89,7 +90,7 @@ func TestFetchRecordsByReference(t *testing.T) {
 	}, pki.props("")), func(c *socketserver.Config) { c.APIs = allAPIs() }, handler)
 
 	for _, l := range []string{"PLAIN", "TLS"} {
-		var c net.Conn = socketservertest.Dial(t, srv, l)
+		var c net.Conn = socketservertest.Dial(t, srv, protocolmap.ListenerName(l))
 		if l == "TLS" {
 			c = tls.Client(c, pki.clientConfig())
 		}

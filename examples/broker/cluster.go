@@ -379,7 +379,7 @@ func (b *broker) logListeners(info socketserver.Broker) {
 				advertised = ep.Address()
 			}
 		}
-		b.c.log.Info("listener started", "broker", b.id, "listener", l.Name, "bind", b.srv.Addr(string(l.Name)).String(),
+		b.c.log.Info("listener started", "broker", b.id, "listener", l.Name, "bind", b.srv.Addr(l.Name).String(),
 			"advertised", advertised, "protocol", l.SecurityProtocol, "plane", l.Plane)
 	}
 }

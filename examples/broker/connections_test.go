@@ -14,6 +14,7 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -33,7 +34,7 @@ func TestListClientConnections(t *testing.T) {
 
 	list := func(user, password, listenerName string, f connadmin.Filters) []connadmin.BrokerResult {
 		t.Helper()
-		cl := newClient(t, addr(t, c, 0, listenerName), connadmin.VersionsOpt(connregistry.DefaultAPIKey),
+		cl := newClient(t, addr(t, c, 0, protocolmap.ListenerName(listenerName)), connadmin.VersionsOpt(connregistry.DefaultAPIKey),
 			kgo.SASL(saslMechanism("PLAIN", user, password)))
 		res, err := connadmin.New(cl, 0).List(ctx, f)
 		require.NoError(t, err)
@@ -71,7 +72,7 @@ func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
 	defer cancel()
 	connect := func(broker int, l string, opts ...kgo.Opt) {
 		t.Helper()
-		cl := newClient(t, addr(t, c, broker, l), opts...)
+		cl := newClient(t, addr(t, c, broker, protocolmap.ListenerName(l)), opts...)
 		_, err := cl.Request(ctx, kmsg.NewPtrApiVersionsRequest())
 		require.NoError(t, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 func TestMain(m *testing.M) {
@@ -65,7 +66,7 @@ func startClusterWith(t *testing.T, n int, props listener.Properties, sets ...st
 }
 
 // addr returns the address broker i of c is bound to on the named listener.
-func addr(t *testing.T, c *cluster, i int, name string) string {
+func addr(t *testing.T, c *cluster, i int, name protocolmap.ListenerName) string {
 	t.Helper()
 	a := c.brokers[i].srv.Addr(name)
 	require.NotNil(t, a, "broker %d has no listener %s", i, name)

@@ -24,6 +24,7 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientmatrix"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 )
@@ -175,7 +176,7 @@ func TestOAuthBearerClients(t *testing.T) {
 				createTopic(t, dialRaw(t, addr(t, c, 0, "INTERNAL")), topic, 1)
 				ctx, cancel := context.WithTimeout(context.Background(), matrixCellTimeout)
 				defer cancel()
-				out, err := cl.client.run(ctx, addr(t, c, 0, cl.listener), cl.token, topic)
+				out, err := cl.client.run(ctx, addr(t, c, 0, protocolmap.ListenerName(cl.listener)), cl.token, topic)
 				require.NoError(t, err)
 				require.Contains(t, out, "OK ")
 				requireHighWatermark(t, verifier, topic, oauthRecords)
@@ -211,7 +212,7 @@ func TestOAuthBearerClients(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), wrongPasswordBound)
 				defer cancel()
 				start := time.Now()
-				out, err := cl.client.run(ctx, addr(t, c, 0, cl.listener), cl.token, "oauth-refused")
+				out, err := cl.client.run(ctx, addr(t, c, 0, protocolmap.ListenerName(cl.listener)), cl.token, "oauth-refused")
 				require.Error(t, err, "the broker accepted %s's token: %s", cl.client.name, out)
 				require.NoError(t, ctx.Err(), "%s gave up only at its timeout", cl.client.name)
 				require.Less(t, time.Since(start), wrongPasswordBound)

@@ -109,7 +109,7 @@ func TestSASLProduceConsume(t *testing.T) {
 				if l == "SASLTLS" {
 					opts = append(opts, kgo.DialTLSConfig(pki.ClientTLS(false)))
 				}
-				produceConsume(t, addr(t, c, 0, l), strings.ToLower("sasl-"+l+"-"+mech), 100, opts...)
+				produceConsume(t, addr(t, c, 0, protocolmap.ListenerName(l)), strings.ToLower("sasl-"+l+"-"+mech), 100, opts...)
 			})
 		}
 	}
@@ -170,7 +170,7 @@ func TestSASLWrongPasswordFailsPromptly(t *testing.T) {
 						opts = append(opts, kgo.DialTLSConfig(pki.ClientTLS(false)))
 					}
 					start := time.Now()
-					err := login(t, addr(t, c, 0, l), 10*time.Second, opts...)
+					err := login(t, addr(t, c, 0, protocolmap.ListenerName(l)), 10*time.Second, opts...)
 					elapsed := time.Since(start)
 					require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
 					assert.Contains(t, err.Error(), "Authentication failed")

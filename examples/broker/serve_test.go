@@ -25,6 +25,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -54,7 +55,7 @@ func TestKgoProducesAndConsumesOnEachDataPlaneListener(t *testing.T) {
 	for _, name := range []string{"CLIENT", "REPLICATION", "INTERNAL"} {
 		t.Run(name, func(t *testing.T) {
 			topic := "kgo-" + strings.ToLower(name)
-			seed := addr(t, c, 0, name)
+			seed := addr(t, c, 0, protocolmap.ListenerName(name))
 			// Defaults: acks=all and idempotent writes (InitProducerId).
 			producer := newClient(t, seed, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
 			records := make([]*kgo.Record, 1000)
@@ -92,11 +93,11 @@ func TestMetadataAdvertisesTheListenerConnectedThrough(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.listener, func(t *testing.T) {
 			for _, version := range []int16{0, 1, 4, 9, 12, 13} {
-				conn := dialRaw(t, addr(t, c, 1, tt.listener))
+				conn := dialRaw(t, addr(t, c, 1, protocolmap.ListenerName(tt.listener)))
 				resp := roundTrip[*kmsg.MetadataResponse](conn, metadataRequest(version, false))
 				require.Len(t, resp.Brokers, 2, "version %d", version)
 				for i, b := range resp.Brokers {
-					_, port, err := net.SplitHostPort(addr(t, c, i, tt.listener))
+					_, port, err := net.SplitHostPort(addr(t, c, i, protocolmap.ListenerName(tt.listener)))
 					require.NoError(t, err)
 					assert.Equal(t, int32(i), b.NodeID)
 					assert.Equal(t, tt.host, b.Host, "version %d", version)

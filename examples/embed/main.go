@@ -53,7 +53,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 		return err
 	}
 	for _, l := range cfg.Listeners.Listeners {
-		log.Info("listening", "listener", l.Name, "addr", srv.Addr(string(l.Name)))
+		log.Info("listening", "listener", l.Name, "addr", srv.Addr(l.Name))
 	}
 
 	// The request loop: Metadata names this server, node 0 and the

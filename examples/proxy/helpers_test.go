@@ -107,7 +107,7 @@ func (tp *testProxy) close() {
 // addr returns the bound address of a proxy listener.
 func (tp *testProxy) addr(t *testing.T, name string) string {
 	t.Helper()
-	a := tp.Addr(name)
+	a := tp.Addr(protocolmap.ListenerName(name))
 	require.NotNil(t, a, "no listener %s", name)
 	return a.String()
 }

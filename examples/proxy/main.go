@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	for _, l := range cfg.Listeners {
-		log.Info("listening", "listener", l.Name, "addr", p.Addr(string(l.Name)), "protocol", l.SecurityProtocol)
+		log.Info("listening", "listener", l.Name, "addr", p.Addr(l.Name), "protocol", l.SecurityProtocol)
 	}
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(context.Background()) }()

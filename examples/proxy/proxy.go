@@ -297,7 +297,7 @@ func (p *proxy) stop() {
 }
 
 // Addr returns the bound address of a listener.
-func (p *proxy) Addr(name string) net.Addr { return p.srv.Addr(name) }
+func (p *proxy) Addr(name protocolmap.ListenerName) net.Addr { return p.srv.Addr(name) }
 
 // forward is the Handler of every forwarded API. It runs on the client
 // connection's goroutine, so it hands the request to a goroutine of its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -52,7 +53,7 @@ func TestConnectKgoWithTheCallersDialer(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		props    listener.Properties
-		listener string
+		listener protocolmap.ListenerName
 		opts     func(srv *socketserver.Server) []kgo.Opt
 		// dials is how many times the caller's dialer must have been called.
 		dials func() int

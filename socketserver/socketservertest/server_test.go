@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -32,7 +33,7 @@ func TestNewServerFuncBuildsTheHandlerFromTheServer(t *testing.T) {
 		})
 	})
 	require.Same(t, srv, built)
-	for _, name := range []string{"PLAINTEXT", "CONTROLLER"} {
+	for _, name := range []protocolmap.ListenerName{"PLAINTEXT", "CONTROLLER"} {
 		cl, _ := socketservertest.ConnectKgo(t, srv.Addr(name).String())
 		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(t.Context(), cl)
 		require.NoError(t, err, name)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -128,7 +129,7 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 // Dial connects to the named listener of srv, with a deadline of a minute
 // on every read and write so that a failing test does not hang; the
 // connection is closed when the test ends.
-func Dial(t testing.TB, srv *socketserver.Server, listenerName string) net.Conn {
+func Dial(t testing.TB, srv *socketserver.Server, listenerName protocolmap.ListenerName) net.Conn {
 	t.Helper()
 	addr := srv.Addr(listenerName)
 	if addr == nil {
