@@ -68,9 +68,20 @@ type KeySetter interface {
 }
 
 // KmsgAPI returns the API for key as kmsg defines it, enabled for versions
-// min to max. It returns false when kmsg does not know key, which only a
-// key chosen at run time can be (a proxy's upstream's keys); for a key the
-// program names, use [MustKmsgAPI].
+// minVersion to maxVersion:
+//
+//	cfg.APIs = []socketserver.API{
+//		socketserver.KmsgAPI(kmsg.Metadata, 0, 13),
+//		socketserver.KmsgAPI(kmsg.Produce, 3, 12), // record batches; topics by name
+//	}
+//
+// It panics when kmsg does not know key or cannot decode the range
+// (minVersion below 0, maxVersion below minVersion or above kmsg's newest
+// version of key): a mistake of the program, as regexp.MustCompile panics
+// on a bad constant. A program that picks keys at run time (a proxy that
+// serves its upstream's APIs) checks them first: kmsg.RequestForKey(key)
+// is nil for a key kmsg does not know, and its MaxVersion is kmsg's
+// newest.
 //
 // Which versions to enable. A client sends the newest version that it and
 // the listener's ApiVersions answer both support, so the range is a
@@ -80,16 +91,16 @@ type KeySetter interface {
 // request reads, such as Produce v13 and Fetch v13, which name topics by
 // id and not by name (KIP-516), and Metadata v10, which adds topic ids. So:
 //
-//   - max is the newest version the host has read about and answers, never
-//     above kmsg's own newest (the MaxVersion of kmsg's request type, as
-//     kmsg.NewPtrProduceRequest().MaxVersion(); 13 for Produce, 18 for
-//     Fetch and 13 for Metadata in kmsg v1.15), which is the newest kmsg
-//     decodes. A host that names topics only by name stops Produce and
-//     Fetch at 12.
-//   - min is the oldest version the host answers. Produce before v3 and
-//     Fetch before v4 carry the old message sets instead of record batches
-//     (magic 2), so a host that reads or stores record batches starts
-//     there; other APIs can start at 0.
+//   - maxVersion is the newest version the host has read about and
+//     answers, never above kmsg's own newest (the MaxVersion of kmsg's
+//     request type, as kmsg.NewPtrProduceRequest().MaxVersion(); 13 for
+//     Produce, 18 for Fetch and 13 for Metadata in kmsg v1.15), which is
+//     the newest kmsg decodes. A host that names topics only by name stops
+//     Produce and Fetch at 12.
+//   - minVersion is the oldest version the host answers. Produce before v3
+//     and Fetch before v4 carry the old message sets instead of record
+//     batches (magic 2), so a host that reads or stores record batches
+//     starts there; other APIs can start at 0.
 //
 // What clients send: Kafka 4.x Java clients use Produce up to v12 (4.0)
 // or v13 (4.1 on), Fetch up to v17 or v18, Metadata up to v13, and no
@@ -102,35 +113,17 @@ type KeySetter interface {
 // librdkafka releases refuse to produce to a broker that does not) and
 // reject v0 to v2 with UNSUPPORTED_VERSION; a host that needs those
 // clients may do the same in its handler.
-func KmsgAPI(key int16, min, max int16) (API, bool) {
-	if kmsg.RequestForKey(key) == nil {
-		return API{}, false
-	}
-	return API{Key: key, MinVersion: min, MaxVersion: max, New: func() kmsg.Request { return kmsg.RequestForKey(key) }}, true
-}
-
-// MustKmsgAPI is [KmsgAPI] for a key the program names, such as
-// kmsg.Metadata: it returns the API for key, enabled for versions min to
-// max, and panics when kmsg does not know key or cannot decode the range
-// (min below 0, max below min or above kmsg's newest version of key),
-// mistakes of the program, as regexp.MustCompile panics on a bad constant.
-// See KmsgAPI for which versions to pick.
-//
-//	cfg.APIs = []socketserver.API{
-//		socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13),
-//		socketserver.MustKmsgAPI(kmsg.Produce, 3, 12), // record batches; topics by name
-//	}
-func MustKmsgAPI(key kmsg.Key, min, max int16) API {
-	req := kmsg.RequestForKey(key.Int16())
+func KmsgAPI(key kmsg.Key, minVersion, maxVersion int16) API {
+	k := key.Int16()
+	req := kmsg.RequestForKey(k)
 	if req == nil {
-		panic(fmt.Sprintf("socketserver: MustKmsgAPI: kmsg does not know API key %d", key))
+		panic(fmt.Sprintf("socketserver: KmsgAPI: kmsg does not know API key %d", key))
 	}
-	if min < 0 || max < min || max > req.MaxVersion() {
-		panic(fmt.Sprintf("socketserver: MustKmsgAPI: %s versions %d to %d: kmsg decodes versions 0 to %d",
-			kmsg.NameForKey(key.Int16()), min, max, req.MaxVersion()))
+	if minVersion < 0 || maxVersion < minVersion || maxVersion > req.MaxVersion() {
+		panic(fmt.Sprintf("socketserver: KmsgAPI: %s versions %d to %d: kmsg decodes versions 0 to %d",
+			kmsg.NameForKey(k), minVersion, maxVersion, req.MaxVersion()))
 	}
-	api, _ := KmsgAPI(key.Int16(), min, max)
-	return api
+	return API{Key: k, MinVersion: minVersion, MaxVersion: maxVersion, New: func() kmsg.Request { return kmsg.RequestForKey(k) }}
 }
 
 // apiVersionsMax is the newest ApiVersions version the server answers.

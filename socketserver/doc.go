@@ -10,8 +10,8 @@
 // and answers the [Request] values of each plane's channel with its own
 // handlers ([Server.Serve] runs a pool of them). The server answers
 // ApiVersions and the SASL exchange itself, and feeds every connection to a
-// connregistry.Registry for listing (KIP-1329). [MustKmsgAPI] enables
-// kmsg's request types ([KmsgAPI] says which versions to pick), and a host
+// connregistry.Registry for listing (KIP-1329). [KmsgAPI] enables kmsg's
+// request types (and says which versions to pick), and a host
 // that is a cluster of one broker answers Metadata with
 // [Server.SingleNodeMetadata].
 //

@@ -14,9 +14,8 @@ import (
 
 func mustAPI(t testing.TB, key, min, max int16) socketserver.API {
 	t.Helper()
-	a, ok := socketserver.KmsgAPI(key, min, max)
-	require.True(t, ok, "kmsg does not know key %d", key)
-	return a
+	require.NotNil(t, kmsg.RequestForKey(key), "kmsg does not know key %d", key)
+	return socketserver.KmsgAPI(kmsg.Key(key), min, max)
 }
 
 // Requests the network layer cannot accept close the connection without a

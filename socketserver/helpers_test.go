@@ -25,8 +25,7 @@ func allAPIs() []socketserver.API {
 			continue
 		}
 		if r := kmsg.RequestForKey(key); r != nil {
-			api, _ := socketserver.KmsgAPI(key, 0, r.MaxVersion())
-			apis = append(apis, api)
+			apis = append(apis, socketserver.KmsgAPI(kmsg.Key(key), 0, r.MaxVersion()))
 		}
 	}
 	return apis

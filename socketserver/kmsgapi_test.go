@@ -1,6 +1,7 @@
 package socketserver_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,9 +11,9 @@ import (
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
-// MustKmsgAPI returns kmsg's API for a key the program names, and panics,
+// KmsgAPI returns kmsg's API for a key the program names, and panics,
 // naming the key and kmsg's range, on what kmsg cannot decode.
-func TestMustKmsgAPI(t *testing.T) {
+func TestKmsgAPI(t *testing.T) {
 	newest := kmsg.NewPtrProduceRequest().MaxVersion()
 	for _, tc := range []struct {
 		name     string
@@ -35,8 +36,8 @@ func TestMustKmsgAPI(t *testing.T) {
 					assert.Contains(t, msg, tc.panics)
 				}()
 			}
-			api := socketserver.MustKmsgAPI(tc.key, tc.min, tc.max)
-			require.Empty(t, tc.panics, "MustKmsgAPI did not panic")
+			api := socketserver.KmsgAPI(tc.key, tc.min, tc.max)
+			require.Empty(t, tc.panics, "KmsgAPI did not panic")
 			assert.Equal(t, tc.key.Int16(), api.Key)
 			assert.Equal(t, [2]int16{tc.min, tc.max}, [2]int16{api.MinVersion, api.MaxVersion})
 			assert.Equal(t, tc.key.Int16(), api.New().Key())
@@ -44,12 +45,18 @@ func TestMustKmsgAPI(t *testing.T) {
 	}
 }
 
-// KmsgAPI, for keys chosen at run time, says false for a key kmsg does not
-// know.
+// KmsgAPI panics on a key kmsg does not know, even one chosen at run
+// time: such a program checks kmsg.RequestForKey first, and a key kmsg
+// knows gives the same API whether the program names it or not.
 func TestKmsgAPIUnknownKey(t *testing.T) {
-	_, ok := socketserver.KmsgAPI(kmsg.MaxKey+1, 0, 0)
-	assert.False(t, ok)
-	api, ok := socketserver.KmsgAPI(kmsg.Metadata.Int16(), 0, 12)
-	require.True(t, ok)
-	assert.Equal(t, socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12).Key, api.Key)
+	unknown := kmsg.Key(kmsg.MaxKey + 1)
+	require.Nil(t, kmsg.RequestForKey(unknown.Int16()), "the check a program makes first")
+	assert.PanicsWithValue(t, fmt.Sprintf("socketserver: KmsgAPI: kmsg does not know API key %d", unknown), func() {
+		socketserver.KmsgAPI(unknown, 0, 0)
+	})
+	key := kmsg.Metadata.Int16() // as a proxy learns it from upstream
+	require.NotNil(t, kmsg.RequestForKey(key))
+	api := socketserver.KmsgAPI(kmsg.Key(key), 0, 12)
+	assert.Equal(t, socketserver.KmsgAPI(kmsg.Metadata, 0, 12).Key, api.Key)
+	assert.Equal(t, key, api.New().Key())
 }

@@ -122,7 +122,7 @@ func TestAPIHandlerAnswersLaterOrPanics(t *testing.T) {
 
 // mustKmsgAPI enables key at every version kmsg knows.
 func mustKmsgAPI(key kmsg.Key) socketserver.API {
-	return socketserver.MustKmsgAPI(key, 0, kmsg.RequestForKey(key.Int16()).MaxVersion())
+	return socketserver.KmsgAPI(key, 0, kmsg.RequestForKey(key.Int16()).MaxVersion())
 }
 
 // The inline mode keeps the queue's bound: with queued.max.requests=2, at

@@ -36,8 +36,8 @@ var singleNode = socketserver.SingleNode{NodeID: 3, ClusterID: "single", Topics:
 func startSingleNode(t *testing.T) *socketserver.Server {
 	return socketservertest.NewServerFunc(t, nil, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{
-			socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13),
-			socketserver.MustKmsgAPI(kmsg.Produce, 3, 12),
+			socketserver.KmsgAPI(kmsg.Metadata, 0, 13),
+			socketserver.KmsgAPI(kmsg.Produce, 3, 12),
 		}
 	}, func(srv *socketserver.Server) socketserver.Handler {
 		return socketserver.HandlerFunc(func(r *socketserver.Request) {

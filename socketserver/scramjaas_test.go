@@ -33,7 +33,7 @@ func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, warnings)
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
-		c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13)}
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 13)}
 		for name, store := range users.Stores() {
 			c.PerListener[name].Credentials = store
 		}

@@ -135,7 +135,7 @@ type ceilingHandler struct {
 // ceilingAPIs are the ceiling's APIs, answered inline by h. Fetch v4 is
 // the first with record batches; the versions are the example broker's.
 func ceilingAPIs(h socketserver.Handler) []socketserver.API {
-	api := socketserver.MustKmsgAPI
+	api := socketserver.KmsgAPI
 	return socketserver.Inline(h, api(kmsg.Metadata, 0, 12), api(kmsg.ListOffsets, 1, 6), api(kmsg.Fetch, 4, 18))
 }
 

@@ -399,7 +399,7 @@ type minimalHandler struct {
 // host's APIs on the connections' goroutines (socketserver.Inline) instead
 // of through Serve's queue.
 func minimalAPIs(h socketserver.Handler, inline bool) []socketserver.API {
-	api := socketserver.MustKmsgAPI
+	api := socketserver.KmsgAPI
 	host := []socketserver.API{
 		api(kmsg.Metadata, 0, 12), // v13 would need topic ids; names keep the fixed response small
 		api(kmsg.Produce, 3, 12),

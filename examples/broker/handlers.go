@@ -23,30 +23,30 @@ import (
 // queues every request.
 func dataPlaneAPIs(h socketserver.Handler) []socketserver.API {
 	inline := []socketserver.API{
-		socketserver.MustKmsgAPI(kmsg.Produce, 3, 13),    // v3 is the first with record batches (magic 2), the one format stored
-		socketserver.MustKmsgAPI(kmsg.Fetch, 4, 18),      // v4 is the first to return record batches
-		socketserver.MustKmsgAPI(kmsg.ListOffsets, 1, 6), // v0 lists old-style offsets; v7+ add timestamps -3 to -6 (max timestamp, tiered storage)
-		socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13),
+		socketserver.KmsgAPI(kmsg.Produce, 3, 13),    // v3 is the first with record batches (magic 2), the one format stored
+		socketserver.KmsgAPI(kmsg.Fetch, 4, 18),      // v4 is the first to return record batches
+		socketserver.KmsgAPI(kmsg.ListOffsets, 1, 6), // v0 lists old-style offsets; v7+ add timestamps -3 to -6 (max timestamp, tiered storage)
+		socketserver.KmsgAPI(kmsg.Metadata, 0, 13),
 	}
 	if h != nil {
 		inline = socketserver.Inline(h, inline...)
 	}
 	return append(inline,
-		socketserver.MustKmsgAPI(kmsg.InitProducerID, 0, 5),
-		socketserver.MustKmsgAPI(kmsg.DescribeCluster, 0, 2),
-		socketserver.MustKmsgAPI(kmsg.CreateTopics, 0, 7),
+		socketserver.KmsgAPI(kmsg.InitProducerID, 0, 5),
+		socketserver.KmsgAPI(kmsg.DescribeCluster, 0, 2),
+		socketserver.KmsgAPI(kmsg.CreateTopics, 0, 7),
 		// The group coordinator (groups.go): every version kmsg knows.
 		// OffsetCommit and OffsetFetch v10 name topics by id; v9 adds
 		// nothing a classic group uses.
-		socketserver.MustKmsgAPI(kmsg.FindCoordinator, 0, 6), // v4+ batches keys; v6 adds share groups, refused
-		socketserver.MustKmsgAPI(kmsg.JoinGroup, 0, 9),
-		socketserver.MustKmsgAPI(kmsg.SyncGroup, 0, 5),
-		socketserver.MustKmsgAPI(kmsg.Heartbeat, 0, 4),
-		socketserver.MustKmsgAPI(kmsg.LeaveGroup, 0, 5),
-		socketserver.MustKmsgAPI(kmsg.OffsetCommit, 0, 10),
-		socketserver.MustKmsgAPI(kmsg.OffsetFetch, 0, 10),
-		socketserver.MustKmsgAPI(kmsg.DescribeGroups, 0, 6),
-		socketserver.MustKmsgAPI(kmsg.ListGroups, 0, 5),
+		socketserver.KmsgAPI(kmsg.FindCoordinator, 0, 6), // v4+ batches keys; v6 adds share groups, refused
+		socketserver.KmsgAPI(kmsg.JoinGroup, 0, 9),
+		socketserver.KmsgAPI(kmsg.SyncGroup, 0, 5),
+		socketserver.KmsgAPI(kmsg.Heartbeat, 0, 4),
+		socketserver.KmsgAPI(kmsg.LeaveGroup, 0, 5),
+		socketserver.KmsgAPI(kmsg.OffsetCommit, 0, 10),
+		socketserver.KmsgAPI(kmsg.OffsetFetch, 0, 10),
+		socketserver.KmsgAPI(kmsg.DescribeGroups, 0, 6),
+		socketserver.KmsgAPI(kmsg.ListGroups, 0, 5),
 	)
 }
 
@@ -54,7 +54,7 @@ func dataPlaneAPIs(h socketserver.Handler) []socketserver.API {
 // (ApiVersions, which the server answers, aside): Metadata, so that a
 // controller learns the control-plane addresses.
 func controlPlaneAPIs() []socketserver.API {
-	return []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13)}
+	return []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 13)}
 }
 
 // listConnectionsKeyProperty chooses the API key of ListClientConnections.

@@ -40,7 +40,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 		return err
 	}
 	cfg.APIs = []socketserver.API{
-		socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12),                         // answered below
+		socketserver.KmsgAPI(kmsg.Metadata, 0, 12),                             // answered below
 		socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil), // answered by the server
 	}
 	cfg.Logger = log

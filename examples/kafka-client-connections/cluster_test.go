@@ -33,8 +33,8 @@ func startCluster(t testing.TB, n int, opt func(i int, o *brokerOptions)) *clust
 	t.Helper()
 	return socketservertest.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
 		o.APIs = append(o.APIs,
-			socketserver.MustKmsgAPI(kmsg.ListOffsets, 1, 5),
-			socketserver.MustKmsgAPI(kmsg.Fetch, 4, 11), // by topic name
+			socketserver.KmsgAPI(kmsg.ListOffsets, 1, 5),
+			socketserver.KmsgAPI(kmsg.Fetch, 4, 11), // by topic name
 		)
 		o.Handler = socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch body := r.Body.(type) {

@@ -16,7 +16,7 @@ import (
 // authorizer).
 func (p *proxy) adminAPIs() []socketserver.API {
 	authorize := connregistry.SuperUsers(p.set.superUsers)
-	meta := socketserver.MustKmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion())
+	meta := socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion())
 	meta.Handler = socketserver.HandlerFunc(p.adminMetadata)
 	return []socketserver.API{
 		meta,

@@ -87,11 +87,7 @@ func forwardedAPIs(upstream map[int16]versionRange, set settings, h socketserver
 		if r.min < 0 || r.min > hi {
 			continue
 		}
-		api, ok := socketserver.KmsgAPI(key, r.min, hi)
-		if !ok {
-			continue
-		}
-		apis = append(apis, api)
+		apis = append(apis, socketserver.KmsgAPI(kmsg.Key(key), r.min, hi))
 	}
 	slices.SortFunc(apis, func(a, b socketserver.API) int { return int(a.Key) - int(b.Key) })
 	return socketserver.Inline(h, apis...)

@@ -42,9 +42,9 @@ func startProduceServer(t *testing.T, got *produced) *socketserver.Server {
 	node := socketserver.SingleNode{NodeID: 0, ClusterID: "records", Topics: []socketserver.MetadataTopic{{Name: "t", Partitions: 1}}}
 	return socketservertest.NewServerFunc(t, nil, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{
-			socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13),
-			socketserver.MustKmsgAPI(kmsg.Produce, 3, 12),
-			socketserver.MustKmsgAPI(kmsg.InitProducerID, 0, 5),
+			socketserver.KmsgAPI(kmsg.Metadata, 0, 13),
+			socketserver.KmsgAPI(kmsg.Produce, 3, 12),
+			socketserver.KmsgAPI(kmsg.InitProducerID, 0, 5),
 		}
 	}, func(srv *socketserver.Server) socketserver.Handler {
 		return socketserver.HandlerFunc(func(r *socketserver.Request) {

@@ -66,7 +66,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 			opt(i, &o)
 		}
 		reg := connregistry.New(0)
-		apis := append([]socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion()),
+		apis := append([]socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion()),
 			socketserver.ListClientConnectionsAPI(o.APIKey, connregistry.SuperUsers(o.SuperUsers))}, o.APIs...)
 		extra := o.Handler
 		srv := NewServer(t, listener.Properties{

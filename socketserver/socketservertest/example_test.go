@@ -25,7 +25,7 @@ func ExampleStart() {
 		_ = r.Respond(resp)
 	})
 	srv, stop, err := socketservertest.Start(nil, func(c *socketserver.Config) {
-		c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12)}
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 	}, handler)
 	if err != nil {
 		panic(err)
@@ -61,7 +61,7 @@ func ExampleStartFunc() {
 		})
 	}
 	srv, stop, err := socketservertest.StartFunc(nil, func(c *socketserver.Config) {
-		c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 13)}
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 13)}
 	}, newHandler)
 	if err != nil {
 		panic(err)

@@ -28,7 +28,7 @@ var answerMetadata = socketserver.HandlerFunc(func(r *socketserver.Request) {
 })
 
 func metadataAPIs(c *socketserver.Config) {
-	c.APIs = []socketserver.API{socketserver.MustKmsgAPI(kmsg.Metadata, 0, 12)}
+	c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 }
 
 // ConnectKgo finds the client's connection however it is dialed: with
