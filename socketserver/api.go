@@ -25,36 +25,36 @@ type API struct {
 	// time implements KeySetter, and the server sets the key it was decoded
 	// under.
 	New func() kmsg.Request
-	// Handler, when set, answers this API's requests in place of the
-	// plane's request channel, inline: the server calls it on the
-	// connection's own goroutine as soon as the request is decoded, as
-	// net/http calls its handlers, which saves the handoffs to a handler
-	// worker and back (see [Inline]). The queue's bound still holds: the
-	// Handler runs in one of as many slots as the plane's queue has places
-	// (queued.max.requests; 20 on the control plane), and a request waits
-	// for a slot when all are taken. A Handler must not block for long,
-	// since it holds its connection and its slot; it may answer later, from
-	// any goroutine, as any handler may, and a request it hands on so (a
-	// long poll) gives its slot back when the Handler returns, as a worker
-	// moves on to the next request. A panic closes the
-	// connection, as in [Server.Serve]. [ListClientConnectionsAPI] is such
-	// an API. Handlers answer from [Server.Start] on, whether Serve runs
-	// or not, so a Handler that needs what the host learns after Start
-	// (such as every bound address) waits for it.
-	Handler Handler
+	// Inline, when set, answers this API's requests inline, in place of
+	// the plane's request channel: the server calls it on the connection's
+	// own goroutine as soon as the request is decoded, as net/http calls
+	// its handlers, which saves the handoffs to a handler worker and back
+	// ([Inline] sets it on a list of APIs). The queue's bound still holds:
+	// the handler runs in one of as many slots as the plane's queue has
+	// places (queued.max.requests; 20 on the control plane), and a request
+	// waits for a slot when all are taken. An inline handler must not block
+	// for long, since it holds its connection and its slot; it may answer
+	// later, from any goroutine, as any handler may, and a request it hands
+	// on so (a long poll) gives its slot back when the handler returns, as
+	// a worker moves on to the next request. A panic closes the connection,
+	// as in [Server.Serve]. [ListClientConnectionsAPI] is such an API.
+	// Inline handlers answer from [Server.Start] on, whether Serve runs or
+	// not, so one that needs what the host learns after Start (such as
+	// every bound address) waits for it.
+	Inline Handler
 }
 
-// Inline returns apis with h as the Handler of each: the inline mode, in
-// which the server calls h on each connection's own goroutine for these
-// APIs instead of queueing their requests for Server.Serve's workers (see
-// API.Handler). It suits requests a host answers at once, from memory
+// Inline returns apis with h as the inline handler (API.Inline) of each:
+// the inline mode, in which the server calls h on each connection's own
+// goroutine for these APIs instead of queueing their requests for
+// Server.Serve's workers. It suits requests a host answers at once, from memory
 // (Metadata, ApiVersions taken over, a proxy's forwarding); requests that
 // wait for something else (a long-poll Fetch, a group join) can still be
 // answered later from another goroutine.
 func Inline(h Handler, apis ...API) []API {
 	out := make([]API, len(apis))
 	for i, a := range apis {
-		a.Handler = h
+		a.Inline = h
 		out[i] = a
 	}
 	return out

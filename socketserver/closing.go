@@ -26,7 +26,7 @@ func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API
 	return API{
 		Key: key, MinVersion: 0, MaxVersion: 0,
 		New: func() kmsg.Request { return &connregistry.CloseClientConnectionsRequest{APIKey: key} },
-		Handler: HandlerFunc(func(r *Request) {
+		Inline: HandlerFunc(func(r *Request) {
 			req, ok := r.Body.(*connregistry.CloseClientConnectionsRequest)
 			if !ok { // another type under this key: a host's New, not ours
 				_ = r.CloseConnection()

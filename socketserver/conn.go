@@ -330,7 +330,7 @@ func (c *conn) serveRequest() bool {
 	if c.answers == nil {
 		c.answers = make(chan answer, 1)
 	}
-	if api, _ := ls.apis.lookup(h.key); api.Handler != nil {
+	if api, _ := ls.apis.lookup(h.key); api.Inline != nil {
 		// Answered in place, on this goroutine (the inline mode): the
 		// handler runs in one of as many slots as the queue has places, so
 		// that no more requests are in hand at once than the queue and its
@@ -341,7 +341,7 @@ func (c *conn) serveRequest() bool {
 		case <-c.ctx.Done():
 			return false
 		}
-		srv.handle(api.Handler, r) // the answer is in c.answers, or comes later
+		srv.handle(api.Inline, r) // the answer is in c.answers, or comes later
 		<-ls.inline
 	} else {
 		c.endTurn() // the queue may be full

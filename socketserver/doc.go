@@ -21,10 +21,10 @@
 // ([Config.BaseContext], [Config.ConnContext]), observe the server through
 // single-purpose hooks ([Hook]: connections, requests and their latency,
 // authentication) and [Server.Stats], and tune or turn off the parking of
-// idle connections ([Config.ParkAfter]). APIs with a Handler of their own
-// are answered on the connection's goroutine ([Inline], as net/http calls
-// handlers; [ListClientConnectionsAPI] is one), still within the queue's
-// bound.
+// idle connections ([Config.ParkAfter]). APIs with an inline handler
+// ([API.Inline], set by [Inline]) are answered on the connection's
+// goroutine, as net/http calls handlers ([ListClientConnectionsAPI] is
+// one), still within the queue's bound.
 //
 // Bytes: a request's frame is read once and never reused, so a host may
 // keep its record batches without copying them ([Request]);

@@ -11,7 +11,7 @@ import (
 // the host serves another API there) from the server's own registry. Add
 // it to [Config.APIs] (or to a listener's [ListenerConfig.APIs]); the
 // server then answers the request itself, on the connection's goroutine
-// (see [API.Handler]), and the host's handlers never see it.
+// (see [API.Inline]), and the host's handlers never see it.
 //
 // authorize decides who may list: the connection's principal must be
 // allowed to DESCRIBE the CLUSTER (KIP-1329), and a refused principal gets
@@ -22,7 +22,7 @@ func ListClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API 
 	return API{
 		Key: key, MinVersion: 0, MaxVersion: 0,
 		New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{APIKey: key} },
-		Handler: HandlerFunc(func(r *Request) {
+		Inline: HandlerFunc(func(r *Request) {
 			req, ok := r.Body.(*connregistry.ListClientConnectionsRequest)
 			if !ok { // another type under this key: a host's New, not ours
 				_ = r.CloseConnection()

@@ -90,21 +90,21 @@ func TestAPIHandlerBypassesTheQueue(t *testing.T) {
 	assert.Len(t, resp.Connections, 3)
 }
 
-// An API Handler may answer later from another goroutine, and one that
+// An inline handler (API.Inline) may answer later from another goroutine, and one that
 // panics closes only its connection.
 func TestAPIHandlerAnswersLaterOrPanics(t *testing.T) {
 	const laterKey, panicKey = 1001, 1002
 	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{
 			{Key: laterKey, New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} },
-				Handler: socketserver.HandlerFunc(func(r *socketserver.Request) {
+				Inline: socketserver.HandlerFunc(func(r *socketserver.Request) {
 					go func() {
 						time.Sleep(10 * time.Millisecond)
 						_ = r.Respond(&connregistry.ListClientConnectionsResponse{APIKey: laterKey, Connections: []connregistry.ConnectionRecord{}})
 					}()
 				})},
 			{Key: panicKey, New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} },
-				Handler: socketserver.HandlerFunc(func(*socketserver.Request) { panic("boom") })},
+				Inline: socketserver.HandlerFunc(func(*socketserver.Request) { panic("boom") })},
 		}
 	}, answerAll)
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")

@@ -42,7 +42,7 @@ type Server struct {
 	listeners []*listenerState
 	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
 	memory    [2]*memoryPool   // by listener.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
-	inline    [2]chan struct{} // by listener.Plane: a slot per running API Handler (the inline mode), as many as the plane's queue takes
+	inline    [2]chan struct{} // by listener.Plane: a slot per running inline handler (API.Inline), as many as the plane's queue takes
 	turns     [2]chan struct{} // by listener.Plane: a place per connection serving a pipelined request (conn.loop)
 
 	mu       sync.Mutex
@@ -107,7 +107,7 @@ type listenerState struct {
 	apis       *apiTable
 	sec        listenerSecurity
 	queue      chan *Request
-	inline     chan struct{} // slots of running API Handlers (the inline mode)
+	inline     chan struct{} // slots of running inline handlers (API.Inline)
 	turns      chan struct{} // the plane's turns of pipelined requests (conn.loop)
 	memory     *memoryPool   // queued.max.request.bytes, or the control plane's allowance; nil: no limit
 	ln         net.Listener

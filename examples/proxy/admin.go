@@ -17,7 +17,7 @@ import (
 func (p *proxy) adminAPIs() []socketserver.API {
 	authorize := connregistry.SuperUsers(p.set.superUsers)
 	meta := socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion())
-	meta.Handler = socketserver.HandlerFunc(p.adminMetadata)
+	meta.Inline = socketserver.HandlerFunc(p.adminMetadata)
 	return []socketserver.API{
 		meta,
 		socketserver.ListClientConnectionsAPI(p.set.listKey, authorize),

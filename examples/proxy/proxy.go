@@ -259,7 +259,7 @@ func (p *proxy) Start(ctx context.Context) error {
 }
 
 // Serve runs the handler loops until the server stops. Every API the proxy
-// serves is answered in place (API.Handler), so the loops only close what
+// serves is answered in place (API.Inline), so the loops only close what
 // no listener should have let through.
 func (p *proxy) Serve(ctx context.Context) error {
 	refuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.CloseConnection() })
