@@ -166,9 +166,10 @@ func (r *CloseClientConnectionsResponse) ReadFrom(src []byte) error {
 
 // CloseHandler answers CloseClientConnections requests from a Registry.
 // Host applications call Handle from their own request loop with the
-// request, the principal of the connection it came on and that
-// connection's id; socketserver.CloseClientConnectionsAPI does it for a
-// socketserver host.
+// request and the principal of the connection it came on, as they call
+// [Handler.Handle], having set Self to that connection's id; a
+// CloseHandler is cheap, so a host makes one per request.
+// socketserver.CloseClientConnectionsAPI does it for a socketserver host.
 type CloseHandler struct {
 	Registry *Registry
 	// Authorize decides who may close connections: the principal must be
@@ -176,16 +177,20 @@ type CloseHandler struct {
 	// change the cluster's state. nil lets everyone, as Kafka does without
 	// an authorizer.
 	Authorize Authorizer
+	// Self is the id of the connection the request came on, which Handle
+	// never closes, so that it gets its answer. Empty names no
+	// connection.
+	Self string
 }
 
-// Handle answers req from principal on the connection self:
+// Handle answers req from principal on the connection h.Self:
 // CLUSTER_AUTHORIZATION_FAILED (31) when the principal may not alter the
 // cluster, INVALID_REQUEST (42) for a request without any filter or with
 // one that does not parse (each with an empty connection list), else it
 // closes the open connections that match every filter, giving
 // ClosedByOperator as the reason, and lists them. The requesting
 // connection is never closed, so that it gets its answer.
-func (h *CloseHandler) Handle(ctx context.Context, principal Principal, self string, req *CloseClientConnectionsRequest) *CloseClientConnectionsResponse {
+func (h *CloseHandler) Handle(ctx context.Context, principal Principal, req *CloseClientConnectionsRequest) *CloseClientConnectionsResponse {
 	resp := &CloseClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
 	fail := func(code *kerr.Error, msg string) *CloseClientConnectionsResponse {
 		resp.ErrorCode, resp.ErrorMessage = code.Code, &msg
@@ -206,7 +211,7 @@ func (h *CloseHandler) Handle(ctx context.Context, principal Principal, self str
 	}
 	var ids []string
 	for _, c := range h.Registry.Snapshot(f) {
-		if c.ID != self {
+		if c.ID != h.Self {
 			ids = append(ids, c.ID)
 		}
 	}

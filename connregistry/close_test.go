@@ -128,8 +128,8 @@ func TestCloseHandler(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newCloseRegistry()
-			h := &connregistry.CloseHandler{Registry: r.reg, Authorize: connregistry.SuperUsers("User:admin")}
-			resp := h.Handle(context.Background(), tt.caller, "admin-conn", &tt.req)
+			h := &connregistry.CloseHandler{Registry: r.reg, Authorize: connregistry.SuperUsers("User:admin"), Self: "admin-conn"}
+			resp := h.Handle(context.Background(), tt.caller, &tt.req)
 			require.NotNil(t, resp.Connections, "an empty list, never null")
 			var got []string
 			for _, c := range resp.Connections {

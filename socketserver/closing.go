@@ -32,8 +32,8 @@ func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API
 				_ = r.CloseConnection()
 				return
 			}
-			h := connregistry.CloseHandler{Registry: r.conn.p.srv.registry, Authorize: authorize}
-			resp := h.Handle(r.Context(), r.Conn.Principal, r.Conn.ID, req)
+			h := connregistry.CloseHandler{Registry: r.conn.p.srv.registry, Authorize: authorize, Self: r.Conn.ID}
+			resp := h.Handle(r.Context(), r.Conn.Principal, req)
 			if len(resp.Connections) > 0 {
 				r.conn.p.srv.log.Info("connections closed by an operator", "by", r.Conn.Principal, "conn_id", r.Conn.ID,
 					"closed", len(resp.Connections))
