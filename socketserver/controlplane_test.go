@@ -72,15 +72,15 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 	assert.Equal(t, 0, st.RequestQueueSize[listener.ControlPlane])
 	assert.Len(t, st.ProcessorBusy, 4, "3 CLIENT processors and 1 CONTROLLER processor")
 	assert.Empty(t, dataSeen, "a second data request reached the blocked handler")
-	assert.NotNil(t, srv.Requests(listener.ControlPlane))
+	assert.NotNil(t, socketserver.Requests(srv, listener.ControlPlane))
 }
 
 // Without control.plane.listener.name there is no control plane.
 func TestNoControlPlane(t *testing.T) {
 	srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
-	assert.Nil(t, srv.Requests(listener.ControlPlane))
-	assert.NotNil(t, srv.Requests(listener.DataPlane))
-	assert.Nil(t, srv.Requests(listener.Plane(7)))
+	assert.Nil(t, socketserver.Requests(srv, listener.ControlPlane))
+	assert.NotNil(t, socketserver.Requests(srv, listener.DataPlane))
+	assert.Nil(t, socketserver.Requests(srv, listener.Plane(7)))
 	_, ok := srv.Stats().RequestQueueSize[listener.ControlPlane]
 	assert.False(t, ok)
 	assert.Error(t, srv.Serve(context.Background(), listener.ControlPlane, 1, echoMetadata))

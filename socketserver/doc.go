@@ -7,8 +7,8 @@
 // KIP-306 failure delay, KIP-368 re-authentication), and a graceful
 // shutdown. A host builds a [Server] from a resolved
 // listener.Config ([ConfigFromProperties] reads Kafka's keys), starts it,
-// and answers the [Request] values of each plane's channel with its own
-// handlers ([Server.Serve] runs a pool of them). The server answers
+// and answers the [Request] values of each plane with its own handler,
+// which [Server.Serve] runs in a pool of goroutines. The server answers
 // ApiVersions and the SASL exchange itself, and feeds every connection to a
 // connregistry.Registry for listing (KIP-1329). [KmsgAPI] enables kmsg's
 // request types (and says which versions to pick), and a host

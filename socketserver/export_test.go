@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -18,3 +19,7 @@ func QuotaCounts(s *Server) (int, map[protocolmap.ListenerName]int, map[netip.Ad
 func SetLookupNetIP(cfg *Config, lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)) {
 	cfg.lookupNetIP = lookup
 }
+
+// Requests returns the request channel of a plane, which Serve consumes,
+// for the tests that read it themselves.
+func Requests(s *Server, plane listener.Plane) <-chan *Request { return s.requests(plane) }

@@ -99,9 +99,9 @@ type HookRequestDone interface {
 // queue or handler.
 type RequestLatency struct {
 	// Queue is how long the request waited in its plane's request channel
-	// until a worker of [Server.Serve] took it (RequestQueueTimeMs). It is
-	// zero when the host reads [Server.Requests] itself: the wait then
-	// counts in Handler.
+	// until a worker of [Server.Serve] took it (RequestQueueTimeMs); for an
+	// API answered inline ([API.Inline]), until its handler started (the
+	// wait for an inline slot).
 	Queue time.Duration
 	// Handler is from then until the host answered (LocalTimeMs, and
 	// RemoteTimeMs for a host that parks requests).

@@ -74,7 +74,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 			assert.NoError(t, respondEmpty(r), "answering the expired connection's request")
 			assert.ErrorIs(t, respondEmpty(r), socketserver.ErrAlreadyAnswered)
 			select {
-			case r := <-srv.Requests(listener.DataPlane):
+			case r := <-socketserver.Requests(srv, listener.DataPlane):
 				t.Fatalf("a pipelined request of the expired connection reached the host: correlation id %d", r.CorrelationID)
 			case <-time.After(50 * time.Millisecond):
 			}

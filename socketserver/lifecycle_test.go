@@ -177,7 +177,7 @@ func TestShutdownDeliversInFlightResponses(t *testing.T) {
 	default:
 		t.Fatal("Done is open after Shutdown returned")
 	}
-	_, ok := <-srv.Requests(listener.DataPlane)
+	_, ok := <-socketserver.Requests(srv, listener.DataPlane)
 	assert.False(t, ok, "the request channel is open after Shutdown")
 	assert.ErrorIs(t, srv.Shutdown(context.Background()), socketserver.ErrServerClosed)
 }

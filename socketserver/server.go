@@ -32,9 +32,8 @@ var ErrServerClosed = errors.New("socketserver: server closed")
 //
 // Its life: [New] validates and binds nothing; [Server.Start] starts the
 // SASL mechanisms that have work of their own (sasl.Service) and binds
-// every listener, or does neither; the host reads [Server.Requests] (or
-// calls [Server.Serve]) and answers each request; [Server.Shutdown]
-// drains; [Server.Close] stops at once. The mechanisms Start started are
+// every listener, or does neither; the host calls [Server.Serve] for each
+// plane, whose handlers answer each request; [Server.Shutdown] drains; [Server.Close] stops at once. The mechanisms Start started are
 // closed once every connection has ended, before [Server.Done] closes.
 type Server struct {
 	cfg       Config
@@ -342,11 +341,12 @@ func (s *Server) Addr(name protocolmap.ListenerName) net.Addr {
 	return nil
 }
 
-// Requests returns the request channel of a plane, for hosts that run their
-// own handler goroutines; nil for the control plane when there is none. The
-// channel is closed once the server has stopped and every connection has
-// ended.
-func (s *Server) Requests(plane listener.Plane) <-chan *Request {
+// requests returns the request channel of a plane; nil for the control
+// plane when there is none. The channel is closed once the server has
+// stopped and every connection has ended. Serve is its one consumer (and
+// the tests): it recovers a handler's panic and takes the queue-latency
+// figure, which a raw channel handed to the host would not.
+func (s *Server) requests(plane listener.Plane) <-chan *Request {
 	if plane != listener.DataPlane && plane != listener.ControlPlane {
 		return nil
 	}
@@ -371,7 +371,7 @@ func (f HandlerFunc) ServeKafka(r *Request) { f(r) }
 // has its request's connection closed and the panic logged with its stack;
 // the others go on.
 func (s *Server) Serve(ctx context.Context, plane listener.Plane, workers int, h Handler) error {
-	queue := s.Requests(plane)
+	queue := s.requests(plane)
 	if queue == nil {
 		return fmt.Errorf("socketserver: no %s plane", plane)
 	}
@@ -422,8 +422,9 @@ func (s *Server) handle(h Handler, r *Request) {
 //  3. when every connection has closed, the request channels close.
 //
 // If ctx ends first, Shutdown closes the server at once (as Close) and
-// returns ctx.Err(). The host keeps consuming request channels until they
-// close, so that requests in flight are answered.
+// returns ctx.Err(). The host keeps [Server.Serve] running until it
+// returns ErrServerClosed (the channels have closed), so that requests in
+// flight are answered.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.isClosed() {
 		return ErrServerClosed

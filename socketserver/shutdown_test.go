@@ -252,7 +252,7 @@ func TestShutdownUnderLoadAnswersEveryHandledRequest(t *testing.T) {
 			}
 			t.Logf("%d responses received in order before the close", total)
 
-			_, ok := <-srv.Requests(listener.DataPlane)
+			_, ok := <-socketserver.Requests(srv, listener.DataPlane)
 			assert.False(t, ok, "the request channel is open after Shutdown")
 			assert.Zero(t, srv.Stats().ConnectionCount["PLAINTEXT"])
 			requireQuotasReleased(t, srv)
@@ -442,7 +442,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 			answering.Go(func() {
 				for {
 					select {
-					case r, ok := <-srv.Requests(listener.DataPlane):
+					case r, ok := <-socketserver.Requests(srv, listener.DataPlane):
 						if !ok {
 							return
 						}
@@ -562,7 +562,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 func recvFrom(t *testing.T, srv *socketserver.Server) *socketserver.Request {
 	t.Helper()
 	select {
-	case r, ok := <-srv.Requests(listener.DataPlane):
+	case r, ok := <-socketserver.Requests(srv, listener.DataPlane):
 		require.True(t, ok, "the request channel closed")
 		return r
 	case <-time.After(10 * time.Second):
