@@ -34,28 +34,6 @@ const (
 	DefaultConnectionsMaxIdle = 10 * time.Minute
 )
 
-// Plane says which request plane a listener feeds: the data plane, which
-// serves clients and replication, or the control plane of KIP-291, which
-// serves only controller requests so that they are not queued behind data.
-type Plane int8
-
-// The planes.
-const (
-	DataPlane Plane = iota
-	ControlPlane
-)
-
-// String returns "data" or "control".
-func (p Plane) String() string {
-	switch p {
-	case DataPlane:
-		return "data"
-	case ControlPlane:
-		return "control"
-	}
-	return "Plane(" + strconv.Itoa(int(p)) + ")"
-}
-
 // Listener is one resolved listener of a broker.
 type Listener struct {
 	Name             protocolmap.ListenerName
@@ -68,7 +46,7 @@ type Listener struct {
 	Advertised EndPoint
 	// Plane is ControlPlane for the control.plane.listener.name listener and
 	// DataPlane for every other.
-	Plane Plane
+	Plane protocolmap.Plane
 	// InterBroker marks the listener other brokers connect to.
 	InterBroker bool
 }
@@ -289,7 +267,7 @@ func Resolve(props Properties) (*Config, error) {
 			l.Advertised = advertised[i]
 		}
 		if b.Name == c.ControlPlaneListener {
-			l.Plane = ControlPlane
+			l.Plane = protocolmap.ControlPlane
 		}
 		c.Listeners = append(c.Listeners, l)
 	}

@@ -47,7 +47,7 @@ func TestResolveDefaults(t *testing.T) {
 		Name: "PLAINTEXT", SecurityProtocol: protocolmap.Plaintext,
 		Bind:        listener.EndPoint{Name: "PLAINTEXT", Port: 9092},
 		Advertised:  listener.EndPoint{Name: "PLAINTEXT", Port: 9092},
-		Plane:       listener.DataPlane,
+		Plane:       protocolmap.DataPlane,
 		InterBroker: true,
 	}, l)
 	assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), c.InterBrokerListener)
@@ -62,7 +62,7 @@ func TestResolveKIP103(t *testing.T) {
 	type row struct {
 		name, bind, adv string
 		proto           protocolmap.SecurityProtocol
-		plane           listener.Plane
+		plane           protocolmap.Plane
 		inter           bool
 	}
 	var got []row
@@ -70,10 +70,10 @@ func TestResolveKIP103(t *testing.T) {
 		got = append(got, row{string(l.Name), l.Bind.Address(), l.Advertised.Address(), l.SecurityProtocol, l.Plane, l.InterBroker})
 	}
 	assert.Equal(t, []row{
-		{"CLIENT", "127.0.0.1:9092", "kafka.example:19092", protocolmap.SASLPlaintext, listener.DataPlane, false},
-		{"REPLICATION", "127.0.0.1:9093", "10.0.0.1:9093", protocolmap.Plaintext, listener.DataPlane, true},
-		{"INTERNAL", "127.0.0.1:9094", "127.0.0.1:9094", protocolmap.Plaintext, listener.DataPlane, false},
-		{"CONTROLLER", "127.0.0.1:9095", "10.0.0.1:9095", protocolmap.Plaintext, listener.ControlPlane, false},
+		{"CLIENT", "127.0.0.1:9092", "kafka.example:19092", protocolmap.SASLPlaintext, protocolmap.DataPlane, false},
+		{"REPLICATION", "127.0.0.1:9093", "10.0.0.1:9093", protocolmap.Plaintext, protocolmap.DataPlane, true},
+		{"INTERNAL", "127.0.0.1:9094", "127.0.0.1:9094", protocolmap.Plaintext, protocolmap.DataPlane, false},
+		{"CONTROLLER", "127.0.0.1:9095", "10.0.0.1:9095", protocolmap.Plaintext, protocolmap.ControlPlane, false},
 	}, got)
 	assert.Equal(t, protocolmap.ListenerName("CONTROLLER"), c.ControlPlaneListener)
 	assert.Equal(t, protocolmap.ListenerName("REPLICATION"), c.InterBrokerListener)

@@ -25,7 +25,7 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 	repl := codeListener("REPLICATION", protocolmap.Plaintext, "127.0.0.1", 9093)
 	repl.InterBroker = true
 	ctrl := codeListener("CONTROLLER", protocolmap.Plaintext, "127.0.0.1", 9095)
-	ctrl.Plane = listener.ControlPlane
+	ctrl.Plane = protocolmap.ControlPlane
 	valid := func() *listener.Config {
 		return &listener.Config{Listeners: []listener.Listener{client, repl, ctrl},
 			InterBrokerListener: "REPLICATION", ControlPlaneListener: "CONTROLLER"}
@@ -50,8 +50,8 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 			c.InterBrokerListener, c.Listeners[1].InterBroker = "", false
 		}, wantKey: "security.inter.broker.protocol", wantErr: listener.ErrNotAdvertised},
 		{name: "the control plane is the inter-broker listener", change: func(c *listener.Config) {
-			c.ControlPlaneListener, c.Listeners[2].Plane = "REPLICATION", listener.DataPlane
-			c.Listeners[1].Plane = listener.ControlPlane
+			c.ControlPlaneListener, c.Listeners[2].Plane = "REPLICATION", protocolmap.DataPlane
+			c.Listeners[1].Plane = protocolmap.ControlPlane
 		}, wantKey: "control.plane.listener.name", wantErr: listener.ErrSameListener},
 		{name: "advertising 0.0.0.0", change: func(c *listener.Config) { c.Listeners[0].Advertised.Host = "0.0.0.0" },
 			wantKey: "advertised.listeners", wantErr: listener.ErrNonRoutable},
@@ -61,7 +61,7 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 		{name: "a protocol the map contradicts", change: func(c *listener.Config) {
 			c.SecurityProtocolMap = protocolmap.Map{"CLIENT": protocolmap.SSL, "REPLICATION": protocolmap.Plaintext, "CONTROLLER": protocolmap.Plaintext}
 		}, wantErr: listener.ErrInconsistent},
-		{name: "a control-plane listener marked data", change: func(c *listener.Config) { c.Listeners[2].Plane = listener.DataPlane },
+		{name: "a control-plane listener marked data", change: func(c *listener.Config) { c.Listeners[2].Plane = protocolmap.DataPlane },
 			wantErr: listener.ErrInconsistent},
 		{name: "two inter-broker marks", change: func(c *listener.Config) { c.Listeners[0].InterBroker = true },
 			wantErr: listener.ErrInconsistent},

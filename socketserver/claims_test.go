@@ -15,6 +15,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -74,7 +75,7 @@ func TestHostileClaims(t *testing.T) {
 		claims[i] = socketservertest.Dial(t, srv, "PLAINTEXT")
 		claim(t, claims[i], 100_000_000, 10)
 	}
-	waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[listener.DataPlane].Used > 0 },
+	waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used > 0 },
 		"the claims are being read")
 
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
@@ -86,7 +87,7 @@ func TestHostileClaims(t *testing.T) {
 
 	time.Sleep(100 * time.Millisecond)
 	grew := int64(procStatusKB(t, "VmHWM")) - int64(before)
-	used := srv.Stats().RequestMemory[listener.DataPlane].Used
+	used := srv.Stats().RequestMemory[protocolmap.DataPlane].Used
 	t.Logf("three claims of 100 MB: %d bytes of the budget held, peak RSS +%d KiB", used, grew>>10)
 	assert.LessOrEqual(t, used, int64(3*4096), "the claims hold more than their first buffers")
 	assert.Less(t, grew, int64(20<<20), "the process's peak RSS grew by 20 MiB or more")
@@ -115,7 +116,7 @@ func TestWholeFrameServedBeforeClaims(t *testing.T) {
 	for range 3 {
 		claim(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1_000_000, 40<<10)
 	}
-	waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[listener.DataPlane].Used >= budget },
+	waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used >= budget },
 		"the claims spend the budget")
 
 	small := socketservertest.Dial(t, srv, "PLAINTEXT")
@@ -184,7 +185,7 @@ func TestStalledRequestClosed(t *testing.T) {
 				}
 			}
 			assert.Equal(t, []string{string(connregistry.StalledRequest)}, reasons)
-			waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[listener.DataPlane].Used == 0 },
+			waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used == 0 },
 				"the stalled frame's memory came back")
 		})
 	}

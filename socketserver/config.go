@@ -422,7 +422,7 @@ func (c Config) listenerConfig(name protocolmap.ListenerName) ListenerConfig {
 
 // networkThreads returns the processor count of listener l.
 func (c Config) networkThreads(l listener.Listener) int {
-	if l.Plane == listener.ControlPlane {
+	if l.Plane == protocolmap.ControlPlane {
 		return 1
 	}
 	if n := c.listenerConfig(l.Name).NetworkThreads; n > 0 {

@@ -38,12 +38,12 @@ func TestBackPressureQueueFullNothingDropped(t *testing.T) {
 		send(t, cs[i], metadataReq(1), int32(i))
 	}
 	// One request is in the handler, two fill the queue, seven wait.
-	require.Eventually(t, func() bool { return srv.Stats().RequestQueueSize[listener.DataPlane] == 2 },
+	require.Eventually(t, func() bool { return srv.Stats().RequestQueueSize[protocolmap.DataPlane] == 2 },
 		10*time.Second, time.Millisecond, "the request queue never filled")
 	<-held
 	requireOpen(t, cs[0], 100*time.Millisecond) // (a pause long enough for a leak past the bound to show)
 	st := srv.Stats()
-	assert.Equal(t, 2, st.RequestQueueSize[listener.DataPlane], "queue size beyond queued.max.requests")
+	assert.Equal(t, 2, st.RequestQueueSize[protocolmap.DataPlane], "queue size beyond queued.max.requests")
 	assert.Equal(t, conns, st.ConnectionCount["PLAINTEXT"])
 	assert.Empty(t, held, "the single handler took a second request while blocked")
 
@@ -54,7 +54,7 @@ func TestBackPressureQueueFullNothingDropped(t *testing.T) {
 		readResponse(t, c, resp, int32(i))
 	}
 	assert.Len(t, held, conns-1)
-	assert.Equal(t, 0, srv.Stats().RequestQueueSize[listener.DataPlane])
+	assert.Equal(t, 0, srv.Stats().RequestQueueSize[protocolmap.DataPlane])
 }
 
 // connections.max.idle.ms closes a connection with no complete request or
@@ -182,7 +182,7 @@ func TestConnectionIDAndRequestFields(t *testing.T) {
 
 		assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), r.Conn.Listener)
 		assert.Equal(t, protocolmap.Plaintext, r.Conn.SecurityProtocol)
-		assert.Equal(t, listener.DataPlane, r.Conn.Plane)
+		assert.Equal(t, protocolmap.DataPlane, r.Conn.Plane)
 		assert.Equal(t, socketserver.Anonymous, r.Conn.Principal)
 		assert.Equal(t, "User:ANONYMOUS", r.Conn.Principal.String())
 		assert.Equal(t, netip.MustParseAddrPort(c.LocalAddr().String()), r.Conn.ClientAddr)

@@ -34,7 +34,7 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 	dataSeen := make(chan *socketserver.Request, 10)
 	ctrlSeen := make(chan *socketserver.Request, 10)
 	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
-		if r.Conn.Plane == listener.DataPlane {
+		if r.Conn.Plane == protocolmap.DataPlane {
 			dataSeen <- r
 			stuck.wait()
 			_ = r.CloseConnection()
@@ -49,7 +49,7 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 	for i := range int32(3) {
 		send(t, socketservertest.Dial(t, srv, "CLIENT"), metadataReq(1), i)
 	}
-	require.Eventually(t, func() bool { return srv.Stats().RequestQueueSize[listener.DataPlane] == 1 },
+	require.Eventually(t, func() bool { return srv.Stats().RequestQueueSize[protocolmap.DataPlane] == 1 },
 		10*time.Second, time.Millisecond, "the data queue never filled")
 	dataReq := recv(t, dataSeen)
 	_, _, dataProcessor, _ := parseConnID(t, dataReq.Conn.ID)
@@ -61,29 +61,29 @@ func TestControlPlaneServedWhileDataPlaneFull(t *testing.T) {
 		metadataRoundTrip(t, c, 1, int32(i))
 		assert.Less(t, time.Since(start), time.Second, "control-plane request %d waited", i)
 		r := recv(t, ctrlSeen)
-		assert.Equal(t, listener.ControlPlane, r.Conn.Plane)
+		assert.Equal(t, protocolmap.ControlPlane, r.Conn.Plane)
 		assert.Equal(t, protocolmap.ListenerName("CONTROLLER"), r.Conn.Listener)
 		_, _, processor, index := parseConnID(t, r.Conn.ID)
 		assert.Equal(t, 0, processor, "the control plane's single processor comes first")
 		assert.Equal(t, i, index)
 	}
 	st := srv.Stats()
-	assert.Equal(t, 1, st.RequestQueueSize[listener.DataPlane])
-	assert.Equal(t, 0, st.RequestQueueSize[listener.ControlPlane])
+	assert.Equal(t, 1, st.RequestQueueSize[protocolmap.DataPlane])
+	assert.Equal(t, 0, st.RequestQueueSize[protocolmap.ControlPlane])
 	assert.Len(t, st.ProcessorBusy, 4, "3 CLIENT processors and 1 CONTROLLER processor")
 	assert.Empty(t, dataSeen, "a second data request reached the blocked handler")
-	assert.NotNil(t, socketserver.Requests(srv, listener.ControlPlane))
+	assert.NotNil(t, socketserver.Requests(srv, protocolmap.ControlPlane))
 }
 
 // Without control.plane.listener.name there is no control plane.
 func TestNoControlPlane(t *testing.T) {
 	srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
-	assert.Nil(t, socketserver.Requests(srv, listener.ControlPlane))
-	assert.NotNil(t, socketserver.Requests(srv, listener.DataPlane))
-	assert.Nil(t, socketserver.Requests(srv, listener.Plane(7)))
-	_, ok := srv.Stats().RequestQueueSize[listener.ControlPlane]
+	assert.Nil(t, socketserver.Requests(srv, protocolmap.ControlPlane))
+	assert.NotNil(t, socketserver.Requests(srv, protocolmap.DataPlane))
+	assert.Nil(t, socketserver.Requests(srv, protocolmap.Plane(7)))
+	_, ok := srv.Stats().RequestQueueSize[protocolmap.ControlPlane]
 	assert.False(t, ok)
-	assert.Error(t, srv.Serve(context.Background(), listener.ControlPlane, 1, echoMetadata))
+	assert.Error(t, srv.Serve(context.Background(), protocolmap.ControlPlane, 1, echoMetadata))
 }
 
 // Processor ids are numbered across the server as Kafka numbers them

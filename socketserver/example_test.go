@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -36,7 +37,7 @@ func Example() {
 	self := []socketserver.Broker{srv.Broker(0, "")}
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), listener.DataPlane, 4, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, 4, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch req := r.Body.(type) {
 			case *kmsg.MetadataRequest:
 				resp := req.ResponseKind().(*kmsg.MetadataResponse)

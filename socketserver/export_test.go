@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -22,4 +21,4 @@ func SetLookupNetIP(cfg *Config, lookup func(ctx context.Context, network, host 
 
 // Requests returns the request channel of a plane, which Serve consumes,
 // for the tests that read it themselves.
-func Requests(s *Server, plane listener.Plane) <-chan *Request { return s.requests(plane) }
+func Requests(s *Server, plane protocolmap.Plane) <-chan *Request { return s.requests(plane) }

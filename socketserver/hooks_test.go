@@ -270,7 +270,7 @@ func TestHookRequestLatencyWithoutServe(t *testing.T) {
 	require.NoError(t, srv.Start(context.Background()))
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
 	send(t, c, metadataReq(1), 1)
-	r := <-socketserver.Requests(srv, listener.DataPlane)
+	r := <-socketserver.Requests(srv, protocolmap.DataPlane)
 	time.Sleep(30 * time.Millisecond)
 	require.NoError(t, r.Respond(kmsg.NewPtrMetadataResponse()))
 	readRawFrame(t, c)

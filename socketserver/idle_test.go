@@ -12,6 +12,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -74,7 +75,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 			assert.NoError(t, respondEmpty(r), "answering the expired connection's request")
 			assert.ErrorIs(t, respondEmpty(r), socketserver.ErrAlreadyAnswered)
 			select {
-			case r := <-socketserver.Requests(srv, listener.DataPlane):
+			case r := <-socketserver.Requests(srv, protocolmap.DataPlane):
 				t.Fatalf("a pipelined request of the expired connection reached the host: correlation id %d", r.CorrelationID)
 			case <-time.After(50 * time.Millisecond):
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -107,7 +108,7 @@ func TestStatsBeforeStart(t *testing.T) {
 	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": "2"})
 	st := srv.Stats()
 	assert.Equal(t, 0, st.ConnectionCount["PLAINTEXT"])
-	assert.Equal(t, 0, st.RequestQueueSize[listener.DataPlane])
+	assert.Equal(t, 0, st.RequestQueueSize[protocolmap.DataPlane])
 	assert.Len(t, st.ProcessorBusy, 2)
 	assert.True(t, st.Started.IsZero())
 	assert.Equal(t, map[int]float64{0: 1, 1: 1}, st.ProcessorIdleRatio(socketserver.Stats{}), "idle before Start")
@@ -177,7 +178,7 @@ func TestShutdownDeliversInFlightResponses(t *testing.T) {
 	default:
 		t.Fatal("Done is open after Shutdown returned")
 	}
-	_, ok := <-socketserver.Requests(srv, listener.DataPlane)
+	_, ok := <-socketserver.Requests(srv, protocolmap.DataPlane)
 	assert.False(t, ok, "the request channel is open after Shutdown")
 	assert.ErrorIs(t, srv.Shutdown(context.Background()), socketserver.ErrServerClosed)
 }
@@ -221,7 +222,7 @@ func TestCloseIdempotent(t *testing.T) {
 			served := make(chan error, 1)
 			if started {
 				require.NoError(t, srv.Start(context.Background()))
-				go func() { served <- srv.Serve(context.Background(), listener.DataPlane, 2, echoMetadata) }()
+				go func() { served <- srv.Serve(context.Background(), protocolmap.DataPlane, 2, echoMetadata) }()
 				metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 1)
 			}
 			require.NoError(t, srv.Close())
@@ -236,7 +237,7 @@ func TestCloseIdempotent(t *testing.T) {
 			}
 			assert.ErrorIs(t, srv.Shutdown(context.Background()), socketserver.ErrServerClosed)
 			assert.ErrorIs(t, srv.Start(context.Background()), socketserver.ErrServerClosed)
-			assert.ErrorIs(t, srv.Serve(context.Background(), listener.DataPlane, 1, echoMetadata), socketserver.ErrServerClosed)
+			assert.ErrorIs(t, srv.Serve(context.Background(), protocolmap.DataPlane, 1, echoMetadata), socketserver.ErrServerClosed)
 			select {
 			case <-srv.Done():
 			default:
@@ -252,7 +253,7 @@ func TestServeContextCancelled(t *testing.T) {
 	require.NoError(t, srv.Start(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, listener.DataPlane, 3, echoMetadata) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, 3, echoMetadata) }()
 	metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 1)
 	cancel()
 	assert.ErrorIs(t, <-served, context.Canceled)

@@ -125,7 +125,7 @@ func TestStartWithPreBoundListener(t *testing.T) {
 	assert.Equal(t, []protocolmap.ListenerName{"INHERITED", "BOUND"}, asked, "once per listener, in order")
 	assert.Equal(t, pre.Addr(), srv.Addr("INHERITED"))
 	bound := srv.Addr("BOUND").String()
-	go func() { _ = srv.Serve(context.Background(), listener.DataPlane, 1, queueHandler(seen)) }()
+	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, 1, queueHandler(seen)) }()
 
 	c := socketservertest.Dial(t, srv, "INHERITED")
 	send(t, c, metadataReq(1), 1)

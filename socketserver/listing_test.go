@@ -13,6 +13,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -79,7 +80,7 @@ func TestAPIHandlerBypassesTheQueue(t *testing.T) {
 	for i := range 2 {
 		send(t, socketservertest.Dial(t, srv, "PLAINTEXT"), metadataReq(1), int32(i))
 	}
-	waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestQueueSize[listener.DataPlane] == 1 },
+	waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestQueueSize[protocolmap.DataPlane] == 1 },
 		"one request queued behind the blocked one")
 
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")

@@ -64,7 +64,7 @@ func TestRequestMemoryBudget(t *testing.T) {
 		t.Fatalf("a request from %s reached the host while the memory pool was spent", r.Conn.ID)
 	case <-time.After(200 * time.Millisecond):
 	}
-	st := srv.Stats().RequestMemory[listener.DataPlane]
+	st := srv.Stats().RequestMemory[protocolmap.DataPlane]
 	assert.EqualValues(t, budget, st.Size)
 	assert.Greater(t, st.Used, int64(budget), "two requests in, the second overshooting")
 
@@ -72,7 +72,7 @@ func TestRequestMemoryBudget(t *testing.T) {
 	ctl := socketservertest.Dial(t, srv, "CONTROL")
 	send(t, ctl, produceOf(600<<10), 9)
 	cr := recv(t, held)
-	require.Equal(t, listener.ControlPlane, cr.Conn.Plane)
+	require.Equal(t, protocolmap.ControlPlane, cr.Conn.Plane)
 	require.NoError(t, cr.Respond(cr.Body.(*kmsg.ProduceRequest).ResponseKind()))
 	readResponse(t, ctl, produceResponse(), 9)
 
@@ -86,9 +86,9 @@ func TestRequestMemoryBudget(t *testing.T) {
 	for i, c := range conns {
 		readResponse(t, c, produceResponse(), int32(i))
 	}
-	require.Eventually(t, func() bool { return srv.Stats().RequestMemory[listener.DataPlane].Used == 0 },
+	require.Eventually(t, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used == 0 },
 		5*time.Second, 10*time.Millisecond, "every answered request gave its memory back")
-	assert.Positive(t, srv.Stats().RequestMemory[listener.DataPlane].Depleted)
+	assert.Positive(t, srv.Stats().RequestMemory[protocolmap.DataPlane].Depleted)
 }
 
 func produceResponse() *kmsg.ProduceResponse {
@@ -122,7 +122,7 @@ func TestRequestMemoryReturnedOnClose(t *testing.T) {
 	require.NoError(t, second.Respond(second.Body.(*kmsg.ProduceRequest).ResponseKind()))
 	require.Eventually(t, func() bool {
 		st := srv.Stats()
-		return st.RequestMemory[listener.DataPlane].Used == 0 && st.ConnectionCount["PLAINTEXT"] == 0
+		return st.RequestMemory[protocolmap.DataPlane].Used == 0 && st.ConnectionCount["PLAINTEXT"] == 0
 	}, 5*time.Second, 10*time.Millisecond, "the closed connections' memory came back and they closed")
 }
 

@@ -478,7 +478,7 @@ func TestSetQuotasResolvesHostNames(t *testing.T) {
 	q.MaxConnectionsPerIPOverrides = map[string]int{"new.example": 1}
 	require.NoError(t, srv.SetQuotas(context.Background(), q))
 	require.NoError(t, srv.Start(context.Background()))
-	go func() { _ = srv.Serve(context.Background(), listener.DataPlane, 1, answerAll) }()
+	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, 1, answerAll) }()
 	assert.Equal(t, []string{"new.example"}, res.lookups, "Start resolved quotas that SetQuotas had replaced")
 	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"), 1, 5*time.Second))
 	requireClosedNoResponse(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"))

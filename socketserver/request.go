@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -38,7 +37,7 @@ type ConnInfo struct {
 	ID               string
 	Listener         protocolmap.ListenerName
 	SecurityProtocol protocolmap.SecurityProtocol
-	Plane            listener.Plane
+	Plane            protocolmap.Plane
 	Principal        Principal
 	ClientAddr       netip.AddrPort
 	// ClientSoftwareName and ClientSoftwareVersion come from the

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -54,7 +55,7 @@ func TestKeptRecordsDoNotKeepTheConnection(t *testing.T) {
 			defer cancel()
 			served := make(chan error, 1)
 			go func() {
-				served <- srv.Serve(ctx, listener.DataPlane, 1, socketserver.HandlerFunc(func(r *socketserver.Request) {
+				served <- srv.Serve(ctx, protocolmap.DataPlane, 1, socketserver.HandlerFunc(func(r *socketserver.Request) {
 					req := r.Body.(*kmsg.ProduceRequest)
 					mu.Lock()
 					for _, tp := range req.Topics {

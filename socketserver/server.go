@@ -39,10 +39,10 @@ type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	listeners []*listenerState
-	queues    [2]chan *Request // by listener.Plane; the control queue is nil without a control plane
-	memory    [2]*memoryPool   // by listener.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
-	inline    [2]chan struct{} // by listener.Plane: a slot per running inline handler (API.Inline), as many as the plane's queue takes
-	turns     [2]chan struct{} // by listener.Plane: a place per connection serving a pipelined request (conn.loop)
+	queues    [2]chan *Request // by protocolmap.Plane; the control queue is nil without a control plane
+	memory    [2]*memoryPool   // by protocolmap.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
+	inline    [2]chan struct{} // by protocolmap.Plane: a slot per running inline handler (API.Inline), as many as the plane's queue takes
+	turns     [2]chan struct{} // by protocolmap.Plane: a place per connection serving a pipelined request (conn.loop)
 
 	mu       sync.Mutex
 	started  bool
@@ -144,18 +144,18 @@ func New(cfg Config) (*Server, error) {
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
 	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
-	s.queues[listener.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
-	s.inline[listener.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
-	s.turns[listener.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
+	s.queues[protocolmap.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
+	s.inline[protocolmap.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
+	s.turns[protocolmap.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
 	if cfg.Listeners.ControlPlaneListener != "" {
-		s.queues[listener.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
-		s.inline[listener.ControlPlane] = make(chan struct{}, ControlPlaneQueueSize)
-		s.turns[listener.ControlPlane] = make(chan struct{}, 1) // its one processor serves one at a time
+		s.queues[protocolmap.ControlPlane] = make(chan *Request, ControlPlaneQueueSize)
+		s.inline[protocolmap.ControlPlane] = make(chan struct{}, ControlPlaneQueueSize)
+		s.turns[protocolmap.ControlPlane] = make(chan struct{}, 1) // its one processor serves one at a time
 	}
 	if cfg.QueuedMaxRequestBytes > 0 {
-		s.memory[listener.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)
+		s.memory[protocolmap.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)
 		if cfg.Listeners.ControlPlaneListener != "" {
-			s.memory[listener.ControlPlane] = newMemoryPool(int64(cfg.RequestMaxBytes))
+			s.memory[protocolmap.ControlPlane] = newMemoryPool(int64(cfg.RequestMaxBytes))
 		}
 	}
 	for name := range cfg.PerListener {
@@ -186,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], inline: s.inline[l.Plane], turns: s.turns[l.Plane], memory: s.memory[l.Plane]}
 		n, first := cfg.networkThreads(l), 0
-		if l.Plane == listener.DataPlane {
+		if l.Plane == protocolmap.DataPlane {
 			first = dataPlaneID
 			dataPlaneID += n
 		}
@@ -346,8 +346,8 @@ func (s *Server) Addr(name protocolmap.ListenerName) net.Addr {
 // stopped and every connection has ended. Serve is its one consumer (and
 // the tests): it recovers a handler's panic and takes the queue-latency
 // figure, which a raw channel handed to the host would not.
-func (s *Server) requests(plane listener.Plane) <-chan *Request {
-	if plane != listener.DataPlane && plane != listener.ControlPlane {
+func (s *Server) requests(plane protocolmap.Plane) <-chan *Request {
+	if plane != protocolmap.DataPlane && plane != protocolmap.ControlPlane {
 		return nil
 	}
 	return s.queues[plane]
@@ -370,7 +370,7 @@ func (f HandlerFunc) ServeKafka(r *Request) { f(r) }
 // returns ErrServerClosed) or ctx ends (ctx.Err()). A handler that panics
 // has its request's connection closed and the panic logged with its stack;
 // the others go on.
-func (s *Server) Serve(ctx context.Context, plane listener.Plane, workers int, h Handler) error {
+func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, workers int, h Handler) error {
 	queue := s.requests(plane)
 	if queue == nil {
 		return fmt.Errorf("socketserver: no %s plane", plane)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -52,7 +53,7 @@ func startServing(t *testing.T, props listener.Properties, workers int, h socket
 	require.NoError(t, srv.Start(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, listener.DataPlane, workers, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, workers, h) }()
 	t.Cleanup(cancel)
 	return srv, func() {
 		t.Helper()
@@ -252,7 +253,7 @@ func TestShutdownUnderLoadAnswersEveryHandledRequest(t *testing.T) {
 			}
 			t.Logf("%d responses received in order before the close", total)
 
-			_, ok := <-socketserver.Requests(srv, listener.DataPlane)
+			_, ok := <-socketserver.Requests(srv, protocolmap.DataPlane)
 			assert.False(t, ok, "the request channel is open after Shutdown")
 			assert.Zero(t, srv.Stats().ConnectionCount["PLAINTEXT"])
 			requireQuotasReleased(t, srv)
@@ -442,7 +443,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 			answering.Go(func() {
 				for {
 					select {
-					case r, ok := <-socketserver.Requests(srv, listener.DataPlane):
+					case r, ok := <-socketserver.Requests(srv, protocolmap.DataPlane):
 						if !ok {
 							return
 						}
@@ -470,7 +471,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 			for i, c := range conns {
 				send(t, c, metadataReq(1), int32(i+1))
 			}
-			require.Eventually(t, func() bool { return srv.Stats().RequestQueueSize[listener.DataPlane] == len(conns) },
+			require.Eventually(t, func() bool { return srv.Stats().RequestQueueSize[protocolmap.DataPlane] == len(conns) },
 				10*time.Second, 5*time.Millisecond)
 			disconnect()
 			for range conns {
@@ -562,7 +563,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 func recvFrom(t *testing.T, srv *socketserver.Server) *socketserver.Request {
 	t.Helper()
 	select {
-	case r, ok := <-socketserver.Requests(srv, listener.DataPlane):
+	case r, ok := <-socketserver.Requests(srv, protocolmap.DataPlane):
 		require.True(t, ok, "the request channel closed")
 		return r
 	case <-time.After(10 * time.Second):

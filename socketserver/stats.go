@@ -3,7 +3,6 @@ package socketserver
 import (
 	"time"
 
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -20,7 +19,7 @@ type Stats struct {
 	ConnectionCount map[protocolmap.ListenerName]int
 	// RequestQueueSize is RequestQueueSize (data plane) and
 	// ControlPlaneRequestQueueSize.
-	RequestQueueSize map[listener.Plane]int
+	RequestQueueSize map[protocolmap.Plane]int
 	// ProcessorBusy is, for each processor id, how long its connections
 	// have spent decoding, queueing and writing since Start: the
 	// complement of Kafka's IdlePercent per networkProcessor, as a running
@@ -34,7 +33,7 @@ type Stats struct {
 	// queued.max.request.bytes (the control plane's own allowance): Kafka's
 	// MemoryPoolUsed and, as a running total, the time the pool has been
 	// spent (MemoryPoolDepletedTimeTotal). Empty without a limit.
-	RequestMemory map[listener.Plane]RequestMemory
+	RequestMemory map[protocolmap.Plane]RequestMemory
 }
 
 // RequestMemory is one plane's request memory pool (see
@@ -78,7 +77,7 @@ func (s *Server) Stats() Stats {
 	st := Stats{
 		At:                time.Now(),
 		ConnectionCount:   map[protocolmap.ListenerName]int{},
-		RequestQueueSize:  map[listener.Plane]int{},
+		RequestQueueSize:  map[protocolmap.Plane]int{},
 		ProcessorBusy:     map[int]time.Duration{},
 		ParkedConnections: int(s.parked.Load()),
 	}
@@ -87,16 +86,16 @@ func (s *Server) Stats() Stats {
 	}
 	for plane, q := range s.queues {
 		if q != nil {
-			st.RequestQueueSize[listener.Plane(plane)] = len(q)
+			st.RequestQueueSize[protocolmap.Plane(plane)] = len(q)
 		}
 	}
 	for plane, pool := range s.memory {
 		if pool != nil {
 			if st.RequestMemory == nil {
-				st.RequestMemory = map[listener.Plane]RequestMemory{}
+				st.RequestMemory = map[protocolmap.Plane]RequestMemory{}
 			}
 			used, depleted := pool.stats()
-			st.RequestMemory[listener.Plane(plane)] = RequestMemory{Size: pool.size, Used: used, Depleted: depleted}
+			st.RequestMemory[protocolmap.Plane(plane)] = RequestMemory{Size: pool.size, Used: used, Depleted: depleted}
 		}
 	}
 	for _, ls := range s.listeners { // fixed by New

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -526,9 +527,9 @@ func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout 
 	defer srv.Close()
 	go answerStats(stdin, stdout, srv, h, cfg.QueuedMaxRequests)
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ctx, listener.DataPlane, socketserver.DefaultNumIOThreads, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, socketserver.DefaultNumIOThreads, h) }()
 	if cfg.Listeners.ControlPlaneListener != "" {
-		go func() { served <- srv.Serve(ctx, listener.ControlPlane, 1, h) }()
+		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, 1, h) }()
 	} else {
 		served <- nil
 	}
@@ -550,9 +551,9 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 			continue
 		}
 		st := srv.Stats()
-		cs := childStats{DataQueue: st.RequestQueueSize[listener.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load()),
+		cs := childStats{DataQueue: st.RequestQueueSize[protocolmap.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load()),
 			MemoryLimit: debug.SetMemoryLimit(-1)}
-		if m, ok := st.RequestMemory[listener.DataPlane]; ok {
+		if m, ok := st.RequestMemory[protocolmap.DataPlane]; ok {
 			cs.RequestMemorySize, cs.RequestMemoryUsed = m.Size, m.Used
 			cs.RequestMemoryDepleted = float64(m.Depleted) / float64(time.Millisecond)
 		}

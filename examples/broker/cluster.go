@@ -327,9 +327,9 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	}
 	close(c.ready)
 	for _, b := range c.brokers {
-		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, listener.DataPlane, set.ioThreads, b) })
+		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.DataPlane, set.ioThreads, b) })
 		if b.cfg.ControlPlaneListener != "" {
-			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, listener.ControlPlane, 1, b) })
+			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.ControlPlane, 1, b) })
 		}
 	}
 	return c, nil

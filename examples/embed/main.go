@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -70,7 +71,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	})
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), listener.DataPlane, socketserver.DefaultNumIOThreads, handler)
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, socketserver.DefaultNumIOThreads, handler)
 	}()
 
 	<-ctx.Done() // a signal: answer what has arrived, then close

@@ -265,9 +265,9 @@ func (p *proxy) Serve(ctx context.Context) error {
 	refuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.CloseConnection() })
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	wg.Go(func() { errs[0] = p.srv.Serve(ctx, listener.DataPlane, 1, refuse) })
+	wg.Go(func() { errs[0] = p.srv.Serve(ctx, protocolmap.DataPlane, 1, refuse) })
 	if p.cfg.ControlPlaneListener != "" {
-		wg.Go(func() { errs[1] = p.srv.Serve(ctx, listener.ControlPlane, 1, refuse) })
+		wg.Go(func() { errs[1] = p.srv.Serve(ctx, protocolmap.ControlPlane, 1, refuse) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

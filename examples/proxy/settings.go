@@ -187,7 +187,7 @@ func readSettings(cfg *listener.Config) (settings, error) {
 	}
 	s.ports = map[protocolmap.ListenerName]portPlan{}
 	for _, l := range cfg.Listeners {
-		if l.Name == s.adminListener || l.Plane == listener.ControlPlane {
+		if l.Name == s.adminListener || l.Plane == protocolmap.ControlPlane {
 			continue
 		}
 		plan := portPlan{mapping: map[int32]int{}}

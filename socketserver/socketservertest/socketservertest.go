@@ -106,9 +106,9 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ctx, listener.DataPlane, ioThreads, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, ioThreads, h) }()
 	if lc.ControlPlaneListener != "" {
-		go func() { served <- srv.Serve(ctx, listener.ControlPlane, 1, h) }()
+		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, 1, h) }()
 	} else {
 		served <- socketserver.ErrServerClosed
 	}
