@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 func filled(n int) *connregistry.Registry {
 	r := connregistry.New(0)
 	for i := range n {
-		r.Add(connregistry.Conn{
+		r.Add(connregistry.Conn{Info: connregistry.Info{
 			ID:         fmt.Sprintf("127.0.0.1:9092-127.0.0.1:%d-0-%d", 10000+i%50000, i),
 			Principal:  connregistry.Principal{Type: "User", Name: fmt.Sprint("user", i%100)},
 			ClientAddr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(i)),
-			Listener:   "CLIENT", SecurityProtocol: "SASL_SSL", SoftwareName: "kgo", SoftwareVersion: "1.22",
-			ConnectedAt: time.Unix(int64(i), 0), State: connregistry.Ready,
-		}, nil)
+			Listener:   "CLIENT", SecurityProtocol: protocolmap.SASLSSL, ClientSoftwareName: "kgo", ClientSoftwareVersion: "1.22",
+			ConnectedAt: time.Unix(int64(i), 0),
+		}, State: connregistry.Ready}, nil)
 	}
 	return r
 }
@@ -47,7 +48,7 @@ func BenchmarkSnapshot(b *testing.B) {
 // data plane.
 func BenchmarkRequestUpdate(b *testing.B) {
 	r := filled(1)
-	e := r.Add(connregistry.Conn{ID: "x", ConnectedAt: time.Now()}, nil)
+	e := r.Add(connregistry.Conn{Info: connregistry.Info{ID: "x", ConnectedAt: time.Now()}}, nil)
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -89,7 +89,7 @@ func (f Filter) Match(c Conn) bool {
 			return false
 		}
 	}
-	if f.listener != "" && !strings.EqualFold(c.Listener, f.listener) {
+	if f.listener != "" && !strings.EqualFold(string(c.Listener), f.listener) {
 		return false
 	}
 	return true

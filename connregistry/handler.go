@@ -2,6 +2,7 @@ package connregistry
 
 import (
 	"context"
+	"crypto/tls"
 	"net/netip"
 	"strings"
 	"time"
@@ -73,15 +74,15 @@ func Record(c Conn) ConnectionRecord {
 		PrincipalType:    c.Principal.Type,
 		ClientAddress:    clientAddress(c.ClientAddr.Addr()),
 		ClientPort:       int32(c.ClientAddr.Port()),
-		ListenerName:     c.Listener,
-		SecurityProtocol: c.SecurityProtocol,
-		SoftwareName:     c.SoftwareName,
-		SoftwareVersion:  c.SoftwareVersion,
+		ListenerName:     string(c.Listener),
+		SecurityProtocol: c.SecurityProtocol.String(),
+		SoftwareName:     c.ClientSoftwareName,
+		SoftwareVersion:  c.ClientSoftwareVersion,
 		ConnectedSince:   millis(c.ConnectedAt),
 		ClientID:         c.ClientID,
 		SASLMechanism:    c.SASLMechanism,
-		TLSVersion:       c.TLSVersion,
-		CipherSuite:      c.CipherSuite,
+		TLSVersion:       tlsName(c.TLSVersion, tls.VersionName),
+		CipherSuite:      tlsName(c.CipherSuite, tls.CipherSuiteName),
 		AuthenticatedAt:  millis(c.AuthenticatedAt),
 		SessionExpiry:    millis(c.SessionExpiry),
 		LastActivity:     millis(c.LastActivity),
@@ -89,10 +90,19 @@ func Record(c Conn) ConnectionRecord {
 		BytesOut:         c.BytesOut,
 		Requests:         c.Requests,
 		State:            c.State.String(),
-		Plane:            c.Plane,
+		Plane:            c.Plane.String(),
 		ClosedAt:         millisOrZero(c.ClosedAt),
 		CloseReason:      string(c.CloseReason),
 	}
+}
+
+// tlsName is a TLS parameter's name in a record: empty without TLS (zero),
+// else as name gives it (tls.VersionName: "TLS 1.3").
+func tlsName(v uint16, name func(uint16) string) string {
+	if v == 0 {
+		return ""
+	}
+	return name(v)
 }
 
 // millis is epoch milliseconds, -1 for the zero time.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // State is where a connection is in its life. A connection starts
@@ -70,28 +72,58 @@ var Anonymous = Principal{Type: "User", Name: "ANONYMOUS"}
 // String returns Type:Name.
 func (p Principal) String() string { return p.Type + ":" + p.Name }
 
-// Conn describes one connection: the fields KIP-1329 lists, and more.
-type Conn struct {
+// Info describes a connection: who is connected, from where, on which
+// listener and how. The server writes it in one place, the connection's
+// [Entry] (see [Entry.Update]); a request carries a copy taken when it was
+// read, and the hooks and listings read it from there.
+//
+// Its small fields are together, so that the copy a request carries has no
+// padding.
+type Info struct {
+	// ID is Kafka's connection id:
+	// localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
+	// addresses in Java's uncompressed form (0:0:0:0:0:0:0:1), as Kafka
+	// writes them, and processors numbered across the server, the control
+	// plane's first.
 	ID               string
-	Principal        Principal
-	ClientAddr       netip.AddrPort
-	Listener         string
-	SecurityProtocol string
-	Plane            string // "data" or "control"
-	SoftwareName     string // KIP-511; empty until ApiVersions v3+ supplies it
-	SoftwareVersion  string
-	ClientID         string // of the last request
-	SASLMechanism    string
-	TLSVersion       string
-	CipherSuite      string
-	ConnectedAt      time.Time
-	AuthenticatedAt  time.Time
-	SessionExpiry    time.Time
-	LastActivity     time.Time
-	BytesIn          int64
-	BytesOut         int64
-	Requests         int64
-	State            State
+	Listener         protocolmap.ListenerName
+	SecurityProtocol protocolmap.SecurityProtocol
+	Plane            protocolmap.Plane
+	// TLSVersion and CipherSuite are the negotiated TLS parameters (zero
+	// without TLS); tls.VersionName and tls.CipherSuiteName name them, as
+	// a listing does.
+	TLSVersion  uint16
+	CipherSuite uint16
+	Principal   Principal
+	ClientAddr  netip.AddrPort
+	// ClientSoftwareName and ClientSoftwareVersion come from the
+	// connection's last valid ApiVersions v3+ request (KIP-511); they are
+	// empty before one.
+	ClientSoftwareName    string
+	ClientSoftwareVersion string
+	// SASLMechanism is the mechanism the client chose (from its
+	// SaslHandshake, so that a failed authentication names it), and
+	// AuthenticatedAt when the connection last authenticated (zero without
+	// SASL).
+	SASLMechanism   string
+	ConnectedAt     time.Time
+	AuthenticatedAt time.Time
+	// SessionExpiry is when the SASL session expires
+	// (connections.max.reauth.ms, KIP-368); zero when it does not.
+	SessionExpiry time.Time
+}
+
+// Conn is a connection as the registry lists it: its [Info], and what the
+// registry counts and keeps of its life (the fields KIP-1329 lists, and
+// more).
+type Conn struct {
+	Info
+	ClientID     string // of the last request
+	LastActivity time.Time
+	BytesIn      int64
+	BytesOut     int64
+	Requests     int64
+	State        State
 	// ClosedAt and CloseReason are set on closed connections only.
 	ClosedAt    time.Time
 	CloseReason CloseReason
@@ -149,11 +181,29 @@ func (r *Registry) Add(c Conn, closer func(CloseReason)) *Entry {
 	return e
 }
 
-// Update changes the connection's descriptive fields (principal, state,
-// software, TLS, ...) under the entry's lock. f must be quick.
-func (e *Entry) Update(f func(*Conn)) {
+// Info returns the connection's description as it is now, read under the
+// entry's lock.
+func (e *Entry) Info() Info {
 	e.mu.Lock()
-	f(&e.c)
+	info := e.c.Info
+	e.mu.Unlock()
+	return info
+}
+
+// Update changes the connection's description (principal, software, TLS,
+// SASL, ...) under the entry's lock: the one place it is written. f must
+// be quick.
+func (e *Entry) Update(f func(*Info)) {
+	e.mu.Lock()
+	f(&e.c.Info)
+	e.mu.Unlock()
+}
+
+// SetState moves the connection to state s (Ready once it has
+// authenticated).
+func (e *Entry) SetState(s State) {
+	e.mu.Lock()
+	e.c.State = s
 	e.mu.Unlock()
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,11 +25,11 @@ var t0 = time.Date(2026, 4, 27, 10, 15, 30, 0, time.UTC)
 
 func conn(id, principal, addr, listener string, at time.Time) connregistry.Conn {
 	typ, name, _ := cutPrincipal(principal)
-	return connregistry.Conn{
+	return connregistry.Conn{Info: connregistry.Info{
 		ID: id, Principal: connregistry.Principal{Type: typ, Name: name},
-		ClientAddr: netip.MustParseAddrPort(addr), Listener: listener, SecurityProtocol: "SASL_SSL",
-		ConnectedAt: at, State: connregistry.Ready,
-	}
+		ClientAddr: netip.MustParseAddrPort(addr), Listener: protocolmap.ListenerName(listener), SecurityProtocol: protocolmap.SASLSSL,
+		ConnectedAt: at,
+	}, State: connregistry.Ready}
 }
 
 func cutPrincipal(s string) (string, string, bool) {
@@ -86,7 +87,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	b := r.Add(conn("b", "User:bob", "127.0.0.1:2", "CLIENT", t0.Add(time.Second)), closer)
 	a.Request(t0.Add(2*time.Second), 100, "kgo")
 	a.Response(t0.Add(3*time.Second), 40)
-	a.Update(func(c *connregistry.Conn) { c.SoftwareName, c.SoftwareVersion = "kgo", "1.22" })
+	a.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = "kgo", "1.22" })
 
 	got := r.Snapshot(connregistry.Filter{})
 	require.Len(t, got, 2)
@@ -96,7 +97,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	assert.Equal(t, int64(1), got[0].Requests)
 	assert.Equal(t, "kgo", got[0].ClientID)
 	assert.True(t, t0.Add(3*time.Second).Equal(got[0].LastActivity))
-	assert.Equal(t, "kgo", got[0].SoftwareName)
+	assert.Equal(t, "kgo", got[0].ClientSoftwareName)
 
 	f, _ := connregistry.NewFilter(sp("User:bob"), nil, nil)
 	killed := r.Close(f, connregistry.ClosedByOperator)
@@ -139,8 +140,8 @@ func TestRegistryConcurrentSnapshots(t *testing.T) {
 			}
 			for _, c := range r.Snapshot(connregistry.Filter{}) {
 				// Update writes name and version together.
-				if c.SoftwareName != "" && c.SoftwareVersion != c.SoftwareName+"-v" {
-					t.Errorf("torn record: %q %q", c.SoftwareName, c.SoftwareVersion)
+				if c.ClientSoftwareName != "" && c.ClientSoftwareVersion != c.ClientSoftwareName+"-v" {
+					t.Errorf("torn record: %q %q", c.ClientSoftwareName, c.ClientSoftwareVersion)
 					return
 				}
 			}
@@ -152,7 +153,7 @@ func TestRegistryConcurrentSnapshots(t *testing.T) {
 			for i := range 500 {
 				e := r.Add(conn(fmt.Sprint(w, "-", i), "User:u", "127.0.0.1:1", "CLIENT", time.Now()), nil)
 				name := fmt.Sprint("sw", i)
-				e.Update(func(c *connregistry.Conn) { c.SoftwareName, c.SoftwareVersion = name, name+"-v" })
+				e.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = name, name+"-v" })
 				e.Request(time.Now(), 10, "c")
 				e.Remove(time.Now(), connregistry.ClientClosed)
 			}
@@ -193,6 +194,7 @@ func TestHandler(t *testing.T) {
 		ConnectionID: "a", Principal: "User:alice", PrincipalType: "User", ClientAddress: "10.0.0.1", ClientPort: 1000, // KIP-1329: Principal is Type:name
 		ListenerName: "CLIENT", SecurityProtocol: "SASL_SSL", ConnectedSince: t0.UnixMilli(),
 		AuthenticatedAt: -1, SessionExpiry: -1, LastActivity: t0.UnixMilli(), State: "ready",
+		Plane: "data", // a connection's plane is typed: the zero value is the data plane
 	}, rec)
 
 	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ListenerFilter: sp("CLIENT"), IncludeClosed: true})
@@ -209,8 +211,8 @@ func TestHandler(t *testing.T) {
 // listener) is listed with an empty client address and port 0, not the
 // zero netip.Addr's "invalid IP".
 func TestRecordWithoutIPAddress(t *testing.T) {
-	rec := connregistry.Record(connregistry.Conn{ID: "pipe-pipe-0-0", Listener: "PLAINTEXT"})
+	rec := connregistry.Record(connregistry.Conn{Info: connregistry.Info{ID: "pipe-pipe-0-0", Listener: "PLAINTEXT"}})
 	assert.Empty(t, rec.ClientAddress)
 	assert.Zero(t, rec.ClientPort)
-	assert.Equal(t, "10.0.0.1", connregistry.Record(connregistry.Conn{ClientAddr: netip.MustParseAddrPort("10.0.0.1:1")}).ClientAddress)
+	assert.Equal(t, "10.0.0.1", connregistry.Record(connregistry.Conn{Info: connregistry.Info{ClientAddr: netip.MustParseAddrPort("10.0.0.1:1")}}).ClientAddress)
 }

@@ -261,8 +261,8 @@ func (c *conn) handshake() (err error) {
 		c.br.Reset(tc) // nothing is read before the TLS handshake
 
 		c.info.TLSVersion, c.info.CipherSuite = state.Version, state.CipherSuite
-		c.entry.Update(func(rc *connregistry.Conn) {
-			rc.TLSVersion, rc.CipherSuite = tls.VersionName(state.Version), tls.CipherSuiteName(state.CipherSuite)
+		c.entry.Update(func(rc *connregistry.Info) {
+			rc.TLSVersion, rc.CipherSuite = state.Version, state.CipherSuite
 		})
 	}
 	if len(sec.mechanisms) > 0 {
@@ -283,9 +283,8 @@ func (c *conn) handshake() (err error) {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
 	c.info.Principal = p
-	c.entry.Update(func(rc *connregistry.Conn) {
-		rc.Principal, rc.State = p, connregistry.Ready
-	})
+	c.entry.Update(func(rc *connregistry.Info) { rc.Principal = p })
+	c.entry.SetState(connregistry.Ready)
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining
 	}
@@ -537,7 +536,7 @@ func (c *conn) authenticated(mechanism string, negotiated sasl.Negotiated) time.
 	if expires {
 		c.info.SessionExpiry = now.Add(lifetime)
 	}
-	c.entry.Update(func(rc *connregistry.Conn) {
+	c.entry.Update(func(rc *connregistry.Info) {
 		rc.SASLMechanism, rc.AuthenticatedAt, rc.SessionExpiry = mechanism, now, c.info.SessionExpiry
 	})
 	return lifetime

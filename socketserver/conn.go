@@ -858,8 +858,8 @@ func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
 // setClientSoftware records the client software of the connection.
 func (c *conn) setClientSoftware(name, version string) {
 	c.info.ClientSoftwareName, c.info.ClientSoftwareVersion = name, version
-	c.entry.Update(func(rc *connregistry.Conn) {
-		rc.SoftwareName, rc.SoftwareVersion = name, version
+	c.entry.Update(func(rc *connregistry.Info) {
+		rc.ClientSoftwareName, rc.ClientSoftwareVersion = name, version
 	})
 }
 

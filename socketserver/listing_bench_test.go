@@ -28,10 +28,10 @@ func BenchmarkDataPlaneP99WithListing(b *testing.B) {
 			srv := socketservertest.NewServer(b, nil, withAPIs, echoMetadata)
 			reg := srv.Registry()
 			for i := range 10_000 {
-				e := reg.Add(connregistry.Conn{
+				e := reg.Add(connregistry.Conn{Info: connregistry.Info{
 					ID: fmt.Sprint("fake-", i), Principal: connregistry.Principal{Type: "User", Name: "u"},
 					ClientAddr: netip.MustParseAddrPort("10.0.0.1:1000"), Listener: "PLAINTEXT", ConnectedAt: time.Now(),
-				}, nil)
+				}}, nil)
 				defer e.Remove(time.Now(), connregistry.ClientClosed)
 			}
 			h := &connregistry.Handler{Registry: reg}

@@ -134,11 +134,11 @@ func (p *processor) register(nc net.Conn) {
 	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
 		state = connregistry.Authenticating
 	}
-	c.entry = p.srv.registry.Add(connregistry.Conn{
+	c.entry = p.srv.registry.Add(connregistry.Conn{Info: connregistry.Info{
 		ID: c.info.ID, Principal: Anonymous, ClientAddr: remote,
-		Listener: string(l.Name), SecurityProtocol: l.SecurityProtocol.String(), Plane: l.Plane.String(),
-		ConnectedAt: now, State: state,
-	}, c.closeWith)
+		Listener: l.Name, SecurityProtocol: l.SecurityProtocol, Plane: l.Plane,
+		ConnectedAt: now,
+	}, State: state}, c.closeWith)
 	for _, h := range p.srv.hooks.connCreated {
 		h.OnConnCreated(c.info)
 	}

@@ -57,7 +57,7 @@ func TestRegistryFedByServer(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool {
 		byListener = map[string][]connregistry.Conn{}
 		for _, c := range reg.Snapshot(connregistry.Filter{}) {
-			byListener[c.Listener] = append(byListener[c.Listener], c)
+			byListener[string(c.Listener)] = append(byListener[string(c.Listener)], c)
 		}
 		return len(byListener["PLAIN"]) == 1 && len(byListener["CLIENT"]) >= 2
 	}, "registry did not list the connections")
@@ -72,24 +72,24 @@ func TestRegistryFedByServer(t *testing.T) {
 		}
 	}
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "alice"}, authed.Principal)
-	assert.Equal(t, "SASL_PLAINTEXT", authed.SecurityProtocol)
+	assert.Equal(t, "SASL_PLAINTEXT", authed.SecurityProtocol.String())
 	assert.Equal(t, "SCRAM-SHA-256", authed.SASLMechanism)
 	assert.Equal(t, connregistry.Ready, authed.State)
-	assert.Equal(t, "kgo", authed.SoftwareName)
+	assert.Equal(t, "kgo", authed.ClientSoftwareName)
 	assert.Equal(t, "kgo", authed.ClientID)
 	assert.Greater(t, authed.Requests, int64(2))
 	assert.Greater(t, authed.BytesIn, int64(0))
 	assert.Greater(t, authed.BytesOut, int64(0))
 	assert.False(t, authed.ConnectedAt.Before(start.Add(-time.Second)))
 	assert.False(t, authed.AuthenticatedAt.IsZero())
-	assert.Equal(t, "data", authed.Plane)
+	assert.Equal(t, "data", authed.Plane.String())
 
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, scanning.Principal)
 	assert.Equal(t, connregistry.Authenticating, scanning.State)
 
 	plain := byListener["PLAIN"][0]
-	assert.Equal(t, "raw-test", plain.SoftwareName)
-	assert.Equal(t, "1.0", plain.SoftwareVersion)
+	assert.Equal(t, "raw-test", plain.ClientSoftwareName)
+	assert.Equal(t, "1.0", plain.ClientSoftwareVersion)
 	assert.Equal(t, raw.LocalAddr().String(), plain.ClientAddr.String())
 	assert.Equal(t, connregistry.Ready, plain.State)
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // scaleConns is how many idle connections the scale test and benchmark
@@ -141,14 +142,14 @@ func TestListTenThousand(t *testing.T) {
 func fill(reg *connregistry.Registry, n int) {
 	now := time.Now()
 	for i := range n {
-		reg.Add(connregistry.Conn{
+		reg.Add(connregistry.Conn{Info: connregistry.Info{
 			ID:         fmt.Sprintf("127.0.0.1:9092-10.%d.%d.%d:%d-0-%d", byte(i>>16), byte(i>>8), byte(i), 10000+i%50000, i),
 			Principal:  connregistry.Principal{Type: "User", Name: fmt.Sprint("user", i%100)},
 			ClientAddr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(10000+i%50000)),
-			Listener:   "CLIENT", SecurityProtocol: "SASL_PLAINTEXT", Plane: "data", SASLMechanism: "SCRAM-SHA-256",
-			SoftwareName: "kgo", SoftwareVersion: "v1.22.3", ClientID: "bench",
-			ConnectedAt: now.Add(time.Duration(i) * time.Millisecond), AuthenticatedAt: now, State: connregistry.Ready,
-		}, nil)
+			Listener:   "CLIENT", SecurityProtocol: protocolmap.SASLPlaintext, Plane: protocolmap.DataPlane, SASLMechanism: "SCRAM-SHA-256",
+			ClientSoftwareName: "kgo", ClientSoftwareVersion: "v1.22.3",
+			ConnectedAt: now.Add(time.Duration(i) * time.Millisecond), AuthenticatedAt: now,
+		}, ClientID: "bench", State: connregistry.Ready}, nil)
 	}
 }
 
