@@ -3,8 +3,12 @@
 //
 // A [Registry] holds every open connection of a server, on every listener
 // and both planes, plus a bounded history of recently closed ones with the
-// reason they closed. The server feeds it plain values through [Entry]
-// handles (it knows nothing of sockets); any goroutine may take a
+// reason they closed. A connection's description, [Info], is written in
+// one place, its [Entry] ([Entry.Update]), and read from there by the
+// server's request path ([Entry.Info]) as by the listings; [Conn] is an
+// Info with what the registry counts (requests, bytes, state, close). The
+// server feeds it plain values (it knows nothing of sockets); any
+// goroutine may take a
 // [Registry.Snapshot] while connections come and go: the registry's lock is
 // held only to copy the set of entries, each record is read under its own
 // lock, so a listing of 100,000 connections never stalls the data plane and

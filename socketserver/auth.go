@@ -260,17 +260,14 @@ func (c *conn) handshake() (err error) {
 		c.rw = tc
 		c.br.Reset(tc) // nothing is read before the TLS handshake
 
-		c.info.TLSVersion, c.info.CipherSuite = state.Version, state.CipherSuite
-		c.entry.Update(func(rc *connregistry.Info) {
-			rc.TLSVersion, rc.CipherSuite = state.Version, state.CipherSuite
-		})
+		c.describe(func(i *connregistry.Info) { i.TLSVersion, i.CipherSuite = state.Version, state.CipherSuite })
 	}
 	if len(sec.mechanisms) > 0 {
 		mech, version, err := c.saslHandshake()
 		if err != nil {
 			return err
 		}
-		c.info.SASLMechanism = mech.Name() // for the hooks, should the exchange fail
+		c.describe(func(i *connregistry.Info) { i.SASLMechanism = mech.Name() }) // for the hooks, should the exchange fail
 		identity, err := c.saslExchange(mech, version, deadline, false)
 		if err != nil {
 			return err
@@ -282,8 +279,7 @@ func (c *conn) handshake() (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
-	c.info.Principal = p
-	c.entry.Update(func(rc *connregistry.Info) { rc.Principal = p })
+	c.describe(func(i *connregistry.Info) { i.Principal = p })
 	c.entry.SetState(connregistry.Ready)
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining
@@ -368,7 +364,7 @@ func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest) (sa
 // connection's mechanism and session expiry are set.
 func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadline time.Time, reauth bool) (string, error) {
 	server := mech.NewServer(sasl.ConnState{
-		Listener: c.info.Listener, ClientAddr: c.info.ClientAddr, TLS: c.tlsState(), Reauthentication: reauth,
+		Listener: c.p.ls.cfg.Name, ClientAddr: c.info().ClientAddr, TLS: c.tlsState(), Reauthentication: reauth,
 	})
 	if cl, ok := server.(io.Closer); ok {
 		defer cl.Close()
@@ -502,12 +498,12 @@ func illegalSASLStateResponse(h header, rest []byte, msg string) kmsg.Response {
 // connection's principal.
 func (c *conn) checkPrincipalUnchanged(mechanism, identity string) error {
 	p, err := c.p.srv.cfg.PrincipalBuilder(AuthInfo{
-		Listener: string(c.info.Listener), TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
+		Listener: string(c.p.ls.cfg.Name), TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
 	}, c.p.ls.sec.mapper)
 	if err != nil {
 		return err
 	}
-	if old := c.info.Principal; p != old {
+	if old := c.info().Principal; p != old {
 		// Kafka's text: type and name joined by a dot, not KafkaPrincipal's colon.
 		return &sasl.Error{Mechanism: mechanism, SendReason: true, Reason: fmt.Sprintf(
 			"Cannot change principals during re-authentication from %s.%s: %s.%s", old.Type, old.Name, p.Type, p.Name)}
@@ -530,14 +526,12 @@ func (c *conn) tlsState() *tls.ConnectionState {
 func (c *conn) authenticated(mechanism string, negotiated sasl.Negotiated) time.Duration {
 	now := time.Now()
 	lifetime, expires := sessionLifetime(now, negotiated.CredentialExpiry, c.p.ls.sec.reauth(mechanism))
-	c.info.SASLMechanism = mechanism
-	c.info.AuthenticatedAt = now
-	c.info.SessionExpiry = time.Time{}
+	var expiry time.Time
 	if expires {
-		c.info.SessionExpiry = now.Add(lifetime)
+		expiry = now.Add(lifetime)
 	}
-	c.entry.Update(func(rc *connregistry.Info) {
-		rc.SASLMechanism, rc.AuthenticatedAt, rc.SessionExpiry = mechanism, now, c.info.SessionExpiry
+	c.describe(func(i *connregistry.Info) {
+		i.SASLMechanism, i.AuthenticatedAt, i.SessionExpiry = mechanism, now, expiry
 	})
 	return lifetime
 }
@@ -599,7 +593,7 @@ const minReauthInterval = time.Second
 // session expires, and not within a second of the last re-authentication's
 // start. Otherwise the SaslHandshake is an ordinary request.
 func (c *conn) mayReauthenticate(now time.Time) bool {
-	if c.info.SessionExpiry.IsZero() {
+	if c.info().SessionExpiry.IsZero() {
 		return false
 	}
 	return c.reauthStarted == 0 || now.Sub(c.p.srv.epoch)-time.Duration(c.reauthStarted) >= minReauthInterval
@@ -655,7 +649,7 @@ func (c *conn) reauthenticate(h header, req *kmsg.SASLHandshakeRequest, deadline
 	if err != nil {
 		return err
 	}
-	if current := c.info.SASLMechanism; mech.Name() != current {
+	if current := c.info().SASLMechanism; mech.Name() != current {
 		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false, nil); err != nil && isClosedOrEOF(err) {
 			return err
 		}

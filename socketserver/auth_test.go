@@ -244,7 +244,7 @@ func newSASLClient(t testing.TB, mech, user, pass string) saslClient {
 
 // kgo authenticates with every mechanism over SASL_PLAINTEXT and
 // SASL_SSL, and over SSL with and without a client certificate; each
-// request's ConnInfo shows what the connection established.
+// request's Conn shows what the connection established.
 func TestKgoAuthentication(t *testing.T) {
 	pki := newTestPKI(t)
 	users := newUsers(t)

@@ -169,7 +169,7 @@ type Config struct {
 	//
 	// Connections need not be TCP. For one whose addresses are not IP
 	// addresses (net.Pipe, a Unix socket), the connection id shows the
-	// addresses as the connection gives them, ConnInfo.ClientAddr is the
+	// addresses as the connection gives them, Info.ClientAddr is the
 	// zero value, and the per-address quotas (max.connections.per.ip, its
 	// overrides and the per-address creation rate) do not apply; the
 	// listener and broker limits do. Socket options are set on connections
@@ -194,7 +194,7 @@ type Config struct {
 	// processor, which registers connections one at a time: it must be
 	// fast. A nil result leaves ctx. The connection's context is cancelled
 	// when it closes, whatever ConnContext returned.
-	ConnContext func(ctx context.Context, nc net.Conn, info ConnInfo) context.Context
+	ConnContext func(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context
 
 	// ParkAfter is how long an idle connection first waits for its next
 	// request before it parks, giving back its read buffer and all but the

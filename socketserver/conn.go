@@ -44,7 +44,7 @@ import (
 // close, Shutdown, the peer watcher); its goroutine then sees its read or
 // write fail and finishes. Only its goroutine writes to the socket.
 //
-// Its fields are laid out to fit the 448-byte size class (TestConnSize):
+// Its fields are laid out to fit the 240-byte size class (TestConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
 	nc        net.Conn // the connection: closed and given deadlines from any goroutine
@@ -58,7 +58,6 @@ type conn struct {
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
 	// buffer and no write buffer.
-	info          ConnInfo
 	rw            io.ReadWriter // nc, or the TLS connection over it (over prefixedConn)
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
@@ -120,7 +119,7 @@ func (c *conn) serve() {
 	c.br = c.p.srv.readBuf(&c.pre)
 	if err := c.handshake(); err != nil {
 		if !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
-			c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info.ID, "err", err)
+			c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
 		}
 		c.finish()
 		return
@@ -216,8 +215,11 @@ func (c *conn) finish() {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
 	}
-	for _, h := range c.p.srv.hooks.connClosed {
-		h.OnConnClosed(c.info, *c.reason.Load()) // close set the reason
+	if hooks := c.p.srv.hooks.connClosed; len(hooks) > 0 {
+		info := c.info()
+		for _, h := range hooks {
+			h.OnConnClosed(info, *c.reason.Load()) // close set the reason
+		}
 	}
 	c.p.srv.conns.Done()
 }
@@ -236,7 +238,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 		}
 		if err != nil {
 			if !isClosedOrEOF(err) {
-				c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+				c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 			}
 			return false, false
 		}
@@ -252,7 +254,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 		}
 		if err != nil {
 			if !isClosedOrEOF(err) {
-				c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+				c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 			}
 			return false, false
 		}
@@ -271,7 +273,7 @@ func (c *conn) serveRequest() bool {
 	if err != nil {
 		if !isClosedOrEOF(err) {
 			c.setReason(connregistry.ProtocolError)
-			log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+			log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 		}
 		return false
 	}
@@ -280,16 +282,18 @@ func (c *conn) serveRequest() bool {
 	h, body, rest, err := c.decode(frame, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
 		c.setReason(connregistry.ProtocolError)
-		log.Info("closing connection", "conn_id", c.info.ID, "err", err, "api_key", h.key, "api_version", h.version)
+		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
 		return false
 	}
-	// After the session's expiry only a SaslHandshake that starts
-	// re-authentication is served; any other request closes, including
-	// those the server answers itself (KIP-368, as Kafka's processor).
-	if exp := c.info.SessionExpiry; !exp.IsZero() && start.After(exp) {
+	// The connection as the request found it: Request.Conn. After the
+	// session's expiry only a SaslHandshake that starts re-authentication
+	// is served; any other request closes, including those the server
+	// answers itself (KIP-368, as Kafka's processor).
+	info := c.info()
+	if exp := info.SessionExpiry; !exp.IsZero() && start.After(exp) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
 			c.setReason(connregistry.SessionExpired)
-			log.Info("closing connection", "conn_id", c.info.ID, "err", ErrSessionExpired, "principal", c.info.Principal)
+			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal)
 			return false
 		}
 	}
@@ -300,14 +304,14 @@ func (c *conn) serveRequest() bool {
 		}
 		if err != nil {
 			if !isClosedOrEOF(err) {
-				log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+				log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 			}
 			return false
 		}
 		took := time.Since(start)
 		c.p.busy.Add(int64(took))
 		for _, hook := range srv.hooks.requestsDone {
-			hook.OnRequestDone(c.info.Listener, h.key, RequestLatency{Total: took})
+			hook.OnRequestDone(c.p.ls.cfg.Name, h.key, RequestLatency{Total: took})
 		}
 		return true
 	}
@@ -318,7 +322,7 @@ func (c *conn) serveRequest() bool {
 	r := &rb.req
 	*r = Request{
 		APIKey: h.key, APIVersion: h.version, CorrelationID: h.correlationID,
-		Body: body, Conn: c.info, ReceivedAt: start, Size: len(frame), conn: c,
+		Body: body, Conn: info, ReceivedAt: start, Size: len(frame), conn: c,
 	}
 	if !h.nullClientID {
 		rb.clientID = h.clientID
@@ -421,7 +425,7 @@ func (c *conn) requestDone(r *Request, received, writeStart, end time.Time) {
 	t.Handler = answered.Sub(handled)
 	t.ResponseQueue = writeStart.Sub(answered)
 	for _, h := range c.p.srv.hooks.requestsDone {
-		h.OnRequestDone(c.info.Listener, r.APIKey, t)
+		h.OnRequestDone(c.p.ls.cfg.Name, r.APIKey, t)
 	}
 }
 
@@ -443,7 +447,7 @@ func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (he
 		return h, nil, nil, ErrUnknownAPI
 	}
 	for _, hook := range c.p.srv.hooks.requests {
-		hook.OnRequestReceived(c.info.Listener, h.key, len(frame))
+		hook.OnRequestReceived(c.p.ls.cfg.Name, h.key, len(frame))
 	}
 	if h.key == apiVersionsKey && h.version > api.MaxVersion {
 		return h, nil, rest, nil
@@ -511,9 +515,11 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 			resp.Version, resp.ErrorCode = h.version, kerr.InvalidRequest.Code
 			return c.write(h.correlationID, resp)
 		}
-		if string(name) != c.info.ClientSoftwareName || string(version) != c.info.ClientSoftwareVersion {
-			c.setClientSoftware(string(name), string(version))
-		}
+		c.describe(func(i *connregistry.Info) { // strings made only when the software changed
+			if string(name) != i.ClientSoftwareName || string(version) != i.ClientSoftwareVersion {
+				i.ClientSoftwareName, i.ClientSoftwareVersion = string(name), string(version)
+			}
+		})
 	}
 	return c.writeEncoded(h.correlationID, apiVersionsKey, apis.encodedVersions[h.version])
 }
@@ -621,7 +627,7 @@ func (c *conn) writeBuf(buf *[]byte, key int16) error {
 // responseSent reports a response of n bytes written to the hooks.
 func (c *conn) responseSent(key int16, n int) {
 	for _, h := range c.p.srv.hooks.responses {
-		h.OnResponseSent(c.info.Listener, key, n)
+		h.OnResponseSent(c.p.ls.cfg.Name, key, n)
 	}
 }
 
@@ -753,7 +759,7 @@ func (m *frameMemory) done(err error) error {
 	_ = c.nc.SetReadDeadline(time.Time{})
 	if isDeadline(err) && !c.draining() {
 		c.setReason(connregistry.StalledRequest)
-		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info.ID,
+		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info().ID,
 			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout)
 	}
 	return err
@@ -836,7 +842,7 @@ func (c *conn) moveWriteDeadline() {
 // writeFailed logs a failed write, unless the peer had gone.
 func (c *conn) writeFailed(err error) {
 	if !isClosedOrEOF(err) {
-		c.p.srv.log.Info("closing connection: write failed", "conn_id", c.info.ID, "err", err)
+		c.p.srv.log.Info("closing connection: write failed", "conn_id", c.info().ID, "err", err)
 	}
 }
 
@@ -857,11 +863,17 @@ func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
 
 // setClientSoftware records the client software of the connection.
 func (c *conn) setClientSoftware(name, version string) {
-	c.info.ClientSoftwareName, c.info.ClientSoftwareVersion = name, version
-	c.entry.Update(func(rc *connregistry.Info) {
-		rc.ClientSoftwareName, rc.ClientSoftwareVersion = name, version
-	})
+	c.describe(func(i *connregistry.Info) { i.ClientSoftwareName, i.ClientSoftwareVersion = name, version })
 }
+
+// describe changes the connection's description with f. The description
+// lives in the connection's registry entry, its only copy: every change
+// to it is made here, and the listings, the hooks and each request
+// (Request.Conn) read it from there. f must be quick.
+func (c *conn) describe(f func(*connregistry.Info)) { c.entry.Update(f) }
+
+// info returns the connection's description as it is now (see describe).
+func (c *conn) info() connregistry.Info { return c.entry.Info() }
 
 func (c *conn) draining() bool { return c.p.srv.draining.Load() }
 
@@ -934,7 +946,7 @@ func (c *conn) close() {
 		c.cancelReq() // derived from the host's base context, not from ctx
 		c.nc.Close()
 		c.p.remove(c)
-		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info.ClientAddr.Addr()) // ClientAddr never changes
+		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info().ClientAddr.Addr()) // ClientAddr never changes
 	})
 }
 

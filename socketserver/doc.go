@@ -10,8 +10,11 @@
 // and answers the [Request] values of each plane with its own handler,
 // which [Server.Serve] runs in a pool of goroutines. The server answers
 // ApiVersions and the SASL exchange itself, and feeds every connection to a
-// connregistry.Registry for listing (KIP-1329). [KmsgAPI] enables kmsg's
-// request types (and says which versions to pick), and a host
+// connregistry.Registry for listing (KIP-1329): a connection's description,
+// a connregistry.Info, lives in its registry entry, and each request
+// carries a copy taken when it was read ([Request.Conn]), as the hooks get
+// one. [KmsgAPI] enables kmsg's request types (and says which versions to
+// pick), and a host
 // that is a cluster of one broker answers Metadata with
 // [Server.SingleNodeMetadata].
 //

@@ -59,7 +59,7 @@ type HookAcceptorBlocked interface {
 // (connection-creation-total). info is the connection as it starts:
 // anonymous, before its TLS handshake and SASL exchange.
 type HookConnCreated interface {
-	OnConnCreated(info ConnInfo)
+	OnConnCreated(info connregistry.Info)
 }
 
 // HookConnClosed is called once for every connection HookConnCreated saw,
@@ -68,7 +68,7 @@ type HookConnCreated interface {
 // authentication, if it got that far. The call happens before
 // [Server.Close] and [Server.Shutdown] return.
 type HookConnClosed interface {
-	OnConnClosed(info ConnInfo, reason connregistry.CloseReason)
+	OnConnClosed(info connregistry.Info, reason connregistry.CloseReason)
 }
 
 // HookRequestReceived is called for each complete request whose header names
@@ -124,7 +124,7 @@ type RequestLatency struct {
 // and after each successful re-authentication (KIP-368), with
 // reauthentication set (successful-reauthentication-total).
 type HookAuthenticated interface {
-	OnAuthenticated(info ConnInfo, reauthentication bool)
+	OnAuthenticated(info connregistry.Info, reauthentication bool)
 }
 
 // HookAuthenticationFailed is called when a connection's TLS handshake,
@@ -133,7 +133,7 @@ type HookAuthenticated interface {
 // why. info.SASLMechanism is the mechanism the client chose, if it got that
 // far. A client that merely goes away during the handshake is not counted.
 type HookAuthenticationFailed interface {
-	OnAuthenticationFailed(info ConnInfo, reauthentication bool, err error)
+	OnAuthenticationFailed(info connregistry.Info, reauthentication bool, err error)
 }
 
 // hooks are the configured hooks sorted by the events they implement.
@@ -201,13 +201,13 @@ func (c *conn) authDone(err error, reauthentication bool) {
 	switch {
 	case err == nil:
 		for _, x := range h.authenticated {
-			x.OnAuthenticated(c.info, reauthentication)
+			x.OnAuthenticated(c.info(), reauthentication)
 		}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, errDraining) || c.draining():
 	default:
 		for _, x := range h.authFailed {
-			x.OnAuthenticationFailed(c.info, reauthentication, err)
+			x.OnAuthenticationFailed(c.info(), reauthentication, err)
 		}
 	}
 }

@@ -32,7 +32,7 @@ type hookEvent struct {
 	Dur      time.Duration // blocked (acceptor) or hold (rejected)
 	Addr     netip.Addr
 	Err      error
-	Info     socketserver.ConnInfo
+	Info     connregistry.Info
 	Reason   connregistry.CloseReason
 	Latency  socketserver.RequestLatency
 	Reauth   bool
@@ -72,10 +72,10 @@ func (m *recorder) OnConnRejected(l protocolmap.ListenerName, addr netip.Addr, e
 func (m *recorder) OnAcceptorBlocked(l protocolmap.ListenerName, blocked, _ time.Duration) {
 	m.add(hookEvent{Kind: "blocked", Listener: l, Key: -1, Dur: blocked})
 }
-func (m *recorder) OnConnCreated(info socketserver.ConnInfo) {
+func (m *recorder) OnConnCreated(info connregistry.Info) {
 	m.add(hookEvent{Kind: "created", Listener: info.Listener, Key: -1, Info: info})
 }
-func (m *recorder) OnConnClosed(info socketserver.ConnInfo, reason connregistry.CloseReason) {
+func (m *recorder) OnConnClosed(info connregistry.Info, reason connregistry.CloseReason) {
 	m.add(hookEvent{Kind: "closed", Listener: info.Listener, Key: -1, Info: info, Reason: reason})
 }
 func (m *recorder) OnRequestReceived(l protocolmap.ListenerName, key int16, n int) {
@@ -87,10 +87,10 @@ func (m *recorder) OnResponseSent(l protocolmap.ListenerName, key int16, n int) 
 func (m *recorder) OnRequestDone(l protocolmap.ListenerName, key int16, t socketserver.RequestLatency) {
 	m.add(hookEvent{Kind: "done", Listener: l, Key: key, Latency: t})
 }
-func (m *recorder) OnAuthenticated(info socketserver.ConnInfo, reauth bool) {
+func (m *recorder) OnAuthenticated(info connregistry.Info, reauth bool) {
 	m.add(hookEvent{Kind: "authenticated", Listener: info.Listener, Key: -1, Info: info, Reauth: reauth})
 }
-func (m *recorder) OnAuthenticationFailed(info socketserver.ConnInfo, reauth bool, err error) {
+func (m *recorder) OnAuthenticationFailed(info connregistry.Info, reauth bool, err error) {
 	m.add(hookEvent{Kind: "authfailed", Listener: info.Listener, Key: -1, Info: info, Reauth: reauth, Err: err})
 }
 
@@ -307,7 +307,7 @@ func TestHookRequestLatencyNoResponse(t *testing.T) {
 // nothing else.
 type createdCounter struct{ n atomic.Int32 }
 
-func (c *createdCounter) OnConnCreated(socketserver.ConnInfo) { c.n.Add(1) }
+func (c *createdCounter) OnConnCreated(connregistry.Info) { c.n.Add(1) }
 
 var _ socketserver.HookConnCreated = (*createdCounter)(nil)
 
@@ -465,10 +465,10 @@ type nopHooks struct{}
 func (nopHooks) OnConnAccepted(protocolmap.ListenerName)                                    {}
 func (nopHooks) OnConnRejected(protocolmap.ListenerName, netip.Addr, error, time.Duration)  {}
 func (nopHooks) OnAcceptorBlocked(protocolmap.ListenerName, time.Duration, time.Duration)   {}
-func (nopHooks) OnConnCreated(socketserver.ConnInfo)                                        {}
-func (nopHooks) OnConnClosed(socketserver.ConnInfo, connregistry.CloseReason)               {}
+func (nopHooks) OnConnCreated(connregistry.Info)                                            {}
+func (nopHooks) OnConnClosed(connregistry.Info, connregistry.CloseReason)                   {}
 func (nopHooks) OnRequestReceived(protocolmap.ListenerName, int16, int)                     {}
 func (nopHooks) OnResponseSent(protocolmap.ListenerName, int16, int)                        {}
 func (nopHooks) OnRequestDone(protocolmap.ListenerName, int16, socketserver.RequestLatency) {}
-func (nopHooks) OnAuthenticated(socketserver.ConnInfo, bool)                                {}
-func (nopHooks) OnAuthenticationFailed(socketserver.ConnInfo, bool, error)                  {}
+func (nopHooks) OnAuthenticated(connregistry.Info, bool)                                    {}
+func (nopHooks) OnAuthenticationFailed(connregistry.Info, bool, error)                      {}

@@ -241,7 +241,7 @@ type ctxKey string
 // cancelled when the connection closes.
 func TestConnectionContexts(t *testing.T) {
 	type seenConn struct {
-		info   socketserver.ConnInfo
+		info   connregistry.Info
 		remote string
 		base   any
 	}
@@ -253,7 +253,7 @@ func TestConnectionContexts(t *testing.T) {
 		c.BaseContext = func(l listener.Listener, ln net.Listener) context.Context {
 			return context.WithValue(context.Background(), ctxKey("base"), string(l.Name)+"@"+ln.Addr().String())
 		}
-		c.ConnContext = func(ctx context.Context, nc net.Conn, info socketserver.ConnInfo) context.Context {
+		c.ConnContext = func(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context {
 			mu.Lock()
 			conns = append(conns, seenConn{info, nc.RemoteAddr().String(), ctx.Value(ctxKey("base"))})
 			mu.Unlock()

@@ -241,7 +241,7 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 		return true, false
 	case !isDeadline(err):
 		if !isClosedOrEOF(err) {
-			c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+			c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 		}
 		return false, false
 	}
@@ -317,7 +317,7 @@ func (c *conn) unpark(n int, err error) {
 	c.parkMoved.Store(int64(now))
 	if err != nil && n == 0 {
 		if !isClosedOrEOF(err) {
-			c.p.srv.log.Info("closing connection", "conn_id", c.info.ID, "err", err)
+			c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 		}
 		c.finish()
 		return

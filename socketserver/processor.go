@@ -88,7 +88,7 @@ func (p *processor) closeLeastRecentlyActive() bool {
 		return false
 	}
 	p.srv.log.Info("closing least recently active connection: broker-wide connection count over max.connections",
-		"conn_id", lru.info.ID, "listener", p.ls.cfg.Name)
+		"conn_id", lru.info().ID, "listener", p.ls.cfg.Name)
 	lru.closeWith(connregistry.Quota)
 	return true
 }
@@ -115,32 +115,30 @@ func (p *processor) register(nc net.Conn) {
 	p.mu.Unlock()
 	c := &conn{nc: nc, p: p}
 	l := p.ls.cfg
-	remote := addrPort(nc.RemoteAddr())
-	c.info = ConnInfo{
+	now := time.Now()
+	// The connection's description as it starts. From here on it lives in
+	// the registry entry, written only through c.describe.
+	info := connregistry.Info{
 		ID:               connectionID(nc.LocalAddr(), nc.RemoteAddr(), p.id, index),
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
 		Principal:        Anonymous,
-		ClientAddr:       remote,
+		ClientAddr:       addrPort(nc.RemoteAddr()),
+		ConnectedAt:      now,
 	}
-	c.newContexts()
+	c.newContexts(info)
 	p.mu.Lock()
 	p.conns[c] = struct{}{}
 	p.mu.Unlock()
-	now := time.Now()
 	c.touch(now)
 	state := connregistry.Ready
 	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
 		state = connregistry.Authenticating
 	}
-	c.entry = p.srv.registry.Add(connregistry.Conn{Info: connregistry.Info{
-		ID: c.info.ID, Principal: Anonymous, ClientAddr: remote,
-		Listener: l.Name, SecurityProtocol: l.SecurityProtocol, Plane: l.Plane,
-		ConnectedAt: now,
-	}, State: state}, c.closeWith)
+	c.entry = p.srv.registry.Add(connregistry.Conn{Info: info, State: state}, c.closeWith)
 	for _, h := range p.srv.hooks.connCreated {
-		h.OnConnCreated(c.info)
+		h.OnConnCreated(info)
 	}
 	go c.serve() // which calls p.srv.conns.Done when the connection ends
 }
@@ -149,7 +147,7 @@ func (p *processor) register(nc net.Conn) {
 // closes, which the server's waits watch; and the one its requests carry
 // (Request.Context), derived from the host's BaseContext and ConnContext
 // and cancelled with it. Without those hooks they are one.
-func (c *conn) newContexts() {
+func (c *conn) newContexts(info connregistry.Info) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	base, connContext := c.p.ls.base, c.p.srv.cfg.ConnContext
 	if base == nil && connContext == nil {
@@ -160,7 +158,7 @@ func (c *conn) newContexts() {
 		base = context.Background()
 	}
 	if connContext != nil {
-		if ctx := connContext(base, c.nc, c.info); ctx != nil {
+		if ctx := connContext(base, c.nc, info); ctx != nil {
 			base = ctx
 		}
 	}
@@ -302,7 +300,7 @@ func (p *processor) expireIdle(now time.Time) {
 	}
 	p.mu.Unlock()
 	for _, c := range expired {
-		p.srv.log.Debug("closing idle connection", "conn_id", c.info.ID, "idle_limit", limit)
+		p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit)
 		c.closeWith(connregistry.Idle)
 	}
 	for _, c := range idle {

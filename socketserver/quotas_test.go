@@ -238,7 +238,7 @@ func TestInterBrokerListenerProtected(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second, "the excess connection must be closed promptly")
 	require.Len(t, shed, 1, "one connection closed, one at a time")
 	assert.Equal(t, connregistry.Quota, shed[0].CloseReason)
-	assert.Equal(t, "CLIENT", shed[0].Listener)
+	assert.Equal(t, protocolmap.ListenerName("CLIENT"), shed[0].Listener)
 	open := 0
 	for i, c := range clients {
 		if c.LocalAddr().String() == shed[0].ClientAddr.String() {

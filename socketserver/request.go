@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // ErrAlreadyAnswered is returned by a second Respond, NoResponse or
@@ -26,37 +24,6 @@ type Principal = connregistry.Principal
 
 // Anonymous is the principal of an unauthenticated connection.
 var Anonymous = connregistry.Anonymous
-
-// ConnInfo describes the connection a request arrived on.
-type ConnInfo struct {
-	// ID is Kafka's connection id:
-	// localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
-	// addresses in Java's uncompressed form (0:0:0:0:0:0:0:1), as Kafka
-	// writes them, and processors numbered across the server, the control
-	// plane's first.
-	ID               string
-	Listener         protocolmap.ListenerName
-	SecurityProtocol protocolmap.SecurityProtocol
-	Plane            protocolmap.Plane
-	Principal        Principal
-	ClientAddr       netip.AddrPort
-	// ClientSoftwareName and ClientSoftwareVersion come from the
-	// connection's last valid ApiVersions v3+ request (KIP-511); they are
-	// empty before one.
-	ClientSoftwareName    string
-	ClientSoftwareVersion string
-	// TLSVersion and CipherSuite are the negotiated TLS parameters (zero
-	// without TLS); tls.VersionName and tls.CipherSuiteName name them.
-	TLSVersion  uint16
-	CipherSuite uint16
-	// SASLMechanism is the mechanism the connection authenticated with, and
-	// AuthenticatedAt when it last did (zero without SASL).
-	SASLMechanism   string
-	AuthenticatedAt time.Time
-	// SessionExpiry is when the SASL session expires
-	// (connections.max.reauth.ms, KIP-368); zero when it does not.
-	SessionExpiry time.Time
-}
 
 // Request is one decoded request. The host answers it exactly once, from
 // any goroutine, with Respond, NoResponse or CloseConnection; until then the
@@ -76,8 +43,9 @@ type Request struct {
 	// connection); a host that keeps a small part of a large frame, such
 	// as one partition's batch of a Produce for many, may rather copy it.
 	Body kmsg.Request
-	// Conn describes the connection at the time the request was read.
-	Conn ConnInfo
+	// Conn describes the connection at the time the request was read: a
+	// copy of what its registry entry held then.
+	Conn connregistry.Info
 	// ReceivedAt is when the whole frame had been read.
 	ReceivedAt time.Time
 	// Size is the frame's size in bytes, without the size prefix.

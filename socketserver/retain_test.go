@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -42,7 +43,7 @@ func TestKeptRecordsDoNotKeepTheConnection(t *testing.T) {
 			var markers []weak.Pointer[connMarker]
 			var kept [][]byte
 			srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, func(cfg *socketserver.Config) {
-				cfg.ConnContext = func(ctx context.Context, _ net.Conn, info socketserver.ConnInfo) context.Context {
+				cfg.ConnContext = func(ctx context.Context, _ net.Conn, info connregistry.Info) context.Context {
 					m := &connMarker{id: info.ID}
 					mu.Lock()
 					markers = append(markers, weak.Make(m))

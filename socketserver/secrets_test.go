@@ -494,7 +494,7 @@ func TestTLSVersions(t *testing.T) {
 						}
 						rc.roundTrip(metadataReq(9))
 						r := recv(t, seen)
-						assert.Equal(t, want, r.Conn.TLSVersion, "ConnInfo says %s", tls.VersionName(r.Conn.TLSVersion))
+						assert.Equal(t, want, r.Conn.TLSVersion, "Request.Conn says %s", tls.VersionName(r.Conn.TLSVersion))
 					})
 				}
 			}

@@ -116,11 +116,11 @@ func newPromMetrics(reg prometheus.Registerer) (*promMetrics, error) {
 	return m, nil
 }
 
-func (m *promMetrics) OnConnCreated(info socketserver.ConnInfo) {
+func (m *promMetrics) OnConnCreated(info connregistry.Info) {
 	m.connectionsCreated.WithLabelValues(string(info.Listener)).Inc()
 }
 
-func (m *promMetrics) OnConnClosed(info socketserver.ConnInfo, reason connregistry.CloseReason) {
+func (m *promMetrics) OnConnClosed(info connregistry.Info, reason connregistry.CloseReason) {
 	m.connectionsClosed.WithLabelValues(string(info.Listener), string(reason)).Inc()
 }
 
@@ -165,7 +165,7 @@ func (m *promMetrics) OnConnRejected(l protocolmap.ListenerName, _ netip.Addr, e
 	m.ipRejected.WithLabelValues(string(l), "max_connections_per_ip").Inc()
 }
 
-func (m *promMetrics) OnAuthenticated(info socketserver.ConnInfo, reauthentication bool) {
+func (m *promMetrics) OnAuthenticated(info connregistry.Info, reauthentication bool) {
 	mechanism := info.SASLMechanism
 	if mechanism == "" {
 		mechanism = "SSL" // a TLS client certificate, or none
@@ -177,7 +177,7 @@ func (m *promMetrics) OnAuthenticated(info socketserver.ConnInfo, reauthenticati
 	m.authenticated.WithLabelValues(string(info.Listener), mechanism).Inc()
 }
 
-func (m *promMetrics) OnAuthenticationFailed(info socketserver.ConnInfo, reauthentication bool, _ error) {
+func (m *promMetrics) OnAuthenticationFailed(info connregistry.Info, reauthentication bool, _ error) {
 	if reauthentication {
 		m.reauthFailed.WithLabelValues(string(info.Listener)).Inc()
 		return

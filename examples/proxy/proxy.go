@@ -223,7 +223,7 @@ func (p *proxy) listen(ctx context.Context, l listener.Listener) (net.Listener, 
 
 // connContext is the socket server's Config.ConnContext: a connection of
 // a data listener gets a session, routed by the port it arrived on.
-func (p *proxy) connContext(ctx context.Context, nc net.Conn, info socketserver.ConnInfo) context.Context {
+func (p *proxy) connContext(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context {
 	p.mu.Lock()
 	ps := p.listeners[info.Listener]
 	p.mu.Unlock()
