@@ -54,8 +54,8 @@ type Listener struct {
 // IsAdvertised reports whether the listener appears in advertised.listeners.
 func (l Listener) IsAdvertised() bool { return l.Advertised.Name != "" }
 
-// Config is a broker's resolved and validated listener configuration.
-type Config struct {
+// Set is a broker's resolved and validated listener configuration.
+type Set struct {
 	// Listeners holds every listener, in the order of the listeners key.
 	Listeners []Listener
 	// SecurityProtocolMap is the effective listener.security.protocol.map.
@@ -74,8 +74,8 @@ type Config struct {
 
 // Listener returns the listener called name (compared without regard to
 // case).
-func (c *Config) Listener(name string) (Listener, bool) {
-	n := protocolmap.ListenerName(strings.ToUpper(strings.TrimSpace(name)))
+func (c *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
+	n := protocolmap.ListenerName(strings.ToUpper(strings.TrimSpace(string(name))))
 	for _, l := range c.Listeners {
 		if l.Name == n {
 			return l, true
@@ -86,7 +86,7 @@ func (c *Config) Listener(name string) (Listener, bool) {
 
 // AdvertisedEndPoints returns the advertised endpoints, in the order of
 // advertised.listeners, that is the order a broker registers them in.
-func (c *Config) AdvertisedEndPoints() []EndPoint {
+func (c *Set) AdvertisedEndPoints() []EndPoint {
 	if c.advertised == nil { // built in code: the listeners' order
 		var eps []EndPoint
 		for _, l := range c.Listeners {
@@ -101,41 +101,7 @@ func (c *Config) AdvertisedEndPoints() []EndPoint {
 
 // Properties returns the properties the configuration was resolved from.
 // The map is shared; do not modify it.
-func (c *Config) Properties() Properties { return c.props }
-
-// ListenerValue looks key up for one listener the way Kafka resolves
-// listener-prefixed settings: listener.name.<lower-case name>.<key> if set,
-// else the un-prefixed key. It reports where the value came from in the
-// returned configuration key, so that an error about the value can name it.
-func (c *Config) ListenerValue(name protocolmap.ListenerName, key string) (value, from string, ok bool) {
-	prefixed := name.ConfigPrefix() + key
-	if v, ok := c.props.Get(prefixed); ok {
-		return v, prefixed, true
-	}
-	v, ok := c.props.Get(key)
-	return v, key, ok
-}
-
-// ListenerInt is ListenerValue for integer settings: it returns def when the
-// key is set nowhere, and a [*protocolmap.ConfigError] naming the key that
-// holds a value that is not an integer or is below min.
-func (c *Config) ListenerInt(name protocolmap.ListenerName, key string, def, min int) (int, error) {
-	v, from, ok := c.ListenerValue(name, key)
-	if !ok {
-		return def, nil
-	}
-	return parseInt(from, v, min)
-}
-
-// Int returns the integer value of a broker-wide key, def when it is not set,
-// or a [*protocolmap.ConfigError] when it is not an integer or is below min.
-func (c *Config) Int(key string, def, min int) (int, error) {
-	v, ok := c.props.Get(key)
-	if !ok {
-		return def, nil
-	}
-	return parseInt(key, v, min)
-}
+func (c *Set) Properties() Properties { return c.props }
 
 func parseInt(key, value string, min int) (int, error) {
 	n, err := strconv.Atoi(value)
@@ -169,8 +135,8 @@ func parseInt(key, value string, min int) (int, error) {
 //
 // Errors are [*protocolmap.ConfigError] values that name the key, the value
 // and the rule, in Kafka's words.
-func Resolve(props Properties) (*Config, error) {
-	c := &Config{props: props}
+func Resolve(props Properties) (*Set, error) {
+	c := &Set{props: props}
 
 	c.SecurityProtocolMap = protocolmap.Default()
 	if v, ok := props.Get(KeySecurityProtocolMap); ok {
@@ -276,7 +242,7 @@ func Resolve(props Properties) (*Config, error) {
 }
 
 // resolveInterBroker sets the inter-broker listener name and protocol.
-func (c *Config) resolveInterBroker(props Properties) error {
+func (c *Set) resolveInterBroker(props Properties) error {
 	nameValue, nameSet := props.Get(KeyInterBrokerListenerName)
 	protoValue, protoSet := props.Get(KeyInterBrokerSecurityProtocol)
 	if nameSet && protoSet {
@@ -373,13 +339,13 @@ func join(ns []protocolmap.ListenerName) string {
 	return strings.Join(s, ",")
 }
 
-// ErrInconsistent is wrapped by [Config.Validate]'s error for a Config
+// ErrInconsistent is wrapped by [Set.Validate]'s error for a Set
 // whose fields contradict each other: a listener's protocol, plane or
 // inter-broker mark that is not what its name and the map give it.
 var ErrInconsistent = errors.New("inconsistent listener configuration")
 
-// Validate checks a Config built in code, field by field, with the rules
-// [Resolve] applies to properties: it writes the Config back as Kafka's
+// Validate checks a Set built in code, field by field, with the rules
+// [Resolve] applies to properties: it writes the Set back as Kafka's
 // keys (listeners, advertised.listeners, listener.security.protocol.map,
 // inter.broker.listener.name, control.plane.listener.name), resolves them,
 // and checks that every listener's protocol, plane and inter-broker mark is
@@ -387,9 +353,9 @@ var ErrInconsistent = errors.New("inconsistent listener configuration")
 // the listeners' own protocols; an empty InterBrokerListener for Kafka's
 // default, the listener named PLAINTEXT. Errors name the key whose rule
 // failed, as Resolve's do, and wrap [ErrInconsistent] for contradictions.
-// A Config that Resolve returned is valid. socketserver.New calls
+// A Set that Resolve returned is valid. socketserver.New calls
 // Validate, so that configuring in code skips none of Kafka's checks.
-func (c *Config) Validate() error {
+func (c *Set) Validate() error {
 	if c == nil || len(c.Listeners) == 0 {
 		return fmt.Errorf("%w: no listeners", ErrInconsistent)
 	}
@@ -426,7 +392,7 @@ func (c *Config) Validate() error {
 }
 
 // asProperties writes c back as the keys Resolve reads.
-func (c *Config) asProperties() (Properties, error) {
+func (c *Set) asProperties() (Properties, error) {
 	m := c.SecurityProtocolMap
 	if m == nil {
 		m = protocolmap.Map{}

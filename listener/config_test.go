@@ -90,13 +90,13 @@ func TestResolveValid(t *testing.T) {
 	tests := []struct {
 		name  string
 		props listener.Properties
-		check func(t *testing.T, c *listener.Config)
+		check func(t *testing.T, c *listener.Set)
 	}{
 		{"IPv4 and IPv6 literal share a port",
 			listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092"}, nil},
 		{"names are case-insensitive",
 			listener.Properties{"listeners": "plaintext://localhost:9091,SsL://localhost:9092"},
-			func(t *testing.T, c *listener.Config) {
+			func(t *testing.T, c *listener.Set) {
 				assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), c.Listeners[0].Name)
 				assert.Equal(t, protocolmap.ListenerName("SSL"), c.Listeners[1].Name)
 			}},
@@ -106,20 +106,20 @@ func TestResolveValid(t *testing.T) {
 			listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "advertised.listeners": "PLAINTEXT://lb:9000,SSL://lb:9000"}, nil},
 		{"advertised subset leaves a listener unadvertised",
 			listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "advertised.listeners": "PLAINTEXT://a:9092"},
-			func(t *testing.T, c *listener.Config) {
+			func(t *testing.T, c *listener.Set) {
 				ssl, _ := c.Listener("SSL")
 				assert.False(t, ssl.IsAdvertised())
 				assert.Len(t, c.AdvertisedEndPoints(), 1)
 			}},
 		{"inter-broker listener from security.inter.broker.protocol",
 			listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "security.inter.broker.protocol": "SSL"},
-			func(t *testing.T, c *listener.Config) {
+			func(t *testing.T, c *listener.Set) {
 				assert.Equal(t, protocolmap.ListenerName("SSL"), c.InterBrokerListener)
 				assert.Equal(t, protocolmap.SSL, c.InterBrokerSecurityProtocol)
 			}},
 		{"inter-broker listener name, lower case",
 			listener.Properties{"listeners": "A://:9092,B://:9093", "listener.security.protocol.map": "A:SSL,B:SASL_SSL", "inter.broker.listener.name": "b"},
-			func(t *testing.T, c *listener.Config) {
+			func(t *testing.T, c *listener.Set) {
 				assert.Equal(t, protocolmap.ListenerName("B"), c.InterBrokerListener)
 				assert.Equal(t, protocolmap.SASLSSL, c.InterBrokerSecurityProtocol)
 				assert.True(t, c.Listeners[1].InterBroker)
@@ -127,7 +127,7 @@ func TestResolveValid(t *testing.T) {
 			}},
 		{"values are trimmed",
 			listener.Properties{"listeners": "  PLAINTEXT://:9092 , SSL://:9093 ", "security.inter.broker.protocol": " SSL "},
-			func(t *testing.T, c *listener.Config) {
+			func(t *testing.T, c *listener.Set) {
 				assert.Len(t, c.Listeners, 2)
 				assert.Equal(t, protocolmap.ListenerName("SSL"), c.InterBrokerListener)
 			}},
@@ -243,37 +243,37 @@ func TestListenerValue(t *testing.T) {
 	))
 	require.NoError(t, err)
 
-	v, from, ok := c.ListenerValue("CLIENT", "num.network.threads")
+	v, from, ok := c.Properties().ListenerValue("CLIENT", "num.network.threads")
 	assert.True(t, ok)
 	assert.Equal(t, "5", v)
 	assert.Equal(t, "listener.name.client.num.network.threads", from)
 
-	v, from, ok = c.ListenerValue("REPLICATION", "num.network.threads")
+	v, from, ok = c.Properties().ListenerValue("REPLICATION", "num.network.threads")
 	assert.True(t, ok)
 	assert.Equal(t, "3", v)
 	assert.Equal(t, "num.network.threads", from)
 
-	_, _, ok = c.ListenerValue("CLIENT", "max.connections")
+	_, _, ok = c.Properties().ListenerValue("CLIENT", "max.connections")
 	assert.False(t, ok)
 
-	n, err := c.ListenerInt("CLIENT", "num.network.threads", 3, 1)
+	n, err := c.Properties().ListenerInt("CLIENT", "num.network.threads", 3, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
-	n, err = c.ListenerInt("CLIENT", "max.connections", 1<<31-1, 0)
+	n, err = c.Properties().ListenerInt("CLIENT", "max.connections", 1<<31-1, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 1<<31-1, n)
 
-	_, err = c.ListenerInt("INTERNAL", "num.network.threads", 3, 1)
+	_, err = c.Properties().ListenerInt("INTERNAL", "num.network.threads", 3, 1)
 	var ce *protocolmap.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "listener.name.internal.num.network.threads", ce.Key)
 	assert.Equal(t, "x", ce.Value)
 
-	_, err = c.Int("num.network.threads", 3, 4)
+	_, err = c.Properties().Int("num.network.threads", 3, 4)
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "num.network.threads", ce.Key)
 	assert.Contains(t, ce.Rule, "at least 4")
-	n, err = c.Int("queued.max.requests", 500, 1)
+	n, err = c.Properties().Int("queued.max.requests", 500, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 500, n)
 }

@@ -7,17 +7,17 @@
 // themselves.
 //
 // The entry point is [Resolve], which takes broker [Properties] (for example
-// from [LoadProperties] on a server.properties file) and returns a [Config].
-// [Config.ListenerValue] resolves listener-prefixed settings
+// from [LoadProperties] on a server.properties file) and returns a [Set].
+// [Set.ListenerValue] resolves listener-prefixed settings
 // (listener.name.<name>.<key>) as later layers need them.
-// [Config.AdvertisedEndPoints] are what a broker tells clients; the
+// [Set.AdvertisedEndPoints] are what a broker tells clients; the
 // socketserver package turns them into the brokers of a Metadata response
 // as seen through the listener a client connected to.
 //
 // Who is talking on a listener (TLS, SASL, principals, JAAS, OAUTHBEARER)
 // is not this package's concern but the security package's, which reads
-// its settings with [Config.ListenerValue], [Config.ListenerInt] and
-// [Config.Int].
+// its settings with [Set.ListenerValue], [Set.ListenerInt] and
+// [Set.Int].
 //
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"os"
 	"strings"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // Properties holds broker configuration as Kafka reads server.properties: a
@@ -253,4 +255,38 @@ func hexDigit(r rune) (rune, bool) {
 		return r - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// ListenerValue looks key up for one listener the way Kafka resolves
+// listener-prefixed settings: listener.name.<lower-case name>.<key> if set,
+// else the un-prefixed key. It reports where the value came from in the
+// returned configuration key, so that an error about the value can name it.
+func (p Properties) ListenerValue(name protocolmap.ListenerName, key string) (value, from string, ok bool) {
+	prefixed := name.ConfigPrefix() + key
+	if v, ok := p.Get(prefixed); ok {
+		return v, prefixed, true
+	}
+	v, ok := p.Get(key)
+	return v, key, ok
+}
+
+// ListenerInt is ListenerValue for integer settings: it returns def when the
+// key is set nowhere, and a [*protocolmap.ConfigError] naming the key that
+// holds a value that is not an integer or is below min.
+func (p Properties) ListenerInt(name protocolmap.ListenerName, key string, def, min int) (int, error) {
+	v, from, ok := p.ListenerValue(name, key)
+	if !ok {
+		return def, nil
+	}
+	return parseInt(from, v, min)
+}
+
+// Int returns the integer value of a broker-wide key, def when it is not set,
+// or a [*protocolmap.ConfigError] when it is not an integer or is below min.
+func (p Properties) Int(key string, def, min int) (int, error) {
+	v, ok := p.Get(key)
+	if !ok {
+		return def, nil
+	}
+	return parseInt(key, v, min)
 }

@@ -7,11 +7,11 @@ import (
 // config is a resolved listener set as this package reads it: the
 // listener package's lookups, and its properties.
 type config struct {
-	*listener.Config
+	*listener.Set
 	props listener.Properties
 }
 
-func view(c *listener.Config) config { return config{c, c.Properties()} }
+func view(c *listener.Set) config { return config{c, c.Properties()} }
 
 // ruleError carries one of Kafka's messages and the sentinel behind it.
 type ruleError struct {

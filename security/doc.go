@@ -1,5 +1,5 @@
 // Package security says who is talking on a broker's listeners: it turns
-// Kafka's security settings of a resolved listener set ([listener.Config])
+// Kafka's security settings of a resolved listener set ([listener.Set])
 // into what a server authenticates connections with.
 //
 // [ForListener] gathers one listener's [Settings]: its TLS configuration

@@ -423,7 +423,7 @@ func KeyJAASConfig(name protocolmap.ListenerName, mechanism string) string {
 // (the broker's own username and password are no users), which
 // [NewJAASUsers] warns about. Errors are [*protocolmap.ConfigError]
 // values wrapping [ErrJAASConfig], with the value shown as [hidden].
-func SCRAMUsers(cfg *listener.Config, name protocolmap.ListenerName, mechanism string) (users map[string]string, set bool, err error) {
+func SCRAMUsers(cfg *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, set bool, err error) {
 	c := view(cfg)
 	key := KeyJAASConfig(name, mechanism)
 	v, ok := c.props.Get(key)
@@ -451,9 +451,9 @@ func SCRAMUsers(cfg *listener.Config, name protocolmap.ListenerName, mechanism s
 // static JAAS file, which this package does not read. Errors are
 // [*protocolmap.ConfigError] values wrapping [ErrJAASConfig], with the
 // value shown as [hidden].
-func PlainUsers(cfg *listener.Config, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
+func PlainUsers(cfg *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
 	c := view(cfg)
-	if _, from, ok := c.ListenerValue(name, KeySASLJAASConfig); ok {
+	if _, from, ok := c.Properties().ListenerValue(name, KeySASLJAASConfig); ok {
 		ignored = from
 	}
 	key := KeyPlainJAASConfig(name)

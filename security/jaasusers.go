@@ -90,7 +90,7 @@ type UserChange struct {
 // naming the SCRAM key when neither it nor the PLAIN key names users; the
 // warnings are about sasl.jaas.config settings the broker ignores or that
 // name no users, each key once.
-func NewJAASUsers(cfg *listener.Config) (*JAASUsers, []JAASWarning, error) {
+func NewJAASUsers(cfg *listener.Set) (*JAASUsers, []JAASWarning, error) {
 	read, warnings, err := readJAASUsers(cfg)
 	if err != nil {
 		return nil, warnings, err
@@ -137,7 +137,7 @@ func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
 // with all its users removed. Every listener with a store must still
 // enable a built-in mechanism (changing listeners needs a restart;
 // listeners new in cfg are left alone). On error nothing changes.
-func (u *JAASUsers) Reload(cfg *listener.Config) ([]UserChange, []JAASWarning, error) {
+func (u *JAASUsers) Reload(cfg *listener.Set) ([]UserChange, []JAASWarning, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	next, warnings, err := readJAASUsers(cfg)
@@ -267,7 +267,7 @@ func (lu listenerUsers) route(stores map[string]*sasl.Users) *jaasRoute {
 
 // readJAASUsers reads the user lists of every SASL listener of cfg that
 // enables a built-in mechanism.
-func readJAASUsers(cfg *listener.Config) (map[protocolmap.ListenerName]listenerUsers, []JAASWarning, error) {
+func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUsers, []JAASWarning, error) {
 	out := map[protocolmap.ListenerName]listenerUsers{}
 	var warnings []JAASWarning
 	warn := func(w JAASWarning) {

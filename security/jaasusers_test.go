@@ -29,7 +29,7 @@ func jaasProps(extra ...string) listener.Properties {
 
 func jaas(users string) string { return plainModule + " required " + users + ";" }
 
-func resolveJAAS(t testing.TB, extra ...string) *listener.Config {
+func resolveJAAS(t testing.TB, extra ...string) *listener.Set {
 	t.Helper()
 	c, err := listener.Resolve(jaasProps(extra...))
 	require.NoError(t, err)

@@ -201,14 +201,14 @@ type OAuthBearerUnsecured struct {
 // listener that enables OAUTHBEARER, so the socket server's
 // ConfigFromProperties reads the settings once, into
 // [Settings.OAuthBearer].
-func OAuthBearer(cfg *listener.Config, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
+func OAuthBearer(cfg *listener.Set, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
 	c := view(cfg)
 	classKey, jaasKey := KeyOAuthBearerServerCallbackHandlerClass(name), KeyOAuthBearerJAASConfig(name)
 	class, classSet := c.props.Get(classKey)
 	jaas, jaasSet := c.props.Get(jaasKey)
 	s := OAuthBearerSettings{Listener: name}
 	if !classSet {
-		if v, from, ok := c.ListenerValue(name, KeySASLServerCallbackHandlerClass); ok {
+		if v, from, ok := c.Properties().ListenerValue(name, KeySASLServerCallbackHandlerClass); ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is ignored: a broker reads a server callback handler class only with the listener and mechanism prefix, as %s", from, v, classKey))
 		}
 	}

@@ -115,7 +115,7 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 }
 
 // ForListener gathers the authentication settings of one listener, each looked
-// up with [listener.Config.ListenerValue] (the listener prefix overrides the
+// up with [listener.Set.ListenerValue] (the listener prefix overrides the
 // un-prefixed key):
 //
 //   - TLS from [TLSConfig];
@@ -137,14 +137,14 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 //
 // Errors are [*protocolmap.ConfigError] values whose Key is the key at
 // fault, in the form the value came from.
-func ForListener(cfg *listener.Config, name protocolmap.ListenerName) (Settings, error) {
+func ForListener(cfg *listener.Set, name protocolmap.ListenerName) (Settings, error) {
 	c := view(cfg)
 	proto, err := c.protocol(name)
 	if err != nil {
 		return Settings{}, err
 	}
 	var s Settings
-	if s.TLS, err = TLSConfig(c.Config, name); err != nil {
+	if s.TLS, err = TLSConfig(c.Set, name); err != nil {
 		return Settings{}, err
 	}
 	if proto.UsesSASL() {
@@ -191,7 +191,7 @@ func ForListener(cfg *listener.Config, name protocolmap.ListenerName) (Settings,
 	}
 	s.HandshakeTimeout = millis(ms)
 	if slices.Contains(s.SASLMechanisms, oauthBearerMechanism) {
-		o, err := OAuthBearer(c.Config, name)
+		o, err := OAuthBearer(c.Set, name)
 		switch {
 		case errors.Is(err, ErrOAuthBearerNotConfigured):
 			s.oauthBearerNotConfigured = err
@@ -244,9 +244,9 @@ func (c config) reauthMax(s setting) (time.Duration, error) {
 // [*protocolmap.ConfigError] for connection.failed.authentication.delay.ms
 // wrapping [listener.ErrInvalidValue], has Kafka's message. Both keys are
 // broker-wide.
-func FailedAuthenticationDelay(cfg *listener.Config) (time.Duration, error) {
+func FailedAuthenticationDelay(cfg *listener.Set) (time.Duration, error) {
 	c := view(cfg)
-	delay, err := c.Int(KeyConnectionFailedAuthenticationDelayMs, int(DefaultFailedAuthenticationDelay/time.Millisecond), 0)
+	delay, err := c.Properties().Int(KeyConnectionFailedAuthenticationDelayMs, int(DefaultFailedAuthenticationDelay/time.Millisecond), 0)
 	if err != nil {
 		return 0, err
 	}

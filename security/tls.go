@@ -51,7 +51,7 @@ const kafkaDefaultStoreType = "JKS"
 // TLSConfig builds the server side TLS configuration of a listener from
 // Kafka's PEM settings (KIP-651). For a listener whose security protocol is
 // not SSL or SASL_SSL it returns nil, nil. Every key is looked up with
-// [listener.Config.ListenerValue], so listener.name.<name>.ssl.* overrides ssl.*.
+// [listener.Set.ListenerValue], so listener.name.<name>.ssl.* overrides ssl.*.
 //
 // The listener's certificate and private key come from one of:
 //
@@ -97,7 +97,7 @@ const kafkaDefaultStoreType = "JKS"
 // key material. A listener name that is neither a listener nor in
 // listener.security.protocol.map gives an error for that key wrapping
 // [listener.ErrNoSecurityProtocol].
-func TLSConfig(cfg *listener.Config, name protocolmap.ListenerName) (*tls.Config, error) {
+func TLSConfig(cfg *listener.Set, name protocolmap.ListenerName) (*tls.Config, error) {
 	c := view(cfg)
 	proto, err := c.protocol(name)
 	if err != nil {
@@ -133,7 +133,7 @@ func TLSConfig(cfg *listener.Config, name protocolmap.ListenerName) (*tls.Config
 
 // protocol returns the security protocol of a listener.
 func (c config) protocol(name protocolmap.ListenerName) (protocolmap.SecurityProtocol, error) {
-	if l, ok := c.Listener(string(name)); ok {
+	if l, ok := c.Listener(name); ok {
 		return l.SecurityProtocol, nil
 	}
 	if p, ok := c.SecurityProtocolMap[name]; ok {
@@ -151,7 +151,7 @@ type setting struct {
 }
 
 func (c config) setting(name protocolmap.ListenerName, key string) setting {
-	v, from, ok := c.ListenerValue(name, key)
+	v, from, ok := c.Properties().ListenerValue(name, key)
 	return setting{v, from, ok}
 }
 

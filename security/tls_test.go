@@ -188,7 +188,7 @@ func secProps(kv ...string) listener.Properties {
 	return p
 }
 
-func secResolve(t testing.TB, kv ...string) *listener.Config {
+func secResolve(t testing.TB, kv ...string) *listener.Set {
 	t.Helper()
 	c, err := listener.Resolve(secProps(kv...))
 	require.NoError(t, err)

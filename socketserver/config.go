@@ -47,7 +47,7 @@ const (
 // Kafka's keys, or fill it directly; zero fields take Kafka's defaults.
 type Config struct {
 	// Listeners is the resolved listener configuration (required).
-	Listeners *listener.Config
+	Listeners *listener.Set
 
 	// APIs lists the request types each listener accepts, unless its
 	// ListenerConfig gives it APIs of its own. ApiVersions is always
@@ -276,12 +276,12 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 		return Config{}, err
 	}
 	c := Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*ListenerConfig, len(cfg.Listeners))}
-	maxBytes, err := cfg.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
+	maxBytes, err := props.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
 	if err != nil {
 		return Config{}, err
 	}
 	c.RequestMaxBytes = int32(min(maxBytes, 1<<31-1))
-	idleMS, err := cfg.Int("connections.max.idle.ms", int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
+	idleMS, err := props.Int("connections.max.idle.ms", int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
 	if err != nil {
 		return Config{}, err
 	}
@@ -289,13 +289,13 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 	if idleMS < 0 {
 		c.ConnectionsMaxIdle = -1
 	}
-	if c.QueuedMaxRequests, err = cfg.Int("queued.max.requests", DefaultQueuedMaxRequests, 1); err != nil {
+	if c.QueuedMaxRequests, err = props.Int("queued.max.requests", DefaultQueuedMaxRequests, 1); err != nil {
 		return Config{}, err
 	}
-	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(cfg, c.RequestMaxBytes); err != nil {
+	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(props, c.RequestMaxBytes); err != nil {
 		return Config{}, err
 	}
-	stallMS, err := cfg.Int(KeyRequestStallTimeout, int(DefaultRequestStallTimeout/time.Millisecond), -1<<62)
+	stallMS, err := props.Int(KeyRequestStallTimeout, int(DefaultRequestStallTimeout/time.Millisecond), -1<<62)
 	if err != nil {
 		return Config{}, err
 	}
@@ -303,10 +303,10 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 	if stallMS <= 0 {
 		c.RequestStallTimeout = -1
 	}
-	if c.SendBufferBytes, err = cfg.Int("socket.send.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
+	if c.SendBufferBytes, err = props.Int("socket.send.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
 		return Config{}, err
 	}
-	if c.ReceiveBufferBytes, err = cfg.Int("socket.receive.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
+	if c.ReceiveBufferBytes, err = props.Int("socket.receive.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
 		return Config{}, err
 	}
 	if c.FailedAuthenticationDelay, err = security.FailedAuthenticationDelay(cfg); err != nil {
@@ -315,7 +315,7 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 	if c.FailedAuthenticationDelay == 0 {
 		c.FailedAuthenticationDelay = -1 // set to 0 on purpose: no delay
 	}
-	saslMax, err := cfg.Int("sasl.server.max.receive.size", DefaultSASLMaxReceiveSize, 1)
+	saslMax, err := props.Int("sasl.server.max.receive.size", DefaultSASLMaxReceiveSize, 1)
 	if err != nil {
 		return Config{}, err
 	}
@@ -324,7 +324,7 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 		return Config{}, err
 	}
 	for _, l := range cfg.Listeners {
-		n, err := cfg.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
+		n, err := props.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
 		if err != nil {
 			return Config{}, err
 		}
@@ -346,8 +346,8 @@ const KeyRequestStallTimeout = "kafkanet.request.stall.ms"
 
 // queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
 // with Kafka's rule that a limit is at least socket.request.max.bytes.
-func queuedMaxRequestBytes(cfg *listener.Config, requestMax int32) (int64, error) {
-	v, ok := cfg.Properties().Get(KeyQueuedMaxRequestBytes)
+func queuedMaxRequestBytes(props listener.Properties, requestMax int32) (int64, error) {
+	v, ok := props.Get(KeyQueuedMaxRequestBytes)
 	if !ok {
 		return -1, nil
 	}
@@ -438,25 +438,26 @@ func (c Config) networkThreads(l listener.Listener) int {
 // kafkanet.ip.connection.creation.rate and
 // kafkanet.ip.connection.creation.rate.overrides (see
 // ipConnectionCreationRateOverrides).
-func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
+func quotasFromProperties(cfg *listener.Set) (*Quotas, error) {
 	q := DefaultQuotas()
+	props := cfg.Properties()
 	var err error
-	if q.MaxConnections, err = cfg.Int("max.connections", Unlimited, 0); err != nil {
+	if q.MaxConnections, err = props.Int("max.connections", Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.MaxConnectionsPerIP, err = cfg.Int("max.connections.per.ip", Unlimited, 0); err != nil {
+	if q.MaxConnectionsPerIP, err = props.Int("max.connections.per.ip", Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.MaxConnectionCreationRate, err = cfg.Int("max.connection.creation.rate", Unlimited, 0); err != nil {
+	if q.MaxConnectionCreationRate, err = props.Int("max.connection.creation.rate", Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.IPConnectionCreationRate, err = cfg.Int("kafkanet.ip.connection.creation.rate", Unlimited, 0); err != nil {
+	if q.IPConnectionCreationRate, err = props.Int("kafkanet.ip.connection.creation.rate", Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.WindowNum, err = cfg.Int("quota.window.num", 11, 1); err != nil {
+	if q.WindowNum, err = props.Int("quota.window.num", 11, 1); err != nil {
 		return nil, err
 	}
-	seconds, err := cfg.Int("quota.window.size.seconds", 1, 1)
+	seconds, err := props.Int("quota.window.size.seconds", 1, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +469,7 @@ func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
 		return nil, err
 	}
 	const overridesKey = "max.connections.per.ip.overrides"
-	if v, ok := cfg.Properties().Get(overridesKey); ok {
+	if v, ok := props.Get(overridesKey); ok {
 		entries, err := protocolmap.ParseCSVMap(overridesKey, v)
 		if err != nil {
 			return nil, err
@@ -493,7 +494,7 @@ func quotasFromProperties(cfg *listener.Config) (*Quotas, error) {
 			q.MaxConnectionsPerIPOverrides[e.Key] = n
 		}
 	}
-	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(cfg); err != nil {
+	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(props); err != nil {
 		return nil, err
 	}
 	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
@@ -517,9 +518,9 @@ const KeyIPConnectionCreationRateOverrides = "kafkanet.ip.connection.creation.ra
 
 // ipConnectionCreationRateOverrides reads
 // kafkanet.ip.connection.creation.rate.overrides; nil when it is not set.
-func ipConnectionCreationRateOverrides(cfg *listener.Config) (map[netip.Addr]int, error) {
+func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Addr]int, error) {
 	const key = KeyIPConnectionCreationRateOverrides
-	v, ok := cfg.Properties().Get(key)
+	v, ok := props.Get(key)
 	if !ok {
 		return nil, nil
 	}
@@ -552,13 +553,13 @@ func ipConnectionCreationRateOverrides(cfg *listener.Config) (map[netip.Addr]int
 // listenerOverrides reads listener.name.<l>.<key> for every listener that
 // sets it; listeners without it are left out (the broker-wide value
 // applies).
-func listenerOverrides(cfg *listener.Config, key string) (map[protocolmap.ListenerName]int, error) {
+func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerName]int, error) {
 	var out map[protocolmap.ListenerName]int
 	for _, l := range cfg.Listeners {
-		if _, from, ok := cfg.ListenerValue(l.Name, key); !ok || from == key {
+		if _, from, ok := cfg.Properties().ListenerValue(l.Name, key); !ok || from == key {
 			continue
 		}
-		n, err := cfg.ListenerInt(l.Name, key, Unlimited, 0)
+		n, err := cfg.Properties().ListenerInt(l.Name, key, Unlimited, 0)
 		if err != nil {
 			return nil, err
 		}

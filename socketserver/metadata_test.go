@@ -256,7 +256,7 @@ func TestMetadataBrokers(t *testing.T) {
 
 // The broker a server describes advertises the endpoints of its listener
 // configuration, in the order of advertised.listeners, and shares none of
-// them. (It was listener.Config.Broker; Server.Broker computes it now.)
+// them. (It was listener.Config.Broker, since removed; Server.Broker computes it now.)
 func TestConfigBroker(t *testing.T) {
 	c, err := listener.Resolve(listener.Properties{
 		"listeners":                      "CLIENT://:9092,REPLICATION://:9093",

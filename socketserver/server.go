@@ -116,7 +116,7 @@ type listenerState struct {
 }
 
 // New validates cfg, including cfg.Listeners with the rules of
-// listener.Resolve (see listener.Config.Validate), and builds a server. It
+// listener.Resolve (see listener.Set.Validate), and builds a server. It
 // binds nothing and resolves nothing: Start does both.
 func New(cfg Config) (*Server, error) {
 	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {

@@ -50,7 +50,7 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 	}
 	a, b := ep("PLAINTEXT", 19092), ep("OTHER", 19092)
 	a.InterBroker = true
-	_, err := socketserver.New(socketserver.Config{Listeners: &listener.Config{
+	_, err := socketserver.New(socketserver.Config{Listeners: &listener.Set{
 		Listeners: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
 	require.ErrorIs(t, err, listener.ErrDuplicatePort)
 	var ce *protocolmap.ConfigError
@@ -58,7 +58,7 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 	assert.Equal(t, "listeners", ce.Key)
 
 	b.Bind.Port, b.Advertised.Port = 0, 0
-	srv, err := socketserver.New(socketserver.Config{Listeners: &listener.Config{
+	srv, err := socketserver.New(socketserver.Config{Listeners: &listener.Set{
 		Listeners: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())

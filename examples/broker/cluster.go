@@ -63,7 +63,7 @@ type brokerSettings struct {
 // the socket server's keys and the SASL users, and builds a socket server
 // from them (serving nothing), so that -check rejects whatever serving
 // would.
-func readSettings(cfg *listener.Config) (brokerSettings, error) {
+func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if _, err := socketserver.ConfigFromProperties(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
@@ -76,7 +76,7 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	if _, ok := cfg.Properties().Get(idKey); !ok {
 		idKey = "broker.id"
 	}
-	id, err := cfg.Int(idKey, 0, 0)
+	id, err := cfg.Properties().Int(idKey, 0, 0)
 	if err != nil {
 		return brokerSettings{}, err
 	}
@@ -86,10 +86,10 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 	}
 	s.nodeID = int32(id)
 	s.rack, _ = cfg.Properties().Get("broker.rack")
-	if s.ioThreads, err = cfg.Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
+	if s.ioThreads, err = cfg.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
 		return brokerSettings{}, err
 	}
-	partitions, err := cfg.Int("num.partitions", 1, 1)
+	partitions, err := cfg.Properties().Int("num.partitions", 1, 1)
 	if err != nil {
 		return brokerSettings{}, err
 	}
@@ -98,7 +98,7 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 			Rule: fmt.Sprintf("Value must be no more than %d", maxPartitions)}
 	}
 	s.numPartitions = int32(partitions)
-	key, err := cfg.Int(listConnectionsKeyProperty, int(connregistry.DefaultAPIKey), 0)
+	key, err := cfg.Properties().Int(listConnectionsKeyProperty, int(connregistry.DefaultAPIKey), 0)
 	if err != nil {
 		return brokerSettings{}, err
 	}
@@ -140,7 +140,7 @@ func readSettings(cfg *listener.Config) (brokerSettings, error) {
 // socketServerConfig is the socket server configuration of a broker with
 // cfg and s: the socket server's keys, the broker's APIs, with h answering
 // those that are inline (see dataPlaneAPIs), and the SASL users.
-func socketServerConfig(cfg *listener.Config, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
+func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
 	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
 	if err != nil {
 		return socketserver.Config{}, err
@@ -188,7 +188,7 @@ func defaultQueuedMaxRequestBytes(requestMax int32) int64 { return 2 * int64(req
 // brokerProperties returns the properties of broker i of the process: those
 // of cfg with every port of listeners and advertised.listeners moved up by
 // i*portStep (port 0 stays 0).
-func brokerProperties(cfg *listener.Config, i int) (listener.Properties, error) {
+func brokerProperties(cfg *listener.Set, i int) (listener.Properties, error) {
 	props := maps.Clone(cfg.Properties())
 	if props == nil {
 		props = listener.Properties{}
@@ -224,8 +224,8 @@ func brokerProperties(cfg *listener.Config, i int) (listener.Properties, error) 
 // brokerConfigs returns the listener configuration of each of n brokers:
 // cfg for broker 0, and cfg's properties moved by brokerProperties and
 // resolved again for the others.
-func brokerConfigs(cfg *listener.Config, n int) ([]*listener.Config, error) {
-	cfgs := []*listener.Config{cfg}
+func brokerConfigs(cfg *listener.Set, n int) ([]*listener.Set, error) {
+	cfgs := []*listener.Set{cfg}
 	for i := 1; i < n; i++ {
 		props, err := brokerProperties(cfg, i)
 		if err != nil {
@@ -274,7 +274,7 @@ type cluster struct {
 type broker struct {
 	c   *cluster
 	id  int32
-	cfg *listener.Config
+	cfg *listener.Set
 	srv *socketserver.Server
 }
 
@@ -337,7 +337,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 
 // startBroker builds and starts one broker's socket server from cfg, with
 // every socket-server key of its properties applied.
-func (c *cluster) startBroker(ctx context.Context, cfg *listener.Config, id int32) (*broker, error) {
+func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) (*broker, error) {
 	b := &broker{c: c, id: id, cfg: cfg}
 	scfg, err := socketServerConfig(cfg, c.settings, b)
 	if err != nil {

@@ -193,9 +193,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	var load func() (*listener.Config, error)
+	var load func() (*listener.Set, error)
 	if path := *configPath; path != "" {
-		load = func() (*listener.Config, error) { return resolve(path, sets) }
+		load = func() (*listener.Set, error) { return resolve(path, sets) }
 	}
 	return serve(ctx, cfg.Properties(), *brokers, *metricsAddr, load, slog.New(slog.NewTextHandler(stderr, nil)))
 }
@@ -204,7 +204,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // until ctx ends, then shuts them down. On SIGHUP it reloads the connection
 // quotas and SASL users from the configuration load returns (see
 // cluster.reload). It returns the exit status.
-func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, load func() (*listener.Config, error), logger *slog.Logger) int {
+func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, load func() (*listener.Set, error), logger *slog.Logger) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
 		var err error
@@ -259,7 +259,7 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 // resolve reads the configuration file at path, if any, lays sets over it
 // and resolves the listeners. With neither a file nor settings it resolves
 // defaultProperties.
-func resolve(path string, sets []string) (*listener.Config, error) {
+func resolve(path string, sets []string) (*listener.Set, error) {
 	props := listener.Properties{}
 	switch {
 	case path != "":
@@ -281,7 +281,7 @@ func resolve(path string, sets []string) (*listener.Config, error) {
 // printListeners writes cfg's listeners to w as an aligned table, one row
 // per listener in the order of the listeners key. An advertised address of
 // "-" means the listener is not in advertised.listeners.
-func printListeners(w io.Writer, cfg *listener.Config) error {
+func printListeners(w io.Writer, cfg *listener.Set) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LISTENER\tBIND\tADVERTISED\tPROTOCOL\tPLANE\tINTER-BROKER")
 	for _, l := range cfg.Listeners {

@@ -22,7 +22,7 @@ const keyMemoryLimit = "kafkanet.memory.limit.bytes"
 
 // readMemoryLimit reads kafkanet.memory.limit.bytes: 0 when unset (the
 // broker derives the limit), -1 for none, or the limit.
-func readMemoryLimit(cfg *listener.Config) (int64, error) {
+func readMemoryLimit(cfg *listener.Set) (int64, error) {
 	v, ok := cfg.Properties().Get(keyMemoryLimit)
 	if !ok {
 		return 0, nil

@@ -54,9 +54,9 @@ type logSettings struct {
 // readLogSettings reads log.retention.bytes, log.retention.ms (else
 // log.retention.minutes, else log.retention.hours, as Kafka prefers them),
 // log.retention.check.interval.ms and message.max.bytes.
-func readLogSettings(cfg *listener.Config) (logSettings, error) {
+func readLogSettings(cfg *listener.Set) (logSettings, error) {
 	s := logSettings{defaults: logConfig{retentionBytes: defaultRetentionBytes}}
-	bytes, err := cfg.Int(keyLogRetentionBytes, defaultRetentionBytes, -1)
+	bytes, err := cfg.Properties().Int(keyLogRetentionBytes, defaultRetentionBytes, -1)
 	if err != nil {
 		return logSettings{}, err
 	}
@@ -69,7 +69,7 @@ func readLogSettings(cfg *listener.Config) (logSettings, error) {
 		if _, ok := cfg.Properties().Get(k.key); !ok {
 			continue
 		}
-		v, err := cfg.Int(k.key, 0, -1)
+		v, err := cfg.Properties().Int(k.key, 0, -1)
 		if err != nil {
 			return logSettings{}, err
 		}
@@ -79,12 +79,12 @@ func readLogSettings(cfg *listener.Config) (logSettings, error) {
 		}
 		break
 	}
-	check, err := cfg.Int(keyRetentionCheck, int(defaultRetentionCheck/time.Millisecond), 1)
+	check, err := cfg.Properties().Int(keyRetentionCheck, int(defaultRetentionCheck/time.Millisecond), 1)
 	if err != nil {
 		return logSettings{}, err
 	}
 	s.checkInterval = time.Duration(check) * time.Millisecond
-	if s.defaults.maxMessageBytes, err = cfg.Int(keyMessageMaxBytes, defaultMessageMaxBytes, 0); err != nil {
+	if s.defaults.maxMessageBytes, err = cfg.Properties().Int(keyMessageMaxBytes, defaultMessageMaxBytes, 0); err != nil {
 		return logSettings{}, err
 	}
 	return s, nil

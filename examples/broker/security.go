@@ -27,7 +27,7 @@ var errNoConfigFile = errors.New("no -config file to re-read")
 // does not load or is invalid is logged and changes nothing. load nil
 // means there is no file to re-read. The returned error is what was
 // logged.
-func (c *cluster) reload(load func() (*listener.Config, error)) error {
+func (c *cluster) reload(load func() (*listener.Set, error)) error {
 	c.reloading.Lock()
 	defer c.reloading.Unlock()
 	if load == nil {

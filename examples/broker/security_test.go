@@ -219,14 +219,14 @@ func saslFile(jaasUsers string, extra ...string) string {
 // startFromFile starts the brokers of the configuration file at path, as
 // run does, logging to log; it returns the cluster and the reload function
 // run would use.
-func startFromFile(t *testing.T, path string, n int, log *socketservertest.SyncBuffer) (*cluster, func() (*listener.Config, error)) {
+func startFromFile(t *testing.T, path string, n int, log *socketservertest.SyncBuffer) (*cluster, func() (*listener.Set, error)) {
 	t.Helper()
 	cfg, err := resolve(path, nil)
 	require.NoError(t, err)
 	c, err := startCluster(context.Background(), cfg.Properties(), n, slog.New(slog.NewTextHandler(log, nil)))
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	return c, func() (*listener.Config, error) { return resolve(path, nil) }
+	return c, func() (*listener.Set, error) { return resolve(path, nil) }
 }
 
 func TestReloadUsers(t *testing.T) {

@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 
 // resolve reads the configuration file, if any, lays sets over it, sets
 // the upstream bootstrap servers from -upstream, and resolves it.
-func resolve(path string, sets []string, upstream string) (*listener.Config, error) {
+func resolve(path string, sets []string, upstream string) (*listener.Set, error) {
 	props := listener.Properties{}
 	if path != "" {
 		p, err := listener.LoadProperties(path)

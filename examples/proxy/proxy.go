@@ -41,7 +41,7 @@ import (
 // sessions routed to a broker that cannot be reached any more are closed,
 // so that their clients reconnect and refresh their metadata.
 type proxy struct {
-	cfg  *listener.Config
+	cfg  *listener.Set
 	set  settings
 	log  *slog.Logger
 	up   *upstreamClient
@@ -96,7 +96,7 @@ type sessionKey struct{}
 // newProxy builds the proxy from a resolved configuration: it reads the
 // proxy's settings, asks the upstream cluster for its brokers and the API
 // versions they support, and builds the socket server. Nothing is bound.
-func newProxy(ctx context.Context, cfg *listener.Config, log *slog.Logger, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proxy, error) {
+func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proxy, error) {
 	set, err := readSettings(cfg)
 	if err != nil {
 		return nil, err

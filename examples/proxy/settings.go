@@ -114,7 +114,7 @@ func withProxyDefaults(props listener.Properties) listener.Properties {
 }
 
 // readSettings reads the proxy's settings from cfg.
-func readSettings(cfg *listener.Config) (settings, error) {
+func readSettings(cfg *listener.Set) (settings, error) {
 	props := cfg.Properties()
 	invalid := func(key, value, rule string) error {
 		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
@@ -137,23 +137,23 @@ func readSettings(cfg *listener.Config) (settings, error) {
 	if s.upstreamSec, err = clientprops.Read(props, "upstream."); err != nil {
 		return settings{}, err
 	}
-	ms, err := cfg.Int(keyUpstreamSetupTimeout, 10000, 1)
+	ms, err := cfg.Properties().Int(keyUpstreamSetupTimeout, 10000, 1)
 	if err != nil {
 		return settings{}, err
 	}
 	s.setupTimeout = time.Duration(ms) * time.Millisecond
-	if ms, err = cfg.Int(keyUpstreamMetadataAge, 300000, 100); err != nil {
+	if ms, err = cfg.Properties().Int(keyUpstreamMetadataAge, 300000, 100); err != nil {
 		return settings{}, err
 	}
 	s.metadataMaxAge = time.Duration(ms) * time.Millisecond
-	if s.ioThreads, err = cfg.Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
+	if s.ioThreads, err = cfg.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
 		return settings{}, err
 	}
 	idKey := "node.id"
 	if _, ok := props.Get(idKey); !ok {
 		idKey = "broker.id"
 	}
-	id, err := cfg.Int(idKey, 0, 0)
+	id, err := cfg.Properties().Int(idKey, 0, 0)
 	if err != nil {
 		return settings{}, err
 	}
@@ -165,7 +165,7 @@ func readSettings(cfg *listener.Config) (settings, error) {
 		def int16
 		out *int16
 	}{{keyListKey, connregistry.DefaultAPIKey, &s.listKey}, {keyCloseKey, connregistry.DefaultCloseAPIKey, &s.closeKey}} {
-		v, err := cfg.Int(k.key, int(k.def), 0)
+		v, err := cfg.Properties().Int(k.key, int(k.def), 0)
 		if err != nil {
 			return settings{}, err
 		}
@@ -179,7 +179,7 @@ func readSettings(cfg *listener.Config) (settings, error) {
 	}
 
 	if name, ok := props.Get(keyAdminListener); ok && strings.TrimSpace(name) != "" {
-		l, found := cfg.Listener(strings.TrimSpace(name))
+		l, found := cfg.Listener(protocolmap.ListenerName(strings.TrimSpace(name)))
 		if !found {
 			return settings{}, invalid(keyAdminListener, name, "must name a listener of listeners")
 		}
@@ -194,14 +194,14 @@ func readSettings(cfg *listener.Config) (settings, error) {
 		if l.Bind.Port != 0 {
 			plan.base = l.Bind.Port + 1
 		}
-		if v, from, ok := cfg.ListenerValue(l.Name, keyPortBase); ok {
+		if v, from, ok := cfg.Properties().ListenerValue(l.Name, keyPortBase); ok {
 			base, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || base < 0 || base > 65535 {
 				return settings{}, invalid(from, v, "want a port, 0 to 65535 (0: ephemeral ports)")
 			}
 			plan.base = base
 		}
-		if v, from, ok := cfg.ListenerValue(l.Name, keyPortMapping); ok && strings.TrimSpace(v) != "" {
+		if v, from, ok := cfg.Properties().ListenerValue(l.Name, keyPortMapping); ok && strings.TrimSpace(v) != "" {
 			for _, entry := range strings.Split(v, ",") {
 				idText, portText, found := strings.Cut(strings.TrimSpace(entry), ":")
 				id, err1 := strconv.ParseInt(strings.TrimSpace(idText), 10, 32)

@@ -88,7 +88,7 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	if configure != nil {
 		configure(&cfg)
 	}
-	ioThreads, err := lc.Int("num.io.threads", socketserver.DefaultNumIOThreads, 1)
+	ioThreads, err := lc.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1)
 	if err != nil {
 		return nil, nil, err
 	}
