@@ -8,7 +8,7 @@
 //
 // The entry point is [Resolve], which takes broker [Properties] (for example
 // from [LoadProperties] on a server.properties file) and returns a [Set].
-// [Set.ListenerValue] resolves listener-prefixed settings
+// [Properties.ListenerValue] resolves listener-prefixed settings
 // (listener.name.<name>.<key>) as later layers need them.
 // [Set.AdvertisedEndPoints] are what a broker tells clients; the
 // socketserver package turns them into the brokers of a Metadata response
@@ -16,8 +16,8 @@
 //
 // Who is talking on a listener (TLS, SASL, principals, JAAS, OAUTHBEARER)
 // is not this package's concern but the security package's, which reads
-// its settings with [Set.ListenerValue], [Set.ListenerInt] and
-// [Set.Int].
+// its settings with [Properties.ListenerValue], [Properties.ListenerInt]
+// and [Properties.Int].
 //
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

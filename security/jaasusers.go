@@ -31,8 +31,9 @@ import (
 // Listeners that enable no built-in mechanism need no users and get no
 // store.
 //
-// Build them with [NewJAASUsers], hand [JAASUsers.Stores] to the socket
-// server (its ListenerCredentials), and call [JAASUsers.Reload] to apply a
+// Build them with [NewJAASUsers], hand each of [JAASUsers.Stores] to the
+// socket server (the Credentials of the listener's
+// socketserver.ListenerConfig), and call [JAASUsers.Reload] to apply a
 // changed configuration, for example on SIGHUP. A JAASUsers is safe for
 // concurrent use.
 type JAASUsers struct {
@@ -117,8 +118,8 @@ func NewJAASUsers(cfg *listener.Set) (*JAASUsers, []JAASWarning, error) {
 	return u, warnings, nil
 }
 
-// Stores returns each listener's store, in the form of the socket server's
-// ListenerCredentials. The stores stay the same across reloads: a reload
+// Stores returns each listener's store, for the Credentials of its
+// socketserver.ListenerConfig. The stores stay the same across reloads: a reload
 // changes their contents.
 func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
 	out := make(map[protocolmap.ListenerName]sasl.CredentialStore, len(u.stores))

@@ -220,7 +220,7 @@ func OAuthBearer(cfg *listener.Set, name protocolmap.ListenerName) (OAuthBearerS
 	default:
 		return OAuthBearerSettings{}, &protocolmap.ConfigError{Key: classKey, Value: class, Err: ErrOAuthBearerNotConfigured, Rule: fmt.Sprintf(
 			"this package implements only Kafka's %s (validated tokens) and %s (the default); "+
-				"a host that implements %s gives listener %s its own OAUTHBEARER mechanism (the socket server's Config.SASLMechanisms)",
+				"a host that implements %s gives listener %s its own OAUTHBEARER mechanism (the Mechanisms of the listener's socketserver.ListenerConfig)",
 			OAuthBearerValidatorCallbackHandler, OAuthBearerUnsecuredValidatorCallbackHandler, class, name)}
 	}
 	if !jaasSet {

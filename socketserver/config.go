@@ -248,7 +248,7 @@ type ListenerConfig struct {
 	// closed when the server stops.
 	Mechanisms []sasl.Mechanism
 	// Credentials backs the listener's built-in SASL mechanisms; nil
-	// means Config.Credentials. listener.NewJAASUsers builds a store for
+	// means Config.Credentials. security.NewJAASUsers builds a store for
 	// each listener from Kafka's JAAS properties.
 	Credentials sasl.CredentialStore
 }

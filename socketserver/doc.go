@@ -14,8 +14,7 @@
 // a connregistry.Info, lives in its registry entry, and each request
 // carries a copy taken when it was read ([Request.Conn]), as the hooks get
 // one. [KmsgAPI] enables kmsg's request types (and says which versions to
-// pick), and a host
-// that is a cluster of one broker answers Metadata with
+// pick), and a host that is a cluster of one broker answers Metadata with
 // [Server.SingleNodeMetadata].
 //
 // A host embedding it may serve listeners it makes itself
