@@ -25,9 +25,9 @@ import (
 // An idle connection parks (park.go): a fresh goroutine with the smallest
 // stack takes it over.
 //
-// Its life, with the wait state (conn.wait) each step runs in; park.go has
-// the full transition table, who moves the read and write deadlines, and
-// the lock order:
+// Its life, with the wait state (conn.wait) each step runs in; the
+// concurrency core below has the full transition table, who moves the read
+// and write deadlines, and the lock order:
 //
 //	processor.register   id, contexts, registry entry; starts serve       waitBusy
 //	serve → handshake    TLS handshake, SASL exchange (auth.go)            waitBusy
@@ -68,11 +68,11 @@ type conn struct {
 	peer          *peerWatcher  // made with the first request the host answers; its goroutine starts when one is held (watchPeer); stopped when the connection parks
 	pre           prefixReader  // under br: what the parked goroutine read
 
-	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: see park.go
+	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: changed only through the concurrency core's methods
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
 	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: Config.ParkAfter (see parkWait)
 	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
-	parkMu      sync.Mutex    // held around the read deadline moves of parking (see park.go)
+	wakeMu      sync.Mutex    // held around the read deadline moves that wake a read, and their clears (see the concurrency core)
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning
 	closeOnce sync.Once
@@ -107,6 +107,204 @@ type requestBuf struct {
 
 // errDraining ends a connection that Shutdown is draining.
 var errDraining = errors.New("socketserver: server shutting down")
+
+// # The concurrency core
+//
+// A connection is served by one goroutine at a time, "the goroutine":
+// serve, or the parked goroutine that took it over (park.go). Other
+// goroutines reach into it in two ways only: they read and change its wait
+// state (conn.wait), and they move its read deadline to end a read of the
+// goroutine's. Both go through the methods below, which follow the table;
+// nothing else stores to conn.wait, and nothing else moves a deadline
+// from another goroutine. Anyone may read the state (the processor's tick
+// picks its candidates by it, then asks through wakeReader).
+//
+// # The connection's states
+//
+//	state          what the goroutine does                   who leaves it, with which method, to
+//	waitBusy       handshake, reading or serving a request,  the goroutine: awaitBegin, before its wait
+//	               closing (finish); the state it starts in  in awaitRequest → waitAwaiting;
+//	                                                         parkBegin, in goPark → waitParked
+//	waitAwaiting   blocked in awaitRequest: the peer         the goroutine, when its wait ends:
+//	               watcher's read, or a read of the next     awaitEnd (CAS) → waitBusy (request
+//	               request's first byte                      began, or an error: it closes);
+//	                                                         the processor (askToPark):
+//	                                                         wakeReader(wakeToPark), CAS under
+//	                                                         wakeMu → waitParking, then the read
+//	                                                         deadline to now
+//	waitParking    the same wait, which the deadline ends    the goroutine: awaitEnd (clearWake:
+//	                                                         takes wakeMu, clears the read deadline,
+//	                                                         Store) → waitBusy; then parks (goPark),
+//	                                                         serves, or closes (parkRequested)
+//	waitParked     the parked goroutine's 4-byte read        the parked goroutine (unpark): parkEnd
+//	                                                         (CAS) → waitBusy; the processor
+//	                                                         (askToRepark): wakeReader(wakeToRepark),
+//	                                                         CAS under wakeMu → waitReparking, then
+//	                                                         the read deadline to now
+//	waitReparking  the same read, which the deadline ends    the parked goroutine (unpark): parkEnd
+//	                                                         (clearWake, as above) → waitBusy; then
+//	                                                         parks again on a fresh goroutine if
+//	                                                         nothing arrived (goPark → waitParked),
+//	                                                         else serves or closes
+//
+// Only the goroutine leaves waitBusy, waitParking and waitReparking, and
+// only with a Store; the processor moves a connection only by a CAS from a
+// state in which the goroutine is blocked in a read (waitAwaiting,
+// waitParked), and sets the deadline before it releases wakeMu. So a CAS
+// of the goroutine's that fails (awaitEnd, parkEnd) means the processor
+// asked, and its deadline is set, or is being set under wakeMu, which
+// clearWake takes before it clears it. Close, idle expiry, Shutdown's
+// drain and the registry's operator close never change the state: they
+// close the socket, or move the deadline, which ends any read.
+//
+// # Who moves the deadlines
+//
+// The read deadline:
+//   - other goroutines, only with wakeReader, under wakeMu, which sets it
+//     to now: the processor (askToPark, askToRepark: only after their CAS,
+//     so only during a wait of the goroutine's), and Shutdown
+//     (processor.drain, wakeToDrain: in any state, after setting the
+//     server's draining flag);
+//   - the goroutine: clearWake clears a wake's, under wakeMu; the handshake
+//     (auth.go) sets it, with the write deadline, for the TLS handshake and
+//     SASL exchange and clears it after; re-authentication sets and clears
+//     it the same way; with a memory pool, frameMemory sets it
+//     (Config.RequestStallTimeout ahead) before the reads of a frame that
+//     wait for the peer, and clears it when the frame has been read
+//     (waitBusy: the processor sets none); lingerClose, in finish, when
+//     Shutdown drains the connection, moves it while it reads the closing
+//     connection's last bytes, and tells a wake of Shutdown's from its own
+//     by the time.
+//
+// Every clear above is followed, before the next blocking read, by a check
+// of the draining flag (parkRequested, unpark, awaitRequest), so a clear
+// never loses Shutdown's wake; frameMemory's moves may postpone it until
+// the frame has been read, at most by the stall timeout at a time, after
+// which the request is served and awaitRequest sees the flag.
+//
+// The write deadline is the goroutine's alone: writeFrame moves it to
+// connections.max.idle.ms from now (once an eighth of it has passed), and
+// to turnWriteWait from now for the part of a response written within a
+// turn (writeInTurn), after which it moves it back; and the handshake sets
+// and clears it with the read deadline. writeFrame moves it during the
+// handshake too, so the handshake's deadline bounds its reads only; its
+// responses are small (one ApiVersions, one SASL token each), so they
+// never fill the socket's buffer and a write never waits on the client. No
+// other goroutine writes to the socket or moves the write deadline.
+//
+// # Lock order
+//
+// No lock is held while another is taken, except:
+//   - conn.closeOnce's (close runs once): inside it close takes, one after
+//     the other, the registry's entry and registry locks (Entry.Remove),
+//     processor.mu (processor.remove) and connectionQuotas.mu (release). So
+//     close must not be called with any of those held: the processor and
+//     the registry collect the connections to close under their lock and
+//     close them after releasing it.
+//   - processor.mu → conn.wakeMu → the socket's deadline: processor.drain
+//     wakes its connections under processor.mu. wakeMu is held only around
+//     a deadline move (and, in wakeReader, a change of state), and nothing
+//     is taken inside it but the socket's own: a net.Conn that a host's
+//     Config.Listen gives must not call the server from SetReadDeadline.
+//     The processor's other wakes (askToPark, askToRepark) are made after
+//     it has released processor.mu.
+//   - Server.mu is taken alone (Start, Addr, Shutdown, register), or
+//     inside Server.closeOnce's (Close); Start holds it while it calls
+//     Config.Listen and Config.BaseContext, which therefore must not call
+//     the server. Shutdown releases it before it drains. Stats takes only
+//     processor.mu, one processor at a time.
+//   - connectionQuotas.mu is taken alone (acquire drops it while it
+//     waits); so is each registry lock.
+//
+// Hooks (Config.Hooks, ConnContext) are called with no lock held.
+
+// States of conn.wait: see the table above.
+const (
+	waitBusy      int32 = iota // handshake, reading or serving a request, closing
+	waitAwaiting               // blocked in awaitRequest, waiting for a request
+	waitParking                // asked by the processor to park
+	waitParked                 // parked
+	waitReparking              // parked, and asked by the processor to park again on a smaller stack
+)
+
+// awaitBegin moves the connection from waitBusy to waitAwaiting: the
+// goroutine is about to wait for its next request in awaitRequest, and
+// the processor may ask it to park from now on.
+func (c *conn) awaitBegin() { c.wait.Store(waitAwaiting) }
+
+// awaitEnd moves the connection back to waitBusy when awaitRequest's wait
+// has ended: from waitAwaiting (CAS), or, when the processor asked it to
+// park meanwhile, from waitParking (clearWake). It reports whether the
+// processor had asked: the wait's error may then be the processor's
+// deadline.
+func (c *conn) awaitEnd() (woken bool) {
+	if c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
+		return false
+	}
+	c.clearWake() // waitParking
+	return true
+}
+
+// parkBegin moves the connection from waitBusy to waitParked, before the
+// parked goroutine starts (goPark): the processor may ask it to park
+// again from now on.
+func (c *conn) parkBegin() { c.wait.Store(waitParked) }
+
+// parkEnd moves the connection back to waitBusy when the parked
+// goroutine's read has ended: from waitParked (CAS), or, when the
+// processor asked it to park again meanwhile, from waitReparking
+// (clearWake). It reports whether the processor had asked.
+func (c *conn) parkEnd() (woken bool) {
+	if c.wait.CompareAndSwap(waitParked, waitBusy) {
+		return false
+	}
+	c.clearWake() // waitReparking
+	return true
+}
+
+// clearWake takes the connection from waitParking or waitReparking back to
+// waitBusy: it clears the deadline the processor set to wake the
+// goroutine's read, under wakeMu, so after the processor has set it (its
+// CAS and its deadline are made under wakeMu in one hold).
+func (c *conn) clearWake() {
+	c.wakeMu.Lock()
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.wakeMu.Unlock()
+	c.wait.Store(waitBusy)
+}
+
+// wakeReason is why another goroutine wakes the connection's read
+// (wakeReader).
+type wakeReason uint8
+
+const (
+	wakeToPark   wakeReason = iota // the processor asks a connection waiting for a request to park: waitAwaiting → waitParking
+	wakeToRepark                   // the processor asks a parked connection to park again: waitParked → waitReparking
+	wakeToDrain                    // Shutdown's drain: in any state, which does not change
+)
+
+// wakeReader ends the goroutine's read, if it is blocked in one, by
+// setting the read deadline to now: the only way another goroutine moves a
+// connection's deadline. To park (or park again), the connection must be
+// in the state the table gives, and moves out of it by CAS first; it
+// reports whether it did (a drain always does). The CAS and the deadline
+// are made in one hold of wakeMu (see clearWake).
+func (c *conn) wakeReader(why wakeReason) bool {
+	c.wakeMu.Lock()
+	defer c.wakeMu.Unlock()
+	switch why {
+	case wakeToPark:
+		if !c.wait.CompareAndSwap(waitAwaiting, waitParking) {
+			return false
+		}
+	case wakeToRepark:
+		if !c.wait.CompareAndSwap(waitParked, waitReparking) {
+			return false
+		}
+	}
+	_ = c.nc.SetReadDeadline(time.Now())
+	return true
+}
 
 // serve runs the connection until it closes or parks (see park.go). An
 // idle connection waits in awaitRequest, whose stack is shallow; after
@@ -231,9 +429,9 @@ func (c *conn) finish() {
 func (c *conn) awaitRequest() (ok, parked bool) {
 	if c.watching { // the peer watcher's read is the wait
 		c.watching = false
-		c.wait.Store(waitAwaiting)
+		c.awaitBegin()
 		err := <-c.peer.done
-		if !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
+		if c.awaitEnd() {
 			return c.parkRequested(err)
 		}
 		if err != nil {
@@ -247,9 +445,9 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 		return false, false
 	}
 	if c.br.Buffered() == 0 {
-		c.wait.Store(waitAwaiting)
+		c.awaitBegin()
 		_, err := c.br.Peek(1)
-		if !c.wait.CompareAndSwap(waitAwaiting, waitBusy) {
+		if c.awaitEnd() {
 			return c.parkRequested(err)
 		}
 		if err != nil {
@@ -882,11 +1080,6 @@ func (c *conn) draining() bool { return c.p.srv.draining.Load() }
 // expiry and least-recently-active choices must not follow it.
 func (c *conn) touch(t time.Time)     { c.active.Store(int64(t.Sub(c.p.srv.epoch))) }
 func (c *conn) lastActive() time.Time { return c.p.srv.epoch.Add(time.Duration(c.active.Load())) }
-
-// drain makes a connection that is waiting for its next request stop
-// waiting; one serving a request finishes it first (serve checks draining
-// before each read).
-func (c *conn) drain() { _ = c.nc.SetReadDeadline(time.Now()) }
 
 // Lingering bounds for closing a drained connection: see lingerClose.
 const (

@@ -318,12 +318,16 @@ func (p *processor) expireIdle(now time.Time) {
 const reparkPerTick = 1000
 
 // drain makes every connection finish the request it is serving and then
-// close; a connection waiting for its next request closes now.
+// close; a connection waiting for its next request closes now: its read is
+// woken (wakeReader), and the goroutine, which checks the server's
+// draining flag before each wait for a request, sees the flag Shutdown set
+// before. It holds processor.mu, and takes each connection's wakeMu inside
+// it (see the lock order in conn.go).
 func (p *processor) drain() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for c := range p.conns {
-		c.drain()
+		c.wakeReader(wakeToDrain)
 	}
 }
 
