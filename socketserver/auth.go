@@ -245,7 +245,8 @@ func (c *conn) handshake() (err error) {
 	}
 	defer func() { c.authDone(err, false) }()
 	deadline := time.Now().Add(sec.timeout)
-	_ = c.nc.SetDeadline(deadline)
+	_ = c.nc.SetWriteDeadline(deadline)
+	c.moveReadDeadline(deadline)
 	var info AuthInfo
 	if sec.tls != nil {
 		tc := tls.Server(prefixedConn{c.nc, &c.pre}, sec.tls) // TLS reads what a parked goroutine read first
@@ -284,7 +285,8 @@ func (c *conn) handshake() (err error) {
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining
 	}
-	_ = c.nc.SetDeadline(time.Time{})
+	_ = c.nc.SetWriteDeadline(time.Time{})
+	c.clearReadDeadline()
 	c.writeDeadline = 0 // cleared with the handshake's: writeFrame sets it again
 	return nil
 }
@@ -609,7 +611,7 @@ func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request, receive
 	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && c.mayReauthenticate(received) {
 		c.reauthStarted = max(1, int64(received.Sub(c.p.srv.epoch))) // 0 is "never"
 		deadline := time.Now().Add(c.p.ls.sec.timeout)
-		_ = c.nc.SetReadDeadline(deadline)
+		c.moveReadDeadline(deadline)
 		err := c.reauthenticate(h, hs, deadline)
 		c.authDone(err, true)
 		if err != nil {
@@ -618,7 +620,7 @@ func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request, receive
 		if c.draining() {
 			return errDraining
 		}
-		_ = c.nc.SetReadDeadline(time.Time{})
+		c.clearReadDeadline()
 		return nil
 	}
 	var resp kmsg.Response

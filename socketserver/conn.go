@@ -72,7 +72,7 @@ type conn struct {
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
 	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: Config.ParkAfter (see parkWait)
 	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
-	wakeMu      sync.Mutex    // held around the read deadline moves that wake a read, and their clears (see the concurrency core)
+	wakeMu      sync.Mutex    // held around every read deadline move but lingerClose's (see the concurrency core)
 
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning
 	closeOnce sync.Once
@@ -159,28 +159,31 @@ var errDraining = errors.New("socketserver: server shutting down")
 //
 // # Who moves the deadlines
 //
-// The read deadline:
-//   - other goroutines, only with wakeReader, under wakeMu, which sets it
-//     to now: the processor (askToPark, askToRepark: only after their CAS,
-//     so only during a wait of the goroutine's), and Shutdown
-//     (processor.drain, wakeToDrain: in any state, after setting the
-//     server's draining flag);
-//   - the goroutine: clearWake clears a wake's, under wakeMu; the handshake
-//     (auth.go) sets it, with the write deadline, for the TLS handshake and
-//     SASL exchange and clears it after; re-authentication sets and clears
-//     it the same way; with a memory pool, frameMemory sets it
-//     (Config.RequestStallTimeout ahead) before the reads of a frame that
+// The read deadline, always under wakeMu but in lingerClose:
+//   - other goroutines, only with wakeReader, which sets it to now: the
+//     processor (askToPark, askToRepark: only after their CAS, so only
+//     during a wait of the goroutine's), and Shutdown (processor.drain,
+//     wakeToDrain: in any state, after setting the server's draining flag);
+//   - the goroutine, with moveReadDeadline and clearReadDeadline: the
+//     handshake (auth.go) sets it, with the write deadline, for the TLS
+//     handshake and SASL exchange and clears it after; re-authentication
+//     sets and clears it the same way; with a memory pool, frameMemory sets
+//     it (Config.RequestStallTimeout ahead) before the reads of a frame that
 //     wait for the peer, and clears it when the frame has been read
-//     (waitBusy: the processor sets none); lingerClose, in finish, when
-//     Shutdown drains the connection, moves it while it reads the closing
-//     connection's last bytes, and tells a wake of Shutdown's from its own
-//     by the time.
+//     (waitBusy: the processor sets none); clearWake clears a wake's;
+//   - the goroutine, without the lock: lingerClose, in finish, when
+//     Shutdown drains the connection: it moves it while it reads the
+//     closing connection's last bytes, and tells a wake of Shutdown's from
+//     its own by the time.
 //
-// Every clear above is followed, before the next blocking read, by a check
-// of the draining flag (parkRequested, unpark, awaitRequest), so a clear
-// never loses Shutdown's wake; frameMemory's moves may postpone it until
+// A clear never loses Shutdown's wake: clearReadDeadline sets the deadline
+// to now instead once the draining flag is set, and Shutdown sets the flag
+// before it takes wakeMu to wake, so a clear made after the wake sees it.
+// A set may postpone the wake: the handshake's and re-authentication's
+// by their timeout, after which they see the flag; frameMemory's until
 // the frame has been read, at most by the stall timeout at a time, after
-// which the request is served and awaitRequest sees the flag.
+// which its clear wakes the goroutine again. The goroutine checks the flag
+// before each wait for a request too (awaitRequest, parkRequested, unpark).
 //
 // The write deadline is the goroutine's alone: writeFrame moves it to
 // connections.max.idle.ms from now (once an eighth of it has passed), and
@@ -268,7 +271,7 @@ func (c *conn) parkEnd() (woken bool) {
 // CAS and its deadline are made under wakeMu in one hold).
 func (c *conn) clearWake() {
 	c.wakeMu.Lock()
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.clearReadDeadlineLocked()
 	c.wakeMu.Unlock()
 	c.wait.Store(waitBusy)
 }
@@ -304,6 +307,32 @@ func (c *conn) wakeReader(why wakeReason) bool {
 	}
 	_ = c.nc.SetReadDeadline(time.Now())
 	return true
+}
+
+// moveReadDeadline sets the read deadline to t, for a wait of the
+// goroutine's own (the handshake's, re-authentication's, a frame's stall);
+// clearReadDeadline ends it. Only the goroutine calls them.
+func (c *conn) moveReadDeadline(t time.Time) {
+	c.wakeMu.Lock()
+	_ = c.nc.SetReadDeadline(t)
+	c.wakeMu.Unlock()
+}
+
+// clearReadDeadline clears the read deadline the goroutine set (see
+// moveReadDeadline), or sets it to now once Shutdown drains, so that the
+// clear does not undo Shutdown's wake.
+func (c *conn) clearReadDeadline() {
+	c.wakeMu.Lock()
+	c.clearReadDeadlineLocked()
+	c.wakeMu.Unlock()
+}
+
+func (c *conn) clearReadDeadlineLocked() {
+	var t time.Time
+	if c.draining() {
+		t = time.Now()
+	}
+	_ = c.nc.SetReadDeadline(t)
 }
 
 // serve runs the connection until it closes or parks (see park.go). An
@@ -936,15 +965,15 @@ func (m *frameMemory) reading(missing int) {
 	now := time.Now()
 	if m.deadline.IsZero() || m.deadline.Sub(now) < stall-stall/8 {
 		m.deadline = now.Add(stall)
-		_ = c.nc.SetReadDeadline(m.deadline)
+		c.moveReadDeadline(m.deadline)
 	}
 }
 
 // done ends the frame's reading with err: the frame's memory now counts as
 // held for its request (frameRead) until releaseMemory. It clears the
-// stall deadline (Shutdown's drain, which a clear may undo, is checked
-// before the next blocking read, in awaitRequest) and gives a deadline
-// passing its reason.
+// stall deadline (clearReadDeadline, which keeps a wake of Shutdown's: the
+// peer watcher may read next, before awaitRequest checks the draining
+// flag) and gives a deadline passing its reason.
 func (m *frameMemory) done(err error) error {
 	if m == nil {
 		return err
@@ -954,7 +983,7 @@ func (m *frameMemory) done(err error) error {
 	if m.deadline.IsZero() {
 		return err
 	}
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.clearReadDeadline()
 	if isDeadline(err) && !c.draining() {
 		c.setReason(connregistry.StalledRequest)
 		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info().ID,
