@@ -104,7 +104,7 @@ func TestIdleExpiryCountsTheResponseWrite(t *testing.T) {
 	received := time.Now()
 	time.Sleep(idle * 3 / 4)
 	resp := kmsg.NewPtrMetadataResponse()
-	for range 2500 { // about 370 kB, far more than the socket buffers hold
+	for range 5000 { // about 620 kB: more than the slow reads below can take (27 x 8 kB) plus what the socket buffers hold
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = kmsg.StringPtr("a-topic-name-long-enough-to-weigh-something")
 		mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 4)
