@@ -93,6 +93,8 @@ func Record(c Conn) ConnectionRecord {
 		Plane:            c.Plane.String(),
 		ClosedAt:         millisOrZero(c.ClosedAt),
 		CloseReason:      string(c.CloseReason),
+		ThrottledUntil:   millisOrZero(c.ThrottledUntil),
+		ThrottleTimeMs:   c.ThrottleTime.Milliseconds(),
 	}
 }
 

@@ -124,6 +124,14 @@ type Conn struct {
 	BytesOut     int64
 	Requests     int64
 	State        State
+	// ThrottledUntil is when the connection's throttle ends: until then the
+	// server reads nothing from it (Kafka's MUTED_AND_THROTTLED, KIP-219).
+	// It is zero when the connection is not muted, and on closed
+	// connections.
+	ThrottledUntil time.Time
+	// ThrottleTime is how long the connection has been muted by throttles
+	// in all, the current one up to now included.
+	ThrottleTime time.Duration
 	// ClosedAt and CloseReason are set on closed connections only.
 	ClosedAt    time.Time
 	CloseReason CloseReason
@@ -162,8 +170,9 @@ type Entry struct {
 	connectedAt time.Time
 	id          string
 
-	mu sync.Mutex
-	c  Conn // fields other than the atomics below
+	mu            sync.Mutex
+	c             Conn      // fields other than the atomics below
+	throttledFrom time.Time // when the current throttle began; zero while none
 
 	bytesIn, bytesOut, requests atomic.Int64
 	lastActivity                atomic.Int64 // unix nanoseconds
@@ -225,12 +234,50 @@ func (e *Entry) Response(t time.Time, size int) {
 	e.lastActivity.Store(t.UnixNano())
 }
 
+// Throttle records that the server mutes the connection from from until
+// until: it reads nothing from it meanwhile (see [Conn.ThrottledUntil]).
+// A throttle still running ends at from.
+func (e *Entry) Throttle(from, until time.Time) {
+	e.mu.Lock()
+	e.endThrottleLocked(from)
+	e.c.ThrottledUntil, e.throttledFrom = until, from
+	e.mu.Unlock()
+}
+
+// EndThrottle records that the connection's throttle ended at at: the
+// server reads from it again. The time it was muted, from the throttle's
+// start to at (or to its end, if earlier), adds to [Conn.ThrottleTime].
+func (e *Entry) EndThrottle(at time.Time) {
+	e.mu.Lock()
+	e.endThrottleLocked(at)
+	e.mu.Unlock()
+}
+
+func (e *Entry) endThrottleLocked(at time.Time) {
+	if e.c.ThrottledUntil.IsZero() {
+		return
+	}
+	e.c.ThrottleTime += mutedBetween(e.throttledFrom, e.c.ThrottledUntil, at)
+	e.c.ThrottledUntil, e.throttledFrom = time.Time{}, time.Time{}
+}
+
+// mutedBetween is how long a throttle from from until until had lasted at
+// at.
+func mutedBetween(from, until, at time.Time) time.Duration {
+	if at.After(until) {
+		at = until
+	}
+	return max(at.Sub(from), 0)
+}
+
 // Remove takes the connection out of the open set and into the history,
-// with the time and reason it closed. Only the first call counts.
+// with the time and reason it closed. Only the first call counts. A
+// throttle still running ends at at.
 func (e *Entry) Remove(at time.Time, reason CloseReason) {
 	if e.removed.Swap(true) {
 		return
 	}
+	e.EndThrottle(at)
 	c := e.snapshot()
 	c.ClosedAt, c.CloseReason, c.State = at, reason, Closing
 	r := e.reg
@@ -247,7 +294,11 @@ func (e *Entry) Remove(at time.Time, reason CloseReason) {
 func (e *Entry) snapshot() Conn {
 	e.mu.Lock()
 	c := e.c
+	from := e.throttledFrom
 	e.mu.Unlock()
+	if !c.ThrottledUntil.IsZero() {
+		c.ThrottleTime += mutedBetween(from, c.ThrottledUntil, time.Now())
+	}
 	c.BytesIn, c.BytesOut, c.Requests = e.bytesIn.Load(), e.bytesOut.Load(), e.requests.Load()
 	c.LastActivity = time.Unix(0, e.lastActivity.Load())
 	return c

@@ -216,3 +216,55 @@ func TestRecordWithoutIPAddress(t *testing.T) {
 	assert.Zero(t, rec.ClientPort)
 	assert.Equal(t, "10.0.0.1", connregistry.Record(connregistry.Conn{Info: connregistry.Info{ClientAddr: netip.MustParseAddrPort("10.0.0.1:1")}}).ClientAddress)
 }
+
+// A throttle shows in the listing while it runs (ThrottledUntil) and adds
+// the time it lasted to ThrottleTime when it ends: at its end, earlier
+// when it is cut short, and at the close of a connection closed while
+// muted.
+func TestRegistryThrottle(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name      string
+		from      time.Time
+		until     time.Time
+		end       func(e *connregistry.Entry)
+		wantTotal time.Duration
+	}{
+		{"ends at its time", now.Add(-3 * time.Second), now.Add(-time.Second),
+			func(e *connregistry.Entry) { e.EndThrottle(now) }, 2 * time.Second},
+		{"ends early", now.Add(-3 * time.Second), now.Add(time.Hour),
+			func(e *connregistry.Entry) { e.EndThrottle(now.Add(-2 * time.Second)) }, time.Second},
+		{"a new throttle ends the running one", now.Add(-3 * time.Second), now.Add(time.Hour),
+			func(e *connregistry.Entry) {
+				e.Throttle(now.Add(-2*time.Second), now.Add(-time.Second))
+				e.EndThrottle(now)
+			}, 2 * time.Second},
+		{"the connection closes while muted", now.Add(-3 * time.Second), now.Add(time.Hour),
+			func(e *connregistry.Entry) { e.Remove(now.Add(-time.Second), connregistry.ClientClosed) }, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := connregistry.New(1)
+			e := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
+			assert.Zero(t, r.Snapshot(connregistry.Filter{})[0].ThrottledUntil)
+
+			e.Throttle(tc.from, tc.until)
+			got := r.Snapshot(connregistry.Filter{})[0]
+			assert.True(t, tc.until.Equal(got.ThrottledUntil), "listed as throttled until %s: %s", tc.until, got.ThrottledUntil)
+			assert.Positive(t, got.ThrottleTime, "the running throttle counts")
+			rec := connregistry.Record(got)
+			assert.Equal(t, tc.until.UnixMilli(), rec.ThrottledUntil)
+			assert.Equal(t, got.ThrottleTime.Milliseconds(), rec.ThrottleTimeMs)
+
+			tc.end(e)
+			var after connregistry.Conn
+			if open := r.Snapshot(connregistry.Filter{}); len(open) == 1 {
+				after = open[0]
+			} else {
+				after = r.Closed(connregistry.Filter{})[0]
+			}
+			assert.Zero(t, after.ThrottledUntil, "no longer throttled")
+			assert.Equal(t, tc.wantTotal, after.ThrottleTime)
+			assert.Zero(t, connregistry.Record(after).ThrottledUntil)
+		})
+	}
+}

@@ -43,6 +43,8 @@ const (
 	TagPlane           = 11 // compact string: data or control
 	TagClosedAt        = 12 // int64 epoch ms, closed connections only
 	TagCloseReason     = 13 // compact string, closed connections only
+	TagThrottledUntil  = 14 // int64 epoch ms: when the throttle that mutes the connection ends; sent only while one does
+	TagThrottleTime    = 15 // int64 ms: time muted by throttles in all; sent only when not zero
 )
 
 // ListClientConnectionsRequest is KIP-1329's request, version 0 (flexible).
@@ -94,6 +96,11 @@ type ConnectionRecord struct {
 	Plane           string
 	ClosedAt        int64
 	CloseReason     string
+	// ThrottledUntil is when the throttle muting the connection ends, in
+	// epoch ms; 0 when none does. ThrottleTimeMs is the time the
+	// connection has been muted by throttles in all.
+	ThrottledUntil int64
+	ThrottleTimeMs int64
 }
 
 func keyOr(k int16) int16 {
@@ -181,6 +188,10 @@ func (r *ListClientConnectionsResponse) RequestKind() kmsg.Request {
 // response (as for every API since KIP-219).
 func (r *ListClientConnectionsResponse) Throttle() (int32, bool) { return r.ThrottleTimeMs, true }
 
+// SetThrottle sets the throttle time, as kmsg's responses do, so that a
+// server that throttles the request can fill it in.
+func (r *ListClientConnectionsResponse) SetThrottle(ms int32) { r.ThrottleTimeMs = ms }
+
 // AppendTo appends the response's encoding, growing dst once for the whole
 // listing.
 func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
@@ -207,7 +218,7 @@ func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
 
 // maxSize bounds the record's encoded size: its strings, each with up to
 // three varints (tag, size, length) of at most 5 bytes for any string
-// shorter than 2^28 bytes, and 14 fixed-size fields and tags of at most 11
+// shorter than 2^28 bytes, and 16 fixed-size fields and tags of at most 11
 // bytes each, with the tag count.
 func (c *ConnectionRecord) maxSize() int {
 	n := 16 * 15
@@ -216,7 +227,7 @@ func (c *ConnectionRecord) maxSize() int {
 		c.CipherSuite, c.State, c.Plane, c.CloseReason} {
 		n += len(s)
 	}
-	return n + 14*11 + 5
+	return n + 16*11 + 5
 }
 
 func (c *ConnectionRecord) appendTo(dst []byte) []byte {
@@ -260,6 +271,11 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 			n++
 		}
 	}
+	for _, v := range [...]int64{c.ThrottledUntil, c.ThrottleTimeMs} {
+		if v != 0 {
+			n++
+		}
+	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, f := range strs {
 		dst = appendStringTag(dst, f.tag, f.s)
@@ -272,6 +288,12 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	if closed {
 		dst = appendInt64Tag(dst, TagClosedAt, c.ClosedAt)
 		dst = appendStringTag(dst, TagCloseReason, c.CloseReason)
+	}
+	if c.ThrottledUntil != 0 {
+		dst = appendInt64Tag(dst, TagThrottledUntil, c.ThrottledUntil)
+	}
+	if c.ThrottleTimeMs != 0 {
+		dst = appendInt64Tag(dst, TagThrottleTime, c.ThrottleTimeMs)
 	}
 	return dst
 }
@@ -364,6 +386,10 @@ func (d *decoder) connectionRecords() []ConnectionRecord {
 				c.ClosedAt = v.int64()
 			case TagCloseReason:
 				c.CloseReason = v.compactString()
+			case TagThrottledUntil:
+				c.ThrottledUntil = v.int64()
+			case TagThrottleTime:
+				c.ThrottleTimeMs = v.int64()
 			}
 			return v.err
 		})

@@ -80,7 +80,7 @@ func TestResponseRoundTrip(t *testing.T) {
 			SoftwareName: "librdkafka", SoftwareVersion: "2.0.2", ConnectedSince: 1,
 			ClientID: "rdkafka", SASLMechanism: "SCRAM-SHA-512", TLSVersion: "TLS 1.3", CipherSuite: "TLS_AES_128_GCM_SHA256",
 			AuthenticatedAt: 2, SessionExpiry: 3, LastActivity: 4, BytesIn: 5, BytesOut: 6, Requests: 7,
-			State: "ready", Plane: "data", ClosedAt: 8, CloseReason: "idle",
+			State: "ready", Plane: "data", ClosedAt: 8, CloseReason: "idle", ThrottledUntil: 9, ThrottleTimeMs: 10,
 		}, {ConnectionID: "x", AuthenticatedAt: -1, SessionExpiry: -1}},
 	}
 	b := resp.AppendTo(nil)
@@ -97,6 +97,40 @@ func TestResponseRoundTrip(t *testing.T) {
 	unknown := append(b[:len(b)-1:len(b)-1], 0x02, 0x00, 0x03, 0x03, 'n', 'o', 0x63, 0x01, 0xff)
 	require.NoError(t, back.ReadFrom(unknown))
 	assert.Equal(t, "no", *back.ErrorMessage)
+}
+
+// A throttled connection's fields travel as tags 14 and 15, int64 each,
+// after the others, and only when set: a reader of KIP-1329's schema
+// alone, or of this package before them, skips them as unknown tags.
+func TestThrottleTags(t *testing.T) {
+	rec := connregistry.ConnectionRecord{ConnectionID: "a", ThrottledUntil: 0x0102, ThrottleTimeMs: 0x0304}
+	b := (&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{rec}}).AppendTo(nil)
+	tail := []byte{
+		14, 8, 0, 0, 0, 0, 0, 0, 0x01, 0x02, // ThrottledUntil
+		15, 8, 0, 0, 0, 0, 0, 0, 0x03, 0x04, // ThrottleTimeMs
+		0x00, // response: no tagged fields
+	}
+	require.Greater(t, len(b), len(tail))
+	assert.Equal(t, tail, b[len(b)-len(tail):])
+
+	for _, tc := range []struct {
+		name  string
+		rec   connregistry.ConnectionRecord
+		count byte
+	}{{"not throttled", connregistry.ConnectionRecord{ConnectionID: "a"}, 6}, {"throttled", rec, 8}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The record's six int64 tags are always sent; the throttle's two only when set.
+			b := (&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{tc.rec}}).AppendTo(nil)
+			var back connregistry.ListClientConnectionsResponse
+			require.NoError(t, back.ReadFrom(b))
+			assert.Equal(t, tc.rec.ThrottledUntil, back.Connections[0].ThrottledUntil)
+			assert.Equal(t, tc.rec.ThrottleTimeMs, back.Connections[0].ThrottleTimeMs)
+			// Throttle time, error code and array length, then the record: id "a",
+			// 3 empty strings, port, 4 empty strings, ConnectedSince; the tag count follows.
+			const at = 4 + 2 + 1 + 2 + 3 + 4 + 4 + 8
+			assert.Equal(t, tc.count, b[at], "tag count")
+		})
+	}
 }
 
 func TestMalformed(t *testing.T) {
