@@ -38,6 +38,8 @@ import (
 //	                     queues or answers inline, waits for the answer
 //	                     (the peer watcher reads meanwhile once the
 //	                     request is held past peerWatchAfter), writes
+//	  mute               a throttled request's connection reads nothing    waitBusy
+//	                     until the throttle has passed (Request.Throttle)
 //	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
 //
 // Anyone may close it (close: idle expiry, quotas, the registry's operator
@@ -74,7 +76,7 @@ type conn struct {
 	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
 	wakeMu      sync.Mutex    // held around every read deadline move but lingerClose's (see the concurrency core)
 
-	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning
+	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning; while muted, the throttle's end (mute)
 	closeOnce sync.Once
 	held      int32 // owned by the connection's goroutine: bytes of the request in flight taken from the listener's memory pool (nextFrame), beside closeOnce to fill its padding
 	entry     *connregistry.Entry
@@ -378,11 +380,20 @@ func (c *conn) loop() {
 		if parked {
 			return
 		}
-		if !ok || !c.serveRequest() {
+		if !ok {
+			c.finish()
+			return
+		}
+		served, muteUntil := c.serveRequest()
+		if !served {
 			c.finish()
 			return
 		}
 		c.endTurn()
+		if !muteUntil.IsZero() && !c.mute(muteUntil) {
+			c.finish()
+			return
+		}
 		if c.frameBuffered() && !c.takeTurn() {
 			c.finish()
 			return
@@ -491,8 +502,9 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 
 // serveRequest reads the request whose first bytes have arrived, decodes
 // it, and answers it or hands it to the host and writes the host's answer.
-// It reports false when the connection must close.
-func (c *conn) serveRequest() bool {
+// It reports ok false when the connection must close, and when the host
+// throttled the request (Request.Throttle), until when it must stay muted.
+func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
@@ -502,7 +514,7 @@ func (c *conn) serveRequest() bool {
 			c.setReason(connregistry.ProtocolError)
 			log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 		}
-		return false
+		return false, time.Time{}
 	}
 	start := time.Now()
 	c.touch(start)
@@ -510,7 +522,7 @@ func (c *conn) serveRequest() bool {
 	if err != nil {
 		c.setReason(connregistry.ProtocolError)
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
-		return false
+		return false, time.Time{}
 	}
 	// The connection as the request found it: Request.Conn. After the
 	// session's expiry only a SaslHandshake that starts re-authentication
@@ -521,7 +533,7 @@ func (c *conn) serveRequest() bool {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
 			c.setReason(connregistry.SessionExpired)
 			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal)
-			return false
+			return false, time.Time{}
 		}
 	}
 	if answered, err := c.answerInServer(h, body, rest, start); answered || err != nil {
@@ -533,14 +545,14 @@ func (c *conn) serveRequest() bool {
 			if !isClosedOrEOF(err) {
 				log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 			}
-			return false
+			return false, time.Time{}
 		}
 		took := time.Since(start)
 		c.p.busy.Add(int64(took))
 		for _, hook := range srv.hooks.requestsDone {
 			hook.OnRequestDone(c.p.ls.cfg.Name, h.key, RequestLatency{Total: took})
 		}
-		return true
+		return true, time.Time{}
 	}
 
 	if rb == nil { // a large frame, read into its own slice
@@ -570,7 +582,7 @@ func (c *conn) serveRequest() bool {
 		select {
 		case ls.inline <- struct{}{}:
 		case <-c.ctx.Done():
-			return false
+			return false, time.Time{}
 		}
 		srv.handle(api.Inline, r) // the answer is in c.answers, or comes later
 		<-ls.inline
@@ -579,7 +591,7 @@ func (c *conn) serveRequest() bool {
 		select {
 		case ls.queue <- r:
 		case <-c.ctx.Done():
-			return false
+			return false, time.Time{}
 		}
 	}
 	c.p.busy.Add(int64(time.Since(start)))
@@ -611,21 +623,21 @@ wait:
 				c.watchPeer()
 			}
 		case <-c.ctx.Done():
-			return false
+			return false, time.Time{}
 		}
 	}
 	c.peer.held.Stop()
 	c.releaseMemory() // answered: the request's bytes no longer count (the response's are its own)
 	if a.close {
 		c.setReason(connregistry.HandlerClosed)
-		return false
+		return false, time.Time{}
 	}
 	writeStart := time.Now()
 	end := writeStart
 	if a.resp != nil {
 		c.touch(writeStart) // as Kafka's Selector, to which a connection with a response to write is active
 		if err := c.write(h.correlationID, a.resp); err != nil {
-			return false
+			return false, time.Time{}
 		}
 		end = time.Now()
 		c.p.busy.Add(int64(end.Sub(writeStart)))
@@ -634,7 +646,41 @@ wait:
 	if len(srv.hooks.requestsDone) > 0 {
 		c.requestDone(r, start, writeStart, end)
 	}
-	return true
+	if a.throttle > 0 { // counted from when the answer was taken up, as Kafka's from its ThrottledChannel
+		return true, writeStart.Add(a.throttle)
+	}
+	return true, time.Time{}
+}
+
+// mute holds a throttled connection (Request.Throttle) until until: it
+// reads nothing, so a client that ignores the throttle is held, as Kafka's
+// MUTED_AND_THROTTLED channel. The answer has been written (or there was
+// none) and the request's memory given back, and no turn or queue place is
+// held, so a muted connection holds only its goroutine and read buffer;
+// its next request, if sent, waits in the socket. It stays in waitBusy:
+// the processor neither parks it nor expires it, as its activity is set
+// to until (the idle limit counts from the throttle's end). It reports
+// false when the connection must close: it closed, or Shutdown began,
+// which does not wait for a throttle (a muted connection is idle).
+func (c *conn) mute(until time.Time) bool {
+	now := time.Now()
+	if !until.After(now) { // the response's write took longer
+		return true
+	}
+	c.touch(until)
+	c.entry.Throttle(now, until)
+	t := c.peer.held // idle until the next request is taken up (made with the throttled request's wait)
+	t.Reset(until.Sub(now))
+	ok := false
+	select {
+	case <-t.C:
+		ok = true
+	case <-c.ctx.Done():
+	case <-c.p.srv.drainStarted:
+	}
+	t.Stop()
+	c.entry.EndThrottle(time.Now())
+	return ok
 }
 
 // requestDone reports a request's latency to the hooks: received is when

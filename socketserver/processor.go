@@ -275,8 +275,9 @@ func (p *processor) connCount() int {
 // expireIdle closes connections that have had no complete request or
 // response for connections.max.idle.ms, with a request in flight or not
 // (as Kafka's Selector, which counts a muted connection's time waiting for
-// its response as idle: SocketServerTest.testIdleConnection), and
-// asks those waiting for a request for their parkWait to park, and those
+// its response as idle: SocketServerTest.testIdleConnection), but not
+// the time a throttle mutes one (conn.mute sets its activity to the
+// throttle's end), and asks those waiting for a request for their parkWait to park, and those
 // parked on a larger stack than the runtime now starts goroutines on to
 // park again.
 func (p *processor) expireIdle(now time.Time) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // ErrAlreadyAnswered is returned by a second Respond, NoResponse or
-// CloseConnection on one request.
+// CloseConnection on one request, and by a Throttle after the answer.
 var ErrAlreadyAnswered = errors.New("socketserver: request already answered")
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
@@ -60,6 +61,54 @@ type Request struct {
 	// since the server's epoch, for HookRequestDone (0: not recorded).
 	// These two fit the request in requestBuf's size class.
 	dequeuedAt int64
+	// throttle is the time Throttle set, in nanoseconds; the answer seals
+	// it (throttleSealed) as it takes it.
+	throttle atomic.Int64
+}
+
+// throttleSealed is Request.throttle once the answer has taken it.
+const throttleSealed = -1
+
+// maxThrottle is the longest throttle: throttle_time_ms is an int32.
+const maxThrottle = math.MaxInt32 * time.Millisecond
+
+// Throttle throttles the request's client for d, as Kafka's client quotas
+// do (KIP-219): the answer leaves at once, and then the connection reads
+// nothing more until d has passed since the answer (Kafka's
+// MUTED_AND_THROTTLED), so that a client that ignores the throttle is held
+// all the same. Call it before the answer (Respond or NoResponse); after
+// it, it returns [ErrAlreadyAnswered]. A later call replaces the time an
+// earlier one set; d ≤ 0 throttles nothing, and d is capped at
+// math.MaxInt32 milliseconds.
+//
+// On Respond, a response with a throttle field (kmsg's responses have
+// SetThrottle and Throttle) whose value is 0 gets throttle_time_ms set from
+// d, so that a client that knows KIP-219 waits on its side too; a host may
+// set it itself. With NoResponse (a Produce with acks=0) the connection is
+// muted at once, as Kafka mutes it. While muted, a connection holds no
+// queue place and no request memory (queued.max.request.bytes): its next
+// request stays in the socket. connections.max.idle.ms counts from the
+// throttle's end; the listing shows it (connregistry.Conn.ThrottledUntil,
+// ThrottleTime); Shutdown closes a muted connection at once, as an idle
+// one. A CloseConnection answer ignores the throttle.
+func (r *Request) Throttle(d time.Duration) error {
+	d = min(max(d, 0), maxThrottle)
+	for {
+		old := r.throttle.Load()
+		if old == throttleSealed || r.answered.Load() != 0 {
+			return ErrAlreadyAnswered
+		}
+		if r.throttle.CompareAndSwap(old, int64(d)) {
+			return nil
+		}
+	}
+}
+
+// throttled is the interface of kmsg's responses that carry
+// throttle_time_ms.
+type throttled interface {
+	SetThrottle(int32)
+	Throttle() (int32, bool)
 }
 
 // Context returns the context of the request's connection: derived from
@@ -93,7 +142,8 @@ func (r *Request) Respond(resp kmsg.Response) error {
 }
 
 // NoResponse lets the connection read its next request without writing
-// anything (a produce request with acks=0).
+// anything (a produce request with acks=0); after a Throttle, once the
+// throttle has passed.
 func (r *Request) NoResponse() error { return r.answer(answer{}) }
 
 // CloseConnection closes the connection instead of answering.
@@ -106,6 +156,14 @@ func (r *Request) answer(a answer) error {
 	}
 	if !r.answered.CompareAndSwap(0, at) {
 		return ErrAlreadyAnswered
+	}
+	if d := r.throttle.Swap(throttleSealed); d > 0 && !a.close {
+		a.throttle = time.Duration(d)
+		if t, ok := a.resp.(throttled); ok {
+			if ms, _ := t.Throttle(); ms == 0 {
+				t.SetThrottle(int32(a.throttle / time.Millisecond))
+			}
+		}
 	}
 	a.req = r
 	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
@@ -121,7 +179,8 @@ func keyOf(resp kmsg.Response) int16 {
 
 // answer is what the host did with a request.
 type answer struct {
-	req   *Request
-	resp  kmsg.Response
-	close bool
+	req      *Request
+	resp     kmsg.Response
+	close    bool
+	throttle time.Duration // mute the connection this long after the answer (Request.Throttle)
 }

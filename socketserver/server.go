@@ -48,20 +48,22 @@ type Server struct {
 	started  bool
 	services []sasl.Service // started by Start, closed when the server has stopped
 
-	hooks     hooks
-	startedAt atomic.Int64 // when Start succeeded: nanoseconds since epoch; 0 before
-	draining  atomic.Bool  // Shutdown began: finish requests in flight, read no more
-	epoch     time.Time    // with a monotonic reading: connections' activity is kept relative to it
-	quotas    *connectionQuotas
-	registry  *connregistry.Registry
-	quit      chan struct{} // closed by Close: stop everything now
-	closeOnce sync.Once
-	conns     sync.WaitGroup // connection goroutines
-	workers   sync.WaitGroup // acceptors and processors
-	done      chan struct{}  // closed when every goroutine has ended
-	writeBufs sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
-	readBufs  sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
-	parked    atomic.Int64   // connections parked now
+	hooks        hooks
+	startedAt    atomic.Int64  // when Start succeeded: nanoseconds since epoch; 0 before
+	draining     atomic.Bool   // Shutdown began: finish requests in flight, read no more
+	drainStarted chan struct{} // closed by Shutdown once draining is set: wakes muted connections (conn.mute)
+	drainOnce    sync.Once
+	epoch        time.Time // with a monotonic reading: connections' activity is kept relative to it
+	quotas       *connectionQuotas
+	registry     *connregistry.Registry
+	quit         chan struct{} // closed by Close: stop everything now
+	closeOnce    sync.Once
+	conns        sync.WaitGroup // connection goroutines
+	workers      sync.WaitGroup // acceptors and processors
+	done         chan struct{}  // closed when every goroutine has ended
+	writeBufs    sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
+	readBufs     sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
+	parked       atomic.Int64   // connections parked now
 }
 
 // readBuf lends a read buffer over r.
@@ -140,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{})}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
 	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
@@ -436,6 +438,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if !started {
 		return s.Close()
 	}
+	s.drainOnce.Do(func() { close(s.drainStarted) })
 	for _, ls := range s.listeners {
 		ls.ln.Close()
 	}
