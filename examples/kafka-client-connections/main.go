@@ -14,7 +14,9 @@
 // connections); with several brokers a BROKER column comes first. --close
 // needs at least one filter, prints the connections each broker closed
 // (never the command's own) and needs ALTER on CLUSTER where --list needs
-// DESCRIBE. The exit status is 1 when any broker failed: the other
+// DESCRIBE. A connection the broker has muted for a throttle (KIP-219)
+// shows when the throttle ends in THROTTLED-UNTIL, and with --output json
+// the time it has been muted in all (ThrottleTimeMs). The exit status is 1 when any broker failed: the other
 // brokers' results are still printed, and the errors go to standard error.
 package main
 
@@ -248,6 +250,15 @@ func rfc3339(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
 }
 
+// rfc3339Millis formats epoch milliseconds in UTC to the millisecond (a
+// throttle's end: throttles are short), or "-" when unset.
+func rfc3339Millis(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -258,7 +269,7 @@ func dash(s string) string {
 func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	several := len(results) > 1
-	header := "CONNECTION-ID\tPRINCIPAL\tCLIENT-ADDRESS\tPORT\tLISTENER\tPROTOCOL\tSOFTWARE\tCONNECTED-SINCE"
+	header := "CONNECTION-ID\tPRINCIPAL\tCLIENT-ADDRESS\tPORT\tLISTENER\tPROTOCOL\tSOFTWARE\tCONNECTED-SINCE\tTHROTTLED-UNTIL"
 	if several {
 		header = "BROKER\t" + header
 	}
@@ -273,7 +284,8 @@ func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed boo
 				software = dash(c.SoftwareName) + "/" + dash(c.SoftwareVersion)
 			}
 			row := strings.Join([]string{c.ConnectionID, c.Principal, c.ClientAddress,
-				strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, software, rfc3339(c.ConnectedSince)}, "\t")
+				strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, software, rfc3339(c.ConnectedSince),
+				rfc3339Millis(c.ThrottledUntil)}, "\t")
 			if several {
 				row = strconv.Itoa(int(r.NodeID)) + "\t" + row
 			}
@@ -312,6 +324,8 @@ type jsonConnection struct {
 	Plane            string `json:"Plane,omitempty"`
 	ClosedAt         string `json:"ClosedAt,omitempty"`
 	CloseReason      string `json:"CloseReason,omitempty"`
+	ThrottledUntil   string `json:"ThrottledUntil,omitempty"`
+	ThrottleTimeMs   int64  `json:"ThrottleTimeMs,omitempty"`
 }
 
 type jsonBroker struct {
@@ -327,6 +341,13 @@ func optionalTime(ms int64) string {
 		return ""
 	}
 	return rfc3339(ms)
+}
+
+func optionalMillis(ms int64) string {
+	if ms <= 0 {
+		return ""
+	}
+	return rfc3339Millis(ms)
 }
 
 func printJSON(w io.Writer, results []connadmin.BrokerResult) error {
@@ -346,6 +367,7 @@ func printJSON(w io.Writer, results []connadmin.BrokerResult) error {
 				SessionExpiry: optionalTime(c.SessionExpiry), LastActivity: optionalTime(c.LastActivity),
 				BytesIn: c.BytesIn, BytesOut: c.BytesOut, Requests: c.Requests, State: c.State, Plane: c.Plane,
 				ClosedAt: optionalTime(c.ClosedAt), CloseReason: c.CloseReason,
+				ThrottledUntil: optionalMillis(c.ThrottledUntil), ThrottleTimeMs: c.ThrottleTimeMs,
 			})
 		}
 		out = append(out, b)
