@@ -28,6 +28,16 @@
 // goroutine, as net/http calls handlers ([ListClientConnectionsAPI] is
 // one), still within the queue's bound.
 //
+// Throttling: a handler that throttles a client, as Kafka's client quotas
+// do (KIP-219), calls [Request.Throttle] before its answer. The answer
+// leaves at once, with throttle_time_ms set, and the connection then reads
+// nothing until the throttle has passed (Kafka's MUTED_AND_THROTTLED), an
+// acks=0 Produce's (NoResponse) too; a client that ignores the throttle is
+// held all the same. A muted connection holds no queue place and no
+// request memory, connections.max.idle.ms counts from the throttle's end,
+// the registry lists it as throttled (connregistry.Conn.ThrottledUntil and
+// ThrottleTime), and Shutdown closes it at once, as an idle one.
+//
 // Bytes: a request's frame is read once and never reused, so a host may
 // keep its record batches without copying them ([Request]);
 // queued.max.request.bytes ([Config.QueuedMaxRequestBytes]) bounds the
@@ -40,7 +50,7 @@
 // records does not link kgo's compression libraries.
 //
 // The per-request path lives in conn.go, from reading a frame to writing
-// its response; park.go is how an idle connection gives back its
+// its response and muting a throttled connection; park.go is how an idle connection gives back its
 // read buffer and all but the smallest goroutine stack, with the
 // connection's state machine, who moves its deadlines, and the lock order;
 // quotas.go and rate.go hold the connection quotas, auth.go the TLS
