@@ -125,8 +125,8 @@ var errDraining = errors.New("socketserver: server shutting down")
 //
 //	state          what the goroutine does                   who leaves it, with which method, to
 //	waitBusy       handshake, reading or serving a request,  the goroutine: awaitBegin, before its wait
-//	               closing (finish); the state it starts in  in awaitRequest → waitAwaiting;
-//	                                                         parkBegin, in goPark → waitParked
+//	               muted by a throttle (mute), closing       in awaitRequest → waitAwaiting;
+//	               (finish); the state it starts in          parkBegin, in goPark → waitParked
 //	waitAwaiting   blocked in awaitRequest: the peer         the goroutine, when its wait ends:
 //	               watcher's read, or a read of the next     awaitEnd (CAS) → waitBusy (request
 //	               request's first byte                      began, or an error: it closes);
@@ -157,7 +157,11 @@ var errDraining = errors.New("socketserver: server shutting down")
 // asked, and its deadline is set, or is being set under wakeMu, which
 // clearWake takes before it clears it. Close, idle expiry, Shutdown's
 // drain and the registry's operator close never change the state: they
-// close the socket, or move the deadline, which ends any read.
+// close the socket, or move the deadline, which ends any read. A muted
+// connection (mute) is in no read, and stays in waitBusy, so the processor
+// never asks it to park: its wait ends at the throttle's end, when it
+// closes (its context), or when Shutdown, having set the draining flag,
+// closes Server.drainStarted.
 //
 // # Who moves the deadlines
 //

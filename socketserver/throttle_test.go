@@ -310,7 +310,9 @@ func TestThrottledConnListed(t *testing.T) {
 	assert.True(t, listed.ThrottledUntil.After(time.Now()), "ThrottledUntil %s is not in the future", listed.ThrottledUntil)
 	assert.WithinDuration(t, end, listed.ThrottledUntil, 100*time.Millisecond)
 
-	// On the wire, through a client of KIP-1329's API.
+	// On the wire, through a client of KIP-1329's API, with the time muted
+	// so far.
+	time.Sleep(50 * time.Millisecond)
 	cl, _ := socketservertest.ConnectKgo(t, srv.Addr("PLAINTEXT").String(), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
 	resp, err := cl.SeedBrokers()[0].Request(t.Context(), &connregistry.ListClientConnectionsRequest{})
 	require.NoError(t, err)
@@ -322,7 +324,8 @@ func TestThrottledConnListed(t *testing.T) {
 	}
 	require.NotNil(t, rec, "the muted connection is not on the wire")
 	assert.Equal(t, listed.ThrottledUntil.UnixMilli(), rec.ThrottledUntil)
-	assert.Positive(t, rec.ThrottleTimeMs)
+	assert.GreaterOrEqual(t, rec.ThrottleTimeMs, int64(50))
+	assert.Less(t, rec.ThrottleTimeMs, d.Milliseconds())
 
 	require.Eventually(t, func() bool {
 		return byID(srv.Registry().Snapshot(connregistry.Filter{})).ThrottledUntil.IsZero()
