@@ -1,0 +1,38 @@
+// Package knprom exports a kafkanet socket server's metrics to Prometheus
+// under Apache Kafka's metric names, so that the dashboards and alerts
+// written for a Kafka broker's network layer read a kafkanet host too.
+//
+// It is a module of its own (github.com/kafkanet/kafkanet/plugin/knprom),
+// so that only a host that imports it gets the Prometheus client in its
+// build list; the library itself depends on no metrics system.
+//
+// Two parts, registered with the same [prometheus.Registerer]:
+//
+//   - [Metrics] counts the server's events. It is a socketserver hook:
+//     append it to [socketserver.Config.Hooks] before [socketserver.New].
+//     It implements only the hook interfaces it has a metric for, and does
+//     nothing on a request's path beyond those calls.
+//   - [Stats] reports the gauges (open connections, request queue sizes,
+//     processor busy time and idle ratio, parked connections, the request
+//     memory pool), read from [socketserver.Server.Stats] when Prometheus
+//     collects, so they cost nothing between scrapes.
+//
+// A host with several servers in one process labels each one's metrics,
+// as the example broker does with Kafka's node_id:
+//
+//	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node_id": "1"}, registry)
+//	m, err := knprom.NewMetrics(reg)
+//	if err != nil { ... }
+//	cfg.Hooks = append(cfg.Hooks, m)
+//	srv, err := socketserver.New(cfg)
+//	if err != nil { ... }
+//	if err := reg.Register(knprom.NewStats(srv)); err != nil { ... }
+//
+// Names follow Kafka's JMX names: kafka.server:type=socket-server-metrics
+// becomes kafka_server_socket_server_metrics_..., and kafka.network's
+// RequestMetrics, RequestChannel, Acceptor, Processor and SocketServer
+// become kafka_network_... . Times are in seconds and byte counts in bytes,
+// as Prometheus names them (Kafka's TotalTimeMs is
+// kafka_network_request_metrics_total_time_seconds). Each metric's help
+// text names the Kafka metric it stands for.
+package knprom

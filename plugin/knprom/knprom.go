@@ -1,0 +1,234 @@
+package knprom
+
+import (
+	"errors"
+	"maps"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// Metrics counts a socket server's events: it is one hook
+// ([socketserver.Config.Hooks]) implementing every hook interface it has a
+// metric for. Make it with [NewMetrics]. It is safe for concurrent use, as
+// hooks must be, and may serve several servers (their counts add up).
+type Metrics struct {
+	connectionsCreated *prometheus.CounterVec
+	connectionsClosed  *prometheus.CounterVec
+	requests           *prometheus.CounterVec
+	bytesIn            *prometheus.CounterVec
+	bytesOut           *prometheus.CounterVec
+	totalTime          *prometheus.HistogramVec
+	phaseTime          *prometheus.HistogramVec
+	accepted           *prometheus.CounterVec
+	acceptorBlocked    *prometheus.CounterVec
+	acceptThrottle     *prometheus.CounterVec
+	ipRejected         *prometheus.CounterVec
+	ipThrottle         *prometheus.CounterVec
+	authenticated      *prometheus.CounterVec
+	authFailed         *prometheus.CounterVec
+	reauthenticated    *prometheus.CounterVec
+	reauthFailed       *prometheus.CounterVec
+}
+
+var (
+	_ socketserver.HookConnCreated          = (*Metrics)(nil)
+	_ socketserver.HookConnClosed           = (*Metrics)(nil)
+	_ socketserver.HookRequestReceived      = (*Metrics)(nil)
+	_ socketserver.HookResponseSent         = (*Metrics)(nil)
+	_ socketserver.HookRequestDone          = (*Metrics)(nil)
+	_ socketserver.HookConnAccepted         = (*Metrics)(nil)
+	_ socketserver.HookAcceptorBlocked      = (*Metrics)(nil)
+	_ socketserver.HookConnRejected         = (*Metrics)(nil)
+	_ socketserver.HookAuthenticated        = (*Metrics)(nil)
+	_ socketserver.HookAuthenticationFailed = (*Metrics)(nil)
+)
+
+// LatencyBuckets are the request-time histograms' buckets, in seconds:
+// from 100 µs to 26 s, four times apart.
+var LatencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 10)
+
+// NewMetrics makes the counters and histograms and registers them with
+// reg. It fails if reg already holds metrics of the same names (and
+// labels), as a second NewMetrics on the same registerer would.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets}, labels)
+	}
+	m := &Metrics{
+		connectionsCreated: counter("kafka_server_socket_server_metrics_connection_creation_total",
+			"Connections accepted (connection-creation-total).", "listener"),
+		connectionsClosed: counter("kafka_server_socket_server_metrics_connection_close_total",
+			"Connections closed (connection-close-total), by why they closed.", "listener", "reason"),
+		requests: counter("kafka_network_request_metrics_requests_total",
+			"Requests received (RequestsPerSec), by API.", "listener", "api_key", "request"),
+		bytesIn: counter("kafka_server_socket_server_metrics_incoming_byte_total",
+			"Bytes of requests received (incoming-byte-total).", "listener"),
+		bytesOut: counter("kafka_server_socket_server_metrics_outgoing_byte_total",
+			"Bytes of responses sent (outgoing-byte-total).", "listener"),
+		totalTime: histogram("kafka_network_request_metrics_total_time_seconds",
+			"Time from a request read to its response written (TotalTimeMs), by API.", "listener", "api_key", "request"),
+		phaseTime: histogram("kafka_network_request_metrics_phase_time_seconds",
+			"Where the time of requests the host answered went (RequestQueueTimeMs, LocalTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs), by API.",
+			"listener", "request", "phase"),
+		accepted: counter("kafka_server_socket_server_metrics_connection_accept_total",
+			"Connections admitted by the connection quotas (connection-accept-rate; sum the listeners for broker-connection-accept-rate).", "listener"),
+		acceptorBlocked: counter("kafka_network_acceptor_blocked_seconds_total",
+			"Time the acceptor waited for the connection quotas (AcceptorBlockedPercent: take its rate).", "listener"),
+		acceptThrottle: counter("kafka_server_socket_server_metrics_connection_accept_throttle_seconds_total",
+			"Creation-rate delay imposed on new connections (connection-accept-throttle-time).", "listener"),
+		ipRejected: counter("kafka_server_socket_server_metrics_ip_connection_rejected_total",
+			"Connections closed by max.connections.per.ip or the per-address creation rate.", "listener", "reason"),
+		ipThrottle: counter("kafka_server_socket_server_metrics_ip_connection_accept_throttle_seconds_total",
+			"Time throttled connections were held before closing (ip-connection-accept-throttle-time).", "listener"),
+		authenticated: counter("kafka_server_socket_server_metrics_successful_authentication_total",
+			"Connections authenticated by TLS or SASL (successful-authentication-total).", "listener", "mechanism"),
+		authFailed: counter("kafka_server_socket_server_metrics_failed_authentication_total",
+			"Failed TLS handshakes and SASL exchanges (failed-authentication-total).", "listener"),
+		reauthenticated: counter("kafka_server_socket_server_metrics_successful_reauthentication_total",
+			"Successful SASL re-authentications (successful-reauthentication-total).", "listener", "mechanism"),
+		reauthFailed: counter("kafka_server_socket_server_metrics_failed_reauthentication_total",
+			"Failed SASL re-authentications (failed-reauthentication-total).", "listener"),
+	}
+	for _, c := range []prometheus.Collector{m.connectionsCreated, m.connectionsClosed, m.requests, m.bytesIn, m.bytesOut,
+		m.totalTime, m.phaseTime, m.accepted, m.acceptorBlocked, m.acceptThrottle, m.ipRejected, m.ipThrottle,
+		m.authenticated, m.authFailed, m.reauthenticated, m.reauthFailed} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// OnConnCreated implements [socketserver.HookConnCreated].
+func (m *Metrics) OnConnCreated(info connregistry.Info) {
+	m.connectionsCreated.WithLabelValues(string(info.Listener)).Inc()
+}
+
+// OnConnClosed implements [socketserver.HookConnClosed].
+func (m *Metrics) OnConnClosed(info connregistry.Info, reason connregistry.CloseReason) {
+	m.connectionsClosed.WithLabelValues(string(info.Listener), string(reason)).Inc()
+}
+
+// OnRequestReceived implements [socketserver.HookRequestReceived].
+func (m *Metrics) OnRequestReceived(l protocolmap.ListenerName, apiKey int16, bytes int) {
+	m.requests.WithLabelValues(string(l), apiKeyLabel(apiKey), kmsg.NameForKey(apiKey)).Inc()
+	m.bytesIn.WithLabelValues(string(l)).Add(float64(bytes))
+}
+
+// OnResponseSent implements [socketserver.HookResponseSent].
+func (m *Metrics) OnResponseSent(l protocolmap.ListenerName, _ int16, bytes int) {
+	m.bytesOut.WithLabelValues(string(l)).Add(float64(bytes))
+}
+
+// OnRequestDone implements [socketserver.HookRequestDone].
+func (m *Metrics) OnRequestDone(l protocolmap.ListenerName, apiKey int16, t socketserver.RequestLatency) {
+	name := kmsg.NameForKey(apiKey)
+	m.totalTime.WithLabelValues(string(l), apiKeyLabel(apiKey), name).Observe(t.Total.Seconds())
+	if t == (socketserver.RequestLatency{Total: t.Total}) {
+		return // answered by the server itself: no phases
+	}
+	m.phaseTime.WithLabelValues(string(l), name, "request_queue").Observe(t.Queue.Seconds())
+	m.phaseTime.WithLabelValues(string(l), name, "local").Observe(t.Handler.Seconds())
+	m.phaseTime.WithLabelValues(string(l), name, "response_queue").Observe(t.ResponseQueue.Seconds())
+	m.phaseTime.WithLabelValues(string(l), name, "response_send").Observe(t.Send.Seconds())
+}
+
+// OnConnAccepted implements [socketserver.HookConnAccepted].
+func (m *Metrics) OnConnAccepted(l protocolmap.ListenerName) {
+	m.accepted.WithLabelValues(string(l)).Inc()
+}
+
+// OnAcceptorBlocked implements [socketserver.HookAcceptorBlocked].
+func (m *Metrics) OnAcceptorBlocked(l protocolmap.ListenerName, blocked, throttle time.Duration) {
+	m.acceptorBlocked.WithLabelValues(string(l)).Add(blocked.Seconds())
+	m.acceptThrottle.WithLabelValues(string(l)).Add(throttle.Seconds())
+}
+
+// OnConnRejected implements [socketserver.HookConnRejected].
+func (m *Metrics) OnConnRejected(l protocolmap.ListenerName, _ netip.Addr, err error, hold time.Duration) {
+	if errors.Is(err, socketserver.ErrConnectionThrottled) {
+		m.ipRejected.WithLabelValues(string(l), "ip_connection_creation_rate").Inc()
+		m.ipThrottle.WithLabelValues(string(l)).Add(hold.Seconds())
+		return
+	}
+	m.ipRejected.WithLabelValues(string(l), "max_connections_per_ip").Inc()
+}
+
+// OnAuthenticated implements [socketserver.HookAuthenticated]. A
+// connection authenticated by TLS alone counts under the mechanism SSL.
+func (m *Metrics) OnAuthenticated(info connregistry.Info, reauthentication bool) {
+	mechanism := info.SASLMechanism
+	if mechanism == "" {
+		mechanism = "SSL" // a TLS client certificate, or none
+	}
+	if reauthentication {
+		m.reauthenticated.WithLabelValues(string(info.Listener), mechanism).Inc()
+		return
+	}
+	m.authenticated.WithLabelValues(string(info.Listener), mechanism).Inc()
+}
+
+// OnAuthenticationFailed implements [socketserver.HookAuthenticationFailed].
+func (m *Metrics) OnAuthenticationFailed(info connregistry.Info, reauthentication bool, _ error) {
+	if reauthentication {
+		m.reauthFailed.WithLabelValues(string(info.Listener)).Inc()
+		return
+	}
+	m.authFailed.WithLabelValues(string(info.Listener)).Inc()
+}
+
+// apiKeyLabels are the api_key labels of the keys Kafka defines, made once
+// so that a request's hooks format no number.
+var apiKeyLabels = func() []string {
+	labels := make([]string, kmsg.MaxKey+1)
+	for i := range labels {
+		labels[i] = strconv.Itoa(i)
+	}
+	return labels
+}()
+
+// otherKeyLabels are the labels of the other keys seen (a host's own APIs,
+// such as ListClientConnections): a map replaced whole, under
+// otherKeyLabelsMu, when a key is new, and read without a lock. The hooks
+// see only the keys a listener accepts, so it holds a few entries at most.
+var (
+	otherKeyLabels   atomic.Pointer[map[int16]string]
+	otherKeyLabelsMu sync.Mutex
+)
+
+func apiKeyLabel(k int16) string {
+	if k >= 0 && int(k) < len(apiKeyLabels) {
+		return apiKeyLabels[k]
+	}
+	if m := otherKeyLabels.Load(); m != nil {
+		if l, ok := (*m)[k]; ok {
+			return l
+		}
+	}
+	otherKeyLabelsMu.Lock()
+	defer otherKeyLabelsMu.Unlock()
+	next := map[int16]string{}
+	if m := otherKeyLabels.Load(); m != nil {
+		if l, ok := (*m)[k]; ok {
+			return l
+		}
+		maps.Copy(next, *m)
+	}
+	l := strconv.Itoa(int(k))
+	next[k] = l
+	otherKeyLabels.Store(&next)
+	return l
+}

@@ -1,0 +1,83 @@
+package knprom
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// Stats is a [prometheus.Collector] of a server's gauges and running
+// totals, read from [socketserver.Server.Stats] at each collection; it
+// costs nothing between scrapes. Make it with [NewStats] and register it
+// with the registerer [NewMetrics] was given. The processor idle ratio is
+// measured between this collector's collections, from the snapshot it
+// keeps, so give each scraper (registry) a collector of its own.
+type Stats struct {
+	srv *socketserver.Server
+
+	mu   sync.Mutex
+	prev socketserver.Stats
+}
+
+// NewStats returns the collector of srv's gauges.
+func NewStats(srv *socketserver.Server) *Stats { return &Stats{srv: srv} }
+
+var _ prometheus.Collector = (*Stats)(nil)
+
+var (
+	connectionCountDesc = prometheus.NewDesc("kafka_server_socket_server_metrics_connection_count",
+		"Open connections (connection-count).", []string{"listener"}, nil)
+	requestQueueSizeDesc = prometheus.NewDesc("kafka_network_request_channel_request_queue_size",
+		"Requests waiting for a handler (RequestQueueSize, ControlPlaneRequestQueueSize).", []string{"plane"}, nil)
+	processorBusyDesc = prometheus.NewDesc("kafka_network_processor_busy_seconds_total",
+		"Time a network processor's connections spent decoding, queueing and writing (1 - IdlePercent: take its rate).", []string{"processor"}, nil)
+	processorIdleRatioDesc = prometheus.NewDesc("kafka_network_processor_idle_ratio",
+		"Share of the time since the previous collection that a network processor was idle (IdlePercent).", []string{"processor"}, nil)
+	parkedConnectionsDesc = prometheus.NewDesc("kafkanet_parked_connections",
+		"Idle connections parked: holding the smallest goroutine stack and no read buffer.", nil, nil)
+	memoryPoolUsedDesc = prometheus.NewDesc("kafka_network_socket_server_memory_pool_used_bytes",
+		"Bytes of requests read and not yet answered, against queued.max.request.bytes (MemoryPoolUsed).", []string{"plane"}, nil)
+	memoryPoolAvailableDesc = prometheus.NewDesc("kafka_network_socket_server_memory_pool_available_bytes",
+		"Bytes of queued.max.request.bytes not in use (MemoryPoolAvailable); 0 when the pool is overdrawn by one request.", []string{"plane"}, nil)
+	memoryPoolDepletedDesc = prometheus.NewDesc("kafka_server_socket_server_metrics_memory_pool_depleted_seconds_total",
+		"Time the request memory pool has been spent, so that connections waited to read (MemoryPoolDepletedTimeTotal).", []string{"plane"}, nil)
+)
+
+// Describe implements [prometheus.Collector].
+func (*Stats) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{connectionCountDesc, requestQueueSizeDesc, processorBusyDesc,
+		processorIdleRatioDesc, parkedConnectionsDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements [prometheus.Collector]. The request memory pool's
+// series exist only for a server with queued.max.request.bytes set.
+func (c *Stats) Collect(ch chan<- prometheus.Metric) {
+	st := c.srv.Stats()
+	c.mu.Lock()
+	idle := st.ProcessorIdleRatio(c.prev)
+	if st.At.After(c.prev.At) {
+		c.prev = st
+	}
+	c.mu.Unlock()
+	for l, n := range st.ConnectionCount {
+		ch <- prometheus.MustNewConstMetric(connectionCountDesc, prometheus.GaugeValue, float64(n), string(l))
+	}
+	for plane, n := range st.RequestQueueSize {
+		ch <- prometheus.MustNewConstMetric(requestQueueSizeDesc, prometheus.GaugeValue, float64(n), plane.String())
+	}
+	for id, busy := range st.ProcessorBusy {
+		ch <- prometheus.MustNewConstMetric(processorBusyDesc, prometheus.CounterValue, busy.Seconds(), strconv.Itoa(id))
+		ch <- prometheus.MustNewConstMetric(processorIdleRatioDesc, prometheus.GaugeValue, idle[id], strconv.Itoa(id))
+	}
+	ch <- prometheus.MustNewConstMetric(parkedConnectionsDesc, prometheus.GaugeValue, float64(st.ParkedConnections))
+	for plane, mem := range st.RequestMemory {
+		ch <- prometheus.MustNewConstMetric(memoryPoolUsedDesc, prometheus.GaugeValue, float64(mem.Used), plane.String())
+		ch <- prometheus.MustNewConstMetric(memoryPoolAvailableDesc, prometheus.GaugeValue, float64(max(mem.Size-mem.Used, 0)), plane.String())
+		ch <- prometheus.MustNewConstMetric(memoryPoolDepletedDesc, prometheus.CounterValue, mem.Depleted.Seconds(), plane.String())
+	}
+}
