@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/IBM/sarama v1.61.1
 	github.com/kafkanet/kafkanet v0.0.0
+	github.com/kafkanet/kafkanet/plugin/knprom v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rcrowley/go-metrics v0.0.0-20250401214520-65e299d6c5c9
 	github.com/segmentio/kafka-go v0.4.51
@@ -44,4 +45,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/kafkanet/kafkanet => ../
+replace (
+	github.com/kafkanet/kafkanet => ../
+	github.com/kafkanet/kafkanet/plugin/knprom => ../plugin/knprom
+)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
@@ -345,7 +346,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) 
 	}
 	scfg.Logger = c.log.With("broker", id)
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node_id": strconv.Itoa(int(id))}, c.registry)
-	metrics, err := newPromMetrics(reg)
+	metrics, err := knprom.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +359,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) 
 		return nil, err
 	}
 	b.srv = srv
-	if err := reg.Register(&statsCollector{srv: srv}); err != nil {
+	if err := reg.Register(knprom.NewStats(srv)); err != nil {
 		srv.Close()
 		return nil, err
 	}
