@@ -1,0 +1,51 @@
+// Package knotel exports a kafkanet socket server's metrics to
+// OpenTelemetry, under OpenTelemetry's semantic-convention names where
+// they have one, and Kafka's meaning in each description.
+//
+// It is a module of its own (github.com/kafkanet/kafkanet/plugin/knotel),
+// so that only a host that imports it gets OpenTelemetry in its build
+// list; the library itself depends on no metrics or tracing system.
+//
+// [Metrics] is a socketserver hook: append it to
+// [socketserver.Config.Hooks] before [socketserver.New], then call
+// [Metrics.ObserveStats] with the server for its gauges, which are read
+// from [socketserver.Server.Stats] only when the meter's reader collects.
+// Metrics implements only the hook interfaces it has an instrument for;
+// on a request's path it records into instruments whose attribute sets
+// were made once per listener and API, and allocates nothing.
+//
+//	m, err := knotel.NewMetrics(meterProvider)
+//	if err != nil { ... }
+//	cfg.Hooks = append(cfg.Hooks, m)
+//	srv, err := socketserver.New(cfg)
+//	if err != nil { ... }
+//	reg, err := m.ObserveStats(srv)
+//	if err != nil { ... }
+//	defer reg.Unregister()
+//
+// The request instruments follow the RPC semantic conventions, with
+// rpc.system.name "kafka" and rpc.method the API's name (Metadata,
+// Produce), plus kafka.api_key and kafka.listener:
+//
+//   - rpc.server.call.duration (s): from a request read to its response
+//     written (Kafka's TotalTimeMs);
+//   - rpc.server.request.size and rpc.server.response.size (By): the
+//     requests received (their count is Kafka's RequestsPerSec, their sum
+//     incoming-byte-total) and the responses written (outgoing-byte-total);
+//   - kafka.server.request.phase.duration (s), with kafka.request.phase
+//     request_queue, local, response_queue or response_send: the phases of
+//     Kafka's RequestMetrics, for the requests the host answered.
+//
+// The semantic conventions define no server-side connection metrics for a
+// protocol like Kafka's, so the others are named after Kafka's
+// socket-server metrics under kafka.server, with OpenTelemetry's units:
+// kafka.server.connection.accepted, .created, .closed (with
+// kafka.connection.close_reason) and .rejected (with error.type naming the
+// quota), kafka.server.acceptor.blocked.time,
+// kafka.server.connection.accept.throttle.time,
+// kafka.server.ip.connection.accept.throttle.time and
+// kafka.server.authentications (with kafka.sasl.mechanism,
+// kafka.authentication.result success or failure, and
+// kafka.authentication.reauthentication); the gauges are listed at
+// [Metrics.ObserveStats].
+package knotel

@@ -1,0 +1,216 @@
+package knotel_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/plugin/knotel"
+	"github.com/kafkanet/kafkanet/security/sasl"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// answerMetadata answers Metadata with an empty response.
+var answerMetadata = socketserver.HandlerFunc(func(r *socketserver.Request) {
+	req, ok := r.Body.(*kmsg.MetadataRequest)
+	if !ok {
+		_ = r.CloseConnection()
+		return
+	}
+	_ = r.Respond(req.ResponseKind())
+})
+
+// startServer starts a server whose SASL_PLAINTEXT listener CLIENT accepts
+// alice with PLAIN, with hooks and a request memory pool.
+func startServer(t *testing.T, hooks ...socketserver.Hook) *socketserver.Server {
+	t.Helper()
+	users, err := sasl.NewUsers(map[string]string{"alice": "alice-secret"})
+	require.NoError(t, err)
+	return socketservertest.NewServer(t, listener.Properties{
+		"listeners":                                 "CLIENT://127.0.0.1:0",
+		"listener.security.protocol.map":            "CLIENT:SASL_PLAINTEXT",
+		"inter.broker.listener.name":                "CLIENT",
+		"sasl.enabled.mechanisms":                   "PLAIN",
+		"connection.failed.authentication.delay.ms": "0",
+		"queued.max.request.bytes":                  "1048576",
+		"socket.request.max.bytes":                  "1048576",
+	}, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
+		c.Credentials = users
+		c.Hooks = append(c.Hooks, hooks...)
+	}, answerMetadata)
+}
+
+// session runs a kgo session against addr (ApiVersions and the SASL
+// exchange, which the server answers, then a Metadata the host answers)
+// and a failed login, and returns the good client, still connected.
+func session(t *testing.T, addr string) *kgo.Client {
+	t.Helper()
+	cl, _ := socketservertest.ConnectKgo(t, addr, socketservertest.KgoSASL("PLAIN", "alice", "alice-secret"))
+	bad, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0),
+		socketservertest.KgoSASL("PLAIN", "alice", "wrong"))
+	require.NoError(t, err)
+	defer bad.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = bad.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+	require.Error(t, err, "a wrong password logs in")
+	return cl
+}
+
+// A kgo session's events and the server's gauges, read with a
+// ManualReader, under their OpenTelemetry names.
+func TestMetricsKgoSession(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
+	m, err := knotel.NewMetrics(mp)
+	require.NoError(t, err)
+	srv := startServer(t, m)
+	reg, err := m.ObserveStats(srv)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
+
+	cl := session(t, srv.Addr("CLIENT").String())
+	const metadata = `kafka.api_key=3,kafka.listener=CLIENT,rpc.method=Metadata,rpc.system.name=kafka`
+	// The server calls the hooks of a response after writing it, and of a
+	// close after closing: wait until the last of each has been counted.
+	failedClose := `kafka.server.connection.closed{kafka.connection.close_reason=authentication failed,kafka.listener=CLIENT}`
+	metadataDone := `kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=response_send,rpc.method=Metadata,rpc.system.name=kafka}`
+	var values map[string]float64
+	if !assert.Eventually(t, func() bool {
+		values = collect(t, reader)
+		return values[failedClose] == 1 && values[metadataDone] == 1
+	}, 10*time.Second, 10*time.Millisecond) {
+		t.Fatalf("the failed login's close or the Metadata response is not counted:\n%s", dump(collect(t, reader)))
+	}
+
+	const apiVersions = `kafka.api_key=18,kafka.listener=CLIENT,rpc.method=ApiVersions,rpc.system.name=kafka`
+	const handshake = `kafka.api_key=17,kafka.listener=CLIENT,rpc.method=SASLHandshake,rpc.system.name=kafka`
+	eq := func(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
+	positive := func(v float64) bool { return v > 0 }
+	tests := []struct {
+		series string
+		check  func(float64) bool
+	}{
+		{`rpc.server.request.size.count{` + metadata + `}`, eq(1)},
+		{`rpc.server.request.size.sum{` + metadata + `}`, positive},
+		// kgo may send ApiVersions twice on a connection: its newest
+		// version first, then the newest the server offers.
+		{`rpc.server.request.size.count{` + apiVersions + `}`, func(v float64) bool { return v >= 2 }},
+		{`rpc.server.request.size.count{` + handshake + `}`, eq(2)},
+		{`rpc.server.response.size.count{` + metadata + `}`, eq(1)},
+		{`rpc.server.response.size.sum{` + metadata + `}`, positive},
+		{`rpc.server.call.duration.count{` + metadata + `}`, eq(1)},
+		{`rpc.server.call.duration.sum{` + metadata + `}`, positive},
+		{`kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=local,rpc.method=Metadata,rpc.system.name=kafka}`, eq(1)},
+		{`kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=request_queue,rpc.method=Metadata,rpc.system.name=kafka}`, eq(1)},
+		{`kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=response_queue,rpc.method=Metadata,rpc.system.name=kafka}`, eq(1)},
+		{`kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=response_send,rpc.method=Metadata,rpc.system.name=kafka}`, eq(1)},
+		{`kafka.server.connection.accepted{kafka.listener=CLIENT}`, eq(2)},
+		{`kafka.server.connection.created{kafka.listener=CLIENT}`, eq(2)},
+		{failedClose, eq(1)},
+		{`kafka.server.authentications{kafka.authentication.reauthentication=false,kafka.authentication.result=success,kafka.listener=CLIENT,kafka.sasl.mechanism=PLAIN}`, eq(1)},
+		{`kafka.server.authentications{kafka.authentication.reauthentication=false,kafka.authentication.result=failure,kafka.listener=CLIENT,kafka.sasl.mechanism=PLAIN}`, eq(1)},
+		// Gauges (ObserveStats): the good client's connection is open.
+		{`kafka.server.connection.count{kafka.listener=CLIENT}`, eq(1)},
+		{`kafka.server.request.queue.size{kafka.plane=data}`, eq(0)},
+		{`kafka.server.processor.busy.time{kafka.processor.id=0}`, positive},
+		{`kafka.server.connection.parked{}`, func(v float64) bool { return v == 0 || v == 1 }},
+		{`kafka.server.request.memory.used{kafka.plane=data}`, eq(0)},
+		{`kafka.server.request.memory.limit{kafka.plane=data}`, eq(1 << 20)},
+		{`kafka.server.request.memory.depleted.time{kafka.plane=data}`, eq(0)},
+	}
+	for _, tt := range tests {
+		v, ok := values[tt.series]
+		if assert.True(t, ok, "no series %s in:\n%s", tt.series, dump(values)) {
+			assert.True(t, tt.check(v), "%s = %v", tt.series, v)
+		}
+	}
+	// The exchange before authentication (ApiVersions and SASL) is the
+	// authenticator's, as in Kafka: its sizes are recorded, not its times.
+	for s := range values {
+		if strings.HasPrefix(s, "rpc.server.call.duration") || strings.HasPrefix(s, "kafka.server.request.phase.duration") {
+			assert.Contains(t, s, "rpc.method=Metadata", "a time of a request the server answered: %s", s)
+		}
+	}
+
+	cl.Close()
+	if !assert.Eventually(t, func() bool {
+		values = collect(t, reader)
+		return values[`kafka.server.connection.count{kafka.listener=CLIENT}`] == 0
+	}, 10*time.Second, 10*time.Millisecond) {
+		t.Fatalf("the client's connection stays open:\n%s", dump(collect(t, reader)))
+	}
+	assert.Equal(t, 1.0, values[`kafka.server.connection.closed{kafka.connection.close_reason=client closed,kafka.listener=CLIENT}`], dump(values))
+}
+
+// collect reads the reader's metrics into series (name{key=value,...},
+// the keys sorted) → value; a histogram gives name.count and name.sum.
+func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	out := map[string]float64{}
+	series := func(name string, set attribute.Set) string {
+		var kvs []string
+		for _, kv := range set.ToSlice() {
+			kvs = append(kvs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+		}
+		sort.Strings(kvs)
+		return name + "{" + strings.Join(kvs, ",") + "}"
+	}
+	for _, sm := range rm.ScopeMetrics {
+		require.Equal(t, knotel.ScopeName, sm.Scope.Name)
+		for _, m := range sm.Metrics {
+			switch data := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range data.DataPoints {
+					out[series(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Sum[float64]:
+				for _, p := range data.DataPoints {
+					out[series(m.Name, p.Attributes)] = p.Value
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range data.DataPoints {
+					out[series(m.Name+".count", p.Attributes)] = float64(p.Count)
+					out[series(m.Name+".sum", p.Attributes)] = float64(p.Sum)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range data.DataPoints {
+					out[series(m.Name+".count", p.Attributes)] = float64(p.Count)
+					out[series(m.Name+".sum", p.Attributes)] = p.Sum
+				}
+			default:
+				t.Errorf("%s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return out
+}
+
+func dump(values map[string]float64) string {
+	var lines []string
+	for s, v := range values {
+		lines = append(lines, fmt.Sprintf("%s %v", s, v))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,72 @@
+package knotel
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// ObserveStats adds srv's gauges and running totals, read from
+// [socketserver.Server.Stats] when the meter's reader collects, so that
+// they cost nothing between collections:
+//
+//   - kafka.server.connection.count: open connections, per kafka.listener
+//     (Kafka's connection-count);
+//   - kafka.server.request.queue.size: requests waiting for a handler, per
+//     kafka.plane (RequestQueueSize, ControlPlaneRequestQueueSize);
+//   - kafka.server.processor.busy.time: time each network processor's
+//     connections spent decoding, queueing and writing, per
+//     kafka.processor.id (its rate is 1 - Kafka's IdlePercent);
+//   - kafka.server.connection.parked: idle connections parked;
+//   - kafka.server.request.memory.used and .limit, and
+//     kafka.server.request.memory.depleted.time, per kafka.plane, with
+//     queued.max.request.bytes set (MemoryPoolUsed, the pool's size, and
+//     MemoryPoolDepletedTimeTotal).
+//
+// Unregister the returned registration when srv is gone; a host with
+// several servers calls ObserveStats for each, and their series add up
+// unless the meter provider tells them apart.
+func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, error) {
+	connections, err1 := m.meter.Int64ObservableUpDownCounter("kafka.server.connection.count",
+		metric.WithUnit("{connection}"), metric.WithDescription("Open connections (Kafka's connection-count)."))
+	queue, err2 := m.meter.Int64ObservableUpDownCounter("kafka.server.request.queue.size",
+		metric.WithUnit("{request}"), metric.WithDescription("Requests waiting for a handler (Kafka's RequestQueueSize, ControlPlaneRequestQueueSize)."))
+	busy, err3 := m.meter.Float64ObservableCounter("kafka.server.processor.busy.time",
+		metric.WithUnit("s"), metric.WithDescription("Time a network processor's connections spent decoding, queueing and writing (1 - Kafka's IdlePercent: take its rate)."))
+	parked, err4 := m.meter.Int64ObservableUpDownCounter("kafka.server.connection.parked",
+		metric.WithUnit("{connection}"), metric.WithDescription("Idle connections parked: holding the smallest goroutine stack and no read buffer."))
+	memUsed, err5 := m.meter.Int64ObservableUpDownCounter("kafka.server.request.memory.used",
+		metric.WithUnit("By"), metric.WithDescription("Bytes of requests read and not yet answered (Kafka's MemoryPoolUsed)."))
+	memLimit, err6 := m.meter.Int64ObservableUpDownCounter("kafka.server.request.memory.limit",
+		metric.WithUnit("By"), metric.WithDescription("The request memory pool's size, queued.max.request.bytes."))
+	memDepleted, err7 := m.meter.Float64ObservableCounter("kafka.server.request.memory.depleted.time",
+		metric.WithUnit("s"), metric.WithDescription("Time the request memory pool has been spent, so that connections waited to read (Kafka's MemoryPoolDepletedTimeTotal)."))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+		return nil, err
+	}
+	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := srv.Stats()
+		for l, n := range st.ConnectionCount {
+			o.ObserveInt64(connections, int64(n), metric.WithAttributes(keyListener.String(string(l))))
+		}
+		for plane, n := range st.RequestQueueSize {
+			o.ObserveInt64(queue, int64(n), metric.WithAttributes(keyPlane.String(plane.String())))
+		}
+		for id, d := range st.ProcessorBusy {
+			o.ObserveFloat64(busy, d.Seconds(), metric.WithAttributes(keyProcessor.String(strconv.Itoa(id))))
+		}
+		o.ObserveInt64(parked, int64(st.ParkedConnections))
+		for plane, mem := range st.RequestMemory {
+			attrs := metric.WithAttributeSet(attribute.NewSet(keyPlane.String(plane.String())))
+			o.ObserveInt64(memUsed, mem.Used, attrs)
+			o.ObserveInt64(memLimit, mem.Size, attrs)
+			o.ObserveFloat64(memDepleted, mem.Depleted.Seconds(), attrs)
+		}
+		return nil
+	}, connections, queue, busy, parked, memUsed, memLimit, memDepleted)
+}
