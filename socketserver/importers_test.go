@@ -11,9 +11,10 @@ import (
 )
 
 // A fresh module that imports socketserver and connregistry gets none of
-// the examples' dependencies in its build list: the examples are a module
-// of their own, so that minimal version selection never raises an
-// importer's own versions of them.
+// the examples' or the plugins' dependencies in its build list, Prometheus
+// and OpenTelemetry above all: the examples and each plugin (plugin/knprom,
+// plugin/knotel) are modules of their own, so that minimal version
+// selection never raises an importer's own versions of them.
 func TestImportersBuildList(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command on PATH")
@@ -52,6 +53,7 @@ func main() { _, _ = socketserver.New(socketserver.Config{Registry: connregistry
 	for _, heavy := range []string{
 		"github.com/prometheus/", "github.com/IBM/sarama", "github.com/segmentio/kafka-go",
 		"github.com/twmb/franz-go/pkg/kfake", "github.com/rcrowley/go-metrics",
+		"go.opentelemetry.io/", "github.com/kafkanet/kafkanet/plugin/",
 	} {
 		require.NotContains(t, all, heavy, "an importer's build list holds %s:\n%s", heavy, all)
 	}
