@@ -665,12 +665,22 @@ func TestPrometheusMetrics(t *testing.T) {
 		roundTrip[*kmsg.MetadataResponse](conn, req)
 	}
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + ln.Addr().String() + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	scrape := func() []byte {
+		resp, err := client.Get("http://" + ln.Addr().String() + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return body
+	}
+	// The server calls a response's hooks after writing it: wait for the
+	// last response's (the checks below show the series if it never comes).
+	var body []byte
+	assert.Eventually(t, func() bool {
+		body = scrape()
+		return parseMetrics(t, body)[`kafka_network_request_metrics_phase_time_seconds_count{listener="CLIENT",node_id="0",phase="response_send",request="Metadata"}`] == 3
+	}, 10*time.Second, 10*time.Millisecond)
 
 	tests := []struct {
 		series string
