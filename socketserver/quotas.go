@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/quota"
 )
 
 // Unlimited is the value of a connection limit or rate that does not limit
@@ -182,9 +183,9 @@ type connectionQuotas struct {
 	byListener map[protocolmap.ListenerName]int
 	byIP       map[netip.Addr]int
 
-	brokerRate   *sampledRate
-	listenerRate map[protocolmap.ListenerName]*sampledRate
-	ipRate       map[netip.Addr]*sampledRate
+	brokerRate   *quota.Rate
+	listenerRate map[protocolmap.ListenerName]*quota.Rate
+	ipRate       map[netip.Addr]*quota.Rate
 	ipRateSwept  time.Time // when ipRate was last rid of expired rates
 
 	changed chan struct{} // closed and replaced when a slot frees or the quotas change
@@ -197,8 +198,8 @@ func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker pro
 	return &connectionQuotas{
 		q: q, overrides: overrides, ipRates: ipRates(q.IPConnectionCreationRateOverrides), interBroker: interBroker, listeners: listeners,
 		byListener: map[protocolmap.ListenerName]int{}, byIP: map[netip.Addr]int{},
-		brokerRate:   newSampledRate(q.WindowNum, q.WindowSize),
-		listenerRate: map[protocolmap.ListenerName]*sampledRate{}, ipRate: map[netip.Addr]*sampledRate{},
+		brokerRate:   quota.NewRate(q.WindowNum, q.WindowSize),
+		listenerRate: map[protocolmap.ListenerName]*quota.Rate{}, ipRate: map[netip.Addr]*quota.Rate{},
 		changed: make(chan struct{}), excess: make(chan struct{}),
 		now: time.Now,
 	}
@@ -246,7 +247,7 @@ func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
 	defer cq.mu.Unlock()
 	cq.applied = true
 	if q.WindowNum != cq.q.WindowNum || q.WindowSize != cq.q.WindowSize {
-		cq.brokerRate = newSampledRate(q.WindowNum, q.WindowSize)
+		cq.brokerRate = quota.NewRate(q.WindowNum, q.WindowSize)
 		clear(cq.listenerRate)
 		clear(cq.ipRate)
 	}
@@ -301,15 +302,15 @@ func (cq *connectionQuotas) recordLocked(l protocolmap.ListenerName, now time.Ti
 	if limit := cq.listenerRateLimit(l); limit != Unlimited {
 		r := cq.listenerRate[l]
 		if r == nil {
-			r = newSampledRate(cq.q.WindowNum, cq.q.WindowSize)
+			r = quota.NewRate(cq.q.WindowNum, cq.q.WindowSize)
 			cq.listenerRate[l] = r
 		}
-		r.record(1, now)
-		d = max(d, r.throttle(float64(limit), now))
+		r.Record(1, now)
+		d = max(d, connectionThrottle(r, float64(limit), now))
 	}
 	if limit := cq.q.MaxConnectionCreationRate; limit != Unlimited && !cq.protected(l) {
-		cq.brokerRate.record(1, now)
-		d = max(d, cq.brokerRate.throttle(float64(limit), now))
+		cq.brokerRate.Record(1, now)
+		d = max(d, connectionThrottle(cq.brokerRate, float64(limit), now))
 	}
 	return d
 }
@@ -317,10 +318,10 @@ func (cq *connectionQuotas) recordLocked(l protocolmap.ListenerName, now time.Ti
 // unrecordLocked takes back a connection recorded by recordLocked.
 func (cq *connectionQuotas) unrecordLocked(l protocolmap.ListenerName, now time.Time) {
 	if r := cq.listenerRate[l]; r != nil {
-		r.record(-1, now)
+		r.Record(-1, now)
 	}
 	if cq.q.MaxConnectionCreationRate != Unlimited && !cq.protected(l) {
-		cq.brokerRate.record(-1, now)
+		cq.brokerRate.Record(-1, now)
 	}
 }
 
@@ -389,12 +390,12 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 	if limit := cq.ipRateLimit(ip); limit != Unlimited {
 		r := cq.ipRate[ip]
 		if r == nil {
-			r = newSampledRate(cq.q.WindowNum, cq.q.WindowSize)
+			r = quota.NewRate(cq.q.WindowNum, cq.q.WindowSize)
 			cq.ipRate[ip] = r
 		}
-		r.record(1, now)
-		if d := r.throttle(float64(limit), now); d > 0 {
-			r.record(-1, now)
+		r.Record(1, now)
+		if d := connectionThrottle(r, float64(limit), now); d > 0 {
+			r.Record(-1, now)
 			cq.unrecordLocked(l, now)
 			cq.mu.Unlock()
 			res.ipHold = d
@@ -439,7 +440,7 @@ func (cq *connectionQuotas) sweepIPRatesLocked(now time.Time) {
 	}
 	cq.ipRateSwept = now
 	for ip, r := range cq.ipRate {
-		if r.expired(now) {
+		if r.Expired(now) {
 			delete(cq.ipRate, ip)
 		}
 	}
@@ -500,4 +501,13 @@ func (cq *connectionQuotas) counts() (int, map[protocolmap.ListenerName]int, map
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	return cq.total, maps.Clone(cq.byListener), maps.Clone(cq.byIP)
+}
+
+// connectionThrottle returns how long to delay a connection that r, with
+// the connection recorded, measures above bound: Kafka's
+// QuotaUtils.boundedThrottleTime capped at one window, as ConnectionQuotas
+// caps it; zero within bound. A bound of zero admits nothing: the infinite
+// delay is capped to the window.
+func connectionThrottle(r *quota.Rate, bound float64, now time.Time) time.Duration {
+	return quota.BoundedThrottleTime(r.Measure(now), bound, r.WindowSize(now), r.Window())
 }
