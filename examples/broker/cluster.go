@@ -19,6 +19,7 @@ import (
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/quota"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -58,6 +59,9 @@ type brokerSettings struct {
 	// none), and memoryLimit kafkanet.memory.limit.bytes (memlimit.go).
 	requestBudget int64
 	memoryLimit   int64
+	// quotas are the client quotas' sampling and the quotas at start
+	// (clientquotas.go).
+	quotas quotaSettings
 }
 
 // readSettings reads the broker's settings from cfg's properties and checks
@@ -112,6 +116,9 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 		return brokerSettings{}, err
 	}
 	if s.log, err = readLogSettings(cfg); err != nil {
+		return brokerSettings{}, err
+	}
+	if s.quotas, err = readQuotaSettings(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
 	s.superUsers, _ = cfg.Properties().Get("super.users")
@@ -260,6 +267,7 @@ type cluster struct {
 	// reload reaches every broker at once.
 	users     *security.JAASUsers
 	reloading sync.Mutex // one reload at a time
+	quotaMu   sync.Mutex // one AlterClientQuotas at a time, applied to every broker
 	// groups is the group coordinator of every group; each group's
 	// requests go to the broker coordinatorOf names.
 	groups *coordinator
@@ -277,6 +285,9 @@ type broker struct {
 	id  int32
 	cfg *listener.Set
 	srv *socketserver.Server
+	// quotas measures this broker's clients against the client quotas,
+	// which AlterClientQuotas changes on every broker at once.
+	quotas *quota.Manager
 }
 
 // startCluster starts n brokers that share one in-memory state. Broker 0
@@ -339,7 +350,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 // startBroker builds and starts one broker's socket server from cfg, with
 // every socket-server key of its properties applied.
 func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) (*broker, error) {
-	b := &broker{c: c, id: id, cfg: cfg}
+	b := &broker{c: c, id: id, cfg: cfg, quotas: newQuotaManager(c.settings.quotas)}
 	scfg, err := socketServerConfig(cfg, c.settings, b)
 	if err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ func dataPlaneAPIs(h socketserver.Handler) []socketserver.API {
 	if h != nil {
 		inline = socketserver.Inline(h, inline...)
 	}
-	return append(inline,
+	apis := append(inline,
 		socketserver.KmsgAPI(kmsg.InitProducerID, 0, 5),
 		socketserver.KmsgAPI(kmsg.DescribeCluster, 0, 2),
 		socketserver.KmsgAPI(kmsg.CreateTopics, 0, 7),
@@ -48,6 +48,7 @@ func dataPlaneAPIs(h socketserver.Handler) []socketserver.API {
 		socketserver.KmsgAPI(kmsg.DescribeGroups, 0, 6),
 		socketserver.KmsgAPI(kmsg.ListGroups, 0, 5),
 	)
+	return append(apis, clientQuotaAPIs()...)
 }
 
 // controlPlaneAPIs are the requests the control-plane listener serves
@@ -85,6 +86,8 @@ func (b *broker) ServeKafka(r *socketserver.Request) {
 			return
 		}
 	}
+	start := time.Now()
+	defer func() { b.recordRequestTime(r, time.Since(start)) }()
 	switch req := r.Body.(type) {
 	case *kmsg.MetadataRequest:
 		b.respond(r, b.metadata(r, req))
@@ -120,6 +123,10 @@ func (b *broker) ServeKafka(r *socketserver.Request) {
 		b.respond(r, b.describeGroups(req))
 	case *kmsg.ListGroupsRequest:
 		b.respond(r, b.listGroups(req))
+	case *kmsg.DescribeClientQuotasRequest:
+		b.respond(r, b.describeClientQuotas(r, req))
+	case *kmsg.AlterClientQuotasRequest:
+		b.respond(r, b.alterClientQuotas(r, req))
 	default: // not reached: the server passes on only the APIs enabled
 		_ = r.CloseConnection()
 	}
@@ -251,14 +258,20 @@ func (b *broker) produce(r *socketserver.Request, req *kmsg.ProduceRequest) {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	// Throttled by the client's producer_byte_rate and request_percentage
+	// quotas, acks=0 too (its connection is muted), as in Kafka.
+	d := b.produceThrottle(r, r.Size)
 	switch {
 	case req.Acks != 0:
-		b.respond(r, resp)
+		b.respondThrottled(r, resp, d)
 	case failed:
 		// The client reads no response; closing the connection makes it
 		// refresh its metadata, as Kafka does.
 		_ = r.CloseConnection()
 	default:
+		if d > 0 {
+			_ = throttle(r, nil, d)
+		}
 		_ = r.NoResponse()
 	}
 }
@@ -273,10 +286,11 @@ func (b *broker) fetch(r *socketserver.Request, req *kmsg.FetchRequest) {
 		b.respond(r, resp)
 		return
 	}
+	b.fetchMaxBytes(r, req)
 	wake := b.c.state.wakeup() // before reading, so that no append is missed
 	resp, size, failed := b.readFetch(req)
 	if size > 0 || failed || req.MaxWaitMillis <= 0 || req.MinBytes <= 0 {
-		b.respond(r, resp)
+		b.respondFetch(r, resp, size)
 		return
 	}
 	b.c.waiting.Go(func() { b.longPoll(r, req, wake) })
@@ -293,7 +307,7 @@ func (b *broker) longPoll(r *socketserver.Request, req *kmsg.FetchRequest, wake 
 		case <-wake:
 			wake = b.c.state.wakeup()
 			if resp, size, _ := b.readFetch(req); size > 0 {
-				b.respond(r, resp)
+				b.respondFetch(r, resp, size)
 				return
 			}
 			continue // the records were for other partitions
@@ -303,8 +317,8 @@ func (b *broker) longPoll(r *socketserver.Request, req *kmsg.FetchRequest, wake 
 			_ = r.CloseConnection() // the client has gone
 			return
 		}
-		resp, _, _ := b.readFetch(req)
-		b.respond(r, resp)
+		resp, size, _ := b.readFetch(req)
+		b.respondFetch(r, resp, size)
 		return
 	}
 }
