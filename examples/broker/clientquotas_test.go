@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-		"sync/atomic"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,7 +163,9 @@ func TestClientQuotaAdminAPIs(t *testing.T) {
 		})
 	}
 
-	user := func(n *string) kadm.ClientQuotaEntityComponent { return kadm.ClientQuotaEntityComponent{Type: "user", Name: n} }
+	user := func(n *string) kadm.ClientQuotaEntityComponent {
+		return kadm.ClientQuotaEntityComponent{Type: "user", Name: n}
+	}
 	client := func(n *string) kadm.ClientQuotaEntityComponent {
 		return kadm.ClientQuotaEntityComponent{Type: "client-id", Name: n}
 	}

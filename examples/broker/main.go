@@ -74,6 +74,15 @@
 // broker runs with a fixed heap; it logs the limit at start.
 // kafkanet.memory.limit.bytes sets a fixed limit instead, and -1 none.
 //
+// Client quotas (producer_byte_rate, consumer_byte_rate and
+// request_percentage per user and client id, with Kafka's precedence) start
+// from kafkanet.client.quotas, for example
+// kafkanet.client.quotas=clients/<default>:producer_byte_rate=1048576;users/alice:request_percentage=200,
+// sampled over quota.window.num windows of quota.window.size.seconds, and
+// change at run time through AlterClientQuotas and DescribeClientQuotas
+// (super users only when super.users is set). A client over its quota is
+// answered at once with a throttle time (KIP-219).
+//
 // -brokers N runs a cluster of N brokers in the one process, sharing their
 // topics: broker i has node id node.id+i and binds and advertises each
 // listener on its configured port + i*100 (a port 0 stays 0, an ephemeral
