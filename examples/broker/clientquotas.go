@@ -196,31 +196,23 @@ func (b *broker) respondFetch(r *socketserver.Request, resp *socketserver.FetchR
 	b.respondThrottled(r, resp, d)
 }
 
-// respondThrottled answers r with resp, throttled for d.
-func (b *broker) respondThrottled(r *socketserver.Request, resp kmsg.Response, d time.Duration) {
-	if d > 0 {
-		if err := throttle(r, resp, d); err != nil {
-			b.c.log.Error("cannot throttle", "conn_id", r.Conn.ID, "api_key", r.APIKey, "err", err)
-		}
+// throttle throttles r's client for d, if positive: the server sets the
+// response's throttle_time_ms and mutes the connection for d once it is
+// answered (KIP-219), so that a client that ignores the throttle time
+// (librdkafka's Produce) is held too.
+func (b *broker) throttle(r *socketserver.Request, d time.Duration) {
+	if d <= 0 {
+		return
 	}
-	b.respond(r, resp)
+	if err := r.Throttle(d); err != nil { // answered already: a bug here
+		b.c.log.Error("cannot throttle", "conn_id", r.Conn.ID, "api_key", r.APIKey, "err", err)
+	}
 }
 
-// throttleMutes says whether throttle mutes the connection: false until
-// socketserver has Request.Throttle (see throttle).
-const throttleMutes = false
-
-// throttle asks the server to mute r's connection for d once it is
-// answered (KIP-219). Until socketserver has Request.Throttle, it sets the
-// response's throttle_time_ms (resp nil: an acks=0 Produce, which has
-// none) and the connection is not muted: clients that honour KIP-219 wait
-// on their side.
-func throttle(r *socketserver.Request, resp kmsg.Response, d time.Duration) error {
-	_ = r
-	if t, ok := resp.(interface{ SetThrottle(int32) }); ok {
-		t.SetThrottle(int32(min(d, quota.MaxThrottle) / time.Millisecond))
-	}
-	return nil
+// respondThrottled answers r with resp, throttled for d.
+func (b *broker) respondThrottled(r *socketserver.Request, resp kmsg.Response, d time.Duration) {
+	b.throttle(r, d)
+	b.respond(r, resp)
 }
 
 // clientQuotaAPIs are DescribeClientQuotas and AlterClientQuotas, served

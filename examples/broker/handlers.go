@@ -269,9 +269,7 @@ func (b *broker) produce(r *socketserver.Request, req *kmsg.ProduceRequest) {
 		// refresh its metadata, as Kafka does.
 		_ = r.CloseConnection()
 	default:
-		if d > 0 {
-			_ = throttle(r, nil, d)
-		}
+		b.throttle(r, d) // muted at once
 		_ = r.NoResponse()
 	}
 }
