@@ -114,9 +114,9 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 	return s.ReauthMax
 }
 
-// ForListener gathers the authentication settings of one listener, each looked
-// up with [listener.Set.ListenerValue] (the listener prefix overrides the
-// un-prefixed key):
+// ForListener gathers the authentication settings of one listener, each
+// looked up with [listener.Properties.ListenerValue] (the listener prefix
+// overrides the un-prefixed key):
 //
 //   - TLS from [TLSConfig];
 //   - for SASL listeners, sasl.enabled.mechanisms: a comma-separated list

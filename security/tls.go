@@ -51,7 +51,8 @@ const kafkaDefaultStoreType = "JKS"
 // TLSConfig builds the server side TLS configuration of a listener from
 // Kafka's PEM settings (KIP-651). For a listener whose security protocol is
 // not SSL or SASL_SSL it returns nil, nil. Every key is looked up with
-// [listener.Set.ListenerValue], so listener.name.<name>.ssl.* overrides ssl.*.
+// [listener.Properties.ListenerValue], so listener.name.<name>.ssl.*
+// overrides ssl.*.
 //
 // The listener's certificate and private key come from one of:
 //

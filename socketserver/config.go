@@ -198,8 +198,8 @@ type Config struct {
 
 	// ParkAfter is how long an idle connection first waits for its next
 	// request before it parks, giving back its read buffer and all but the
-	// smallest goroutine stack (see park.go); a connection woken soon after
-	// parking waits longer before its next park. Zero means
+	// smallest goroutine stack; a connection woken soon after parking
+	// waits longer before its next park (see DefaultParkAfter). Zero means
 	// DefaultParkAfter; negative disables parking.
 	ParkAfter time.Duration
 

@@ -49,12 +49,15 @@
 // checked and decompressed; it is apart so that a host that does not read
 // records does not link kgo's compression libraries.
 //
-// The per-request path lives in conn.go, from reading a frame to writing
-// its response and muting a throttled connection; park.go is how an idle connection gives back its
-// read buffer and all but the smallest goroutine stack, with the
-// connection's state machine, who moves its deadlines, and the lock order;
-// quotas.go and rate.go hold the connection quotas, auth.go the TLS
-// handshake and the SASL exchange, hooks.go the hooks, memory.go the
-// request memory pool, records.go and zerocopy.go the responses written by
-// reference.
+// Each connection has one goroutine, which runs the whole per-request
+// path: it reads a frame (within queued.max.request.bytes), decodes it,
+// queues the request or answers it inline, waits for the answer, writes the
+// response, mutes the connection while a throttle lasts, and only then
+// reads the next frame. An idle connection parks: after [Config.ParkAfter]
+// without a request it gives back its read buffer and hands its read to a
+// fresh goroutine with the smallest stack, so that thousands of idle
+// connections cost little memory; the next request's first bytes wake it.
+// The connection's listener processor registers it, enforces its idle
+// expiry and asks it to park; [Server.Shutdown] and [Server.Close] end it
+// in whatever state it is.
 package socketserver

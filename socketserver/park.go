@@ -50,12 +50,12 @@ import (
 // DefaultParkAfter is how long a connection first waits for its next
 // request before it parks, when Config.ParkAfter is zero. A connection that
 // sends a request at least this often never parks. One that parks pays for
-// it when it wakes (BenchmarkParkCycle: about 17 µs and 3 allocations), so
-// a connection that wakes soon after parking, a client sending a request
-// every few hundred milliseconds, waits twice as long before its next park,
-// up to maxParkAfter (or ParkAfter, if longer); one that stays parked long
-// brings its wait back down. Parking then costs at most one wake per
-// parkedLong×ParkAfter (0.8 s by default) of parked time.
+// it when it wakes (about 17 µs and 3 allocations), so a connection that
+// wakes soon after parking, a client sending a request every few hundred
+// milliseconds, waits twice as long before its next park, up to 10 seconds
+// (or Config.ParkAfter, if longer); one that stays parked long brings its
+// wait back down. Parking then costs at most one wake per 8×ParkAfter
+// (0.8 s by default) of parked time.
 const DefaultParkAfter = 100 * time.Millisecond
 
 const (

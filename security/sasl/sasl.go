@@ -57,8 +57,9 @@ type Mechanism interface {
 // that has work of its own while it serves, such as fetching and
 // refreshing OAUTHBEARER's signing keys. Its owner calls Start before the
 // first authentication and Close after the last; the socket server does so
-// for the mechanisms of its Config, in Server.Start and when the server has
-// stopped. Start and Close are counted, as Kafka counts its key resolvers:
+// for the mechanisms of its listeners (each listener's
+// socketserver.ListenerConfig.Mechanisms), in Server.Start and when the
+// server has stopped. Start and Close are counted, as Kafka counts its key resolvers:
 // a Service shared by several owners (two listeners, two servers) does its
 // work from the first Start to the last Close, and nothing it started
 // outlives that Close.

@@ -34,7 +34,7 @@
 // refreshes it; Close ends that goroutine. A host that uses a validator on
 // its own calls Start and Close itself.
 //
-// From Kafka's properties: the listener package reads a listener's
+// From Kafka's properties: package security reads a listener's
 // OAUTHBEARER settings (security.OAuthBearer; the socket server's
 // ConfigFromProperties keeps them in each ListenerConfig's
 // Security.OAuthBearer), and [FromSettings] builds the mechanism Kafka
