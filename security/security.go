@@ -52,17 +52,18 @@ type Settings struct {
 	// TLS is the listener's server TLS configuration ([TLSConfig]);
 	// nil unless the listener speaks SSL or SASL_SSL.
 	TLS *tls.Config
-	// SASLMechanisms are the SASL mechanisms the listener offers, as
+	// EnabledMechanisms are the SASL mechanisms the listener offers, as
 	// sasl.enabled.mechanisms names them (case-sensitive, as in Kafka: a
 	// client asking for PLAIN does not get a configured plain), in that
 	// order without repeats; nil unless the listener speaks SASL_PLAINTEXT
-	// or SASL_SSL.
-	SASLMechanisms []string
-	// SASLMechanismsKey is the key SASLMechanisms was read from
+	// or SASL_SSL. These are names; the implementations that serve them
+	// are the listener's socketserver.ListenerConfig.Mechanisms.
+	EnabledMechanisms []string
+	// EnabledMechanismsKey is the key EnabledMechanisms was read from
 	// (listener.name.<name>.sasl.enabled.mechanisms or
 	// sasl.enabled.mechanisms), so that an error about them names it;
 	// empty when they are Kafka's default or set in code.
-	SASLMechanismsKey string
+	EnabledMechanismsKey string
 	// PrincipalMapper turns client certificate DNs into principal names
 	// (ssl.principal.mapping.rules, default DEFAULT); nil unless the
 	// listener speaks SSL. (On SASL_SSL the principal comes from SASL, on
@@ -79,7 +80,7 @@ type Settings struct {
 	// (kafkanet.handshake.timeout.ms, default 10 s).
 	HandshakeTimeout time.Duration
 	// OAuthBearer holds the listener's SASL/OAUTHBEARER settings
-	// ([OAuthBearer]) when SASLMechanisms holds OAUTHBEARER and the
+	// ([OAuthBearer]) when EnabledMechanisms holds OAUTHBEARER and the
 	// properties configure one of Kafka's token validators; nil otherwise
 	// (see [Settings.OAuthBearerNotConfigured]). Nothing is built from
 	// them here or in the socket server: a host that serves OAUTHBEARER
@@ -102,7 +103,7 @@ type Settings struct {
 func (s Settings) OAuthBearerNotConfigured() error { return s.oauthBearerNotConfigured }
 
 // ReauthMaxFor returns connections.max.reauth.ms for one of the listener's
-// SASL mechanisms (as SASLMechanisms names it):
+// SASL mechanisms (as EnabledMechanisms names it):
 // listener.name.<listener>.<mechanism>.connections.max.reauth.ms (the
 // mechanism in lower case, as in
 // listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms) if set, else
@@ -148,16 +149,16 @@ func ForListener(cfg *listener.Set, name protocolmap.ListenerName) (Settings, er
 		return Settings{}, err
 	}
 	if proto.UsesSASL() {
-		if s.SASLMechanisms, err = c.saslMechanisms(name); err != nil {
+		if s.EnabledMechanisms, err = c.saslMechanisms(name); err != nil {
 			return Settings{}, err
 		}
 		if set := c.setting(name, KeySASLEnabledMechanisms); set.ok {
-			s.SASLMechanismsKey = set.from
+			s.EnabledMechanismsKey = set.from
 		}
 		if s.ReauthMax, err = c.reauthMax(c.setting(name, KeyConnectionsMaxReauthMs)); err != nil {
 			return Settings{}, err
 		}
-		for _, mech := range s.SASLMechanisms {
+		for _, mech := range s.EnabledMechanisms {
 			key := name.ConfigPrefix() + strings.ToLower(mech) + "." + KeyConnectionsMaxReauthMs
 			v, ok := c.props.Get(key)
 			if !ok {
@@ -190,7 +191,7 @@ func ForListener(cfg *listener.Set, name protocolmap.ListenerName) (Settings, er
 		}
 	}
 	s.HandshakeTimeout = millis(ms)
-	if slices.Contains(s.SASLMechanisms, oauthBearerMechanism) {
+	if slices.Contains(s.EnabledMechanisms, oauthBearerMechanism) {
 		o, err := OAuthBearer(c.Set, name)
 		switch {
 		case errors.Is(err, ErrOAuthBearerNotConfigured):

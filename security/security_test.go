@@ -31,14 +31,14 @@ func TestSecurity(t *testing.T) {
 	}{
 		{name: "PLAINTEXT needs nothing", listener: "PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "GSSAPI", "ssl.principal.mapping.rules", "bogus"}, check: func(t *testing.T, s security.Settings) {
 			assert.Nil(t, s.TLS)
-			assert.Nil(t, s.SASLMechanisms)
+			assert.Nil(t, s.EnabledMechanisms)
 			assert.Nil(t, s.PrincipalMapper)
 			assert.Zero(t, s.ReauthMax)
 			assert.Equal(t, 10*time.Second, s.HandshakeTimeout)
 		}},
 		{name: "SSL defaults", listener: "SSL", kv: kv(), check: func(t *testing.T, s security.Settings) {
 			require.NotNil(t, s.TLS)
-			assert.Nil(t, s.SASLMechanisms)
+			assert.Nil(t, s.EnabledMechanisms)
 			require.NotNil(t, s.PrincipalMapper)
 			assert.Equal(t, "[DEFAULT]", s.PrincipalMapper.String())
 			name, err := s.PrincipalMapper.Name("CN=x,O=y")
@@ -61,25 +61,25 @@ func TestSecurity(t *testing.T) {
 		// Kafka's default is GSSAPI; whether anything implements a mechanism
 		// is the socket server's to check (socketserver.New).
 		{name: "SASL without mechanisms: Kafka's GSSAPI default", listener: "SASL_PLAINTEXT", check: func(t *testing.T, s security.Settings) {
-			assert.Equal(t, []string{"GSSAPI"}, s.SASLMechanisms)
+			assert.Equal(t, []string{"GSSAPI"}, s.EnabledMechanisms)
 		}},
 		{name: "SASL_SSL without mechanisms", listener: "SASL_SSL", kv: kv(), check: func(t *testing.T, s security.Settings) {
-			assert.Equal(t, []string{"GSSAPI"}, s.SASLMechanisms)
+			assert.Equal(t, []string{"GSSAPI"}, s.EnabledMechanisms)
 		}},
 		{name: "any mechanism name", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN,GSSAPI,AWS_MSK_IAM,DIGEST-MD5"}, check: func(t *testing.T, s security.Settings) {
-			assert.Equal(t, []string{"PLAIN", "GSSAPI", "AWS_MSK_IAM", "DIGEST-MD5"}, s.SASLMechanisms)
+			assert.Equal(t, []string{"PLAIN", "GSSAPI", "AWS_MSK_IAM", "DIGEST-MD5"}, s.EnabledMechanisms)
 		}},
 		{name: "empty mechanism list", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", " , "}, errKey: "sasl.enabled.mechanisms", errText: "enables no SASL mechanism"},
 		// sasl.enabled.mechanisms is case-sensitive in Kafka
 		// (SaslServerAuthenticator compares with List.contains): plain
 		// and PLAIN are two names.
 		{name: "mechanisms trimmed, deduplicated, case kept", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", " plain, scram-sha-256 ,PLAIN,OAUTHBEARER,SCRAM-SHA-512,plain"}, check: func(t *testing.T, s security.Settings) {
-			assert.Equal(t, []string{"plain", "scram-sha-256", "PLAIN", "OAUTHBEARER", "SCRAM-SHA-512"}, s.SASLMechanisms)
+			assert.Equal(t, []string{"plain", "scram-sha-256", "PLAIN", "OAUTHBEARER", "SCRAM-SHA-512"}, s.EnabledMechanisms)
 			assert.Nil(t, s.TLS)
 			assert.Nil(t, s.PrincipalMapper)
 		}},
 		{name: "prefixed mechanisms override", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "GSSAPI", "listener.name.sasl_plaintext.sasl.enabled.mechanisms", "SCRAM-SHA-512"}, check: func(t *testing.T, s security.Settings) {
-			assert.Equal(t, []string{"SCRAM-SHA-512"}, s.SASLMechanisms)
+			assert.Equal(t, []string{"SCRAM-SHA-512"}, s.EnabledMechanisms)
 		}},
 
 		{name: "reauth default off", listener: "SASL_PLAINTEXT", kv: []string{"sasl.enabled.mechanisms", "PLAIN"}, check: func(t *testing.T, s security.Settings) {

@@ -112,7 +112,7 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 		}
 		return sec, nil
 	}
-	if len(conf.SASLMechanisms) == 0 {
+	if len(conf.EnabledMechanisms) == 0 {
 		return sec, fmt.Errorf("socketserver: listener %s speaks %s but enables no SASL mechanism", l.Name, l.SecurityProtocol)
 	}
 	key, value := enabledMechanismsSetting(conf)
@@ -128,12 +128,12 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 		if _, dup := given[name]; dup {
 			return sec, fmt.Errorf("socketserver: Config.PerListener gives listener %s two implementations of SASL mechanism %s", l.Name, name)
 		}
-		if !slices.Contains(conf.SASLMechanisms, name) {
+		if !slices.Contains(conf.EnabledMechanisms, name) {
 			return sec, configError(fmt.Sprintf("Config.PerListener gives listener %s SASL mechanism %s, which %s does not enable (mechanism names are case-sensitive)", l.Name, name, key))
 		}
 		given[name] = m
 	}
-	for _, name := range conf.SASLMechanisms {
+	for _, name := range conf.EnabledMechanisms {
 		m, ok := given[name]
 		if !ok {
 			if name == oauthBearer {
@@ -194,11 +194,11 @@ func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configErr
 // sasl.enabled.mechanisms came from and their value, for error messages;
 // New reads no property.
 func enabledMechanismsSetting(conf security.Settings) (key, value string) {
-	key = conf.SASLMechanismsKey
+	key = conf.EnabledMechanismsKey
 	if key == "" {
 		key = security.KeySASLEnabledMechanisms
 	}
-	return key, strings.Join(conf.SASLMechanisms, ",")
+	return key, strings.Join(conf.EnabledMechanisms, ",")
 }
 
 // noImplementationRule explains that listener l enables a mechanism that

@@ -38,7 +38,7 @@ func TestNewReadsNoProperty(t *testing.T) {
 
 			srv, err := socketserver.New(socketserver.Config{Listeners: lc,
 				PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
-					"SASL_PLAINTEXT": {Security: security.Settings{SASLMechanisms: []string{"PLAIN"}}},
+					"SASL_PLAINTEXT": {Security: security.Settings{EnabledMechanisms: []string{"PLAIN"}}},
 				},
 				Credentials: newUsers(t),
 			})

@@ -266,7 +266,7 @@ func TestConfigBroker(t *testing.T) {
 	})
 	require.NoError(t, err)
 	srv, err := socketserver.New(socketserver.Config{Listeners: c, Credentials: newUsers(t), PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
-		"CLIENT":      {Security: security.Settings{TLS: &tls.Config{}, SASLMechanisms: []string{"PLAIN"}}},
+		"CLIENT":      {Security: security.Settings{TLS: &tls.Config{}, EnabledMechanisms: []string{"PLAIN"}}},
 		"REPLICATION": {Security: security.Settings{TLS: &tls.Config{}}},
 	}})
 	require.NoError(t, err)

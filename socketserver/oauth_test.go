@@ -423,7 +423,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 	// And one whose Security is built in code, without OAUTHBEARER
 	// settings, is told how to give a mechanism.
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
-		PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{"SASL_PLAINTEXT": {Security: security.Settings{SASLMechanisms: []string{"OAUTHBEARER"}}}}})
+		PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{"SASL_PLAINTEXT": {Security: security.Settings{EnabledMechanisms: []string{"OAUTHBEARER"}}}}})
 	require.ErrorIs(t, err, security.ErrSASLMechanism)
 	assert.Contains(t, err.Error(), "listener SASL_PLAINTEXT enables SASL mechanism OAUTHBEARER")
 	assert.Contains(t, err.Error(), "oauthbearer.New")

@@ -223,7 +223,7 @@ func TestAddMechanism(t *testing.T) {
 	require.NoError(t, err)
 	mechanisms := make([]sasl.Mechanism, 1, 4)
 	mechanisms[0] = p
-	got, err := oauthbearer.AddMechanism(mechanisms, security.Settings{SASLMechanisms: []string{plain, "OAUTHBEARER"}, OAuthBearer: unsecured})
+	got, err := oauthbearer.AddMechanism(mechanisms, security.Settings{EnabledMechanisms: []string{plain, "OAUTHBEARER"}, OAuthBearer: unsecured})
 	require.NoError(t, err)
 	assert.Equal(t, []sasl.Mechanism{p}, mechanisms[:cap(mechanisms)][:1], "the caller's slice is not changed")
 	assert.Nil(t, mechanisms[:2][1], "the caller's backing array is not written")
@@ -231,7 +231,7 @@ func TestAddMechanism(t *testing.T) {
 	assert.Equal(t, p, got[0])
 	assert.Equal(t, "OAUTHBEARER", got[1].Name())
 
-	same, err := oauthbearer.AddMechanism(mechanisms, security.Settings{SASLMechanisms: []string{plain}})
+	same, err := oauthbearer.AddMechanism(mechanisms, security.Settings{EnabledMechanisms: []string{plain}})
 	require.NoError(t, err)
 	assert.Equal(t, mechanisms, same, "settings without OAUTHBEARER add nothing")
 
