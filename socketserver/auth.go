@@ -44,7 +44,7 @@ const (
 // AuthInfo is what a connection's transport and authentication established,
 // the input of a [PrincipalBuilder].
 type AuthInfo struct {
-	Listener      string
+	Listener      protocolmap.ListenerName
 	TLS           *tls.ConnectionState // nil without TLS
 	SASLMechanism string               // "" without SASL
 	SASLIdentity  string               // the authenticated SASL user name
@@ -275,7 +275,7 @@ func (c *conn) handshake() (err error) {
 		}
 		info.SASLMechanism, info.SASLIdentity = mech.Name(), identity
 	}
-	info.Listener = string(ls.cfg.Name)
+	info.Listener = ls.cfg.Name
 	p, err := c.p.srv.cfg.PrincipalBuilder(info, sec.mapper)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
@@ -500,7 +500,7 @@ func illegalSASLStateResponse(h header, rest []byte, msg string) kmsg.Response {
 // connection's principal.
 func (c *conn) checkPrincipalUnchanged(mechanism, identity string) error {
 	p, err := c.p.srv.cfg.PrincipalBuilder(AuthInfo{
-		Listener: string(c.p.ls.cfg.Name), TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
+		Listener: c.p.ls.cfg.Name, TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
 	}, c.p.ls.sec.mapper)
 	if err != nil {
 		return err

@@ -179,7 +179,7 @@ func TestCustomPrincipalBuilder(t *testing.T) {
 	}, func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
 		c.PrincipalBuilder = func(info socketserver.AuthInfo, _ *security.PrincipalMapper) (socketserver.Principal, error) {
-			return socketserver.Principal{Type: "Service", Name: info.SASLIdentity + "@" + info.Listener}, nil
+			return socketserver.Principal{Type: "Service", Name: info.SASLIdentity + "@" + string(info.Listener)}, nil
 		}
 	}, queueHandler(seen))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("SASL_PLAINTEXT").String()),
