@@ -101,9 +101,9 @@ func TestWholeFrameServedBeforeClaims(t *testing.T) {
 	const budget = 1 << 20
 	held := make(chan *socketserver.Request, 10)
 	srv := socketservertest.NewServer(t, listener.Properties{
-		"socket.request.max.bytes":          strconv.Itoa(budget),
-		"queued.max.request.bytes":          strconv.Itoa(budget),
-		socketserver.KeyRequestStallTimeout: "60000", // the claims stay for the test
+		"socket.request.max.bytes":     strconv.Itoa(budget),
+		"queued.max.request.bytes":     strconv.Itoa(budget),
+		socketserver.KeyRequestStallMs: "60000", // the claims stay for the test
 	}, withAPIs, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		if r.APIKey == 3 {
 			_ = respondEmpty(r)
@@ -155,8 +155,8 @@ func TestStalledRequestClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := socketservertest.NewServer(t, listener.Properties{
-				"queued.max.request.bytes":          tc.budget,
-				socketserver.KeyRequestStallTimeout: strconv.Itoa(int(stall / time.Millisecond)),
+				"queued.max.request.bytes":     tc.budget,
+				socketserver.KeyRequestStallMs: strconv.Itoa(int(stall / time.Millisecond)),
 			}, func(c *socketserver.Config) {
 				c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Produce), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
 			}, answerAll)

@@ -295,7 +295,7 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(props, c.RequestMaxBytes); err != nil {
 		return Config{}, err
 	}
-	stallMS, err := props.Int(KeyRequestStallTimeout, int(DefaultRequestStallTimeout/time.Millisecond), -1<<62)
+	stallMS, err := props.Int(KeyRequestStallMs, int(DefaultRequestStallTimeout/time.Millisecond), -1<<62)
 	if err != nil {
 		return Config{}, err
 	}
@@ -340,9 +340,9 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 // KeyQueuedMaxRequestBytes is the key of [Config.QueuedMaxRequestBytes].
 const KeyQueuedMaxRequestBytes = "queued.max.request.bytes"
 
-// KeyRequestStallTimeout is the key of [Config.RequestStallTimeout], in
+// KeyRequestStallMs is the key of [Config.RequestStallTimeout], in
 // milliseconds; zero or negative disables it.
-const KeyRequestStallTimeout = "kafkanet.request.stall.ms"
+const KeyRequestStallMs = "kafkanet.request.stall.ms"
 
 // queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
 // with Kafka's rule that a limit is at least socket.request.max.bytes.

@@ -46,9 +46,9 @@ func FuzzServeFrame(f *testing.F) {
 // arrive, and a short stall timeout.
 func FuzzServeFrameWithBudget(f *testing.F) {
 	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
-		"socket.request.max.bytes":          "1048576",
-		"queued.max.request.bytes":          "1048576",
-		socketserver.KeyRequestStallTimeout: "1000",
+		"socket.request.max.bytes":     "1048576",
+		"queued.max.request.bytes":     "1048576",
+		socketserver.KeyRequestStallMs: "1000",
 	}, withAPIs, answerAll))
 }
 
