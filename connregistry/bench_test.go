@@ -30,7 +30,7 @@ func filled(n int) *connregistry.Registry {
 func BenchmarkSnapshot(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		r := filled(n)
-		h := &connregistry.Handler{Registry: r}
+		h := &connregistry.ListHandler{Registry: r}
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

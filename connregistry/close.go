@@ -167,7 +167,7 @@ func (r *CloseClientConnectionsResponse) ReadFrom(src []byte) error {
 // CloseHandler answers CloseClientConnections requests from a Registry.
 // Host applications call Handle from their own request loop with the
 // request and the principal of the connection it came on, as they call
-// [Handler.Handle], having set Self to that connection's id; a
+// [ListHandler.Handle], having set Self to that connection's id; a
 // CloseHandler is cheap, so a host makes one per request.
 // socketserver.CloseClientConnectionsAPI does it for a socketserver host.
 type CloseHandler struct {

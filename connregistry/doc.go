@@ -20,7 +20,7 @@
 // implement kmsg.Request and kmsg.Response with KIP-1329's version-0 schema;
 // fields beyond the KIP travel as tagged fields. Their API key defaults to
 // the KIP's 93, which Kafka 4.4 and kmsg have since given to another API
-// (see [DefaultAPIKey]). [Handler] checks the host's authorization
+// (see [DefaultListAPIKey]). [ListHandler] checks the host's authorization
 // (DESCRIBE on CLUSTER) and builds the response.
 //
 // [CloseClientConnectionsRequest] is [Registry.Close] as a request, which

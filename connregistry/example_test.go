@@ -11,11 +11,11 @@ import (
 )
 
 // A host that answers ListClientConnections in its own request loop: the
-// Handler checks the caller's principal with the authorizer (DESCRIBE on
+// ListHandler checks the caller's principal with the authorizer (DESCRIBE on
 // CLUSTER, here Kafka's super.users) and answers from the registry. A
 // socketserver host does the same in one line with
 // socketserver.ListClientConnectionsAPI.
-func ExampleHandler() {
+func ExampleListHandler() {
 	reg := connregistry.New(0)
 	// The server feeds the registry; here, two connections by hand.
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -27,7 +27,7 @@ func ExampleHandler() {
 		ClientAddr: netip.MustParseAddrPort("10.0.0.2:40000"), Listener: "REPLICATION", SecurityProtocol: protocolmap.Plaintext,
 		ConnectedAt: now.Add(time.Second)}, State: connregistry.Ready}, nil)
 
-	h := &connregistry.Handler{Registry: reg, Authorize: connregistry.SuperUsers("User:admin")}
+	h := &connregistry.ListHandler{Registry: reg, Authorize: connregistry.SuperUsers("User:admin")}
 	// In the host's loop, for each ListClientConnectionsRequest:
 	serve := func(caller connregistry.Principal, req *connregistry.ListClientConnectionsRequest) {
 		resp := h.Handle(context.Background(), caller, req)

@@ -11,15 +11,15 @@ import (
 )
 
 // Authorizer reports whether principal may perform an API's operation on
-// the CLUSTER resource: DESCRIBE for [Handler] (KIP-1329's permission to
+// the CLUSTER resource: DESCRIBE for [ListHandler] (KIP-1329's permission to
 // list connections), ALTER for [CloseHandler]. A host gives each API the
 // authorizer of its operation.
 type Authorizer func(ctx context.Context, principal Principal) bool
 
-// Handler answers ListClientConnections requests from a Registry. Host
+// ListHandler answers ListClientConnections requests from a Registry. Host
 // applications call Handle from their own request loop with the request and
 // the principal of the connection it came on.
-type Handler struct {
+type ListHandler struct {
 	Registry *Registry
 	// Authorize decides who may list; nil lets everyone, as Kafka does
 	// without an authorizer.
@@ -31,7 +31,7 @@ type Handler struct {
 // filter that does not parse (both with an empty, not null, connection
 // list), else the open connections that match every filter, and with the
 // IncludeClosed tag the recently closed ones too.
-func (h *Handler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
+func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
 	resp := &ListClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
 	if h.Authorize != nil && !h.Authorize(ctx, principal) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -166,14 +166,14 @@ func TestRegistryConcurrentSnapshots(t *testing.T) {
 	assert.Len(t, r.Closed(connregistry.Filter{}), 100)
 }
 
-func TestHandler(t *testing.T) {
+func TestListHandler(t *testing.T) {
 	r := connregistry.New(10)
 	r.Add(conn("a", "User:alice", "10.0.0.1:1000", "CLIENT", t0), nil)
 	r.Add(conn("b", "User:bob", "10.0.0.2:2000", "REPLICATION", t0), nil)
 	gone := r.Add(conn("c", "User:carol", "10.0.0.3:3000", "CLIENT", t0), nil)
 	gone.Remove(t0.Add(time.Minute), connregistry.AuthenticationFailed)
 
-	h := &connregistry.Handler{Registry: r, Authorize: connregistry.SuperUsers("User:admin;User:alice")}
+	h := &connregistry.ListHandler{Registry: r, Authorize: connregistry.SuperUsers("User:admin;User:alice")}
 	ctx := context.Background()
 
 	resp := h.Handle(ctx, connregistry.Principal{Type: "User", Name: "mallory"}, &connregistry.ListClientConnectionsRequest{})
@@ -202,7 +202,7 @@ func TestHandler(t *testing.T) {
 	assert.Equal(t, "authentication failed", resp.Connections[1].CloseReason)
 	assert.Equal(t, t0.Add(time.Minute).UnixMilli(), resp.Connections[1].ClosedAt)
 
-	open := &connregistry.Handler{Registry: r}
+	open := &connregistry.ListHandler{Registry: r}
 	resp = open.Handle(ctx, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, &connregistry.ListClientConnectionsRequest{})
 	assert.Len(t, resp.Connections, 2, "no authorizer: everyone may list")
 }

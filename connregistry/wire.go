@@ -10,13 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DefaultAPIKey is the API key KIP-1329 gives ListClientConnections. Kafka
+// DefaultListAPIKey is the API key KIP-1329 gives ListClientConnections. Kafka
 // 4.4 (and kmsg from v1.14) has since given key 93 to
 // StreamsGroupTopologyDescriptionUpdate, so a server must route this key to
 // [ListClientConnectionsRequest] itself rather than through kmsg, and a
 // host that also serves Kafka Streams groups should pick another key: every
 // type here takes its key from its APIKey field.
-const DefaultAPIKey int16 = 93
+const DefaultListAPIKey int16 = 93
 
 // Tag numbers of the fields beyond KIP-1329's schema. They travel as tagged
 // fields, so a client built from the KIP's schema alone still decodes the
@@ -50,7 +50,7 @@ const (
 // ListClientConnectionsRequest is KIP-1329's request, version 0 (flexible).
 // Nil filters do not filter.
 type ListClientConnectionsRequest struct {
-	APIKey              int16 // 0 means DefaultAPIKey
+	APIKey              int16 // 0 means DefaultListAPIKey
 	Version             int16
 	PrincipalFilter     *string
 	ClientAddressFilter *string
@@ -105,12 +105,12 @@ type ConnectionRecord struct {
 
 func keyOr(k int16) int16 {
 	if k == 0 {
-		return DefaultAPIKey
+		return DefaultListAPIKey
 	}
 	return k
 }
 
-// Key returns the API key (DefaultAPIKey unless APIKey is set).
+// Key returns the API key (DefaultListAPIKey unless APIKey is set).
 func (r *ListClientConnectionsRequest) Key() int16 { return keyOr(r.APIKey) }
 
 // SetKey sets the API key, so that a server that decodes the request under

@@ -158,7 +158,7 @@ func TestStalledRequestClosed(t *testing.T) {
 				"queued.max.request.bytes":     tc.budget,
 				socketserver.KeyRequestStallMs: strconv.Itoa(int(stall / time.Millisecond)),
 			}, func(c *socketserver.Config) {
-				c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Produce), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+				c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Produce), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
 			}, answerAll)
 			c := socketservertest.Dial(t, srv, "PLAINTEXT")
 			claim(t, c, 1<<20, 10)
@@ -175,8 +175,8 @@ func TestStalledRequestClosed(t *testing.T) {
 
 			admin := socketservertest.Dial(t, srv, "PLAINTEXT")
 			require.NoError(t, admin.SetDeadline(time.Now().Add(5*time.Second)))
-			send(t, admin, &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultAPIKey, IncludeClosed: true}, 9)
-			resp := &connregistry.ListClientConnectionsResponse{APIKey: connregistry.DefaultAPIKey}
+			send(t, admin, &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultListAPIKey, IncludeClosed: true}, 9)
+			resp := &connregistry.ListClientConnectionsResponse{APIKey: connregistry.DefaultListAPIKey}
 			readResponse(t, admin, resp, 9)
 			var reasons []string
 			for _, r := range resp.Connections {

@@ -53,7 +53,7 @@ func TestIPv6ConnectionID(t *testing.T) {
 		t.Helper()
 		send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: listKey, ClientAddressFilter: filter}, 2)
 		r := recv(t, seen)
-		h := &connregistry.Handler{Registry: reg}
+		h := &connregistry.ListHandler{Registry: reg}
 		require.NoError(t, r.Respond(h.Handle(r.Context(), r.Conn.Principal, r.Body.(*connregistry.ListClientConnectionsRequest))))
 		resp := &connregistry.ListClientConnectionsResponse{APIKey: listKey}
 		readResponse(t, c, resp, 2)

@@ -25,7 +25,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	cfg.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+	cfg.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
 	srv, err := socketserver.New(cfg)
 	if err != nil {
 		panic(err)

@@ -7,7 +7,7 @@ import (
 )
 
 // ListClientConnectionsAPI returns the API entry that serves KIP-1329's
-// ListClientConnections under key (connregistry.DefaultAPIKey, 93, unless
+// ListClientConnections under key (connregistry.DefaultListAPIKey, 93, unless
 // the host serves another API there) from the server's own registry. Add
 // it to [Config.APIs] (or to a listener's [ListenerConfig.APIs]); the
 // server then answers the request itself, on the connection's goroutine
@@ -28,7 +28,7 @@ func ListClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API 
 				_ = r.CloseConnection()
 				return
 			}
-			h := connregistry.Handler{Registry: r.conn.p.srv.registry, Authorize: authorize}
+			h := connregistry.ListHandler{Registry: r.conn.p.srv.registry, Authorize: authorize}
 			if err := r.Respond(h.Handle(r.Context(), r.Conn.Principal, req)); err != nil {
 				_ = r.CloseConnection()
 			}

@@ -34,7 +34,7 @@ func BenchmarkDataPlaneP99WithListing(b *testing.B) {
 				}}, nil)
 				defer e.Remove(time.Now(), connregistry.ClientClosed)
 			}
-			h := &connregistry.Handler{Registry: reg}
+			h := &connregistry.ListHandler{Registry: reg}
 			stop := make(chan struct{})
 			var lister sync.WaitGroup
 			listings := 0

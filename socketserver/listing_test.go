@@ -29,10 +29,10 @@ func TestListClientConnectionsAPI(t *testing.T) {
 		wantCode  int16
 		wantConns int
 	}{
-		{"default key, no authorizer", connregistry.DefaultAPIKey, nil, 0, 1},
+		{"default key, no authorizer", connregistry.DefaultListAPIKey, nil, 0, 1},
 		{"another key", 1000, nil, 0, 1},
-		{"anonymous is a super user", connregistry.DefaultAPIKey, connregistry.SuperUsers("User:ANONYMOUS"), 0, 1},
-		{"anonymous is refused", connregistry.DefaultAPIKey, connregistry.SuperUsers("User:admin"),
+		{"anonymous is a super user", connregistry.DefaultListAPIKey, connregistry.SuperUsers("User:ANONYMOUS"), 0, 1},
+		{"anonymous is refused", connregistry.DefaultListAPIKey, connregistry.SuperUsers("User:admin"),
 			kerr.ClusterAuthorizationFailed.Code, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +71,7 @@ func TestAPIHandlerBypassesTheQueue(t *testing.T) {
 	defer block.open()
 	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "1", "num.io.threads": "1"},
 		func(c *socketserver.Config) {
-			c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Metadata), socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil)}
+			c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Metadata), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
 		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			block.wait()
 			_ = respondEmpty(r)
@@ -85,8 +85,8 @@ func TestAPIHandlerBypassesTheQueue(t *testing.T) {
 
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
 	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
-	send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultAPIKey}, 9)
-	resp := &connregistry.ListClientConnectionsResponse{APIKey: connregistry.DefaultAPIKey}
+	send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultListAPIKey}, 9)
+	resp := &connregistry.ListClientConnectionsResponse{APIKey: connregistry.DefaultListAPIKey}
 	readResponse(t, c, resp, 9)
 	assert.Len(t, resp.Connections, 3)
 }

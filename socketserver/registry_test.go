@@ -155,7 +155,7 @@ func TestKeySetterGetsFrameKey(t *testing.T) {
 		c.APIs = []socketserver.API{{Key: key, MaxVersion: 0,
 			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} }}}
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
-		h := &connregistry.Handler{Registry: reg}
+		h := &connregistry.ListHandler{Registry: reg}
 		if err := r.Respond(h.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), r.Body.(*connregistry.ListClientConnectionsRequest))); err != nil {
 			t.Error(err)
 			_ = r.CloseConnection()

@@ -284,8 +284,8 @@ func TestThrottledConnListed(t *testing.T) {
 	const d = 2 * time.Second
 	seen := make(chan handled, 10)
 	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
-		c.APIs = slices.DeleteFunc(allAPIs(), func(a socketserver.API) bool { return a.Key == connregistry.DefaultAPIKey })
-		c.APIs = append(c.APIs, socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil))
+		c.APIs = slices.DeleteFunc(allAPIs(), func(a socketserver.API) bool { return a.Key == connregistry.DefaultListAPIKey })
+		c.APIs = append(c.APIs, socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil))
 	}, throttler(d, func(r *socketserver.Request) bool { return r.APIKey == 3 && r.CorrelationID == 0 }, seen))
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
 	send(t, c, metadataReq(12), 0)
@@ -313,7 +313,7 @@ func TestThrottledConnListed(t *testing.T) {
 	// On the wire, through a client of KIP-1329's API, with the time muted
 	// so far.
 	time.Sleep(50 * time.Millisecond)
-	cl, _ := socketservertest.ConnectKgo(t, srv.Addr("PLAINTEXT").String(), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
+	cl, _ := socketservertest.ConnectKgo(t, srv.Addr("PLAINTEXT").String(), connadmin.VersionsOpt(connregistry.DefaultListAPIKey))
 	resp, err := cl.SeedBrokers()[0].Request(t.Context(), &connregistry.ListClientConnectionsRequest{})
 	require.NoError(t, err)
 	var rec *connregistry.ConnectionRecord

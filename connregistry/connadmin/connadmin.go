@@ -2,7 +2,7 @@
 // ListClientConnections API (KIP-1329), and closes them through kafkanet's
 // CloseClientConnections, with franz-go's kgo client. A broker knows only
 // its own connections and kgo sends a custom API to one broker, so
-// [Client.List] and [Client.Close] find the brokers through Metadata and
+// [Client.List] and [Client.CloseConnections] find the brokers through Metadata and
 // ask each, keeping each broker's result and error apart.
 package connadmin
 
@@ -24,7 +24,7 @@ import (
 
 // VersionsOpt returns the kgo option that lets the client send
 // ListClientConnections, and CloseClientConnections, under the given keys
-// (connregistry.DefaultAPIKey and connregistry.DefaultCloseAPIKey unless
+// (connregistry.DefaultListAPIKey and connregistry.DefaultCloseAPIKey unless
 // the servers chose others): kgo refuses keys missing from its version
 // table, and its table gives key 93 to another API.
 func VersionsOpt(keys ...int16) kgo.Opt {
@@ -41,17 +41,17 @@ type Client struct {
 	key int16
 }
 
-// New returns a Client sending key (0 means connregistry.DefaultAPIKey).
+// New returns a Client sending key (0 means connregistry.DefaultListAPIKey).
 func New(cl *kgo.Client, key int16) *Client {
 	if key == 0 {
-		key = connregistry.DefaultAPIKey
+		key = connregistry.DefaultListAPIKey
 	}
 	return &Client{cl: cl, key: key}
 }
 
-// Filters are KIP-1329's filters (nil means no filter) and the request for
+// ListFilters are KIP-1329's filters (nil means no filter) and the request for
 // recently closed connections.
-type Filters struct {
+type ListFilters struct {
 	Principal     *string
 	ClientAddress *string
 	Listener      *string
@@ -101,7 +101,7 @@ var ErrNotAdvertised = errors.New("connadmin: the broker does not advertise API 
 // List asks every broker of the cluster, found through a Metadata request,
 // and returns their results ordered by node id. It fails as a whole only
 // when the brokers cannot be found.
-func (c *Client) List(ctx context.Context, f Filters) ([]BrokerResult, error) {
+func (c *Client) List(ctx context.Context, f ListFilters) ([]BrokerResult, error) {
 	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
 		return c.listBroker(ctx, nodeID, f)
 	})
@@ -127,7 +127,7 @@ func (c *Client) everyBroker(ctx context.Context, ask func(nodeID int32) ([]conn
 	return results, nil
 }
 
-// CloseFilters select the connections [Client.Close] closes: every field
+// CloseFilters select the connections [Client.CloseConnections] closes: every field
 // set must match, and at least one must be set (the servers refuse a
 // request that would close every connection).
 type CloseFilters struct {
@@ -137,7 +137,7 @@ type CloseFilters struct {
 	ConnectionIDs []string
 }
 
-// Close asks every broker of the cluster, found through a Metadata
+// CloseConnections asks every broker of the cluster, found through a Metadata
 // request, to close its client connections that match f, sending
 // CloseClientConnections under key (0 means
 // connregistry.DefaultCloseAPIKey; the kgo client must be built with
@@ -146,7 +146,7 @@ type CloseFilters struct {
 // client's principal fails with kerr.ClusterAuthorizationFailed (ALTER on
 // CLUSTER is required). It fails as a whole only when the brokers cannot
 // be found.
-func (c *Client) Close(ctx context.Context, key int16, f CloseFilters) ([]BrokerResult, error) {
+func (c *Client) CloseConnections(ctx context.Context, key int16, f CloseFilters) ([]BrokerResult, error) {
 	if key == 0 {
 		key = connregistry.DefaultCloseAPIKey
 	}
@@ -169,12 +169,12 @@ func (c *Client) Close(ctx context.Context, key int16, f CloseFilters) ([]Broker
 }
 
 // ListBroker asks one broker.
-func (c *Client) ListBroker(ctx context.Context, nodeID int32, f Filters) BrokerResult {
+func (c *Client) ListBroker(ctx context.Context, nodeID int32, f ListFilters) BrokerResult {
 	conns, err := c.listBroker(ctx, nodeID, f)
 	return BrokerResult{NodeID: nodeID, Connections: conns, Err: err}
 }
 
-func (c *Client) listBroker(ctx context.Context, nodeID int32, f Filters) ([]connregistry.ConnectionRecord, error) {
+func (c *Client) listBroker(ctx context.Context, nodeID int32, f ListFilters) ([]connregistry.ConnectionRecord, error) {
 	req := &connregistry.ListClientConnectionsRequest{APIKey: c.key, PrincipalFilter: f.Principal,
 		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed}
 	raw, err := c.send(ctx, nodeID, c.key, "ListClientConnections", req)

@@ -66,7 +66,7 @@ func TestListEveryBroker(t *testing.T) {
 	_, bobAddr := connectClient(t, c.Brokers[2], "SCRAM-SHA-256", "bob")
 	admin := adminClient(t, c, 0)
 
-	results, err := admin.List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
+	results, err := admin.List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
 	end := time.Now()
 	require.NoError(t, err)
 	require.Len(t, results, 3)
@@ -131,7 +131,7 @@ func TestListEveryBroker(t *testing.T) {
 	assert.NotContains(t, principals(results[1].Connections), "User:bob")
 	assert.NotContains(t, principals(results[0].Connections), "User:ANONYMOUS")
 
-	list := func(f connadmin.Filters) []connadmin.BrokerResult {
+	list := func(f connadmin.ListFilters) []connadmin.BrokerResult {
 		t.Helper()
 		rs, err := admin.List(ctxTimeout(t, 20*time.Second), f)
 		require.NoError(t, err)
@@ -143,41 +143,41 @@ func TestListEveryBroker(t *testing.T) {
 	}
 
 	t.Run("principal", func(t *testing.T) {
-		rs := list(connadmin.Filters{Principal: strp("User:bob")})
+		rs := list(connadmin.ListFilters{Principal: strp("User:bob")})
 		assert.Empty(t, rs[0].Connections)
 		assert.Empty(t, rs[1].Connections)
 		require.Len(t, rs[2].Connections, 1)
 		assert.Equal(t, bobAddr, addr(rs[2].Connections[0]))
 		// The principal matches exactly: the type counts, and so does case.
 		for _, p := range []string{"Group:bob", "User:Bob", "User:bo"} {
-			for _, r := range list(connadmin.Filters{Principal: strp(p)}) {
+			for _, r := range list(connadmin.ListFilters{Principal: strp(p)}) {
 				assert.Empty(t, r.Connections, "%s on broker %d", p, r.NodeID)
 			}
 		}
 	})
 	t.Run("client address", func(t *testing.T) {
-		all := list(connadmin.Filters{})
+		all := list(connadmin.ListFilters{})
 		for _, a := range []string{"127.0.0.1", "127.0.0.0/8", "::ffff:127.0.0.1", " 127.0.0.1 "} {
-			rs := list(connadmin.Filters{ClientAddress: strp(a)})
+			rs := list(connadmin.ListFilters{ClientAddress: strp(a)})
 			for i := range rs {
 				assert.Equal(t, ids(all[i].Connections), ids(rs[i].Connections), "%q on broker %d", a, i)
 			}
 		}
 		for _, a := range []string{"::1", "0:0:0:0:0:0:0:1", "::/0", "10.0.0.0/8", "127.0.0.2"} {
-			for _, r := range list(connadmin.Filters{ClientAddress: strp(a)}) {
+			for _, r := range list(connadmin.ListFilters{ClientAddress: strp(a)}) {
 				assert.Empty(t, r.Connections, "%q on broker %d", a, r.NodeID)
 			}
 		}
 	})
 	t.Run("listener", func(t *testing.T) {
 		for _, l := range []string{"plain", "PLAIN", "Plain"} {
-			rs := list(connadmin.Filters{Listener: strp(l)})
+			rs := list(connadmin.ListFilters{Listener: strp(l)})
 			assert.Empty(t, rs[0].Connections, l)
 			assert.Empty(t, rs[2].Connections, l)
 			require.Len(t, rs[1].Connections, 1, l)
 			assert.Equal(t, anonAddr, addr(rs[1].Connections[0]))
 		}
-		rs := list(connadmin.Filters{Listener: strp("client")})
+		rs := list(connadmin.ListFilters{Listener: strp("client")})
 		for i, r := range rs {
 			require.NotEmpty(t, r.Connections)
 			for _, rec := range r.Connections {
@@ -188,22 +188,22 @@ func TestListEveryBroker(t *testing.T) {
 		assert.True(t, ok)
 		_, ok = byAddr(rs[2].Connections, bobAddr)
 		assert.True(t, ok)
-		for _, r := range list(connadmin.Filters{Listener: strp("EXTERNAL")}) {
+		for _, r := range list(connadmin.ListFilters{Listener: strp("EXTERNAL")}) {
 			assert.Empty(t, r.Connections)
 		}
 	})
 	t.Run("every filter at once", func(t *testing.T) {
-		rs := list(connadmin.Filters{Principal: strp("User:alice"), ClientAddress: strp("127.0.0.0/8"), Listener: strp("client")})
+		rs := list(connadmin.ListFilters{Principal: strp("User:alice"), ClientAddress: strp("127.0.0.0/8"), Listener: strp("client")})
 		require.Len(t, rs[0].Connections, 1)
 		assert.Equal(t, aliceAddr, addr(rs[0].Connections[0]))
 		assert.Empty(t, rs[1].Connections)
 		assert.Empty(t, rs[2].Connections)
-		for _, r := range list(connadmin.Filters{Principal: strp("User:alice"), Listener: strp("PLAIN")}) {
+		for _, r := range list(connadmin.ListFilters{Principal: strp("User:alice"), Listener: strp("PLAIN")}) {
 			assert.Empty(t, r.Connections)
 		}
 	})
 	t.Run("one broker", func(t *testing.T) {
-		r := admin.ListBroker(ctxTimeout(t, 10*time.Second), 2, connadmin.Filters{Principal: strp("User:bob")})
+		r := admin.ListBroker(ctxTimeout(t, 10*time.Second), 2, connadmin.ListFilters{Principal: strp("User:bob")})
 		require.NoError(t, r.Err)
 		assert.Equal(t, int32(2), r.NodeID)
 		require.Len(t, r.Connections, 1)
@@ -216,8 +216,8 @@ func TestListEveryBroker(t *testing.T) {
 // message, and no connections.
 func TestListUnauthorized(t *testing.T) {
 	c := startCluster(t, 3, nil)
-	cl := newClient(t, c.Brokers[0].Client, sasl("PLAIN", "alice"), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
-	results, err := connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
+	cl := newClient(t, c.Brokers[0].Client, sasl("PLAIN", "alice"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey))
+	results, err := connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
 	require.NoError(t, err)
 	require.Len(t, results, 3)
 	for i, r := range results {
@@ -238,7 +238,7 @@ func TestListUnauthorized(t *testing.T) {
 		}
 	})
 	cl = newClient(t, c.Brokers[0].Client, sasl("SCRAM-SHA-256", "bob"), connadmin.VersionsOpt(0))
-	results, err = connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
+	results, err = connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
 	require.NoError(t, err)
 	require.Len(t, results, 2)
 	assert.ErrorIs(t, results[0].Err, kerr.ClusterAuthorizationFailed)
@@ -250,7 +250,7 @@ func TestListUnauthorized(t *testing.T) {
 func TestListInvalidFilter(t *testing.T) {
 	c := startCluster(t, 2, nil)
 	admin := adminClient(t, c, 0)
-	for _, f := range []connadmin.Filters{
+	for _, f := range []connadmin.ListFilters{
 		{ClientAddress: strp("not-an-ip")},
 		{ClientAddress: strp("127.0.0.1/33")},
 		{Principal: strp("alice")},
@@ -276,7 +276,7 @@ func TestListIncludeClosed(t *testing.T) {
 	start := time.Now()
 	alice, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
 	admin := adminClient(t, c, 0)
-	aliceOnly := connadmin.Filters{Principal: strp("User:alice")}
+	aliceOnly := connadmin.ListFilters{Principal: strp("User:alice")}
 
 	rs, err := admin.List(ctxTimeout(t, 10*time.Second), aliceOnly)
 	require.NoError(t, err)
@@ -317,7 +317,7 @@ func TestListIncludeClosed(t *testing.T) {
 // against a broker that does not advertise the key it was given.
 func TestListOtherAPIKey(t *testing.T) {
 	c := startCluster(t, 2, func(_ int, o *brokerOptions) { o.APIKey = 200 })
-	rs, err := adminClient(t, c, 200).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
+	rs, err := adminClient(t, c, 200).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
 	require.NoError(t, err)
 	require.Len(t, rs, 2)
 	for _, r := range rs {
@@ -325,7 +325,7 @@ func TestListOtherAPIKey(t *testing.T) {
 		assert.Contains(t, principals(r.Connections), "User:admin")
 	}
 
-	rs, err = adminClient(t, c, 0).List(ctxTimeout(t, 20*time.Second), connadmin.Filters{})
+	rs, err = adminClient(t, c, 0).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
 	require.NoError(t, err, "Metadata still works")
 	require.Len(t, rs, 2)
 	for _, r := range rs {

@@ -117,7 +117,7 @@ func TestListTenThousand(t *testing.T) {
 	var took []time.Duration
 	for range 5 {
 		start := time.Now()
-		rs, err := admin.List(ctxTimeout(t, 30*time.Second), connadmin.Filters{})
+		rs, err := admin.List(ctxTimeout(t, 30*time.Second), connadmin.ListFilters{})
 		took = append(took, time.Since(start))
 		require.NoError(t, err)
 		require.NoError(t, rs[0].Err)
@@ -166,7 +166,7 @@ func BenchmarkList(b *testing.B) {
 			ctx := ctxTimeout(b, 10*time.Minute)
 			b.ReportAllocs()
 			for b.Loop() {
-				rs, err := admin.List(ctx, connadmin.Filters{})
+				rs, err := admin.List(ctx, connadmin.ListFilters{})
 				if err != nil || rs[0].Err != nil || len(rs[0].Connections) < n {
 					b.Fatal(err, rs[0].Err, len(rs[0].Connections))
 				}

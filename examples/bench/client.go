@@ -88,9 +88,9 @@ func metadataV1Frame() []byte {
 }
 
 // listConnectionsFrame is a ListClientConnections v0 request under
-// connregistry.DefaultAPIKey, without filters.
+// connregistry.DefaultListAPIKey, without filters.
 func listConnectionsFrame() []byte {
-	return requestFrame(&connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultAPIKey})
+	return requestFrame(&connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultListAPIKey})
 }
 
 // errCorrelation is a response whose correlation id is not the request's.

@@ -26,7 +26,7 @@ var listingModes = []struct {
 func (b *bench) listingInfo() scenarioInfo {
 	return scenarioInfo{ID: "f", Title: "kafkanet: ListClientConnections (KIP-1329) with many connections, and its cost to the data plane",
 		Notes: []string{
-			fmt.Sprintf("The server serves it with connregistry.Handler under API key %d, as examples/broker does by default. The connections", connregistry.DefaultAPIKey),
+			fmt.Sprintf("The server serves it with connregistry.ListHandler under API key %d, as examples/broker does by default. The connections", connregistry.DefaultListAPIKey),
 			fmt.Sprintf("are idle ones after an ApiVersions round trip each. Listing latency: %d listings one after another, send to the last", b.opts.listings),
 			"byte of the response (snapshot, encoding, transfer; the bench decodes afterwards and checks the count).",
 			fmt.Sprintf("Data plane: (a)'s load on %d connections for %s with %d idle connections, while another connection lists.", listingLoadConns, b.opts.duration, b.opts.idleCounts[0]),
@@ -128,7 +128,7 @@ func listedConnections(body []byte) (int, error) {
 	if len(body) < 5 || body[4] != 0 {
 		return 0, fmt.Errorf("ListClientConnections response header: want no tags")
 	}
-	resp := &connregistry.ListClientConnectionsResponse{APIKey: connregistry.DefaultAPIKey}
+	resp := &connregistry.ListClientConnectionsResponse{APIKey: connregistry.DefaultListAPIKey}
 	if err := resp.ReadFrom(body[5:]); err != nil {
 		return 0, fmt.Errorf("decoding ListClientConnections: %w", err)
 	}

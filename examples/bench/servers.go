@@ -385,7 +385,7 @@ func kafkanetProperties(spec childSpec) listener.Properties {
 // minimalHandler is the minimal kafkanet server's host: a fixed Metadata
 // response, Produce acknowledged and discarded, InitProducerId,
 // CreateTopics (the bench topic already exists) and ListClientConnections
-// (KIP-1329, under connregistry.DefaultAPIKey as the example broker serves
+// (KIP-1329, under connregistry.DefaultListAPIKey as the example broker serves
 // it by default). ApiVersions is the server's own.
 type minimalHandler struct {
 	ctx      context.Context // ends when the child stops: blocked requests are released
@@ -410,7 +410,7 @@ func minimalAPIs(h socketserver.Handler, inline bool) []socketserver.API {
 	if inline {
 		host = socketserver.Inline(h, host...)
 	}
-	return append(host, socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil))
+	return append(host, socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil))
 }
 
 // fixedMetadata is the minimal server's Metadata response: itself as node

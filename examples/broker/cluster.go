@@ -103,11 +103,11 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 			Rule: fmt.Sprintf("Value must be no more than %d", maxPartitions)}
 	}
 	s.numPartitions = int32(partitions)
-	key, err := cfg.Properties().Int(listConnectionsKeyProperty, int(connregistry.DefaultAPIKey), 0)
+	key, err := cfg.Properties().Int(listConnectionsKeyProperty, int(connregistry.DefaultListAPIKey), 0)
 	if err != nil {
 		return brokerSettings{}, err
 	}
-	if key > 32767 || kmsgKnows(int16(key)) && key != int(connregistry.DefaultAPIKey) {
+	if key > 32767 || kmsgKnows(int16(key)) && key != int(connregistry.DefaultListAPIKey) {
 		return brokerSettings{}, &protocolmap.ConfigError{Key: listConnectionsKeyProperty, Value: strconv.Itoa(key), Err: listener.ErrInvalidValue,
 			Rule: "must be an API key no other served API uses (93, KIP-1329's, or a free key such as 1000)"}
 	}

@@ -32,16 +32,16 @@ func TestListClientConnections(t *testing.T) {
 	_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bob)
 	require.NoError(t, err)
 
-	list := func(user, password, listenerName string, f connadmin.Filters) []connadmin.BrokerResult {
+	list := func(user, password, listenerName string, f connadmin.ListFilters) []connadmin.BrokerResult {
 		t.Helper()
-		cl := newClient(t, addr(t, c, 0, protocolmap.ListenerName(listenerName)), connadmin.VersionsOpt(connregistry.DefaultAPIKey),
+		cl := newClient(t, addr(t, c, 0, protocolmap.ListenerName(listenerName)), connadmin.VersionsOpt(connregistry.DefaultListAPIKey),
 			kgo.SASL(saslMechanism("PLAIN", user, password)))
 		res, err := connadmin.New(cl, 0).List(ctx, f)
 		require.NoError(t, err)
 		return res
 	}
 	bobFilter := "User:bob"
-	res := list("alice", "alice-secret", "CLIENT", connadmin.Filters{Principal: &bobFilter})
+	res := list("alice", "alice-secret", "CLIENT", connadmin.ListFilters{Principal: &bobFilter})
 	require.Len(t, res, 1)
 	require.NoError(t, res[0].Err)
 	require.NotEmpty(t, res[0].Connections)
@@ -57,7 +57,7 @@ func TestListClientConnections(t *testing.T) {
 	}
 
 	// bob is not a super user: CLUSTER_AUTHORIZATION_FAILED.
-	res = list("bob", "bob-secret", "CLIENT", connadmin.Filters{})
+	res = list("bob", "bob-secret", "CLIENT", connadmin.ListFilters{})
 	require.Len(t, res, 1)
 	assert.ErrorIs(t, res[0].Err, kerr.ClusterAuthorizationFailed)
 }
@@ -81,9 +81,9 @@ func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
 	connect(2, "TLS", kgo.DialTLSConfig(pki.ClientTLS(true)))
 	connect(2, "REPLICATION")
 
-	admin := newClient(t, addr(t, c, 0, "SASL"), connadmin.VersionsOpt(connregistry.DefaultAPIKey),
+	admin := newClient(t, addr(t, c, 0, "SASL"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey),
 		kgo.SASL(saslMechanism("PLAIN", "alice", "alice-secret")))
-	res, err := connadmin.New(admin, 0).List(ctx, connadmin.Filters{})
+	res, err := connadmin.New(admin, 0).List(ctx, connadmin.ListFilters{})
 	require.NoError(t, err)
 	require.Len(t, res, 3)
 	seen := map[int32]map[string]string{} // broker -> listener -> principal

@@ -41,8 +41,8 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 		return err
 	}
 	cfg.APIs = []socketserver.API{
-		socketserver.KmsgAPI(kmsg.Metadata, 0, 12),                             // answered below
-		socketserver.ListClientConnectionsAPI(connregistry.DefaultAPIKey, nil), // answered by the server
+		socketserver.KmsgAPI(kmsg.Metadata, 0, 12),                                 // answered below
+		socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil), // answered by the server
 	}
 	cfg.Logger = log
 

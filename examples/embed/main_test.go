@@ -90,7 +90,7 @@ func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), connadmin.VersionsOpt(connregistry.DefaultAPIKey))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), connadmin.VersionsOpt(connregistry.DefaultListAPIKey))
 	require.NoError(t, err)
 	defer cl.Close()
 	mdReq := kmsg.NewPtrMetadataRequest()
@@ -105,7 +105,7 @@ func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
 	require.Len(t, md.Topics, 1, "the topic asked for is answered")
 	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, md.Topics[0].ErrorCode)
 
-	res, err := connadmin.New(cl, connregistry.DefaultAPIKey).List(ctx, connadmin.Filters{})
+	res, err := connadmin.New(cl, connregistry.DefaultListAPIKey).List(ctx, connadmin.ListFilters{})
 	require.NoError(t, err)
 	require.Len(t, res, 1)
 	require.NoError(t, res[0].Err)

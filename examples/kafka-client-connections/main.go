@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.output, "output", "table", "`format`: table or json")
 	fs.BoolVar(&o.includeClosed, "include-closed", false, "also list recently closed connections, with when and why they closed")
 	fs.Var(&o.connectionIDs, "connection-id", "with --close: only the connection with this `id`, as --list shows it (repeatable)")
-	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultAPIKey), "the API `key` the brokers serve ListClientConnections under")
+	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultListAPIKey), "the API `key` the brokers serve ListClientConnections under")
 	fs.IntVar(&o.closeAPIKey, "close-api-key", int(connregistry.DefaultCloseAPIKey), "the API `key` the brokers serve CloseClientConnections under")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
@@ -168,11 +168,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	admin := connadmin.New(cl, int16(o.apiKey))
 	var results []connadmin.BrokerResult
 	if o.close {
-		results, err = admin.Close(ctx, int16(o.closeAPIKey), connadmin.CloseFilters{
+		results, err = admin.CloseConnections(ctx, int16(o.closeAPIKey), connadmin.CloseFilters{
 			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), ConnectionIDs: o.connectionIDs,
 		})
 	} else {
-		results, err = admin.List(ctx, connadmin.Filters{
+		results, err = admin.List(ctx, connadmin.ListFilters{
 			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), IncludeClosed: o.includeClosed,
 		})
 	}

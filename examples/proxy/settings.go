@@ -164,12 +164,12 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		key string
 		def int16
 		out *int16
-	}{{keyListKey, connregistry.DefaultAPIKey, &s.listKey}, {keyCloseKey, connregistry.DefaultCloseAPIKey, &s.closeKey}} {
+	}{{keyListKey, connregistry.DefaultListAPIKey, &s.listKey}, {keyCloseKey, connregistry.DefaultCloseAPIKey, &s.closeKey}} {
 		v, err := cfg.Properties().Int(k.key, int(k.def), 0)
 		if err != nil {
 			return settings{}, err
 		}
-		if v > 32767 || kmsg.RequestForKey(int16(v)) != nil && v != int(connregistry.DefaultAPIKey) {
+		if v > 32767 || kmsg.RequestForKey(int16(v)) != nil && v != int(connregistry.DefaultListAPIKey) {
 			return settings{}, invalid(k.key, strconv.Itoa(v), "must be an API key no other served API uses")
 		}
 		*k.out = int16(v)

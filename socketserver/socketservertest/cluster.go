@@ -50,7 +50,7 @@ type ListingCluster struct {
 
 // NewListingCluster starts n brokers with node ids 0..n-1 whose CLIENT
 // listeners accept users (name to password). Each broker's options start
-// as SuperUsers "User:admin;User:ANONYMOUS" and connregistry.DefaultAPIKey;
+// as SuperUsers "User:admin;User:ANONYMOUS" and connregistry.DefaultListAPIKey;
 // opt, which may be nil, changes broker i's. The brokers close when the
 // test ends.
 func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i int, o *ListingOptions)) *ListingCluster {
@@ -61,7 +61,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 	}
 	c := &ListingCluster{}
 	for i := range n {
-		o := ListingOptions{SuperUsers: "User:admin;User:ANONYMOUS", APIKey: connregistry.DefaultAPIKey}
+		o := ListingOptions{SuperUsers: "User:admin;User:ANONYMOUS", APIKey: connregistry.DefaultListAPIKey}
 		if opt != nil {
 			opt(i, &o)
 		}
