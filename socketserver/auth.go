@@ -73,7 +73,7 @@ func DefaultPrincipal(info AuthInfo, mapper *security.PrincipalMapper) (Principa
 		}
 		return Principal{Type: "User", Name: name}, nil
 	}
-	return Anonymous, nil
+	return connregistry.Anonymous, nil
 }
 
 // listenerSecurity is one listener's resolved security.

@@ -123,7 +123,7 @@ func (p *processor) register(nc net.Conn) {
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
-		Principal:        Anonymous,
+		Principal:        connregistry.Anonymous,
 		ClientAddr:       addrPort(nc.RemoteAddr()),
 		ConnectedAt:      now,
 	}

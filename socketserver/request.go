@@ -23,9 +23,6 @@ var ErrAlreadyAnswered = errors.New("socketserver: request already answered")
 // it is.
 type Principal = connregistry.Principal
 
-// Anonymous is the principal of an unauthenticated connection.
-var Anonymous = connregistry.Anonymous
-
 // Request is one decoded request. The host answers it exactly once, from
 // any goroutine, with Respond, NoResponse or CloseConnection; until then the
 // connection reads nothing more (one request in flight per connection, so

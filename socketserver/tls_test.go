@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -199,9 +200,9 @@ func TestTLSHandshakeAndPrincipal(t *testing.T) {
 			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true,
 			principal: socketserver.Principal{Type: "User", Name: "CN=Alice,OU=Clients,O=Kafkanet Test"}, version: tls.VersionTLS13},
 		{name: "requested, no certificate", clientAuth: "requested", rules: cnRule,
-			client: pki.clientConfig(), wantOK: true, principal: socketserver.Anonymous, version: tls.VersionTLS13},
+			client: pki.clientConfig(), wantOK: true, principal: connregistry.Anonymous, version: tls.VersionTLS13},
 		{name: "none, certificate not asked for", clientAuth: "none", rules: cnRule,
-			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true, principal: socketserver.Anonymous, version: tls.VersionTLS13},
+			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true, principal: connregistry.Anonymous, version: tls.VersionTLS13},
 		{name: "required, certificate", clientAuth: "required", rules: cnRule,
 			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true,
 			principal: socketserver.Principal{Type: "User", Name: "alice"}, version: tls.VersionTLS13},
