@@ -12,9 +12,10 @@
 // before a failed authentication is answered (KIP-306).
 //
 // The users of the built-in SASL mechanisms come from Kafka's JAAS
-// settings: [PlainUsers] and [SCRAMUsers] read one listener's
-// ([ParsePlainJAAS], [ParseSCRAMJAAS]), and [NewJAASUsers] builds every
-// SASL listener's credential store and reloads them.
+// settings, the user_<name> options of each listener's
+// listener.name.<listener>.<mechanism>.sasl.jaas.config ([KeyJAASConfig]):
+// [NewJAASUsers] reads them for every SASL listener and builds its
+// credential store, and [JAASUsers.Reload] reloads them.
 //
 // The SASL mechanisms themselves, their interface and the built-in PLAIN
 // and SCRAM-SHA-256/512, are in the sasl package beneath this one;

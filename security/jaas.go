@@ -12,7 +12,7 @@ import (
 
 // KeySASLJAASConfig is Kafka's sasl.jaas.config. A broker reads it only with
 // a listener and mechanism prefix, as in
-// listener.name.sasl_ssl.plain.sasl.jaas.config; see [PlainUsers].
+// listener.name.sasl_ssl.plain.sasl.jaas.config; see [JAASUsers].
 const KeySASLJAASConfig = "sasl.jaas.config"
 
 // PlainLoginModule is the class name of Kafka's PLAIN login module, whose
@@ -24,20 +24,20 @@ const PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModul
 // credentials for inter-broker connections, and the users a broker accepts
 // live in the cluster's metadata; kafkanet, which has no metadata log,
 // reads them from its user_<name>="<password>" options (see
-// [ParseSCRAMJAAS]).
+// [JAASUsers]).
 const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
-// ErrJAASConfig is wrapped by the errors of [ParsePlainJAAS],
-// [ParseSCRAMJAAS], [PlainUsers] and [SCRAMUsers]: a JAAS
-// configuration that does not parse or does not configure the
-// mechanism's login module.
+// ErrJAASConfig is wrapped by the errors of [NewJAASUsers] and
+// [JAASUsers.Reload] about a JAAS configuration that does not parse, does
+// not configure the mechanism's login module, or is missing where a
+// listener's built-in mechanism needs its users.
 var ErrJAASConfig = errors.New("invalid JAAS configuration")
 
 // hiddenValue stands for the value of a secret setting in error messages,
 // as Kafka's Password type prints.
 const hiddenValue = "[hidden]"
 
-// ParsePlainJAAS reads the value of a broker's PLAIN sasl.jaas.config,
+// parsePlainJAAS reads the value of a broker's PLAIN sasl.jaas.config,
 //
 //	org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";
 //
@@ -61,7 +61,7 @@ const hiddenValue = "[hidden]"
 // PlainLoginModule. A user with an empty name or password is an error, as
 // Kafka's PLAIN never accepts either. Errors wrap [ErrJAASConfig]; they
 // never contain an option's value.
-func ParsePlainJAAS(value string) (users map[string]string, err error) {
+func parsePlainJAAS(value string) (users map[string]string, err error) {
 	e, err := parseOneModule(value, PlainLoginModule, "the users of SASL/PLAIN are the user_<name> options of that module")
 	if err != nil {
 		return nil, err
@@ -69,21 +69,21 @@ func ParsePlainJAAS(value string) (users map[string]string, err error) {
 	return userOptions(e, "SASL/PLAIN")
 }
 
-// ParseSCRAMJAAS reads the value of a broker's SCRAM-SHA-256 or
+// parseSCRAMJAAS reads the value of a broker's SCRAM-SHA-256 or
 // SCRAM-SHA-512 sasl.jaas.config,
 //
 //	org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret" user_alice="alice-secret";
 //
 // and returns its users (name → password), from the options named
-// user_<name>, as [ParsePlainJAAS] reads PlainLoginModule's. This is
+// user_<name>, as parsePlainJAAS reads PlainLoginModule's. This is
 // kafkanet's own: a Kafka broker keeps SCRAM credentials in its metadata
 // (kafka-configs --alter --add-config 'SCRAM-SHA-256=[password=...]') and
 // reads only username and password here, its own identity for
 // inter-broker connections, which are left out, as is any other option
-// (tokenauth). The syntax and errors are ParsePlainJAAS's; the one module
+// (tokenauth). The syntax and errors are parsePlainJAAS's; the one module
 // must be ScramLoginModule. A configuration without user options gives no
 // users and no error.
-func ParseSCRAMJAAS(value string) (users map[string]string, err error) {
+func parseSCRAMJAAS(value string) (users map[string]string, err error) {
 	e, err := parseOneModule(value, ScramLoginModule,
 		"a broker's SCRAM users are the user_<name> options of that module (kafkanet keeps no SCRAM credentials in a metadata log)")
 	if err != nil {
@@ -415,30 +415,30 @@ func KeyJAASConfig(name protocolmap.ListenerName, mechanism string) string {
 	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + KeySASLJAASConfig
 }
 
-// SCRAMUsers returns the users of a listener's SCRAM mechanism
-// (SCRAM-SHA-256 or SCRAM-SHA-512), read with [ParseSCRAMJAAS] from
+// scramUsers returns the users of a listener's SCRAM mechanism
+// (SCRAM-SHA-256 or SCRAM-SHA-512), read with parseSCRAMJAAS from
 // [KeyJAASConfig], such as
 // listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; set reports
 // whether the key is set. A key set without user options gives no users
 // (the broker's own username and password are no users), which
 // [NewJAASUsers] warns about. Errors are [*protocolmap.ConfigError]
 // values wrapping [ErrJAASConfig], with the value shown as [hidden].
-func SCRAMUsers(cfg *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, set bool, err error) {
+func scramUsers(cfg *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, set bool, err error) {
 	c := view(cfg)
 	key := KeyJAASConfig(name, mechanism)
 	v, ok := c.props.Get(key)
 	if !ok {
 		return nil, false, nil
 	}
-	users, err = ParseSCRAMJAAS(v)
+	users, err = parseSCRAMJAAS(v)
 	if err != nil {
 		return nil, true, &protocolmap.ConfigError{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
 	}
 	return users, true, nil
 }
 
-// PlainUsers returns the SASL/PLAIN users (name → password) of a listener,
-// read with [ParsePlainJAAS] from [KeyPlainJAASConfig], such as
+// plainUsers returns the SASL/PLAIN users (name → password) of a listener,
+// read with parsePlainJAAS from [KeyPlainJAASConfig], such as
 // listener.name.sasl_ssl.plain.sasl.jaas.config. Like Kafka, it reads no
 // other key: a sasl.jaas.config without the mechanism prefix (with or
 // without the listener prefix) does not apply to a broker. If one is set,
@@ -451,7 +451,7 @@ func SCRAMUsers(cfg *listener.Set, name protocolmap.ListenerName, mechanism stri
 // static JAAS file, which this package does not read. Errors are
 // [*protocolmap.ConfigError] values wrapping [ErrJAASConfig], with the
 // value shown as [hidden].
-func PlainUsers(cfg *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
+func plainUsers(cfg *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
 	c := view(cfg)
 	if _, from, ok := c.Properties().ListenerValue(name, KeySASLJAASConfig); ok {
 		ignored = from
@@ -465,7 +465,7 @@ func PlainUsers(cfg *listener.Set, name protocolmap.ListenerName) (users map[str
 		}
 		return nil, ignored, &protocolmap.ConfigError{Key: key, Rule: rule, Err: ErrJAASConfig}
 	}
-	users, err = ParsePlainJAAS(v)
+	users, err = parsePlainJAAS(v)
 	if err != nil {
 		return nil, ignored, &protocolmap.ConfigError{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
 	}

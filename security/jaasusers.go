@@ -17,12 +17,12 @@ import (
 // Kafka's JAAS properties, per listener and built-in mechanism:
 //
 //   - PLAIN's users are the user_<name> options of PlainLoginModule in
-//     listener.name.<listener>.plain.sasl.jaas.config ([PlainUsers]).
+//     listener.name.<listener>.plain.sasl.jaas.config.
 //   - SCRAM-SHA-256's and SCRAM-SHA-512's are the user_<name> options of
 //     ScramLoginModule in listener.name.<listener>.scram-sha-256.sasl.jaas.config
 //     and listener.name.<listener>.scram-sha-512.sasl.jaas.config
-//     ([SCRAMUsers]) when that key names users; else, the PLAIN
-//     key's users log in with the SCRAM mechanism too. (Kafka keeps SCRAM
+//     when that key names users; else, the PLAIN key's users log in with
+//     the SCRAM mechanism too. (Kafka keeps SCRAM
 //     credentials in its metadata instead, and reads only the broker's own
 //     username and password from ScramLoginModule; a SCRAM key that names
 //     no users is warned about.)
@@ -85,11 +85,14 @@ type UserChange struct {
 }
 
 // NewJAASUsers reads the users of every SASL listener of cfg that enables a
-// built-in mechanism and builds their stores. Errors are those of
-// [PlainUsers], [SCRAMUsers] and of sasl.enabled.mechanisms,
-// and, for a listener that enables a SCRAM mechanism but not PLAIN, one
-// naming the SCRAM key when neither it nor the PLAIN key names users; the
-// warnings are about sasl.jaas.config settings the broker ignores or that
+// built-in mechanism and builds their stores. Errors are
+// [*protocolmap.ConfigError] values: those of sasl.enabled.mechanisms;
+// wrapping [ErrJAASConfig], a JAAS key that does not parse or does not
+// configure the mechanism's login module (its value shown as [hidden]),
+// a listener enabling PLAIN whose PLAIN key is not set (Kafka would fall
+// back to a static JAAS file, which this package does not read), and, for
+// a listener that enables a SCRAM mechanism but not PLAIN, one naming the
+// SCRAM key when neither it nor the PLAIN key names users; the warnings are about sasl.jaas.config settings the broker ignores or that
 // name no users, each key once.
 func NewJAASUsers(cfg *listener.Set) (*JAASUsers, []JAASWarning, error) {
 	read, warnings, err := readJAASUsers(cfg)
@@ -198,7 +201,7 @@ func (u *JAASUsers) Reload(cfg *listener.Set) ([]UserChange, []JAASWarning, erro
 		lists := next[name].byKey
 		for _, key := range slices.Sorted(maps.Keys(lists)) {
 			if store, ok := u.users[name][key]; ok {
-				// ParsePlainJAAS and ParseSCRAMJAAS refuse what Replace
+				// parsePlainJAAS and parseSCRAMJAAS refuse what Replace
 				// would; Replace fails only if the system's random source
 				// does.
 				if err := store.Replace(lists[key]); err != nil {
@@ -288,7 +291,7 @@ func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUser
 			continue
 		}
 		plainKey := KeyPlainJAASConfig(l.Name)
-		plain, ignored, plainErr := PlainUsers(cfg, l.Name)
+		plain, ignored, plainErr := plainUsers(cfg, l.Name)
 		if ignored != "" {
 			warn(JAASWarning{Key: ignored, Listener: l.Name})
 		}
@@ -302,7 +305,7 @@ func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUser
 		}
 		for _, mech := range []string{sasl.SCRAMSHA256, sasl.SCRAMSHA512} {
 			key := KeyJAASConfig(l.Name, mech)
-			users, set, err := SCRAMUsers(cfg, l.Name, mech)
+			users, set, err := scramUsers(cfg, l.Name, mech)
 			if !slices.Contains(mechs, mech) {
 				if set {
 					warn(JAASWarning{Key: key, Listener: l.Name, Reason: fmt.Sprintf(
