@@ -418,13 +418,13 @@ func KeyJAASConfig(name protocolmap.ListenerName, mechanism string) string {
 // scramUsers returns the users of a listener's SCRAM mechanism
 // (SCRAM-SHA-256 or SCRAM-SHA-512), read with parseSCRAMJAAS from
 // [KeyJAASConfig], such as
-// listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; set reports
+// listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; keySet reports
 // whether the key is set. A key set without user options gives no users
 // (the broker's own username and password are no users), which
 // [NewJAASUsers] warns about. Errors are [*protocolmap.ConfigError]
 // values wrapping [ErrJAASConfig], with the value shown as [hidden].
-func scramUsers(cfg *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, set bool, err error) {
-	c := view(cfg)
+func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, keySet bool, err error) {
+	c := view(set)
 	key := KeyJAASConfig(name, mechanism)
 	v, ok := c.props.Get(key)
 	if !ok {
@@ -451,8 +451,8 @@ func scramUsers(cfg *listener.Set, name protocolmap.ListenerName, mechanism stri
 // static JAAS file, which this package does not read. Errors are
 // [*protocolmap.ConfigError] values wrapping [ErrJAASConfig], with the
 // value shown as [hidden].
-func plainUsers(cfg *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
-	c := view(cfg)
+func plainUsers(set *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
+	c := view(set)
 	if _, from, ok := c.Properties().ListenerValue(name, KeySASLJAASConfig); ok {
 		ignored = from
 	}

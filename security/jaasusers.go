@@ -84,7 +84,7 @@ type UserChange struct {
 	Added, Removed, PasswordChanged []string
 }
 
-// NewJAASUsers reads the users of every SASL listener of cfg that enables a
+// NewJAASUsers reads the users of every SASL listener of set that enables a
 // built-in mechanism and builds their stores. Errors are
 // [*protocolmap.ConfigError] values: those of sasl.enabled.mechanisms;
 // wrapping [ErrJAASConfig], a JAAS key that does not parse or does not
@@ -94,8 +94,8 @@ type UserChange struct {
 // a listener that enables a SCRAM mechanism but not PLAIN, one naming the
 // SCRAM key when neither it nor the PLAIN key names users; the warnings are about sasl.jaas.config settings the broker ignores or that
 // name no users, each key once.
-func NewJAASUsers(cfg *listener.Set) (*JAASUsers, []JAASWarning, error) {
-	read, warnings, err := readJAASUsers(cfg)
+func NewJAASUsers(set *listener.Set) (*JAASUsers, []JAASWarning, error) {
+	read, warnings, err := readJAASUsers(set)
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -132,7 +132,7 @@ func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
 	return out
 }
 
-// Reload re-reads the users from cfg, a new reading of the broker's
+// Reload re-reads the users from set, a new reading of the broker's
 // configuration, and swaps every store's users for them: added users can
 // log in at once, removed ones no more (their open connections last until
 // their session expires, which connections.max.reauth.ms bounds). It
@@ -140,11 +140,11 @@ func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
 // listener and key; a list whose key no longer names users is reported
 // with all its users removed. Every listener with a store must still
 // enable a built-in mechanism (changing listeners needs a restart;
-// listeners new in cfg are left alone). On error nothing changes.
-func (u *JAASUsers) Reload(cfg *listener.Set) ([]UserChange, []JAASWarning, error) {
+// listeners new in set are left alone). On error nothing changes.
+func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	next, warnings, err := readJAASUsers(cfg)
+	next, warnings, err := readJAASUsers(set)
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -154,7 +154,7 @@ func (u *JAASUsers) Reload(cfg *listener.Set) ([]UserChange, []JAASWarning, erro
 			return nil, warnings, fmt.Errorf("listener %s is no SASL listener with a built-in mechanism in the new configuration: changing listeners needs a restart", name)
 		}
 	}
-	// Lists new in cfg are built first, so that an error changes nothing.
+	// Lists new in set are built first, so that an error changes nothing.
 	fresh := map[protocolmap.ListenerName]map[string]*sasl.Users{}
 	var changes []UserChange
 	for _, name := range names {
@@ -269,9 +269,9 @@ func (lu listenerUsers) route(stores map[string]*sasl.Users) *jaasRoute {
 	return &jaasRoute{plain: stores[lu.plain], sha256: stores[lu.sha256], sha512: stores[lu.sha512]}
 }
 
-// readJAASUsers reads the user lists of every SASL listener of cfg that
+// readJAASUsers reads the user lists of every SASL listener of set that
 // enables a built-in mechanism.
-func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUsers, []JAASWarning, error) {
+func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUsers, []JAASWarning, error) {
 	out := map[protocolmap.ListenerName]listenerUsers{}
 	var warnings []JAASWarning
 	warn := func(w JAASWarning) {
@@ -279,11 +279,11 @@ func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUser
 			warnings = append(warnings, w)
 		}
 	}
-	for _, l := range cfg.Listeners {
+	for _, l := range set.Listeners {
 		if !l.SecurityProtocol.UsesSASL() {
 			continue
 		}
-		mechs, err := view(cfg).saslMechanisms(l.Name)
+		mechs, err := view(set).saslMechanisms(l.Name)
 		if err != nil {
 			return nil, warnings, err
 		}
@@ -291,11 +291,11 @@ func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUser
 			continue
 		}
 		plainKey := KeyPlainJAASConfig(l.Name)
-		plain, ignored, plainErr := plainUsers(cfg, l.Name)
+		plain, ignored, plainErr := plainUsers(set, l.Name)
 		if ignored != "" {
 			warn(JAASWarning{Key: ignored, Listener: l.Name})
 		}
-		_, plainSet := cfg.Properties().Get(plainKey)
+		_, plainSet := set.Properties().Get(plainKey)
 		lu := listenerUsers{byKey: map[string]map[string]string{}}
 		if slices.Contains(mechs, sasl.Plain) {
 			if plainErr != nil {
@@ -305,9 +305,9 @@ func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUser
 		}
 		for _, mech := range []string{sasl.SCRAMSHA256, sasl.SCRAMSHA512} {
 			key := KeyJAASConfig(l.Name, mech)
-			users, set, err := scramUsers(cfg, l.Name, mech)
+			users, keySet, err := scramUsers(set, l.Name, mech)
 			if !slices.Contains(mechs, mech) {
-				if set {
+				if keySet {
 					warn(JAASWarning{Key: key, Listener: l.Name, Reason: fmt.Sprintf(
 						"ignoring %s: listener %s does not enable %s (%s)", key, l.Name, mech, KeySASLEnabledMechanisms)})
 				}
@@ -325,7 +325,7 @@ func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUser
 				if plainErr != nil {
 					rule := fmt.Sprintf("SASL/%s on listener %s needs its users in %s (%s required user_<name>=\"<password>\" ...;), or in %s (%s required user_<name>=\"<password>\" ...;), whose users log in with every built-in mechanism",
 						mech, l.Name, key, ScramLoginModule, plainKey, PlainLoginModule)
-					if set {
+					if keySet {
 						rule = fmt.Sprintf("%s names no users (user_<name> options): its username and password are the broker's own, for inter-broker connections, and kafkanet keeps no SCRAM credentials in a metadata log as Kafka does; ", key) + rule
 					}
 					if ignored != "" {
@@ -333,7 +333,7 @@ func readJAASUsers(cfg *listener.Set) (map[protocolmap.ListenerName]listenerUser
 					}
 					return nil, warnings, &protocolmap.ConfigError{Key: key, Rule: rule, Err: ErrJAASConfig}
 				}
-				if set {
+				if keySet {
 					warn(JAASWarning{Key: key, Listener: l.Name, Reason: fmt.Sprintf(
 						"%s names no users (user_<name> options): its username and password are the broker's own, for inter-broker connections, and kafkanet keeps no SCRAM credentials in a metadata log as Kafka does; %s on listener %s logs in the users of %s",
 						key, mech, l.Name, plainKey)})

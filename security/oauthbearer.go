@@ -201,8 +201,8 @@ type OAuthBearerUnsecured struct {
 // listener that enables OAUTHBEARER, so the socket server's
 // ConfigFromProperties reads the settings once, into
 // [Settings.OAuthBearer].
-func OAuthBearer(cfg *listener.Set, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
-	c := view(cfg)
+func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
+	c := view(set)
 	classKey, jaasKey := KeyOAuthBearerServerCallbackHandlerClass(name), KeyOAuthBearerJAASConfig(name)
 	class, classSet := c.props.Get(classKey)
 	jaas, jaasSet := c.props.Get(jaasKey)

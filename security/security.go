@@ -138,8 +138,8 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 //
 // Errors are [*protocolmap.ConfigError] values whose Key is the key at
 // fault, in the form the value came from.
-func ForListener(cfg *listener.Set, name protocolmap.ListenerName) (Settings, error) {
-	c := view(cfg)
+func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, error) {
+	c := view(set)
 	proto, err := c.protocol(name)
 	if err != nil {
 		return Settings{}, err
@@ -245,8 +245,8 @@ func (c config) reauthMax(s setting) (time.Duration, error) {
 // [*protocolmap.ConfigError] for connection.failed.authentication.delay.ms
 // wrapping [listener.ErrInvalidValue], has Kafka's message. Both keys are
 // broker-wide.
-func FailedAuthenticationDelay(cfg *listener.Set) (time.Duration, error) {
-	c := view(cfg)
+func FailedAuthenticationDelay(set *listener.Set) (time.Duration, error) {
+	c := view(set)
 	delay, err := c.Properties().Int(KeyConnectionFailedAuthenticationDelayMs, int(DefaultFailedAuthenticationDelay/time.Millisecond), 0)
 	if err != nil {
 		return 0, err

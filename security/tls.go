@@ -98,8 +98,8 @@ const kafkaDefaultStoreType = "JKS"
 // key material. A listener name that is neither a listener nor in
 // listener.security.protocol.map gives an error for that key wrapping
 // [listener.ErrNoSecurityProtocol].
-func TLSConfig(cfg *listener.Set, name protocolmap.ListenerName) (*tls.Config, error) {
-	c := view(cfg)
+func TLSConfig(set *listener.Set, name protocolmap.ListenerName) (*tls.Config, error) {
+	c := view(set)
 	proto, err := c.protocol(name)
 	if err != nil {
 		return nil, err
