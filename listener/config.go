@@ -74,9 +74,9 @@ type Set struct {
 
 // Listener returns the listener called name (compared without regard to
 // case).
-func (c *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
+func (s *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
 	n := protocolmap.ListenerName(strings.ToUpper(strings.TrimSpace(string(name))))
-	for _, l := range c.Listeners {
+	for _, l := range s.Listeners {
 		if l.Name == n {
 			return l, true
 		}
@@ -86,22 +86,22 @@ func (c *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
 
 // AdvertisedEndPoints returns the advertised endpoints, in the order of
 // advertised.listeners, that is the order a broker registers them in.
-func (c *Set) AdvertisedEndPoints() []EndPoint {
-	if c.advertised == nil { // built in code: the listeners' order
+func (s *Set) AdvertisedEndPoints() []EndPoint {
+	if s.advertised == nil { // built in code: the listeners' order
 		var eps []EndPoint
-		for _, l := range c.Listeners {
+		for _, l := range s.Listeners {
 			if l.IsAdvertised() {
 				eps = append(eps, l.Advertised)
 			}
 		}
 		return eps
 	}
-	return slices.Clone(c.advertised)
+	return slices.Clone(s.advertised)
 }
 
 // Properties returns the properties the configuration was resolved from.
 // The map is shared; do not modify it.
-func (c *Set) Properties() Properties { return c.props }
+func (s *Set) Properties() Properties { return s.props }
 
 func parseInt(key, value string, min int) (int, error) {
 	n, err := strconv.Atoi(value)
@@ -242,7 +242,7 @@ func Resolve(props Properties) (*Set, error) {
 }
 
 // resolveInterBroker sets the inter-broker listener name and protocol.
-func (c *Set) resolveInterBroker(props Properties) error {
+func (s *Set) resolveInterBroker(props Properties) error {
 	nameValue, nameSet := props.Get(KeyInterBrokerListenerName)
 	protoValue, protoSet := props.Get(KeyInterBrokerSecurityProtocol)
 	if nameSet && protoSet {
@@ -254,12 +254,12 @@ func (c *Set) resolveInterBroker(props Properties) error {
 		if err != nil {
 			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: err, Rule: "The provided listener name is null or empty string"}
 		}
-		p, ok := c.SecurityProtocolMap[name]
+		p, ok := s.SecurityProtocolMap[name]
 		if !ok {
 			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: ErrNoSecurityProtocol,
 				Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", name, KeyInterBrokerListenerName, KeySecurityProtocolMap)}
 		}
-		c.InterBrokerListener, c.InterBrokerSecurityProtocol = name, p
+		s.InterBrokerListener, s.InterBrokerSecurityProtocol = name, p
 		return nil
 	}
 	p := protocolmap.Plaintext
@@ -272,7 +272,7 @@ func (c *Set) resolveInterBroker(props Properties) error {
 		}
 		p = parsed
 	}
-	c.InterBrokerListener, c.InterBrokerSecurityProtocol = protocolmap.ListenerName(p.String()), p
+	s.InterBrokerListener, s.InterBrokerSecurityProtocol = protocolmap.ListenerName(p.String()), p
 	return nil
 }
 
@@ -355,11 +355,11 @@ var ErrInconsistent = errors.New("inconsistent listener configuration")
 // failed, as Resolve's do, and wrap [ErrInconsistent] for contradictions.
 // A Set that Resolve returned is valid. socketserver.New calls
 // Validate, so that configuring in code skips none of Kafka's checks.
-func (c *Set) Validate() error {
-	if c == nil || len(c.Listeners) == 0 {
+func (s *Set) Validate() error {
+	if s == nil || len(s.Listeners) == 0 {
 		return fmt.Errorf("%w: no listeners", ErrInconsistent)
 	}
-	props, err := c.asProperties()
+	props, err := s.asProperties()
 	if err != nil {
 		return err
 	}
@@ -372,10 +372,10 @@ func (c *Set) Validate() error {
 	}
 	// InterBrokerSecurityProtocol is derived; its zero value (PLAINTEXT)
 	// counts as not set.
-	if p := c.InterBrokerSecurityProtocol; p != protocolmap.Plaintext && p != r.InterBrokerSecurityProtocol {
-		return bad("the inter-broker listener %s speaks %s, not %s", r.InterBrokerListener, r.InterBrokerSecurityProtocol, c.InterBrokerSecurityProtocol)
+	if p := s.InterBrokerSecurityProtocol; p != protocolmap.Plaintext && p != r.InterBrokerSecurityProtocol {
+		return bad("the inter-broker listener %s speaks %s, not %s", r.InterBrokerListener, r.InterBrokerSecurityProtocol, s.InterBrokerSecurityProtocol)
 	}
-	for i, l := range c.Listeners {
+	for i, l := range s.Listeners {
 		want := r.Listeners[i]
 		switch {
 		case l.SecurityProtocol != want.SecurityProtocol:
@@ -383,7 +383,7 @@ func (c *Set) Validate() error {
 		case l.Bind.SecurityProtocol != want.SecurityProtocol || l.IsAdvertised() && l.Advertised.SecurityProtocol != want.SecurityProtocol:
 			return bad("listener %s: its endpoints' protocols must be %s", l.Name, want.SecurityProtocol)
 		case l.Plane != want.Plane:
-			return bad("listener %s is on the %s plane, but %s is %q", l.Name, l.Plane, KeyControlPlaneListenerName, c.ControlPlaneListener)
+			return bad("listener %s is on the %s plane, but %s is %q", l.Name, l.Plane, KeyControlPlaneListenerName, s.ControlPlaneListener)
 		case l.InterBroker != want.InterBroker:
 			return bad("listener %s: InterBroker is %t, but the inter-broker listener is %s", l.Name, l.InterBroker, r.InterBrokerListener)
 		}
@@ -392,16 +392,16 @@ func (c *Set) Validate() error {
 }
 
 // asProperties writes c back as the keys Resolve reads.
-func (c *Set) asProperties() (Properties, error) {
-	m := c.SecurityProtocolMap
+func (s *Set) asProperties() (Properties, error) {
+	m := s.SecurityProtocolMap
 	if m == nil {
 		m = protocolmap.Map{}
-		for _, l := range c.Listeners {
+		for _, l := range s.Listeners {
 			m[l.Name] = l.SecurityProtocol
 		}
 	}
 	var bind, advertised []string
-	for _, l := range c.Listeners {
+	for _, l := range s.Listeners {
 		if l.Bind.Name != l.Name || l.IsAdvertised() && l.Advertised.Name != l.Name {
 			return nil, fmt.Errorf("listener configuration built in code: %w: listener %s has endpoints named %q and %q",
 				ErrInconsistent, l.Name, l.Bind.Name, l.Advertised.Name)
@@ -411,7 +411,7 @@ func (c *Set) asProperties() (Properties, error) {
 			advertised = append(advertised, l.Advertised.String())
 		}
 	}
-	if eps := c.advertised; eps != nil { // Resolve's order, which may differ from listeners'
+	if eps := s.advertised; eps != nil { // Resolve's order, which may differ from listeners'
 		advertised = advertised[:0]
 		for _, ep := range eps {
 			advertised = append(advertised, ep.String())
@@ -422,11 +422,11 @@ func (c *Set) asProperties() (Properties, error) {
 		KeyAdvertisedListeners: strings.Join(advertised, ","),
 		KeySecurityProtocolMap: m.String(),
 	}
-	if c.InterBrokerListener != "" {
-		props[KeyInterBrokerListenerName] = string(c.InterBrokerListener)
+	if s.InterBrokerListener != "" {
+		props[KeyInterBrokerListenerName] = string(s.InterBrokerListener)
 	}
-	if c.ControlPlaneListener != "" {
-		props[KeyControlPlaneListenerName] = string(c.ControlPlaneListener)
+	if s.ControlPlaneListener != "" {
+		props[KeyControlPlaneListenerName] = string(s.ControlPlaneListener)
 	}
 	return props, nil
 }
