@@ -42,6 +42,8 @@ type API struct {
 	// not, so one that needs what the host learns after Start (such as
 	// every bound address) waits for it.
 	Inline Handler
+
+	own bool // Inline is the server's own handler (ListClientConnectionsAPI): RequestLog.ServerAnswered
 }
 
 // Inline returns apis with h as the inline handler (API.Inline) of each:
@@ -54,7 +56,7 @@ type API struct {
 func Inline(h Handler, apis ...API) []API {
 	out := make([]API, len(apis))
 	for i, a := range apis {
-		a.Inline = h
+		a.Inline, a.own = h, false
 		out[i] = a
 	}
 	return out

@@ -297,7 +297,8 @@ func (c *conn) handshake() (err error) {
 // come in SaslAuthenticate requests, with v0 as raw size-prefixed frames.
 // Frames are limited to sasl.server.max.receive.size. Any other request,
 // and a frame that is not a request, closes the connection without a
-// response after the failed-authentication delay.
+// response after the failed-authentication delay. Each request is logged
+// (HookRequestLogged).
 func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	sawAPIVersions := false
@@ -306,53 +307,56 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
-		h, req, _, err := c.decode(frame, time.Now(), false)
+		received := time.Now()
+		h, req, _, err := c.decode(frame, received, false)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
+		q := logged{h: h, size: len(frame), received: received}
 		switch body := req.(type) {
 		case nil: // a too-new ApiVersions request
-			if err := c.write(h.correlationID, apis.apiVersionsResponse(nil, true)); err != nil {
+			if err := c.answerOwn(&q, apis.apiVersionsResponse(nil, true), false); err != nil {
 				return nil, 0, err
 			}
 		case *kmsg.ApiVersionsRequest:
 			if sawAPIVersions {
-				return nil, 0, c.refuse(fmt.Errorf("%w: a second ApiVersions request", ErrIllegalSASLState))
+				return nil, 0, c.refuseOwn(&q, fmt.Errorf("%w: a second ApiVersions request", ErrIllegalSASLState))
 			}
 			resp := apis.apiVersionsResponse(body, false)
 			if resp.ErrorCode == 0 {
 				sawAPIVersions = true
 				c.noteClientSoftware(body)
 			}
-			if err := c.write(h.correlationID, resp); err != nil {
+			if err := c.answerOwn(&q, resp, false); err != nil {
 				return nil, 0, err
 			}
 		case *kmsg.SASLHandshakeRequest:
-			mech, err := c.answerSASLHandshake(h, body)
+			mech, err := c.answerSASLHandshake(&q, body)
 			return mech, h.version, err
 		default:
-			return nil, 0, c.refuse(fmt.Errorf("%w: Unexpected Kafka request of type %s during SASL handshake.", ErrIllegalSASLState, apiName(h.key)))
+			return nil, 0, c.refuseOwn(&q, fmt.Errorf("%w: Unexpected Kafka request of type %s during SASL handshake.", ErrIllegalSASLState, apiName(h.key)))
 		}
 	}
 }
 
-// answerSASLHandshake answers a SaslHandshake with the enabled mechanisms
-// and returns the one the client chose. A mechanism the listener does not
-// enable (compared case-sensitively) gets UNSUPPORTED_SASL_MECHANISM after
-// the failed-authentication delay, and an error to close the connection.
-func (c *conn) answerSASLHandshake(h header, req *kmsg.SASLHandshakeRequest) (sasl.Mechanism, error) {
+// answerSASLHandshake answers q, a SaslHandshake, with the enabled
+// mechanisms and returns the one the client chose. A mechanism the listener
+// does not enable (compared case-sensitively) gets
+// UNSUPPORTED_SASL_MECHANISM after the failed-authentication delay, and an
+// error to close the connection.
+func (c *conn) answerSASLHandshake(q *logged, req *kmsg.SASLHandshakeRequest) (sasl.Mechanism, error) {
 	sec := c.p.ls.sec
 	resp := kmsg.NewPtrSASLHandshakeResponse()
-	resp.SetVersion(h.version)
+	resp.SetVersion(q.h.version)
 	resp.SupportedMechanisms = sec.names
 	mech := sec.mechanism(req.Mechanism)
 	if mech == nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		c.failAuthentication()
-		_ = c.write(h.correlationID, resp)
+		_ = c.answerOwn(q, resp, true)
 		return nil, fmt.Errorf("%w: Unsupported SASL mechanism %s", ErrAuthentication, req.Mechanism)
 	}
-	return mech, c.write(h.correlationID, resp)
+	return mech, c.answerOwn(q, resp, false)
 }
 
 // saslExchange runs mech's steps until they complete or fail. With
@@ -380,12 +384,12 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 			return "", c.refuse(err)
 		}
 		var (
-			h     header
+			q     logged // the SaslAuthenticate request (handshake v1+): a v0 token has no header, and is not logged
 			token = frame
 		)
 		if handshakeVersion > 0 {
 			var req *kmsg.SASLAuthenticateRequest
-			if h, req, err = c.saslAuthenticateRequest(frame); err != nil {
+			if req, err = c.saslAuthenticateRequest(&q, frame); err != nil {
 				return "", err
 			}
 			token = req.SASLAuthBytes
@@ -408,14 +412,14 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 			c.failAuthentication()
 			if handshakeVersion > 0 {
 				resp := kmsg.NewPtrSASLAuthenticateResponse()
-				resp.SetVersion(h.version)
+				resp.SetVersion(q.h.version)
 				resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 				msg := sasl.GenericMessage(mech.Name(), reauth) // Kafka's for a SaslException
 				if errors.As(err, &se) {
 					msg = se.ClientMessage(reauth)
 				}
 				resp.ErrorMessage = &msg
-				_ = c.write(h.correlationID, resp)
+				_ = c.answerOwn(&q, resp, true)
 			} // v0 cannot carry an error: the client sees the close
 			return "", fmt.Errorf("%w: mechanism %s: %w", ErrAuthentication, mech.Name(), err)
 		}
@@ -429,13 +433,13 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 			}
 		} else {
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
-			resp.SetVersion(h.version)
+			resp.SetVersion(q.h.version)
 			resp.SASLAuthBytes = challenge
 			if resp.SASLAuthBytes == nil {
 				resp.SASLAuthBytes = []byte{}
 			}
 			resp.SessionLifetimeMillis = lifetime.Milliseconds()
-			err = c.write(h.correlationID, resp)
+			err = c.answerOwn(&q, resp, false)
 		}
 		if err != nil {
 			return "", err
@@ -447,29 +451,32 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 }
 
 // saslAuthenticateRequest decodes a frame of the SASL exchange, which must
-// be a SaslAuthenticate request. Any other request gets its own error
-// response with ILLEGAL_SASL_STATE after the failed-authentication delay,
-// as Kafka's SaslServerAuthenticator answers it, and an error to close the
-// connection.
-func (c *conn) saslAuthenticateRequest(frame []byte) (header, *kmsg.SASLAuthenticateRequest, error) {
+// be a SaslAuthenticate request, and sets q to it for the request log. Any
+// other request gets its own error response with ILLEGAL_SASL_STATE after
+// the failed-authentication delay, as Kafka's SaslServerAuthenticator
+// answers it, is logged, and returns an error to close the connection.
+func (c *conn) saslAuthenticateRequest(q *logged, frame []byte) (*kmsg.SASLAuthenticateRequest, error) {
+	received := time.Now()
 	h, rest, err := parseHeaderPrefix(frame)
 	if err != nil {
-		return h, nil, c.refuse(err)
+		return nil, c.refuse(err)
 	}
+	*q = logged{h: h, size: len(frame), received: received}
 	if h.key != saslAuthenticateKey {
 		msg := "Unexpected Kafka request of type " + apiName(h.key) + " during SASL authentication."
 		resp := illegalSASLStateResponse(h, rest, msg)
-		c.failAuthentication()
-		if resp != nil {
-			_ = c.write(h.correlationID, resp)
+		if resp == nil {
+			return nil, c.refuseOwn(q, fmt.Errorf("%w: %s", ErrIllegalSASLState, msg))
 		}
-		return h, nil, fmt.Errorf("%w: %s", ErrIllegalSASLState, msg)
+		c.failAuthentication()
+		_ = c.answerOwn(q, resp, true)
+		return nil, fmt.Errorf("%w: %s", ErrIllegalSASLState, msg)
 	}
-	h, body, _, err := c.decode(frame, time.Now(), false)
+	_, body, _, err := c.decode(frame, received, false)
 	if err != nil {
-		return h, nil, c.refuse(err)
+		return nil, c.refuse(err)
 	}
-	return h, body.(*kmsg.SASLAuthenticateRequest), nil
+	return body.(*kmsg.SASLAuthenticateRequest), nil
 }
 
 // illegalSASLStateResponse decodes a request that came when only
@@ -605,14 +612,15 @@ func (c *conn) mayReauthenticate(now time.Time) bool {
 // received after authentication. A SaslHandshake that may start
 // re-authentication (mayReauthenticate) does; otherwise both get
 // ILLEGAL_SASL_STATE (SaslHandshake with no mechanisms) and the connection
-// stays open, as Kafka's KafkaApis answers them. An error means the
-// connection must close.
-func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request, received time.Time) error {
-	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && c.mayReauthenticate(received) {
-		c.reauthStarted = max(1, int64(received.Sub(c.p.srv.epoch))) // 0 is "never"
+// stays open, as Kafka's KafkaApis answers them. Each request is logged
+// (HookRequestLogged), those of a re-authentication as they are answered.
+// An error means the connection must close.
+func (c *conn) answerSASLAfterAuthentication(q *logged, req kmsg.Request) error {
+	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && c.mayReauthenticate(q.received) {
+		c.reauthStarted = max(1, int64(q.received.Sub(c.p.srv.epoch))) // 0 is "never"
 		deadline := time.Now().Add(c.p.ls.sec.timeout)
 		c.moveReadDeadline(deadline)
-		err := c.reauthenticate(h, hs, deadline)
+		err := c.reauthenticate(q, hs, deadline)
 		c.authDone(err, true)
 		if err != nil {
 			return err
@@ -636,8 +644,8 @@ func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request, receive
 		r.ErrorMessage = &msg
 		resp = r
 	}
-	resp.SetVersion(h.version)
-	return c.write(h.correlationID, resp)
+	resp.SetVersion(q.h.version)
+	return c.answerOwn(q, resp, false)
 }
 
 // reauthenticate runs a KIP-368 re-authentication that req began, as
@@ -646,8 +654,8 @@ func (c *conn) answerSASLAfterAuthentication(h header, req kmsg.Request, receive
 // mechanism than the connection's gets a successful SaslHandshake
 // response, and the client's next message, whatever it is, fails the
 // re-authentication with a delayed close and no response.
-func (c *conn) reauthenticate(h header, req *kmsg.SASLHandshakeRequest, deadline time.Time) error {
-	mech, err := c.answerSASLHandshake(h, req)
+func (c *conn) reauthenticate(q *logged, req *kmsg.SASLHandshakeRequest, deadline time.Time) error {
+	mech, err := c.answerSASLHandshake(q, req)
 	if err != nil {
 		return err
 	}
@@ -659,6 +667,6 @@ func (c *conn) reauthenticate(h header, req *kmsg.SASLHandshakeRequest, deadline
 		return fmt.Errorf("%w: SASL mechanism '%s' requested by client is not supported for re-authentication of mechanism '%s'",
 			ErrAuthentication, mech.Name(), current)
 	}
-	_, err = c.saslExchange(mech, h.version, deadline, true)
+	_, err = c.saslExchange(mech, q.h.version, deadline, true)
 	return err
 }

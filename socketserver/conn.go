@@ -508,6 +508,9 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 // it, and answers it or hands it to the host and writes the host's answer.
 // It reports ok false when the connection must close, and when the host
 // throttled the request (Request.Throttle), until when it must stay muted.
+// Every request it decodes is logged once (HookRequestLogged), when it is
+// done: the server's own answers where they are written (ownDone), the
+// host's here (hostDone).
 func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	srv := c.p.srv
 	ls := c.p.ls
@@ -528,6 +531,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
 		return false, time.Time{}
 	}
+	q := logged{h: h, size: len(frame), received: start, peeked: peeked > 0}
 	// The connection as the request found it: Request.Conn. After the
 	// session's expiry only a SaslHandshake that starts re-authentication
 	// is served; any other request closes, including those the server
@@ -537,10 +541,11 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
 			c.setReason(connregistry.SessionExpired)
 			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal)
+			c.ownDone(&q, c.ownStart(), 0, true)
 			return false, time.Time{}
 		}
 	}
-	if answered, err := c.answerInServer(h, body, rest, start); answered || err != nil {
+	if answered, err := c.answerInServer(&q, body, rest); answered || err != nil {
 		c.releaseMemory()
 		if peeked > 0 { // answered: the frame may leave the read buffer now
 			_, _ = c.br.Discard(peeked)
@@ -578,6 +583,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		c.answers = make(chan answer, 1)
 	}
 	if api, _ := ls.apis.lookup(h.key); api.Inline != nil {
+		q.own = api.own
 		// Answered in place, on this goroutine (the inline mode): the
 		// handler runs in one of as many slots as the queue has places, so
 		// that no more requests are in hand at once than the queue and its
@@ -586,6 +592,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		select {
 		case ls.inline <- struct{}{}:
 		case <-c.ctx.Done():
+			c.hostDone(&q, r, time.Now(), 0, true)
 			return false, time.Time{}
 		}
 		srv.handle(api.Inline, r) // the answer is in c.answers, or comes later
@@ -595,6 +602,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		select {
 		case ls.queue <- r:
 		case <-c.ctx.Done():
+			c.hostDone(&q, r, time.Now(), 0, true)
 			return false, time.Time{}
 		}
 	}
@@ -627,29 +635,28 @@ wait:
 				c.watchPeer()
 			}
 		case <-c.ctx.Done():
+			c.hostDone(&q, r, time.Now(), 0, true)
 			return false, time.Time{}
 		}
 	}
 	c.peer.held.Stop()
 	c.releaseMemory() // answered: the request's bytes no longer count (the response's are its own)
+	q.throttle = a.throttle
+	writeStart := time.Now()
 	if a.close {
 		c.setReason(connregistry.HandlerClosed)
+		c.hostDone(&q, r, writeStart, 0, true)
 		return false, time.Time{}
 	}
-	writeStart := time.Now()
-	end := writeStart
+	sent := 0
 	if a.resp != nil {
 		c.touch(writeStart) // as Kafka's Selector, to which a connection with a response to write is active
-		if err := c.write(h.correlationID, a.resp); err != nil {
+		if sent, err = c.write(h.correlationID, a.resp); err != nil {
+			c.hostDone(&q, r, writeStart, 0, true)
 			return false, time.Time{}
 		}
-		end = time.Now()
-		c.p.busy.Add(int64(end.Sub(writeStart)))
 	}
-	c.touch(end)
-	if len(srv.hooks.requestsDone) > 0 {
-		c.requestDone(r, start, writeStart, end)
-	}
+	c.hostDone(&q, r, writeStart, sent, false)
 	if a.throttle > 0 { // counted from when the answer was taken up, as Kafka's from its ThrottledChannel
 		return true, writeStart.Add(a.throttle)
 	}
@@ -687,22 +694,34 @@ func (c *conn) mute(until time.Time) bool {
 	return ok
 }
 
-// requestDone reports a request's latency to the hooks: received is when
-// its frame had been read, writeStart when the connection took the answer
-// up, end when the response was written (writeStart without one).
-func (c *conn) requestDone(r *Request, received, writeStart, end time.Time) {
-	epoch := c.p.srv.epoch
-	t := RequestLatency{Total: end.Sub(received), Send: end.Sub(writeStart)}
-	answered := epoch.Add(time.Duration(r.answered.Load()))
-	handled := received
-	if r.dequeuedAt > 0 {
-		handled = epoch.Add(time.Duration(r.dequeuedAt))
-		t.Queue = handled.Sub(received)
+// hostDone ends q, a request handed to the host as r, whose answer the
+// connection took up at writeStart with a response of sent bytes (0:
+// none): it counts the write as the processor's busy time, records the
+// activity, and reports the request to the HookRequestDone hooks (unless
+// the connection closes: closed) and the request log.
+func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, closed bool) {
+	end := writeStart
+	if sent > 0 {
+		end = time.Now()
+		c.p.busy.Add(int64(end.Sub(writeStart)))
 	}
-	t.Handler = answered.Sub(handled)
-	t.ResponseQueue = writeStart.Sub(answered)
-	for _, h := range c.p.srv.hooks.requestsDone {
+	if closed {
+		if c.p.srv.logging() {
+			c.logRequest(q, c.latency(r, q.received, writeStart, end), sent, true)
+		}
+		return
+	}
+	c.touch(end)
+	hooks := &c.p.srv.hooks
+	if !hooks.timed() {
+		return
+	}
+	t := c.latency(r, q.received, writeStart, end)
+	for _, h := range hooks.requestsDone {
 		h.OnRequestDone(c.p.ls.cfg.Name, r.APIKey, t)
+	}
+	if len(hooks.requestLogged) > 0 {
+		c.logRequest(q, t, sent, false)
 	}
 }
 
@@ -758,28 +777,29 @@ func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (he
 
 // answerInServer answers the requests the server owns: ApiVersions (unless
 // the host took it over) and, after authentication, SaslHandshake and
-// SaslAuthenticate. It reports whether it answered; an error means the
-// connection must close.
-func (c *conn) answerInServer(h header, body kmsg.Request, rest []byte, received time.Time) (bool, error) {
+// SaslAuthenticate, and logs them. It reports whether it answered; an
+// error means the connection must close.
+func (c *conn) answerInServer(q *logged, body kmsg.Request, rest []byte) (bool, error) {
 	switch body.(type) {
 	case nil: // ApiVersions, left undecoded
-		return true, c.answerAPIVersions(h, rest)
+		return true, c.answerAPIVersions(q, rest)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
-		return true, c.answerSASLAfterAuthentication(h, body, received)
+		return true, c.answerSASLAfterAuthentication(q, body)
 	}
 	return false, nil
 }
 
-// answerAPIVersions answers an ApiVersions request that decode left
+// answerAPIVersions answers q, an ApiVersions request that decode left
 // undecoded (body holds what follows its header and header tags): too new,
 // in the v0 layout; with invalid client software fields, INVALID_REQUEST;
 // otherwise with the listener's encoded answer, recording the client
 // software (KIP-511) when it changed. Nothing is allocated for a client
-// that sends the same software as before.
-func (c *conn) answerAPIVersions(h header, body []byte) error {
+// that sends the same software as before (and no request log hook is set).
+func (c *conn) answerAPIVersions(q *logged, body []byte) error {
 	apis := c.p.ls.apis
+	h := q.h
 	if a, _ := apis.lookup(apiVersionsKey); h.version > a.MaxVersion {
-		return c.write(h.correlationID, apis.apiVersionsResponse(nil, true))
+		return c.answerOwn(q, apis.apiVersionsResponse(nil, true), false)
 	}
 	if h.version >= 3 {
 		name, version, err := parseClientSoftware(body)
@@ -790,7 +810,7 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 		if !validSoftwareField(name) || !validSoftwareField(version) {
 			resp := kmsg.NewPtrApiVersionsResponse()
 			resp.Version, resp.ErrorCode = h.version, kerr.InvalidRequest.Code
-			return c.write(h.correlationID, resp)
+			return c.answerOwn(q, resp, false)
 		}
 		c.describe(func(i *connregistry.Info) { // strings made only when the software changed
 			if string(name) != i.ClientSoftwareName || string(version) != i.ClientSoftwareVersion {
@@ -798,7 +818,10 @@ func (c *conn) answerAPIVersions(h header, body []byte) error {
 			}
 		})
 	}
-	return c.writeEncoded(h.correlationID, apiVersionsKey, apis.encodedVersions[h.version])
+	start := c.ownStart()
+	n, err := c.writeEncoded(h.correlationID, apiVersionsKey, apis.encodedVersions[h.version])
+	c.ownDone(q, start, n, err != nil)
+	return err
 }
 
 // peerWatcher is a connection's second goroutine: while a request the
@@ -870,7 +893,9 @@ func (c *conn) stopPeerWatcher() {
 
 // write encodes resp and writes it, under a write deadline of
 // connections.max.idle.ms so that a client that stops reading is closed.
-func (c *conn) write(correlationID int32, resp kmsg.Response) error {
+// It returns the bytes written, size prefix included: the whole frame, or
+// 0 with an error.
+func (c *conn) write(correlationID int32, resp kmsg.Response) (int, error) {
 	if f, ok := resp.(*FetchResponse); ok {
 		return c.writeFetch(correlationID, f)
 	}
@@ -881,7 +906,7 @@ func (c *conn) write(correlationID int32, resp kmsg.Response) error {
 
 // writeEncoded writes a response whose body is encoded already: the
 // server's own ApiVersions answers, whose header has no tags.
-func (c *conn) writeEncoded(correlationID int32, key int16, body []byte) error {
+func (c *conn) writeEncoded(correlationID int32, key int16, body []byte) (int, error) {
 	buf := c.p.srv.writeBuf()
 	b := binary.BigEndian.AppendUint32((*buf)[:0], uint32(4+len(body)))
 	b = binary.BigEndian.AppendUint32(b, uint32(correlationID))
@@ -890,15 +915,16 @@ func (c *conn) writeEncoded(correlationID int32, key int16, body []byte) error {
 }
 
 // writeBuf writes a response frame and gives its buffer back to the
-// server.
-func (c *conn) writeBuf(buf *[]byte, key int16) error {
+// server. It returns the frame's size, or 0 with an error.
+func (c *conn) writeBuf(buf *[]byte, key int16) (int, error) {
 	n := len(*buf)
 	err := c.writeFrame(*buf)
 	c.p.srv.putWriteBuf(buf)
-	if err == nil {
-		c.responseSent(key, n)
+	if err != nil {
+		return 0, err
 	}
-	return err
+	c.responseSent(key, n)
+	return n, nil
 }
 
 // responseSent reports a response of n bytes written to the hooks.

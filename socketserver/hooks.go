@@ -146,6 +146,7 @@ type hooks struct {
 	requests      []HookRequestReceived
 	responses     []HookResponseSent
 	requestsDone  []HookRequestDone
+	requestLogged []HookRequestLogged
 	authenticated []HookAuthenticated
 	authFailed    []HookAuthenticationFailed
 }
@@ -180,6 +181,9 @@ func newHooks(hs []Hook) (hooks, error) {
 		if x, ok := hook.(HookRequestDone); ok {
 			h.requestsDone, implements = append(h.requestsDone, x), true
 		}
+		if x, ok := hook.(HookRequestLogged); ok {
+			h.requestLogged, implements = append(h.requestLogged, x), true
+		}
 		if x, ok := hook.(HookAuthenticated); ok {
 			h.authenticated, implements = append(h.authenticated, x), true
 		}
@@ -192,6 +196,11 @@ func newHooks(hs []Hook) (hooks, error) {
 	}
 	return h, nil
 }
+
+// timed reports whether a hook wants a request's time split into its
+// phases (HookRequestDone, HookRequestLogged): only then are the times of
+// a request's dequeue and answer read.
+func (h *hooks) timed() bool { return len(h.requestsDone) > 0 || len(h.requestLogged) > 0 }
 
 // authDone reports the outcome of an authentication or re-authentication
 // to the authentication hooks: err nil is a success; an error is a failure

@@ -33,5 +33,6 @@ func ListClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API 
 				_ = r.CloseConnection()
 			}
 		}),
+		own: true,
 	}
 }

@@ -51,11 +51,12 @@ type Request struct {
 
 	conn *conn
 	// answered is set, once, by the answer: to when it came, in nanoseconds
-	// since the server's epoch, when a HookRequestDone wants it, else to 1.
+	// since the server's epoch, when a HookRequestDone or HookRequestLogged
+	// wants it (hooks.timed), else to 1.
 	// 0 means not yet answered.
 	answered atomic.Int64
 	// dequeuedAt is when a worker of Serve took the request, in nanoseconds
-	// since the server's epoch, for HookRequestDone (0: not recorded).
+	// since the server's epoch, for hooks.timed (0: not recorded).
 	// These two fit the request in requestBuf's size class.
 	dequeuedAt int64
 	// throttle is the time Throttle set, in nanoseconds; the answer seals
@@ -148,7 +149,7 @@ func (r *Request) CloseConnection() error { return r.answer(answer{close: true})
 
 func (r *Request) answer(a answer) error {
 	at := int64(1)
-	if srv := r.conn.p.srv; len(srv.hooks.requestsDone) > 0 {
+	if srv := r.conn.p.srv; srv.hooks.timed() {
 		at = max(int64(time.Since(srv.epoch)), 1)
 	}
 	if !r.answered.CompareAndSwap(0, at) {

@@ -64,6 +64,8 @@ type Server struct {
 	writeBufs    sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
 	readBufs     sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
 	parked       atomic.Int64   // connections parked now
+
+	requestLogs sync.Pool // of *RequestLog: lent to the request log hooks for one call (conn.logRequest)
 }
 
 // readBuf lends a read buffer over r.
@@ -401,7 +403,7 @@ func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, workers int
 }
 
 func (s *Server) handle(h Handler, r *Request) {
-	if len(s.hooks.requestsDone) > 0 {
+	if s.hooks.timed() {
 		r.dequeuedAt = int64(time.Since(s.epoch))
 	}
 	defer func() {

@@ -18,7 +18,7 @@ import (
 // (writev) up to each file section, which sendfile sends from the page
 // cache; on TLS (and other connections) they pass through crypto/tls, which
 // must copy them to encrypt.
-func (c *conn) writeFetch(correlationID int32, f *FetchResponse) error {
+func (c *conn) writeFetch(correlationID int32, f *FetchResponse) (int, error) {
 	c.endTurn() // the client may not be reading
 	buf := c.p.srv.writeBuf()
 	b := append((*buf)[:0], 0, 0, 0, 0) // the size, set below
@@ -30,7 +30,7 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) error {
 	*buf = seg.buf
 	defer c.p.srv.putWriteBuf(buf)
 	if seg.size-4 > math.MaxInt32 {
-		return fmt.Errorf("%w: a response of %d bytes", ErrRecords, seg.size-4)
+		return 0, fmt.Errorf("%w: a response of %d bytes", ErrRecords, seg.size-4)
 	}
 	binary.BigEndian.PutUint32(seg.buf, uint32(seg.size-4))
 	c.moveWriteDeadline()
@@ -42,11 +42,11 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) error {
 	}
 	if err != nil {
 		c.writeFailed(err)
-		return err
+		return 0, err
 	}
 	c.wrote(int(seg.size))
 	c.responseSent(f.Key(), int(seg.size))
-	return nil
+	return int(seg.size), nil
 }
 
 // writeSegmentsTCP writes seg to a plaintext TCP connection: memory with
