@@ -49,9 +49,12 @@ type HookRequestLogged interface {
 type RequestLog struct {
 	// Conn is the connection's description when the request was done:
 	// its id, listener, security protocol, client address, principal and
-	// client software (KIP-511). A SaslAuthenticate that completes
-	// authentication is logged with the principal it established, an
-	// ApiVersions v3+ with the client software it announced.
+	// client software (KIP-511). An ApiVersions v3+ is logged with the
+	// client software it announced. The requests of the SASL exchange
+	// that authenticates a connection are logged with the anonymous
+	// principal, the last SaslAuthenticate too: the principal is built
+	// once the exchange has ended, as in Kafka (its SASLMechanism and
+	// AuthenticatedAt are set already); [HookAuthenticated] reports it.
 	Conn connregistry.Info
 	// ClientID is the request header's client id; "" when it is null.
 	ClientID string
@@ -72,12 +75,14 @@ type RequestLog struct {
 	// was not throttled, and for the requests the server answers itself.
 	Throttle time.Duration
 	// Latency is where the request's time went. For a request the host
-	// answered it is split as [HookRequestDone] splits it, with Total up
-	// to the response written, the answer with NoResponse, or the close
-	// (the phases it did not reach are zero). For a request the server
-	// answered itself, Queue and ResponseQueue are zero, Handler is the
-	// server's work on it (a SASL step, and the failed-authentication
-	// delay of a failure), and Send the response's write.
+	// answered, and one answered by an inline API of the server's
+	// ([ListClientConnectionsAPI]), it is split as [HookRequestDone]
+	// splits it, with Total up to the response written, the answer with
+	// NoResponse, or the close (the phases it did not reach are zero). For
+	// the other requests the server answers itself Queue and
+	// ResponseQueue are zero, Handler is the server's work on the request
+	// (a SASL step, and the failed-authentication delay of a failure), and
+	// Send the response's write.
 	Latency RequestLatency
 	// ServerAnswered is set for a request the server answered itself
 	// (see [HookRequestLogged]), not the host's handler.

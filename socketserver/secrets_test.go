@@ -257,9 +257,12 @@ func (r *recordingSASLClient) step(challenge []byte) ([]byte, bool) {
 // (expired, another key's, unsigned, malformed messages carrying it).
 // TestLogsHoldNoCredentials checks the JSON output alone; this adds the
 // renderings, the derived keys, the framing confusions and the tokens.
+// The request log is checked alike: every RequestLog a hook was given,
+// printed with %+v, and SlogRequestLog's records in the same capture.
 func TestSecretsNeverLogged(t *testing.T) {
 	users := newUsers(t)
 	logs, logger := newLogCapture()
+	requests := &requestLogs{}
 	is := newOAuthIssuer(t)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"connection.failed.authentication.delay.ms": "0",
@@ -271,6 +274,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	}), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(users)(c)
 		c.Logger = logger
+		c.Hooks = []socketserver.Hook{requests, socketserver.SlogRequestLog(logger)}
 	}), recording(make(chan *socketserver.Request, 1000)))
 
 	const wrong = "wrong-Pw-5b2e90c7" // a wrong password is a secret too: a typo of the right one
@@ -420,10 +424,23 @@ func TestSecretsNeverLogged(t *testing.T) {
 	require.Contains(t, out, "expired at", "the OAUTHBEARER refusals were logged, with their causes")
 	require.Contains(t, out, `"level":"DEBUG"`, "the capture is at debug level")
 	require.Contains(t, out, "level=DEBUG")
-	t.Logf("%d log records, %d secrets searched for", len(logs.Records()), len(secrets))
+	// The request log saw the exchanges, each SaslAuthenticate of them.
+	printed := requests.printedString()
+	saslAuthenticates := 0
+	for _, l := range requests.all() {
+		if l.APIKey == 36 {
+			saslAuthenticates++
+		}
+	}
+	require.Greater(t, saslAuthenticates, 100, "SaslAuthenticate requests logged")
+	require.Contains(t, out, "api_name=SASL_AUTHENTICATE", "SlogRequestLog logged into the capture")
+	t.Logf("%d log records, %d requests logged, %d secrets searched for", len(logs.Records()), len(requests.all()), len(secrets))
 	for s, what := range secrets {
 		if strings.Contains(out, s) {
 			t.Errorf("the log holds a %s: %q", what, s)
+		}
+		if strings.Contains(printed, s) {
+			t.Errorf("a RequestLog holds a %s: %q", what, s)
 		}
 	}
 	if t.Failed() {
