@@ -22,8 +22,12 @@
 // one in tests), give request contexts its own values
 // ([Config.BaseContext], [Config.ConnContext]), observe the server through
 // single-purpose hooks ([Hook]: connections, requests and their latency,
-// authentication) and [Server.Stats], and tune or turn off the parking of
-// idle connections ([Config.ParkAfter]). APIs with an inline handler
+// authentication) and [Server.Stats], keep a request log of every request,
+// those the server answers itself included, as Kafka's
+// kafka.request.logger ([HookRequestLogged], [SlogRequestLog]: who sent
+// what, from where, the sizes and each phase's time, never a SASL secret),
+// and tune or turn off the parking of idle connections
+// ([Config.ParkAfter]). APIs with an inline handler
 // ([API.Inline], set by [Inline]) are answered on the connection's
 // goroutine, as net/http calls handlers ([ListClientConnectionsAPI] is
 // one), still within the queue's bound.
@@ -49,15 +53,15 @@
 // checked and decompressed; it is apart so that a host that does not read
 // records does not link kgo's compression libraries.
 //
-// Each connection has one goroutine, which runs the whole per-request
-// path: it reads a frame (within queued.max.request.bytes), decodes it,
-// queues the request or answers it inline, waits for the answer, writes the
-// response, mutes the connection while a throttle lasts, and only then
-// reads the next frame. An idle connection parks: after [Config.ParkAfter]
-// without a request it gives back its read buffer and hands its read to a
-// fresh goroutine with the smallest stack, so that thousands of idle
-// connections cost little memory; the next request's first bytes wake it.
-// The connection's listener processor registers it, enforces its idle
-// expiry and asks it to park; [Server.Shutdown] and [Server.Close] end it
-// in whatever state it is.
+// Each connection has one goroutine, which runs the whole per-request path:
+// it reads a frame (within queued.max.request.bytes), decodes it, queues
+// the request or answers it inline, waits for the answer, writes the
+// response, logs the request ([HookRequestLogged]), mutes the connection
+// while a throttle lasts, and only then reads the next frame. An idle
+// connection parks: after [Config.ParkAfter] without a request it gives
+// back its read buffer and hands its read to a fresh goroutine with the
+// smallest stack, so that thousands of idle connections cost little memory;
+// the next request's first bytes wake it. The connection's listener
+// processor registers it, enforces its idle expiry and asks it to park;
+// [Server.Shutdown] and [Server.Close] end it in whatever state it is.
 package socketserver

@@ -95,8 +95,9 @@ type HookRequestDone interface {
 // RequestLatency is where a request's time went, after Kafka's
 // RequestMetrics. Total is always set. For a request the server answers
 // itself (ApiVersions unless the host took it over, and SaslHandshake and
-// SaslAuthenticate after authentication) only Total is set: there is no
-// queue or handler.
+// SaslAuthenticate after authentication) [HookRequestDone] gets only
+// Total: there is no queue or handler; the request log
+// ([RequestLog.Latency]) splits it into the server's work and the send.
 type RequestLatency struct {
 	// Queue is how long the request waited in its plane's request channel
 	// until a worker of [Server.Serve] took it (RequestQueueTimeMs); for an
