@@ -37,7 +37,8 @@ import (
 //	  serveRequest       reads (within queued.max.request.bytes), decodes, waitBusy
 //	                     queues or answers inline, waits for the answer
 //	                     (the peer watcher reads meanwhile once the
-//	                     request is held past peerWatchAfter), writes
+//	                     request is held past peerWatchAfter), writes,
+//	                     logs it (HookRequestLogged, requestlog.go)
 //	  mute               a throttled request's connection reads nothing    waitBusy
 //	                     until the throttle has passed (Request.Throttle)
 //	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
