@@ -263,6 +263,38 @@ func TestRequestLogPipelined(t *testing.T) {
 	}
 }
 
+// A throttled request (Request.Throttle) is logged with its throttle time,
+// answered with a response or with NoResponse (acks=0 Produce), when it is
+// done: before the connection's mute ends.
+func TestRequestLogThrottle(t *testing.T) {
+	const throttle = 150 * time.Millisecond
+	logs := &requestLogs{}
+	srv := socketservertest.NewServer(t, nil, withHooks(logs), socketserver.HandlerFunc(func(r *socketserver.Request) {
+		_ = r.Throttle(throttle)
+		if r.APIKey == 0 {
+			_ = r.NoResponse()
+			return
+		}
+		_ = r.Respond(kmsg.NewPtrMetadataResponse())
+	}))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	id := connID(t, srv, c)
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version, produce.Acks = 9, 0
+	send(t, c, produce, 1)
+	send(t, c, metadataReq(12), 2) // read after the Produce's throttle
+	readResponse(t, c, kmsg.NewPtrMetadataResponse(), 2)
+
+	got := logs.of(t, id, 2)
+	for i, l := range got {
+		assert.Equal(t, throttle, l.Throttle, "request %d", i)
+		assert.False(t, l.Closed)
+	}
+	assert.Zero(t, got[0].ResponseBytes, "acks=0: no response")
+	assert.Positive(t, got[1].ResponseBytes)
+	assert.Less(t, got[0].Latency.Total, throttle, "logged when answered, not when the mute ended")
+}
+
 // A request whose connection closes while the host holds it is logged
 // when the connection gives it up, with Closed set and no response: the
 // host may have acted on it. The host's answer afterwards logs nothing
