@@ -411,7 +411,9 @@ func TestSlogRequestLog(t *testing.T) {
 	quiet := &countingHandler{level: slog.LevelInfo}
 	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
 		withAPIs(c)
-		c.Hooks = []socketserver.Hook{socketserver.SlogRequestLog(logger), socketserver.SlogRequestLog(slog.New(quiet))}
+		// quiet first: hooks are called in order, so once the capture has
+		// the record, quiet has been asked.
+		c.Hooks = []socketserver.Hook{socketserver.SlogRequestLog(slog.New(quiet)), socketserver.SlogRequestLog(logger)}
 	}, echoMetadata)
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
 	id := connID(t, srv, c)
