@@ -1,6 +1,7 @@
 // Package knotel exports a kafkanet socket server's metrics to
 // OpenTelemetry, under OpenTelemetry's semantic-convention names where
-// they have one, and Kafka's meaning in each description.
+// they have one, and Kafka's meaning in each description, and traces each
+// request as a span with the request log's attributes ([Tracer]).
 //
 // It is a module of its own (github.com/kafkanet/kafkanet/plugin/knotel),
 // so that only a host that imports it gets OpenTelemetry in its build

@@ -59,10 +59,11 @@ func startServer(t *testing.T, hooks ...socketserver.Hook) *socketserver.Server 
 
 // session runs a kgo session against addr (ApiVersions and the SASL
 // exchange, which the server answers, then a Metadata the host answers)
-// and a failed login, and returns the good client, still connected.
-func session(t *testing.T, addr string) *kgo.Client {
+// and a failed login, and returns the good client, still connected, and
+// the local address of its connection.
+func session(t *testing.T, addr string) (*kgo.Client, string) {
 	t.Helper()
-	cl, _ := socketservertest.ConnectKgo(t, addr, socketservertest.KgoSASL("PLAIN", "alice", "alice-secret"))
+	cl, local := socketservertest.ConnectKgo(t, addr, socketservertest.KgoSASL("PLAIN", "alice", "alice-secret"))
 	bad, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0),
 		socketservertest.KgoSASL("PLAIN", "alice", "wrong"))
 	require.NoError(t, err)
@@ -71,7 +72,7 @@ func session(t *testing.T, addr string) *kgo.Client {
 	defer cancel()
 	_, err = bad.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
 	require.Error(t, err, "a wrong password logs in")
-	return cl
+	return cl, local
 }
 
 // A kgo session's events and the server's gauges, read with a
@@ -87,7 +88,7 @@ func TestMetricsKgoSession(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
 
-	cl := session(t, srv.Addr("CLIENT").String())
+	cl, _ := session(t, srv.Addr("CLIENT").String())
 	const metadata = `kafka.api_key=3,kafka.listener=CLIENT,rpc.method=Metadata,rpc.system.name=kafka`
 	// The server calls the hooks of a response after writing it, and of a
 	// close after closing: wait until the last of each has been counted.
