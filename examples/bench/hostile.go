@@ -165,6 +165,7 @@ func (b *bench) hostileInfo() scenarioInfo {
 			"that keep a Go runtime's Ps busy (dialing in a loop, writing without pause) leave its network to sysmon's poll, every 10 ms, and",
 			"in the bench's process they would delay the legitimate client's own answers, whose latency would then measure the bench's",
 			"scheduler as much as the broker's fairness. Their counts (conns open, failed logins, requests written) come from that child.",
+			"With -hostile-elsewhere (a control) the attackers attack a second broker of the same kind instead of the measured one.",
 			"Peak RSS: the broker's VmHWM over its life; RSS at end: its VmRSS at the end of the producer's window, the attackers still",
 			"there. CPU % over the two windows together, the warm-up record between them excluded (100 = one core): the broker's, the",
 			"bench's, which is the legitimate client alone, and the attackers' process's (cases 1 to 4), all on the same cores. Failed",
@@ -281,8 +282,19 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 	// The attackers, in a process of their own (none in case 0).
 	var atk *child
 	if k != hostileAlone {
+		target := c.addr
+		if b.opts.hostileElsewhere {
+			// The control: the attackers' broker is another process, so
+			// the measured broker shares only the machine with them.
+			other, err := b.launchBroker(ctx, brokerSpec{server: server, listenerProps: saslListenerProps})
+			if err != nil {
+				return nil, fmt.Errorf("the attackers' broker (-hostile-elsewhere): %w", err)
+			}
+			defer other.stop()
+			target = other.addr
+		}
 		dl, _ := setupCtx.Deadline()
-		atk, err = b.startAttackers(ctx, k, c.addr, time.Until(dl))
+		atk, err = b.startAttackers(ctx, k, target, time.Until(dl))
 		if atk != nil {
 			defer atk.stop()
 		}

@@ -60,6 +60,7 @@ type options struct {
 	hostileSlowloris  int
 	hostileClaims     int
 	hostileLogins     int
+	hostileElsewhere  bool
 	hostilePipeliners int
 }
 
@@ -100,6 +101,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.hostileSlowloris, "hostile-slowloris", 1000, "scenario i, case 1: connections that each trickle a request a byte a second")
 	fs.IntVar(&o.hostileClaims, "hostile-claims", 10, "scenario i, case 2: authenticated connections that each announce a 100 MB Produce and send 10 bytes of it")
 	fs.IntVar(&o.hostileLogins, "hostile-logins", 100, "scenario i, case 3: connections that fail SASL/PLAIN logins in a loop")
+	fs.BoolVar(&o.hostileElsewhere, "hostile-elsewhere", false, "scenario i: a control: the attackers attack a second broker of the same kind, not the measured one,\n"+
+		"so that the ratios show what the attackers' load on the machine alone costs the legitimate client")
 	fs.IntVar(&o.hostilePipeliners, "hostile-pipeliners", 50, "scenario i, case 4: authenticated connections that pipeline Metadata 64 at a time and never read")
 	fs.StringVar(&o.perfDir, "perf-dir", "", "record each measured run of a server with perf record (call stacks, CPU clock) into a file of this `directory`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
