@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/kafkanet/kafkanet/quota"
+	"github.com/kafkanet/kafkanet/socketserver/quota"
 )
 
 // A connection's delay is Kafka's throttle time capped at one window; a

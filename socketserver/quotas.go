@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/quota"
+	"github.com/kafkanet/kafkanet/socketserver/quota"
 )
 
 // Unlimited is the value of a connection limit or rate that does not limit

@@ -14,8 +14,8 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/quota"
 	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/quota"
 )
 
 // Client quotas (KIP-13, KIP-124): producer_byte_rate, consumer_byte_rate

@@ -12,5 +12,5 @@ import (
 func TestImportsStandardLibraryOnly(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
 	require.NoError(t, err)
-	require.Equal(t, []string{"github.com/kafkanet/kafkanet/quota"}, strings.Fields(string(out)))
+	require.Equal(t, []string{"github.com/kafkanet/kafkanet/socketserver/quota"}, strings.Fields(string(out)))
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/quota"
+	"github.com/kafkanet/kafkanet/socketserver/quota"
 )
 
 // The eight entity levels of Kafka's DefaultQuotaCallback, most specific

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/kafkanet/kafkanet/quota"
+	"github.com/kafkanet/kafkanet/socketserver/quota"
 )
 
 var t0 = time.Unix(1000, 0)
