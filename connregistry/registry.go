@@ -239,6 +239,10 @@ func (e *Entry) Response(t time.Time, size int) {
 // A throttle still running ends at from.
 func (e *Entry) Throttle(from, until time.Time) {
 	e.mu.Lock()
+	if e.removed.Load() { // closed: Remove has ended its throttles; its record shows none
+		e.mu.Unlock()
+		return
+	}
 	e.endThrottleLocked(from)
 	e.c.ThrottledUntil, e.throttledFrom = until, from
 	e.mu.Unlock()

@@ -57,8 +57,7 @@ type Request struct {
 	answered atomic.Int64
 	// dequeuedAt is when a worker of Serve took the request, in nanoseconds
 	// since the server's epoch, for hooks.timed (0: not recorded).
-	// These two fit the request in requestBuf's size class.
-	dequeuedAt int64
+	dequeuedAt atomic.Int64
 	// throttle is the time Throttle set, in nanoseconds; the answer seals
 	// it (throttleSealed) as it takes it.
 	throttle atomic.Int64

@@ -233,8 +233,8 @@ func (c *conn) latency(r *Request, received, writeStart, end time.Time) RequestL
 	epoch := c.p.srv.epoch
 	t := RequestLatency{Total: end.Sub(received), Send: end.Sub(writeStart)}
 	handled := received
-	if r.dequeuedAt > 0 {
-		handled = epoch.Add(time.Duration(r.dequeuedAt))
+	if d := r.dequeuedAt.Load(); d > 0 { // atomic: the connection may have closed while a worker holds r
+		handled = epoch.Add(time.Duration(d))
 		t.Queue = handled.Sub(received)
 	}
 	answered := writeStart // not answered: the connection closed while the host had it

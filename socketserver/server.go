@@ -404,7 +404,7 @@ func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, workers int
 
 func (s *Server) handle(h Handler, r *Request) {
 	if s.hooks.timed() {
-		r.dequeuedAt = int64(time.Since(s.epoch))
+		r.dequeuedAt.Store(int64(time.Since(s.epoch)))
 	}
 	defer func() {
 		if v := recover(); v != nil {
