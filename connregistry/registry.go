@@ -216,8 +216,10 @@ func (e *Entry) SetState(s State) {
 	e.mu.Unlock()
 }
 
-// Request records a complete request of size bytes, at t, from clientID.
-func (e *Entry) Request(t time.Time, size int, clientID string) {
+// Request records a complete request of size bytes, at t, from clientID,
+// and returns the connection's description as the request found it (what
+// Info returns), read under the same lock.
+func (e *Entry) Request(t time.Time, size int, clientID string) Info {
 	e.requests.Add(1)
 	e.bytesIn.Add(int64(size))
 	e.lastActivity.Store(t.UnixNano())
@@ -225,7 +227,9 @@ func (e *Entry) Request(t time.Time, size int, clientID string) {
 	if e.c.ClientID != clientID {
 		e.c.ClientID = strings.Clone(clientID) // it may share the memory of a request frame
 	}
+	info := e.c.Info
 	e.mu.Unlock()
+	return info
 }
 
 // Response records a response of size bytes written at t.

@@ -308,7 +308,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 			return nil, 0, c.refuse(err)
 		}
 		received := time.Now()
-		h, req, _, err := c.decode(frame, received, false)
+		h, req, _, _, err := c.decode(frame, received, false)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
@@ -472,7 +472,7 @@ func (c *conn) saslAuthenticateRequest(q *logged, frame []byte) (*kmsg.SASLAuthe
 		_ = c.answerOwn(q, resp, true)
 		return nil, fmt.Errorf("%w: %s", ErrIllegalSASLState, msg)
 	}
-	_, body, _, err := c.decode(frame, received, false)
+	_, body, _, _, err := c.decode(frame, received, false)
 	if err != nil {
 		return nil, c.refuse(err)
 	}

@@ -526,7 +526,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	}
 	start := time.Now()
 	c.touch(start)
-	h, body, rest, err := c.decode(frame, start, ls.apis.serverAnswersAPIVersions)
+	h, body, rest, info, err := c.decode(frame, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
 		c.setReason(connregistry.ProtocolError)
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
@@ -536,8 +536,8 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	// The connection as the request found it: Request.Conn. After the
 	// session's expiry only a SaslHandshake that starts re-authentication
 	// is served; any other request closes, including those the server
-	// answers itself (KIP-368, as Kafka's processor).
-	info := c.info()
+	// answers itself (KIP-368, as Kafka's processor). decode read it with
+	// the request's bookkeeping, under the registry entry's one lock.
 	if exp := info.SessionExpiry; !exp.IsZero() && start.After(exp) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
 			c.setReason(connregistry.SessionExpired)
@@ -730,50 +730,52 @@ func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, c
 // version check, header tags and body. An ApiVersions request comes back
 // undecoded, with a nil body and the bytes after its header, when it is too
 // new (to be answered in the v0 layout) or when ownAPIVersions is set (the
-// server answers it without kmsg: see answerAPIVersions). An error means
-// the connection must close without a response.
-func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (header, kmsg.Request, []byte, error) {
+// server answers it without kmsg: see answerAPIVersions). info is the
+// connection's description as the request found it, read as the request
+// is recorded in the registry entry. An error means the connection must
+// close without a response.
+func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (h header, body kmsg.Request, rest []byte, info connregistry.Info, err error) {
 	apis := c.p.ls.apis
-	h, rest, err := parseHeaderPrefix(frame)
+	h, rest, err = parseHeaderPrefix(frame)
 	if err != nil {
-		return h, nil, nil, err
+		return h, nil, nil, info, err
 	}
-	c.entry.Request(received, len(frame), h.clientID)
+	info = c.entry.Request(received, len(frame), h.clientID)
 	api, ok := apis.lookup(h.key)
 	if !ok {
-		return h, nil, nil, ErrUnknownAPI
+		return h, nil, nil, info, ErrUnknownAPI
 	}
 	for _, hook := range c.p.srv.hooks.requests {
 		hook.OnRequestReceived(c.p.ls.cfg.Name, h.key, len(frame))
 	}
 	if h.key == apiVersionsKey && h.version > api.MaxVersion {
-		return h, nil, rest, nil
+		return h, nil, rest, info, nil
 	}
 	if h.version < api.MinVersion || h.version > api.MaxVersion {
-		return h, nil, nil, ErrUnsupportedVersion
+		return h, nil, nil, info, ErrUnsupportedVersion
 	}
 	if h.key == apiVersionsKey && ownAPIVersions {
 		if h.version >= 3 { // flexible: the header has tags
 			if rest, err = skipTags(rest); err != nil {
-				return h, nil, nil, err
+				return h, nil, nil, info, err
 			}
 		}
-		return h, nil, rest, nil
+		return h, nil, rest, info, nil
 	}
-	body := api.New()
+	body = api.New()
 	if ks, ok := body.(KeySetter); ok {
 		ks.SetKey(h.key)
 	}
 	body.SetVersion(h.version)
 	if body.IsFlexible() {
 		if rest, err = skipTags(rest); err != nil {
-			return h, nil, nil, err
+			return h, nil, nil, info, err
 		}
 	}
 	if err := body.ReadFrom(rest); err != nil {
-		return h, nil, nil, fmt.Errorf("%w: %w", ErrMalformedBody, err)
+		return h, nil, nil, info, fmt.Errorf("%w: %w", ErrMalformedBody, err)
 	}
-	return h, body, nil, nil
+	return h, body, nil, info, nil
 }
 
 // answerInServer answers the requests the server owns: ApiVersions (unless

@@ -91,13 +91,15 @@ func TestMetricsKgoSession(t *testing.T) {
 	cl, _ := session(t, srv.Addr("CLIENT").String())
 	const metadata = `kafka.api_key=3,kafka.listener=CLIENT,rpc.method=Metadata,rpc.system.name=kafka`
 	// The server calls the hooks of a response after writing it, and of a
-	// close after closing: wait until the last of each has been counted.
+	// close after closing, and counts a closed connection out of its gauge
+	// after the close's hooks: wait until the last of each has been seen.
 	failedClose := `kafka.server.connection.closed{kafka.connection.close_reason=authentication failed,kafka.listener=CLIENT}`
 	metadataDone := `kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=response_send,rpc.method=Metadata,rpc.system.name=kafka}`
+	open := `kafka.server.connection.count{kafka.listener=CLIENT}`
 	var values map[string]float64
 	if !assert.Eventually(t, func() bool {
 		values = collect(t, reader)
-		return values[failedClose] == 1 && values[metadataDone] == 1
+		return values[failedClose] == 1 && values[metadataDone] == 1 && values[open] == 1
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the failed login's close or the Metadata response is not counted:\n%s", dump(collect(t, reader)))
 	}
