@@ -95,7 +95,17 @@ func Record(c Conn) ConnectionRecord {
 		CloseReason:      string(c.CloseReason),
 		ThrottledUntil:   millisOrZero(c.ThrottledUntil),
 		ThrottleTimeMs:   c.ThrottleTime.Milliseconds(),
+		ProxyAddress:     proxyAddress(c.ProxyAddr),
 	}
+}
+
+// proxyAddress is a load balancer's address in a record: host:port, or
+// empty without one.
+func proxyAddress(a netip.AddrPort) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }
 
 // tlsName is a TLS parameter's name in a record: empty without TLS (zero),

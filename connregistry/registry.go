@@ -56,6 +56,11 @@ const (
 	// (queued.max.request.bytes) for a frame it had begun and sent nothing
 	// more of it for the server's stall timeout.
 	StalledRequest CloseReason = "request stalled"
+	// ProxyRefused: on a listener that requires the PROXY protocol, the
+	// connection came from outside the trusted networks, or did not begin
+	// with a valid PROXY header within the handshake timeout. It was
+	// closed before anything else was read, and never served.
+	ProxyRefused CloseReason = "PROXY header refused"
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
@@ -95,7 +100,23 @@ type Info struct {
 	TLSVersion  uint16
 	CipherSuite uint16
 	Principal   Principal
-	ClientAddr  netip.AddrPort
+	// ClientAddr is the client's address: the socket's peer, or, on a
+	// listener that requires the PROXY protocol, the source address its
+	// header gave (the socket's peer for a LOCAL header, which a load
+	// balancer sends for its own connections, such as health checks).
+	ClientAddr netip.AddrPort
+	// ProxyAddr is the address of the load balancer that sent the PROXY
+	// header, the socket's peer; the zero value without the PROXY
+	// protocol.
+	ProxyAddr netip.AddrPort
+	// ProxyTLVs are the type-length-value fields of a PROXY protocol v2
+	// header, in the order sent, NOOP padding left out: what the load
+	// balancer adds about the client, such as the server name it asked
+	// for ([Info.ProxyAuthority]) or the cloud endpoint it came through
+	// ([Info.ProxyAWSVPCEndpointID], [Info.ProxyAzureLinkID],
+	// [Info.ProxyGCPConnectionID]). Nil without them. Every copy of the
+	// connection's Info shares them: read them, never change them.
+	ProxyTLVs []ProxyTLV
 	// ClientSoftwareName and ClientSoftwareVersion come from the
 	// connection's last valid ApiVersions v3+ request (KIP-511); they are
 	// empty before one.

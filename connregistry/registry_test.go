@@ -268,3 +268,67 @@ func TestRegistryThrottle(t *testing.T) {
 		})
 	}
 }
+
+// A connection that came through a load balancer is listed with the
+// client's address, from the PROXY header, and the balancer's as
+// ProxyAddress; the address filter selects by the client's.
+func TestRecordProxyAddress(t *testing.T) {
+	c := connregistry.Conn{Info: connregistry.Info{
+		ClientAddr: netip.MustParseAddrPort("203.0.113.7:51000"), ProxyAddr: netip.MustParseAddrPort("[fd00::5]:40123"),
+	}}
+	rec := connregistry.Record(c)
+	assert.Equal(t, "203.0.113.7", rec.ClientAddress)
+	assert.Equal(t, int32(51000), rec.ClientPort)
+	assert.Equal(t, "[fd00::5]:40123", rec.ProxyAddress)
+	assert.Empty(t, connregistry.Record(connregistry.Conn{Info: connregistry.Info{ClientAddr: c.ClientAddr}}).ProxyAddress)
+
+	client, balancer := "203.0.113.0/24", "fd00::5"
+	f, err := connregistry.NewFilter(nil, &client, nil)
+	require.NoError(t, err)
+	assert.True(t, f.Match(c))
+	f, err = connregistry.NewFilter(nil, &balancer, nil)
+	require.NoError(t, err)
+	assert.False(t, f.Match(c), "the filter is on the client's address, not the balancer's")
+}
+
+// The helpers read the PROXY v2 fields that matter: the authority, and the
+// cloud endpoint ids in their layouts; a field of the wrong length or
+// subtype is not taken for one.
+func TestProxyTLVHelpers(t *testing.T) {
+	info := connregistry.Info{ProxyTLVs: []connregistry.ProxyTLV{
+		{Type: connregistry.ProxyTLVALPN, Value: []byte("kafka")},
+		{Type: connregistry.ProxyTLVAuthority, Value: []byte("broker-1.example.com")},
+		{Type: connregistry.ProxyTLVAWS, Value: []byte("\x02other")},
+		{Type: connregistry.ProxyTLVAWS, Value: append([]byte{0x01}, "vpce-0123abcd"...)},
+		{Type: connregistry.ProxyTLVAzure, Value: []byte{0x01, 0x78, 0x56, 0x34, 0x12}},
+		{Type: connregistry.ProxyTLVGCP, Value: []byte{0, 0, 0, 0, 0, 0, 1, 2}},
+		{Type: connregistry.ProxyTLVAuthority, Value: []byte("second")},
+	}}
+	v, ok := info.ProxyTLV(connregistry.ProxyTLVALPN)
+	assert.True(t, ok)
+	assert.Equal(t, "kafka", string(v))
+	_, ok = info.ProxyTLV(connregistry.ProxyTLVUniqueID)
+	assert.False(t, ok)
+	assert.Equal(t, "broker-1.example.com", info.ProxyAuthority(), "the first one")
+	assert.Equal(t, "vpce-0123abcd", info.ProxyAWSVPCEndpointID())
+	id, ok := info.ProxyAzureLinkID()
+	assert.True(t, ok)
+	assert.Equal(t, uint32(0x12345678), id)
+	psc, ok := info.ProxyGCPConnectionID()
+	assert.True(t, ok)
+	assert.Equal(t, uint64(0x0102), psc)
+
+	bad := connregistry.Info{ProxyTLVs: []connregistry.ProxyTLV{
+		{Type: connregistry.ProxyTLVAWS, Value: []byte{0x01}},
+		{Type: connregistry.ProxyTLVAzure, Value: []byte{0x01, 1, 2, 3}},
+		{Type: connregistry.ProxyTLVAzure, Value: []byte{0x02, 1, 2, 3, 4}},
+		{Type: connregistry.ProxyTLVGCP, Value: []byte{1, 2, 3}},
+	}}
+	assert.Empty(t, bad.ProxyAuthority())
+	assert.Empty(t, bad.ProxyAWSVPCEndpointID())
+	_, ok = bad.ProxyAzureLinkID()
+	assert.False(t, ok)
+	_, ok = bad.ProxyGCPConnectionID()
+	assert.False(t, ok)
+	assert.Empty(t, connregistry.Info{}.ProxyAuthority())
+}

@@ -45,6 +45,7 @@ const (
 	TagCloseReason     = 13 // compact string, closed connections only
 	TagThrottledUntil  = 14 // int64 epoch ms: when the throttle that mutes the connection ends; sent only while one does
 	TagThrottleTime    = 15 // int64 ms: time muted by throttles in all; sent only when not zero
+	TagProxyAddr       = 16 // compact string host:port: the load balancer that sent the PROXY header; sent only with one
 )
 
 // ListClientConnectionsRequest is KIP-1329's request, version 0 (flexible).
@@ -101,6 +102,11 @@ type ConnectionRecord struct {
 	// connection has been muted by throttles in all.
 	ThrottledUntil int64
 	ThrottleTimeMs int64
+	// ProxyAddress is the load balancer's address, host:port ([::1]:9092
+	// for IPv6), on a listener that requires the PROXY protocol
+	// (ClientAddress and ClientPort are then the client's, from the
+	// header); empty otherwise.
+	ProxyAddress string
 }
 
 func keyOr(k int16) int16 {
@@ -221,10 +227,11 @@ func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
 // shorter than 2^28 bytes, and 16 fixed-size fields and tags of at most 11
 // bytes each, with the tag count.
 func (c *ConnectionRecord) maxSize() int {
-	n := 16 * 15
-	for _, s := range [...]string{c.ConnectionID, c.Principal, c.PrincipalType, c.ClientAddress, c.ListenerName,
+	strs := [...]string{c.ConnectionID, c.Principal, c.PrincipalType, c.ClientAddress, c.ListenerName,
 		c.SecurityProtocol, c.SoftwareName, c.SoftwareVersion, c.ClientID, c.SASLMechanism, c.TLSVersion,
-		c.CipherSuite, c.State, c.Plane, c.CloseReason} {
+		c.CipherSuite, c.State, c.Plane, c.CloseReason, c.ProxyAddress}
+	n := 16 * len(strs)
+	for _, s := range strs {
 		n += len(s)
 	}
 	return n + 16*11 + 5
@@ -276,6 +283,9 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 			n++
 		}
 	}
+	if c.ProxyAddress != "" {
+		n++
+	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, f := range strs {
 		dst = appendStringTag(dst, f.tag, f.s)
@@ -295,7 +305,7 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	if c.ThrottleTimeMs != 0 {
 		dst = appendInt64Tag(dst, TagThrottleTime, c.ThrottleTimeMs)
 	}
-	return dst
+	return appendStringTag(dst, TagProxyAddr, c.ProxyAddress)
 }
 
 // appendStringTag appends a compact-string tagged field, nothing for "".
@@ -390,6 +400,8 @@ func (d *decoder) connectionRecords() []ConnectionRecord {
 				c.ThrottledUntil = v.int64()
 			case TagThrottleTime:
 				c.ThrottleTimeMs = v.int64()
+			case TagProxyAddr:
+				c.ProxyAddress = v.compactString()
 			}
 			return v.err
 		})

@@ -81,6 +81,7 @@ func TestResponseRoundTrip(t *testing.T) {
 			ClientID: "rdkafka", SASLMechanism: "SCRAM-SHA-512", TLSVersion: "TLS 1.3", CipherSuite: "TLS_AES_128_GCM_SHA256",
 			AuthenticatedAt: 2, SessionExpiry: 3, LastActivity: 4, BytesIn: 5, BytesOut: 6, Requests: 7,
 			State: "ready", Plane: "data", ClosedAt: 8, CloseReason: "idle", ThrottledUntil: 9, ThrottleTimeMs: 10,
+			ProxyAddress: "[2001:db8::1]:40000",
 		}, {ConnectionID: "x", AuthenticatedAt: -1, SessionExpiry: -1}},
 	}
 	b := resp.AppendTo(nil)
@@ -131,6 +132,27 @@ func TestThrottleTags(t *testing.T) {
 			assert.Equal(t, tc.count, b[at], "tag count")
 		})
 	}
+}
+
+// The load balancer's address travels as tag 16, a compact string, last,
+// and only on a connection that came through one: a reader of KIP-1329's
+// schema alone skips it as an unknown tag.
+func TestProxyAddrTag(t *testing.T) {
+	rec := connregistry.ConnectionRecord{ConnectionID: "a", ProxyAddress: "10.0.0.9:80"}
+	b := (&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{rec}}).AppendTo(nil)
+	tail := append([]byte{16, 12, 12}, "10.0.0.9:80"...) // tag, tag size, compact length (11+1)
+	tail = append(tail, 0x00)                            // response: no tagged fields
+	require.Greater(t, len(b), len(tail))
+	assert.Equal(t, tail, b[len(b)-len(tail):])
+	const at = 4 + 2 + 1 + 2 + 3 + 4 + 4 + 8 // as in TestThrottleTags
+	assert.Equal(t, byte(7), b[at], "tag count: the six int64 tags and this one")
+
+	var back connregistry.ListClientConnectionsResponse
+	require.NoError(t, back.ReadFrom(b))
+	assert.Equal(t, rec.ProxyAddress, back.Connections[0].ProxyAddress)
+
+	none := (&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a"}}}).AppendTo(nil)
+	assert.Equal(t, byte(6), none[at], "no proxy address, no tag")
 }
 
 func TestMalformed(t *testing.T) {
