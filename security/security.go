@@ -76,7 +76,8 @@ type Settings struct {
 	// one mechanism. 0 unless the listener speaks SASL.
 	ReauthMax time.Duration
 	// HandshakeTimeout bounds the time from accepting a connection to the
-	// end of its TLS handshake and SASL authentication
+	// end of its TLS handshake and SASL authentication, its PROXY protocol
+	// header included on a listener that requires one
 	// (kafkanet.handshake.timeout.ms, default 10 s).
 	HandshakeTimeout time.Duration
 	// OAuthBearer holds the listener's SASL/OAUTHBEARER settings

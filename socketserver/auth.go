@@ -234,17 +234,17 @@ func (s *listenerSecurity) mechanism(name string) sasl.Mechanism {
 }
 
 // handshake runs the connection's TLS handshake and SASL authentication, as
-// its listener requires, under the listener's handshake deadline, and sets
-// the connection's principal. It returns an error when the connection must
+// its listener requires, under the listener's handshake deadline (from
+// when the connection began, its PROXY header included), and sets the
+// connection's principal. It returns an error when the connection must
 // close.
-func (c *conn) handshake() (err error) {
+func (c *conn) handshake(deadline time.Time) (err error) {
 	ls := c.p.ls
 	sec := ls.sec
 	if sec.tls == nil && len(sec.mechanisms) == 0 {
 		return nil
 	}
 	defer func() { c.authDone(err, false) }()
-	deadline := time.Now().Add(sec.timeout)
 	_ = c.nc.SetWriteDeadline(deadline)
 	c.moveReadDeadline(deadline)
 	var info AuthInfo
@@ -256,10 +256,16 @@ func (c *conn) handshake() (err error) {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrHandshake, err) // not delayed: Kafka delays SASL failures only
 		}
+		if rest, ok := c.pre.r.(*restReader); ok { // what came with a PROXY header, which the handshake's first read took
+			if len(rest.rest) > 0 {
+				return fmt.Errorf("%w: %d bytes that came with the PROXY header are still unread", ErrHandshake, len(rest.rest))
+			}
+			c.pre.r = c.nc
+		}
 		state := tc.ConnectionState()
 		info.TLS = &state
 		c.rw = tc
-		c.br.Reset(tc) // nothing is read before the TLS handshake
+		c.br.Reset(tc) // nothing is read before the TLS handshake (a PROXY header's leftovers went to restReader)
 
 		c.describe(func(i *connregistry.Info) { i.TLSVersion, i.CipherSuite = state.Version, state.CipherSuite })
 	}

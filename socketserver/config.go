@@ -161,10 +161,13 @@ type Config struct {
 	// RemoteAddr to apply the connection quotas, and hands the connection
 	// to a processor, which reads both addresses to name it. None of them
 	// may block: an Accept that does more than wait for the next connection
-	// (a handshake of its own, such as reading a PROXY protocol header, a
-	// lookup) holds up every connection behind it, so do such work in the
-	// connection's own Read, or on a goroutine of the listener's that hands
-	// Accept finished connections. Accept must return, with any error,
+	// (a handshake of its own, a lookup) holds up every connection behind
+	// it, so do such work in the connection's own Read, or on a goroutine of
+	// the listener's that hands Accept finished connections. (The PROXY
+	// protocol needs none of that: ListenerConfig.ProxyProtocol reads the
+	// header on the connection's goroutine; a listener that wraps its
+	// connections in a PROXY-reading Conn whose RemoteAddr reads the
+	// header would stall the acceptor.) Accept must return, with any error,
 	// once the listener is closed: Shutdown and Close wait for the acceptor.
 	//
 	// Connections need not be TCP. For one whose addresses are not IP
@@ -192,7 +195,10 @@ type Config struct {
 	// It sees the connection as accepted, before any TLS handshake, and its
 	// description (id, listener, client address). It runs on the listener's
 	// processor, which registers connections one at a time: it must be
-	// fast. A nil result leaves ctx. The connection's context is cancelled
+	// fast. On a listener that requires the PROXY protocol it runs on the
+	// connection's goroutine once the header is read: info then has the
+	// client's address from the header (and the balancer's in ProxyAddr),
+	// while nc's RemoteAddr is the balancer's. A nil result leaves ctx. The connection's context is cancelled
 	// when it closes, whatever ConnContext returned.
 	ConnContext func(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context
 
@@ -251,6 +257,11 @@ type ListenerConfig struct {
 	// means Config.Credentials. security.NewJAASUsers builds a store for
 	// each listener from Kafka's JAAS properties.
 	Credentials sasl.CredentialStore
+	// ProxyProtocol says whether the listener's connections begin with a
+	// PROXY protocol header (a listener behind a TCP load balancer), and
+	// whose it accepts (kafkanet.proxy.protocol and
+	// kafkanet.proxy.protocol.trusted.networks). The zero value: none.
+	ProxyProtocol ProxyProtocol
 }
 
 // ConfigFromProperties reads a server's configuration from Kafka's keys,
@@ -261,7 +272,9 @@ type ListenerConfig struct {
 // num.network.threads (and its listener-prefixed form),
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// the connection quotas, and each listener's TLS and SASL settings
+// the connection quotas, each listener's use of the PROXY protocol
+// (kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks,
+// see ProxyProtocol), and each listener's TLS and SASL settings
 // (security.ForListener) into its ListenerConfig, among them, for a
 // listener whose sasl.enabled.mechanisms holds OAUTHBEARER, its OAUTHBEARER
 // settings (security.OAuthBearer). It builds no mechanism from them: the
@@ -332,7 +345,11 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 		if err != nil {
 			return Config{}, err
 		}
-		c.PerListener[l.Name] = &ListenerConfig{NetworkThreads: n, Security: sec}
+		proxy, err := proxyProtocolFromProperties(props, l.Name)
+		if err != nil {
+			return Config{}, err
+		}
+		c.PerListener[l.Name] = &ListenerConfig{NetworkThreads: n, Security: sec, ProxyProtocol: proxy}
 	}
 	return c, nil
 }

@@ -25,6 +25,8 @@ func TestNewReadsNoProperty(t *testing.T) {
 		{"max.connections", "-5"},
 		{"listener.name.sasl_plaintext.sasl.enabled.mechanisms", ""},
 		{"listener.name.sasl_plaintext.connections.max.reauth.ms", "soon"},
+		{"kafkanet.proxy.protocol", "required"}, // without trusted networks
+		{"listener.name.plaintext.kafkanet.proxy.protocol.trusted.networks", "10.0.0.0/99"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			props := listener.Properties{

@@ -30,6 +30,8 @@ import (
 // and write deadlines, and the lock order:
 //
 //	processor.register   id, contexts, registry entry; starts serve       waitBusy
+//	                     (a PROXY listener's: serveProxied, proxyproto.go,
+//	                     reads the header first, then registers it)
 //	serve → handshake    TLS handshake, SASL exchange (auth.go)            waitBusy
 //	loop:
 //	  awaitRequest       waits for the next request's first bytes         waitAwaiting
@@ -218,6 +220,14 @@ var errDraining = errors.New("socketserver: server shutting down")
 //     Config.Listen gives must not call the server from SetReadDeadline.
 //     The processor's other wakes (askToPark, askToRepark) are made after
 //     it has released processor.mu.
+//   - processor.mu → the registry's lock: processor.add registers a
+//     connection's entry and makes it one of the processor's connections
+//     in one hold of processor.mu, so that drain and closeAll, which take
+//     it, never see a connection without its entry (Registry.Add takes
+//     its own lock and nothing else). processor.drain and closeAll close
+//     the sockets of a PROXY listener still pending (their header being
+//     read) under processor.mu or after it: a pending socket is no conn,
+//     and nothing but its goroutine moves its deadline.
 //   - Server.mu is taken alone (Start, Addr, Shutdown, register), or
 //     inside Server.closeOnce's (Close); Start holds it while it calls
 //     Config.Listen and Config.BaseContext, which therefore must not call
@@ -351,7 +361,16 @@ func (c *conn) serve() {
 	c.rw = c.nc
 	c.pre.r = c.nc
 	c.br = c.p.srv.readBuf(&c.pre)
-	if err := c.handshake(); err != nil {
+	c.run(time.Now().Add(c.p.ls.sec.timeout))
+}
+
+// run authenticates the connection, its TLS handshake and SASL exchange
+// ending by deadline, and serves it (loop). serve calls it for a new
+// connection; serveProxied (proxyproto.go) once a PROXY listener's
+// connection has sent its header, with the read buffer holding what came
+// after it.
+func (c *conn) run(deadline time.Time) {
+	if err := c.handshake(deadline); err != nil {
 		if !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
 			c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
 		}

@@ -32,6 +32,18 @@
 // goroutine, as net/http calls handlers ([ListClientConnectionsAPI] is
 // one), still within the queue's bound.
 //
+// Behind a TCP load balancer (HAProxy, a cloud's network load balancer), a
+// listener may require the PROXY protocol, versions 1 and 2
+// ([ListenerConfig.ProxyProtocol]: kafkanet.proxy.protocol and
+// kafkanet.proxy.protocol.trusted.networks): the header is accepted only
+// from the balancers' networks and read on the connection's own goroutine
+// within the handshake timeout, never on the acceptor, and from then on
+// the connection is the client's: its id, its registry entry, the
+// per-address connection quotas, filters, hooks and logs have the client's
+// address, and connregistry.Info.ProxyAddr and ProxyTLVs hold the
+// balancer's address and the header's v2 fields. A connection refused
+// for its header is closed before it is served ([HookProxyRefused]).
+//
 // Throttling: a handler that throttles a client, as Kafka's client quotas
 // do (KIP-219), calls [Request.Throttle] before its answer. The answer
 // leaves at once, with throttle_time_ms set, and the connection then reads

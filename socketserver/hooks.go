@@ -40,7 +40,8 @@ type HookConnAccepted interface {
 // new connection: err wraps [ErrTooManyConnections] (max.connections.per.ip
 // and its overrides; hold is zero) or [ErrConnectionThrottled] (the
 // per-address creation rate, which held the connection for hold first:
-// ip-connection-accept-throttle-time). addr is the client's address.
+// ip-connection-accept-throttle-time). addr is the client's address: on a
+// listener that requires the PROXY protocol, the one its header gave.
 type HookConnRejected interface {
 	OnConnRejected(l protocolmap.ListenerName, addr netip.Addr, err error, hold time.Duration)
 }
@@ -56,7 +57,10 @@ type HookAcceptorBlocked interface {
 
 // HookConnCreated is called when an admitted connection has been given its
 // id and registered, before anything is read from it
-// (connection-creation-total). info is the connection as it starts:
+// (connection-creation-total); on a listener that requires the PROXY
+// protocol, once its header has been read, so that info has the client's
+// address (a connection refused for its header goes to
+// [HookProxyRefused] instead). info is the connection as it starts:
 // anonymous, before its TLS handshake and SASL exchange.
 type HookConnCreated interface {
 	OnConnCreated(info connregistry.Info)
@@ -150,6 +154,7 @@ type hooks struct {
 	requestLogged []HookRequestLogged
 	authenticated []HookAuthenticated
 	authFailed    []HookAuthenticationFailed
+	proxyRefused  []HookProxyRefused
 }
 
 // newHooks sorts hs by the events each implements. A hook that implements
@@ -190,6 +195,9 @@ func newHooks(hs []Hook) (hooks, error) {
 		}
 		if x, ok := hook.(HookAuthenticationFailed); ok {
 			h.authFailed, implements = append(h.authFailed, x), true
+		}
+		if x, ok := hook.(HookProxyRefused); ok {
+			h.proxyRefused, implements = append(h.proxyRefused, x), true
 		}
 		if !implements {
 			return hooks{}, fmt.Errorf("socketserver: Config.Hooks[%d] (%T) implements no hook interface", i, hook)

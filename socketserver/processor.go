@@ -24,15 +24,17 @@ type processor struct {
 	ls       *listenerState
 	newConns chan net.Conn
 
-	mu    sync.Mutex
-	conns map[*conn]struct{}
-	index int32 // next connection index; wraps to 0 after MaxInt32
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	pending map[net.Conn]struct{} // sockets of a PROXY listener whose header is being read (serveProxied)
+	index   int32                 // next connection index; wraps to 0 after MaxInt32
 
 	busy atomic.Int64 // nanoseconds its connections spent decoding, queueing and writing
 }
 
 func newProcessor(s *Server, ls *listenerState, id int) *processor {
-	return &processor{id: id, srv: s, ls: ls, newConns: make(chan net.Conn, processorQueueSize), conns: map[*conn]struct{}{}}
+	return &processor{id: id, srv: s, ls: ls, newConns: make(chan net.Conn, processorQueueSize),
+		conns: map[*conn]struct{}{}, pending: map[net.Conn]struct{}{}}
 }
 
 // run registers new connections and expires idle ones until the server
@@ -93,8 +95,11 @@ func (p *processor) closeLeastRecentlyActive() bool {
 	return true
 }
 
-// register gives nc its id and starts serving it. During shutdown a new
-// connection is closed instead.
+// register starts serving nc, which the acceptor admitted. During
+// shutdown it closes it instead. A connection of a listener that requires
+// the PROXY protocol is pending until its header is read, on its own
+// goroutine (serveProxied, proxyproto.go); any other is registered here and
+// served at once.
 func (p *processor) register(nc net.Conn) {
 	// Shutdown sets draining under srv.mu, so once it holds the lock no
 	// connection is added to srv.conns behind its back.
@@ -106,6 +111,27 @@ func (p *processor) register(nc net.Conn) {
 	}
 	p.srv.conns.Add(1)
 	p.srv.mu.Unlock()
+	if p.ls.proxy.required() {
+		p.mu.Lock()
+		p.pending[nc] = struct{}{}
+		p.mu.Unlock()
+		go p.serveProxied(nc, time.Now()) // which calls p.srv.conns.Done when the connection ends
+		return
+	}
+	c := &conn{nc: nc, p: p}
+	if !p.start(c, p.newInfo(nc.LocalAddr(), nc.RemoteAddr(), addrPort(nc.RemoteAddr()))) {
+		p.srv.discard(p.ls, nc)
+		p.srv.conns.Done()
+		return
+	}
+	go c.serve() // which calls p.srv.conns.Done when the connection ends
+}
+
+// newInfo gives a connection of the processor's its next index and
+// returns its description as it starts: its id from the local and remote
+// addresses (the remote one the client's, from a PROXY header if there is
+// one), and client, the client's address.
+func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connregistry.Info {
 	p.mu.Lock()
 	index := p.index
 	p.index++
@@ -113,34 +139,60 @@ func (p *processor) register(nc net.Conn) {
 		p.index = 0
 	}
 	p.mu.Unlock()
-	c := &conn{nc: nc, p: p}
 	l := p.ls.cfg
-	now := time.Now()
-	// The connection's description as it starts. From here on it lives in
-	// the registry entry, written only through c.describe.
-	info := connregistry.Info{
-		ID:               connectionID(nc.LocalAddr(), nc.RemoteAddr(), p.id, index),
+	return connregistry.Info{
+		ID:               connectionID(local, remote, p.id, index),
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
 		Principal:        connregistry.Anonymous,
-		ClientAddr:       addrPort(nc.RemoteAddr()),
-		ConnectedAt:      now,
+		ClientAddr:       client,
+		ConnectedAt:      time.Now(),
 	}
+}
+
+// start makes c, described by info, a connection of the processor's: its
+// contexts (ConnContext runs here, with no lock held), its registry entry
+// and its place among the processor's connections (add); then the
+// HookConnCreated hooks see it. It reports false, having registered
+// nothing, when the server has begun to shut down; the caller then closes
+// the socket and gives its quota back.
+func (p *processor) start(c *conn, info connregistry.Info) bool {
 	c.newContexts(info)
-	p.mu.Lock()
-	p.conns[c] = struct{}{}
-	p.mu.Unlock()
-	c.touch(now)
+	c.touch(info.ConnectedAt)
 	state := connregistry.Ready
 	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
 		state = connregistry.Authenticating
 	}
-	c.entry = p.srv.registry.Add(connregistry.Conn{Info: info, State: state}, c.closeWith)
+	if !p.add(c, connregistry.Conn{Info: info, State: state}) {
+		c.cancel()
+		c.cancelReq()
+		return false
+	}
 	for _, h := range p.srv.hooks.connCreated {
 		h.OnConnCreated(info)
 	}
-	go c.serve() // which calls p.srv.conns.Done when the connection ends
+	return true
+}
+
+// add registers c's entry, from rec, and makes c one of the processor's
+// connections, in one hold of processor.mu, unless the server is draining.
+// From then on c's description lives in the registry entry, written only
+// through c.describe. A connection is among p.conns only with its entry,
+// and only if it was added before Shutdown or Close set the draining flag:
+// drain and closeAll, which take processor.mu after the flag is set, see
+// every connection added, whatever goroutine added it (the processor's, or
+// a PROXY connection's own: serveProxied).
+func (p *processor) add(c *conn, rec connregistry.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.srv.draining.Load() {
+		return false
+	}
+	c.entry = p.srv.registry.Add(rec, c.closeWith)
+	delete(p.pending, c.nc)
+	p.conns[c] = struct{}{}
+	return true
 }
 
 // newContexts makes the connection's contexts: its own, cancelled when it
@@ -322,13 +374,17 @@ const reparkPerTick = 1000
 // close; a connection waiting for its next request closes now: its read is
 // woken (wakeReader), and the goroutine, which checks the server's
 // draining flag before each wait for a request, sees the flag Shutdown set
-// before. It holds processor.mu, and takes each connection's wakeMu inside
+// before. A pending socket (a PROXY header being read) has no request: it
+// is closed. It holds processor.mu, and takes each connection's wakeMu inside
 // it (see the lock order in conn.go).
 func (p *processor) drain() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for c := range p.conns {
 		c.wakeReader(wakeToDrain)
+	}
+	for nc := range p.pending {
+		nc.Close() // its goroutine's read fails, and it gives the socket up
 	}
 }
 
@@ -349,8 +405,15 @@ func (p *processor) closeAll() {
 	for c := range p.conns {
 		all = append(all, c)
 	}
+	pending := make([]net.Conn, 0, len(p.pending))
+	for nc := range p.pending {
+		pending = append(pending, nc)
+	}
 	p.mu.Unlock()
 	for _, c := range all {
 		c.close()
+	}
+	for _, nc := range pending {
+		nc.Close() // its goroutine gives it up (serveProxied)
 	}
 }

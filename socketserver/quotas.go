@@ -380,12 +380,41 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 	}
 	now = cq.now()
 	cq.sweepIPRatesLocked(now)
-	if !ip.IsValid() { // not an IP connection (Config.Listen): no per-address quotas
-		cq.byListener[l]++
-		cq.total++
+	cq.byListener[l]++
+	cq.total++
+	var err error
+	if res.ipHold, err = cq.acquireIPLocked(l, ip, now); err == nil {
 		cq.noteExcessLocked()
-		cq.mu.Unlock()
-		return res, nil
+	}
+	cq.mu.Unlock()
+	return res, err
+}
+
+// acquireIP applies the per-address quotas to a connection from ip whose
+// listener slot acquire took without an address: on a listener that
+// requires the PROXY protocol, once the header has given the client's
+// address. On success the connection releases with ip; on error (as
+// acquire's) the listener's slot is given back, and the caller releases
+// nothing. A throttled connection is to be held for the delay returned,
+// then closed.
+func (cq *connectionQuotas) acquireIP(l protocolmap.ListenerName, ip netip.Addr) (time.Duration, error) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	now := cq.now()
+	cq.sweepIPRatesLocked(now)
+	return cq.acquireIPLocked(l, ip, now)
+}
+
+// acquireIPLocked applies the per-address creation rate
+// (ErrConnectionThrottled, with the delay to hold the connection for) and
+// count (ErrTooManyConnections) to a connection from ip counted on
+// listener l. On error the connection is counted out: its listener slot
+// is released, and a throttled one's listener and broker rates take it
+// back, as Kafka's ConnectionQuotas does. A connection with no IP address
+// (ip is the zero Addr) passes.
+func (cq *connectionQuotas) acquireIPLocked(l protocolmap.ListenerName, ip netip.Addr, now time.Time) (time.Duration, error) {
+	if !ip.IsValid() { // not an IP connection (Config.Listen), or a PROXY header still to come: no per-address quotas
+		return 0, nil
 	}
 	if limit := cq.ipRateLimit(ip); limit != Unlimited {
 		r := cq.ipRate[ip]
@@ -397,27 +426,20 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 		if d := connectionThrottle(r, float64(limit), now); d > 0 {
 			r.Record(-1, now)
 			cq.unrecordLocked(l, now)
-			cq.mu.Unlock()
-			res.ipHold = d
-			return res, fmt.Errorf("%w %s (%d per second)", ErrConnectionThrottled, ip, limit)
+			cq.releaseLocked(l, netip.Addr{})
+			return d, fmt.Errorf("%w %s (%d per second)", ErrConnectionThrottled, ip, limit)
 		}
 	}
-	count := cq.byIP[ip]
-	cq.byIP[ip]++
-	cq.byListener[l]++
-	cq.total++
 	limit := cq.q.MaxConnectionsPerIP
 	if n, ok := cq.overrides[ip]; ok {
 		limit = n
 	}
-	if count >= limit {
-		cq.releaseLocked(l, ip)
-		cq.mu.Unlock()
-		return res, fmt.Errorf("%w %s (maximum = %d)", ErrTooManyConnections, ip, limit)
+	if cq.byIP[ip] >= limit {
+		cq.releaseLocked(l, netip.Addr{})
+		return 0, fmt.Errorf("%w %s (maximum = %d)", ErrTooManyConnections, ip, limit)
 	}
-	cq.noteExcessLocked()
-	cq.mu.Unlock()
-	return res, nil
+	cq.byIP[ip]++
+	return 0, nil
 }
 
 // noteExcessLocked wakes the processors when the broker-wide count has gone

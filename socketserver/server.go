@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -113,6 +114,7 @@ type listenerState struct {
 	inline     chan struct{} // slots of running inline handlers (API.Inline)
 	turns      chan struct{} // the plane's turns of pipelined requests (conn.loop)
 	memory     *memoryPool   // queued.max.request.bytes, or the control plane's allowance; nil: no limit
+	proxy      ProxyProtocol // whether connections begin with a PROXY header, and from where (proxyproto.go)
 	ln         net.Listener
 	base       context.Context // from Config.BaseContext; nil without it
 	processors []*processor
@@ -188,7 +190,13 @@ func New(cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], inline: s.inline[l.Plane], turns: s.turns[l.Plane], memory: s.memory[l.Plane]}
+		proxy := cfg.listenerConfig(l.Name).ProxyProtocol
+		if err := proxy.validate(l.Name); err != nil {
+			return nil, fmt.Errorf("socketserver: listener %s: %w", l.Name, err)
+		}
+		proxy.TrustedNetworks = slices.Clone(proxy.TrustedNetworks)
+		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], inline: s.inline[l.Plane], turns: s.turns[l.Plane],
+			memory: s.memory[l.Plane], proxy: proxy}
 		n, first := cfg.networkThreads(l), 0
 		if l.Plane == protocolmap.DataPlane {
 			first = dataPlaneID
@@ -545,9 +553,11 @@ func (s *Server) accept(ls *listenerState) {
 // it closes the connection at once when its address has too many, or after
 // a delay when its address opens them too fast. It reports whether the
 // connection was admitted; an admitted connection holds a quota slot until
-// it closes.
+// it closes. On a listener that requires the PROXY protocol the socket's
+// address is the balancer's: the per-address quotas wait for the header,
+// on the connection's goroutine (serveProxied).
 func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
-	ip := addrPort(nc.RemoteAddr()).Addr()
+	ip := ls.acceptAddr(nc)
 	res, err := s.quotas.acquire(ls.cfg.Name, ip, s.quit)
 	if res.blocked > 0 {
 		for _, h := range s.hooks.acceptor {
@@ -561,18 +571,10 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 		}
 		return true
 	case errors.Is(err, ErrTooManyConnections):
-		s.log.Info("rejected connection: address already has the configured maximum of connections",
-			"listener", ls.cfg.Name, "address", ip, "err", err)
-		for _, h := range s.hooks.connRejected {
-			h.OnConnRejected(ls.cfg.Name, ip, err, 0)
-		}
+		s.connRejected(ls, ip, err, 0)
 		nc.Close()
 	case errors.Is(err, ErrConnectionThrottled):
-		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
-			"listener", ls.cfg.Name, "address", ip, "delay", res.ipHold, "err", err)
-		for _, h := range s.hooks.connRejected {
-			h.OnConnRejected(ls.cfg.Name, ip, err, res.ipHold)
-		}
+		s.connRejected(ls, ip, err, res.ipHold)
 		s.workers.Go(func() { // the acceptor is a worker, so the group cannot be waited to zero here
 			t := time.NewTimer(res.ipHold)
 			defer t.Stop()
@@ -588,11 +590,37 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 	return false
 }
 
+// connRejected logs and reports a connection from ip that a per-address
+// quota closed (err wraps ErrTooManyConnections, or
+// ErrConnectionThrottled after hold).
+func (s *Server) connRejected(ls *listenerState, ip netip.Addr, err error, hold time.Duration) {
+	if errors.Is(err, ErrConnectionThrottled) {
+		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
+			"listener", ls.cfg.Name, "address", ip, "delay", hold, "err", err)
+	} else {
+		s.log.Info("rejected connection: address already has the configured maximum of connections",
+			"listener", ls.cfg.Name, "address", ip, "err", err)
+	}
+	for _, h := range s.hooks.connRejected {
+		h.OnConnRejected(ls.cfg.Name, ip, err, hold)
+	}
+}
+
+// acceptAddr is the address the acceptor counts nc under: its peer's, or
+// none on a listener that requires the PROXY protocol (the per-address
+// quotas count the client's, once its header is read).
+func (ls *listenerState) acceptAddr(nc net.Conn) netip.Addr {
+	if ls.proxy.required() {
+		return netip.Addr{}
+	}
+	return addrPort(nc.RemoteAddr()).Addr()
+}
+
 // discard closes an admitted connection that never reached a processor's
 // care, giving back its quota slot.
 func (s *Server) discard(ls *listenerState, nc net.Conn) {
 	nc.Close()
-	s.quotas.release(ls.cfg.Name, addrPort(nc.RemoteAddr()).Addr())
+	s.quotas.release(ls.cfg.Name, ls.acceptAddr(nc))
 }
 
 // SetQuotas changes the connection quotas while the server runs, as Kafka
