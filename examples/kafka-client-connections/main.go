@@ -16,7 +16,10 @@
 // (never the command's own) and needs ALTER on CLUSTER where --list needs
 // DESCRIBE. A connection the broker has muted for a throttle (KIP-219)
 // shows when the throttle ends in THROTTLED-UNTIL, and with --output json
-// the time it has been muted in all (ThrottleTimeMs). The exit status is 1 when any broker failed: the other
+// the time it has been muted in all (ThrottleTimeMs). Behind a load
+// balancer that sends the PROXY protocol, CLIENT-ADDRESS is the client's
+// real address, and --output json gives the balancer's as ProxyAddress.
+// The exit status is 1 when any broker failed: the other
 // brokers' results are still printed, and the errors go to standard error.
 package main
 
@@ -326,6 +329,7 @@ type jsonConnection struct {
 	CloseReason      string `json:"CloseReason,omitempty"`
 	ThrottledUntil   string `json:"ThrottledUntil,omitempty"`
 	ThrottleTimeMs   int64  `json:"ThrottleTimeMs,omitempty"`
+	ProxyAddress     string `json:"ProxyAddress,omitempty"`
 }
 
 type jsonBroker struct {
@@ -368,6 +372,7 @@ func printJSON(w io.Writer, results []connadmin.BrokerResult) error {
 				BytesIn: c.BytesIn, BytesOut: c.BytesOut, Requests: c.Requests, State: c.State, Plane: c.Plane,
 				ClosedAt: optionalTime(c.ClosedAt), CloseReason: c.CloseReason,
 				ThrottledUntil: optionalMillis(c.ThrottledUntil), ThrottleTimeMs: c.ThrottleTimeMs,
+				ProxyAddress: c.ProxyAddress,
 			})
 		}
 		out = append(out, b)

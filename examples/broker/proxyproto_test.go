@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// freePort returns a port of 127.0.0.1 that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startHAProxy runs HAProxy in TCP mode on 127.0.0.1:port in front of
+// backend, sending the PROXY header with sendProxy (send-proxy for v1,
+// send-proxy-v2 for v2) on every connection, its health checks' included.
+// Its configuration is written in the test's temporary directory; it is
+// killed when the test ends.
+func startHAProxy(t *testing.T, port int, backend, sendProxy string) string {
+	t.Helper()
+	haproxy := requireTool(t, "haproxy", "apt-get install haproxy")
+	frontend := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	require.NoError(t, os.WriteFile(cfg, []byte(`global
+    maxconn 256
+
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 60s
+    timeout server 60s
+
+frontend kafka
+    bind `+frontend+`
+    default_backend broker
+
+backend broker
+    server broker0 `+backend+` `+sendProxy+` check inter 300ms
+`), 0o600))
+	out, err := exec.Command(haproxy, "-c", "-f", cfg).CombinedOutput()
+	require.NoError(t, err, "haproxy -c: %s", out)
+	cmd := exec.Command(haproxy, "-db", "-f", cfg)
+	var logs socketservertest.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("haproxy:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", frontend, time.Second)
+		if err == nil {
+			c.Close()
+			return frontend
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("haproxy exited (%v):\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy does not listen on %s:\n%s", frontend, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dialerFrom is a kgo dialer whose connections leave from source, a
+// loopback address (127.0.0.0/8 all reaches this machine).
+func dialerFrom(source string) kgo.Opt {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 10 * time.Second}
+	return kgo.Dialer(d.DialContext)
+}
+
+// dialRawFrom is dialRaw from a chosen loopback source address.
+func dialRawFrom(t *testing.T, addr, source string) *rawConn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 5 * time.Second}
+	conn, err := d.Dial("tcp", addr)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	t.Cleanup(func() { conn.Close() })
+	return &rawConn{t: t, conn: conn}
+}
+
+// apiVersions reports whether an ApiVersions request on c is answered: a
+// connection the broker refused is closed without a response (through
+// HAProxy, which closes the client's side when the broker closes its own).
+func (c *rawConn) apiVersions() bool {
+	c.t.Helper()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
+	corr := c.send(req)
+	frame, err := c.readFrame()
+	if err != nil {
+		return false
+	}
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	decode(c.t, frame, resp, corr)
+	return resp.ErrorCode == 0
+}
+
+// listing runs the kafka-client-connections command (built once into the
+// test's temporary directory) against bootstrap and returns broker 0's
+// connections.
+func listing(t *testing.T, kcc, bootstrap string, args ...string) []jsonListed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, kcc, append([]string{"--bootstrap-server", bootstrap, "--list", "--output", "json"}, args...)...).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		t.Fatalf("kafka-client-connections: %v: %s", err, ee.Stderr)
+	}
+	require.NoError(t, err)
+	var brokers []struct {
+		BrokerID    int32
+		Error       string
+		Connections []jsonListed
+	}
+	require.NoError(t, json.Unmarshal(out, &brokers), "%s", out)
+	require.Len(t, brokers, 1)
+	require.Empty(t, brokers[0].Error)
+	return brokers[0].Connections
+}
+
+// jsonListed is what the tests read of a connection the command lists.
+type jsonListed struct {
+	ConnectionID  string `json:"ConnectionId"`
+	ClientAddress string
+	ClientPort    int32
+	ProxyAddress  string
+	SoftwareName  string
+	CloseReason   string
+}
+
+// buildClientConnections builds the kafka-client-connections command into
+// the test's temporary directory.
+func buildClientConnections(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kafka-client-connections")
+	out, err := exec.Command("go", "build", "-o", bin, "../kafka-client-connections").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// The example broker behind a real load balancer: HAProxy in TCP mode,
+// sending the PROXY protocol v1 (send-proxy) or v2 (send-proxy-v2), its
+// health checks included, to a CLIENT listener that requires it from
+// 127.0.0.1 and advertises HAProxy's address. kcat and kgo produce and
+// consume through it; kafka-client-connections lists each client under
+// its own address (kgo from 127.0.0.3 and raw clients from 127.0.0.2,
+// all behind HAProxy's one socket address) with HAProxy's as
+// ProxyAddress; max.connections.per.ip.overrides limits 127.0.0.2 to one
+// connection while 127.0.0.3 is not limited; a connection to the broker
+// without a header, or from an address outside the trusted network, is
+// refused and listed as closed with that reason. HAProxy's health checks
+// are never refused.
+func TestHAProxy(t *testing.T) {
+	requireTool(t, "haproxy", "apt-get install haproxy")
+	requireTool(t, "kcat", "apt-get install kcat")
+	kcc := buildClientConnections(t)
+	for _, sendProxy := range []string{"send-proxy", "send-proxy-v2"} {
+		t.Run(sendProxy, func(t *testing.T) {
+			port := freePort(t)
+			c := startTestCluster(t, 1,
+				fmt.Sprintf("advertised.listeners=CLIENT://127.0.0.1:%d,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", port),
+				"listener.name.client.kafkanet.proxy.protocol=required",
+				"listener.name.client.kafkanet.proxy.protocol.trusted.networks=127.0.0.1/32",
+				"max.connections.per.ip.overrides=127.0.0.2:1",
+			)
+			direct := addr(t, c, 0, "CLIENT")
+			lb := startHAProxy(t, port, direct, sendProxy)
+
+			// kcat: metadata, produce and consume through HAProxy.
+			kcat := func(stdin string, args ...string) string {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "kcat", append([]string{"-b", lb}, args...)...)
+				cmd.Stdin = strings.NewReader(stdin)
+				out, err := cmd.Output()
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					t.Fatalf("kcat %v: %v: %s", args, err, ee.Stderr)
+				}
+				require.NoError(t, err)
+				return string(out)
+			}
+			assert.Contains(t, kcat("", "-L"), "broker 0 at "+lb, "the broker advertises HAProxy")
+			lines := []string{"one", "two", "three"}
+			kcat(strings.Join(lines, "\n")+"\n", "-P", "-t", "via-kcat")
+			got := kcat("", "-C", "-t", "via-kcat", "-o", "beginning", "-e")
+			assert.Equal(t, lines, strings.Split(strings.TrimSuffix(got, "\n"), "\n"))
+
+			// kgo from 127.0.0.3, which no limit applies to.
+			cl := newClient(t, lb, dialerFrom("127.0.0.3"), kgo.ConsumeTopics("via-kgo"), kgo.DefaultProduceTopic("via-kgo"),
+				kgo.AllowAutoTopicCreation(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for i := range 5 {
+				require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte("kgo-" + strconv.Itoa(i))}).FirstErr())
+			}
+			var values []string
+			for len(values) < 5 {
+				fetches := cl.PollFetches(ctx)
+				require.NoError(t, ctx.Err(), "consumed %v", values)
+				fetches.EachRecord(func(r *kgo.Record) { values = append(values, string(r.Value)) })
+			}
+			assert.Equal(t, []string{"kgo-0", "kgo-1", "kgo-2", "kgo-3", "kgo-4"}, values)
+
+			// 127.0.0.2 may hold one connection: its second is refused,
+			// while 127.0.0.3, behind the same HAProxy, opens more.
+			first := dialRawFrom(t, lb, "127.0.0.2")
+			require.True(t, first.apiVersions(), "127.0.0.2's first connection")
+			second := dialRawFrom(t, lb, "127.0.0.2")
+			assert.False(t, second.apiVersions(), "127.0.0.2's second connection is over its limit")
+			more := dialRawFrom(t, lb, "127.0.0.3")
+			require.True(t, more.apiVersions(), "127.0.0.3 is not limited")
+
+			// The listing: each client under its own address, HAProxy as the proxy.
+			conns := listing(t, kcc, lb)
+			byAddr := map[string][]jsonListed{}
+			for _, conn := range conns {
+				byAddr[conn.ClientAddress] = append(byAddr[conn.ClientAddress], conn)
+				host, port, err := net.SplitHostPort(conn.ProxyAddress)
+				require.NoError(t, err, "ProxyAddress %q", conn.ProxyAddress)
+				assert.Equal(t, "127.0.0.1", host, "HAProxy's address")
+				assert.NotEqual(t, strconv.Itoa(int(conn.ClientPort)), port)
+				assert.Contains(t, conn.ConnectionID, fmt.Sprintf("-%s:%d-", conn.ClientAddress, conn.ClientPort), "the id has the client's address")
+			}
+			t.Logf("listed: %+v", conns)
+			require.Len(t, byAddr["127.0.0.2"], 1, "127.0.0.2's one connection")
+			assert.Equal(t, "raw", byAddr["127.0.0.2"][0].SoftwareName)
+			require.NotEmpty(t, byAddr["127.0.0.3"], "kgo's and the raw client's connections from 127.0.0.3")
+			kgoListed := false
+			for _, conn := range byAddr["127.0.0.3"] {
+				kgoListed = kgoListed || conn.SoftwareName == "kgo"
+			}
+			assert.True(t, kgoListed, "kgo's connections are listed under 127.0.0.3")
+			assert.NotEmpty(t, byAddr["127.0.0.1"], "the command's own connection, from 127.0.0.1")
+
+			// Straight to the broker: without a header, and from an untrusted address.
+			noHeader := dialRaw(t, direct)
+			noHeader.send(kmsg.NewPtrApiVersionsRequest())
+			noHeader.requireClosed()
+			untrusted := dialRawFrom(t, direct, "127.0.0.9")
+			untrusted.requireClosed()
+
+			closed := listing(t, kcc, lb, "--include-closed")
+			refused := map[string]int{}
+			for _, conn := range closed {
+				if conn.CloseReason == string(connregistry.ProxyRefused) {
+					refused[conn.ClientAddress]++
+				}
+			}
+			assert.Equal(t, map[string]int{"127.0.0.1": 1, "127.0.0.9": 1}, refused,
+				"the two refused connections, under the socket's address; never a health check")
+		})
+	}
+}
