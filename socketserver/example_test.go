@@ -74,3 +74,33 @@ func Example() {
 	// client connected: true
 	// served: true
 }
+
+// A listener behind a TCP load balancer requires the PROXY protocol from
+// the balancers' network; the others are left as they are. A host that
+// builds its Config in code sets ListenerConfig.ProxyProtocol itself.
+func ExampleProxyProtocol() {
+	cfg, err := socketserver.ConfigFromProperties(listener.Properties{
+		"listeners":                                                     "CLIENT://:9092,REPLICATION://:9093",
+		"listener.security.protocol.map":                                "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT",
+		"inter.broker.listener.name":                                    "REPLICATION",
+		"listener.name.client.kafkanet.proxy.protocol":                  "required",
+		"listener.name.client.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/24,fd00:1::/64",
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range []protocolmap.ListenerName{"CLIENT", "REPLICATION"} {
+		p := cfg.PerListener[name].ProxyProtocol
+		fmt.Println(name, p.Mode, p.TrustedNetworks)
+	}
+
+	_, err = socketserver.ConfigFromProperties(listener.Properties{
+		"listeners":                   "PLAINTEXT://:9092",
+		socketserver.KeyProxyProtocol: "required",
+	})
+	fmt.Println(err)
+	// Output:
+	// CLIENT required [10.0.0.0/24 fd00:1::/64]
+	// REPLICATION none []
+	// invalid value "" for configuration kafkanet.proxy.protocol.trusted.networks: kafkanet.proxy.protocol=required needs the networks of the load balancers that send the PROXY header (a header from anywhere else could claim any client address); 0.0.0.0/0,::/0 trusts every address
+}

@@ -191,13 +191,14 @@ func noTrustedNetworks(key, value string) error {
 // listener-prefixed key if set, else the broker-wide one.
 func proxyProtocolFromProperties(props listener.Properties, l protocolmap.ListenerName) (ProxyProtocol, error) {
 	var p ProxyProtocol
-	if v, from, ok := props.ListenerValue(l, KeyProxyProtocol); ok {
+	v, modeFrom, ok := props.ListenerValue(l, KeyProxyProtocol)
+	if ok {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "none":
 		case "required":
 			p.Mode = ProxyProtocolRequired
 		default:
-			return ProxyProtocol{}, &protocolmap.ConfigError{Key: from, Value: v, Err: listener.ErrInvalidValue, Rule: "must be none or required"}
+			return ProxyProtocol{}, &protocolmap.ConfigError{Key: modeFrom, Value: v, Err: listener.ErrInvalidValue, Rule: "must be none or required"}
 		}
 	}
 	v, from, ok := props.ListenerValue(l, KeyProxyProtocolTrustedNetworks)
@@ -217,8 +218,8 @@ func proxyProtocolFromProperties(props listener.Properties, l protocolmap.Listen
 		}
 	}
 	if p.required() && len(p.TrustedNetworks) == 0 {
-		if !ok {
-			from = l.ConfigPrefix() + KeyProxyProtocolTrustedNetworks
+		if !ok { // the key to set: the trusted networks' beside the mode's, broker-wide or the listener's
+			from = strings.TrimSuffix(modeFrom, KeyProxyProtocol) + KeyProxyProtocolTrustedNetworks
 		}
 		return ProxyProtocol{}, noTrustedNetworks(from, v)
 	}
