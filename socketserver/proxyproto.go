@@ -154,9 +154,8 @@ func (p ProxyProtocol) trusts(a netip.Addr) bool {
 	return false
 }
 
-// validate checks p for listener l, as New does for a Config built in code;
-// key names the setting in errors: the property's key, or the listener's
-// prefixed form.
+// validate checks p for listener l, as New does for a Config built in
+// code; its errors name the listener's prefixed keys.
 func (p ProxyProtocol) validate(l protocolmap.ListenerName) error {
 	switch p.Mode {
 	case ProxyProtocolNone:
