@@ -33,6 +33,7 @@ const (
 	KeySSLTruststoreCertificates   = "ssl.truststore.certificates"
 	KeySSLClientAuth               = "ssl.client.auth"
 	KeySSLEnabledProtocols         = "ssl.enabled.protocols"
+	KeySSLCipherSuites             = "ssl.cipher.suites"
 )
 
 // ErrTLSConfig is wrapped by the errors of [TLSConfig]: a listener's
@@ -87,9 +88,27 @@ const kafkaDefaultStoreType = "JKS"
 //
 // TLS 1.2 is the minimum. ssl.enabled.protocols (default TLSv1.2,TLSv1.3)
 // can narrow the versions, for example to TLSv1.3 alone; TLSv1 and TLSv1.1
-// in it are ignored, and a list of nothing newer is an error. Kafka's
-// ssl.protocol, ssl.cipher.suites and the key and trust manager settings
-// are not read.
+// in it are ignored, and a list of nothing newer is an error.
+//
+// ssl.cipher.suites (default: Go's) is a comma-separated list of cipher
+// suite names as Kafka and Java write them, IANA's
+// (TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384). Its TLS 1.2 suites become the
+// configuration's CipherSuites: a client that offers none of them fails
+// the handshake. Go chooses among them by its own preference, not by the
+// order of the list. Go cannot restrict TLS 1.3's suites (it always offers
+// TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and
+// TLS_CHACHA20_POLY1305_SHA256), so the list names all three or none:
+// naming none turns TLS 1.3 off, as Java does when no TLS 1.3 suite is
+// enabled, and naming no TLS 1.2 suite turns TLS 1.2 off; some but not all
+// three is an error. A name Go does not implement is an error, as are the
+// RC4 and 3DES suites, which Go calls insecure and the JDK disables by
+// default, a list that leaves no version of ssl.enabled.protocols usable,
+// and TLS 1.2 suites of which none suits the key store's key (the ECDSA
+// suites need an ECDSA or Ed25519 key, the others an RSA key).
+// TLS_EMPTY_RENEGOTIATION_INFO_SCSV, which Java lists among its suites, is
+// a signal, not a suite: Go always supports what it signals (RFC 5746),
+// and it is accepted. Kafka's ssl.protocol and the key and trust manager
+// settings are not read.
 //
 // Errors are [*protocolmap.ConfigError] values wrapping [ErrTLSConfig] whose
 // Key is the exact key at fault (the listener-prefixed form if that is
@@ -123,12 +142,20 @@ func TLSConfig(set *listener.Set, name protocolmap.ListenerName) (*tls.Config, e
 	if err != nil {
 		return nil, err
 	}
+	suites, minV, maxV, err := c.cipherSuites(name, minV, maxV)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkSuitesForKey(name, suites, minV, cert.PrivateKey); err != nil {
+		return nil, err
+	}
 	return &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   auth,
 		ClientCAs:    pool,
 		MinVersion:   minV,
 		MaxVersion:   maxV,
+		CipherSuites: suites,
 	}, nil
 }
 
