@@ -52,6 +52,13 @@ type Settings struct {
 	// TLS is the listener's server TLS configuration ([TLSConfig]);
 	// nil unless the listener speaks SSL or SASL_SSL.
 	TLS *tls.Config
+	// AllowDNChanges and AllowSANChanges are ssl.allow.dn.changes and
+	// ssl.allow.san.changes (default false): whether a reload of the
+	// listener's TLS configuration may bring a certificate with another
+	// subject DN, or without some of the current subject alternative
+	// names (see [Settings.CheckCertificateChange]). False unless the
+	// listener speaks SSL or SASL_SSL.
+	AllowDNChanges, AllowSANChanges bool
 	// EnabledMechanisms are the SASL mechanisms the listener offers, as
 	// sasl.enabled.mechanisms names them (case-sensitive, as in Kafka: a
 	// client asking for PLAIN does not get a configured plain), in that
@@ -91,6 +98,9 @@ type Settings struct {
 
 	reauthByMechanism        map[string]time.Duration
 	oauthBearerNotConfigured error
+	// allowDNKey and allowSANKey are the keys AllowDNChanges and
+	// AllowSANChanges were read from, for errors; empty when set in code.
+	allowDNKey, allowSANKey string
 }
 
 // OAuthBearerNotConfigured returns, for a listener that enables
@@ -120,7 +130,10 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 // looked up with [listener.Properties.ListenerValue] (the listener prefix
 // overrides the un-prefixed key):
 //
-//   - TLS from [TLSConfig];
+//   - TLS from [TLSConfig], and for TLS listeners ssl.allow.dn.changes and
+//     ssl.allow.san.changes (Kafka's BOOLEAN: true or false in any case,
+//     default false), which govern reloads of it
+//     ([Settings.CheckCertificateChange]);
 //   - for SASL listeners, sasl.enabled.mechanisms: a comma-separated list
 //     of mechanism names, trimmed and kept case-sensitive as Kafka keeps
 //     them, default GSSAPI (Kerberos), Kafka's; an empty list is an error.
@@ -148,6 +161,11 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 	var s Settings
 	if s.TLS, err = TLSConfig(c.Set, name); err != nil {
 		return Settings{}, err
+	}
+	if proto.UsesTLS() {
+		if err := c.readAllowChanges(name, &s); err != nil {
+			return Settings{}, err
+		}
 	}
 	if proto.UsesSASL() {
 		if s.EnabledMechanisms, err = c.saslMechanisms(name); err != nil {

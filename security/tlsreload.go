@@ -1,0 +1,183 @@
+package security
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// Kafka's keys that allow a listener's reloaded certificate to name
+// another subject ([Settings.AllowDNChanges], [Settings.AllowSANChanges]);
+// both may be set for one listener with the listener.name.<lower-case
+// name>. prefix.
+const (
+	KeySSLAllowDNChanges  = "ssl.allow.dn.changes"
+	KeySSLAllowSANChanges = "ssl.allow.san.changes"
+)
+
+// ErrCertificateChange is wrapped by the error of
+// [Settings.CheckCertificateChange]: a reloaded certificate names another
+// subject than the one in force, and the listener's settings do not allow
+// it.
+var ErrCertificateChange = errors.New("certificate subject change not allowed")
+
+// readAllowChanges reads ssl.allow.dn.changes and ssl.allow.san.changes
+// for a TLS listener.
+func (c config) readAllowChanges(name protocolmap.ListenerName, s *Settings) error {
+	var err error
+	if s.AllowDNChanges, s.allowDNKey, err = c.boolean(name, KeySSLAllowDNChanges); err != nil {
+		return err
+	}
+	s.AllowSANChanges, s.allowSANKey, err = c.boolean(name, KeySSLAllowSANChanges)
+	return err
+}
+
+// boolean reads a Kafka BOOLEAN setting (default false): true or false,
+// in any case, around white space. It returns the key in the form that
+// holds the value, or the un-prefixed key when none does.
+func (c config) boolean(name protocolmap.ListenerName, key string) (bool, string, error) {
+	s := c.setting(name, key)
+	if !s.ok {
+		return false, key, nil
+	}
+	switch v := strings.TrimSpace(s.value); {
+	case strings.EqualFold(v, "true"):
+		return true, s.from, nil
+	case strings.EqualFold(v, "false"):
+		return false, s.from, nil
+	}
+	return false, "", &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
+}
+
+// CheckCertificateChange applies Kafka's rules for reloading a listener's
+// key store (SslFactory's reconfiguration) to a move from the TLS
+// configuration current to next, under the listener's settings s:
+//
+//   - next must serve a certificate: Certificates, GetCertificate or
+//     GetConfigForClient (a listener's key store cannot be removed);
+//   - unless s.AllowDNChanges, next's certificate must have the subject
+//     DN of current's, compared as Kafka compares them (the same encoded
+//     name, or RFC 2253 forms equal without regard to case);
+//   - unless s.AllowSANChanges, next's certificate must hold every subject
+//     alternative name of current's (DNS names, IP addresses, URIs and
+//     e-mail addresses, the names Go's x509 package reads): names may be
+//     added, none dropped.
+//
+// The certificates compared are the configurations' default ones, the
+// first of Certificates; a configuration that serves its certificate only
+// through GetCertificate or GetConfigForClient is not compared (its host
+// checks what it serves). The error is a [*protocolmap.ConfigError] for
+// the allow key that would permit the change, in the form that set it
+// (listener-prefixed or not; un-prefixed when unset), wrapping
+// [ErrCertificateChange].
+func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
+	if next == nil || len(next.Certificates) == 0 && next.GetCertificate == nil && next.GetConfigForClient == nil {
+		return fmt.Errorf("%w: the new TLS configuration serves no certificate (Certificates, GetCertificate and GetConfigForClient are unset)", ErrTLSConfig)
+	}
+	if current == nil {
+		return nil
+	}
+	old, err := defaultCertificate(current)
+	if err != nil || old == nil {
+		return err
+	}
+	cert, err := defaultCertificate(next)
+	if err != nil || cert == nil {
+		return err
+	}
+	if !s.AllowDNChanges && !sameSubject(old, cert) {
+		return &protocolmap.ConfigError{Key: keyOr(s.allowDNKey, KeySSLAllowDNChanges), Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+			"the new certificate's subject DN %s differs from the current one's, %s: the change is refused, as Kafka refuses it; allow it with %s=true",
+			SubjectDN(cert), SubjectDN(old), keyOr(s.allowDNKey, KeySSLAllowDNChanges))}
+	}
+	if !s.AllowSANChanges {
+		if dropped := droppedNames(old, cert); len(dropped) > 0 {
+			return &protocolmap.ConfigError{Key: keyOr(s.allowSANKey, KeySSLAllowSANChanges), Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+				"the new certificate (subject %s) lacks the subject alternative names %s of the current one: the change is refused, as Kafka refuses it; allow it with %s=true",
+				SubjectDN(cert), strings.Join(dropped, ", "), keyOr(s.allowSANKey, KeySSLAllowSANChanges))}
+		}
+	}
+	return nil
+}
+
+func keyOr(key, def string) string {
+	if key == "" {
+		return def
+	}
+	return key
+}
+
+// defaultCertificate returns the leaf of cfg's first certificate, nil if
+// it has none.
+func defaultCertificate(cfg *tls.Config) (*x509.Certificate, error) {
+	if len(cfg.Certificates) == 0 {
+		return nil, nil
+	}
+	c := cfg.Certificates[0]
+	if c.Leaf != nil {
+		return c.Leaf, nil
+	}
+	if len(c.Certificate) == 0 {
+		return nil, fmt.Errorf("%w: the TLS configuration's first certificate is empty", ErrTLSConfig)
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("%w: the TLS configuration's first certificate does not parse: %w", ErrTLSConfig, err)
+	}
+	return leaf, nil
+}
+
+// sameSubject compares subject DNs as Kafka does: the same principal, or
+// the same RFC 2253 name without regard to case.
+func sameSubject(a, b *x509.Certificate) bool {
+	return bytes.Equal(a.RawSubject, b.RawSubject) || strings.EqualFold(SubjectDN(a), SubjectDN(b))
+}
+
+// subjectAltNames lists a certificate's subject alternative names, each
+// with its type, as Java's getSubjectAlternativeNames pairs them.
+func subjectAltNames(c *x509.Certificate) []string {
+	var out []string
+	for _, n := range c.DNSNames {
+		out = append(out, "DNS:"+n)
+	}
+	for _, ip := range c.IPAddresses {
+		out = append(out, "IP:"+canonicalIP(ip))
+	}
+	for _, u := range c.URIs {
+		out = append(out, "URI:"+u.String())
+	}
+	for _, e := range c.EmailAddresses {
+		out = append(out, "email:"+e)
+	}
+	return out
+}
+
+// canonicalIP writes an IPv4 address in its 4-byte form, whichever form
+// the certificate holds.
+func canonicalIP(ip net.IP) string {
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	return ip.String()
+}
+
+// droppedNames returns the subject alternative names of old that cert
+// lacks (Kafka: the new set must contain the old).
+func droppedNames(old, cert *x509.Certificate) []string {
+	have := subjectAltNames(cert)
+	var out []string
+	for _, n := range subjectAltNames(old) {
+		if !slices.Contains(have, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
