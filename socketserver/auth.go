@@ -78,7 +78,7 @@ func DefaultPrincipal(info AuthInfo, mapper *security.PrincipalMapper) (Principa
 
 // listenerSecurity is one listener's resolved security.
 type listenerSecurity struct {
-	tls        *tls.Config
+	tls        *listenerTLS     // nil without TLS
 	mechanisms []sasl.Mechanism // enabled, in configured order
 	names      []string         // their names, as SaslHandshake lists them
 	mapper     *security.PrincipalMapper
@@ -100,10 +100,7 @@ func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, err
 		if conf.TLS == nil {
 			return sec, fmt.Errorf("socketserver: listener %s speaks %s but has no TLS configuration", l.Name, l.SecurityProtocol)
 		}
-		sec.tls = conf.TLS.Clone()
-		if sec.tls.MinVersion < tls.VersionTLS12 {
-			sec.tls.MinVersion = tls.VersionTLS12
-		}
+		sec.tls = newListenerTLS(conf)
 	}
 	host := lc.Mechanisms
 	if !l.SecurityProtocol.UsesSASL() {
@@ -249,7 +246,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 	c.moveReadDeadline(deadline)
 	var info AuthInfo
 	if sec.tls != nil {
-		tc := tls.Server(prefixedConn{c.nc, &c.pre}, sec.tls) // TLS reads what a parked goroutine read first
+		tc := tls.Server(prefixedConn{c.nc, &c.pre}, sec.tls.config()) // TLS reads what a parked goroutine read first
 		ctx, cancel := context.WithDeadline(c.ctx, deadline)
 		err := tc.HandshakeContext(ctx)
 		cancel()
