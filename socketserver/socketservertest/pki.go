@@ -32,6 +32,10 @@ type PKI struct {
 	ClientCertFile, ClientKeyFile, ClientFile string
 	Roots                                     *x509.CertPool
 	Client                                    tls.Certificate
+
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
+	caPEM []byte
 }
 
 // NewPKI makes a PKI valid for a day, its files in a temporary directory
@@ -126,6 +130,7 @@ func newPKI(dir string, validFor time.Duration) (*PKI, error) {
 		CAFile: filepath.Join(dir, "ca.pem"), ServerFile: filepath.Join(dir, "server.pem"),
 		ClientCertFile: filepath.Join(dir, "client.pem"), ClientKeyFile: filepath.Join(dir, "client.key"),
 		ClientFile: filepath.Join(dir, "client-keystore.pem"), Roots: x509.NewCertPool(),
+		ca: ca, caKey: caKey, caPEM: caPEM,
 	}
 	p.Roots.AddCert(ca)
 	for _, f := range []struct {
@@ -156,4 +161,58 @@ func (p *PKI) ClientTLS(withCert bool) *tls.Config {
 		cfg.Certificates = []tls.Certificate{p.Client}
 	}
 	return cfg
+}
+
+// RotateServer replaces ServerFile as a certificate manager renews a
+// certificate: a new key, and a certificate from the CA with a new random
+// serial number, valid from now for validFor, for the same names
+// (localhost, 127.0.0.1, ::1) and the subject CN=commonName ("" keeps
+// localhost; another name is a change of subject, which a reload refuses
+// unless ssl.allow.dn.changes allows it). The file is written whole under
+// another name and renamed over ServerFile, so a reader sees the old
+// content or the new. It returns the new certificate.
+func (p *PKI) RotateServer(commonName string, validFor time.Duration) (*x509.Certificate, error) {
+	if validFor <= 0 {
+		return nil, fmt.Errorf("socketservertest: validity %v is not positive", validFor)
+	}
+	if commonName == "" {
+		commonName = "localhost"
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 63))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: commonName},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(validFor),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	data := slices.Concat(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), p.caPEM)
+	tmp := p.ServerFile + ".rotating"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, p.ServerFile); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	return cert, nil
 }

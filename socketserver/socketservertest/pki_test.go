@@ -68,3 +68,45 @@ func TestNewPKIDir(t *testing.T) {
 		})
 	}
 }
+
+// RotateServer writes a new key and certificate into ServerFile: the same
+// names, a new serial number and expiry, and the subject asked for.
+func TestPKIRotateServer(t *testing.T) {
+	p := socketservertest.NewPKI(t)
+	read := func() (tls.Certificate, *x509.Certificate) {
+		t.Helper()
+		pemBytes, err := os.ReadFile(p.ServerFile)
+		require.NoError(t, err)
+		c, err := tls.X509KeyPair(pemBytes, pemBytes)
+		require.NoError(t, err)
+		require.Len(t, c.Certificate, 2, "the chain holds the CA")
+		leaf, err := x509.ParseCertificate(c.Certificate[0])
+		require.NoError(t, err)
+		return c, leaf
+	}
+	before, old := read()
+	cert, err := p.RotateServer("", time.Hour)
+	require.NoError(t, err)
+	after, leaf := read()
+	assert.Equal(t, cert.Raw, leaf.Raw, "the file holds the certificate returned")
+	assert.NotEqual(t, old.SerialNumber, leaf.SerialNumber)
+	assert.NotEqual(t, before.PrivateKey, after.PrivateKey, "a new key")
+	assert.Equal(t, old.Subject.CommonName, leaf.Subject.CommonName)
+	assert.Equal(t, old.DNSNames, leaf.DNSNames)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), leaf.NotAfter, time.Minute)
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: p.Roots, DNSName: "localhost"})
+	require.NoError(t, err)
+
+	other, err := p.RotateServer("elsewhere", time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, "elsewhere", other.Subject.CommonName)
+	_, leaf = read()
+	assert.Equal(t, other.Raw, leaf.Raw)
+	entries, err := os.ReadDir(filepath.Dir(p.ServerFile))
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotContains(t, e.Name(), "rotating", "a temporary file is left")
+	}
+	_, err = p.RotateServer("", 0)
+	require.Error(t, err)
+}
