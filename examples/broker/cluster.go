@@ -267,14 +267,18 @@ type cluster struct {
 	// reload reaches every broker at once.
 	users     *security.JAASUsers
 	reloading sync.Mutex // one reload at a time
-	quotaMu   sync.Mutex // one AlterClientQuotas at a time, applied to every broker
+	// watcher reloads the TLS listeners when their PEM files change (see
+	// watchTLS); nil when it does not run.
+	watcher *security.TLSWatcher
+	quotaMu sync.Mutex // one AlterClientQuotas at a time, applied to every broker
 	// groups is the group coordinator of every group; each group's
 	// requests go to the broker coordinatorOf names.
 	groups *coordinator
 
 	stopping chan struct{} // closed when the cluster stops: long polls answer now
 	stopOnce sync.Once
-	cancel   context.CancelFunc // ends the Serve loops
+	serveCtx context.Context    // of the Serve loops and the TLS watcher
+	cancel   context.CancelFunc // ends them
 	serving  sync.WaitGroup     // Serve loops
 	waiting  sync.WaitGroup     // long-poll fetches, waiting group requests, the coordinator's deadlines
 }
@@ -316,7 +320,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	serveCtx, cancel := context.WithCancel(context.Background())
 	c := &cluster{
 		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger,
-		users: set.users, ready: make(chan struct{}), stopping: make(chan struct{}), cancel: cancel,
+		users: set.users, ready: make(chan struct{}), stopping: make(chan struct{}), serveCtx: serveCtx, cancel: cancel,
 	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.groups = newCoordinator(set.groups, c.state, logger, c.stopping)

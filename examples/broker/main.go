@@ -44,15 +44,27 @@
 // num.partitions and auto.create.topics.enable.
 //
 // SIGHUP re-reads the -config file (with the -set values over it) and
-// applies its connection quotas and SASL user lists. The quotas
+// applies its TLS settings, connection quotas and SASL user lists. Each
+// SSL and SASL_SSL listener takes its key and trust stores (and its other
+// ssl.* keys) anew for new connections, while established connections go
+// on; as in Kafka, a certificate whose subject DN differs from the one in
+// force, or that lacks some of its subject alternative names, is refused
+// unless ssl.allow.dn.changes or ssl.allow.san.changes (per listener with
+// the listener.name.<listener>. prefix) allows it. The quotas
 // (max.connections, max.connections.per.ip and
 // max.connections.per.ip.overrides, max.connection.creation.rate, their
 // listener.name.<listener>. forms, and the per-address connection creation
 // rates below) apply to the next connection; existing connections stay.
 // Added users can log in at once, removed users no more, and their open
 // connections close when their session expires (connections.max.reauth.ms).
-// An invalid file is logged and changes nothing; other settings need a
-// restart.
+// An invalid file (an invalid key store among them) is logged and changes
+// nothing; other settings need a restart.
+//
+// The broker also reloads a TLS listener when the PEM files its
+// ssl.keystore.location or ssl.truststore.location names change on disk,
+// as when a certificate manager renews them or Kubernetes updates a mounted
+// secret: it reads them every -tls-watch-interval (10 s; 0 turns this
+// off) and applies them under the same rules.
 //
 // Per-address connection creation rates, which Kafka sets at run time as
 // the connection_creation_rate quota of the ips entity (kafka-configs
@@ -150,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration, print the listeners and exit")
 	configPath := fs.String("config", "", "read broker settings from the Java .properties `file` (re-read on SIGHUP for\n"+
-		"the connection quotas and SASL users). Without -config and -set: built-in listeners, CLIENT on\n"+
+		"the TLS settings, connection quotas and SASL users). Without -config and -set: built-in listeners, CLIENT on\n"+
 		"127.0.0.1:9092 with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) for the\n"+
 		"demo users alice (password alice-secret) and bob (password bob-secret)")
 	var sets listener.Overrides
@@ -159,8 +171,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"broker i has node id node.id+i and binds and advertises each listener on its\n"+
 		"configured port + i*100 (port 0 stays 0: an ephemeral port, advertised as bound)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`host:port`/metrics")
+	tlsWatch := fs.Duration("tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
+		"those that changed (0: only on SIGHUP)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port]")
+		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -206,14 +220,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if path := *configPath; path != "" {
 		load = func() (*listener.Set, error) { return resolve(path, sets) }
 	}
-	return serve(ctx, cfg.Properties(), *brokers, *metricsAddr, load, slog.New(slog.NewTextHandler(stderr, nil)))
+	return serve(ctx, cfg.Properties(), *brokers, *metricsAddr, *tlsWatch, load, slog.New(slog.NewTextHandler(stderr, nil)))
 }
 
 // serve runs the brokers, and the metrics server if metricsAddr is set,
-// until ctx ends, then shuts them down. On SIGHUP it reloads the connection
-// quotas and SASL users from the configuration load returns (see
-// cluster.reload). It returns the exit status.
-func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, load func() (*listener.Set, error), logger *slog.Logger) int {
+// until ctx ends, then shuts them down. On SIGHUP it reloads the TLS
+// settings, connection quotas and SASL users from the configuration load
+// returns (see cluster.reload); every tlsWatch it reloads the TLS
+// listeners whose PEM files changed (see cluster.watchTLS). It returns the
+// exit status.
+func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error), logger *slog.Logger) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
 		var err error
@@ -230,6 +246,7 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
+	c.watchTLS(c.brokers[0].cfg, tlsWatch)
 	limit := startMemoryLimit(c, logger)
 	defer limit.close()
 	var metrics *metricsServer
@@ -245,7 +262,7 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 	for ctx.Err() == nil {
 		select {
 		case <-hup:
-			logger.Info("SIGHUP: reloading the connection quotas and SASL users")
+			logger.Info("SIGHUP: reloading the TLS settings, connection quotas and SASL users")
 			_ = c.reload(load) // logged
 		case <-ctx.Done():
 		}

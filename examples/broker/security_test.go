@@ -282,7 +282,7 @@ func TestReloadUsers(t *testing.T) {
 			err := c.reload(load)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
-			assert.Contains(t, log.String(), `level=ERROR msg="reload failed: the configuration is invalid; the SASL users and connection quotas stay as they were"`)
+			assert.Contains(t, log.String(), `level=ERROR msg="reload failed: the configuration is invalid or refused; the failing step and those after it changed nothing"`)
 			assert.True(t, works("PLAIN", "carol", "carol-secret"))
 			assert.True(t, works("SCRAM-SHA-256", "alice", "alice-new"))
 		})

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// errNoConfigFile is reload's error when the broker has no -config file.
+var errNoConfigFile = errors.New("no -config file to re-read")
+
+// reload is the broker's SIGHUP: it re-reads the configuration with load
+// (the -config file with the -set values over it) and applies, in order,
+// to every broker:
+//
+//   - the TLS configuration of each SSL and SASL_SSL listener
+//     (socketserver.Server.ReloadTLSFrom: its key and trust stores, and its
+//     other ssl.* keys, for new connections; established connections go
+//     on), under Kafka's rule that a certificate for another subject DN, or
+//     without some of the names of the one in force, is refused unless
+//     ssl.allow.dn.changes or ssl.allow.san.changes allows it; the TLS
+//     watcher then watches the files the new reading names;
+//   - the connection quotas (max.connections, max.connections.per.ip and
+//     its overrides, max.connection.creation.rate, the listener-prefixed
+//     forms, and kafkanet.ip.connection.creation.rate and its overrides:
+//     the next connection is measured against them);
+//   - the SASL users it lists, to every SASL listener. Users that are gone
+//     can no longer authenticate; their live connections close when their
+//     session expires, which connections.max.reauth.ms bounds (otherwise
+//     they live on).
+//
+// Other changed settings take effect only on a restart. A file that does
+// not load or is invalid (an invalid key store among them: the error names
+// its key) is logged and changes nothing; a refused step leaves it and the
+// steps after it as they were. load nil means there is no file to re-read.
+// The returned error is what was logged.
+func (c *cluster) reload(load func() (*listener.Set, error)) error {
+	c.reloading.Lock()
+	defer c.reloading.Unlock()
+	if load == nil {
+		c.log.Warn("reload: nothing to re-read: the broker runs without -config", "err", errNoConfigFile)
+		return errNoConfigFile
+	}
+	cfg, err := load()
+	if err == nil {
+		_, err = readSettings(cfg)
+	}
+	var scfg socketserver.Config
+	if err == nil {
+		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
+	}
+	if err == nil {
+		err = c.reloadTLS(cfg, scfg)
+	}
+	if err == nil {
+		// Quotas before users: a quota whose host does not resolve fails
+		// the reload before any user changes.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for _, b := range c.brokers {
+			if err = b.srv.SetQuotas(ctx, *scfg.Quotas); err != nil {
+				break
+			}
+		}
+		cancel()
+		if err == nil {
+			q := scfg.Quotas
+			c.log.Info("reload: connection quotas applied", "max_connections", q.MaxConnections,
+				"max_connections_per_ip", q.MaxConnectionsPerIP, "max_connection_creation_rate", q.MaxConnectionCreationRate,
+				"ip_connection_creation_rate", q.IPConnectionCreationRate, "ip_connection_creation_rate_overrides", len(q.IPConnectionCreationRateOverrides))
+		}
+	}
+	if err == nil {
+		var (
+			changes  []security.UserChange
+			warnings []security.JAASWarning
+		)
+		changes, warnings, err = c.users.Reload(cfg)
+		for _, w := range warnings {
+			c.log.Warn(w.String())
+		}
+		for _, ch := range changes {
+			c.log.Info("reload: SASL users", "listener", ch.Listener, "key", ch.Key,
+				"added", names(ch.Added), "removed", names(ch.Removed), "password_changed", names(ch.PasswordChanged))
+		}
+	}
+	if err != nil {
+		c.log.Error("reload failed: the configuration is invalid or refused; the failing step and those after it changed nothing", "err", err)
+		return err
+	}
+	return nil
+}
+
+// reloadTLS applies the TLS configurations of scfg, read from cfg, to every
+// broker. The watcher is pointed at cfg's files first, so that nothing it
+// read from the old ones can undo the reload.
+func (c *cluster) reloadTLS(cfg *listener.Set, scfg socketserver.Config) error {
+	if c.watcher != nil {
+		c.watcher.SetListeners(cfg)
+	}
+	for _, b := range c.brokers {
+		if err := b.srv.ReloadTLSFrom(scfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchTLS starts reloading the TLS listeners of every broker when the PEM
+// files their settings name change on disk, reading them every interval,
+// until the cluster stops; it does nothing without a TLS listener or with
+// an interval that is not positive.
+func (c *cluster) watchTLS(cfg *listener.Set, interval time.Duration) {
+	if interval <= 0 || !usesTLS(cfg) {
+		return
+	}
+	c.watcher = security.NewTLSWatcher(cfg, c.applyTLS)
+	c.watcher.Interval = interval
+	c.watcher.Logger = c.log
+	c.waiting.Go(func() { _ = c.watcher.Run(c.serveCtx) })
+}
+
+// applyTLS gives a listener of every broker a TLS configuration the
+// watcher read.
+func (c *cluster) applyTLS(name protocolmap.ListenerName, cfg *tls.Config) error {
+	for _, b := range c.brokers {
+		if err := b.srv.ReloadTLS(name, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usesTLS reports whether a listener of cfg speaks SSL or SASL_SSL.
+func usesTLS(cfg *listener.Set) bool {
+	for _, l := range cfg.Listeners {
+		if l.SecurityProtocol.UsesTLS() {
+			return true
+		}
+	}
+	return false
+}
+
+// names formats user names for the log.
+func names(users []string) string { return "[" + strings.Join(users, ",") + "]" }
