@@ -45,6 +45,17 @@
 // upstream response that does not decode closes its client connection.
 // SIGINT or SIGTERM drain the proxy as the broker drains (at most 10 s):
 // requests in flight are forwarded and answered, then connections close.
+//
+// SIGHUP re-reads the configuration and applies the TLS settings of the
+// client listeners (key and trust stores, and their other ssl.* keys) to
+// new connections, while established ones go on; as in Kafka, a
+// certificate for another subject DN, or without some of the names of the
+// one in force, is refused unless ssl.allow.dn.changes or
+// ssl.allow.san.changes allows it, and an invalid store is refused naming
+// its key. Other settings need a restart. The proxy also reloads a TLS
+// listener when the PEM files its ssl.keystore.location or
+// ssl.truststore.location names change on disk, reading them every
+// -tls-watch-interval (10 s; 0 turns this off).
 // An invalid configuration is reported naming the key, with exit status 1;
 // bad flags give exit status 2.
 package main
@@ -62,6 +73,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -81,11 +93,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	upstream := fs.String("upstream", "", "the upstream cluster's bootstrap `servers`, host:port[,host:port] (the key "+keyUpstream+")")
-	configPath := fs.String("config", "", "read settings from the Java .properties `file`")
+	configPath := fs.String("config", "", "read settings from the Java .properties `file` (re-read on SIGHUP for the TLS settings)")
+	tlsWatch := fs.Duration("tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
+		"those that changed (0: only on SIGHUP)")
 	var sets listener.Overrides
 	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: proxy -upstream HOST:PORT [-config proxy.properties] [-set key=value]...")
+		fmt.Fprintln(fs.Output(), "usage: proxy -upstream HOST:PORT [-config proxy.properties] [-set key=value]... [-tls-watch-interval d]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -120,8 +134,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(context.Background()) }()
+	p.watchTLS(*tlsWatch)
 
-	<-ctx.Done()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	load := func() (*listener.Set, error) { return resolve(*configPath, sets, *upstream) }
+	for ctx.Err() == nil {
+		select {
+		case <-hup:
+			log.Info("SIGHUP: reloading the TLS settings")
+			_ = p.reload(load) // logged
+		case <-ctx.Done():
+		}
+	}
 	log.Info("shutting down", "timeout", shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()

@@ -50,7 +50,10 @@ type proxy struct {
 
 	ctx    context.Context // ends when the proxy closes: watches stop
 	cancel context.CancelFunc
-	work   sync.WaitGroup // forwarding goroutines and watches
+	work   sync.WaitGroup // forwarding goroutines, watches and the TLS watcher
+
+	reloading sync.Mutex           // one reload at a time (reload.go)
+	watcher   *security.TLSWatcher // reloads the TLS listeners when their files change; nil when not running
 
 	mu        sync.Mutex
 	stopped   bool

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"time"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// reload is the proxy's SIGHUP: it re-reads the configuration with load
+// (the -config file, the -set values and -upstream) and applies the TLS
+// settings of its SSL and SASL_SSL listeners (Server.ReloadTLSFrom): their
+// key and trust stores, and their other ssl.* keys, serve new connections
+// on every port of the listener, while established connections go on. As
+// in Kafka, a certificate for another subject DN, or without some of the
+// names of the one in force, is refused unless ssl.allow.dn.changes or
+// ssl.allow.san.changes allows it. The TLS watcher then watches the files
+// the new reading names. Other settings need a restart. A configuration
+// that does not load or is refused is logged and changes nothing; the
+// returned error is what was logged.
+func (p *proxy) reload(load func() (*listener.Set, error)) error {
+	p.reloading.Lock()
+	defer p.reloading.Unlock()
+	cfg, err := load()
+	var scfg socketserver.Config
+	if err == nil {
+		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
+	}
+	if err == nil {
+		if p.watcher != nil {
+			p.watcher.SetListeners(cfg) // first: nothing it read before can undo the reload
+		}
+		err = p.srv.ReloadTLSFrom(scfg)
+	}
+	if err != nil {
+		p.log.Error("reload failed: the configuration is invalid or refused; the TLS settings stay as they were", "err", err)
+		return err
+	}
+	p.log.Info("reload: TLS settings applied")
+	return nil
+}
+
+// watchTLS starts reloading the proxy's TLS listeners when the PEM files
+// their settings name change on disk, reading them every interval, until
+// the proxy stops; it does nothing without a TLS listener or with an
+// interval that is not positive.
+func (p *proxy) watchTLS(interval time.Duration) {
+	if interval <= 0 || !usesTLS(p.cfg) {
+		return
+	}
+	w := security.NewTLSWatcher(p.cfg, p.srv.ReloadTLS)
+	w.Interval = interval
+	w.Logger = p.log
+	p.reloading.Lock()
+	p.watcher = w
+	p.reloading.Unlock()
+	p.work.Go(func() { _ = w.Run(p.ctx) })
+}
+
+// usesTLS reports whether a listener of cfg speaks SSL or SASL_SSL.
+func usesTLS(cfg *listener.Set) bool {
+	for _, l := range cfg.Listeners {
+		if l.SecurityProtocol.UsesTLS() {
+			return true
+		}
+	}
+	return false
+}
