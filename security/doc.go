@@ -11,6 +11,14 @@
 // as plain values). [FailedAuthenticationDelay] is the broker-wide delay
 // before a failed authentication is answered (KIP-306).
 //
+// A listener's TLS configuration may change while a server runs, as
+// Kafka's does (KIP-226): [Settings.CheckCertificateChange] applies
+// Kafka's rules to a new one under ssl.allow.dn.changes and
+// ssl.allow.san.changes ([Settings.AllowDNChanges],
+// [Settings.AllowSANChanges]), and a [TLSWatcher] rebuilds a listener's
+// configuration when the PEM files its settings name change on disk and
+// hands it to the server (socketserver.Server.ReloadTLS).
+//
 // The users of the built-in SASL mechanisms come from Kafka's JAAS
 // settings, the user_<name> options of each listener's
 // listener.name.<listener>.<mechanism>.sasl.jaas.config ([KeyJAASConfig]):

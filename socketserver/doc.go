@@ -26,8 +26,10 @@
 // those the server answers itself included, as Kafka's
 // kafka.request.logger ([HookRequestLogged], [SlogRequestLog]: who sent
 // what, from where, the sizes and each phase's time, never a SASL secret),
-// and tune or turn off the parking of idle connections
-// ([Config.ParkAfter]). APIs with an inline handler
+// tune or turn off the parking of idle connections
+// ([Config.ParkAfter]), and replace a listener's TLS configuration while
+// it serves, for new connections, with Kafka's checks
+// ([Server.ReloadTLS], [Server.ReloadTLSFrom]). APIs with an inline handler
 // ([API.Inline], set by [Inline]) are answered on the connection's
 // goroutine, as net/http calls handlers ([ListClientConnectionsAPI] is
 // one), still within the queue's bound.
