@@ -20,9 +20,10 @@ const DefaultCloseAPIKey int16 = 1093
 // connections that match every filter given: the operator's "kill" of
 // [Registry.Close] as a request, for incident response. Its version-0
 // schema is flexible: the three filters of ListClientConnections (nil means
-// no filter), then a list of connection ids (empty means no filter). At
-// least one filter must be given: a request without any is refused rather
-// than taken to mean every connection.
+// no filter), then a list of connection ids (empty means no filter), and
+// the server-name filter as a tagged field (TagServerNameFilter). At least
+// one filter must be given: a request without any is refused rather than
+// taken to mean every connection.
 type CloseClientConnectionsRequest struct {
 	APIKey              int16 // 0 means DefaultCloseAPIKey
 	Version             int16
@@ -30,6 +31,9 @@ type CloseClientConnectionsRequest struct {
 	ClientAddressFilter *string
 	ListenerFilter      *string
 	ConnectionIDs       []string
+	// ServerNameFilter (tag 1) selects by TLS server name; see
+	// [Filter.WithServerName].
+	ServerNameFilter *string
 }
 
 // CloseClientConnectionsResponse is the answer: an error, or the
@@ -84,7 +88,10 @@ func (r *CloseClientConnectionsRequest) AppendTo(dst []byte) []byte {
 	for _, id := range r.ConnectionIDs {
 		dst = appendCompactString(dst, id)
 	}
-	return append(dst, 0) // no tagged fields
+	if r.ServerNameFilter == nil {
+		return append(dst, 0) // no tagged fields
+	}
+	return appendServerNameFilter(append(dst, 1), r.ServerNameFilter)
 }
 
 // ReadFrom decodes the request from src.
@@ -105,7 +112,13 @@ func (r *CloseClientConnectionsRequest) ReadFrom(src []byte) error {
 		}
 		r.ConnectionIDs = append(r.ConnectionIDs, d.compactString())
 	}
-	d.tags(func(_ uint64, v decoder) error { return v.err })
+	r.ServerNameFilter = nil
+	d.tags(func(tag uint64, v decoder) error {
+		if tag == TagServerNameFilter {
+			r.ServerNameFilter = v.compactNullableString()
+		}
+		return v.err
+	})
 	return d.done()
 }
 
@@ -199,12 +212,16 @@ func (h *CloseHandler) Handle(ctx context.Context, principal Principal, req *Clo
 	if h.Authorize != nil && !h.Authorize(ctx, principal) {
 		return fail(kerr.ClusterAuthorizationFailed, "Cluster authorization failed: "+principal.String()+" may not ALTER the CLUSTER")
 	}
-	if req.PrincipalFilter == nil && req.ClientAddressFilter == nil && req.ListenerFilter == nil && len(req.ConnectionIDs) == 0 {
-		return fail(kerr.InvalidRequest, "a filter is required: give a principal, a client address, a listener or connection ids")
+	if req.PrincipalFilter == nil && req.ClientAddressFilter == nil && req.ListenerFilter == nil && len(req.ConnectionIDs) == 0 &&
+		req.ServerNameFilter == nil {
+		return fail(kerr.InvalidRequest, "a filter is required: give a principal, a client address, a listener, a server name or connection ids")
 	}
 	f, err := NewFilter(req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter)
 	if err != nil {
 		return fail(kerr.InvalidRequest, err.Error())
+	}
+	if req.ServerNameFilter != nil {
+		f = f.WithServerName(*req.ServerNameFilter)
 	}
 	if len(req.ConnectionIDs) > 0 {
 		f = f.WithConnectionIDs(req.ConnectionIDs...)

@@ -13,12 +13,14 @@
 // held only to copy the set of entries, each record is read under its own
 // lock, so a listing of 100,000 connections never stalls the data plane and
 // never returns a torn record. [Filter] selects by principal, client address
-// (an IP, or a CIDR prefix) and listener, and [Registry.Close] closes what a
-// filter selects, the incident-response "kill" Kafka lacks.
+// (an IP, or a CIDR prefix) and listener, and by the TLS server name the
+// client asked for ([Filter.WithServerName]), and [Registry.Close] closes
+// what a filter selects, the incident-response "kill" Kafka lacks.
 //
 // [ListClientConnectionsRequest] and [ListClientConnectionsResponse]
 // implement kmsg.Request and kmsg.Response with KIP-1329's version-0 schema;
-// fields beyond the KIP travel as tagged fields. Their API key defaults to
+// fields beyond the KIP (the server name among them, [TagServerName], and
+// its filter, [TagServerNameFilter]) travel as tagged fields. Their API key defaults to
 // the KIP's 93, which Kafka 4.4 and kmsg have since given to another API
 // (see [DefaultListAPIKey]). [ListHandler] checks the host's authorization
 // (DESCRIBE on CLUSTER) and builds the response.

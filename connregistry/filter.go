@@ -17,6 +17,10 @@ type Filter struct {
 	prefix    *netip.Prefix       // an address is a /32 or /128 prefix
 	listener  string              // upper case; "" matches all
 	ids       map[string]struct{} // nil matches all
+	// serverName is set by WithServerName: a lower-case name, or a
+	// suffix (".example.com") when wildcard is set.
+	serverName *string
+	wildcard   bool
 }
 
 // NewFilter parses the three KIP-1329 filters; nil means no filter.
@@ -73,6 +77,42 @@ func (f Filter) WithConnectionIDs(ids ...string) Filter {
 	return f
 }
 
+// WithServerName returns f narrowed to the connections whose TLS server
+// name ([Info.ServerName], the name the client asked for with SNI) is
+// name, compared without regard to case and to a trailing dot. A name
+// starting with "*." matches every name below the rest, at any depth:
+// "*.a.example.com" matches broker-0.a.example.com but not a.example.com.
+// "" matches the connections without a server name (no TLS, or a client
+// that sent none). It adds to f's other filters.
+func (f Filter) WithServerName(name string) Filter {
+	n := normalServerName(name)
+	f.wildcard = strings.HasPrefix(n, "*.")
+	if f.wildcard {
+		n = n[1:] // ".a.example.com"
+	}
+	f.serverName = &n
+	return f
+}
+
+// normalServerName is name as filters and certificates compare it: trimmed,
+// in lower case, without a trailing dot.
+func normalServerName(name string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+}
+
+// matchServerName reports whether a connection's server name passes the
+// server-name filter.
+func (f Filter) matchServerName(name string) bool {
+	if f.serverName == nil {
+		return true
+	}
+	n := normalServerName(name)
+	if f.wildcard {
+		return len(n) > len(*f.serverName) && strings.HasSuffix(n, *f.serverName)
+	}
+	return n == *f.serverName
+}
+
 // Match reports whether c passes every filter.
 func (f Filter) Match(c Conn) bool {
 	if f.ids != nil {
@@ -92,5 +132,5 @@ func (f Filter) Match(c Conn) bool {
 	if f.listener != "" && !strings.EqualFold(string(c.Listener), f.listener) {
 		return false
 	}
-	return true
+	return f.matchServerName(c.ServerName)
 }

@@ -29,8 +29,9 @@ type ListHandler struct {
 // Handle answers req from principal: CLUSTER_AUTHORIZATION_FAILED (31) when
 // the principal may not describe the cluster, INVALID_REQUEST (42) for a
 // filter that does not parse (both with an empty, not null, connection
-// list), else the open connections that match every filter, and with the
-// IncludeClosed tag the recently closed ones too.
+// list), else the open connections that match every filter (KIP-1329's
+// three and the server-name tag), and with the IncludeClosed tag the
+// recently closed ones too.
 func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
 	resp := &ListClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
 	if h.Authorize != nil && !h.Authorize(ctx, principal) {
@@ -45,6 +46,9 @@ func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *List
 		msg := err.Error()
 		resp.ErrorMessage = &msg
 		return resp
+	}
+	if req.ServerNameFilter != nil {
+		f = f.WithServerName(*req.ServerNameFilter)
 	}
 	conns := h.Registry.Snapshot(f)
 	if req.IncludeClosed {
@@ -96,6 +100,7 @@ func Record(c Conn) ConnectionRecord {
 		ThrottledUntil:   millisOrZero(c.ThrottledUntil),
 		ThrottleTimeMs:   c.ThrottleTime.Milliseconds(),
 		ProxyAddress:     proxyAddress(c.ProxyAddr),
+		ServerName:       c.ServerName,
 	}
 }
 

@@ -99,7 +99,11 @@ type Info struct {
 	// a listing does.
 	TLSVersion  uint16
 	CipherSuite uint16
-	Principal   Principal
+	// ServerName is the TLS server name the client asked for (SNI), as it
+	// sent it; "" without TLS or when the client sent none (a client that
+	// dials an IP address).
+	ServerName string
+	Principal  Principal
 	// ClientAddr is the client's address: the socket's peer, or, on a
 	// listener that requires the PROXY protocol, the source address its
 	// header gave (the socket's peer for a LOCAL header, which a load

@@ -332,3 +332,81 @@ func TestProxyTLVHelpers(t *testing.T) {
 	assert.False(t, ok)
 	assert.Empty(t, connregistry.Info{}.ProxyAuthority())
 }
+
+// The server-name filter: exact names without regard to case or a
+// trailing dot, "*." for every name below a domain, "" for the
+// connections without a name; it adds to the other filters, and the
+// listing and the close requests carry it.
+func TestServerNameFilter(t *testing.T) {
+	named := func(id, name string) connregistry.Conn {
+		c := conn(id, "User:alice", "10.0.0.1:1000", "CLIENT", t0)
+		c.ServerName = name
+		return c
+	}
+	conns := []connregistry.Conn{
+		named("bootstrap-a", "a.example.com"), named("broker-a", "Broker-0.A.example.com"), named("deep-a", "x.broker-1.a.example.com"),
+		named("b", "b.example.com"), named("none", ""),
+	}
+	tests := []struct {
+		filter string
+		want   []string
+	}{
+		{"a.example.com", []string{"bootstrap-a"}},
+		{"A.EXAMPLE.COM.", []string{"bootstrap-a"}},
+		{"broker-0.a.example.com", []string{"broker-a"}},
+		{"*.a.example.com", []string{"broker-a", "deep-a"}},
+		{"*.example.com", []string{"bootstrap-a", "broker-a", "deep-a", "b"}},
+		{"example.com", nil},
+		{"", []string{"none"}},
+		{"*", nil}, // not a wildcard: no connection is named *
+	}
+	for _, tt := range tests {
+		t.Run(tt.filter, func(t *testing.T) {
+			f := connregistry.Filter{}.WithServerName(tt.filter)
+			var got []string
+			for _, c := range conns {
+				if f.Match(c) {
+					got = append(got, c.ID)
+				}
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	// It narrows the other filters and they narrow it.
+	bob, err := connregistry.NewFilter(sp("User:bob"), nil, nil)
+	require.NoError(t, err)
+	assert.False(t, bob.WithServerName("a.example.com").Match(conns[0]))
+	all, err := connregistry.NewFilter(nil, nil, sp("client"))
+	require.NoError(t, err)
+	assert.True(t, all.WithServerName("a.example.com").Match(conns[0]))
+	assert.True(t, all.Match(conns[4]), "no server-name filter: every name matches")
+
+	// Through the handlers.
+	r := connregistry.New(10)
+	closed := map[string]connregistry.CloseReason{}
+	var mu sync.Mutex
+	for _, c := range conns {
+		r.Add(c, func(reason connregistry.CloseReason) {
+			mu.Lock()
+			closed[c.ID] = reason
+			mu.Unlock()
+		})
+	}
+	ctx := context.Background()
+	resp := (&connregistry.ListHandler{Registry: r}).Handle(ctx, connregistry.Anonymous,
+		&connregistry.ListClientConnectionsRequest{ServerNameFilter: sp("*.a.example.com")})
+	require.Zero(t, resp.ErrorCode)
+	var names []string
+	for _, rec := range resp.Connections {
+		names = append(names, rec.ServerName)
+	}
+	assert.ElementsMatch(t, []string{"Broker-0.A.example.com", "x.broker-1.a.example.com"}, names)
+
+	// A server name alone is enough of a filter to close by.
+	cresp := (&connregistry.CloseHandler{Registry: r}).Handle(ctx, connregistry.Anonymous,
+		&connregistry.CloseClientConnectionsRequest{ServerNameFilter: sp("b.example.com")})
+	require.Zero(t, cresp.ErrorCode, "%v", cresp.ErrorMessage)
+	require.Len(t, cresp.Connections, 1)
+	assert.Equal(t, "b", cresp.Connections[0].ConnectionID)
+	assert.Equal(t, map[string]connregistry.CloseReason{"b": connregistry.ClosedByOperator}, closed)
+}

@@ -24,6 +24,10 @@ const DefaultListAPIKey int16 = 93
 const (
 	// Request.
 	TagIncludeClosed = 0 // bool: also list recently closed connections
+	// TagServerNameFilter selects by TLS server name (compact string), in
+	// ListClientConnections' and CloseClientConnections' requests: see
+	// [Filter.WithServerName].
+	TagServerNameFilter = 1
 
 	// Response.
 	TagErrorMessage = 0 // compact nullable string
@@ -46,6 +50,7 @@ const (
 	TagThrottledUntil  = 14 // int64 epoch ms: when the throttle that mutes the connection ends; sent only while one does
 	TagThrottleTime    = 15 // int64 ms: time muted by throttles in all; sent only when not zero
 	TagProxyAddr       = 16 // compact string host:port: the load balancer that sent the PROXY header; sent only with one
+	TagServerName      = 17 // compact string: the TLS server name the client asked for (SNI); sent only when there is one
 )
 
 // ListClientConnectionsRequest is KIP-1329's request, version 0 (flexible).
@@ -57,6 +62,9 @@ type ListClientConnectionsRequest struct {
 	ClientAddressFilter *string
 	ListenerFilter      *string
 	IncludeClosed       bool // tag 0
+	// ServerNameFilter (tag 1) selects by TLS server name; see
+	// [Filter.WithServerName].
+	ServerNameFilter *string
 }
 
 // ListClientConnectionsResponse is KIP-1329's response, version 0.
@@ -107,6 +115,9 @@ type ConnectionRecord struct {
 	// (ClientAddress and ClientPort are then the client's, from the
 	// header); empty otherwise.
 	ProxyAddress string
+	// ServerName is the TLS server name the client asked for (SNI); empty
+	// without one.
+	ServerName string
 }
 
 func keyOr(k int16) int16 {
@@ -145,13 +156,29 @@ func (r *ListClientConnectionsRequest) AppendTo(dst []byte) []byte {
 	dst = appendCompactNullableString(dst, r.PrincipalFilter)
 	dst = appendCompactNullableString(dst, r.ClientAddressFilter)
 	dst = appendCompactNullableString(dst, r.ListenerFilter)
-	if !r.IncludeClosed {
-		return append(dst, 0)
+	n := 0
+	if r.IncludeClosed {
+		n++
 	}
-	dst = append(dst, 1)
-	dst = binary.AppendUvarint(dst, TagIncludeClosed)
-	dst = binary.AppendUvarint(dst, 1)
-	return append(dst, 1)
+	if r.ServerNameFilter != nil {
+		n++
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	if r.IncludeClosed {
+		dst = binary.AppendUvarint(dst, TagIncludeClosed)
+		dst = binary.AppendUvarint(dst, 1)
+		dst = append(dst, 1)
+	}
+	return appendServerNameFilter(dst, r.ServerNameFilter)
+}
+
+// appendServerNameFilter appends the TagServerNameFilter field, nothing
+// for nil.
+func appendServerNameFilter(dst []byte, f *string) []byte {
+	if f == nil {
+		return dst
+	}
+	return appendTag(dst, TagServerNameFilter, appendCompactString(nil, *f))
 }
 
 // ReadFrom decodes the request from src.
@@ -160,10 +187,13 @@ func (r *ListClientConnectionsRequest) ReadFrom(src []byte) error {
 	r.PrincipalFilter = d.compactNullableString()
 	r.ClientAddressFilter = d.compactNullableString()
 	r.ListenerFilter = d.compactNullableString()
-	r.IncludeClosed = false
+	r.IncludeClosed, r.ServerNameFilter = false, nil
 	d.tags(func(tag uint64, v decoder) error {
-		if tag == TagIncludeClosed {
+		switch tag {
+		case TagIncludeClosed:
 			r.IncludeClosed = v.bool()
+		case TagServerNameFilter:
+			r.ServerNameFilter = v.compactNullableString()
 		}
 		return v.err
 	})
@@ -229,7 +259,7 @@ func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
 func (c *ConnectionRecord) maxSize() int {
 	strs := [...]string{c.ConnectionID, c.Principal, c.PrincipalType, c.ClientAddress, c.ListenerName,
 		c.SecurityProtocol, c.SoftwareName, c.SoftwareVersion, c.ClientID, c.SASLMechanism, c.TLSVersion,
-		c.CipherSuite, c.State, c.Plane, c.CloseReason, c.ProxyAddress}
+		c.CipherSuite, c.State, c.Plane, c.CloseReason, c.ProxyAddress, c.ServerName}
 	n := 16 * len(strs)
 	for _, s := range strs {
 		n += len(s)
@@ -286,6 +316,9 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	if c.ProxyAddress != "" {
 		n++
 	}
+	if c.ServerName != "" {
+		n++
+	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, f := range strs {
 		dst = appendStringTag(dst, f.tag, f.s)
@@ -305,7 +338,8 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	if c.ThrottleTimeMs != 0 {
 		dst = appendInt64Tag(dst, TagThrottleTime, c.ThrottleTimeMs)
 	}
-	return appendStringTag(dst, TagProxyAddr, c.ProxyAddress)
+	dst = appendStringTag(dst, TagProxyAddr, c.ProxyAddress)
+	return appendStringTag(dst, TagServerName, c.ServerName)
 }
 
 // appendStringTag appends a compact-string tagged field, nothing for "".
@@ -402,6 +436,8 @@ func (d *decoder) connectionRecords() []ConnectionRecord {
 				c.ThrottleTimeMs = v.int64()
 			case TagProxyAddr:
 				c.ProxyAddress = v.compactString()
+			case TagServerName:
+				c.ServerName = v.compactString()
 			}
 			return v.err
 		})

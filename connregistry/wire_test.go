@@ -82,6 +82,7 @@ func TestResponseRoundTrip(t *testing.T) {
 			AuthenticatedAt: 2, SessionExpiry: 3, LastActivity: 4, BytesIn: 5, BytesOut: 6, Requests: 7,
 			State: "ready", Plane: "data", ClosedAt: 8, CloseReason: "idle", ThrottledUntil: 9, ThrottleTimeMs: 10,
 			ProxyAddress: "[2001:db8::1]:40000",
+			ServerName:   "broker-0.a.example.com",
 		}, {ConnectionID: "x", AuthenticatedAt: -1, SessionExpiry: -1}},
 	}
 	b := resp.AppendTo(nil)
@@ -155,6 +156,59 @@ func TestProxyAddrTag(t *testing.T) {
 	assert.Equal(t, byte(6), none[at], "no proxy address, no tag")
 }
 
+// The server name travels as tag 17, a compact string, last, and only
+// when there is one; the filters by server name as tag 1 of the list and
+// close requests, null meaning none and "" the connections without a name.
+func TestServerNameTags(t *testing.T) {
+	rec := connregistry.ConnectionRecord{ConnectionID: "a", ServerName: "a.io"}
+	b := (&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{rec}}).AppendTo(nil)
+	tail := []byte{
+		17, 5, 5, 'a', '.', 'i', 'o', // ServerName: tag, size, compact string
+		0x00, // response: no tagged fields
+	}
+	require.Greater(t, len(b), len(tail))
+	assert.Equal(t, tail, b[len(b)-len(tail):])
+	var back connregistry.ListClientConnectionsResponse
+	require.NoError(t, back.ReadFrom(b))
+	assert.Equal(t, "a.io", back.Connections[0].ServerName)
+	// After the load balancer's tag 16: tags go in order.
+	both := connregistry.ConnectionRecord{ConnectionID: "a", ProxyAddress: "b:1", ServerName: "a.io"}
+	b = (&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{both}}).AppendTo(nil)
+	tail = []byte{16, 4, 4, 'b', ':', '1', 17, 5, 5, 'a', '.', 'i', 'o', 0x00}
+	assert.Equal(t, tail, b[len(b)-len(tail):])
+	// Without a name the tag is left out: the record's six int64 tags only.
+	b = (&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a"}}}).AppendTo(nil)
+	const at = 4 + 2 + 1 + 2 + 3 + 4 + 4 + 8
+	assert.Equal(t, byte(6), b[at], "tag count")
+
+	req := &connregistry.ListClientConnectionsRequest{ServerNameFilter: sp("*.a.io"), IncludeClosed: true}
+	golden := []byte{
+		0x00, 0x00, 0x00, // no KIP-1329 filter
+		0x02,          // two tags
+		0x00, 0x01, 1, // IncludeClosed
+		0x01, 0x07, 0x07, '*', '.', 'a', '.', 'i', 'o', // ServerNameFilter
+	}
+	assert.Equal(t, golden, req.AppendTo(nil))
+	var reqBack connregistry.ListClientConnectionsRequest
+	require.NoError(t, reqBack.ReadFrom(golden))
+	assert.Equal(t, *req, reqBack)
+	empty := &connregistry.ListClientConnectionsRequest{ServerNameFilter: sp("")}
+	require.NoError(t, reqBack.ReadFrom(empty.AppendTo(nil)))
+	require.NotNil(t, reqBack.ServerNameFilter, "an empty name is a filter, not none")
+	assert.Empty(t, *reqBack.ServerNameFilter)
+
+	closeReq := &connregistry.CloseClientConnectionsRequest{ServerNameFilter: sp("b.io")}
+	golden = []byte{
+		0x00, 0x00, 0x00, // no KIP-1329 filter
+		0x01,                                       // no connection ids
+		0x01, 0x01, 0x05, 0x05, 'b', '.', 'i', 'o', // one tag: ServerNameFilter
+	}
+	assert.Equal(t, golden, closeReq.AppendTo(nil))
+	var closeBack connregistry.CloseClientConnectionsRequest
+	require.NoError(t, closeBack.ReadFrom(golden))
+	assert.Equal(t, *closeReq, closeBack)
+}
+
 func TestMalformed(t *testing.T) {
 	var resp connregistry.ListClientConnectionsResponse
 	for _, b := range [][]byte{
@@ -173,6 +227,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add((&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a", State: "ready"}}}).AppendTo(nil))
 	f.Add((&connregistry.ListClientConnectionsRequest{PrincipalFilter: sp("User:a"), IncludeClosed: true}).AppendTo(nil))
 	f.Add((&connregistry.CloseClientConnectionsRequest{ListenerFilter: sp("CLIENT"), ConnectionIDs: []string{"x"}}).AppendTo(nil))
+	f.Add((&connregistry.ListClientConnectionsRequest{ServerNameFilter: sp("*.a.io")}).AppendTo(nil))
+	f.Add((&connregistry.CloseClientConnectionsRequest{ServerNameFilter: sp("b.io")}).AppendTo(nil))
+	f.Add((&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a", ServerName: "a.io"}}}).AppendTo(nil))
 	f.Add((&connregistry.CloseClientConnectionsResponse{ErrorMessage: sp("m"), Connections: []connregistry.ConnectionRecord{{ConnectionID: "a"}}}).AppendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var resp connregistry.ListClientConnectionsResponse

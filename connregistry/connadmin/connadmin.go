@@ -49,13 +49,16 @@ func New(cl *kgo.Client, key int16) *Client {
 	return &Client{cl: cl, key: key}
 }
 
-// ListFilters are KIP-1329's filters (nil means no filter) and the request for
-// recently closed connections.
+// ListFilters are KIP-1329's filters (nil means no filter), the request for
+// recently closed connections, and kafkanet's filter by TLS server name
+// (see connregistry.Filter.WithServerName; "" selects the connections
+// without one).
 type ListFilters struct {
 	Principal     *string
 	ClientAddress *string
 	Listener      *string
 	IncludeClosed bool
+	ServerName    *string
 }
 
 // BrokerResult is one broker's answer.
@@ -135,6 +138,7 @@ type CloseFilters struct {
 	ClientAddress *string
 	Listener      *string
 	ConnectionIDs []string
+	ServerName    *string
 }
 
 // CloseConnections asks every broker of the cluster, found through a Metadata
@@ -152,7 +156,7 @@ func (c *Client) CloseConnections(ctx context.Context, key int16, f CloseFilters
 	}
 	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
 		req := &connregistry.CloseClientConnectionsRequest{APIKey: key, PrincipalFilter: f.Principal,
-			ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, ConnectionIDs: f.ConnectionIDs}
+			ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, ConnectionIDs: f.ConnectionIDs, ServerNameFilter: f.ServerName}
 		raw, err := c.send(ctx, nodeID, key, "CloseClientConnections", req)
 		if err != nil {
 			return nil, err
@@ -176,7 +180,7 @@ func (c *Client) ListBroker(ctx context.Context, nodeID int32, f ListFilters) Br
 
 func (c *Client) listBroker(ctx context.Context, nodeID int32, f ListFilters) ([]connregistry.ConnectionRecord, error) {
 	req := &connregistry.ListClientConnectionsRequest{APIKey: c.key, PrincipalFilter: f.Principal,
-		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed}
+		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed, ServerNameFilter: f.ServerName}
 	raw, err := c.send(ctx, nodeID, c.key, "ListClientConnections", req)
 	if err != nil {
 		return nil, err
