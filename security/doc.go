@@ -4,7 +4,9 @@
 //
 // [ForListener] gathers one listener's [Settings]: its TLS configuration
 // ([TLSConfig], from Kafka's PEM key and trust store settings, KIP-651),
-// its SASL mechanisms, the mapping of client-certificate names to
+// with a certificate per TLS server name if the listener lists some
+// ([KeySSLServerNames]; [WithServerNameCertificates] for a tls.Config built
+// in code), its SASL mechanisms, the mapping of client-certificate names to
 // principals ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication
 // (KIP-368) and handshake limits, and its SASL/OAUTHBEARER settings
 // ([OAuthBearer]: the JWKS validator of KIP-768 or the unsecured default,

@@ -86,6 +86,25 @@ const kafkaDefaultStoreType = "JKS"
 // listener ssl.client.auth applies only when set with the listener prefix:
 // the un-prefixed value is ignored there (none).
 //
+// A listener may serve other certificates to clients that ask for other
+// TLS server names (SNI), with keys of kafkanet's own:
+// kafkanet.ssl.server.names ([KeySSLServerNames]) lists the names, each a
+// DNS name or a wildcard *.<DNS name>, and each name's certificate and key
+// come from the same keys as the listener's, after the prefix
+// kafkanet.ssl.server.name.<name>. ([KeySSLServerNamePrefix]):
+// kafkanet.ssl.server.name.<name>.ssl.keystore.location, or
+// ...ssl.keystore.key and ...ssl.keystore.certificate.chain, with
+// ...ssl.key.password for an encrypted key (ssl.keystore.type is the
+// listener's unless set after the prefix). Each certificate must be valid
+// for its name. A client that asks for a listed name gets its certificate
+// (an exact name wins over a wildcard); one that asks for another name,
+// or for none (it dialed an IP address), gets the listener's (ssl.keystore.*)
+// certificate, the default. Certificates holds the default first, then
+// the listed names' in order, and GetCertificate picks among them
+// ([WithServerNameCertificates] does the same for a tls.Config built in
+// code). Building the configuration again, as a reload does, reads every
+// name's key store again.
+//
 // TLS 1.2 is the minimum. ssl.enabled.protocols (default TLSv1.2,TLSv1.3)
 // can narrow the versions, for example to TLSv1.3 alone; TLSv1 and TLSv1.1
 // in it are ignored, and a list of nothing newer is an error.
@@ -149,14 +168,15 @@ func TLSConfig(set *listener.Set, name protocolmap.ListenerName) (*tls.Config, e
 	if err := c.checkSuitesForKey(name, suites, minV, cert.PrivateKey); err != nil {
 		return nil, err
 	}
-	return &tls.Config{
+	cfg := &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   auth,
 		ClientCAs:    pool,
 		MinVersion:   minV,
 		MaxVersion:   maxV,
 		CipherSuites: suites,
-	}, nil
+	}
+	return c.withServerNames(name, cfg)
 }
 
 // protocol returns the security protocol of a listener.
@@ -225,12 +245,19 @@ func refuseStoreType(typ setting, location string) error {
 // keystore loads the listener's certificate chain and private key, in the
 // order of Kafka's checks.
 func (c config) keystore(name protocolmap.ListenerName) (tls.Certificate, error) {
-	typ := c.setting(name, KeySSLKeystoreType)
-	loc := c.setting(name, KeySSLKeystoreLocation)
-	storePass := c.setting(name, KeySSLKeystorePassword)
-	key := c.setting(name, KeySSLKeystoreKey)
-	chain := c.setting(name, KeySSLKeystoreCertificateChain)
-	keyPass := c.setting(name, KeySSLKeyPassword)
+	return keystoreFrom(func(key string) setting { return c.setting(name, key) })
+}
+
+// keystoreFrom loads the certificate chain and private key of the
+// ssl.keystore.* and ssl.key.password settings get returns, in the order
+// of Kafka's checks.
+func keystoreFrom(get func(key string) setting) (tls.Certificate, error) {
+	typ := get(KeySSLKeystoreType)
+	loc := get(KeySSLKeystoreLocation)
+	storePass := get(KeySSLKeystorePassword)
+	key := get(KeySSLKeystoreKey)
+	chain := get(KeySSLKeystoreCertificateChain)
+	keyPass := get(KeySSLKeyPassword)
 
 	var keyPEM, chainPEM, source string
 	switch {
