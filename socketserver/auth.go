@@ -264,7 +264,9 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 		c.rw = tc
 		c.br.Reset(tc) // nothing is read before the TLS handshake (a PROXY header's leftovers went to restReader)
 
-		c.describe(func(i *connregistry.Info) { i.TLSVersion, i.CipherSuite = state.Version, state.CipherSuite })
+		c.describe(func(i *connregistry.Info) {
+			i.TLSVersion, i.CipherSuite, i.ServerName = state.Version, state.CipherSuite, state.ServerName
+		})
 	}
 	if len(sec.mechanisms) > 0 {
 		mech, version, err := c.saslHandshake()

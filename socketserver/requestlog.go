@@ -48,8 +48,9 @@ type HookRequestLogged interface {
 // [HookRequestLogged]), after Kafka's RequestChannel request logging.
 type RequestLog struct {
 	// Conn is the connection's description when the request was done:
-	// its id, listener, security protocol, client address, principal and
-	// client software (KIP-511). An ApiVersions v3+ is logged with the
+	// its id, listener, security protocol (with the TLS server name the
+	// client asked for), client address, principal and client software
+	// (KIP-511). An ApiVersions v3+ is logged with the
 	// client software it announced. The requests of the SASL exchange
 	// that authenticates a connection are logged with the anonymous
 	// principal, the last SaslAuthenticate too: the principal is built
@@ -101,7 +102,8 @@ type RequestLog struct {
 // level.
 //
 // The record's message is "request" and its attributes are conn_id,
-// listener, security_protocol, principal, client_address,
+// listener, security_protocol, server_name (the TLS server name the client
+// asked for, "" without one), principal, client_address,
 // client_software_name, client_software_version, client_id, api_key,
 // api_name, api_version, correlation_id, request_bytes, response_bytes,
 // throttle, and the latency phases queue, handler, response_queue, send
@@ -119,6 +121,7 @@ func (s slogRequestLog) OnRequestLogged(r *RequestLog) {
 		slog.String("conn_id", r.Conn.ID),
 		slog.String("listener", string(r.Conn.Listener)),
 		slog.String("security_protocol", r.Conn.SecurityProtocol.String()),
+		slog.String("server_name", r.Conn.ServerName),
 		slog.String("principal", r.Conn.Principal.String()),
 		slog.String("client_address", r.Conn.ClientAddr.String()),
 		slog.String("client_software_name", r.Conn.ClientSoftwareName),

@@ -464,6 +464,7 @@ func TestSlogRequestLog(t *testing.T) {
 		"conn_id":           id,
 		"listener":          "PLAINTEXT",
 		"security_protocol": "PLAINTEXT",
+		"server_name":       "", // no TLS
 		"principal":         "User:ANONYMOUS",
 		"client_address":    c.LocalAddr().String(),
 		"client_id":         "test",
@@ -485,6 +486,7 @@ func TestSlogRequestLog(t *testing.T) {
 		assert.GreaterOrEqual(t, d, time.Duration(0), k)
 	}
 	assert.Contains(t, rec.attrs, "client_software_name")
+	assert.Contains(t, rec.attrs, "server_name")
 	assert.Zero(t, quiet.handled(), "a logger above debug level logs nothing")
 	assert.Positive(t, quiet.asked(), "and was asked")
 }

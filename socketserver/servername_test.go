@@ -1,0 +1,132 @@
+package socketserver_test
+
+import (
+	"crypto/tls"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// serverNameHook records the server name of each authenticated connection
+// and of each logged request, by connection id.
+type serverNameHook struct {
+	mu            sync.Mutex
+	authenticated map[string]string
+	logged        map[string]string
+}
+
+func (h *serverNameHook) OnAuthenticated(info connregistry.Info, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.authenticated[info.ID] = info.ServerName
+}
+
+func (h *serverNameHook) OnRequestLogged(r *socketserver.RequestLog) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logged[r.Conn.ID] = r.Conn.ServerName
+}
+
+// seen returns what the hooks saw of connection id; ok is false until a
+// request of it has been logged.
+func (h *serverNameHook) seen(id string) (authenticated, logged string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	logged, ok = h.logged[id]
+	return h.authenticated[id], logged, ok
+}
+
+// One SSL listener serves two server names with certificates of their own
+// (kafkanet.ssl.server.names) and the default to the others: Go's TLS
+// client, trusting only the CA of the name it asks for, gets that name's
+// certificate; a client asking for no name (it dialed an IP address) or an
+// unlisted one gets the default. The name a client asked for is in its
+// connection's description (Request.Conn, the hooks, the request log) and
+// in ListClientConnections, whose server-name filter selects by it.
+func TestServerNames(t *testing.T) {
+	def := socketservertest.NewServerCert(t, "127.0.0.1")
+	a := socketservertest.NewServerCert(t, "a.example.com")
+	b := socketservertest.NewServerCert(t, "*.b.example.com")
+	props := listener.Properties{
+		"listeners":                                   "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
+		"listener.security.protocol.map":              "SSL:SSL,PLAIN:PLAINTEXT",
+		"inter.broker.listener.name":                  "PLAIN",
+		"ssl.keystore.type":                           "PEM",
+		"ssl.keystore.location":                       def.KeyStoreFile,
+		"listener.name.ssl.kafkanet.ssl.server.names": "a.example.com,*.b.example.com",
+		"listener.name.ssl.kafkanet.ssl.server.name.a.example.com.ssl.keystore.location":   a.KeyStoreFile,
+		"listener.name.ssl.kafkanet.ssl.server.name.*.b.example.com.ssl.keystore.location": b.KeyStoreFile,
+	}
+	hook := &serverNameHook{authenticated: map[string]string{}, logged: map[string]string{}}
+	seen := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
+		c.Hooks = []socketserver.Hook{hook}
+	}, queueHandler(seen))
+
+	ids := map[string]string{} // the name asked for -> connection id
+	outer := t                 // the connections stay open for the listing
+	for _, tc := range []struct {
+		ask    string // the server name the client sends
+		client *tls.Config
+		want   *socketservertest.ServerCert
+	}{
+		{"a.example.com", &tls.Config{ServerName: "a.example.com", RootCAs: a.Roots}, a},
+		{"broker-1.b.example.com", &tls.Config{ServerName: "broker-1.b.example.com", RootCAs: b.Roots}, b},
+		// An IP address as the server name: Go sends none.
+		{"", &tls.Config{ServerName: "127.0.0.1", RootCAs: def.Roots}, def},
+		{"c.example.com", &tls.Config{ServerName: "c.example.com", InsecureSkipVerify: true}, def},
+	} {
+		t.Run("ask "+tc.ask, func(t *testing.T) {
+			c := tls.Client(socketservertest.Dial(outer, srv, "SSL"), tc.client)
+			require.NoError(t, c.Handshake())
+			assert.Equal(t, tc.want.Leaf.Raw, c.ConnectionState().PeerCertificates[0].Raw, "served %s", c.ConnectionState().PeerCertificates[0].Subject)
+			send(t, c, metadataReq(9), 1)
+			r := recv(t, seen)
+			require.NoError(t, respondEmpty(r))
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 9
+			readResponse(t, c, resp, 1)
+			assert.Equal(t, tc.ask, r.Conn.ServerName, "Request.Conn")
+			ids[tc.ask] = r.Conn.ID
+			// The request is logged once its response has been written.
+			require.Eventually(t, func() bool {
+				_, _, ok := hook.seen(r.Conn.ID)
+				return ok
+			}, 10*time.Second, time.Millisecond, "HookRequestLogged")
+			authenticated, logged, _ := hook.seen(r.Conn.ID)
+			assert.Equal(t, tc.ask, authenticated, "HookAuthenticated")
+			assert.Equal(t, tc.ask, logged, "HookRequestLogged")
+		})
+	}
+
+	admin := socketservertest.Dial(t, srv, "PLAIN")
+	list := func(filter *string) map[string]string {
+		t.Helper()
+		send(t, admin, &connregistry.ListClientConnectionsRequest{ServerNameFilter: filter, ListenerFilter: strp("SSL")}, 2)
+		resp := &connregistry.ListClientConnectionsResponse{}
+		readResponse(t, admin, resp, 2)
+		require.Zero(t, resp.ErrorCode)
+		got := map[string]string{}
+		for _, c := range resp.Connections {
+			got[c.ConnectionID] = c.ServerName
+		}
+		return got
+	}
+	assert.Equal(t, map[string]string{ids["a.example.com"]: "a.example.com", ids["broker-1.b.example.com"]: "broker-1.b.example.com",
+		ids[""]: "", ids["c.example.com"]: "c.example.com"}, list(nil), "every connection with its name")
+	assert.Equal(t, map[string]string{ids["a.example.com"]: "a.example.com"}, list(strp("A.example.com")))
+	assert.Equal(t, map[string]string{ids["broker-1.b.example.com"]: "broker-1.b.example.com"}, list(strp("*.b.example.com")))
+	assert.Equal(t, map[string]string{ids["a.example.com"]: "a.example.com", ids["broker-1.b.example.com"]: "broker-1.b.example.com",
+		ids["c.example.com"]: "c.example.com"}, list(strp("*.example.com")))
+	assert.Equal(t, map[string]string{ids[""]: ""}, list(strp("")), "the connections without a name")
+}
