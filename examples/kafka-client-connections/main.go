@@ -4,17 +4,21 @@
 // CloseClientConnections:
 //
 //	go run ./examples/kafka-client-connections --bootstrap-server 127.0.0.1:9092 --list \
-//	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] \
+//	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] [--server-name '*.a.example.com'] \
 //	    [--command-config client.properties] [--output table|json] [--include-closed] [--api-key 93]
 //	go run ./examples/kafka-client-connections --bootstrap-server 127.0.0.1:9092 --close \
-//	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] [--connection-id ID]... \
+//	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] [--server-name NAME] [--connection-id ID]... \
 //	    [--command-config client.properties] [--output table|json] [--close-api-key 1093]
 //
 // Every broker of the cluster is asked (each knows only its own
 // connections); with several brokers a BROKER column comes first. --close
 // needs at least one filter, prints the connections each broker closed
 // (never the command's own) and needs ALTER on CLUSTER where --list needs
-// DESCRIBE. A connection the broker has muted for a throttle (KIP-219)
+// DESCRIBE. SERVER-NAME is the TLS server name the client asked for (SNI;
+// "-" without one), and --server-name selects by it, kafkanet's filter
+// beyond KIP-1329's (a name, "*.domain" for every name below a domain, ""
+// for the connections without one). A connection the broker has muted for
+// a throttle (KIP-219)
 // shows when the throttle ends in THROTTLED-UNTIL, and with --output json
 // the time it has been muted in all (ThrottleTimeMs). Behind a load
 // balancer that sends the PROXY protocol, CLIENT-ADDRESS is the client's
@@ -59,6 +63,7 @@ type options struct {
 	principal     optional
 	clientAddress optional
 	listenerName  optional
+	serverName    optional
 	commandConfig string
 	output        string
 	includeClosed bool
@@ -104,6 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.principal, "principal", "only connections of this `principal`, Type:name (e.g. User:alice)")
 	fs.Var(&o.clientAddress, "client-address", "only connections from this IP `address` or CIDR prefix")
 	fs.Var(&o.listenerName, "listener", "only connections on this `listener` (any case)")
+	fs.Var(&o.serverName, "server-name", "only connections whose TLS server name (SNI) is this `name` (any case; *.example.com for every name below example.com; empty for the connections without one)")
 	fs.StringVar(&o.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.truststore.location, ssl.keystore.location")
 	fs.StringVar(&o.output, "output", "table", "`format`: table or json")
 	fs.BoolVar(&o.includeClosed, "include-closed", false, "also list recently closed connections, with when and why they closed")
@@ -133,8 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case o.list == o.close:
 		fmt.Fprintln(stderr, "kafka-client-connections: say --list or --close")
 		return 2
-	case o.close && !o.principal.set && !o.clientAddress.set && !o.listenerName.set && len(o.connectionIDs) == 0:
-		fmt.Fprintln(stderr, "kafka-client-connections: --close needs a filter: --principal, --client-address, --listener or --connection-id")
+	case o.close && !o.principal.set && !o.clientAddress.set && !o.listenerName.set && !o.serverName.set && len(o.connectionIDs) == 0:
+		fmt.Fprintln(stderr, "kafka-client-connections: --close needs a filter: --principal, --client-address, --listener, --server-name or --connection-id")
 		return 2
 	case o.close && o.includeClosed, o.list && len(o.connectionIDs) > 0:
 		fmt.Fprintln(stderr, "kafka-client-connections: --include-closed goes with --list, --connection-id with --close")
@@ -173,10 +179,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.close {
 		results, err = admin.CloseConnections(ctx, int16(o.closeAPIKey), connadmin.CloseFilters{
 			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), ConnectionIDs: o.connectionIDs,
+			ServerName: o.serverName.ptr(),
 		})
 	} else {
 		results, err = admin.List(ctx, connadmin.ListFilters{
 			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), IncludeClosed: o.includeClosed,
+			ServerName: o.serverName.ptr(),
 		})
 	}
 	if err != nil {
@@ -272,7 +280,7 @@ func dash(s string) string {
 func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	several := len(results) > 1
-	header := "CONNECTION-ID\tPRINCIPAL\tCLIENT-ADDRESS\tPORT\tLISTENER\tPROTOCOL\tSOFTWARE\tCONNECTED-SINCE\tTHROTTLED-UNTIL"
+	header := "CONNECTION-ID\tPRINCIPAL\tCLIENT-ADDRESS\tPORT\tLISTENER\tPROTOCOL\tSERVER-NAME\tSOFTWARE\tCONNECTED-SINCE\tTHROTTLED-UNTIL"
 	if several {
 		header = "BROKER\t" + header
 	}
@@ -287,7 +295,7 @@ func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed boo
 				software = dash(c.SoftwareName) + "/" + dash(c.SoftwareVersion)
 			}
 			row := strings.Join([]string{c.ConnectionID, c.Principal, c.ClientAddress,
-				strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, software, rfc3339(c.ConnectedSince),
+				strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, dash(c.ServerName), software, rfc3339(c.ConnectedSince),
 				rfc3339Millis(c.ThrottledUntil)}, "\t")
 			if several {
 				row = strconv.Itoa(int(r.NodeID)) + "\t" + row
@@ -330,6 +338,7 @@ type jsonConnection struct {
 	ThrottledUntil   string `json:"ThrottledUntil,omitempty"`
 	ThrottleTimeMs   int64  `json:"ThrottleTimeMs,omitempty"`
 	ProxyAddress     string `json:"ProxyAddress,omitempty"`
+	ServerName       string `json:"ServerName,omitempty"`
 }
 
 type jsonBroker struct {
@@ -372,7 +381,7 @@ func printJSON(w io.Writer, results []connadmin.BrokerResult) error {
 				BytesIn: c.BytesIn, BytesOut: c.BytesOut, Requests: c.Requests, State: c.State, Plane: c.Plane,
 				ClosedAt: optionalTime(c.ClosedAt), CloseReason: c.CloseReason,
 				ThrottledUntil: optionalMillis(c.ThrottledUntil), ThrottleTimeMs: c.ThrottleTimeMs,
-				ProxyAddress: c.ProxyAddress,
+				ProxyAddress: c.ProxyAddress, ServerName: c.ServerName,
 			})
 		}
 		out = append(out, b)

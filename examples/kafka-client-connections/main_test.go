@@ -66,7 +66,7 @@ func rowAt(rows []map[string]string, addr string) (map[string]string, bool) {
 }
 
 var (
-	tableHeader = []string{"BROKER", "CONNECTION-ID", "PRINCIPAL", "CLIENT-ADDRESS", "PORT", "LISTENER", "PROTOCOL", "SOFTWARE", "CONNECTED-SINCE", "THROTTLED-UNTIL"}
+	tableHeader = []string{"BROKER", "CONNECTION-ID", "PRINCIPAL", "CLIENT-ADDRESS", "PORT", "LISTENER", "PROTOCOL", "SERVER-NAME", "SOFTWARE", "CONNECTED-SINCE", "THROTTLED-UNTIL"}
 	software    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9.-]*/[a-zA-Z0-9][a-zA-Z0-9.-]*$`)
 )
 
