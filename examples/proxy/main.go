@@ -32,6 +32,21 @@
 // name these ports, so that clients only learn proxy addresses; a request
 // on a broker's port goes to that broker.
 //
+// Virtual clusters serve more upstream clusters on the same TLS listeners,
+// told apart by the TLS server name (SNI) the client asks for, as
+// kroxylicious does: proxy.virtual.clusters lists them, and each has
+// proxy.virtual.cluster.<name>.server.name, the name its clients bootstrap
+// with, and proxy.virtual.cluster.<name>.upstream.bootstrap.servers (and
+// optionally its own upstream client keys after
+// proxy.virtual.cluster.<name>.upstream.). Its broker of node id N is
+// advertised as broker-N.<server name> on the listener's own port, so
+// that one port, one wildcard DNS record and one certificate (for the name
+// and *.the name, per name with kafkanet.ssl.server.names) per cluster
+// serve it; a connection goes to the cluster, and the broker, its server
+// name says. With upstream.bootstrap.servers set too, clients asking for
+// another name or none go to that default cluster by port; without it
+// they are refused. docs/proxy.md describes the scheme.
+//
 // The proxy answers ApiVersions itself with the APIs and versions both it
 // and every upstream broker support, and never forwards the SASL exchange.
 // proxy.admin.listener.name names a listener for operators, where the

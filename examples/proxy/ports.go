@@ -22,6 +22,7 @@ import (
 // route).
 type portSet struct {
 	name     protocolmap.ListenerName
+	tls      bool // the listener speaks TLS: it serves the virtual clusters
 	plan     portPlan
 	bindHost string
 	log      *slog.Logger
@@ -38,9 +39,11 @@ type portSet struct {
 	nodes  map[int32]net.Listener // open broker ports
 	byPort map[int]int32          // local port -> node id
 	failed map[int32]error        // nodes whose port could not be opened
-	// advertised is the host clients are given for this listener; set
-	// once the server has started (see setAdvertisedHost).
-	advertised string
+	// advertised and advertisedPortNum are the host and port clients are
+	// given for this listener; set once the server has started (see
+	// setAdvertised).
+	advertised        string
+	advertisedPortNum int
 }
 
 // bootstrapTarget is the target of a connection to the bootstrap port: any
@@ -50,7 +53,7 @@ const bootstrapTarget int32 = -1
 // newPortSet opens l's bootstrap port.
 func newPortSet(ctx context.Context, l listener.Listener, plan portPlan, log *slog.Logger) (*portSet, error) {
 	ps := &portSet{
-		name: l.Name, plan: plan, bindHost: l.Bind.Host, log: log,
+		name: l.Name, tls: l.SecurityProtocol.UsesTLS(), plan: plan, bindHost: l.Bind.Host, log: log,
 		conns: make(chan net.Conn), done: make(chan struct{}),
 		nodes: map[int32]net.Listener{}, byPort: map[int]int32{}, failed: map[int32]error{},
 	}
@@ -170,11 +173,20 @@ func (ps *portSet) route(local net.Addr) int32 {
 	return bootstrapTarget
 }
 
-// setAdvertisedHost sets the host clients are given for this listener.
-func (ps *portSet) setAdvertisedHost(host string) {
+// setAdvertised sets the host and port clients are given for this
+// listener.
+func (ps *portSet) setAdvertised(host string, port int) {
 	ps.mu.Lock()
-	ps.advertised = host
+	ps.advertised, ps.advertisedPortNum = host, port
 	ps.mu.Unlock()
+}
+
+// advertisedPort is the listener's port as clients are given it: a
+// virtual cluster's brokers are served on it.
+func (ps *portSet) advertisedPort() int32 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return int32(ps.advertisedPortNum)
 }
 
 // endpoint returns the address clients are given for node id.

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -40,13 +42,21 @@ import (
 // learn of new brokers and to notice when the broker goes away: the
 // sessions routed to a broker that cannot be reached any more are closed,
 // so that their clients reconnect and refresh their metadata.
+//
+// The proxy serves one upstream cluster or several: the default one
+// (upstream.bootstrap.servers), whose brokers have ports of their own on
+// each data listener, and virtual clusters (proxy.virtual.clusters), told
+// apart on the TLS listeners by the server name the client asked for,
+// whose brokers are names (broker-<id>.<server name>) on the listener's
+// own port (see clusterFor).
 type proxy struct {
-	cfg  *listener.Set
-	set  settings
-	log  *slog.Logger
-	up   *upstreamClient
-	srv  *socketserver.Server
-	apis []socketserver.API // what the data listeners forward
+	cfg      *listener.Set
+	set      settings
+	log      *slog.Logger
+	srv      *socketserver.Server
+	apis     []socketserver.API // what the data listeners forward
+	def      *cluster           // the default cluster; nil when there are only virtual ones
+	clusters []*cluster         // the default one first, then the virtual ones
 
 	ctx    context.Context // ends when the proxy closes: watches stop
 	cancel context.CancelFunc
@@ -57,13 +67,36 @@ type proxy struct {
 
 	mu        sync.Mutex
 	stopped   bool
-	nodes     map[int32]*node
 	listeners map[protocolmap.ListenerName]*portSet
-	next      int // round robin over nodes for bootstrap sessions
+}
+
+// cluster is an upstream cluster the proxy serves. Its nodes and next are
+// guarded by the proxy's mu.
+type cluster struct {
+	name       string // "" for the default cluster, else the virtual cluster's
+	serverName string // a virtual cluster's bootstrap server name, in lower case
+	bootstrap  []string
+	up         *upstreamClient
+	nodes      map[int32]*node
+	next       int  // round robin over nodes for bootstrap sessions
+	book       book // the addressBook of its sessions' responses
+}
+
+// virtual reports whether c is a virtual cluster, served by server name.
+func (c *cluster) virtual() bool { return c.serverName != "" }
+
+// brokerPrefix begins the name of a virtual cluster's broker:
+// broker-<id>.<server name>.
+const brokerPrefix = "broker-"
+
+// brokerName is the name a virtual cluster's node id is advertised as.
+func (c *cluster) brokerName(id int32) string {
+	return brokerPrefix + strconv.Itoa(int(id)) + "." + c.serverName
 }
 
 // node is an upstream broker.
 type node struct {
+	c        *cluster
 	id       int32
 	addr     string // host:port, as upstream advertises it
 	down     bool   // its watch cannot reach it
@@ -82,12 +115,13 @@ type session struct {
 	p      *proxy
 	id     string // the socket server's connection id
 	l      protocolmap.ListenerName
-	target int32 // the node its port stands for, or bootstrapTarget
+	target int32 // the node its port or server name stands for, or bootstrapTarget
 
 	mu       sync.Mutex
-	node     *node   // the node it is routed to, once it is
-	up       *upConn // nil until the first forwarded request, and after a failure
-	busy     bool    // a request is being forwarded
+	c        *cluster // the cluster it is for, once its first request has said
+	node     *node    // the node it is routed to, once it is
+	up       *upConn  // nil until the first forwarded request, and after a failure
+	busy     bool     // a request is being forwarded
 	answered time.Time
 	doomed   bool // its broker went away: it closes, at the latest at its next request
 	watched  bool // its end is hooked to the connection's context
@@ -115,14 +149,38 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, dial fun
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &proxy{
 		cfg: cfg, set: set, log: log, ctx: pctx, cancel: cancel,
-		up:        &upstreamClient{sec: set.upstreamSec, dial: dial, dialTimeout: set.setupTimeout, clientID: "kafkanet-proxy"},
-		nodes:     map[int32]*node{},
 		listeners: map[protocolmap.ListenerName]*portSet{},
 	}
-	versions, err := p.discover(ctx)
-	if err != nil {
-		cancel()
-		return nil, err
+	newCluster := func(name, serverName string, bootstrap []string, sec clientprops.Security) *cluster {
+		c := &cluster{name: name, serverName: serverName, bootstrap: bootstrap, nodes: map[int32]*node{},
+			up: &upstreamClient{sec: sec, dial: dial, dialTimeout: set.setupTimeout, clientID: "kafkanet-proxy"}}
+		c.book = book{p, c}
+		return c
+	}
+	if len(set.upstream) > 0 {
+		p.def = newCluster("", "", set.upstream, set.upstreamSec)
+		p.clusters = append(p.clusters, p.def)
+	}
+	for _, v := range set.virtual {
+		p.clusters = append(p.clusters, newCluster(v.name, v.serverName, v.upstream, v.sec))
+	}
+	// The data listeners serve what every cluster supports: the socket
+	// server answers ApiVersions before a client's cluster is known.
+	var versions map[int16]versionRange
+	for i, c := range p.clusters {
+		theirs, err := p.discover(ctx, c)
+		if err != nil {
+			cancel()
+			if c.virtual() {
+				return nil, fmt.Errorf("virtual cluster %s: %w", c.name, err)
+			}
+			return nil, err
+		}
+		if i == 0 {
+			versions = theirs
+		} else {
+			versions = intersect(versions, theirs)
+		}
 	}
 	p.apis = forwardedAPIs(versions, set, socketserver.HandlerFunc(p.forward))
 
@@ -162,13 +220,13 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, dial fun
 	return p, nil
 }
 
-// discover asks the upstream cluster for its brokers, through the first
+// discover asks upstream cluster cl for its brokers, through the first
 // bootstrap server that answers, and each reachable broker for its API
 // versions; it returns their intersection.
-func (p *proxy) discover(ctx context.Context) (map[int16]versionRange, error) {
+func (p *proxy) discover(ctx context.Context, cl *cluster) (map[int16]versionRange, error) {
 	var errs []error
-	for _, addr := range p.set.upstream {
-		c, err := p.up.connect(ctx, addr)
+	for _, addr := range cl.bootstrap {
+		c, err := cl.up.connect(ctx, addr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 			continue
@@ -184,11 +242,11 @@ func (p *proxy) discover(ctx context.Context) (map[int16]versionRange, error) {
 			continue
 		}
 		for _, b := range meta.Brokers {
-			p.learn(b.NodeID, b.Host, b.Port)
+			p.learn(cl, b.NodeID, b.Host, b.Port)
 		}
 		for _, b := range meta.Brokers {
 			baddr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-			bc, err := p.up.connect(ctx, baddr)
+			bc, err := cl.up.connect(ctx, baddr)
 			if err != nil {
 				p.log.Warn("an upstream broker does not answer; its API versions are not taken into account", "node", b.NodeID, "addr", baddr, "err", err)
 				continue
@@ -201,7 +259,8 @@ func (p *proxy) discover(ctx context.Context) (map[int16]versionRange, error) {
 			}
 			versions = intersect(versions, theirs)
 		}
-		p.log.Info("upstream cluster", "bootstrap", addr, "brokers", len(meta.Brokers), "apis", len(versions))
+		p.log.Info("upstream cluster", "cluster", cl.name, "server_name", cl.serverName, "bootstrap", addr,
+			"brokers", len(meta.Brokers), "apis", len(versions))
 		return versions, nil
 	}
 	return nil, fmt.Errorf("no upstream bootstrap server answered: %w", errors.Join(errs...))
@@ -225,7 +284,8 @@ func (p *proxy) listen(ctx context.Context, l listener.Listener) (net.Listener, 
 }
 
 // connContext is the socket server's Config.ConnContext: a connection of
-// a data listener gets a session, routed by the port it arrived on.
+// a data listener gets a session, routed by the port it arrived on until
+// its first request says which server name it asked for (see bind).
 func (p *proxy) connContext(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context {
 	p.mu.Lock()
 	ps := p.listeners[info.Listener]
@@ -244,19 +304,24 @@ func (p *proxy) Start(ctx context.Context) error {
 		return err
 	}
 	// The hosts clients are given: each listener's advertised host (the
-	// machine's name for a wildcard), as a broker advertises it.
+	// machine's name for a wildcard), as a broker advertises it, and its
+	// port, which a virtual cluster's brokers share.
 	for _, ep := range p.srv.Broker(p.set.nodeID, "").EndPoints {
 		if ps := p.listeners[ep.Name]; ps != nil {
-			ps.setAdvertisedHost(ep.Host)
+			ps.setAdvertised(ep.Host, ep.Port)
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, n := range p.nodes {
-		for _, ps := range p.listeners {
-			ps.open(n.id)
+	for _, c := range p.clusters {
+		for _, n := range c.nodes {
+			if c == p.def {
+				for _, ps := range p.listeners {
+					ps.open(n.id)
+				}
+			}
+			p.startWatch(n)
 		}
-		p.startWatch(n)
 	}
 	return nil
 }
@@ -354,14 +419,15 @@ func (s *session) serve(r *socketserver.Request) {
 			_ = r.CloseConnection()
 		}
 	}()
-	up, err := s.conn(r.Context())
+	up, err := s.conn(r.Context(), r.Conn.ServerName)
 	if err != nil {
 		level := slog.LevelInfo
 		if errors.Is(err, errNodeDown) { // said once, when its watch lost it
 			level = slog.LevelDebug
 		}
 		if r.Context().Err() == nil {
-			log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id, "node", s.target, "err", err)
+			log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id,
+				"server_name", r.Conn.ServerName, "node", s.target, "err", err)
 		}
 		s.drop(nil)
 		_ = r.CloseConnection()
@@ -378,7 +444,7 @@ func (s *session) serve(r *socketserver.Request) {
 		return
 	}
 	if resp != nil {
-		rewrite(resp, s.l, s.p)
+		rewrite(resp, s.l, &s.cluster().book)
 	}
 	s.mu.Lock()
 	s.busy = false
@@ -394,19 +460,24 @@ func (s *session) serve(r *socketserver.Request) {
 	}
 }
 
-// conn returns the session's upstream connection, dialing it on first use.
-func (s *session) conn(ctx context.Context) (*upConn, error) {
+// conn returns the session's upstream connection, dialing it on first use
+// in the cluster serverName says (see bind).
+func (s *session) conn(ctx context.Context, serverName string) (*upConn, error) {
 	s.mu.Lock()
 	up := s.up
 	s.mu.Unlock()
 	if up != nil {
 		return up, nil
 	}
-	n, addr, err := s.p.route(s.target)
+	c, err := s.bind(serverName)
 	if err != nil {
 		return nil, err
 	}
-	up, err = s.p.up.connect(ctx, addr)
+	n, addr, err := s.p.route(c, s.target)
+	if err != nil {
+		return nil, err
+	}
+	up, err = c.up.connect(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -462,14 +533,76 @@ func (s *session) end() {
 	}
 }
 
-// route returns the node a session for target dials, and its address: the
-// node itself, or for the bootstrap port the next broker known to be up
-// (the bootstrap servers while none is).
-func (p *proxy) route(target int32) (*node, string, error) {
+// errNoCluster: a client asked for a server name no virtual cluster has,
+// or for none, and there is no default cluster.
+var errNoCluster = errors.New("no upstream cluster is served under the server name")
+
+// bind decides, at the session's first forwarded request, which cluster
+// it is for and returns it: the virtual cluster whose server name the
+// client asked for (its bootstrap), or whose broker-<id>.<server name> it
+// asked for (that node); else the default cluster, with the node of the
+// port the connection arrived on.
+func (s *session) bind(serverName string) (*cluster, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c != nil {
+		return s.c, nil
+	}
+	c, target, ok := s.p.clusterFor(serverName)
+	if !ok {
+		if s.p.def == nil {
+			return nil, fmt.Errorf("%w %q", errNoCluster, serverName)
+		}
+		c, target = s.p.def, s.target
+	}
+	s.c, s.target = c, target
+	return c, nil
+}
+
+// cluster returns the cluster the session is bound to.
+func (s *session) cluster() *cluster {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c
+}
+
+// clusterFor returns the virtual cluster a server name is for, and the
+// node it names (bootstrapTarget for the cluster's own server name); false
+// when it names none.
+func (p *proxy) clusterFor(serverName string) (*cluster, int32, bool) {
+	name := strings.ToLower(strings.TrimSuffix(serverName, "."))
+	if name == "" {
+		return nil, 0, false
+	}
+	for _, c := range p.clusters {
+		if !c.virtual() {
+			continue
+		}
+		if name == c.serverName {
+			return c, bootstrapTarget, true
+		}
+		label, ok := strings.CutSuffix(name, "."+c.serverName)
+		if !ok {
+			continue
+		}
+		digits, ok := strings.CutPrefix(label, brokerPrefix)
+		id, err := strconv.ParseInt(digits, 10, 32)
+		if !ok || err != nil || id < 0 || strconv.FormatInt(id, 10) != digits {
+			return nil, 0, false
+		}
+		return c, int32(id), true
+	}
+	return nil, 0, false
+}
+
+// route returns the node of cluster c a session for target dials, and its
+// address: the node itself, or for the bootstrap the next broker known to
+// be up (the bootstrap servers while none is).
+func (p *proxy) route(c *cluster, target int32) (*node, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if target != bootstrapTarget {
-		n := p.nodes[target]
+		n := c.nodes[target]
 		if n == nil {
 			return nil, "", fmt.Errorf("upstream node %d is unknown", target)
 		}
@@ -478,58 +611,80 @@ func (p *proxy) route(target int32) (*node, string, error) {
 		}
 		return n, n.addr, nil
 	}
-	ids := make([]int32, 0, len(p.nodes))
-	for id, n := range p.nodes {
+	ids := make([]int32, 0, len(c.nodes))
+	for id, n := range c.nodes {
 		if !n.down {
 			ids = append(ids, id)
 		}
 	}
 	if len(ids) == 0 {
-		addr := p.set.upstream[p.next%len(p.set.upstream)]
-		p.next++
+		addr := c.bootstrap[c.next%len(c.bootstrap)]
+		c.next++
 		return nil, addr, nil
 	}
 	slices.Sort(ids)
-	n := p.nodes[ids[p.next%len(ids)]]
-	p.next++
+	n := c.nodes[ids[c.next%len(ids)]]
+	c.next++
 	return n, n.addr, nil
 }
 
-// learn notes an upstream broker: a new one gets its ports and a watch.
-func (p *proxy) learn(id int32, host string, port int32) {
+// learn notes a broker of upstream cluster c: a new one gets a watch (and
+// ports on the data listeners, for the default cluster, as endpoint asks
+// for them).
+func (p *proxy) learn(c *cluster, id int32, host string, port int32) {
 	if id < 0 || host == "" || port <= 0 {
 		return
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if n, ok := p.nodes[id]; ok {
+	if n, ok := c.nodes[id]; ok {
 		if n.addr != addr {
-			p.log.Info("an upstream broker moved", "node", id, "from", n.addr, "to", addr)
+			p.log.Info("an upstream broker moved", "cluster", c.name, "node", id, "from", n.addr, "to", addr)
 			n.addr = addr
 		}
 		return
 	}
-	n := &node{id: id, addr: addr, sessions: map[*session]struct{}{}}
-	p.nodes[id] = n
+	n := &node{c: c, id: id, addr: addr, sessions: map[*session]struct{}{}}
+	c.nodes[id] = n
 	if p.srv == nil || p.stopped { // discovering: Start opens the ports and watches
 		return
 	}
-	p.log.Info("new upstream broker", "node", id, "addr", addr)
+	p.log.Info("new upstream broker", "cluster", c.name, "node", id, "addr", addr)
 	p.startWatch(n)
 }
 
-// endpoint is the addressBook's: the proxy's address of node id on
-// listener l.
-func (p *proxy) endpoint(l protocolmap.ListenerName, id int32) (string, int32, bool) {
+// endpoint returns the proxy's address of node id of cluster c on
+// listener l: for the default cluster, the listener's host and the node's
+// port; for a virtual cluster, which a TLS listener serves,
+// broker-<id>.<server name> and the listener's port.
+func (p *proxy) endpoint(c *cluster, l protocolmap.ListenerName, id int32) (string, int32, bool) {
 	p.mu.Lock()
 	ps := p.listeners[l]
-	_, known := p.nodes[id]
+	_, known := c.nodes[id]
 	p.mu.Unlock()
 	if ps == nil || !known {
 		return "", 0, false
 	}
-	return ps.endpoint(id)
+	if !c.virtual() {
+		return ps.endpoint(id)
+	}
+	if !ps.tls {
+		return "", 0, false
+	}
+	return c.brokerName(id), ps.advertisedPort(), true
+}
+
+// book is the addressBook of the responses of one cluster's sessions.
+type book struct {
+	p *proxy
+	c *cluster
+}
+
+func (b book) learn(id int32, host string, port int32) { b.p.learn(b.c, id, host, port) }
+
+func (b book) endpoint(l protocolmap.ListenerName, id int32) (string, int32, bool) {
+	return b.p.endpoint(b.c, l, id)
 }
 
 // startWatch starts n's watch; p.mu is held.
@@ -552,7 +707,7 @@ func (p *proxy) watch(n *node) {
 		p.mu.Lock()
 		addr := n.addr
 		p.mu.Unlock()
-		c, err := p.up.connect(p.ctx, addr)
+		c, err := n.c.up.connect(p.ctx, addr)
 		if err != nil {
 			if p.ctx.Err() != nil {
 				return
@@ -568,17 +723,17 @@ func (p *proxy) watch(n *node) {
 		}
 		backoff = 100 * time.Millisecond
 		p.setUp(n)
-		err = p.follow(c)
+		err = p.follow(n.c, c)
 		c.close()
 		if p.ctx.Err() == nil {
-			p.log.Info("lost the watch connection to an upstream broker; reconnecting", "node", n.id, "addr", addr, "err", err)
+			p.log.Info("lost the watch connection to an upstream broker; reconnecting", "cluster", n.c.name, "node", n.id, "addr", addr, "err", err)
 		}
 	}
 }
 
-// follow refreshes the metadata on c and waits for the next refresh,
-// until c fails or the proxy stops.
-func (p *proxy) follow(c *upConn) error {
+// follow refreshes cluster cl's metadata on c and waits for the next
+// refresh, until c fails or the proxy stops.
+func (p *proxy) follow(cl *cluster, c *upConn) error {
 	stop := context.AfterFunc(p.ctx, c.close)
 	defer stop()
 	versions, err := apiVersions(c)
@@ -592,7 +747,7 @@ func (p *proxy) follow(c *upConn) error {
 			return err
 		}
 		for _, b := range meta.Brokers {
-			p.learn(b.NodeID, b.Host, b.Port)
+			p.learn(cl, b.NodeID, b.Host, b.Port)
 		}
 		_ = c.nc.SetReadDeadline(time.Now().Add(p.set.metadataMaxAge))
 		_, err = c.br.Read(one[:])
@@ -616,7 +771,7 @@ func (p *proxy) setUp(n *node) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n.down {
-		p.log.Info("upstream broker reachable again", "node", n.id, "addr", n.addr)
+		p.log.Info("upstream broker reachable again", "cluster", n.c.name, "node", n.id, "addr", n.addr)
 	}
 	n.down = false
 }
@@ -636,7 +791,7 @@ func (p *proxy) setDown(n *node, err error) {
 		sessions = append(sessions, s)
 	}
 	p.mu.Unlock()
-	p.log.Warn("upstream broker unavailable; closing its client connections", "node", n.id, "addr", n.addr,
+	p.log.Warn("upstream broker unavailable; closing its client connections", "cluster", n.c.name, "node", n.id, "addr", n.addr,
 		"connections", len(sessions), "err", err)
 	p.closeIdle(sessions)
 	// A response handed to the socket server a moment ago may still be on

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,23 @@ const (
 	// listener.
 	keyListKey  = "kafkanet.list.client.connections.api.key"
 	keyCloseKey = "kafkanet.close.client.connections.api.key"
+	// keyVirtualClusters lists the virtual clusters (names of letters,
+	// digits and '-'): upstream clusters served on the same TLS listeners
+	// as the default one (upstream.bootstrap.servers), told apart by the
+	// TLS server name the client asks for. Each is configured with the keys
+	// after keyVirtualClusterPrefix + <name> + ".".
+	keyVirtualClusters = "proxy.virtual.clusters"
+	// keyVirtualClusterPrefix begins a virtual cluster's keys:
+	// proxy.virtual.cluster.<name>.server.name (keyServerName) and
+	// proxy.virtual.cluster.<name>.upstream.bootstrap.servers (keyUpstream),
+	// both required, and optionally Kafka's client keys after
+	// proxy.virtual.cluster.<name>.upstream., which then replace the
+	// upstream. ones for that cluster.
+	keyVirtualClusterPrefix = "proxy.virtual.cluster."
+	// keyServerName is, after a virtual cluster's prefix, the server name
+	// its clients bootstrap with; its broker of node id N is advertised as
+	// broker-N.<server name>.
+	keyServerName = "server.name"
 )
 
 // settings are what the proxy reads beyond the socket server's keys.
@@ -64,6 +82,18 @@ type settings struct {
 	ioThreads      int
 	// ports says where each data listener serves each upstream node.
 	ports map[protocolmap.ListenerName]portPlan
+	// virtual are the virtual clusters, in the order keyVirtualClusters
+	// lists them.
+	virtual []virtualCluster
+}
+
+// virtualCluster is an upstream cluster served by TLS server name (see
+// keyVirtualClusters).
+type virtualCluster struct {
+	name       string   // as keyVirtualClusters lists it
+	serverName string   // in lower case
+	upstream   []string // bootstrap servers
+	sec        clientprops.Security
 }
 
 // portPlan is where one data listener serves upstream nodes: the mapping
@@ -120,22 +150,24 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
 	}
 	var s settings
-	value, _ := props.Get(keyUpstream)
-	for _, a := range strings.Split(value, ",") {
-		if a = strings.TrimSpace(a); a == "" {
-			continue
-		}
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			return settings{}, invalid(keyUpstream, value, fmt.Sprintf("%q is not host:port", a))
-		}
-		s.upstream = append(s.upstream, a)
+	var err error
+	if s.virtual, err = readVirtualClusters(props); err != nil {
+		return settings{}, err
 	}
-	if len(s.upstream) == 0 {
+	value, _ := props.Get(keyUpstream)
+	if s.upstream, err = bootstrapServers(keyUpstream, value); err != nil {
+		return settings{}, err
+	}
+	if len(s.upstream) == 0 && len(s.virtual) == 0 {
 		return settings{}, invalid(keyUpstream, value, "the upstream cluster's bootstrap servers are required (-upstream HOST:PORT)")
 	}
-	var err error
 	if s.upstreamSec, err = clientprops.Read(props, "upstream."); err != nil {
 		return settings{}, err
+	}
+	for i, v := range s.virtual {
+		if s.virtual[i].sec, err = virtualSecurity(props, v.name, s.upstreamSec); err != nil {
+			return settings{}, err
+		}
 	}
 	ms, err := cfg.Properties().Int(keyUpstreamSetupTimeout, 10000, 1)
 	if err != nil {
@@ -217,5 +249,109 @@ func readSettings(cfg *listener.Set) (settings, error) {
 	if len(s.ports) == 0 {
 		return settings{}, invalid(listener.KeyListeners, "", "the proxy needs a data-plane listener besides the admin listener")
 	}
+	if len(s.virtual) > 0 && !slices.ContainsFunc(cfg.Listeners, func(l listener.Listener) bool {
+		_, data := s.ports[l.Name]
+		return data && l.SecurityProtocol.UsesTLS()
+	}) {
+		v, _ := props.Get(keyVirtualClusters)
+		return settings{}, invalid(keyVirtualClusters, v, "virtual clusters are told apart by TLS server name: a data listener must speak SSL or SASL_SSL")
+	}
 	return s, nil
+}
+
+// bootstrapServers reads a list of bootstrap servers, host:port separated
+// by commas, from key's value.
+func bootstrapServers(key, value string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(value, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("%q is not host:port", a)}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// readVirtualClusters reads keyVirtualClusters and each listed cluster's
+// server name and bootstrap servers (not its security: virtualSecurity).
+// Server names must be DNS names, and none may be another's or lie below
+// another's: broker-N.<name> must say which cluster it is of.
+func readVirtualClusters(props listener.Properties) ([]virtualCluster, error) {
+	list, _ := props.Get(keyVirtualClusters)
+	invalid := func(key, value, rule string) error {
+		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
+	}
+	var out []virtualCluster
+	for _, name := range protocolmap.SplitList(list) {
+		if name == "" {
+			continue
+		}
+		if !validName(name, false) {
+			return nil, invalid(keyVirtualClusters, list, fmt.Sprintf("%q is not a cluster name: letters, digits and '-'", name))
+		}
+		if slices.ContainsFunc(out, func(v virtualCluster) bool { return v.name == name }) {
+			return nil, invalid(keyVirtualClusters, list, fmt.Sprintf("virtual cluster %s is listed twice", name))
+		}
+		prefix := keyVirtualClusterPrefix + name + "."
+		v := virtualCluster{name: name}
+		sn, _ := props.Get(prefix + keyServerName)
+		v.serverName = strings.ToLower(strings.TrimSuffix(sn, "."))
+		if !validName(v.serverName, true) {
+			return nil, invalid(prefix+keyServerName, sn, fmt.Sprintf(
+				"virtual cluster %s needs the TLS server name its clients bootstrap with, a DNS name (its brokers are broker-<node id>.<server name>)", name))
+		}
+		for _, o := range out {
+			if o.serverName == v.serverName || strings.HasSuffix(v.serverName, "."+o.serverName) || strings.HasSuffix(o.serverName, "."+v.serverName) {
+				return nil, invalid(prefix+keyServerName, sn, fmt.Sprintf(
+					"virtual cluster %s's server name must be neither virtual cluster %s's (%s) nor below or above it: a broker's name broker-<node id>.<server name> must say whose it is",
+					name, o.name, o.serverName))
+			}
+		}
+		servers, _ := props.Get(prefix + keyUpstream)
+		var err error
+		if v.upstream, err = bootstrapServers(prefix+keyUpstream, servers); err != nil {
+			return nil, err
+		}
+		if len(v.upstream) == 0 {
+			return nil, invalid(prefix+keyUpstream, servers, fmt.Sprintf("virtual cluster %s needs its upstream cluster's bootstrap servers", name))
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// validName reports whether s is a name of letters, digits and '-', or
+// with dots a DNS name of such labels.
+func validName(s string, dots bool) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || !dots && label != s {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// virtualSecurity is how the proxy connects to virtual cluster name's
+// upstream: Kafka's client keys after its prefix
+// (proxy.virtual.cluster.<name>.upstream.security.protocol, ...) when any
+// is set, else the upstream. ones (shared).
+func virtualSecurity(props listener.Properties, name string, shared clientprops.Security) (clientprops.Security, error) {
+	prefix := keyVirtualClusterPrefix + name + ".upstream."
+	for k := range props {
+		if strings.HasPrefix(k, prefix) && k != keyVirtualClusterPrefix+name+"."+keyUpstream {
+			return clientprops.Read(props, prefix)
+		}
+	}
+	return shared, nil
 }
