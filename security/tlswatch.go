@@ -165,10 +165,21 @@ func (w *TLSWatcher) poll(set *listener.Set, seen map[protocolmap.ListenerName][
 }
 
 // tlsFiles returns the files a listener's TLS settings read: its key
-// store and trust store locations, when set.
+// store and trust store locations and each listed server name's key store
+// location, when set.
 func (c config) tlsFiles(name protocolmap.ListenerName) []string {
 	var out []string
-	for _, key := range []string{KeySSLKeystoreLocation, KeySSLTruststoreLocation} {
+	keys := []string{KeySSLKeystoreLocation, KeySSLTruststoreLocation}
+	// Each listed server name's key store (kafkanet.ssl.server.names) is
+	// a file of its own, rotated on its own.
+	if list := c.setting(name, KeySSLServerNames); list.ok {
+		for _, sn := range protocolmap.SplitList(list.value) {
+			if sn != "" {
+				keys = append(keys, KeySSLServerNamePrefix+sn+"."+KeySSLKeystoreLocation)
+			}
+		}
+	}
+	for _, key := range keys {
 		if s := c.setting(name, key); s.ok && s.value != "" && !slices.Contains(out, s.value) {
 			out = append(out, s.value)
 		}

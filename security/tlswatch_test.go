@@ -332,3 +332,37 @@ func TestTLSWatcherSetListenersWaitsForAReading(t *testing.T) {
 		t.Fatal("SetListeners did not return after the reading ended")
 	}
 }
+
+// A server name's key store (kafkanet.ssl.server.names) is a file of its
+// own: renewing it alone reloads the listener, with the name's new
+// certificate.
+func TestTLSWatcherServerNameKeyStore(t *testing.T) {
+	f := testFixture(t)
+	dir := t.TempDir()
+	leaf := func(name string) tlsKeyPair {
+		return issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: name}, dns: []string{name}})
+	}
+	store := func(p tlsKeyPair) string { return p.pkcs8PEM(t) + p.certPEM() + f.ca.certPEM() }
+	first, second := leaf("b.example.com"), leaf("b.example.com")
+	named := writePEMFile(t, dir, "b.pem", store(first))
+	set := secResolve(t, "ssl.keystore.type", "PEM",
+		"listener.name.ssl.ssl.keystore.location", writePEMFile(t, dir, "server.pem", store(leaf("localhost"))),
+		"listener.name.ssl.kafkanet.ssl.server.names", "b.example.com",
+		"listener.name.ssl.kafkanet.ssl.server.name.b.example.com.ssl.keystore.location", named)
+	_, ch, _ := watch(t, set, nil)
+	nameCert := func(a applied) string {
+		t.Helper()
+		cert, err := a.cfg.GetCertificate(&tls.ClientHelloInfo{ServerName: "b.example.com"})
+		require.NoError(t, err)
+		return string(cert.Certificate[0])
+	}
+	a := next(t, ch)
+	require.Equal(t, protocolmap.ListenerName("SSL"), a.name)
+	assert.Equal(t, string(first.cert.Raw), nameCert(a))
+	none(t, ch)
+
+	replace(t, named, store(second))
+	a = next(t, ch)
+	assert.Equal(t, protocolmap.ListenerName("SSL"), a.name)
+	assert.Equal(t, string(second.cert.Raw), nameCert(a), "the name's renewed certificate")
+}
