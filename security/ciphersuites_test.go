@@ -20,7 +20,9 @@ func TestTLSConfigCipherSuites(t *testing.T) {
 	keystore := writePEMFile(t, dir, "server.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
 	rsaKeystore := writePEMFile(t, dir, "rsa.pem", f.serverRSA.pkcs8PEM(t)+f.serverRSA.certPEM())
 	good := []string{"ssl.keystore.type", "PEM", "ssl.keystore.location", keystore}
-	withRSA := func(kv ...string) []string { return append([]string{"listener.name.ssl.ssl.keystore.location", rsaKeystore}, kv...) }
+	withRSA := func(kv ...string) []string {
+		return append([]string{"listener.name.ssl.ssl.keystore.location", rsaKeystore}, kv...)
+	}
 	const prefixed = "listener.name.ssl.ssl.cipher.suites"
 	tests := []struct {
 		name       string
