@@ -361,14 +361,24 @@ func (s *Set) Validate() error {
 	}
 	props, err := s.asProperties()
 	if err != nil {
-		return err
-	}
-	r, err := Resolve(props)
-	if err != nil {
 		return fmt.Errorf("listener configuration built in code: %w", err)
 	}
+	if err := s.check(props); err != nil {
+		return fmt.Errorf("listener configuration built in code: %w", err)
+	}
+	return nil
+}
+
+// check resolves props, s written back as Kafka's keys, and checks that
+// every listener's protocol, plane and inter-broker mark is what the
+// result gives it: Validate's rules, its errors unprefixed.
+func (s *Set) check(props Properties) error {
+	r, err := Resolve(props)
+	if err != nil {
+		return err
+	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("listener configuration built in code: %w: "+format, append([]any{ErrInconsistent}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrInconsistent}, args...)...)
 	}
 	// InterBrokerSecurityProtocol is derived; its zero value (PLAINTEXT)
 	// counts as not set.
@@ -403,7 +413,7 @@ func (s *Set) asProperties() (Properties, error) {
 	var bind, advertised []string
 	for _, l := range s.Listeners {
 		if l.Bind.Name != l.Name || l.IsAdvertised() && l.Advertised.Name != l.Name {
-			return nil, fmt.Errorf("listener configuration built in code: %w: listener %s has endpoints named %q and %q",
+			return nil, fmt.Errorf("%w: listener %s has endpoints named %q and %q",
 				ErrInconsistent, l.Name, l.Bind.Name, l.Advertised.Name)
 		}
 		bind = append(bind, l.Bind.String())

@@ -14,6 +14,13 @@
 // socketserver package turns them into the brokers of a Metadata response
 // as seen through the listener a client connected to.
 //
+// A running broker's listeners change as Kafka changes them dynamically
+// (KIP-226): [Set.Changes] says what a re-read configuration adds, removes
+// and advertises anew, and refuses what needs a restart (the inter-broker
+// and control-plane listeners, an existing listener's protocol or
+// address); [Set.WithListener] and [Set.WithoutListener] derive the Set
+// of one change, under the rules [Resolve] applies.
+//
 // Who is talking on a listener (TLS, SASL, principals, JAAS, OAUTHBEARER)
 // is not this package's concern but the security package's, which reads
 // its settings with [Properties.ListenerValue], [Properties.ListenerInt]

@@ -29,6 +29,13 @@ var (
 	ErrSameListener = errors.New("control-plane listener is the inter-broker listener")
 	// ErrInvalidValue: a value is not of the type or range its key takes.
 	ErrInvalidValue = errors.New("invalid value")
+	// ErrNotDynamic: a change of listeners that a running broker does not
+	// make (KIP-226): removing the inter-broker or control-plane listener,
+	// renaming either, or changing an existing listener's security
+	// protocol or bind address. It needs a restart.
+	ErrNotDynamic = errors.New("listener change needs a restart")
+	// ErrUnknownListener: no listener has the name given.
+	ErrUnknownListener = errors.New("unknown listener")
 )
 
 // ruleError carries one of Kafka's messages and the sentinel behind it.
