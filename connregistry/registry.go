@@ -61,6 +61,10 @@ const (
 	// with a valid PROXY header within the handshake timeout. It was
 	// closed before anything else was read, and never served.
 	ProxyRefused CloseReason = "PROXY header refused"
+	// ListenerRemoved: the connection's listener was removed while the
+	// server ran (socketserver's Server.RemoveListener), which drains its
+	// connections as a shutdown does.
+	ListenerRemoved CloseReason = "listener removed"
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type

@@ -158,8 +158,8 @@ func (s *Set) WithListener(l Listener) (*Set, error) {
 // requires the inter-broker listener to stay advertised ("Advertised
 // listener must be specified for inter-broker listener") and the
 // control-plane listener to be one of advertised.listeners, and neither
-// name changes at run time. Errors are [*protocolmap.ConfigError] values
-// naming the key and the rule; s does not change.
+// name changes at run time. Errors wrap [*protocolmap.ConfigError]
+// values naming the key and the rule; s does not change.
 func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no listeners", ErrInconsistent)
@@ -170,8 +170,8 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	}
 	l, ok := s.Listener(name)
 	if !ok {
-		return nil, &protocolmap.ConfigError{Key: KeyListeners, Value: props[KeyListeners], Err: ErrUnknownListener,
-			Rule: fmt.Sprintf("no listener %s to remove", name)}
+		return nil, fmt.Errorf("removing listener %s: %w", name, &protocolmap.ConfigError{Key: KeyListeners, Value: props[KeyListeners], Err: ErrUnknownListener,
+			Rule: fmt.Sprintf("no listener %s to remove", name)})
 	}
 	var rest []string // listeners as it would be
 	for _, x := range s.Listeners {
@@ -181,12 +181,12 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	}
 	switch {
 	case l.Name == s.interBroker():
-		return nil, &protocolmap.ConfigError{Key: KeyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
-			Rule: fmt.Sprintf("Advertised listener must be specified for inter-broker listener %s: the inter-broker listener cannot be removed while the broker runs", l.Name)}
+		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: KeyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
+			Rule: fmt.Sprintf("Advertised listener must be specified for inter-broker listener %s: the inter-broker listener cannot be removed while the broker runs", l.Name)})
 	case l.Name == s.ControlPlaneListener:
-		return nil, &protocolmap.ConfigError{Key: KeyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
+		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: KeyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
 			Rule: fmt.Sprintf("%s must be a listener name defined in %s: the control-plane listener %s cannot be removed while the broker runs",
-				KeyControlPlaneListenerName, KeyAdvertisedListeners, l.Name)}
+				KeyControlPlaneListenerName, KeyAdvertisedListeners, l.Name)})
 	}
 	next := s.clone()
 	next.Listeners = slices.DeleteFunc(next.Listeners, func(x Listener) bool { return x.Name == l.Name })

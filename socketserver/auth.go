@@ -86,11 +86,11 @@ type listenerSecurity struct {
 	timeout    time.Duration // TLS handshake and SASL exchange deadline
 }
 
-// newListenerSecurity resolves listener l's security from cfg: its TLS
-// configuration and an implementation of each SASL mechanism it enables,
-// the host's (ListenerConfig.Mechanisms) or a built-in one.
-func newListenerSecurity(l listener.Listener, cfg Config) (listenerSecurity, error) {
-	lc := cfg.listenerConfig(l.Name)
+// newListenerSecurity resolves listener l's security from lc, its
+// ListenerConfig, and cfg (Credentials): its TLS configuration and an
+// implementation of each SASL mechanism it enables, the host's
+// (ListenerConfig.Mechanisms) or a built-in one.
+func newListenerSecurity(l listener.Listener, lc ListenerConfig, cfg Config) (listenerSecurity, error) {
 	conf := lc.Security
 	sec := listenerSecurity{mapper: conf.PrincipalMapper, conf: conf, timeout: conf.HandshakeTimeout}
 	if sec.timeout <= 0 {

@@ -60,7 +60,9 @@ type Config struct {
 	// missing here takes APIs, DefaultNumNetworkThreads processors, no
 	// security settings (a PLAINTEXT listener needs none) and Credentials.
 	// ConfigFromProperties fills an entry for every listener. New reads
-	// the entries and keeps no pointer to them.
+	// the entries and keeps no pointer to them. A listener added later
+	// gets its ListenerConfig from Server.AddListener or
+	// Server.SetListeners.
 	PerListener map[protocolmap.ListenerName]*ListenerConfig
 
 	// RequestMaxBytes is socket.request.max.bytes: a larger frame closes
@@ -148,12 +150,14 @@ type Config struct {
 	// Listen makes the net.Listener that listener l is served on, as
 	// net/http's Server.Serve takes one: a proxy's listener, an in-memory
 	// one for tests, a socket inherited from systemd. Start calls it once
-	// per listener, in order, with its own context; nil means [ListenTCP],
-	// which binds l.Bind with TCP. A Listen that supplies only some
-	// listeners calls ListenTCP for the others. The server owns the
-	// listeners made: it closes them when Start fails on a later listener,
-	// and on Shutdown and Close. Start holds the server's lock meanwhile,
-	// so Listen must not call the server's methods.
+	// per listener, in order, with its own context, and Server.AddListener
+	// and Server.SetListeners once per listener they add, with theirs; nil
+	// means [ListenTCP], which binds l.Bind with TCP. A Listen that
+	// supplies only some listeners calls ListenTCP for the others. The
+	// server owns the listeners made: it closes them when Start fails on a
+	// later listener, on Shutdown and Close, and when the listener is
+	// removed. Start holds the server's lock meanwhile, so Listen must not
+	// call the server's methods.
 	//
 	// The listener's Accept, and the RemoteAddr and LocalAddr of the
 	// connections it returns, run on the listener's acceptor path, one
@@ -184,8 +188,9 @@ type Config struct {
 	// BaseContext returns the context the connections of listener l derive
 	// from, as net/http's Server.BaseContext: their [Request.Context] carries
 	// its values and is cancelled when it is. Start calls it once per
-	// listener, once every listener is made; nil means
-	// context.Background(). It must not return nil (Start fails). A
+	// listener, once every listener is made, and a listener change once
+	// per listener it adds; nil means context.Background(). It must not
+	// return nil (Start, or the change, fails). A
 	// cancelled base context cancels the requests' contexts only: the
 	// connections stay open and their responses are written.
 	BaseContext func(l listener.Listener, ln net.Listener) context.Context
@@ -250,8 +255,9 @@ type ListenerConfig struct {
 	//	l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
 	//
 	// (package github.com/kafkanet/kafkanet/security/sasl/oauthbearer).
-	// Mechanisms that are a sasl.Service are started by Server.Start and
-	// closed when the server stops.
+	// Mechanisms that are a sasl.Service are started by Server.Start (or
+	// by Server.AddListener or Server.SetListeners, for a listener they
+	// add) and closed when the server stops or the listener is removed.
 	Mechanisms []sasl.Mechanism
 	// Credentials backs the listener's built-in SASL mechanisms; nil
 	// means Config.Credentials. security.NewJAASUsers builds a store for
@@ -437,13 +443,14 @@ func (c Config) listenerConfig(name protocolmap.ListenerName) ListenerConfig {
 	return ListenerConfig{}
 }
 
-// networkThreads returns the processor count of listener l.
-func (c Config) networkThreads(l listener.Listener) int {
+// networkThreads returns the processor count of listener l, configured
+// by lc.
+func networkThreads(l listener.Listener, lc ListenerConfig) int {
 	if l.Plane == protocolmap.ControlPlane {
 		return 1
 	}
-	if n := c.listenerConfig(l.Name).NetworkThreads; n > 0 {
-		return n
+	if lc.NetworkThreads > 0 {
+		return lc.NetworkThreads
 	}
 	return DefaultNumNetworkThreads
 }

@@ -46,8 +46,9 @@ import (
 //	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
 //
 // Anyone may close it (close: idle expiry, quotas, the registry's operator
-// close, Shutdown, the peer watcher); its goroutine then sees its read or
-// write fail and finishes. Only its goroutine writes to the socket.
+// close, Shutdown, its listener's removal, the peer watcher); its
+// goroutine then sees its read or write fail and finishes. Only its
+// goroutine writes to the socket.
 //
 // Its fields are laid out to fit the 240-byte size class (TestConnSize):
 // the small ones are paired to leave no padding.
@@ -110,7 +111,8 @@ type requestBuf struct {
 	clientID string
 }
 
-// errDraining ends a connection that Shutdown is draining.
+// errDraining ends a connection that Shutdown, or its listener's removal
+// (RemoveListener), is draining.
 var errDraining = errors.New("socketserver: server shutting down")
 
 // # The concurrency core
@@ -164,15 +166,18 @@ var errDraining = errors.New("socketserver: server shutting down")
 // connection (mute) is in no read, and stays in waitBusy, so the processor
 // never asks it to park: its wait ends at the throttle's end, when it
 // closes (its context), or when Shutdown, having set the draining flag,
-// closes Server.drainStarted.
+// closes Server.drainStarted (a removal of its listener: the listener's
+// flag and listenerState.drainStarted).
 //
 // # Who moves the deadlines
 //
 // The read deadline, always under wakeMu but in lingerClose:
 //   - other goroutines, only with wakeReader, which sets it to now: the
 //     processor (askToPark, askToRepark: only after their CAS, so only
-//     during a wait of the goroutine's), and Shutdown (processor.drain,
-//     wakeToDrain: in any state, after setting the server's draining flag);
+//     during a wait of the goroutine's), and Shutdown and the removal of
+//     the connection's listener (processor.drain, wakeToDrain: in any
+//     state, after setting the server's, or the listener's, draining flag,
+//     which conn.draining reads);
 //   - the goroutine, with moveReadDeadline and clearReadDeadline: the
 //     handshake (auth.go) sets it, with the write deadline, for the TLS
 //     handshake and SASL exchange and clears it after; re-authentication
@@ -187,7 +192,8 @@ var errDraining = errors.New("socketserver: server shutting down")
 //
 // A clear never loses Shutdown's wake: clearReadDeadline sets the deadline
 // to now instead once the draining flag is set, and Shutdown sets the flag
-// before it takes wakeMu to wake, so a clear made after the wake sees it.
+// before it takes wakeMu to wake, so a clear made after the wake sees it
+// (a listener's removal likewise, with the listener's flag).
 // A set may postpone the wake: the handshake's and re-authentication's
 // by their timeout, after which they see the flag; frameMemory's until
 // the frame has been read, at most by the stall timeout at a time, after
@@ -228,11 +234,22 @@ var errDraining = errors.New("socketserver: server shutting down")
 //     the sockets of a PROXY listener still pending (their header being
 //     read) under processor.mu or after it: a pending socket is no conn,
 //     and nothing but its goroutine moves its deadline.
-//   - Server.mu is taken alone (Start, Addr, Shutdown, register), or
-//     inside Server.closeOnce's (Close); Start holds it while it calls
-//     Config.Listen and Config.BaseContext, which therefore must not call
-//     the server. Shutdown releases it before it drains. Stats takes only
-//     processor.mu, one processor at a time.
+//   - Server.change → Server.mu: Start and the listener changes
+//     (AddListener, RemoveListener, SetListeners, listeners.go) hold
+//     Server.change throughout, one at a time, but for a removal's drain,
+//     which runs after it is released (so a hook or handler may change
+//     listeners meanwhile); inside it they take Server.mu. Nothing that
+//     holds Server.mu takes Server.change.
+//   - Server.mu is taken alone (Addr, Listeners, Shutdown, Stats,
+//     register, a removal's drain as it ends), inside Server.change's
+//     (above), or inside Server.closeOnce's (Close). Start holds it while
+//     it calls Config.Listen and Config.BaseContext, which therefore must
+//     not call the server; an added listener's Listen, BaseContext and
+//     sasl.Service.Start run under Server.change alone. A removal closes
+//     the removed listener's socket under Server.mu. Shutdown and a
+//     removal release it before they drain. Stats copies the listeners
+//     under it, then takes processor.mu, one processor at a time, without
+//     it.
 //   - connectionQuotas.mu is taken alone (acquire drops it while it
 //     waits); so is each registry lock.
 //
@@ -483,7 +500,7 @@ func (c *conn) finish() {
 			h.OnConnClosed(info, *c.reason.Load()) // close set the reason
 		}
 	}
-	c.p.srv.conns.Done()
+	c.p.connDone()
 }
 
 // awaitRequest waits until the next request begins to arrive: the peer
@@ -691,8 +708,9 @@ wait:
 // its next request, if sent, waits in the socket. It stays in waitBusy:
 // the processor neither parks it nor expires it, as its activity is set
 // to until (the idle limit counts from the throttle's end). It reports
-// false when the connection must close: it closed, or Shutdown began,
-// which does not wait for a throttle (a muted connection is idle).
+// false when the connection must close: it closed, or Shutdown (or its
+// listener's removal) began, which does not wait for a throttle (a muted
+// connection is idle).
 func (c *conn) mute(until time.Time) bool {
 	now := time.Now()
 	if !until.After(now) { // the response's write took longer
@@ -708,6 +726,7 @@ func (c *conn) mute(until time.Time) bool {
 		ok = true
 	case <-c.ctx.Done():
 	case <-c.p.srv.drainStarted:
+	case <-c.p.ls.drainStarted:
 	}
 	t.Stop()
 	c.entry.EndThrottle(time.Now())
@@ -1200,7 +1219,9 @@ func (c *conn) describe(f func(*connregistry.Info)) { c.entry.Update(f) }
 // info returns the connection's description as it is now (see describe).
 func (c *conn) info() connregistry.Info { return c.entry.Info() }
 
-func (c *conn) draining() bool { return c.p.srv.draining.Load() }
+// draining reports whether the connection drains: Shutdown began, or its
+// listener is being removed (RemoveListener).
+func (c *conn) draining() bool { return c.p.srv.draining.Load() || c.p.ls.draining.Load() }
 
 // touch records activity at t. Times are kept on the monotonic clock, as
 // offsets from the server's epoch: the wall clock may step, and idle
@@ -1257,7 +1278,10 @@ func (c *conn) closeWith(r connregistry.CloseReason) {
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		// Unless a reason was given already (the first one wins):
-		if c.p.srv.draining.Load() {
+		switch {
+		case c.p.ls.draining.Load():
+			c.setReason(connregistry.ListenerRemoved)
+		case c.p.srv.draining.Load():
 			c.setReason(connregistry.ServerShutdown)
 		}
 		c.setReason(connregistry.ClientClosed)

@@ -26,7 +26,7 @@ func TestIPRatesOfGoneAddressesForgotten(t *testing.T) {
 
 	for i := range 1000 {
 		ip := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
-		_, err := cq.acquire(l, ip, nil)
+		_, err := cq.acquire(l, ip, nil, nil)
 		require.NoError(t, err)
 		cq.release(l, ip)
 	}
@@ -34,16 +34,16 @@ func TestIPRatesOfGoneAddressesForgotten(t *testing.T) {
 
 	recent := netip.MustParseAddr("10.1.0.1")
 	now = now.Add(1500 * time.Millisecond)
-	_, err := cq.acquire(l, recent, nil)
+	_, err := cq.acquire(l, recent, nil, nil)
 	require.NoError(t, err)
 	defer cq.release(l, recent)
 	now = now.Add(time.Second) // the 1000 went 2.5 s ago: over 2 windows of 1 s
 	other := netip.MustParseAddr("10.1.0.2")
-	_, err = cq.acquire(l, other, nil)
+	_, err = cq.acquire(l, other, nil, nil)
 	require.NoError(t, err)
 	defer cq.release(l, other)
 	assert.Equal(t, 2, len(cq.ipRate), "only the recent addresses keep a rate")
 
-	_, err = cq.acquire(l, recent, nil)
+	_, err = cq.acquire(l, recent, nil, nil)
 	assert.ErrorIs(t, err, ErrConnectionThrottled, "a kept rate still throttles")
 }

@@ -38,7 +38,8 @@ func newProcessor(s *Server, ls *listenerState, id int) *processor {
 }
 
 // run registers new connections and expires idle ones until the server
-// quits, then closes every connection it owns.
+// quits, or its listener has been removed, then closes every connection
+// it owns (none is left after a removal's drain).
 func (p *processor) run() {
 	// The tick asks idle connections to park and expires idle ones: at
 	// most every 50 ms, more often for a short ParkAfter or idle limit.
@@ -69,6 +70,9 @@ func (p *processor) run() {
 		case <-p.srv.quit:
 			p.closeAll()
 			return
+		case <-p.ls.quit:
+			p.closeAll()
+			return
 		}
 	}
 }
@@ -96,35 +100,45 @@ func (p *processor) closeLeastRecentlyActive() bool {
 }
 
 // register starts serving nc, which the acceptor admitted. During
-// shutdown it closes it instead. A connection of a listener that requires
+// shutdown, or the listener's removal, it closes it instead. A connection
+// of a listener that requires
 // the PROXY protocol is pending until its header is read, on its own
 // goroutine (serveProxied, proxyproto.go); any other is registered here and
 // served at once.
 func (p *processor) register(nc net.Conn) {
-	// Shutdown sets draining under srv.mu, so once it holds the lock no
-	// connection is added to srv.conns behind its back.
+	// Shutdown and the listener's removal set draining under srv.mu, so
+	// once either holds the lock no connection is added to srv.conns or
+	// the listener's behind its back.
 	p.srv.mu.Lock()
-	if p.srv.draining.Load() {
+	if p.srv.draining.Load() || p.ls.draining.Load() {
 		p.srv.mu.Unlock()
 		p.srv.discard(p.ls, nc)
 		return
 	}
 	p.srv.conns.Add(1)
+	p.ls.conns.Add(1)
 	p.srv.mu.Unlock()
 	if p.ls.proxy.required() {
 		p.mu.Lock()
 		p.pending[nc] = struct{}{}
 		p.mu.Unlock()
-		go p.serveProxied(nc, time.Now()) // which calls p.srv.conns.Done when the connection ends
+		go p.serveProxied(nc, time.Now()) // which calls connDone when the connection ends
 		return
 	}
 	c := &conn{nc: nc, p: p}
 	if !p.start(c, p.newInfo(nc.LocalAddr(), nc.RemoteAddr(), addrPort(nc.RemoteAddr()))) {
 		p.srv.discard(p.ls, nc)
-		p.srv.conns.Done()
+		p.connDone()
 		return
 	}
-	go c.serve() // which calls p.srv.conns.Done when the connection ends
+	go c.serve() // which calls connDone when the connection ends
+}
+
+// connDone ends the count of one of the processor's connections, counted
+// by register in the server's conns and its listener's.
+func (p *processor) connDone() {
+	p.ls.conns.Done()
+	p.srv.conns.Done()
 }
 
 // newInfo gives a connection of the processor's its next index and
@@ -176,17 +190,18 @@ func (p *processor) start(c *conn, info connregistry.Info) bool {
 }
 
 // add registers c's entry, from rec, and makes c one of the processor's
-// connections, in one hold of processor.mu, unless the server is draining.
-// From then on c's description lives in the registry entry, written only
-// through c.describe. A connection is among p.conns only with its entry,
-// and only if it was added before Shutdown or Close set the draining flag:
-// drain and closeAll, which take processor.mu after the flag is set, see
-// every connection added, whatever goroutine added it (the processor's, or
-// a PROXY connection's own: serveProxied).
+// connections, in one hold of processor.mu, unless the server (or the
+// listener) is draining. From then on c's description lives in the
+// registry entry, written only through c.describe. A connection is among
+// p.conns only with its entry, and only if it was added before Shutdown,
+// Close or the listener's removal set a draining flag: drain and
+// closeAll, which take processor.mu after the flag is set, see every
+// connection added, whatever goroutine added it (the processor's, or a
+// PROXY connection's own: serveProxied).
 func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.srv.draining.Load() {
+	if p.srv.draining.Load() || p.ls.draining.Load() {
 		return false
 	}
 	c.entry = p.srv.registry.Add(rec, c.closeWith)
@@ -372,9 +387,9 @@ const reparkPerTick = 1000
 
 // drain makes every connection finish the request it is serving and then
 // close; a connection waiting for its next request closes now: its read is
-// woken (wakeReader), and the goroutine, which checks the server's
-// draining flag before each wait for a request, sees the flag Shutdown set
-// before. A pending socket (a PROXY header being read) has no request: it
+// woken (wakeReader), and the goroutine, which checks the draining flags
+// before each wait for a request, sees the flag Shutdown (the server's) or
+// the listener's removal (the listener's) set before. A pending socket (a PROXY header being read) has no request: it
 // is closed. It holds processor.mu, and takes each connection's wakeMu inside
 // it (see the lock order in conn.go).
 func (p *processor) drain() {

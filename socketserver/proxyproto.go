@@ -499,6 +499,7 @@ func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
 			case <-t.C:
 			case <-srv.quit:
 			case <-srv.drainStarted:
+			case <-ls.drainStarted:
 			}
 			t.Stop()
 		}
@@ -541,7 +542,8 @@ func (p *processor) refuseProxied(c *conn, sock netip.AddrPort, accepted time.Ti
 
 // dropPending closes a pending connection that is not served, gives back
 // its read buffer and, with releaseSlot, the listener's quota slot the
-// acceptor took for it, and ends its count in Server.conns.
+// acceptor took for it, and ends its count in Server.conns (and its
+// listener's).
 func (p *processor) dropPending(c *conn, releaseSlot bool) {
 	p.mu.Lock()
 	delete(p.pending, c.nc)
@@ -552,7 +554,7 @@ func (p *processor) dropPending(c *conn, releaseSlot bool) {
 	}
 	p.srv.putReadBuf(c.br)
 	c.br = nil
-	p.srv.conns.Done()
+	p.connDone()
 }
 
 // restReader is what crypto/tls reads of a PROXY listener's TLS connection:

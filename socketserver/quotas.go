@@ -270,6 +270,31 @@ func (cq *connectionQuotas) notifyLocked() {
 	cq.changed = make(chan struct{})
 }
 
+// addListener counts a listener added to the server (AddListener): with
+// more than one, the inter-broker listener is protected.
+func (cq *connectionQuotas) addListener() {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	cq.listeners++
+	cq.notifyLocked()
+}
+
+// removeListener forgets listener l, removed from the server once its
+// connections have ended, as Kafka's ConnectionQuotas.removeListener: its
+// count (zero by then) and its creation rate go. Quotas.ListenerMaxConnections
+// and ListenerMaxConnectionCreationRate keep any entry of its name, which
+// applies again to a listener added later under it.
+func (cq *connectionQuotas) removeListener(l protocolmap.ListenerName) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	cq.listeners--
+	if cq.byListener[l] == 0 {
+		delete(cq.byListener, l)
+	}
+	delete(cq.listenerRate, l)
+	cq.notifyLocked() // the inter-broker listener may have lost its protection
+}
+
 // protected reports whether l is exempt from the broker-wide limits: the
 // inter-broker listener, when the server has more than one listener.
 func (cq *connectionQuotas) protected(l protocolmap.ListenerName) bool {
@@ -338,9 +363,9 @@ type acquireResult struct {
 // connection is accepted later), then applies the per-IP creation rate
 // (ErrConnectionThrottled) and the per-IP count (ErrTooManyConnections);
 // a connection with no IP address (ip is the zero Addr) skips those two. On
-// success the caller must release exactly once. quit ends a wait early with
-// ErrServerClosed.
-func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, quit <-chan struct{}) (acquireResult, error) {
+// success the caller must release exactly once. quit (the server's) and
+// stop (the listener's removal) end a wait early with ErrServerClosed.
+func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, quit, stop <-chan struct{}) (acquireResult, error) {
 	var res acquireResult
 	cq.mu.Lock()
 	now := cq.now()
@@ -365,12 +390,15 @@ func (cq *connectionQuotas) acquire(l protocolmap.ListenerName, ip netip.Addr, q
 			case <-changed:
 			case <-timeout:
 			case <-quit:
+			case <-stop:
 			}
 			if timer != nil {
 				timer.Stop()
 			}
 			select {
 			case <-quit:
+				return res, ErrServerClosed
+			case <-stop:
 				return res, ErrServerClosed
 			default:
 			}

@@ -36,18 +36,31 @@ var ErrServerClosed = errors.New("socketserver: server closed")
 // every listener, or does neither; the host calls [Server.Serve] for each
 // plane, whose handlers answer each request; [Server.Shutdown] drains; [Server.Close] stops at once. The mechanisms Start started are
 // closed once every connection has ended, before [Server.Done] closes.
+// Meanwhile listeners may be added and removed ([Server.AddListener],
+// [Server.RemoveListener], [Server.SetListeners]).
 type Server struct {
-	cfg       Config
-	log       *slog.Logger
-	listeners []*listenerState
-	queues    [2]chan *Request // by protocolmap.Plane; the control queue is nil without a control plane
-	memory    [2]*memoryPool   // by protocolmap.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
-	inline    [2]chan struct{} // by protocolmap.Plane: a slot per running inline handler (API.Inline), as many as the plane's queue takes
-	turns     [2]chan struct{} // by protocolmap.Plane: a place per connection serving a pipelined request (conn.loop)
+	cfg    Config
+	log    *slog.Logger
+	queues [2]chan *Request // by protocolmap.Plane; the control queue is nil without a control plane
+	memory [2]*memoryPool   // by protocolmap.Plane: queued.max.request.bytes and the control plane's allowance; nil without a limit
+	inline [2]chan struct{} // by protocolmap.Plane: a slot per running inline handler (API.Inline), as many as the plane's queue takes
+	turns  [2]chan struct{} // by protocolmap.Plane: a place per connection serving a pipelined request (conn.loop)
 
-	mu       sync.Mutex
-	started  bool
-	services []sasl.Service // started by Start, closed when the server has stopped
+	// change makes Start and the changes of the listeners (AddListener,
+	// RemoveListener, SetListeners) one at a time; each holds it
+	// throughout, but for a removal's drain (listeners.go). It is taken
+	// before mu.
+	change          sync.Mutex
+	nextProcessorID int // the next processor's id, as Kafka's SocketServer.nextProcessorId: never reused; guarded by change
+
+	mu        sync.Mutex
+	started   bool
+	listeners []*listenerState // served, or to serve once started; replaced, never changed in place: a copy taken under mu is ranged over without it
+	set       *listener.Set    // the listeners' configuration (Listeners); replaced, never changed
+	// removing are the listeners being removed, by name: their sockets are
+	// closed and their connections drain (listeners.go). A name is not
+	// added again until its drain ends.
+	removing map[protocolmap.ListenerName]*listenerState
 
 	hooks        hooks
 	startedAt    atomic.Int64  // when Start succeeded: nanoseconds since epoch; 0 before
@@ -119,6 +132,19 @@ type listenerState struct {
 	base       context.Context // from Config.BaseContext; nil without it
 	processors []*processor
 	next       int // round-robin position, used by the acceptor alone
+
+	services []sasl.Service // its mechanisms that are a sasl.Service, once started: closed when it stops serving
+
+	// The listener's removal (listeners.go), as the server's Shutdown for
+	// its connections alone: draining is set under Server.mu and then
+	// drainStarted closed; quit closes once its connections have ended,
+	// and its processors stop.
+	draining     atomic.Bool
+	drainStarted chan struct{}
+	quit         chan struct{}
+	acceptDone   chan struct{}  // closed when its acceptor has returned
+	conns        sync.WaitGroup // its connection goroutines, also in Server.conns
+	workers      sync.WaitGroup // its acceptor, processors and held connections (Server.admit), also in Server.workers
 }
 
 // New validates cfg, including cfg.Listeners with the rules of
@@ -146,7 +172,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
+		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
 	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
@@ -173,40 +200,26 @@ func New(cfg Config) (*Server, error) {
 	// (SocketServer.nextProcessorId): the control plane's acceptor is
 	// created first, so its single processor is 0; the data-plane
 	// listeners' processors follow, in the order of listeners.
+	// listeners added later continue the numbering (AddListener).
 	dataPlaneID := 0
 	if cfg.Listeners.ControlPlaneListener != "" {
 		dataPlaneID = 1
 	}
 	for _, l := range cfg.Listeners.Listeners {
-		apis := cfg.APIs
-		if own := cfg.listenerConfig(l.Name).APIs; own != nil {
-			apis = own
+		first := 0
+		if l.Plane == protocolmap.DataPlane {
+			first = dataPlaneID
 		}
-		table, err := newAPITable(apis)
-		if err != nil {
-			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
-		}
-		sec, err := newListenerSecurity(l, cfg)
+		ls, err := s.newListenerState(l, cfg.listenerConfig(l.Name), first)
 		if err != nil {
 			return nil, err
 		}
-		proxy := cfg.listenerConfig(l.Name).ProxyProtocol
-		if err := proxy.validate(l.Name); err != nil {
-			return nil, fmt.Errorf("socketserver: listener %s: %w", l.Name, err)
-		}
-		proxy.TrustedNetworks = slices.Clone(proxy.TrustedNetworks)
-		ls := &listenerState{cfg: l, apis: table, sec: sec, queue: s.queues[l.Plane], inline: s.inline[l.Plane], turns: s.turns[l.Plane],
-			memory: s.memory[l.Plane], proxy: proxy}
-		n, first := cfg.networkThreads(l), 0
 		if l.Plane == protocolmap.DataPlane {
-			first = dataPlaneID
-			dataPlaneID += n
-		}
-		for i := range n {
-			ls.processors = append(ls.processors, newProcessor(s, ls, first+i))
+			dataPlaneID += len(ls.processors)
 		}
 		s.listeners = append(s.listeners, ls)
 	}
+	s.nextProcessorID = dataPlaneID
 	return s, nil
 }
 
@@ -226,6 +239,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.quotas.resolvePending(ctx, s.cfg.lookupNetIP); err != nil {
 		return err
 	}
+	s.change.Lock()
+	defer s.change.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isClosed() || s.draining.Load() {
@@ -234,39 +249,72 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("socketserver: already started")
 	}
-	if err := s.startServices(ctx); err != nil {
+	if err := s.startServices(ctx, s.listeners); err != nil {
 		return err
 	}
-	if err := s.listen(ctx); err != nil {
-		s.closeServices()
+	if err := s.listen(ctx, s.listeners); err != nil {
+		closeServices(s.listeners, s.log)
 		return err
 	}
 	s.started = true
 	s.startedAt.Store(max(int64(time.Since(s.epoch)), 1))
 	for _, ls := range s.listeners {
-		for _, p := range ls.processors {
-			s.workers.Go(p.run)
-		}
-		s.workers.Go(func() { s.accept(ls) })
-		s.log.Debug("listening", "listener", ls.cfg.Name, "address", ls.ln.Addr().String(),
-			"security_protocol", ls.cfg.SecurityProtocol, "plane", ls.cfg.Plane, "processors", len(ls.processors))
+		s.serveListener(ls)
 	}
 	go func() {
+		// The inter-broker listener is never removed: its processors keep
+		// workers above zero until the server quits, so that a listener
+		// added meanwhile adds to it before this Wait returns.
 		s.workers.Wait()
 		s.conns.Wait()
-		s.closeServices() // no connection is left to authenticate
+		// No connection is left to authenticate. A removed listener's
+		// drain (a worker) has closed its own.
+		closeServices(s.serving(), s.log)
 		s.closeQueues()
 		close(s.done)
 	}()
 	return nil
 }
 
-// listen makes every listener's net.Listener and base context, or none:
-// on a failure it closes those already made.
-func (s *Server) listen(ctx context.Context) (err error) {
+// serveListener starts ls's processors and acceptor, under mu once the
+// server has started.
+func (s *Server) serveListener(ls *listenerState) {
+	for _, p := range ls.processors {
+		s.goWorker(ls, p.run)
+	}
+	s.goWorker(ls, func() {
+		defer close(ls.acceptDone)
+		s.accept(ls)
+	})
+	s.log.Debug("listening", "listener", ls.cfg.Name, "address", ls.ln.Addr().String(),
+		"security_protocol", ls.cfg.SecurityProtocol, "plane", ls.cfg.Plane, "processors", len(ls.processors))
+}
+
+// goWorker runs f as a worker of ls's, counted in the server's workers and
+// the listener's.
+func (s *Server) goWorker(ls *listenerState, f func()) {
+	s.workers.Add(1)
+	ls.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		defer ls.workers.Done()
+		f()
+	}()
+}
+
+// serving returns the listeners served now (a copy that does not change).
+func (s *Server) serving() []*listenerState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listeners
+}
+
+// listen makes the net.Listener and base context of every listener of lss,
+// or of none: on a failure it closes those already made.
+func (s *Server) listen(ctx context.Context, lss []*listenerState) (err error) {
 	defer func() {
 		if err != nil {
-			for _, ls := range s.listeners {
+			for _, ls := range lss {
 				if ls.ln != nil {
 					ls.ln.Close()
 				}
@@ -278,7 +326,7 @@ func (s *Server) listen(ctx context.Context) (err error) {
 	if listen == nil {
 		listen = ListenTCP
 	}
-	for _, ls := range s.listeners {
+	for _, ls := range lss {
 		ln, err := listen(ctx, ls.cfg)
 		if err != nil {
 			if s.cfg.Listen == nil {
@@ -292,7 +340,7 @@ func (s *Server) listen(ctx context.Context) (err error) {
 		ls.ln = ln
 	}
 	if s.cfg.BaseContext != nil {
-		for _, ls := range s.listeners {
+		for _, ls := range lss {
 			if ls.base = s.cfg.BaseContext(ls.cfg, ls.ln); ls.base == nil {
 				return fmt.Errorf("socketserver: listener %s: Config.BaseContext returned a nil context", ls.cfg.Name)
 			}
@@ -301,11 +349,11 @@ func (s *Server) listen(ctx context.Context) (err error) {
 	return nil
 }
 
-// startServices starts, in listener order, every SASL mechanism that is a
-// sasl.Service, once per listener that enables it (Services count their
-// starts). On error it closes those it started.
-func (s *Server) startServices(ctx context.Context) error {
-	for _, ls := range s.listeners {
+// startServices starts, in listener order, every SASL mechanism of lss
+// that is a sasl.Service, once per listener that enables it (Services
+// count their starts). On error it closes those it started.
+func (s *Server) startServices(ctx context.Context, lss []*listenerState) error {
+	for i, ls := range lss {
 		for _, m := range ls.sec.mechanisms {
 			svc, ok := m.(sasl.Service)
 			if !ok {
@@ -313,10 +361,10 @@ func (s *Server) startServices(ctx context.Context) error {
 			}
 			logger := s.log.With("listener", ls.cfg.Name, "sasl_mechanism", m.Name())
 			if err := svc.Start(ctx, logger); err != nil {
-				s.closeServices()
+				closeServices(lss[:i+1], s.log)
 				return fmt.Errorf("socketserver: listener %s: SASL mechanism %s failed to start: %w", ls.cfg.Name, m.Name(), err)
 			}
-			s.services = append(s.services, svc)
+			ls.services = append(ls.services, svc)
 		}
 	}
 	return nil
@@ -329,19 +377,28 @@ func ListenTCP(ctx context.Context, l listener.Listener) (net.Listener, error) {
 	return lc.Listen(ctx, "tcp", l.Bind.Address())
 }
 
-// closeServices closes the started services, last started first.
-func (s *Server) closeServices() {
-	for i := len(s.services) - 1; i >= 0; i-- {
-		if err := s.services[i].Close(); err != nil {
-			s.log.Warn("closing a SASL mechanism failed", "err", err)
+// closeServices closes the started services of lss, last started first.
+func closeServices(lss []*listenerState, log *slog.Logger) {
+	for i := len(lss) - 1; i >= 0; i-- {
+		lss[i].closeServices(log)
+	}
+}
+
+// closeServices closes the listener's started services, last started
+// first.
+func (ls *listenerState) closeServices(log *slog.Logger) {
+	for i := len(ls.services) - 1; i >= 0; i-- {
+		if err := ls.services[i].Close(); err != nil {
+			log.Warn("closing a SASL mechanism failed", "listener", ls.cfg.Name, "err", err)
 		}
 	}
-	s.services = nil
+	ls.services = nil
 }
 
 // Addr returns the bound address of the named listener (compared without
 // regard to case, as [protocolmap.ParseListenerName] compares), or nil
-// before Start or for an unknown name.
+// before Start, for an unknown name or for a listener removed
+// ([Server.RemoveListener]).
 func (s *Server) Addr(name protocolmap.ListenerName) net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -443,16 +500,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	started := s.started
-	s.draining.Store(true)
+	s.draining.Store(true) // no listener is added or removed from now on
+	lss := s.listeners
 	s.mu.Unlock()
 	if !started {
 		return s.Close()
 	}
 	s.drainOnce.Do(func() { close(s.drainStarted) })
-	for _, ls := range s.listeners {
+	for _, ls := range lss {
 		ls.ln.Close()
 	}
-	for _, ls := range s.listeners {
+	for _, ls := range lss { // a listener being removed drains already
 		for _, p := range ls.processors {
 			p.drain()
 		}
@@ -478,13 +536,14 @@ func (s *Server) Close() error {
 		started := s.started
 		s.draining.Store(true)
 		close(s.quit)
+		lss := s.listeners
 		s.mu.Unlock()
 		if !started {
 			s.closeQueues()
 			close(s.done)
 			return
 		}
-		for _, ls := range s.listeners {
+		for _, ls := range lss { // a listener being removed has closed its own
 			ls.ln.Close()
 		}
 	})
@@ -522,9 +581,10 @@ func (s *Server) accept(ls *listenerState) {
 	for {
 		nc, err := ls.ln.Accept()
 		if err != nil {
-			// Shutdown and Close close the listener after setting draining:
-			// a listener of the host's may not say net.ErrClosed then.
-			if errors.Is(err, net.ErrClosed) || s.draining.Load() {
+			// Shutdown, Close and the listener's removal close the
+			// listener after setting draining: a listener of the host's
+			// may not say net.ErrClosed then.
+			if errors.Is(err, net.ErrClosed) || s.draining.Load() || ls.draining.Load() {
 				return
 			}
 			s.log.Warn("accept failed; retrying", "listener", ls.cfg.Name, "err", err, "backoff", backoff)
@@ -533,6 +593,8 @@ func (s *Server) accept(ls *listenerState) {
 				backoff = min(2*backoff, time.Second)
 				continue
 			case <-s.quit:
+				return
+			case <-ls.drainStarted:
 				return
 			}
 		}
@@ -558,7 +620,7 @@ func (s *Server) accept(ls *listenerState) {
 // on the connection's goroutine (serveProxied).
 func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 	ip := ls.acceptAddr(nc)
-	res, err := s.quotas.acquire(ls.cfg.Name, ip, s.quit)
+	res, err := s.quotas.acquire(ls.cfg.Name, ip, s.quit, ls.drainStarted)
 	if res.blocked > 0 {
 		for _, h := range s.hooks.acceptor {
 			h.OnAcceptorBlocked(ls.cfg.Name, res.blocked, res.throttle)
@@ -575,16 +637,17 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 		nc.Close()
 	case errors.Is(err, ErrConnectionThrottled):
 		s.connRejected(ls, ip, err, res.ipHold)
-		s.workers.Go(func() { // the acceptor is a worker, so the group cannot be waited to zero here
+		s.goWorker(ls, func() { // the acceptor is a worker, so the groups cannot be waited to zero here
 			t := time.NewTimer(res.ipHold)
 			defer t.Stop()
 			select {
 			case <-t.C:
 			case <-s.quit:
+			case <-ls.drainStarted:
 			}
 			nc.Close()
 		})
-	default: // the server quit while the acceptor waited
+	default: // the server quit, or the listener is being removed, while the acceptor waited
 		nc.Close()
 	}
 	return false
@@ -698,9 +761,10 @@ func normalise(name protocolmap.ListenerName) string {
 // advertised.listeners, as Kafka advertises them. An advertised port 0
 // becomes the port the listener bound (after Start), and an empty
 // advertised host the machine's host name (Kafka advertises the canonical
-// host name there).
+// host name there). The endpoints are those of [Server.Listeners] now:
+// a host that caches the result takes it again after changing listeners.
 func (s *Server) Broker(nodeID int32, rack string) Broker {
-	b := Broker{NodeID: nodeID, Rack: rack, EndPoints: s.cfg.Listeners.AdvertisedEndPoints()}
+	b := Broker{NodeID: nodeID, Rack: rack, EndPoints: s.Listeners().AdvertisedEndPoints()}
 	for i, ep := range b.EndPoints {
 		if a, ok := s.Addr(ep.Name).(*net.TCPAddr); ok && ep.Port == 0 {
 			b.EndPoints[i].Port = a.Port

@@ -1,6 +1,7 @@
 package socketserver
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -98,7 +99,13 @@ func (s *Server) Stats() Stats {
 			st.RequestMemory[protocolmap.Plane(plane)] = RequestMemory{Size: pool.size, Used: used, Depleted: depleted}
 		}
 	}
-	for _, ls := range s.listeners { // fixed by New
+	s.mu.Lock()
+	lss := s.listeners
+	for _, ls := range s.removing { // their connections drain: still counted
+		lss = append(slices.Clip(lss), ls)
+	}
+	s.mu.Unlock()
+	for _, ls := range lss {
 		for _, p := range ls.processors {
 			st.ConnectionCount[ls.cfg.Name] += p.connCount()
 			st.ProcessorBusy[p.id] = time.Duration(p.busy.Load())

@@ -48,7 +48,7 @@ func (d *deadlineConn) take() []deadlineMove {
 // state state.
 func wakeTestConn(state int32) (*conn, *deadlineConn) {
 	srv := &Server{cfg: Config{RequestStallTimeout: time.Second}}
-	c := &conn{p: &processor{srv: srv, conns: map[*conn]struct{}{}}}
+	c := &conn{p: &processor{srv: srv, ls: &listenerState{}, conns: map[*conn]struct{}{}}}
 	d := &deadlineConn{c: c}
 	c.nc = d
 	c.br = bufio.NewReader(strings.NewReader(""))
