@@ -105,20 +105,36 @@ func NewJAASUsers(set *listener.Set) (*JAASUsers, []JAASWarning, error) {
 		names:  map[protocolmap.ListenerName]map[string][]string{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(read)) {
-		lu := read[name]
-		u.users[name], u.names[name] = map[string]*sasl.Users{}, map[string][]string{}
-		for _, key := range slices.Sorted(maps.Keys(lu.byKey)) {
-			store, err := sasl.NewUsers(lu.byKey[key])
-			if err != nil {
-				return nil, warnings, fmt.Errorf("listener %s: %s: %w", name, key, err)
-			}
-			u.users[name][key] = store
-			u.names[name][key] = slices.Sorted(maps.Keys(lu.byKey[key]))
+		users, err := newListenerUsers(name, read[name])
+		if err != nil {
+			return nil, warnings, err
 		}
-		u.stores[name] = &jaasStore{}
-		u.stores[name].route.Store(lu.route(u.users[name]))
+		u.add(name, read[name], users)
 	}
 	return u, warnings, nil
+}
+
+// newListenerUsers builds the user lists of listener name, by key.
+func newListenerUsers(name protocolmap.ListenerName, lu listenerUsers) (map[string]*sasl.Users, error) {
+	out := map[string]*sasl.Users{}
+	for _, key := range slices.Sorted(maps.Keys(lu.byKey)) {
+		store, err := sasl.NewUsers(lu.byKey[key])
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %s: %w", name, key, err)
+		}
+		out[key] = store
+	}
+	return out, nil
+}
+
+// add gives listener name its store, over users, read as lu.
+func (u *JAASUsers) add(name protocolmap.ListenerName, lu listenerUsers, users map[string]*sasl.Users) {
+	u.users[name], u.names[name] = users, map[string][]string{}
+	for key, list := range lu.byKey {
+		u.names[name][key] = slices.Sorted(maps.Keys(list))
+	}
+	u.stores[name] = &jaasStore{}
+	u.stores[name].route.Store(lu.route(users))
 }
 
 // Stores returns each listener's store, for the Credentials of its
@@ -138,9 +154,13 @@ func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
 // their session expires, which connections.max.reauth.ms bounds). It
 // returns what changed in each list of users of each listener, by
 // listener and key; a list whose key no longer names users is reported
-// with all its users removed. Every listener with a store must still
-// enable a built-in mechanism (changing listeners needs a restart;
-// listeners new in set are left alone). On error nothing changes.
+// with all its users removed. A listener still in set that has a store
+// must still enable a built-in mechanism (changing a listener's protocol
+// or mechanisms needs a restart). The listeners set adds, as a broker adds
+// listeners at run time (listener.Set.Changes), get stores of their own,
+// which [JAASUsers.Stores] then returns, and their users are reported
+// added; those it removes lose theirs (their users reported removed).
+// On error nothing changes.
 func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -148,15 +168,41 @@ func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, erro
 	if err != nil {
 		return nil, warnings, err
 	}
-	names := slices.Sorted(maps.Keys(u.stores))
-	for _, name := range names {
-		if _, ok := next[name]; !ok {
-			return nil, warnings, fmt.Errorf("listener %s is no SASL listener with a built-in mechanism in the new configuration: changing listeners needs a restart", name)
+	var names, gone []protocolmap.ListenerName
+	for _, name := range slices.Sorted(maps.Keys(u.stores)) {
+		_, ok := next[name]
+		_, kept := set.Listener(name)
+		switch {
+		case ok:
+			names = append(names, name)
+		case kept:
+			return nil, warnings, fmt.Errorf("listener %s is no SASL listener with a built-in mechanism in the new configuration: changing a listener's protocol or mechanisms needs a restart", name)
+		default:
+			gone = append(gone, name)
 		}
 	}
 	// Lists new in set are built first, so that an error changes nothing.
 	fresh := map[protocolmap.ListenerName]map[string]*sasl.Users{}
+	added := map[protocolmap.ListenerName]map[string]*sasl.Users{}
 	var changes []UserChange
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		if _, ok := u.stores[name]; ok {
+			continue
+		}
+		users, err := newListenerUsers(name, next[name])
+		if err != nil {
+			return nil, warnings, err
+		}
+		added[name] = users
+		for key, list := range next[name].byKey {
+			changes = append(changes, UserChange{Listener: name, Key: key, Added: slices.Sorted(maps.Keys(list))})
+		}
+	}
+	for _, name := range gone {
+		for key, list := range u.names[name] {
+			changes = append(changes, UserChange{Listener: name, Key: key, Removed: list})
+		}
+	}
 	for _, name := range names {
 		old, lists := u.users[name], next[name].byKey
 		fresh[name] = map[string]*sasl.Users{}
@@ -219,6 +265,14 @@ func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, erro
 			}
 		}
 		u.stores[name].route.Store(next[name].route(u.users[name]))
+	}
+	for name, users := range added {
+		u.add(name, next[name], users)
+	}
+	for _, name := range gone {
+		delete(u.stores, name)
+		delete(u.users, name)
+		delete(u.names, name)
 	}
 	return changes, warnings, nil
 }

@@ -168,16 +168,32 @@ func TestJAASUsersReload(t *testing.T) {
 		})
 	}
 
-	t.Run("a listener new in the configuration is left alone", func(t *testing.T) {
+	t.Run("listeners added and removed", func(t *testing.T) {
 		only := []string{
 			"listeners", "A://127.0.0.1:0,P://127.0.0.1:0", "listener.security.protocol.map", "A:SASL_PLAINTEXT,P:PLAINTEXT",
 			"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret"`),
 		}
 		u, _, err := security.NewJAASUsers(resolveJAAS(t, only...))
 		require.NoError(t, err)
+		a := u.Stores()["A"]
 		changes, _, err := u.Reload(resolveJAAS(t, start...))
 		require.NoError(t, err)
-		assert.Equal(t, []security.UserChange{{Listener: "A", Key: aPlain, Added: []string{"bob"}}}, changes)
+		assert.Equal(t, []security.UserChange{
+			{Listener: "A", Key: aPlain, Added: []string{"bob"}},
+			{Listener: "B", Key: bPlain, Added: []string{"carol"}},
+		}, changes)
+		b := u.Stores()["B"]
+		require.NotNil(t, b, "a listener added gets a store")
+		assert.True(t, b.CheckPlain("carol", "carol-secret"))
+		assert.Same(t, a, u.Stores()["A"], "a kept listener keeps its store")
+
+		// B removed: its store goes, its users reported removed.
+		changes, _, err = u.Reload(resolveJAAS(t, only...))
+		require.NoError(t, err)
+		assert.Equal(t, []security.UserChange{
+			{Listener: "A", Key: aPlain, Removed: []string{"bob"}},
+			{Listener: "B", Key: bPlain, Removed: []string{"carol"}},
+		}, changes)
 		assert.NotContains(t, u.Stores(), protocolmap.ListenerName("B"))
 	})
 	t.Run("warnings on reload", func(t *testing.T) {
