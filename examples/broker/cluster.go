@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -255,8 +256,9 @@ type cluster struct {
 	state    *state
 	brokers  []*broker
 	// infos tells clients where each broker listens: its advertised
-	// endpoints, with the bound port for an advertised port 0.
-	infos []socketserver.Broker
+	// endpoints, with the bound port for an advertised port 0; a reload
+	// that changes listeners replaces it (brokerInfos reads it).
+	infos atomic.Pointer[[]socketserver.Broker]
 	// ready is closed once infos is complete: the inline handlers, which
 	// run from Start, wait for it (see ServeKafka).
 	ready    chan struct{}
@@ -287,7 +289,7 @@ type cluster struct {
 type broker struct {
 	c   *cluster
 	id  int32
-	cfg *listener.Set
+	cfg *listener.Set // its listeners: as at start, then as the last reload left them (changed under reloading)
 	srv *socketserver.Server
 	// quotas measures this broker's clients against the client quotas,
 	// which AlterClientQuotas changes on every broker at once.
@@ -336,10 +338,9 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	}
 	// Every listener is bound, so every address is known: only now may
 	// requests be served.
-	for _, b := range c.brokers {
-		info := b.info()
-		b.logListeners(info)
-		c.infos = append(c.infos, info)
+	c.updateInfos()
+	for i, b := range c.brokers {
+		b.logListeners(c.brokerInfos()[i], b.cfg.Listeners)
 	}
 	close(c.ready)
 	for _, b := range c.brokers {
@@ -386,9 +387,23 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) 
 // interface) the machine's host name, as in Kafka.
 func (b *broker) info() socketserver.Broker { return b.srv.Broker(b.id, b.c.settings.rack) }
 
-// logListeners logs one line per listener of b, which info advertises.
-func (b *broker) logListeners(info socketserver.Broker) {
-	for _, l := range b.cfg.Listeners {
+// brokerInfos returns where each broker listens, as clients are told.
+func (c *cluster) brokerInfos() []socketserver.Broker { return *c.infos.Load() }
+
+// updateInfos takes every broker's advertised endpoints again: at start,
+// and after a reload has changed listeners.
+func (c *cluster) updateInfos() {
+	infos := make([]socketserver.Broker, len(c.brokers))
+	for i, b := range c.brokers {
+		infos[i] = b.info()
+	}
+	c.infos.Store(&infos)
+}
+
+// logListeners logs "listener started" for each of ls, a listener of b
+// that info advertises.
+func (b *broker) logListeners(info socketserver.Broker, ls []listener.Listener) {
+	for _, l := range ls {
 		advertised := "-"
 		for _, ep := range info.EndPoints {
 			if ep.Name == l.Name {

@@ -112,7 +112,7 @@ func (b *broker) findCoordinator(r *socketserver.Request, req *kmsg.FindCoordina
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
-	brokers := socketserver.MetadataBrokers(r.Conn.Listener, b.c.infos)
+	brokers := socketserver.MetadataBrokers(r.Conn.Listener, b.c.brokerInfos())
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	for _, key := range keys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()

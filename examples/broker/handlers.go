@@ -167,7 +167,7 @@ func (b *broker) partitionError(t *topic, p int32, byID bool) error {
 func (b *broker) metadata(r *socketserver.Request, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	// Addresses on the listener the client came through (KIP-103).
-	resp.Brokers = socketserver.MetadataBrokers(r.Conn.Listener, b.c.infos)
+	resp.Brokers = socketserver.MetadataBrokers(r.Conn.Listener, b.c.brokerInfos())
 	resp.ClusterID = kmsg.StringPtr(b.c.id)
 	resp.ControllerID = b.c.controllerID()
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 { // every topic
@@ -403,7 +403,7 @@ func (b *broker) describeCluster(r *socketserver.Request, req *kmsg.DescribeClus
 	}
 	resp.ClusterID = b.c.id
 	resp.ControllerID = b.c.controllerID()
-	resp.Brokers = socketserver.DescribeClusterBrokers(r.Conn.Listener, b.c.infos)
+	resp.Brokers = socketserver.DescribeClusterBrokers(r.Conn.Listener, b.c.brokerInfos())
 	return resp
 }
 

@@ -44,21 +44,31 @@
 // num.partitions and auto.create.topics.enable.
 //
 // SIGHUP re-reads the -config file (with the -set values over it) and
-// applies its TLS settings, connection quotas and SASL user lists. Each
-// SSL and SASL_SSL listener takes its key and trust stores (and its other
-// ssl.* keys) anew for new connections, while established connections go
-// on; as in Kafka, a certificate whose subject DN differs from the one in
-// force, or that lacks some of its subject alternative names, is refused
-// unless ssl.allow.dn.changes or ssl.allow.san.changes (per listener with
-// the listener.name.<listener>. prefix) allows it. The quotas
+// applies its TLS settings, connection quotas, SASL user lists and
+// listeners. Each SSL and SASL_SSL listener takes its key and trust stores
+// (and its other ssl.* keys) anew for new connections, while established
+// connections go on; as in Kafka, a certificate whose subject DN differs
+// from the one in force, or that lacks some of its subject alternative
+// names, is refused unless ssl.allow.dn.changes or ssl.allow.san.changes
+// (per listener with the listener.name.<listener>. prefix) allows it. The
+// quotas
 // (max.connections, max.connections.per.ip and
 // max.connections.per.ip.overrides, max.connection.creation.rate, their
 // listener.name.<listener>. forms, and the per-address connection creation
 // rates below) apply to the next connection; existing connections stay.
 // Added users can log in at once, removed users no more, and their open
 // connections close when their session expires (connections.max.reauth.ms).
-// An invalid file (an invalid key store among them) is logged and changes
-// nothing; other settings need a restart.
+// Listeners (listeners, advertised.listeners,
+// listener.security.protocol.map) change as Kafka changes them at run time
+// (KIP-226): a listener added to listeners is bound and served with its
+// own listener.name.<listener>. settings; one removed stops accepting and
+// drains, each request in flight answered before its connection closes
+// (at most 10 s); Metadata advertises the new advertised.listeners. The
+// inter-broker and control-plane listeners, and an existing listener's
+// protocol, address or other settings, change only on a restart. An
+// invalid file (an invalid key store among them), or a listener change
+// that needs a restart, is logged and changes nothing; other settings need
+// a restart.
 //
 // The broker also reloads a TLS listener when the PEM files its
 // ssl.keystore.location or ssl.truststore.location names change on disk,
@@ -162,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration, print the listeners and exit")
 	configPath := fs.String("config", "", "read broker settings from the Java .properties `file` (re-read on SIGHUP for\n"+
-		"the TLS settings, connection quotas and SASL users). Without -config and -set: built-in listeners, CLIENT on\n"+
+		"the TLS settings, connection quotas, SASL users and listeners). Without -config and -set: built-in listeners, CLIENT on\n"+
 		"127.0.0.1:9092 with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) for the\n"+
 		"demo users alice (password alice-secret) and bob (password bob-secret)")
 	var sets listener.Overrides
@@ -225,10 +235,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // serve runs the brokers, and the metrics server if metricsAddr is set,
 // until ctx ends, then shuts them down. On SIGHUP it reloads the TLS
-// settings, connection quotas and SASL users from the configuration load
-// returns (see cluster.reload); every tlsWatch it reloads the TLS
-// listeners whose PEM files changed (see cluster.watchTLS). It returns the
-// exit status.
+// settings, connection quotas, SASL users and listeners from the
+// configuration load returns (see cluster.reload); every tlsWatch it
+// reloads the TLS listeners whose PEM files changed (see
+// cluster.watchTLS). It returns the exit status.
 func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error), logger *slog.Logger) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
@@ -262,8 +272,8 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 	for ctx.Err() == nil {
 		select {
 		case <-hup:
-			logger.Info("SIGHUP: reloading the TLS settings, connection quotas and SASL users")
-			_ = c.reload(load) // logged
+			logger.Info("SIGHUP: reloading the TLS settings, connection quotas, SASL users and listeners")
+			_ = c.reload(ctx, load) // logged
 		case <-ctx.Done():
 		}
 	}

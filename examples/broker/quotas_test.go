@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"testing"
@@ -48,7 +49,7 @@ func TestReloadAppliesQuotas(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`,
 		"listener.name.replication.max.connections=5")), 0o600))
-	require.NoError(t, c.reload(load))
+	require.NoError(t, c.reload(context.Background(), load))
 	assert.Contains(t, log.String(), "reload: connection quotas applied")
 	require.NoError(t, second.SetReadDeadline(time.Now().Add(5*time.Second)))
 	_, err = second.Read(make([]byte, 4))
@@ -56,7 +57,7 @@ func TestReloadAppliesQuotas(t *testing.T) {
 
 	// An invalid quota leaves everything as it was.
 	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`, "max.connections.per.ip=0")), 0o600))
-	require.Error(t, c.reload(load))
+	require.Error(t, c.reload(context.Background(), load))
 	assert.Contains(t, log.String(), "max.connections.per.ip")
 }
 
@@ -98,7 +99,7 @@ func TestReloadAppliesIPConnectionCreationRates(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`,
 		"kafkanet.ip.connection.creation.rate.overrides=127.0.0.12:0", "kafkanet.ip.connection.creation.rate=1000")), 0o600))
-	require.NoError(t, c.reload(load))
+	require.NoError(t, c.reload(context.Background(), load))
 	assert.Contains(t, log.String(), "ip_connection_creation_rate=1000 ip_connection_creation_rate_overrides=1")
 	assert.True(t, servedFrom("127.0.0.11"), "the removed override still applies")
 	assert.False(t, servedFrom("127.0.0.12"), "the new override does not apply")
@@ -106,7 +107,7 @@ func TestReloadAppliesIPConnectionCreationRates(t *testing.T) {
 	// An invalid override leaves the rates as they were.
 	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret"`,
 		"kafkanet.ip.connection.creation.rate.overrides=broker.example.com:5")), 0o600))
-	require.Error(t, c.reload(load))
+	require.Error(t, c.reload(context.Background(), load))
 	assert.Contains(t, log.String(), "kafkanet.ip.connection.creation.rate.overrides")
 	assert.False(t, servedFrom("127.0.0.12"), "a failed reload changed the rates")
 }

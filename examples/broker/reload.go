@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -15,6 +16,11 @@ import (
 
 // errNoConfigFile is reload's error when the broker has no -config file.
 var errNoConfigFile = errors.New("no -config file to re-read")
+
+// listenerDrainTimeout bounds the drain of the listeners a reload removes,
+// as shutdownTimeout bounds a shutdown's: their connections still open
+// then are closed at once.
+const listenerDrainTimeout = shutdownTimeout
 
 // reload is the broker's SIGHUP: it re-reads the configuration with load
 // (the -config file with the -set values over it) and applies, in order,
@@ -34,14 +40,23 @@ var errNoConfigFile = errors.New("no -config file to re-read")
 //   - the SASL users it lists, to every SASL listener. Users that are gone
 //     can no longer authenticate; their live connections close when their
 //     session expires, which connections.max.reauth.ms bounds (otherwise
-//     they live on).
+//     they live on);
+//   - its listeners, advertised.listeners and listener.security.protocol.map,
+//     as Kafka applies them dynamically (KIP-226, listener.Set.Changes):
+//     listeners it adds are bound and served, with their own security,
+//     users and quotas; listeners it removes stop accepting and drain (each
+//     request in flight is answered, then the connection closes, within
+//     listenerDrainTimeout or until ctx ends); Metadata advertises the new
+//     endpoints. The inter-broker and control-plane listeners, and an
+//     existing listener's protocol or address, change only on a restart:
+//     such a change is refused before any step.
 //
 // Other changed settings take effect only on a restart. A file that does
 // not load or is invalid (an invalid key store among them: the error names
 // its key) is logged and changes nothing; a refused step leaves it and the
 // steps after it as they were. load nil means there is no file to re-read.
 // The returned error is what was logged.
-func (c *cluster) reload(load func() (*listener.Set, error)) error {
+func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)) error {
 	c.reloading.Lock()
 	defer c.reloading.Unlock()
 	if load == nil {
@@ -56,15 +71,21 @@ func (c *cluster) reload(load func() (*listener.Set, error)) error {
 	if err == nil {
 		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
 	}
+	var plan listenerPlan
+	if err == nil {
+		plan, err = c.planListeners(cfg) // a listener change that needs a restart fails the reload before any step
+	}
 	if err == nil {
 		err = c.reloadTLS(cfg, scfg)
 	}
 	if err == nil {
 		// Quotas before users: a quota whose host does not resolve fails
-		// the reload before any user changes.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// the reload before any user changes. An added listener's own
+		// quotas (listener.name.<l>.max.connections) are in force before
+		// it binds.
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		for _, b := range c.brokers {
-			if err = b.srv.SetQuotas(ctx, *scfg.Quotas); err != nil {
+			if err = b.srv.SetQuotas(qctx, *scfg.Quotas); err != nil {
 				break
 			}
 		}
@@ -77,6 +98,8 @@ func (c *cluster) reload(load func() (*listener.Set, error)) error {
 		}
 	}
 	if err == nil {
+		// The users before the listeners: an added SASL listener's store
+		// is made here (JAASUsers.Reload), a removed one's dropped.
 		var (
 			changes  []security.UserChange
 			warnings []security.JAASWarning
@@ -94,7 +117,93 @@ func (c *cluster) reload(load func() (*listener.Set, error)) error {
 		c.log.Error("reload failed: the configuration is invalid or refused; the failing step and those after it changed nothing", "err", err)
 		return err
 	}
+	if err := c.applyListeners(ctx, plan); err != nil {
+		c.log.Error("reload: changing listeners failed", "err", err)
+		return err
+	}
 	return nil
+}
+
+// listenerPlan is a reload's change of every broker's listeners, checked.
+type listenerPlan struct {
+	sets    []*listener.Set    // each broker's listeners in the new configuration
+	changes []listener.Changes // what they add, remove and advertise anew
+}
+
+// planListeners works out each broker's listeners in cfg (broker i's
+// ports moved by i*portStep, as at start) and checks that a running broker
+// may change to them (listener.Set.Changes); it changes nothing.
+func (c *cluster) planListeners(cfg *listener.Set) (listenerPlan, error) {
+	sets, err := brokerConfigs(cfg, len(c.brokers))
+	if err != nil {
+		return listenerPlan{}, err
+	}
+	plan := listenerPlan{sets: sets}
+	for i, b := range c.brokers {
+		ch, err := b.srv.Listeners().Changes(sets[i])
+		if err != nil {
+			return listenerPlan{}, fmt.Errorf("broker %d: %w", b.id, err)
+		}
+		plan.changes = append(plan.changes, ch)
+	}
+	return plan, nil
+}
+
+// applyListeners makes each broker's listeners those of plan
+// (Server.SetListeners): an added listener is configured as at start
+// (socketServerConfig: its security, the broker's APIs, its users), a
+// removed one drains within listenerDrainTimeout, and Metadata then
+// advertises what every broker serves. It logs each change.
+func (c *cluster) applyListeners(ctx context.Context, plan listenerPlan) error {
+	ctx, cancel := context.WithTimeout(ctx, listenerDrainTimeout)
+	defer cancel()
+	var errs []error
+	for i, b := range c.brokers {
+		ch := plan.changes[i]
+		var per map[protocolmap.ListenerName]*socketserver.ListenerConfig
+		if len(ch.Added) > 0 {
+			scfg, err := socketServerConfig(plan.sets[i], c.settings, b)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("broker %d: %w", b.id, err))
+				continue
+			}
+			per = map[protocolmap.ListenerName]*socketserver.ListenerConfig{}
+			for _, l := range ch.Added {
+				per[l.Name] = scfg.PerListener[l.Name]
+			}
+		}
+		for _, l := range ch.Removed {
+			c.log.Info("reload: removing listener: it accepts no more connections, and its connections drain", "broker", b.id, "listener", l.Name)
+		}
+		if err := b.srv.SetListeners(ctx, plan.sets[i], per); err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", b.id, err))
+		}
+		b.cfg = b.srv.Listeners()
+		for _, l := range ch.Removed {
+			c.log.Info("reload: listener removed", "broker", b.id, "listener", l.Name)
+		}
+	}
+	c.updateInfos()
+	for i, b := range c.brokers {
+		info := c.brokerInfos()[i]
+		var added []listener.Listener
+		for _, l := range plan.changes[i].Added {
+			if l, ok := b.cfg.Listener(l.Name); ok && b.srv.Addr(l.Name) != nil {
+				added = append(added, l)
+			}
+		}
+		b.logListeners(info, added)
+		for _, l := range plan.changes[i].Readvertised {
+			advertised := "-"
+			for _, ep := range info.EndPoints {
+				if ep.Name == l.Name {
+					advertised = ep.Address()
+				}
+			}
+			c.log.Info("reload: listener advertised anew", "broker", b.id, "listener", l.Name, "advertised", advertised)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // reloadTLS applies the TLS configurations of scfg, read from cfg, to every

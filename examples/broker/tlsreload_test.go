@@ -190,7 +190,7 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 	t.Run("renewed file, applied by a reload (SIGHUP)", func(t *testing.T) {
 		cert, err := pki.RotateServer("", 72*time.Hour)
 		require.NoError(t, err)
-		require.NoError(t, c.reload(load))
+		require.NoError(t, c.reload(context.Background(), load))
 		assert.Equal(t, cert.SerialNumber, serverCert(t, pki, seed).SerialNumber, "the reload applied at once")
 		waitServed(t, cert)
 		inForce = cert
@@ -202,7 +202,7 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 		require.Eventually(t, func() bool {
 			return strings.Contains(log.String(), `msg="TLS reload refused; the configuration in force stays" listener=TLS`)
 		}, 10*time.Second, 10*time.Millisecond, "log: %s", &log)
-		err = c.reload(load)
+		err = c.reload(context.Background(), load)
 		require.ErrorIs(t, err, security.ErrCertificateChange)
 		assert.ErrorContains(t, err, "allow it with ssl.allow.dn.changes=true")
 		assert.Equal(t, inForce.SerialNumber, serverCert(t, pki, seed).SerialNumber)
@@ -213,7 +213,7 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 		require.Eventually(t, func() bool {
 			return strings.Contains(log.String(), `msg="TLS files do not load; the configuration in force stays" listener=TLS`)
 		}, 10*time.Second, 10*time.Millisecond, "log: %s", &log)
-		err := c.reload(load)
+		err := c.reload(context.Background(), load)
 		require.ErrorIs(t, err, security.ErrTLSConfig)
 		assert.ErrorContains(t, err, "configuration ssl.keystore.location:")
 		assert.Equal(t, inForce.SerialNumber, serverCert(t, pki, seed).SerialNumber)
@@ -223,7 +223,7 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(tlsFile(pki, "listener.name.tls.ssl.allow.dn.changes=true")), 0o600))
 		cert, err := pki.RotateServer("elsewhere", 96*time.Hour)
 		require.NoError(t, err)
-		require.NoError(t, c.reload(load))
+		require.NoError(t, c.reload(context.Background(), load))
 		waitServed(t, cert)
 		assert.Equal(t, "elsewhere", serverCert(t, pki, seed).Subject.CommonName)
 		consumed(t)
