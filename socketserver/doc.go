@@ -19,6 +19,13 @@
 // pick), and a host that is a cluster of one broker answers Metadata with
 // [Server.SingleNodeMetadata].
 //
+// Listeners may be added and removed while the server runs, as Kafka
+// applies a dynamic update of its listeners (KIP-226):
+// [Server.AddListener] serves a new listener with its own security and
+// quotas, [Server.RemoveListener] stops one and drains its connections as
+// [Server.Shutdown] drains the server's, and [Server.SetListeners] applies
+// a re-read configuration; the broker-wide connection limit stays one.
+//
 // A host embedding it may serve listeners it makes itself
 // ([Config.Listen]: an inherited socket, a proxy's listener, an in-memory
 // one in tests), give request contexts its own values

@@ -25,7 +25,10 @@ type Quotas struct {
 	// at which acceptors wait for a connection to close.
 	MaxConnections int
 	// ListenerMaxConnections is listener.name.<l>.max.connections; a
-	// listener missing here is limited by MaxConnections alone.
+	// listener missing here is limited by MaxConnections alone. It may
+	// name a listener the server does not have yet: the limit applies
+	// once one of that name is added (Server.AddListener), and to its
+	// first connection if set before.
 	ListenerMaxConnections map[protocolmap.ListenerName]int
 	// MaxConnectionsPerIP is max.connections.per.ip, counted across all
 	// listeners: a connection beyond it is closed at once.
@@ -43,7 +46,8 @@ type Quotas struct {
 	// delayed, then accepted.
 	MaxConnectionCreationRate int
 	// ListenerMaxConnectionCreationRate is
-	// listener.name.<l>.max.connection.creation.rate.
+	// listener.name.<l>.max.connection.creation.rate, by listener name as
+	// ListenerMaxConnections.
 	ListenerMaxConnectionCreationRate map[protocolmap.ListenerName]int
 	// IPConnectionCreationRate limits each client address to this many new
 	// connections per second: a connection beyond it is held for the
