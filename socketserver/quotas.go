@@ -26,9 +26,9 @@ type Quotas struct {
 	MaxConnections int
 	// ListenerMaxConnections is listener.name.<l>.max.connections; a
 	// listener missing here is limited by MaxConnections alone. It may
-	// name a listener the server does not have yet: the limit applies
-	// once one of that name is added (Server.AddListener), and to its
-	// first connection if set before.
+	// name a listener the server does not have yet: the limit applies to
+	// a listener added later under that name (Server.AddListener), from
+	// its first connection when set before it is added.
 	ListenerMaxConnections map[protocolmap.ListenerName]int
 	// MaxConnectionsPerIP is max.connections.per.ip, counted across all
 	// listeners: a connection beyond it is closed at once.
