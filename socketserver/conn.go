@@ -250,8 +250,10 @@ var errDraining = errors.New("socketserver: server shutting down")
 //     removal release it before they drain. Stats copies the listeners
 //     under it, then takes processor.mu, one processor at a time, without
 //     it.
-//   - connectionQuotas.mu is taken alone (acquire drops it while it
-//     waits); so is each registry lock.
+//   - Server.mu → connectionQuotas.mu: a listener change counts a listener
+//     in (and, before Start, out) under Server.mu. Otherwise
+//     connectionQuotas.mu is taken alone (acquire drops it while it
+//     waits), and a registry lock alone or inside processor.mu (above).
 //
 // Hooks (Config.Hooks, ConnContext) are called with no lock held.
 
