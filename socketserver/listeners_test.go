@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -681,5 +682,46 @@ func TestConcurrentListenerChanges(t *testing.T) {
 	for _, name := range names {
 		assert.False(t, strings.Contains(fmt.Sprint(srv.Stats().ConnectionCount), name+":"), "listener %s still counts connections", name)
 	}
+	base.RequireReturned(t)
+}
+
+// A listener that requires the PROXY protocol, added at run time, reads
+// headers as any other; removed, it closes a socket whose header is still
+// awaited (it has no request to finish) and drains its served
+// connections, and nothing of it is left running.
+func TestAddAndRemoveProxyListener(t *testing.T) {
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,LB:PLAINTEXT",
+	}, func(c *socketserver.Config) {
+		listenersAPIs(c)
+		c.ParkAfter = -1
+	}, echoMetadata)
+	base := settledBaseline(t)
+	ep := listener.EndPoint{Name: "LB", Host: "127.0.0.1", SecurityProtocol: protocolmap.Plaintext}
+	require.NoError(t, srv.AddListener(context.Background(), listener.Listener{Name: "LB", SecurityProtocol: protocolmap.Plaintext, Bind: ep, Advertised: ep},
+		&socketserver.ListenerConfig{NetworkThreads: 1, ProxyProtocol: socketserver.ProxyProtocol{
+			Mode: socketserver.ProxyProtocolRequired, TrustedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}}))
+
+	served := dialRaw(t, srv, "LB")
+	write(t, served.c, []byte("PROXY TCP4 192.0.2.7 127.0.0.1 40000 9092\r\n"))
+	served.roundTrip(metadataReq(9))
+	pending := dialRaw(t, srv, "LB") // no header yet
+	require.Eventually(t, func() bool { return srv.Stats().ConnectionCount["LB"] == 1 }, 5*time.Second, 5*time.Millisecond)
+	conns := srv.Registry().Snapshot(connregistry.Filter{})
+	require.Len(t, conns, 1)
+	assert.Equal(t, netip.MustParseAddrPort("192.0.2.7:40000"), conns[0].ClientAddr, "the header's address")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, srv.RemoveListener(ctx, "LB"))
+	requireClosed(t, served.c)
+	_, err := pending.c.Read(make([]byte, 1))
+	assert.Error(t, err, "the socket awaiting its header is closed")
+	closed := srv.Registry().Closed(connregistry.Filter{})
+	require.Len(t, closed, 1)
+	assert.Equal(t, connregistry.ListenerRemoved, closed[0].CloseReason)
+	_, byListener, byIP := socketserver.QuotaCounts(srv)
+	assert.Empty(t, byIP)
+	assert.NotContains(t, byListener, protocolmap.ListenerName("LB"))
 	base.RequireReturned(t)
 }
