@@ -155,6 +155,9 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 	broker := srv.Broker(1, "")
 	require.Len(t, broker.EndPoints, 2)
 	assert.Equal(t, addr.(*net.TCPAddr).Port, broker.EndPoints[1].Port, "advertised at the port bound")
+	tlsConfig := srv.TLSConfig("SASL_SSL")
+	require.NotNil(t, tlsConfig, "an added listener's TLS can be reloaded")
+	require.NoError(t, srv.ReloadTLS("SASL_SSL", tlsConfig))
 
 	// kcat (librdkafka): TLS, SCRAM and Metadata on the new listener.
 	out, err := exec.CommandContext(ctx, kcat, "-L", "-b", addr.String(), "-m", "20",
@@ -220,6 +223,7 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 	assert.Empty(t, plainConns[0].CloseReason)
 	plain.roundTrip(metadataReq(9))
 	assert.Equal(t, []int{0, 1}, processorIDs(srv))
+	assert.ErrorIs(t, srv.ReloadTLS("SASL_SSL", tlsConfig), socketserver.ErrUnknownListener, "a removed listener's TLS is not reloaded")
 	_, _, byIP := socketserver.QuotaCounts(srv)
 	total, byListener, _ := socketserver.QuotaCounts(srv)
 	assert.Equal(t, 1, total, "only the PLAINTEXT connection is counted: %v %v", byListener, byIP)
@@ -395,7 +399,7 @@ func TestListenerChangeErrors(t *testing.T) {
 			return srv.AddListener(ctx, ep("EXTRA", protocolmap.Plaintext, 0), &socketserver.ListenerConfig{APIs: append(allAPIs(), allAPIs()[0])})
 		}, listener: "EXTRA"},
 		{name: "remove: an unknown listener", change: func() error { return srv.RemoveListener(ctx, "EXTRA") },
-			want: listener.ErrUnknownListener, key: "listeners", listener: "EXTRA"},
+			want: socketserver.ErrUnknownListener, key: "listeners", listener: "EXTRA"},
 		{name: "remove: the inter-broker listener", change: func() error { return srv.RemoveListener(ctx, "REPLICATION") },
 			want: listener.ErrNotDynamic, key: "listeners", listener: "REPLICATION"},
 		{name: "remove: the control-plane listener", change: func() error { return srv.RemoveListener(ctx, "controller") },
@@ -656,6 +660,8 @@ func TestConcurrentListenerChanges(t *testing.T) {
 			}
 			st := srv.Stats()
 			_ = srv.Broker(1, "")
+			_ = srv.ReloadTLSFrom(socketserver.Config{}) // ranges over the listeners too
+			_ = srv.TLSConfig("L1")
 			_, _, _ = socketserver.QuotaCounts(srv)
 			for name, n := range st.ConnectionCount {
 				if n < 0 {

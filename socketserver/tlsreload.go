@@ -56,11 +56,11 @@ func serverTLS(cfg *tls.Config) *tls.Config {
 }
 
 // tlsListener returns the TLS state of listener name, or an error
-// wrapping ErrUnknownListener or ErrNoTLS. The server's listeners are
-// fixed by New, so they are read without a lock.
+// wrapping ErrUnknownListener or ErrNoTLS. The listeners may change
+// (AddListener, RemoveListener): they are those served now.
 func (s *Server) tlsListener(name protocolmap.ListenerName) (*listenerState, error) {
 	n := protocolmap.ListenerName(normalise(name))
-	for _, ls := range s.listeners {
+	for _, ls := range s.serving() {
 		if ls.cfg.Name != n {
 			continue
 		}
@@ -149,7 +149,7 @@ func (s *Server) ReloadTLSFrom(cfg Config) error {
 		settings security.Settings
 	}
 	var changes []change
-	for _, ls := range s.listeners {
+	for _, ls := range s.serving() { // in the server's order, which a listener change keeps
 		t := ls.sec.tls
 		lc := cfg.PerListener[ls.cfg.Name]
 		if t == nil || lc == nil || lc.Security.TLS == nil {
