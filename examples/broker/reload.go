@@ -223,10 +223,11 @@ func (c *cluster) reloadTLS(cfg *listener.Set, scfg socketserver.Config) error {
 
 // watchTLS starts reloading the TLS listeners of every broker when the PEM
 // files their settings name change on disk, reading them every interval,
-// until the cluster stops; it does nothing without a TLS listener or with
-// an interval that is not positive.
+// until the cluster stops; it does nothing with an interval that is not
+// positive. It runs without a TLS listener too (it then reads no file),
+// so that one a reload adds is watched from then on.
 func (c *cluster) watchTLS(cfg *listener.Set, interval time.Duration) {
-	if interval <= 0 || !usesTLS(cfg) {
+	if interval <= 0 {
 		return
 	}
 	c.watcher = security.NewTLSWatcher(cfg, c.applyTLS)
@@ -236,24 +237,16 @@ func (c *cluster) watchTLS(cfg *listener.Set, interval time.Duration) {
 }
 
 // applyTLS gives a listener of every broker a TLS configuration the
-// watcher read.
+// watcher read. A listener the servers do not have (yet) is skipped: the watcher is
+// pointed at a new reading before a reload adds its listeners, which are
+// built from the same files.
 func (c *cluster) applyTLS(name protocolmap.ListenerName, cfg *tls.Config) error {
 	for _, b := range c.brokers {
-		if err := b.srv.ReloadTLS(name, cfg); err != nil {
+		if err := b.srv.ReloadTLS(name, cfg); err != nil && !errors.Is(err, socketserver.ErrUnknownListener) {
 			return err
 		}
 	}
 	return nil
-}
-
-// usesTLS reports whether a listener of cfg speaks SSL or SASL_SSL.
-func usesTLS(cfg *listener.Set) bool {
-	for _, l := range cfg.Listeners {
-		if l.SecurityProtocol.UsesTLS() {
-			return true
-		}
-	}
-	return false
 }
 
 // names formats user names for the log.

@@ -145,7 +145,8 @@ func TestReloadChangesListeners(t *testing.T) {
 }
 
 // The example broker applies listener changes on a real SIGHUP: a listener
-// added to the file is bound and served, and one removed stops serving.
+// added to the file is bound and served, and one removed stops serving; a
+// TLS listener added where there was none has its files watched.
 func TestRunAppliesListenersOnSIGHUP(t *testing.T) {
 	// The test catches SIGHUP itself too, so that a signal arriving before
 	// run has registered cannot end the test process.
@@ -159,7 +160,7 @@ func TestRunAppliesListenersOnSIGHUP(t *testing.T) {
 	defer cancel()
 	var stdout, stderr socketservertest.SyncBuffer
 	done := make(chan int)
-	go func() { done <- run(ctx, []string{"-config", path}, &stdout, &stderr) }()
+	go func() { done <- run(ctx, []string{"-config", path, "-tls-watch-interval", "20ms"}, &stdout, &stderr) }()
 	defer func() {
 		cancel()
 		select {
@@ -189,11 +190,22 @@ func TestRunAppliesListenersOnSIGHUP(t *testing.T) {
 	require.Len(t, md.Brokers, 1)
 	assert.Equal(t, bind, fmt.Sprintf("%s:%d", md.Brokers[0].Host, md.Brokers[0].Port), "OLD advertises the port it bound")
 
-	require.NoError(t, os.WriteFile(path, []byte(listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0")), 0o600))
+	// EXTERNAL, a TLS listener where the broker started with none, is
+	// added too, and from then on its certificate is reloaded when its
+	// file changes, without another signal.
+	require.NoError(t, os.WriteFile(path, []byte(listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,EXTERNAL://127.0.0.1:0")), 0o600))
 	sighup()
 	require.Eventually(t, func() bool {
 		return strings.Contains(stderr.String(), `msg="reload: listener removed" broker=0 listener=OLD`)
 	},
 		10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
 	conn.requireClosed()
+	externalStarted := regexp.MustCompile(`msg="listener started" broker=0 listener=EXTERNAL bind=(\S+)`)
+	require.Eventually(t, func() bool { return externalStarted.MatchString(stderr.String()) }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+	external := externalStarted.FindStringSubmatch(stderr.String())[1]
+	cert, err := pki.RotateServer("", time.Hour)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return serverCert(t, pki, external).SerialNumber.Cmp(cert.SerialNumber) == 0 },
+		10*time.Second, 10*time.Millisecond, "the added TLS listener's renewed certificate is served; stderr: %s", &stderr)
+	assert.NotContains(t, stderr.String(), "level=ERROR", "the watcher met no listener it could not reload")
 }
