@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,9 +43,44 @@ type API struct {
 	// not, so one that needs what the host learns after Start (such as
 	// every bound address) waits for it.
 	Inline Handler
+	// Raw, when set, hands this API's requests to the host undecoded
+	// ([Raw] sets it on a list of APIs): Request.Body is nil and
+	// [Request.Raw] holds the request's header and body as the client sent
+	// them, for a host that forwards them (a proxy) or reads them itself.
+	// Everything before the host is as for a decoded request: framing and
+	// socket.request.max.bytes, authentication, queued.max.request.bytes,
+	// the queue or the inline handler, one request in flight, throttling,
+	// the hooks and the request log. The host may answer with a decoded
+	// response, or with bytes it already has ([Request.RespondRaw],
+	// [Request.RespondRawFrom]). New is not called; versions need not be
+	// versions kmsg decodes. Which versions have a flexible header (KIP-482:
+	// the request header's tagged fields, the response header's) comes from
+	// kmsg for a key it knows, or else from New's request type, which must
+	// then be set. ApiVersions, SaslHandshake and SaslAuthenticate, which
+	// the server answers itself, and [ListClientConnectionsAPI] cannot be
+	// served raw: New fails.
+	Raw bool
+	// StreamAbove, for an API served raw, streams its frames larger than
+	// StreamAbove bytes: the server reads the header (and of a Produce the
+	// body up to acks) and hands the request to the host with the rest of
+	// the body still in the socket, for the host to read as it moves it
+	// ([RawRequest]), so that a large Produce is never held whole. Zero
+	// streams none: every frame is read whole first, as for a decoded
+	// request. A frame whose header does not fit the connection's read
+	// buffer (a client id of some 200 bytes or more) is read whole too.
+	StreamAbove int32
 
-	own bool // Inline is the server's own handler (ListClientConnectionsAPI): RequestLog.ServerAnswered
+	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI): RequestLog.ServerAnswered
+	flexible int16 // Raw: the first version whose headers are flexible (KIP-482); noFlexible when none is
 }
+
+// noFlexible is API.flexible for an API none of whose versions is
+// flexible.
+const noFlexible = math.MaxInt16
+
+// enabled reports whether the table entry a is an API the listener
+// accepts.
+func (a *API) enabled() bool { return a.New != nil || a.Raw }
 
 // Inline returns apis with h as the inline handler (API.Inline) of each:
 // the inline mode, in which the server calls h on each connection's own
@@ -57,6 +93,27 @@ func Inline(h Handler, apis ...API) []API {
 	out := make([]API, len(apis))
 	for i, a := range apis {
 		a.Inline, a.own = h, false
+		out[i] = a
+	}
+	return out
+}
+
+// Raw returns apis served raw (API.Raw): the server hands their requests
+// to the host undecoded, as [Request.Raw], and the host may answer with
+// bytes it already has, as a proxy answers with its upstream's response:
+//
+//	apis := socketserver.Raw(
+//		socketserver.API{Key: 0, MinVersion: 3, MaxVersion: 13}, // Produce
+//		socketserver.API{Key: 1, MinVersion: 4, MaxVersion: 18}, // Fetch
+//	)
+//	apis[0].StreamAbove = 1 << 20 // Produce frames over 1 MiB are streamed
+//
+// A whole listener is served raw by listing its APIs through Raw: the
+// server still answers ApiVersions from that list, and the SASL exchange.
+func Raw(apis ...API) []API {
+	out := make([]API, len(apis))
+	for i, a := range apis {
+		a.Raw = true
 		out[i] = a
 	}
 	return out
@@ -134,6 +191,10 @@ const apiVersionsMax = 4
 // apiTable is the set of APIs one listener enables, indexed by key.
 type apiTable struct {
 	byKey []API // index = key; New == nil where disabled
+	// streamAbove is the smallest API.StreamAbove of the listener's
+	// APIs that stream; 0 when none does, and no frame's key is looked at
+	// before it is read.
+	streamAbove int32
 	// versions is the ApiVersions response's key list, ready to copy.
 	versions []kmsg.ApiVersionsResponseApiKey
 	// serverAnswersAPIVersions is false when the host listed ApiVersions
@@ -167,11 +228,20 @@ func newAPITable(apis []API) (*apiTable, error) {
 		}
 	}
 	for _, a := range all {
-		if a.Key < 0 || a.MinVersion < 0 || a.MaxVersion < a.MinVersion || a.New == nil {
-			return nil, fmt.Errorf("socketserver: invalid API %+v: want key >= 0, 0 <= min <= max and New set", a)
+		if a.Key < 0 || a.MinVersion < 0 || a.MaxVersion < a.MinVersion || !a.enabled() {
+			return nil, fmt.Errorf("socketserver: invalid API %+v: want key >= 0, 0 <= min <= max and New or Raw set", a)
 		}
-		if int(a.Key) < len(t.byKey) && t.byKey[a.Key].New != nil {
+		if int(a.Key) < len(t.byKey) && t.byKey[a.Key].enabled() {
 			return nil, fmt.Errorf("socketserver: API key %d listed twice", a.Key)
+		}
+		if err := a.checkRaw(); err != nil {
+			return nil, err
+		}
+		if a.Raw {
+			a.flexible = firstFlexible(a)
+			if a.StreamAbove > 0 && (t.streamAbove == 0 || a.StreamAbove < t.streamAbove) {
+				t.streamAbove = a.StreamAbove
+			}
 		}
 		for int(a.Key) >= len(t.byKey) {
 			t.byKey = append(t.byKey, API{})
@@ -179,7 +249,7 @@ func newAPITable(apis []API) (*apiTable, error) {
 		t.byKey[a.Key] = a
 	}
 	for _, a := range t.byKey {
-		if a.New != nil {
+		if a.enabled() {
 			k := kmsg.NewApiVersionsResponseApiKey()
 			k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
 			t.versions = append(t.versions, k)
@@ -195,10 +265,52 @@ func newAPITable(apis []API) (*apiTable, error) {
 
 // lookup returns the API for key, if enabled.
 func (t *apiTable) lookup(key int16) (API, bool) {
-	if key < 0 || int(key) >= len(t.byKey) || t.byKey[key].New == nil {
+	if key < 0 || int(key) >= len(t.byKey) || !t.byKey[key].enabled() {
 		return API{}, false
 	}
 	return t.byKey[key], true
+}
+
+// checkRaw refuses what cannot be served raw: the APIs the server answers
+// itself, a key whose flexible versions nothing says, a stream threshold
+// without Raw.
+func (a *API) checkRaw() error {
+	switch {
+	case a.StreamAbove < 0:
+		return fmt.Errorf("socketserver: API key %d: StreamAbove %d is negative", a.Key, a.StreamAbove)
+	case !a.Raw && a.StreamAbove > 0:
+		return fmt.Errorf("socketserver: API key %d: StreamAbove is set but not Raw: only a raw API's frames are streamed", a.Key)
+	case !a.Raw:
+		return nil
+	case a.Key == apiVersionsKey || a.Key == saslHandshakeKey || a.Key == saslAuthenticateKey:
+		return fmt.Errorf("socketserver: API key %d (%s) cannot be served raw: the server answers it itself", a.Key, apiName(a.Key))
+	case a.own:
+		return fmt.Errorf("socketserver: API key %d: ListClientConnectionsAPI cannot be served raw: its handler decodes it", a.Key)
+	case a.New == nil && kmsg.RequestForKey(a.Key) == nil:
+		return fmt.Errorf("socketserver: raw API key %d: kmsg does not know it; set New to a request type of that key, whose IsFlexible says which versions have flexible headers", a.Key)
+	}
+	return nil
+}
+
+// firstFlexible returns the first version of a, a raw API, whose request
+// and response headers are flexible (KIP-482; kmsg's request and response
+// types agree on it, and a version once flexible stays so), from New's
+// request type or kmsg's; noFlexible when none of its versions is.
+func firstFlexible(a API) int16 {
+	req := kmsg.RequestForKey(a.Key)
+	if a.New != nil {
+		req = a.New()
+	}
+	if req == nil {
+		return noFlexible
+	}
+	for v := int16(0); v <= a.MaxVersion; v++ {
+		req.SetVersion(v)
+		if req.IsFlexible() {
+			return v
+		}
+	}
+	return noFlexible
 }
 
 // validSoftwareField reports whether s passes KIP-511's rule for

@@ -308,16 +308,19 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	sawAPIVersions := false
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false, nil)
+		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
 		received := time.Now()
-		h, req, _, _, err := c.decode(frame, received, false)
+		h, api, req, _, _, err := c.decode(frame, len(frame), received, false)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
 		q := logged{h: h, size: len(frame), received: received}
+		if api.Raw { // left undecoded: not a request of the exchange
+			return nil, 0, c.refuseOwn(&q, fmt.Errorf("%w: Unexpected Kafka request of type %s during SASL handshake.", ErrIllegalSASLState, apiName(h.key)))
+		}
 		switch body := req.(type) {
 		case nil: // a too-new ApiVersions request
 			if err := c.answerOwn(&q, apis.apiVersionsResponse(nil, true), false); err != nil {
@@ -384,7 +387,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 	defer cancel()
 	var told *sasl.Error // a failure whose challenge the client has been sent
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false, nil)
+		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
 		if err != nil {
 			return "", c.refuse(err)
 		}
@@ -434,7 +437,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 		}
 		if handshakeVersion == 0 {
 			if challenge != nil { // Kafka sends nothing for a null challenge
-				err = c.writeRaw(challenge)
+				err = c.writeToken(challenge)
 			}
 		} else {
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
@@ -477,7 +480,7 @@ func (c *conn) saslAuthenticateRequest(q *logged, frame []byte) (*kmsg.SASLAuthe
 		_ = c.answerOwn(q, resp, true)
 		return nil, fmt.Errorf("%w: %s", ErrIllegalSASLState, msg)
 	}
-	_, body, _, _, err := c.decode(frame, received, false)
+	_, _, body, _, _, err := c.decode(frame, len(frame), received, false)
 	if err != nil {
 		return nil, c.refuse(err)
 	}
@@ -665,7 +668,7 @@ func (c *conn) reauthenticate(q *logged, req *kmsg.SASLHandshakeRequest, deadlin
 		return err
 	}
 	if current := c.info().SASLMechanism; mech.Name() != current {
-		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, false, nil); err != nil && isClosedOrEOF(err) {
+		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil); err != nil && isClosedOrEOF(err) {
 			return err
 		}
 		c.failAuthentication()

@@ -37,9 +37,12 @@ import (
 //	  awaitRequest       waits for the next request's first bytes         waitAwaiting
 //	                     (asked to park: parkRequested → parked, park.go)  waitParking
 //	  serveRequest       reads (within queued.max.request.bytes), decodes, waitBusy
+//	                     (or, for an API served raw, leaves the body as
+//	                     it is, or in the socket when streamed: raw.go),
 //	                     queues or answers inline, waits for the answer
 //	                     (the peer watcher reads meanwhile once the
-//	                     request is held past peerWatchAfter), writes,
+//	                     request is held past peerWatchAfter, and a
+//	                     streamed body has been read), writes,
 //	                     logs it (HookRequestLogged, requestlog.go)
 //	  mute               a throttled request's connection reads nothing    waitBusy
 //	                     until the throttle has passed (Request.Throttle)
@@ -48,7 +51,8 @@ import (
 // Anyone may close it (close: idle expiry, quotas, the registry's operator
 // close, Shutdown, its listener's removal, the peer watcher); its
 // goroutine then sees its read or write fail and finishes. Only its
-// goroutine writes to the socket.
+// goroutine writes to the socket, and reads it but for the peer watcher
+// and a streamed body's reads (see the concurrency core).
 //
 // Its fields are laid out to fit the 240-byte size class (TestConnSize):
 // the small ones are paired to leave no padding.
@@ -208,7 +212,24 @@ var errDraining = errors.New("socketserver: server shutting down")
 // handshake too, so the handshake's deadline bounds its reads only; its
 // responses are small (one ApiVersions, one SASL token each), so they
 // never fill the socket's buffer and a write never waits on the client. No
-// other goroutine writes to the socket or moves the write deadline.
+// other goroutine writes to the socket or moves the write deadline, but one
+// that calls RespondRawFrom while the request's inline handler runs: it
+// writes the answer itself (writeAnswer) while the goroutine runs the
+// handler and then waits for that answer, touching nothing of the
+// connection's (RawRequest.stage: rawWriting).
+//
+// # A streamed body
+//
+// While the host holds a request whose body is streamed (API.StreamAbove,
+// raw.go), the host's goroutine reads the rest of the body from the read
+// buffer and the socket (RawRequest.Read, WriteTo), under RawRequest.mu.
+// The goroutine leaves both alone until it takes the read side back
+// (takeBack, under the same lock): when the answer comes, reading and
+// dropping what the host left unread before it writes, or when the
+// connection closes (abandon), before finish gives the read buffer back.
+// The peer watcher starts only once the body has been read whole
+// (RawRequest.done). The host's reads move no deadline: Shutdown's wake
+// ends them as it ends a frame still arriving, and closes the connection.
 //
 // # Lock order
 //
@@ -254,6 +275,8 @@ var errDraining = errors.New("socketserver: server shutting down")
 //     in (and, before Start, out) under Server.mu. Otherwise
 //     connectionQuotas.mu is taken alone (acquire drops it while it
 //     waits), and a registry lock alone or inside processor.mu (above).
+//   - RawRequest.mu → conn.closeOnce's: a streamed body whose read of the
+//     connection fails closes the connection with the lock held (fail).
 //
 // Hooks (Config.Hooks, ConnContext) are called with no lock held.
 
@@ -554,7 +577,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
-	frame, rb, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis.serverAnswersAPIVersions, ls.memory)
+	frame, size, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis, ls.memory)
 	if err != nil {
 		if !isClosedOrEOF(err) {
 			c.setReason(connregistry.ProtocolError)
@@ -564,13 +587,13 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	}
 	start := time.Now()
 	c.touch(start)
-	h, body, rest, info, err := c.decode(frame, start, ls.apis.serverAnswersAPIVersions)
+	h, api, body, rest, info, err := c.decode(frame, size, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
 		c.setReason(connregistry.ProtocolError)
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
 		return false, time.Time{}
 	}
-	q := logged{h: h, size: len(frame), received: start, peeked: peeked > 0}
+	q := logged{h: h, size: size, received: start, peeked: peeked > 0}
 	// The connection as the request found it: Request.Conn. After the
 	// session's expiry only a SaslHandshake that starts re-authentication
 	// is served; any other request closes, including those the server
@@ -584,7 +607,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 			return false, time.Time{}
 		}
 	}
-	if answered, err := c.answerInServer(&q, body, rest); answered || err != nil {
+	if answered, err := c.answerInServer(&q, api, body, rest); answered || err != nil {
 		c.releaseMemory()
 		if peeked > 0 { // answered: the frame may leave the read buffer now
 			_, _ = c.br.Discard(peeked)
@@ -603,17 +626,24 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		return true, time.Time{}
 	}
 
-	if rb == nil { // a large frame, read into its own slice
-		rb = &requestBuf{}
+	var (
+		r        *Request
+		clientID *string
+	)
+	if api.Raw { // undecoded: its bytes, a streamed body's reading and a raw answer in one allocation with the request
+		rb := &rawRequestBuf{}
+		r, clientID = &rb.req, &rb.clientID
+		r.Raw = &rb.raw
+		r.Raw.init(c, frame, size, &h, len(frame)-len(rest), &api)
+	} else {
+		rb := &requestBuf{}
+		r, clientID = &rb.req, &rb.clientID
 	}
-	r := &rb.req
-	*r = Request{
-		APIKey: h.key, APIVersion: h.version, CorrelationID: h.correlationID,
-		Body: body, Conn: info, ReceivedAt: start, Size: len(frame), conn: c,
-	}
+	r.APIKey, r.APIVersion, r.CorrelationID = h.key, h.version, h.correlationID
+	r.Body, r.Conn, r.ReceivedAt, r.Size, r.conn = body, info, start, size, c
 	if !h.nullClientID {
-		rb.clientID = h.clientID
-		r.ClientID = &rb.clientID
+		*clientID = h.clientID
+		r.ClientID = clientID
 	}
 	if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
 		c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
@@ -621,7 +651,8 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	if c.answers == nil {
 		c.answers = make(chan answer, 1)
 	}
-	if api, _ := ls.apis.lookup(h.key); api.Inline != nil {
+	callerWrites := false // a RespondRawFrom writes the answer on the inline handler's behalf
+	if api.Inline != nil {
 		q.own = api.own
 		// Answered in place, on this goroutine (the inline mode): the
 		// handler runs in one of as many slots as the queue has places, so
@@ -634,7 +665,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 			c.hostDone(&q, r, time.Now(), 0, true)
 			return false, time.Time{}
 		}
+		r.Raw.enterInline()
 		srv.handle(api.Inline, r) // the answer is in c.answers, or comes later
+		callerWrites = !r.Raw.leaveInline()
 		<-ls.inline
 	} else {
 		c.endTurn() // the queue may be full
@@ -654,28 +687,37 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	// (its context is then cancelled): the answer is still written, as
 	// Kafka, which reads nothing while a request is in flight, writes it
 	// before it sees the EOF. Only the connection's close, or idle expiry,
-	// ends the wait.
-	if len(c.answers) == 0 {
-		c.endTurn() // an inline handler handed the request on: the answer is to wait for
-	}
+	// ends the wait. While the host reads a streamed body from the
+	// connection (RawRequest), the watcher waits for it to end; the host's
+	// reads see a client that goes away meanwhile.
 	if c.peer == nil {
 		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
 	} else {
 		c.peer.held.Reset(peerWatchAfter)
 	}
 	var a answer
-wait:
-	for {
-		select {
-		case a = <-c.answers:
-			break wait
-		case <-c.peer.held.C:
-			if c.br.Buffered() == 0 { // else the next request is here already
-				c.watchPeer()
+	if callerWrites {
+		a = <-c.answers // written already (RespondRawFrom): nothing of the connection's is touched until it is here
+	} else {
+		if len(c.answers) == 0 {
+			c.endTurn() // an inline handler handed the request on: the answer is to wait for
+		}
+	wait:
+		for {
+			select {
+			case a = <-c.answers:
+				break wait
+			case <-c.peer.held.C:
+				if r.Raw.streaming() {
+					c.peer.held.Reset(streamWatchAfter)
+				} else if c.br.Buffered() == 0 { // else the next request is here already
+					c.watchPeer()
+				}
+			case <-c.ctx.Done():
+				r.Raw.abandon(c)
+				c.hostDone(&q, r, time.Now(), 0, true)
+				return false, time.Time{}
 			}
-		case <-c.ctx.Done():
-			c.hostDone(&q, r, time.Now(), 0, true)
-			return false, time.Time{}
 		}
 	}
 	c.peer.held.Stop()
@@ -684,22 +726,56 @@ wait:
 	writeStart := time.Now()
 	if a.close {
 		c.setReason(connregistry.HandlerClosed)
+		if r.Raw.streaming() {
+			c.close() // now: a read of the body the host may still be making then fails
+		}
+		_ = r.Raw.takeBack(false, ErrAlreadyAnswered) // before finish gives the read buffer back
 		c.hostDone(&q, r, writeStart, 0, true)
 		return false, time.Time{}
 	}
 	sent := 0
-	if a.resp != nil {
-		c.touch(writeStart) // as Kafka's Selector, to which a connection with a response to write is active
-		if sent, err = c.write(h.correlationID, a.resp); err != nil {
-			c.hostDone(&q, r, writeStart, 0, true)
-			return false, time.Time{}
-		}
+	if ra := a.raw; ra != nil && ra.written {
+		sent, err, writeStart = ra.sent, ra.err, srv.epoch.Add(time.Duration(ra.start))
+	} else {
+		sent, err = c.writeAnswer(r, &a, writeStart)
+		a.raw.release(err) // to a RespondRawFrom that waits
+	}
+	if err != nil {
+		c.hostDone(&q, r, writeStart, 0, true)
+		return false, time.Time{}
 	}
 	c.hostDone(&q, r, writeStart, sent, false)
 	if a.throttle > 0 { // counted from when the answer was taken up, as Kafka's from its ThrottledChannel
 		return true, writeStart.Add(a.throttle)
 	}
 	return true, time.Time{}
+}
+
+// streamWatchAfter is how often a connection whose host reads a streamed
+// body (RawRequest) looks whether the body has been read, to watch its
+// peer from then on.
+const streamWatchAfter = 10 * time.Millisecond
+
+// writeAnswer writes the response of a, the host's answer to r, whose
+// writing begins at writeStart, once a streamed body's unread bytes have
+// been read and dropped (RawRequest): a kmsg response, or the host's bytes
+// (RespondRaw, RespondRawFrom). It returns the bytes written, size prefix
+// included (0 with NoResponse), or an error: the connection must close.
+// It runs on the connection's goroutine, or on the goroutine of a
+// RespondRawFrom called while r's inline handler runs (see there).
+func (c *conn) writeAnswer(r *Request, a *answer, writeStart time.Time) (int, error) {
+	if err := r.Raw.takeBack(true, ErrAlreadyAnswered); err != nil {
+		return 0, err
+	}
+	switch {
+	case a.raw != nil:
+		c.touch(writeStart) // as Kafka's Selector, to which a connection with a response to write is active
+		return c.writeRaw(r, a.raw)
+	case a.resp != nil:
+		c.touch(writeStart)
+		return c.write(r.CorrelationID, a.resp)
+	}
+	return 0, nil
 }
 
 // mute holds a throttled connection (Request.Throttle) until until: it
@@ -774,33 +850,42 @@ func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, c
 // connection's description as the request found it, read as the request
 // is recorded in the registry entry. An error means the connection must
 // close without a response.
-func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (h header, body kmsg.Request, rest []byte, info connregistry.Info, err error) {
+func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions bool) (h header, api API, body kmsg.Request, rest []byte, info connregistry.Info, err error) {
 	apis := c.p.ls.apis
 	h, rest, err = parseHeaderPrefix(frame)
 	if err != nil {
-		return h, nil, nil, info, err
+		return h, api, nil, nil, info, err
 	}
-	info = c.entry.Request(received, len(frame), h.clientID)
+	info = c.entry.Request(received, size, h.clientID)
 	api, ok := apis.lookup(h.key)
 	if !ok {
-		return h, nil, nil, info, ErrUnknownAPI
+		return h, api, nil, nil, info, ErrUnknownAPI
 	}
 	for _, hook := range c.p.srv.hooks.requests {
-		hook.OnRequestReceived(c.p.ls.cfg.Name, h.key, len(frame))
+		hook.OnRequestReceived(c.p.ls.cfg.Name, h.key, size)
 	}
 	if h.key == apiVersionsKey && h.version > api.MaxVersion {
-		return h, nil, rest, info, nil
+		return h, api, nil, rest, info, nil
 	}
 	if h.version < api.MinVersion || h.version > api.MaxVersion {
-		return h, nil, nil, info, ErrUnsupportedVersion
+		return h, api, nil, nil, info, ErrUnsupportedVersion
 	}
 	if h.key == apiVersionsKey && ownAPIVersions {
 		if h.version >= 3 { // flexible: the header has tags
 			if rest, err = skipTags(rest); err != nil {
-				return h, nil, nil, info, err
+				return h, api, nil, nil, info, err
 			}
 		}
-		return h, nil, rest, info, nil
+		return h, api, nil, rest, info, nil
+	}
+	if api.Raw { // undecoded: rest is the body (or, streamed, its first bytes)
+		if h.version >= api.flexible {
+			h.tagsAt = int32(len(frame) - len(rest))
+			if rest, err = skipTags(rest); err != nil {
+				return h, api, nil, nil, info, err
+			}
+		}
+		return h, api, nil, rest, info, nil
 	}
 	body = api.New()
 	if ks, ok := body.(KeySetter); ok {
@@ -809,20 +894,24 @@ func (c *conn) decode(frame []byte, received time.Time, ownAPIVersions bool) (h 
 	body.SetVersion(h.version)
 	if body.IsFlexible() {
 		if rest, err = skipTags(rest); err != nil {
-			return h, nil, nil, info, err
+			return h, api, nil, nil, info, err
 		}
 	}
 	if err := body.ReadFrom(rest); err != nil {
-		return h, nil, nil, info, fmt.Errorf("%w: %w", ErrMalformedBody, err)
+		return h, api, nil, nil, info, fmt.Errorf("%w: %w", ErrMalformedBody, err)
 	}
-	return h, body, nil, info, nil
+	return h, api, body, nil, info, nil
 }
 
 // answerInServer answers the requests the server owns: ApiVersions (unless
 // the host took it over) and, after authentication, SaslHandshake and
 // SaslAuthenticate, and logs them. It reports whether it answered; an
-// error means the connection must close.
-func (c *conn) answerInServer(q *logged, body kmsg.Request, rest []byte) (bool, error) {
+// error means the connection must close. A request of an API served raw
+// is the host's.
+func (c *conn) answerInServer(q *logged, api API, body kmsg.Request, rest []byte) (bool, error) {
+	if api.Raw {
+		return false, nil
+	}
 	switch body.(type) {
 	case nil: // ApiVersions, left undecoded
 		return true, c.answerAPIVersions(q, rest)
@@ -977,9 +1066,9 @@ func (c *conn) responseSent(key int16, n int) {
 	}
 }
 
-// writeRaw writes a size-prefixed raw token (SaslHandshake v0's SASL
+// writeToken writes a size-prefixed raw token (SaslHandshake v0's SASL
 // exchange).
-func (c *conn) writeRaw(token []byte) error {
+func (c *conn) writeToken(token []byte) error {
 	buf := c.p.srv.writeBuf()
 	*buf = append(binary.BigEndian.AppendUint32((*buf)[:0], uint32(len(token))), token...)
 	err := c.writeFrame(*buf)
@@ -987,42 +1076,53 @@ func (c *conn) writeRaw(token []byte) error {
 	return err
 }
 
-// nextFrame reads the next frame, of at most limit bytes. A small frame
-// is allocated at its size at once and returned with a new requestBuf for
-// its request; a larger one is read into its own slice, which grows as
-// its bytes arrive (readBody). With peekAPIVersions, an ApiVersions
-// request that is in the read buffer whole is not copied: the frame
-// returned is a view of the buffer, and peeked is how many bytes to
-// discard once it is answered (the server answers it without keeping any
-// of it). Nothing is then allocated.
+// nextFrame reads the next frame, of at most limit bytes, and returns it
+// with its size: a small frame is allocated at its size at once; a larger
+// one is read into its own slice, which grows as its bytes arrive
+// (readBody). With apis (not during the handshake, which passes nil):
+//
+//   - when the server answers ApiVersions, an ApiVersions request that is
+//     in the read buffer whole is not copied: the frame returned is a view
+//     of the buffer, and peeked is how many bytes to discard once it is
+//     answered (the server answers it without keeping any of it). Nothing
+//     is then allocated.
+//   - a frame of an API that streams frames of its size (API.StreamAbove)
+//     is not read whole: the frame returned is its head (streamHead),
+//     shorter than size, and the rest of its body is the host's to read
+//     (RawRequest).
 //
 // With a memory pool (queued.max.request.bytes, after authentication), the
 // frame's buffer is taken from the pool as it grows, not at the size the
 // frame announces (frameMemory), and given back when the request is
 // answered (releaseMemory).
-func (c *conn) nextFrame(limit int32, peekAPIVersions bool, pool *memoryPool) (frame []byte, rb *requestBuf, peeked int, err error) {
-	if peekAPIVersions && c.br.Buffered() >= 6 {
+func (c *conn) nextFrame(limit int32, apis *apiTable, pool *memoryPool) (frame []byte, size int, peeked int, err error) {
+	if apis != nil && apis.serverAnswersAPIVersions && c.br.Buffered() >= 6 {
 		b, _ := c.br.Peek(6)
 		size := int32(binary.BigEndian.Uint32(b))
 		if int16(binary.BigEndian.Uint16(b[4:])) == apiVersionsKey && size >= 0 && size <= limit && int(size)+4 <= c.br.Buffered() {
 			all, _ := c.br.Peek(int(size) + 4)
-			return all[4:], nil, len(all), nil
+			return all[4:], int(size), len(all), nil
 		}
 	}
-	size, err := readSize(c.br, &c.sizeBuf, limit)
+	n, err := readSize(c.br, &c.sizeBuf, limit)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, 0, err
 	}
 	var m *frameMemory
-	if pool != nil && size > 0 {
+	if pool != nil && n > 0 {
 		m = &frameMemory{c: c, pool: pool}
 	}
-	if size > smallFrame {
-		frame, err := readBody(c.br, size, nil, m)
-		return frame, nil, 0, err
+	if apis != nil && apis.streamAbove > 0 && n > apis.streamAbove {
+		if head, err := c.streamHead(n, apis, m); head != nil || err != nil {
+			return head, int(n), 0, err
+		}
 	}
-	frame, err = readBody(c.br, size, make([]byte, 0, size), m)
-	return frame, &requestBuf{}, 0, err
+	if n > smallFrame {
+		frame, err = readBody(c.br, n, nil, m)
+		return frame, int(n), 0, err
+	}
+	frame, err = readBody(c.br, n, make([]byte, 0, n), m)
+	return frame, int(n), 0, err
 }
 
 // frameMemory is one frame's reading under a memory pool: readBody asks

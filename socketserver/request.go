@@ -23,10 +23,11 @@ var ErrAlreadyAnswered = errors.New("socketserver: request already answered")
 // it is.
 type Principal = connregistry.Principal
 
-// Request is one decoded request. The host answers it exactly once, from
-// any goroutine, with Respond, NoResponse or CloseConnection; until then the
-// connection reads nothing more (one request in flight per connection, so
-// responses leave in order).
+// Request is one request, decoded (Body) or, for an API served raw, as the
+// client sent it (Raw). The host answers it exactly once, from any
+// goroutine, with Respond, RespondRaw, RespondRawFrom, NoResponse or
+// CloseConnection; until then the connection reads nothing more (one
+// request in flight per connection, so responses leave in order).
 type Request struct {
 	// APIKey, APIVersion, CorrelationID and ClientID come from the header.
 	APIKey        int16
@@ -40,13 +41,19 @@ type Request struct {
 	// whole frame in memory, and nothing else (not the Request, nor the
 	// connection); a host that keeps a small part of a large frame, such
 	// as one partition's batch of a Produce for many, may rather copy it.
+	// Nil for an API served raw.
 	Body kmsg.Request
+	// Raw is the request as the client sent it, header and body, for an
+	// API served raw (API.Raw); nil for a decoded request.
+	Raw *RawRequest
 	// Conn describes the connection at the time the request was read: a
 	// copy of what its registry entry held then.
 	Conn connregistry.Info
-	// ReceivedAt is when the whole frame had been read.
+	// ReceivedAt is when the whole frame had been read; for a streamed
+	// raw request (API.StreamAbove), when its header had.
 	ReceivedAt time.Time
-	// Size is the frame's size in bytes, without the size prefix.
+	// Size is the frame's size in bytes, without the size prefix (a
+	// streamed raw request's whole frame, read or not).
 	Size int
 
 	conn *conn
@@ -73,7 +80,8 @@ const maxThrottle = math.MaxInt32 * time.Millisecond
 // do (KIP-219): the answer leaves at once, and then the connection reads
 // nothing more until d has passed since the answer (Kafka's
 // MUTED_AND_THROTTLED), so that a client that ignores the throttle is held
-// all the same. Call it before the answer (Respond or NoResponse); after
+// all the same. Call it before the answer (Respond, RespondRaw,
+// RespondRawFrom or NoResponse); after
 // it, it returns [ErrAlreadyAnswered]. A later call replaces the time an
 // earlier one set; d ≤ 0 throttles nothing, and d is capped at
 // math.MaxInt32 milliseconds.
@@ -81,7 +89,8 @@ const maxThrottle = math.MaxInt32 * time.Millisecond
 // On Respond, a response with a throttle field (kmsg's responses have
 // SetThrottle and Throttle) whose value is 0 gets throttle_time_ms set from
 // d, so that a client that knows KIP-219 waits on its side too; a host may
-// set it itself. With NoResponse (a Produce with acks=0) the connection is
+// set it itself; the bytes of RespondRaw and RespondRawFrom are the host's,
+// which sets the field in them. With NoResponse (a Produce with acks=0) the connection is
 // muted at once, as Kafka mutes it. While muted, a connection holds no
 // queue place and no request memory (queued.max.request.bytes): its next
 // request stays in the socket. connections.max.idle.ms counts from the
@@ -147,13 +156,34 @@ func (r *Request) NoResponse() error { return r.answer(answer{}) }
 func (r *Request) CloseConnection() error { return r.answer(answer{close: true}) }
 
 func (r *Request) answer(a answer) error {
+	if !r.claim() {
+		return ErrAlreadyAnswered
+	}
+	r.seal(&a)
+	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
+	return nil
+}
+
+// claim marks the request answered, once: it reports false when it was
+// already. The answer's time is recorded when a hook wants it.
+func (r *Request) claim() bool {
 	at := int64(1)
 	if srv := r.conn.p.srv; srv.hooks.timed() {
 		at = max(int64(time.Since(srv.epoch)), 1)
 	}
 	if !r.answered.CompareAndSwap(0, at) {
-		return ErrAlreadyAnswered
+		return false
 	}
+	if r.Raw != nil {
+		r.Raw.answered.Store(true) // reads of a streamed body end
+	}
+	return true
+}
+
+// seal completes a claimed answer: it takes the throttle Throttle set,
+// setting a kmsg response's throttle_time_ms from it when the host left
+// it 0.
+func (r *Request) seal(a *answer) {
 	if d := r.throttle.Swap(throttleSealed); d > 0 && !a.close {
 		a.throttle = time.Duration(d)
 		if t, ok := a.resp.(throttled); ok {
@@ -163,8 +193,6 @@ func (r *Request) answer(a answer) error {
 		}
 	}
 	a.req = r
-	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
-	return nil
 }
 
 func keyOf(resp kmsg.Response) int16 {
@@ -178,6 +206,7 @@ func keyOf(resp kmsg.Response) int16 {
 type answer struct {
 	req      *Request
 	resp     kmsg.Response
+	raw      *rawAnswer // RespondRaw, RespondRawFrom: the host's bytes
 	close    bool
 	throttle time.Duration // mute the connection this long after the answer (Request.Throttle)
 }

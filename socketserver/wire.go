@@ -156,6 +156,9 @@ type header struct {
 	// they are read); nullClientID is set for a null client id.
 	clientID     string
 	nullClientID bool
+	// tagsAt is, for a raw request of a flexible version, where the
+	// header's tagged fields begin in the frame (decode); 0 otherwise.
+	tagsAt int32
 }
 
 // parseHeaderPrefix reads the fixed part of a request header and the

@@ -1,0 +1,164 @@
+package socketserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// tappedConn keeps a copy of everything a client writes.
+type tappedConn struct {
+	net.Conn
+	tap *wireTap
+	buf *bytes.Buffer
+}
+
+func (c *tappedConn) Write(p []byte) (int, error) {
+	c.tap.mu.Lock()
+	c.buf.Write(p)
+	c.tap.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// wireTap dials for kgo and keeps what each connection wrote.
+type wireTap struct {
+	mu      sync.Mutex
+	streams []*bytes.Buffer
+}
+
+func (w *wireTap) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	buf := &bytes.Buffer{}
+	w.mu.Lock()
+	w.streams = append(w.streams, buf)
+	w.mu.Unlock()
+	return &tappedConn{Conn: c, tap: w, buf: buf}, nil
+}
+
+// sent reports whether some connection wrote frame, size prefix and all.
+func (w *wireTap) sent(frame []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.streams {
+		if bytes.Contains(s.Bytes(), frame) {
+			return true
+		}
+	}
+	return false
+}
+
+// kgo producing through a Produce served raw, on PLAINTEXT and, logged in
+// with SCRAM, SASL_PLAINTEXT: each Produce reaches the host as kgo wrote
+// it on the wire, byte for byte (small ones read whole, one of 2 MiB
+// streamed), carrying the principal; the host decodes it itself and
+// answers with kmsg's encoding, which kgo takes as any broker's answer.
+func TestRawKgo(t *testing.T) {
+	type produced struct {
+		frame     []byte // size prefix, header and body, as the host saw them
+		principal socketserver.Principal
+		records   int
+		streamed  bool
+	}
+	seen := make(chan produced, 100)
+	srv := socketservertest.NewServerFunc(t, saslProps(nil), func(c *socketserver.Config) {
+		c.APIs = append(socketserver.Raw(socketserver.API{Key: 0, MinVersion: 3, MaxVersion: 12, StreamAbove: 64 << 10}),
+			socketserver.KmsgAPI(kmsg.Metadata, 0, 12))
+		c.Credentials = newUsers(t)
+	}, func(srv *socketserver.Server) socketserver.Handler {
+		return socketserver.HandlerFunc(func(r *socketserver.Request) {
+			if req, ok := r.Body.(*kmsg.MetadataRequest); ok {
+				_ = r.Respond(srv.SingleNodeMetadata(req, r.Conn.Listener, singleNode))
+				return
+			}
+			body, err := io.ReadAll(r.Raw)
+			if !assert.NoError(t, err) {
+				_ = r.CloseConnection()
+				return
+			}
+			p := produced{principal: r.Conn.Principal, streamed: r.Raw.Streamed()}
+			p.frame = binary.BigEndian.AppendUint32(nil, uint32(r.Size))
+			p.frame = append(append(p.frame, r.Raw.Header()...), body...)
+			req := kmsg.NewPtrProduceRequest()
+			req.Version = r.APIVersion
+			if !assert.NoError(t, req.ReadFrom(body)) {
+				_ = r.CloseConnection()
+				return
+			}
+			resp := req.ResponseKind().(*kmsg.ProduceResponse)
+			for _, rt := range req.Topics {
+				st := kmsg.NewProduceResponseTopic()
+				st.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					var batch kmsg.RecordBatch
+					assert.NoError(t, batch.ReadFrom(rp.Records))
+					p.records += int(batch.NumRecords)
+					sp := kmsg.NewProduceResponseTopicPartition()
+					sp.Partition = rp.Partition
+					st.Partitions = append(st.Partitions, sp)
+				}
+				resp.Topics = append(resp.Topics, st)
+			}
+			assert.Equal(t, r.Raw.ExpectsResponse(), req.Acks != 0)
+			seen <- p
+			_ = r.RespondRaw(resp.AppendTo(nil))
+		})
+	})
+
+	for _, tt := range []struct {
+		listener  protocolmap.ListenerName
+		opts      []kgo.Opt
+		principal socketserver.Principal
+	}{
+		{"PLAINTEXT", nil, socketserver.Principal{Type: "User", Name: "ANONYMOUS"}},
+		{"SASL_PLAINTEXT", []kgo.Opt{socketservertest.KgoSASL("SCRAM-SHA-256", "alice", alicePassword)}, alice},
+	} {
+		t.Run(string(tt.listener), func(t *testing.T) {
+			tap := &wireTap{}
+			cl := newKgo(t, srv, tt.listener, append(tt.opts, kgo.Dialer(tap.dial), kgo.ProducerBatchMaxBytes(4<<20),
+				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			var recs []*kgo.Record
+			for i := range 20 {
+				recs = append(recs, &kgo.Record{Topic: "orders", Partition: int32(i % 3), Value: []byte("small")})
+			}
+			require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
+			large := bytes.Repeat([]byte("L"), 2<<20)
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: large}).FirstErr())
+
+			records, streamed := 0, false
+			for records < 21 {
+				var p produced
+				select {
+				case p = <-seen:
+				case <-ctx.Done():
+					t.Fatalf("%d of 21 records reached the host", records)
+				}
+				records += p.records
+				streamed = streamed || p.streamed
+				require.Equal(t, len(p.frame) > 4+64<<10, p.streamed, "a Produce of %d bytes", len(p.frame))
+				require.Equal(t, tt.principal, p.principal)
+				require.True(t, tap.sent(p.frame), "a Produce of %d bytes the host saw is not what kgo sent", len(p.frame))
+			}
+			require.True(t, streamed, "the large Produce was streamed")
+		})
+	}
+}
