@@ -52,6 +52,28 @@ func FuzzServeFrameWithBudget(f *testing.F) {
 	}, withAPIs, answerAll))
 }
 
+// FuzzServeFrameRaw is FuzzServeFrameWithBudget with every API but the
+// server's own served raw, frames over 64 bytes streamed: the host reads
+// each body through the server's reader and answers with bytes of its own,
+// or not at all for a Produce with acks=0.
+func FuzzServeFrameRaw(f *testing.F) {
+	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
+		"socket.request.max.bytes":     "1048576",
+		"queued.max.request.bytes":     "1048576",
+		socketserver.KeyRequestStallMs: "1000",
+	}, func(c *socketserver.Config) { c.APIs = rawAPIs(64) }, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		if _, err := io.Copy(io.Discard, r.Raw); err != nil {
+			_ = r.CloseConnection()
+			return
+		}
+		if !r.Raw.ExpectsResponse() {
+			_ = r.NoResponse()
+			return
+		}
+		_ = r.RespondRaw(r.Raw.Header())
+	})))
+}
+
 // fuzzServe runs FuzzServeFrame's body against srv's PLAINTEXT listener.
 func fuzzServe(f *testing.F, srv *socketserver.Server) {
 	addr := srv.Addr("PLAINTEXT").String()
