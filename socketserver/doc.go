@@ -76,6 +76,17 @@
 // checked and decompressed; it is apart so that a host that does not read
 // records does not link kgo's compression libraries.
 //
+// Raw forwarding: an API served raw ([API.Raw], [Raw]) reaches the host
+// undecoded, as the client sent it ([Request.Raw], a [RawRequest]: the
+// header and body's bytes), and the host answers with bytes it already has,
+// an upstream broker's response for a proxy ([Request.RespondRaw] with one
+// writev, [Request.RespondRawFrom] from a reader: splice from a TCP
+// connection, sendfile from a file); the server writes the size and the
+// response header. A raw API's large frames may be streamed
+// ([API.StreamAbove]): the host moves the body from the client's socket as
+// it reads it, socket to socket, and the server holds none of it.
+// Everything before the host is as for a decoded request.
+//
 // Each connection has one goroutine, which runs the whole per-request path:
 // it reads a frame (within queued.max.request.bytes), decodes it, queues
 // the request or answers it inline, waits for the answer, writes the

@@ -32,12 +32,16 @@ var singleNode = socketserver.SingleNode{NodeID: 3, ClusterID: "single", Topics:
 }}
 
 // startSingleNode serves Metadata with SingleNodeMetadata, and Produce
-// with success for the topics the node has.
-func startSingleNode(t *testing.T) *socketserver.Server {
+// with success for the topics the node has; configure, if any, adds to
+// its configuration.
+func startSingleNode(t *testing.T, configure ...func(*socketserver.Config)) *socketserver.Server {
 	return socketservertest.NewServerFunc(t, nil, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{
 			socketserver.KmsgAPI(kmsg.Metadata, 0, 13),
 			socketserver.KmsgAPI(kmsg.Produce, 3, 12),
+		}
+		for _, f := range configure {
+			f(c)
 		}
 	}, func(srv *socketserver.Server) socketserver.Handler {
 		return socketserver.HandlerFunc(func(r *socketserver.Request) {

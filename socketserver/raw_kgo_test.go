@@ -162,3 +162,120 @@ func TestRawKgo(t *testing.T) {
 		})
 	}
 }
+
+// forwarder is the forwarding sketch of docs/raw-forwarding.md: a host
+// that forwards each raw request to an upstream broker over a connection
+// of its own per client connection, and answers with the upstream's
+// response, moved from socket to socket.
+type forwarder struct {
+	t        testing.TB
+	upstream string
+	mu       sync.Mutex
+	conns    map[string]*net.TCPConn // by client connection id
+	done     sync.WaitGroup
+}
+
+func (f *forwarder) upstreamFor(r *socketserver.Request) (*net.TCPConn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if up := f.conns[r.Conn.ID]; up != nil {
+		return up, nil
+	}
+	c, err := net.Dial("tcp", f.upstream)
+	if err != nil {
+		return nil, err
+	}
+	f.conns[r.Conn.ID] = c.(*net.TCPConn)
+	return c.(*net.TCPConn), nil
+}
+
+func (f *forwarder) close() {
+	f.done.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+}
+
+func (f *forwarder) ServeKafka(r *socketserver.Request) {
+	f.done.Go(func() {
+		up, err := f.upstreamFor(r)
+		if err != nil {
+			_ = r.CloseConnection()
+			return
+		}
+		raw := r.Raw
+		size := binary.BigEndian.AppendUint32(nil, uint32(r.Size))
+		bufs := net.Buffers{size, raw.Header(), raw.Body()}
+		_, err = bufs.WriteTo(up)
+		if err == nil && raw.Streamed() {
+			_, err = io.Copy(up, raw) // client socket to upstream socket
+		}
+		if err != nil {
+			_ = r.CloseConnection()
+			return
+		}
+		if !raw.ExpectsResponse() {
+			_ = r.NoResponse()
+			return
+		}
+		hdr := make([]byte, 8, 9) // upstream's size and correlation id, and its tag count
+		if raw.Tags() != nil {
+			hdr = hdr[:9]
+		}
+		if _, err := io.ReadFull(up, hdr); err != nil || len(hdr) == 9 && hdr[8] != 0 {
+			_ = r.CloseConnection()
+			return
+		}
+		n := int64(binary.BigEndian.Uint32(hdr)) - int64(len(hdr)) + 4
+		assert.NoError(f.t, r.RespondRawFrom(up, n))
+	})
+}
+
+// The forwarding sketch of docs/raw-forwarding.md between kgo and a
+// broker (startSingleNode's, which decodes): Produce requests, small and
+// streamed, go through the raw host upstream, whole, and its answers back,
+// which kgo takes; acks=0 ones are forwarded without waiting.
+func TestRawForwardingSketch(t *testing.T) {
+	seen := &recorder{}
+	upstream := startSingleNode(t, func(c *socketserver.Config) { c.Hooks = []socketserver.Hook{seen} })
+	f := &forwarder{t: t, upstream: upstream.Addr("PLAINTEXT").String(), conns: map[string]*net.TCPConn{}}
+	defer f.close()
+	proxy := socketservertest.NewServerFunc(t, streamProps, func(c *socketserver.Config) {
+		c.APIs = append(socketserver.Inline(f, socketserver.Raw(socketserver.API{Key: 0, MinVersion: 3, MaxVersion: 12, StreamAbove: 64 << 10})...),
+			socketserver.KmsgAPI(kmsg.Metadata, 0, 12))
+	}, func(srv *socketserver.Server) socketserver.Handler {
+		return socketserver.HandlerFunc(func(r *socketserver.Request) {
+			_ = r.Respond(srv.SingleNodeMetadata(r.Body.(*kmsg.MetadataRequest), r.Conn.Listener, singleNode))
+		})
+	})
+	for _, acks := range []kgo.Acks{kgo.AllISRAcks(), kgo.NoAck()} {
+		opts := []kgo.Opt{kgo.RequiredAcks(acks), kgo.ProducerBatchMaxBytes(4 << 20), kgo.ProducerBatchCompression(kgo.NoCompression())}
+		if acks == kgo.NoAck() {
+			opts = append(opts, kgo.DisableIdempotentWrite())
+		}
+		cl := newKgo(t, proxy, "PLAINTEXT", opts...)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		for range 5 {
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("small")}).FirstErr())
+			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: bytes.Repeat([]byte("L"), 1<<20)}).FirstErr())
+		}
+		cancel()
+	}
+	var large int
+	require.Eventually(t, func() bool {
+		produces := 0
+		large = 0
+		for _, e := range seen.of("request") {
+			if e.Key == 0 {
+				produces++
+				if e.Bytes > 1<<20 {
+					large++
+				}
+			}
+		}
+		return produces == 20
+	}, 10*time.Second, time.Millisecond, "the Produce requests upstream received")
+	require.Equal(t, 10, large, "large Produce requests, streamed through the host")
+}
