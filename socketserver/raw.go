@@ -495,6 +495,11 @@ func (r *Request) RespondRaw(body ...[]byte) error {
 // connection several clients' requests are in flight on) closes it. The
 // client's connection closes whenever its response was not written whole.
 //
+// The connection's goroutine reads src: a source that stops sending holds
+// it until src fails, past the connection's close (Server.Close and
+// Shutdown wait for it), as a handler that never returns would. Give a
+// source that may stall a deadline (net.Conn.SetReadDeadline).
+//
 // It may be called from any goroutine, an inline handler's too: called
 // while the request's inline handler runs, it writes the response itself,
 // on the goroutine it is called from; the connection's goroutine waits for
