@@ -935,3 +935,53 @@ func TestRawRespondFromInline(t *testing.T) {
 		require.Equal(t, rawResponseOf(req.Key(), int32(i)), readRawResponse(t, c, int32(i), true))
 	}
 }
+
+// Shutdown ends the reads of a streamed body still arriving, as it ends a
+// frame still arriving (the connection closes), and does not wait for the
+// client to send the rest; a raw request read whole is answered and
+// written first, as any request in flight.
+func TestRawShutdown(t *testing.T) {
+	type outcome struct {
+		streamed bool
+		read     error
+		answer   error
+	}
+	outcomes := make(chan outcome, 2)
+	streamStarted, wholeStarted := make(chan struct{}), make(chan struct{})
+	release := newGate()
+	defer release.open()
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = rawAPIs(1000) },
+		socketserver.HandlerFunc(func(r *socketserver.Request) {
+			o := outcome{streamed: r.Raw.Streamed()}
+			if o.streamed {
+				close(streamStarted)
+			} else {
+				close(wholeStarted)
+				release.wait()
+			}
+			_, o.read = io.Copy(io.Discard, r.Raw)
+			o.answer = r.RespondRaw(rawResponseOf(r.APIKey, r.CorrelationID))
+			outcomes <- o
+		}))
+	whole := socketservertest.Dial(t, srv, "PLAINTEXT")
+	send(t, whole, metadataReq(12), 1)
+	streaming := socketservertest.Dial(t, srv, "PLAINTEXT")
+	f := formatter.AppendRequest(nil, produceOf(1<<20), 2)
+	write(t, streaming, f[:len(f)/2])
+	<-streamStarted // both requests are the host's
+	<-wholeStarted
+
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(t.Context()) }()
+	o := <-outcomes
+	require.True(t, o.streamed)
+	require.Error(t, o.read, "the streamed body's read ends")
+	requireClosedNoResponse(t, streaming)
+	release.open()
+	o = <-outcomes
+	require.False(t, o.streamed)
+	require.NoError(t, o.read)
+	require.NoError(t, o.answer)
+	require.Equal(t, rawResponseOf(3, 1), readRawResponse(t, whole, 1, true))
+	require.NoError(t, <-shutdown)
+}
