@@ -62,30 +62,31 @@ const produceKey = 0
 // request memory (queued.max.request.bytes) but for what was read with the
 // header: a host that gathers it bounds its own.
 type RawRequest struct {
-	frame    []byte // the header, then the body's bytes read with it: the whole body, or a streamed body's first bytes
-	tagsAt   int    // where the header's tagged fields begin; hdrLen when the header has none
-	hdrLen   int
-	bodyLen  int  // the whole body's length
-	pos      int  // the body's bytes read (Read, WriteTo) or drained
-	expects  bool // a response is expected: not a Produce with acks=0
-	flexible bool // the response header has a tag section (v1)
+	frame   []byte // the header, then the body's bytes read with it: the whole body, or a streamed body's first bytes
+	tagsAt  int    // where the header's tagged fields begin; hdrLen when the header has none
+	hdrLen  int
+	bodyLen int // the whole body's length
+	pos     int // the body's bytes read (Read, WriteTo) or drained
 
 	// A streamed body: the rest is read from the connection's read buffer
 	// and socket on the host's goroutine while the connection's goroutine
 	// waits for the answer, under mu; the connection takes the read side
 	// back (takeBack) before any read of its own.
-	c        *conn            // nil when the body is in memory
-	mu       sync.Mutex       // held by each read of the connection for the body, and by takeBack
-	closed   error            // under mu: why the body can no longer be read; nil while it can
-	failed   bool             // under mu: a read of the connection failed (closed is its error): the connection closes
-	done     atomic.Bool      // the body has been read whole, or can no longer be: the connection's reads no longer wait on the host's
-	answered atomic.Bool      // the request has been answered: the host's reads fail
-	sock     bodySocket       // reads the body's next bytes from the connection (mu held)
-	lr       io.LimitedReader // the socket, limited to the body, for WriteTo's splice
-	wo       writerOnly
+	c      *conn      // nil when the body is in memory
+	mu     sync.Mutex // held by each read of the connection for the body, and by takeBack
+	closed error      // under mu: why the body can no longer be read; nil while it can
 
-	stage  atomic.Int32 // RespondRawFrom's handover: rawHeld, rawInline, ...
-	answer rawAnswer    // RespondRaw's and RespondRawFrom's bytes
+	expects  bool         // a response is expected: not a Produce with acks=0
+	flexible bool         // the response header has a tag section (v1)
+	failed   bool         // under mu: a read of the connection failed (closed is its error): the connection closes
+	done     atomic.Bool  // the body has been read whole, or can no longer be: the connection's reads no longer wait on the host's
+	answered atomic.Bool  // the request has been answered: the host's reads fail
+	stage    atomic.Int32 // RespondRawFrom's handover: rawHeld, rawInline, ...
+
+	// answer is RespondRaw's and RespondRawFrom's bytes; its lr and wo
+	// serve WriteTo before the answer too (the answer's writing begins
+	// with takeBack, after any WriteTo).
+	answer rawAnswer
 }
 
 // rawRequestBuf holds a raw request, its undecoded part and its client
@@ -125,7 +126,6 @@ func (b *RawRequest) init(c *conn, frame []byte, size int, h *header, hdrLen int
 	}
 	if len(frame) < size {
 		b.c = c
-		b.sock.b = b
 	}
 }
 
@@ -195,9 +195,9 @@ func (b *RawRequest) Read(p []byte) (int, error) {
 // WriteTo writes the body's unread bytes to w (io.Copy calls it). A
 // streamed body goes from the client's socket to w: socket to socket
 // (splice) when the client's connection is plaintext TCP and w a
-// *net.TCPConn, through a pooled buffer otherwise. An error of w's leaves
-// the body's unread bytes readable, but from a splice, which cannot tell
-// the sockets' errors apart: the connection then closes.
+// *net.TCPConn (or an *os.File), through a pooled buffer otherwise. An
+// error of w's leaves the body's unread bytes readable, but from a splice,
+// which cannot tell the sockets' errors apart: the connection then closes.
 func (b *RawRequest) WriteTo(w io.Writer) (int64, error) {
 	if b.c == nil {
 		body := b.frame[b.hdrLen:]
@@ -239,11 +239,12 @@ func (b *RawRequest) WriteTo(w io.Writer) (int64, error) {
 	if b.pos == b.bodyLen {
 		return total, nil
 	}
-	if rf, ok := w.(io.ReaderFrom); ok {
+	if rf := zeroCopyDest(w); rf != nil {
 		if tc := c.spliceSource(); tc != nil { // the rest straight from the socket
-			b.lr = io.LimitedReader{R: tc, N: int64(b.bodyLen - b.pos)}
-			n, err := rf.ReadFrom(&b.lr)
-			b.lr.R = nil
+			lr := &b.answer.lr
+			*lr = io.LimitedReader{R: tc, N: int64(b.bodyLen - b.pos)}
+			n, err := rf.ReadFrom(lr)
+			lr.R = nil
 			if n > 0 {
 				c.touch(time.Now())
 			}
@@ -259,14 +260,15 @@ func (b *RawRequest) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	bw := copyBufs.Get().(*bufio.Writer)
-	b.wo.Writer = w
-	bw.Reset(&b.wo) // hides a ReaderFrom of w's, which would copy with a buffer of its own
+	wo := &b.answer.wo
+	wo.Writer = w
+	bw.Reset(wo) // hides a ReaderFrom of w's, which would copy with a buffer of its own
 	defer func() {
 		bw.Reset(nil)
 		copyBufs.Put(bw)
-		b.wo.Writer = nil
+		wo.Writer = nil
 	}()
-	n, err := bw.ReadFrom(&b.sock)
+	n, err := bw.ReadFrom((*bodySocket)(b))
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -339,7 +341,7 @@ func (b *RawRequest) takeBack(drain bool, why error) error {
 	}
 	if drain && b.pos < b.bodyLen {
 		b.pos = max(b.pos, len(b.frame)-b.hdrLen)
-		if _, err := io.Copy(io.Discard, &b.sock); err != nil {
+		if _, err := io.Copy(io.Discard, (*bodySocket)(b)); err != nil {
 			return err
 		}
 	}
@@ -349,9 +351,9 @@ func (b *RawRequest) takeBack(drain bool, why error) error {
 
 // bodySocket reads a streamed body's next bytes from the connection, for
 // takeBack's drain and WriteTo's buffered copy (mu held).
-type bodySocket struct{ b *RawRequest }
+type bodySocket RawRequest
 
-func (s *bodySocket) Read(p []byte) (int, error) { return s.b.readSocket(p) }
+func (s *bodySocket) Read(p []byte) (int, error) { return (*RawRequest)(s).readSocket(p) }
 
 // writerOnly hides all methods of a writer but Write.
 type writerOnly struct{ io.Writer }
@@ -390,22 +392,24 @@ func (b *RawRequest) abandon(c *conn) {
 // (RespondRawFrom), with the frame's size and response header the server
 // writes before them, and what became of a RespondRawFrom.
 type rawAnswer struct {
-	hdr  [9]byte                    // the frame's size, the correlation id and, flexible, the header's empty tag section
+	hdr [9]byte // the frame's size, the correlation id and, flexible, the header's empty tag section
+
+	// RespondRawFrom's outcome.
+	waiting bool // RespondRawFrom waits on done
+	began   bool // src has been read from
+	written bool // the writing was RespondRawFrom's own (see there); sent and start are set
+
 	iov  [1 + rawInlineParts][]byte // the header, then the host's slices
 	bufs net.Buffers                // what a vectored write writes: iov's, or a longer list
 	size int64                      // the body's bytes
 	src  io.Reader
-	lr   io.LimitedReader // src, limited to size
+	lr   io.LimitedReader // src, limited to size (or, before the answer, the client's socket: RawRequest.WriteTo)
 	wo   writerOnly
 
-	// RespondRawFrom's outcome.
-	waiting bool           // RespondRawFrom waits on done
-	done    sync.WaitGroup // released by release
-	began   bool           // src has been read from
-	err     error
-	written bool  // the writing was RespondRawFrom's own (see there); sent and start are set
-	sent    int   // bytes written, size prefix included
-	start   int64 // when the writing began: nanoseconds since the server's epoch
+	done  sync.WaitGroup // released by release
+	err   error
+	sent  int   // bytes written, size prefix included
+	start int64 // when the writing began: nanoseconds since the server's epoch
 }
 
 // rawInlineParts is how many slices of RespondRaw's a rawAnswer holds
@@ -662,6 +666,21 @@ func zeroCopySource(src io.Reader) bool {
 		return true
 	}
 	return false
+}
+
+// zeroCopyDest returns w as an io.ReaderFrom when it moves a TCP
+// connection's bytes without copying them through the process: a TCP
+// connection or a file (splice). Other writers get a streamed body through
+// a pooled buffer, as their own ReadFrom may copy with a buffer it
+// allocates.
+func zeroCopyDest(w io.Writer) io.ReaderFrom {
+	switch w := w.(type) {
+	case *net.TCPConn:
+		return w
+	case *os.File:
+		return w
+	}
+	return nil
 }
 
 // spliceSource returns the connection's socket when a streamed body's
