@@ -67,7 +67,8 @@ type API struct {
 	// ([RawRequest]), so that a large Produce is never held whole. Zero
 	// streams none: every frame is read whole first, as for a decoded
 	// request. A frame whose header does not fit the connection's read
-	// buffer (a client id of some 200 bytes or more) is read whole too.
+	// buffer (a client id, or a Produce's transactional id, of some 200
+	// bytes or more) is read whole too.
 	StreamAbove int32
 
 	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI): RequestLog.ServerAnswered
