@@ -43,6 +43,8 @@ type bench struct {
 	// baselineServer beside brokerBin.
 	baselineBin string
 	proxyBin    string // the example proxy, built for scenario p
+	haproxyBin  string // scenario p: HAProxy; "" when it was not found
+	proxyRounds int    // scenario p's rounds so far: the hops' order rotates
 	fileLimit   uint64 // RLIMIT_NOFILE, inherited by the children
 	log         io.Writer
 
@@ -101,6 +103,7 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 			return nil, nil, err
 		}
 		if slices.Contains(o.scenarios, "p") {
+			b.haproxyBin = findHAProxy(o.haproxy)
 			fmt.Fprintln(log, "bench: building examples/proxy for scenario p")
 			if b.proxyBin, err = buildExample(ctx, dir, "proxy"); err != nil {
 				cleanup()
@@ -482,7 +485,8 @@ func clientCPU() time.Duration {
 }
 
 // window measures a timed run: its wall time, and the CPU time and context
-// switches of the server and the CPU time of the bench in it.
+// switches of the server and the CPU time of the bench in it; with a
+// second process (startWindowAlso), that process's CPU time too.
 type window struct {
 	c                 *child
 	start             time.Time
@@ -492,17 +496,32 @@ type window struct {
 	ServerCPU, Client time.Duration
 	ServerSwitches    int64 // the server's threads' context switches, voluntary and not
 
+	also    *child // a second process measured, or nil (scenario p: the broker behind a hop)
+	also0   usage
+	AlsoCPU time.Duration
+
 	perf *exec.Cmd // with -perf-dir: perf record, attached to the server
 }
 
 // startWindow starts measuring c, and with -perf-dir starts recording it
 // with perf.
-func startWindow(c *child) (*window, error) {
-	w := &window{c: c}
+func startWindow(c *child) (*window, error) { return startWindowAlso(c, nil) }
+
+// startWindowAlso starts measuring c and, if not nil, also's CPU time.
+func startWindowAlso(c, also *child) (*window, error) {
+	w := &window{c: c, also: also}
 	if c.perfDir != "" {
 		if err := w.startPerf(); err != nil {
 			return nil, err
 		}
+	}
+	if also != nil {
+		u, err := also.usage()
+		if err != nil {
+			w.stopPerf()
+			return nil, fmt.Errorf("reading %s's CPU time: %w", also.name, err)
+		}
+		w.also0 = u
 	}
 	u, err := c.usage()
 	if err != nil {
@@ -518,9 +537,18 @@ func (w *window) end() error {
 	w.Elapsed = time.Since(w.start)
 	w.Client = clientCPU() - w.client0
 	u, err := w.c.usage()
+	if err != nil {
+		err = fmt.Errorf("reading %s's CPU time: %w", w.c.name, err)
+	} else if w.also != nil {
+		ua, aerr := w.also.usage()
+		if aerr != nil {
+			err = fmt.Errorf("reading %s's CPU time: %w", w.also.name, aerr)
+		}
+		w.AlsoCPU = ua.cpuSince(w.also0)
+	}
 	w.stopPerf()
 	if err != nil {
-		return fmt.Errorf("reading %s's CPU time: %w", w.c.name, err)
+		return err
 	}
 	w.ServerCPU = u.cpuSince(w.server0)
 	w.ServerSwitches = u.CtxSwitches - w.server0.CtxSwitches

@@ -61,6 +61,12 @@
 //     chunks of 1 MiB (as many writes as kgo's Fetch answers) and read to
 //     the end by the bench. No server can send those bytes for less CPU
 //     on the machine at hand.
+//   - direct, haproxy and examples/proxy (scenario p): the ways to one
+//     example broker: a direct connection; HAProxy in TCP mode (one
+//     thread, kernel splicing both ways: a relay that parses nothing, the
+//     floor of a hop), found on PATH or in /usr/sbin, or given with
+//     -haproxy; and the example proxy. Without HAProxy the scenario
+//     measures the other two and says so; with CI set that fails the run.
 //
 // Each scenario runs -rounds times; in each round every server is measured
 // on a fresh child, and the servers' order rotates from round to round so
@@ -171,11 +177,17 @@
 //	   0's of the same round, marked against the targets (cases 1 to 3:
 //	   p99 at most 2× alone, MB/s at least 0.5×; case 4, saturated by
 //	   design: p99 at most 5×). Reproduce with -scenarios i -rounds 3.
-//	p  examples/proxy in front of examples/broker against a direct
-//	   connection to the same broker, in the same round: Metadata v12 round
-//	   trips on each -conns count (the latency the proxy adds at p50 and
-//	   p99, and the proxy's CPU µs per request), and kgo producing as in b
-//	   (records/s, and each process's CPU ms per MB).
+//	p  examples/proxy and HAProxy in front of examples/broker against a
+//	   direct connection to the same broker, in the same round, the hops'
+//	   order rotating: Metadata v12 round trips on each -conns count (the
+//	   latency each hop adds at p50 and p99, the hop's and the broker's
+//	   CPU µs per request), and kgo producing -proxy-mb MB of 1 KiB records
+//	   through each hop, then consuming them (MB/s, the hop's and the
+//	   broker's CPU ms per MB). The proxy's figures over HAProxy's of the
+//	   same round are marked against issue 23's targets: CPU per request
+//	   at one connection and per MB produced and consumed at most 1.5×,
+//	   added p50 at one connection at most 1.5×, throughput at least 0.9×.
+//	   Reproduce with -scenarios p -rounds 3.
 //
 // With -baseline-broker FILE, scenarios b (unless -produce-discard), g
 // and i also measure FILE, a prebuilt examples/broker (of an older commit,

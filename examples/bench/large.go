@@ -159,12 +159,23 @@ func renameCase(s []sample, c string) []sample {
 // client until it has n records, checking that each has the next offset
 // and a value of size bytes, and measures it.
 func consume(ctx context.Context, c *child, n, size int) ([]sample, error) {
-	w, err := startWindow(c)
+	return consumeTopic(ctx, c, nil, largeTopic, n, size)
+}
+
+// consumeTopic is consume for partition 0 of topic, through via if not
+// nil (scenario p): the client bootstraps from via, and the window
+// measures via, with c's CPU time as its AlsoCPU.
+func consumeTopic(ctx context.Context, c, via *child, topic string, n, size int) ([]sample, error) {
+	w, err := measure(c, via)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{largeTopic: {0: kgo.NewOffset().At(0)}}))
+	seed := c.addr
+	if via != nil {
+		seed = via.addr
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
 	if err != nil {
 		return nil, fmt.Errorf("kgo client: %w", err)
 	}
@@ -194,7 +205,7 @@ func consume(ctx context.Context, c *child, n, size int) ([]sample, error) {
 	if err := w.end(); err != nil {
 		return nil, err
 	}
-	rss, err := c.rss()
+	rss, err := w.c.rss()
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +241,7 @@ func consumeFloor(ctx context.Context, d *dialer, c *child, n, size int) ([]samp
 func throughputSamples(w *window, records int, bytes int64, rss int64) []sample {
 	mb := float64(bytes) / 1e6
 	secs := w.Elapsed.Seconds()
-	return []sample{
+	out := []sample{
 		{Metric: "records/s", Value: float64(records) / secs},
 		{Metric: "MB/s", Value: mb / secs},
 		{Metric: "server CPU ms/MB", Value: micros(w.ServerCPU) / 1000 / mb},
@@ -238,4 +249,8 @@ func throughputSamples(w *window, records int, bytes int64, rss int64) []sample 
 		{Metric: "bench CPU ms/MB", Value: micros(w.Client) / 1000 / mb},
 		{Metric: "server RSS MiB after", Value: mib(rss)},
 	}
+	if w.also != nil { // scenario p: the server is a hop, also the broker behind it
+		out = append(out, sample{Metric: "broker CPU ms/MB", Value: micros(w.AlsoCPU) / 1000 / mb})
+	}
+	return out
 }

@@ -49,6 +49,8 @@ type options struct {
 	budgetRequest  int           // (h): the size of each Produce request frame, in bytes
 	budget         int64         // (h): queued.max.request.bytes
 	brokerProps    []string      // properties ("key=value") laid over the example broker's in (b), (g), (i) and (p)
+	proxyMB        int           // (p): megabytes (10^6 bytes) of 1 KiB records produced and consumed through each hop
+	haproxy        string        // (p): the haproxy binary; "": looked up
 	baselineBroker string        // (b), (g), (i): a prebuilt examples/broker measured beside the current one, as baselineServer
 	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
@@ -94,6 +96,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		o.brokerProps = append(o.brokerProps, p)
 		return nil
 	})
+	fs.IntVar(&o.proxyMB, "proxy-mb", 300, "scenario p: `megabytes` (10^6 bytes) of 1 KiB records produced, then consumed, through each hop (-quick: 50)")
+	fs.StringVar(&o.haproxy, "haproxy", "", "scenario p: the haproxy `binary` (default: haproxy on PATH, else /usr/sbin/haproxy)")
 	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
 		"started as the current one, as server "+baselineServer+" in the same rounds, with the current's ratio to it")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 5*time.Second, "scenario i: each of a case's two measured windows, the Metadata client's then the producer's, after the attackers are set up (-quick: 2s)")
@@ -126,6 +130,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		quickDefault(set, "settle", &o.settle, 500*time.Millisecond)
 		quickDefault(set, "listings", &o.listings, 3)
 		quickDefault(set, "large-mb", &o.largeMB, 50)
+		quickDefault(set, "proxy-mb", &o.proxyMB, 50)
 		quickDefault(set, "hostile-duration", &o.hostileDuration, 2*time.Second)
 	}
 	var err error
@@ -142,8 +147,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, err
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.listings < 1 || o.probeTimeout <= 0 || o.settle < 0 ||
-		o.largeMB < 1 || o.budgetClients < 1 || *budgetRequest < 1 || *budget < 1 {
-		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings, -probe-timeout, -large-mb, -budget-clients, -budget-request-mib and -budget-mib must be positive, -settle not negative")
+		o.largeMB < 1 || o.proxyMB < 1 || o.budgetClients < 1 || *budgetRequest < 1 || *budget < 1 {
+		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings, -probe-timeout, -large-mb, -proxy-mb, -budget-clients, -budget-request-mib and -budget-mib must be positive, -settle not negative")
 	}
 	if *budgetRequest > *budget || *budget > 2047 {
 		return options{}, fmt.Errorf("-budget-request-mib (%d) must be at most -budget-mib (%d), which is also socket.request.max.bytes and must be below 2048 MiB",
@@ -248,6 +253,12 @@ func (b *bench) runAll(ctx context.Context) *results {
 			fmt.Fprintf(b.log, "bench: %s\n", msg)
 			res.Failures = append(res.Failures, msg)
 		}
+		if msg, fail := b.missingHAProxy(id); msg != "" {
+			fmt.Fprintf(b.log, "bench: %s\n", msg)
+			if fail {
+				res.Failures = append(res.Failures, msg+" (CI is set: HAProxy is required)")
+			}
+		}
 		for round := range b.opts.rounds {
 			for _, server := range rotate(sc.servers, round) {
 				if ctx.Err() != nil {
@@ -256,7 +267,10 @@ func (b *bench) runAll(ctx context.Context) *results {
 				fmt.Fprintf(b.log, "bench: (%s) round %d/%d: %s\n", id, round+1, b.opts.rounds, server)
 				samples, err := sc.run(ctx, server)
 				for i := range samples {
-					samples[i].Scenario, samples[i].Server, samples[i].Round = id, server, round+1
+					samples[i].Scenario, samples[i].Round = id, round+1
+					if samples[i].Server == "" { // scenario p names its hops
+						samples[i].Server = server
+					}
 				}
 				res.Samples = append(res.Samples, samples...)
 				if err != nil && ctx.Err() == nil {
@@ -316,6 +330,6 @@ func (b *bench) scenario(id string) scenario {
 	case "i":
 		return scenario{b.hostileInfo(), b.hostileServers(), b.runHostile}
 	default:
-		return scenario{b.proxyInfo(), []serverKind{proxyServer}, b.runProxy}
+		return scenario{b.proxyInfo(), []serverKind{hopsRun}, b.runProxy}
 	}
 }

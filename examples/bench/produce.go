@@ -67,12 +67,20 @@ type produceLoad struct {
 	partitions    int32
 	records, size int
 	batchMax      int32
+	// via, when not nil, is a hop in front of the server (scenario p): the
+	// client bootstraps from it, and the window measures it, the server's
+	// CPU time as its AlsoCPU.
+	via *child
 }
 
 // produce creates the load's topic on c, writes one record, then the
 // load's records with kgo, and measures the latter.
 func produce(ctx context.Context, c *child, load produceLoad) ([]sample, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(c.addr), kgo.DefaultProduceTopic(load.topic),
+	seed := c.addr
+	if load.via != nil {
+		seed = load.via.addr
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(seed), kgo.DefaultProduceTopic(load.topic),
 		kgo.ProducerBatchCompression(kgo.NoCompression())}
 	if load.batchMax > 0 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(load.batchMax))
@@ -94,7 +102,7 @@ func produce(ctx context.Context, c *child, load produceLoad) ([]sample, error) 
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: values[0]}).FirstErr(); err != nil {
 		return nil, fmt.Errorf("first record: %w", err)
 	}
-	w, err := startWindow(c)
+	w, err := measure(c, load.via)
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +124,20 @@ func produce(ctx context.Context, c *child, load produceLoad) ([]sample, error) 
 	if f := failed.Load(); f > 0 {
 		return nil, fmt.Errorf("%d of %d records failed, the first with: %w", f, load.records, *firstErr.Load())
 	}
-	rss, err := c.rss()
+	rss, err := w.c.rss()
 	if err != nil {
 		return nil, err
 	}
 	return throughputSamples(w, load.records, int64(load.records)*int64(load.size), rss), nil
+}
+
+// measure starts the window of a load on server c, reached through via
+// if not nil: via's, with c as its second process.
+func measure(c, via *child) (*window, error) {
+	if via == nil {
+		return startWindow(c)
+	}
+	return startWindowAlso(via, c)
 }
 
 // createTopic creates a topic; one that exists already will do.

@@ -107,6 +107,12 @@ func (r loadResult) samples(out []sample, c string) []sample {
 // meanwhile (if not nil) runs with a context that ends with it, and its
 // result is the run's Listings.
 func runLoad(ctx context.Context, d *dialer, c *child, req loadRequest, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
+	return runLoadAlso(ctx, d, c, nil, req, conns, dur, meanwhile)
+}
+
+// runLoadAlso is runLoad that also measures the CPU time of also, if not
+// nil (the window's AlsoCPU): scenario p's broker behind a hop.
+func runLoadAlso(ctx context.Context, d *dialer, c, also *child, req loadRequest, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
 	rcs, err := openLoadConns(ctx, d, c.addr, req, conns)
 	defer func() {
 		for _, rc := range rcs {
@@ -137,7 +143,7 @@ func runLoad(ctx context.Context, d *dialer, c *child, req loadRequest, conns in
 		wg.Wait()
 		return loadResult{}, err
 	}
-	w, err := startWindow(c)
+	w, err := startWindowAlso(c, also)
 	if err != nil {
 		wg.Wait()
 		return loadResult{}, err
