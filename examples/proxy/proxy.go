@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +35,8 @@ import (
 // acks=0 produces (written upstream, nothing awaited) carry over as they
 // are. A request is forwarded at the version the client sent, with its
 // client id; the response is decoded at that version, its broker
-// addresses rewritten (rewrite.go), and answered.
+// addresses rewritten (rewrite.go), and answered. forward.go is the
+// per-request path.
 //
 // A watch per upstream broker holds a connection of its own to it, to
 // learn of new brokers and to notice when the broker goes away: the
@@ -366,99 +366,6 @@ func (p *proxy) stop() {
 
 // Addr returns the bound address of a listener.
 func (p *proxy) Addr(name protocolmap.ListenerName) net.Addr { return p.srv.Addr(name) }
-
-// forward is the Handler of every forwarded API. It runs on the client
-// connection's goroutine, so it hands the request to a goroutine of its
-// own, which forwards it and answers.
-func (p *proxy) forward(r *socketserver.Request) {
-	s, _ := r.Context().Value(sessionKey{}).(*session)
-	if s == nil { // not a data listener: not reached, the admin listener forwards nothing
-		_ = r.CloseConnection()
-		return
-	}
-	s.mu.Lock()
-	if s.doomed || s.busy || s.ended {
-		s.mu.Unlock()
-		_ = r.CloseConnection()
-		return
-	}
-	s.busy = true
-	if !s.watched {
-		s.watched = true
-		context.AfterFunc(r.Context(), s.end)
-	}
-	s.mu.Unlock()
-	p.mu.Lock()
-	stopped := p.stopped
-	if !stopped {
-		p.work.Add(1)
-	}
-	p.mu.Unlock()
-	if stopped {
-		_ = r.CloseConnection()
-		return
-	}
-	go func() {
-		defer p.work.Done()
-		s.serve(r)
-	}()
-}
-
-// serve forwards r and answers it. Whatever goes wrong upstream (the
-// broker cannot be reached, goes away, or sends what does not decode),
-// the client's connection is closed, so that the client reconnects and
-// refreshes its metadata: a response is never invented, and one that was
-// not read whole is never answered.
-func (s *session) serve(r *socketserver.Request) {
-	log := s.p.log
-	defer func() {
-		if v := recover(); v != nil {
-			log.Error("forwarding panicked; closing the client connection", "conn_id", s.id, "api_key", r.APIKey,
-				"api_version", r.APIVersion, "panic", v, "stack", string(debug.Stack()))
-			s.drop(nil)
-			_ = r.CloseConnection()
-		}
-	}()
-	up, err := s.conn(r.Context(), r.Conn.ServerName)
-	if err != nil {
-		level := slog.LevelInfo
-		if errors.Is(err, errNodeDown) { // said once, when its watch lost it
-			level = slog.LevelDebug
-		}
-		if r.Context().Err() == nil {
-			log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id,
-				"server_name", r.Conn.ServerName, "node", s.target, "err", err)
-		}
-		s.drop(nil)
-		_ = r.CloseConnection()
-		return
-	}
-	resp, err := up.forward(r.Context(), r.Body, r.ClientID)
-	if err != nil {
-		if r.Context().Err() == nil {
-			log.Info("the upstream connection failed; closing the client connection", "conn_id", s.id, "upstream", up.addr,
-				"api_key", r.APIKey, "api_version", r.APIVersion, "err", err)
-		}
-		s.drop(up)
-		_ = r.CloseConnection()
-		return
-	}
-	if resp != nil {
-		rewrite(resp, s.l, &s.cluster().book)
-	}
-	s.mu.Lock()
-	s.busy = false
-	s.answered = time.Now()
-	s.mu.Unlock()
-	if resp == nil {
-		_ = r.NoResponse()
-		return
-	}
-	if err := r.Respond(resp); err != nil {
-		log.Error("cannot answer a forwarded request", "conn_id", s.id, "api_key", r.APIKey, "err", err)
-		_ = r.CloseConnection()
-	}
-}
 
 // conn returns the session's upstream connection, dialing it on first use
 // in the cluster serverName says (see bind).

@@ -19,7 +19,8 @@ import (
 
 // This file is the proxy's client side: connections to the upstream
 // brokers, authenticated with the proxy's own credentials, that carry one
-// request at a time with the proxy's own correlation ids.
+// request at a time (and acks=0 Produce requests, which have no answer,
+// one after the other) with the proxy's own correlation ids.
 
 // Errors of an upstream connection. Each one ends the connection.
 var (
@@ -51,9 +52,10 @@ type upstreamClient struct {
 	clientID    string // for the proxy's own requests
 }
 
-// upConn is one connection to an upstream broker. It carries one request
-// at a time: its owner (a client connection's session, or a broker's
-// watch) is the only one to use it.
+// upConn is one connection to an upstream broker. It has one answer
+// outstanding at most: its owner (a client connection's session, or a
+// broker's watch) is the only one to use it, and sends a request only
+// once the one before it has been answered (or has no answer).
 type upConn struct {
 	c      *upstreamClient
 	addr   string
@@ -159,28 +161,45 @@ func (u *upConn) authenticate(ctx context.Context) error {
 	return nil
 }
 
-// forward sends a client's request at its own version, with its client
-// id, and returns the response, decoded at that version; nil when the
-// request expects none (Produce with acks=0). A SASL session near its end
-// is renewed first. If ctx ends first (the client has gone), the round
-// trip stops and ctx's error is returned: a response would be left
-// pending. Any error leaves u unusable.
-func (u *upConn) forward(ctx context.Context, req kmsg.Request, clientID *string) (kmsg.Response, error) {
-	stop := context.AfterFunc(ctx, func() { _ = u.nc.SetDeadline(time.Now()) })
-	var resp kmsg.Response
-	var err error
+// send writes a client's request at its own version, with its client id
+// and the next correlation id of u's, which it returns; its answer, if it
+// has one (all but an acks=0 Produce do), is to be read with await and
+// answer. A SASL session near its end is renewed first, with ctx. A read
+// or write under way fails when u is closed, as its session closes it
+// when the client goes away (session.end). Any error leaves u unusable.
+func (u *upConn) send(ctx context.Context, req kmsg.Request, clientID *string) (int32, error) {
 	if !u.reauth.IsZero() && time.Now().After(u.reauth) {
-		if err = u.authenticate(ctx); err != nil {
-			err = fmt.Errorf("re-authenticating: %w", err)
+		if err := u.authenticate(ctx); err != nil {
+			return 0, fmt.Errorf("re-authenticating: %w", err)
 		}
 	}
-	if err == nil {
-		resp, err = u.roundTripID(req, clientID, expectsResponse(req))
+	return u.write(req, clientID)
+}
+
+// await waits until the answer to the request sent last begins to arrive,
+// until deadline at the latest (zero: no limit). When deadline passes
+// first it returns an error whose Timeout is true, and u is as it was:
+// await may be called again.
+func (u *upConn) await(deadline time.Time) error {
+	if u.br.Buffered() > 0 {
+		return nil
 	}
-	if !stop() {
-		return nil, ctx.Err()
+	_ = u.nc.SetReadDeadline(deadline)
+	_, err := u.br.Peek(1)
+	if err == nil && !deadline.IsZero() {
+		_ = u.nc.SetReadDeadline(time.Time{})
 	}
-	return resp, err
+	return err
+}
+
+// answer reads the answer to req, sent with correlation id corr, decoded at
+// req's version.
+func (u *upConn) answer(req kmsg.Request, corr int32) (kmsg.Response, error) {
+	frame, err := readFrame(u.br, maxResponseBytes)
+	if err != nil {
+		return nil, err
+	}
+	return decodeResponse(req, corr, frame)
 }
 
 // expectsResponse reports whether a request is answered: all are but a
@@ -190,30 +209,25 @@ func expectsResponse(req kmsg.Request) bool {
 	return !ok || p.Acks != 0
 }
 
-// roundTrip sends one of the proxy's own requests.
+// roundTrip sends one of the proxy's own requests and, if answered, reads
+// its answer.
 func (u *upConn) roundTrip(req kmsg.Request, clientID string, answered bool) (kmsg.Response, error) {
-	return u.roundTripID(req, &clientID, answered)
-}
-
-// roundTripID writes req with the next correlation id and reads its
-// response.
-func (u *upConn) roundTripID(req kmsg.Request, clientID *string, answered bool) (kmsg.Response, error) {
-	u.corr++
-	u.buf = appendRequest(u.buf[:0], req, u.corr, clientID)
-	if _, err := u.nc.Write(u.buf); err != nil {
+	corr, err := u.write(req, &clientID)
+	if err != nil || !answered {
 		return nil, err
 	}
+	return u.answer(req, corr)
+}
+
+// write writes req with the next correlation id, which it returns.
+func (u *upConn) write(req kmsg.Request, clientID *string) (int32, error) {
+	u.corr++
+	u.buf = appendRequest(u.buf[:0], req, u.corr, clientID)
+	_, err := u.nc.Write(u.buf)
 	if cap(u.buf) > 64<<10 { // a large produce request: do not keep its buffer
 		u.buf = nil
 	}
-	if !answered {
-		return nil, nil
-	}
-	frame, err := readFrame(u.br, maxResponseBytes)
-	if err != nil {
-		return nil, err
-	}
-	return decodeResponse(req, u.corr, frame)
+	return u.corr, err
 }
 
 // appendRequest appends req's frame: size, header (v1, or v2 with an empty

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// This file is the per-request path: a client's request goes to its
+// session's upstream connection, and upstream's answer back to the client.
+//
+// The socket server hands the proxy one request per client connection at a
+// time (Kafka's order: the next request is read once the answer has been
+// written), and each client connection has an upstream connection of its
+// own, so an upstream connection has at most one answer outstanding; an
+// acks=0 Produce, which has none, is written and the next request follows
+// it without waiting. Sharing upstream connections among clients was
+// weighed and left out (docs/proxy.md, "Upstream connections").
+//
+// The request is written upstream on the client connection's own goroutine
+// (the inline handler), which then waits there for the answer, for
+// inlineWait at most: most answers (Metadata and the other lookups, a
+// Produce, a Fetch with records to return) come sooner, and are read and
+// written to the client by the same goroutine, with no other woken for
+// them, which on a loaded machine is most of what a small request costs.
+// An answer that has not begun by then (a long-poll Fetch, a JoinGroup
+// waiting for its group, a stalled broker) is awaited by a goroutine of its
+// own, so that the connection's inline slot (one of queued.max.requests)
+// is given back while upstream holds the request.
+
+// forward is the Handler of every forwarded API. It runs on the client
+// connection's goroutine (API.Inline).
+func (p *proxy) forward(r *socketserver.Request) {
+	s, _ := r.Context().Value(sessionKey{}).(*session)
+	if s == nil { // not a data listener: not reached, the admin listener forwards nothing
+		_ = r.CloseConnection()
+		return
+	}
+	s.mu.Lock()
+	if s.doomed || s.busy || s.ended {
+		s.mu.Unlock()
+		_ = r.CloseConnection()
+		return
+	}
+	s.busy = true
+	if !s.watched {
+		s.watched = true
+		context.AfterFunc(r.Context(), s.end)
+	}
+	s.mu.Unlock()
+	p.mu.Lock()
+	stopped := p.stopped
+	if !stopped {
+		p.work.Add(1)
+	}
+	p.mu.Unlock()
+	if stopped {
+		_ = r.CloseConnection()
+		return
+	}
+	defer p.work.Done()
+	s.serve(r)
+}
+
+// inlineWait is how long the client connection's goroutine waits for the
+// first bytes of upstream's answer before it hands the wait to a goroutine
+// of its own.
+const inlineWait = 10 * time.Millisecond
+
+// serve forwards r, on the client connection's goroutine, and answers it
+// there or hands the wait for the answer on (see inlineWait). Whatever
+// goes wrong upstream (the broker cannot be reached, goes away, or sends
+// what does not decode), the client's connection is closed, so that the
+// client reconnects and refreshes its metadata: a response is never
+// invented, and one that was not read whole is never answered.
+func (s *session) serve(r *socketserver.Request) {
+	defer s.recoverPanic(r)
+	up, err := s.conn(r.Context(), r.Conn.ServerName)
+	if err != nil {
+		level := slog.LevelInfo
+		if errors.Is(err, errNodeDown) { // said once, when its watch lost it
+			level = slog.LevelDebug
+		}
+		if r.Context().Err() == nil {
+			s.p.log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id,
+				"server_name", r.Conn.ServerName, "node", s.target, "err", err)
+		}
+		s.drop(nil)
+		_ = r.CloseConnection()
+		return
+	}
+	corr, err := up.send(r.Context(), r.Body, r.ClientID)
+	if err != nil {
+		s.failed(r, up, err)
+		return
+	}
+	if !expectsResponse(r.Body) {
+		s.done()
+		_ = r.NoResponse()
+		return
+	}
+	err = up.await(time.Now().Add(inlineWait))
+	if isTimeout(err) && r.Context().Err() == nil {
+		s.p.work.Add(1) // the caller's is held until this returns
+		go func() {
+			defer s.p.work.Done()
+			defer s.recoverPanic(r)
+			if err := up.await(time.Time{}); err != nil {
+				s.failed(r, up, err)
+				return
+			}
+			s.answer(r, up, corr)
+		}()
+		return
+	}
+	if err != nil {
+		s.failed(r, up, err)
+		return
+	}
+	s.answer(r, up, corr)
+}
+
+// answer reads upstream's answer to r, whose correlation id upstream was
+// corr, rewrites its broker addresses and answers r with it.
+func (s *session) answer(r *socketserver.Request, up *upConn, corr int32) {
+	resp, err := up.answer(r.Body, corr)
+	if err != nil {
+		s.failed(r, up, err)
+		return
+	}
+	rewrite(resp, s.l, &s.cluster().book)
+	s.done()
+	if err := r.Respond(resp); err != nil {
+		s.p.log.Error("cannot answer a forwarded request", "conn_id", s.id, "api_key", r.APIKey, "err", err)
+		_ = r.CloseConnection()
+	}
+}
+
+// done notes that the session's request has been answered.
+func (s *session) done() {
+	s.mu.Lock()
+	s.busy = false
+	s.answered = time.Now()
+	s.mu.Unlock()
+}
+
+// failed ends r, whose forwarding through up failed with err: up is
+// dropped and the client's connection closed.
+func (s *session) failed(r *socketserver.Request, up *upConn, err error) {
+	if r.Context().Err() == nil {
+		s.p.log.Info("the upstream connection failed; closing the client connection", "conn_id", s.id, "upstream", up.addr,
+			"api_key", r.APIKey, "api_version", r.APIVersion, "err", err)
+	}
+	s.drop(up)
+	_ = r.CloseConnection()
+}
+
+// recoverPanic, deferred, closes r's connection after a panic in its
+// forwarding, which it logs.
+func (s *session) recoverPanic(r *socketserver.Request) {
+	if v := recover(); v != nil {
+		s.p.log.Error("forwarding panicked; closing the client connection", "conn_id", s.id, "api_key", r.APIKey,
+			"api_version", r.APIVersion, "panic", v, "stack", string(debug.Stack()))
+		s.drop(nil)
+		_ = r.CloseConnection()
+	}
+}
