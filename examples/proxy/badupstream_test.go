@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"io"
 	"testing"
 	"time"
 
@@ -13,64 +14,105 @@ import (
 )
 
 // An upstream broker that answers with bytes that are not the response
-// the client asked for never crashes the proxy: the client's connection
-// is closed cleanly (EOF, nothing written), the proxy goes on serving
-// other clients, and nothing is left behind (the claimed gigabyte is not
-// allocated, no goroutine stays). A client that leaves while its request
-// waits upstream ends the upstream connection too.
+// the client asked for never crashes the proxy. An answer the proxy
+// decodes (DescribeCluster's: it names brokers) is read whole and checked:
+// the client's connection is closed cleanly (EOF, nothing written). An
+// answer it forwards raw (ListGroups') goes to the client as upstream sent
+// it, as through a TCP relay: a body that does not decode reaches the
+// client, whose decoder says so, and one cut short reaches it cut short
+// before the connection closes; but a frame whose size is out of bounds,
+// another correlation id and a broker that closes are caught before a byte
+// is written. Either way the proxy goes on serving other clients, and
+// nothing is left behind (the claimed gigabyte is not allocated, no
+// goroutine stays). A client that leaves while its request waits upstream
+// ends the upstream connection too.
 func TestBadUpstreamResponses(t *testing.T) {
 	fake := startFakeUpstream(t)
 	base := socketservertest.TakeGoroutineBaseline()
 	p := startProxy(t, fake.addr(), nil, plaintextProxy...)
-	good := goodListGroups
 	frame := func(corr int32, body ...byte) []byte {
 		b := binary.BigEndian.AppendUint32(nil, uint32(4+len(body)))
 		return append(binary.BigEndian.AppendUint32(b, uint32(corr)), body...)
 	}
+	// What the client sees of a raw answer.
+	const (
+		closed = iota // the connection closes, nothing written
+		passed        // upstream's frame, as it is
+		cut           // the start of upstream's frame, then the connection closes
+	)
 	for _, tc := range []struct {
 		name   string
 		answer answerFunc
+		raw    int
 	}{
-		{"garbage body", func(corr int32, _ int16) ([]byte, bool) { return frame(corr, 0xde, 0xad, 0xbe, 0xef), false }},
-		{"a body cut short", func(corr int32, v int16) ([]byte, bool) {
-			b, _ := good(corr, v)
+		{"garbage body", func(_ kmsg.Key, corr int32, _ int16) ([]byte, bool) {
+			return frame(corr, 0, 0xde, 0xad, 0xbe, 0xef), false // an empty tag section, then garbage
+		}, passed},
+		{"a body cut short", func(key kmsg.Key, corr int32, v int16) ([]byte, bool) {
+			b, _ := fake.good(key, corr, v)
 			return frame(corr, b[8:len(b)-2]...), false
-		}},
-		{"another correlation id", func(corr int32, v int16) ([]byte, bool) { return good(corr+1, v) }},
-		{"a gigabyte announced, ten bytes sent, the broker gone", func(int32, int16) ([]byte, bool) {
-			return append(binary.BigEndian.AppendUint32(nil, 1<<30), make([]byte, 10)...), true
-		}},
-		{"a frame beyond the limit", func(int32, int16) ([]byte, bool) { return binary.BigEndian.AppendUint32(nil, 0x7fffffff), false }},
-		{"a negative frame size", func(int32, int16) ([]byte, bool) { return binary.BigEndian.AppendUint32(nil, 0xfffffff0), false }},
-		{"an array of two billion groups", func(corr int32, _ int16) ([]byte, bool) {
+		}, passed},
+		{"another correlation id", func(key kmsg.Key, corr int32, v int16) ([]byte, bool) { return fake.good(key, corr+1, v) }, closed},
+		{"a gigabyte announced, ten bytes sent, the broker gone", func(_ kmsg.Key, corr int32, _ int16) ([]byte, bool) {
+			b := binary.BigEndian.AppendUint32(nil, 1<<30)
+			b = binary.BigEndian.AppendUint32(b, uint32(corr))
+			return append(b, make([]byte, 10)...), true
+		}, cut},
+		{"a frame beyond the limit", func(kmsg.Key, int32, int16) ([]byte, bool) {
+			return binary.BigEndian.AppendUint32(nil, 0x7fffffff), false
+		}, closed},
+		{"a negative frame size", func(kmsg.Key, int32, int16) ([]byte, bool) {
+			return binary.BigEndian.AppendUint32(nil, 0xfffffff0), false
+		}, closed},
+		{"an array of two billion entries", func(_ kmsg.Key, corr int32, _ int16) ([]byte, bool) {
 			return frame(corr, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff), false
-		}},
-		{"the broker closes", func(int32, int16) ([]byte, bool) { return nil, true }},
+		}, passed},
+		{"the broker closes", func(kmsg.Key, int32, int16) ([]byte, bool) { return nil, true }, closed},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fake.setAnswer(tc.answer)
-			c := dialRaw(t, p.addr(t, "PLAIN"))
-			req := kmsg.NewPtrListGroupsRequest()
-			req.Version = 3
-			c.send(t, req)
-			c.requireClosed(t, 10*time.Second)
+		for _, api := range []struct {
+			key kmsg.Key
+			req kmsg.Request
+			raw bool
+		}{
+			{kmsg.DescribeCluster, &kmsg.DescribeClusterRequest{Version: 1}, false},
+			{kmsg.ListGroups, &kmsg.ListGroupsRequest{Version: 3}, true},
+		} {
+			t.Run(kmsg.NameForKey(int16(api.key))+"/"+tc.name, func(t *testing.T) {
+				fake.setAnswer(tc.answer)
+				c := dialRaw(t, p.addr(t, "PLAIN"))
+				corr := c.send(t, api.req)
+				switch {
+				case !api.raw || tc.raw == closed:
+					c.requireClosed(t, 10*time.Second)
+				case tc.raw == passed:
+					want, _ := tc.answer(api.key, corr, api.req.GetVersion())
+					require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+					got, err := readFrame(c, 1<<20)
+					require.NoError(t, err)
+					assert.Equal(t, want[4:], got, "upstream's frame")
+				default: // cut
+					require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+					got, err := io.ReadAll(c)
+					require.NoError(t, err, "a clean close")
+					assert.Less(t, len(got), 1<<30, "the whole frame arrived")
+				}
 
-			fake.setAnswer(good)
-			ok := dialRaw(t, p.addr(t, "PLAIN"))
-			resp := ok.roundTrip(t, req).(*kmsg.ListGroupsResponse)
-			assert.Zero(t, resp.ErrorCode, "the proxy goes on serving")
-		})
+				fake.setAnswer(fake.good)
+				ok := dialRaw(t, p.addr(t, "PLAIN"))
+				ok.roundTrip(t, api.req)
+			})
+		}
 	}
 
 	t.Run("the client leaves while upstream holds its request", func(t *testing.T) {
-		fake.setAnswer(func(int32, int16) ([]byte, bool) { return nil, false })
+		fake.setAnswer(func(kmsg.Key, int32, int16) ([]byte, bool) { return nil, false })
 		c := dialRaw(t, p.addr(t, "PLAIN"))
 		req := kmsg.NewPtrListGroupsRequest()
 		req.Version = 3
 		c.send(t, req)
 		require.Eventually(t, func() bool { return fake.sent(kmsg.ListGroups) > 0 }, 5*time.Second, 5*time.Millisecond)
 		c.Close()
-		fake.setAnswer(good)
+		fake.setAnswer(fake.good)
 	})
 
 	p.close()
@@ -83,7 +125,7 @@ func TestBadUpstreamResponses(t *testing.T) {
 // forwarded, none waits for another's answer.
 func TestManyRequestsHeldUpstream(t *testing.T) {
 	fake := startFakeUpstream(t)
-	fake.setAnswer(func(int32, int16) ([]byte, bool) { return nil, false }) // held
+	fake.setAnswer(func(kmsg.Key, int32, int16) ([]byte, bool) { return nil, false }) // held
 	p := startProxy(t, fake.addr(), nil, plaintextProxy...)
 	const n = 600
 	req := kmsg.NewPtrListGroupsRequest()

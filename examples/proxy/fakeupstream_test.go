@@ -14,9 +14,10 @@ import (
 
 // fakeUpstream is a one-broker upstream cluster written by hand, for
 // what examples/broker never does: it answers ApiVersions and Metadata
-// (naming itself node 0) properly, and ListGroups as the test's answer
-// function says, whatever bytes that is. It records the API keys it was
-// sent.
+// (naming itself node 0) properly, and ListGroups (which the proxy
+// forwards raw) and DescribeCluster (which it decodes) as the test's
+// answer function says, whatever bytes that is. It records the API keys
+// it was sent.
 type fakeUpstream struct {
 	t    *testing.T
 	ln   net.Listener
@@ -24,18 +25,20 @@ type fakeUpstream struct {
 
 	mu     sync.Mutex
 	answer answerFunc
+	fetch  kmsg.Response // answers every Fetch, when set (serveFetch)
 	keys   map[int16]int
 	conns  []net.Conn
 	wg     sync.WaitGroup
 }
 
-// answerFunc returns the bytes that answer a ListGroups request: nil for
-// no answer (the request hangs), and whether the broker then closes the
-// connection.
-type answerFunc func(corr int32, version int16) (out []byte, hangUp bool)
+// answerFunc returns the bytes that answer a ListGroups or DescribeCluster
+// request: nil for no answer (the request hangs), and whether the broker
+// then closes the connection.
+type answerFunc func(key kmsg.Key, corr int32, version int16) (out []byte, hangUp bool)
 
-// startFakeUpstream serves ApiVersions, Metadata and ListGroups (and
-// advertises SASL, which it never gets from a PLAINTEXT proxy).
+// startFakeUpstream serves ApiVersions, Metadata, ListGroups and
+// DescribeCluster (and advertises SASL, which it never gets from a
+// PLAINTEXT proxy).
 func startFakeUpstream(t *testing.T) *fakeUpstream {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -45,7 +48,7 @@ func startFakeUpstream(t *testing.T) *fakeUpstream {
 		a.ApiKey, a.MinVersion, a.MaxVersion = k.key, k.min, k.max
 		f.apis = append(f.apis, a)
 	}
-	f.answer = goodListGroups
+	f.answer = f.good
 	f.wg.Go(f.accept)
 	t.Cleanup(func() {
 		ln.Close()
@@ -65,6 +68,18 @@ func (f *fakeUpstream) addr() string { return f.ln.Addr().String() }
 func (f *fakeUpstream) setAnswer(answer answerFunc) {
 	f.mu.Lock()
 	f.answer = answer
+	f.mu.Unlock()
+}
+
+// serveFetch makes the fake serve Fetch v4 to v12, answering each Fetch
+// with resp at the request's version. Call it before the proxy starts,
+// which reads the fake's API versions then.
+func (f *fakeUpstream) serveFetch(resp kmsg.Response) {
+	a := kmsg.NewApiVersionsResponseApiKey()
+	a.ApiKey, a.MinVersion, a.MaxVersion = int16(kmsg.Fetch), 4, 12
+	f.mu.Lock()
+	f.apis = append(f.apis, a)
+	f.fetch = resp
 	f.mu.Unlock()
 }
 
@@ -88,9 +103,12 @@ func (f *fakeUpstream) accept() {
 	}
 }
 
-// serve answers one connection's requests in order.
+// serve answers one connection's requests in order. Fetch answers are
+// encoded once per connection and version, and written from there, so
+// that the fake allocates little per request.
 func (f *fakeUpstream) serve(c net.Conn) {
 	defer c.Close()
+	fetches := map[int16][]byte{}
 	for {
 		var size [4]byte
 		if _, err := io.ReadFull(c, size[:]); err != nil {
@@ -121,8 +139,21 @@ func (f *fakeUpstream) serve(c net.Conn) {
 			resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 0, Host: host, Port: int32(p)}}
 			resp.ControllerID = 0
 			out = responseBytes(resp, corr)
-		case kmsg.ListGroups:
-			if out, hangUp = answer(corr, version); out == nil && !hangUp {
+		case kmsg.Fetch:
+			f.mu.Lock()
+			resp := f.fetch
+			f.mu.Unlock()
+			if resp == nil {
+				return
+			}
+			if fetches[version] == nil {
+				resp.SetVersion(version)
+				fetches[version] = responseBytes(resp, 0)
+			}
+			out = fetches[version]
+			binary.BigEndian.PutUint32(out[4:], uint32(corr))
+		case kmsg.ListGroups, kmsg.DescribeCluster:
+			if out, hangUp = answer(kmsg.Key(key), corr, version); out == nil && !hangUp {
 				continue // hang: no answer
 			}
 		default:
@@ -134,10 +165,16 @@ func (f *fakeUpstream) serve(c net.Conn) {
 	}
 }
 
-// goodListGroups answers ListGroups properly.
-func goodListGroups(corr int32, version int16) ([]byte, bool) {
-	resp := kmsg.NewPtrListGroupsResponse()
-	resp.Version = version
+// good answers ListGroups (no group) and DescribeCluster (the fake as its
+// one broker) properly.
+func (f *fakeUpstream) good(key kmsg.Key, corr int32, version int16) ([]byte, bool) {
+	resp := kmsg.ResponseForKey(int16(key))
+	resp.SetVersion(version)
+	if dc, ok := resp.(*kmsg.DescribeClusterResponse); ok {
+		host, port, _ := net.SplitHostPort(f.addr())
+		p, _ := strconv.Atoi(port)
+		dc.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: 0, Host: host, Port: int32(p)}}
+	}
 	return responseBytes(resp, corr), false
 }
 

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -93,23 +95,28 @@ func (s *session) serve(r *socketserver.Request) {
 		_ = r.CloseConnection()
 		return
 	}
-	corr, err := up.send(r.Context(), r.Body, r.ClientID)
+	var corr int32
+	if r.Raw != nil {
+		err = up.sendRaw(r.Context(), r)
+	} else {
+		corr, err = up.send(r.Context(), r.Body, r.ClientID)
+	}
 	if err != nil {
 		s.failed(r, up, err)
 		return
 	}
-	if !expectsResponse(r.Body) {
+	if r.Raw != nil && !r.Raw.ExpectsResponse() || r.Body != nil && !expectsResponse(r.Body) {
 		s.done()
 		_ = r.NoResponse()
 		return
 	}
-	err = up.await(time.Now().Add(inlineWait))
+	err = s.await(r, up, time.Now().Add(inlineWait))
 	if isTimeout(err) && r.Context().Err() == nil {
 		s.p.work.Add(1) // the caller's is held until this returns
 		go func() {
 			defer s.p.work.Done()
 			defer s.recoverPanic(r)
-			if err := up.await(time.Time{}); err != nil {
+			if err := s.await(r, up, time.Time{}); err != nil {
 				s.failed(r, up, err)
 				return
 			}
@@ -124,14 +131,36 @@ func (s *session) serve(r *socketserver.Request) {
 	s.answer(r, up, corr)
 }
 
-// answer reads upstream's answer to r, whose correlation id upstream was
-// corr, rewrites its broker addresses and answers r with it.
+// await waits until upstream's answer to r begins to arrive, until
+// deadline at the latest (zero: no limit); a deadline that passes leaves
+// an error whose Timeout is true, and await may be called again. For a
+// raw request it reads the answer's head.
+func (s *session) await(r *socketserver.Request, up *upConn, deadline time.Time) error {
+	if r.Raw != nil {
+		return up.readHead(headLen(r.Raw), deadline)
+	}
+	return up.await(deadline)
+}
+
+// answer reads upstream's answer to r and answers r with it: for a
+// decoded request, whose correlation id upstream was corr, the answer
+// decoded and its broker addresses rewritten.
 func (s *session) answer(r *socketserver.Request, up *upConn, corr int32) {
+	if r.Raw != nil {
+		s.answerRaw(r, up)
+		return
+	}
 	resp, err := up.answer(r.Body, corr)
 	if err != nil {
 		s.failed(r, up, err)
 		return
 	}
+	s.respond(r, resp)
+}
+
+// respond answers r with resp, a decoded answer from upstream, once its
+// broker addresses are rewritten.
+func (s *session) respond(r *socketserver.Request, resp kmsg.Response) {
 	rewrite(resp, s.l, &s.cluster().book)
 	s.done()
 	if err := r.Respond(resp); err != nil {

@@ -31,12 +31,11 @@ import (
 // connection, to the broker its port stands for (any broker for the
 // bootstrap port): the socket server reads one request at a time per
 // connection, so the session forwards one at a time, and the client's
-// order, correlation ids (the server answers with the client's) and
-// acks=0 produces (written upstream, nothing awaited) carry over as they
-// are. A request is forwarded at the version the client sent, with its
-// client id; the response is decoded at that version, its broker
-// addresses rewritten (rewrite.go), and answered. forward.go is the
-// per-request path.
+// order, correlation ids and acks=0 produces (written upstream, nothing
+// awaited) carry over as they are. Most APIs are forwarded by their bytes
+// (raw.go); those whose answers name brokers are decoded at the client's
+// version, their broker addresses rewritten (rewrite.go), and answered.
+// forward.go is the per-request path.
 //
 // A watch per upstream broker holds a connection of its own to it, to
 // learn of new brokers and to notice when the broker goes away: the

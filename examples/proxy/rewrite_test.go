@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 // fakeBook serves nodes 0 to 2 on proxy.example, port 9100+id per
@@ -140,15 +141,23 @@ func TestRewrite(t *testing.T) {
 }
 
 // Every kmsg response type whose structs hold a broker's Host and Port is
-// either rewritten (TestRewrite covers each) or never forwarded. A kmsg
-// upgrade that adds addresses to another response fails here until the
-// proxy handles it. Host fields that are not brokers' (the member's
+// either rewritten (TestRewrite covers each) or never forwarded: a decoded
+// API, a raw API whose answers are decoded from the version that added
+// the addresses (Produce), or one served only below that version (Fetch).
+// A kmsg upgrade that adds addresses to another response fails here until
+// the proxy handles it. Host fields that are not brokers' (the member's
 // ClientHost, ACL hosts, Kafka Streams application endpoints) do not
 // count.
 func TestEveryAddressIsRewritten(t *testing.T) {
-	rewritten := map[kmsg.Key]bool{
-		kmsg.Produce: true, kmsg.Fetch: true, kmsg.Metadata: true, kmsg.FindCoordinator: true,
-		kmsg.DescribeCluster: true, kmsg.ShareFetch: true, kmsg.ShareAcknowledge: true,
+	rewritten := map[kmsg.Key]bool{}
+	for k := range decodedAPIs {
+		rewritten[k] = true
+	}
+	for k := range answerDecodedFrom {
+		rewritten[k] = true
+	}
+	for k := range rawVersionCaps {
+		rewritten[k] = true
 	}
 	notBrokers := map[string]bool{ // API.struct: Kafka Streams applications' endpoints
 		"StreamsGroupHeartbeat.Endpoint":                                           true,
@@ -171,6 +180,41 @@ func TestEveryAddressIsRewritten(t *testing.T) {
 		}
 	}
 	assert.Contains(t, withAddresses, "Metadata", "the scan finds addresses")
+	for _, k := range []kmsg.Key{kmsg.Produce, kmsg.Fetch, kmsg.Metadata, kmsg.FindCoordinator, kmsg.DescribeCluster, kmsg.ShareFetch, kmsg.ShareAcknowledge} {
+		assert.Contains(t, withAddresses, kmsg.NameForKey(int16(k)), "the scan finds %s's addresses", kmsg.NameForKey(int16(k)))
+	}
+}
+
+// The forwarded APIs: those whose answers name brokers decoded, the rest
+// raw; Fetch only below v16, whose answers name brokers (KIP-951); a
+// Produce's large body streamed.
+func TestForwardedAPIs(t *testing.T) {
+	upstream := map[int16]versionRange{}
+	for key := int16(0); key < 100; key++ {
+		if req := kmsg.RequestForKey(key); req != nil {
+			upstream[key] = versionRange{0, req.MaxVersion() + 5} // newer than kmsg knows
+		}
+	}
+	set := settings{listKey: 93, closeKey: 1093}
+	apis := forwardedAPIs(upstream, set, socketserver.HandlerFunc(func(*socketserver.Request) {}))
+	byKey := map[kmsg.Key]socketserver.API{}
+	for _, a := range apis {
+		byKey[kmsg.Key(a.Key)] = a
+		require.NotNil(t, a.Inline, "key %d", a.Key)
+		req := kmsg.RequestForKey(a.Key)
+		assert.LessOrEqual(t, a.MaxVersion, req.MaxVersion(), "%s beyond what kmsg knows", kmsg.NameForKey(a.Key))
+		assert.Equal(t, !decodedAPIs[kmsg.Key(a.Key)], a.Raw, "%s raw", kmsg.NameForKey(a.Key))
+		_, dropped := notForwarded[kmsg.Key(a.Key)]
+		assert.False(t, dropped, "%s is forwarded", kmsg.NameForKey(a.Key))
+	}
+	require.Contains(t, byKey, kmsg.Fetch)
+	assert.Equal(t, int16(15), byKey[kmsg.Fetch].MaxVersion)
+	assert.Equal(t, int32(streamProduceAbove), byKey[kmsg.Produce].StreamAbove)
+	assert.Zero(t, byKey[kmsg.Fetch].StreamAbove)
+	for _, k := range []kmsg.Key{kmsg.Metadata, kmsg.FindCoordinator, kmsg.DescribeCluster} {
+		assert.False(t, byKey[k].Raw, "%s", kmsg.NameForKey(int16(k)))
+	}
+	assert.NotContains(t, byKey, kmsg.Key(93))
 }
 
 // hostPortStructs returns the names of the struct types under t that have

@@ -64,6 +64,15 @@ type upConn struct {
 	corr   int32
 	buf    []byte    // the request being written
 	reauth time.Time // when to authenticate again (KIP-368); zero: never
+
+	// A raw request's answer: its head, read exactly (readHead), and its
+	// body, moved to the client (raw.go).
+	size  [4]byte     // a raw request's size prefix
+	iov   [3][]byte   // a raw request's size, header and body
+	bufs  net.Buffers // over iov, for one writev
+	head  [maxHead]byte
+	headN int    // bytes of head read so far
+	small []byte // an answer's body read into memory, kept when small (keptAnswerBuf)
 }
 
 // connect dials addr, with TLS and SASL as the upstream keys say.
@@ -161,19 +170,28 @@ func (u *upConn) authenticate(ctx context.Context) error {
 	return nil
 }
 
-// send writes a client's request at its own version, with its client id
-// and the next correlation id of u's, which it returns; its answer, if it
-// has one (all but an acks=0 Produce do), is to be read with await and
-// answer. A SASL session near its end is renewed first, with ctx. A read
-// or write under way fails when u is closed, as its session closes it
-// when the client goes away (session.end). Any error leaves u unusable.
+// send writes a client's request, decoded, at its own version, with its
+// client id and the next correlation id of u's, which it returns; its
+// answer, if it has one (all but an acks=0 Produce do), is to be read with
+// await and answer. A SASL session near its end is renewed first, with
+// ctx. A read or write under way fails when u is closed, as its session
+// closes it when the client goes away (session.end). Any error leaves u
+// unusable.
 func (u *upConn) send(ctx context.Context, req kmsg.Request, clientID *string) (int32, error) {
-	if !u.reauth.IsZero() && time.Now().After(u.reauth) {
-		if err := u.authenticate(ctx); err != nil {
-			return 0, fmt.Errorf("re-authenticating: %w", err)
-		}
+	if err := u.renew(ctx); err != nil {
+		return 0, err
 	}
 	return u.write(req, clientID)
+}
+
+// renew renews a SASL session near its end (KIP-368).
+func (u *upConn) renew(ctx context.Context) error {
+	if !u.reauth.IsZero() && time.Now().After(u.reauth) {
+		if err := u.authenticate(ctx); err != nil {
+			return fmt.Errorf("re-authenticating: %w", err)
+		}
+	}
+	return nil
 }
 
 // await waits until the answer to the request sent last begins to arrive,
@@ -283,7 +301,8 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 
 // decodeResponse decodes the response frame to req, whose correlation id
 // was corr: the header (with a tag section for flexible versions but
-// ApiVersions'), then the body at req's version.
+// ApiVersions'), then the body at req's version. The frame's size is not
+// part of it.
 func decodeResponse(req kmsg.Request, corr int32, frame []byte) (kmsg.Response, error) {
 	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
 		return nil, fmt.Errorf("%w: correlation id %d, want %d", errUpstreamResponse, got, corr)

@@ -143,6 +143,47 @@ func FuzzUpstreamResponse(f *testing.F) {
 	})
 }
 
+// FuzzRawAnswerHead feeds arbitrary bytes as the head of an answer to a
+// raw request (size, correlation id, and for a flexible version the tag
+// count) and what follows it: parsing the head and skipping the header's
+// tags never panic, and a head that parses announces a body within the
+// limit.
+func FuzzRawAnswerHead(f *testing.F) {
+	f.Add(true, []byte{0, 0, 0, 5, 0, 0, 0, 7, 0}, []byte{})
+	f.Add(false, []byte{0, 0, 0, 9, 0, 0, 0, 7, 1}, []byte{1, 2, 3, 4, 5})
+	f.Add(true, []byte{0, 0, 0, 12, 0, 0, 0, 7, 1}, []byte{0, 2, 9, 9, 1, 2, 3, 4})
+	f.Add(true, []byte{0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 7, 0x80}, []byte{0x80, 0x80})
+	f.Fuzz(func(t *testing.T, flexible bool, head, rest []byte) {
+		n := 8
+		if flexible {
+			n = maxHead
+		}
+		if len(head) < n {
+			return
+		}
+		head = head[:n]
+		body, tagged, err := parseHead(head, 7)
+		if err != nil {
+			if !errors.Is(err, errUpstreamResponse) {
+				t.Fatalf("error %v does not wrap errUpstreamResponse", err)
+			}
+			return
+		}
+		if body < 0 || body > maxResponseBytes {
+			t.Fatalf("a body of %d bytes", body)
+		}
+		if tagged != (flexible && head[8] != 0) {
+			t.Fatalf("tagged %v for head %x", tagged, head)
+		}
+		if tagged {
+			b := append([]byte{head[8]}, rest...)
+			if skip, err := skipTags(b); err == nil && (skip < 1 || skip > len(b)) {
+				t.Fatalf("skipTags skipped %d of %d bytes", skip, len(b))
+			}
+		}
+	})
+}
+
 func heapAlloc() uint64 {
 	var ms runtime.MemStats
 	runtime.GC()

@@ -70,25 +70,42 @@ var notForwarded = map[kmsg.Key]string{
 // both support, except those never forwarded and the proxy's own
 // ListClientConnections and CloseClientConnections keys (served on the
 // admin listener only: upstream's answer would list upstream's
-// connections, with upstream addresses). The socket server answers
-// ApiVersions from this list, so a client never sends what upstream does
-// not support.
+// connections, with upstream addresses). The APIs whose answers name
+// brokers are decoded (decodedAPIs), the others served raw (raw.go), at
+// most at the versions whose answers name none (rawVersionCaps); a
+// Produce's body is streamed above streamProduceAbove. Versions kmsg does
+// not know are not served, raw or not: the proxy could not tell whether
+// their answers name brokers. The socket server answers ApiVersions from
+// this list, so a client never sends what upstream does not support.
 func forwardedAPIs(upstream map[int16]versionRange, set settings, h socketserver.Handler) []socketserver.API {
-	var apis []socketserver.API
+	var decoded, raw []socketserver.API
 	for key, r := range upstream {
-		if _, no := notForwarded[kmsg.Key(key)]; no || key == set.listKey || key == set.closeKey {
+		k := kmsg.Key(key)
+		if _, no := notForwarded[k]; no || key == set.listKey || key == set.closeKey {
 			continue
 		}
 		req := kmsg.RequestForKey(key)
 		if req == nil {
-			continue // kmsg cannot decode it
+			continue // kmsg does not know it
 		}
 		hi := min(r.max, req.MaxVersion())
+		if c, ok := rawVersionCaps[k]; ok && !decodedAPIs[k] {
+			hi = min(hi, c)
+		}
 		if r.min < 0 || r.min > hi {
 			continue
 		}
-		apis = append(apis, socketserver.KmsgAPI(kmsg.Key(key), r.min, hi))
+		if decodedAPIs[k] {
+			decoded = append(decoded, socketserver.KmsgAPI(k, r.min, hi))
+			continue
+		}
+		a := socketserver.API{Key: key, MinVersion: r.min, MaxVersion: hi}
+		if k == kmsg.Produce {
+			a.StreamAbove = streamProduceAbove
+		}
+		raw = append(raw, a)
 	}
+	apis := append(decoded, socketserver.Raw(raw...)...)
 	slices.SortFunc(apis, func(a, b socketserver.API) int { return int(a.Key) - int(b.Key) })
 	return socketserver.Inline(h, apis...)
 }
