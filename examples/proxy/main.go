@@ -28,9 +28,13 @@
 // listener on port 0), unless proxy.broker.port.mapping (nodeId:port,...)
 // gives it one; both may be set per listener with the
 // listener.name.<listener>. prefix. Metadata, FindCoordinator and
-// DescribeCluster responses, and the leader hints of Produce and Fetch,
-// name these ports, so that clients only learn proxy addresses; a request
-// on a broker's port goes to that broker.
+// DescribeCluster responses, and the leader hints of Produce, name these
+// ports, so that clients only learn proxy addresses; a request on a
+// broker's port goes to that broker. Those are the only answers the proxy
+// decodes: every other API is forwarded by its bytes, both ways, a large
+// Produce body or answer moved socket to socket (splice, where neither
+// side is TLS), and Fetch is offered up to version 15, before its answers
+// named brokers.
 //
 // Virtual clusters serve more upstream clusters on the same TLS listeners,
 // told apart by the TLS server name (SNI) the client asks for, as
