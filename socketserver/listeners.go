@@ -84,8 +84,8 @@ func (s *Server) AddListener(ctx context.Context, l listener.Listener, lc *Liste
 // only leaves the configuration.
 //
 // The inter-broker and control-plane listeners are not removed, as in
-// Kafka (listener.ErrNotDynamic), nor an unknown one ([ErrUnknownListener]
-// and listener.ErrUnknownListener); the errors wrap *protocolmap.ConfigError
+// Kafka (listener.ErrNotDynamic), nor an unknown one
+// (listener.ErrUnknownListener); the errors wrap *protocolmap.ConfigError
 // values naming the listener and the rule. After Shutdown or Close it
 // returns [ErrServerClosed]. Its name may be used again once RemoveListener
 // has returned ([ErrListenerRemoving] until then). The drain does not hold
@@ -100,10 +100,6 @@ func (s *Server) RemoveListener(ctx context.Context, name protocolmap.ListenerNa
 		return err
 	}
 	next, err := cur.WithoutListener(name)
-	if errors.Is(err, listener.ErrUnknownListener) {
-		s.change.Unlock()
-		return fmt.Errorf("%w: %w", ErrUnknownListener, err)
-	}
 	if err != nil {
 		s.change.Unlock()
 		return fmt.Errorf("socketserver: %w", err)

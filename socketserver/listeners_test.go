@@ -223,7 +223,7 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 	assert.Empty(t, plainConns[0].CloseReason)
 	plain.roundTrip(metadataReq(9))
 	assert.Equal(t, []int{0, 1}, processorIDs(srv))
-	assert.ErrorIs(t, srv.ReloadTLS("SASL_SSL", tlsConfig), socketserver.ErrUnknownListener, "a removed listener's TLS is not reloaded")
+	assert.ErrorIs(t, srv.ReloadTLS("SASL_SSL", tlsConfig), listener.ErrUnknownListener, "a removed listener's TLS is not reloaded")
 	_, _, byIP := socketserver.QuotaCounts(srv)
 	total, byListener, _ := socketserver.QuotaCounts(srv)
 	assert.Equal(t, 1, total, "only the PLAINTEXT connection is counted: %v %v", byListener, byIP)
@@ -399,7 +399,7 @@ func TestListenerChangeErrors(t *testing.T) {
 			return srv.AddListener(ctx, ep("EXTRA", protocolmap.Plaintext, 0), &socketserver.ListenerConfig{APIs: append(allAPIs(), allAPIs()[0])})
 		}, listener: "EXTRA"},
 		{name: "remove: an unknown listener", change: func() error { return srv.RemoveListener(ctx, "EXTRA") },
-			want: socketserver.ErrUnknownListener, key: "listeners", listener: "EXTRA"},
+			want: listener.ErrUnknownListener, key: "listeners", listener: "EXTRA"},
 		{name: "remove: the inter-broker listener", change: func() error { return srv.RemoveListener(ctx, "REPLICATION") },
 			want: listener.ErrNotDynamic, key: "listeners", listener: "REPLICATION"},
 		{name: "remove: the control-plane listener", change: func() error { return srv.RemoveListener(ctx, "controller") },

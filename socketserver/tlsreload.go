@@ -9,13 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
-
-// ErrUnknownListener is wrapped by the errors of the methods that name a
-// listener the server does not have.
-var ErrUnknownListener = errors.New("socketserver: no such listener")
 
 // ErrNoTLS is wrapped by the error of [Server.ReloadTLS] for a listener
 // that speaks neither SSL nor SASL_SSL.
@@ -56,7 +53,7 @@ func serverTLS(cfg *tls.Config) *tls.Config {
 }
 
 // tlsListener returns the TLS state of listener name, or an error
-// wrapping ErrUnknownListener or ErrNoTLS. The listeners may change
+// wrapping listener.ErrUnknownListener or ErrNoTLS. The listeners may change
 // (AddListener, RemoveListener): they are those served now.
 func (s *Server) tlsListener(name protocolmap.ListenerName) (*listenerState, error) {
 	n := protocolmap.ListenerName(normalise(name))
@@ -69,7 +66,7 @@ func (s *Server) tlsListener(name protocolmap.ListenerName) (*listenerState, err
 		}
 		return ls, nil
 	}
-	return nil, fmt.Errorf("%w: %s", ErrUnknownListener, name)
+	return nil, fmt.Errorf("socketserver: %w: %s", listener.ErrUnknownListener, name)
 }
 
 // ReloadTLS replaces the TLS configuration of listener name (an SSL or
@@ -98,7 +95,7 @@ func (s *Server) tlsListener(name protocolmap.ListenerName) (*listenerState, err
 // below TLS 1.2 is raised to it, as in New.
 //
 // A name that is no listener of the server gives an error wrapping
-// ErrUnknownListener; a listener without TLS, one wrapping ErrNoTLS; a cfg
+// listener.ErrUnknownListener; a listener without TLS, one wrapping ErrNoTLS; a cfg
 // that serves no certificate (nil, or without Certificates,
 // GetCertificate and GetConfigForClient), one wrapping
 // security.ErrTLSConfig.

@@ -172,7 +172,7 @@ func TestReloadTLS(t *testing.T) {
 		})
 	}
 	t.Run("errors", func(t *testing.T) {
-		assert.ErrorIs(t, srv.ReloadTLS("NOPE", srv.TLSConfig("SSL")), socketserver.ErrUnknownListener)
+		assert.ErrorIs(t, srv.ReloadTLS("NOPE", srv.TLSConfig("SSL")), listener.ErrUnknownListener)
 		assert.ErrorIs(t, srv.ReloadTLS("PLAINTEXT", srv.TLSConfig("SSL")), socketserver.ErrNoTLS)
 		assert.ErrorIs(t, srv.ReloadTLS("SSL", nil), security.ErrTLSConfig)
 		assert.ErrorIs(t, srv.ReloadTLS("SSL", &tls.Config{}), security.ErrTLSConfig)

@@ -242,7 +242,7 @@ func (c *cluster) watchTLS(cfg *listener.Set, interval time.Duration) {
 // built from the same files.
 func (c *cluster) applyTLS(name protocolmap.ListenerName, cfg *tls.Config) error {
 	for _, b := range c.brokers {
-		if err := b.srv.ReloadTLS(name, cfg); err != nil && !errors.Is(err, socketserver.ErrUnknownListener) {
+		if err := b.srv.ReloadTLS(name, cfg); err != nil && !errors.Is(err, listener.ErrUnknownListener) {
 			return err
 		}
 	}
