@@ -7,10 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rcrowley/go-metrics"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,7 +23,45 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
+
+// serveBroker runs the example broker's command (run) with args until the
+// test ends, when it checks that run returned 0, and waits until it has
+// started. It returns what run writes to stderr, and sighup, which sends
+// the test process a SIGHUP (skipping the test where that cannot be done).
+// The test catches SIGHUP too, so that a signal arriving before run has
+// registered its own cannot end the test process.
+func serveBroker(t *testing.T, args ...string) (stderr *socketservertest.SyncBuffer, sighup func()) {
+	t.Helper()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout socketservertest.SyncBuffer
+	stderr = &socketservertest.SyncBuffer{}
+	done := make(chan int)
+	go func() { done <- run(ctx, args, &stdout, stderr) }()
+	t.Cleanup(func() {
+		defer signal.Stop(hup)
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, 0, code, "stderr: %s", stderr)
+		case <-time.After(15 * time.Second):
+			t.Error("run did not return within 15 s of its context ending")
+		}
+	})
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "msg=started") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", stderr)
+	sighup = func() {
+		t.Helper()
+		p, err := os.FindProcess(os.Getpid())
+		require.NoError(t, err)
+		if err := p.Signal(syscall.SIGHUP); err != nil {
+			t.Skipf("cannot send SIGHUP here: %v", err)
+		}
+	}
+	return stderr, sighup
+}
 
 func TestMain(m *testing.M) {
 	// sarama starts a goroutine, never stopped, for its metrics' meters

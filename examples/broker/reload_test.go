@@ -6,10 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -148,42 +146,14 @@ func TestReloadChangesListeners(t *testing.T) {
 // added to the file is bound and served, and one removed stops serving; a
 // TLS listener added where there was none has its files watched.
 func TestRunAppliesListenersOnSIGHUP(t *testing.T) {
-	// The test catches SIGHUP itself too, so that a signal arriving before
-	// run has registered cannot end the test process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
 	pki := socketservertest.NewPKI(t)
 	path := writeProperties(t, listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0"))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr socketservertest.SyncBuffer
-	done := make(chan int)
-	go func() { done <- run(ctx, []string{"-config", path, "-tls-watch-interval", "20ms"}, &stdout, &stderr) }()
-	defer func() {
-		cancel()
-		select {
-		case code := <-done:
-			assert.Equal(t, 0, code, "stderr: %s", &stderr)
-		case <-time.After(15 * time.Second):
-			t.Error("run did not return within 15 s of its context ending")
-		}
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "msg=started") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
-	p, err := os.FindProcess(os.Getpid())
-	require.NoError(t, err)
-	sighup := func() {
-		t.Helper()
-		if err := p.Signal(syscall.SIGHUP); err != nil {
-			t.Skipf("cannot send SIGHUP here: %v", err)
-		}
-	}
+	stderr, sighup := serveBroker(t, "-config", path, "-tls-watch-interval", "20ms")
 
 	require.NoError(t, os.WriteFile(path, []byte(listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,OLD://127.0.0.1:0")), 0o600))
 	sighup()
 	started := regexp.MustCompile(`msg="listener started" broker=0 listener=OLD bind=(\S+)`)
-	require.Eventually(t, func() bool { return started.MatchString(stderr.String()) }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+	require.Eventually(t, func() bool { return started.MatchString(stderr.String()) }, 10*time.Second, 10*time.Millisecond, "stderr: %s", stderr)
 	bind := started.FindStringSubmatch(stderr.String())[1]
 	conn := dialRaw(t, bind)
 	md := roundTrip[*kmsg.MetadataResponse](conn, metadataRequest(12, false))
@@ -198,10 +168,10 @@ func TestRunAppliesListenersOnSIGHUP(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return strings.Contains(stderr.String(), `msg="reload: listener removed" broker=0 listener=OLD`)
 	},
-		10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+		10*time.Second, 10*time.Millisecond, "stderr: %s", stderr)
 	conn.requireClosed()
 	externalStarted := regexp.MustCompile(`msg="listener started" broker=0 listener=EXTERNAL bind=(\S+)`)
-	require.Eventually(t, func() bool { return externalStarted.MatchString(stderr.String()) }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+	require.Eventually(t, func() bool { return externalStarted.MatchString(stderr.String()) }, 10*time.Second, 10*time.Millisecond, "stderr: %s", stderr)
 	external := externalStarted.FindStringSubmatch(stderr.String())[1]
 	cert, err := pki.RotateServer("", time.Hour)
 	require.NoError(t, err)

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"regexp"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -388,41 +386,17 @@ func TestRevokedUserLosesConnections(t *testing.T) {
 }
 
 func TestRunReloadsOnSIGHUP(t *testing.T) {
-	// The test catches SIGHUP itself too, so that a signal arriving before
-	// run has registered cannot end the test process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr socketservertest.SyncBuffer
-	done := make(chan int)
-	go func() { done <- run(ctx, []string{"-config", path}, &stdout, &stderr) }()
-	defer func() {
-		cancel()
-		select {
-		case code := <-done:
-			assert.Equal(t, 0, code, "stderr: %s", &stderr)
-		case <-time.After(10 * time.Second):
-			t.Error("run did not return within 10 s of its context ending")
-		}
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "msg=started") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+	stderr, sighup := serveBroker(t, "-config", path)
 	m := regexp.MustCompile(`msg="listener started" broker=0 listener=CLIENT bind=(\S+)`).FindStringSubmatch(stderr.String())
-	require.NotNil(t, m, "stderr: %s", &stderr)
+	require.NotNil(t, m, "stderr: %s", stderr)
 	bind := m[1]
 	carol := kgo.SASL(saslMechanism("SCRAM-SHA-512", "carol", "carol-secret"))
 	require.ErrorIs(t, login(t, bind, 10*time.Second, carol), kerr.SaslAuthenticationFailed)
 
 	require.NoError(t, os.WriteFile(path, []byte(saslFile(`user_alice="alice-secret" user_carol="carol-secret"`)), 0o600))
-	p, err := os.FindProcess(os.Getpid())
-	require.NoError(t, err)
-	if err := p.Signal(syscall.SIGHUP); err != nil {
-		t.Skipf("cannot send SIGHUP here: %v", err)
-	}
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "added=[carol]") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+	sighup()
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "added=[carol]") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", stderr)
 	require.NoError(t, login(t, bind, 10*time.Second, carol))
 }
 

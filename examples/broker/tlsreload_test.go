@@ -9,12 +9,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -268,9 +266,6 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 // The command reloads TLS from the files every -tls-watch-interval, and
 // on SIGHUP.
 func TestRunReloadsTLS(t *testing.T) {
-	hup := make(chan os.Signal, 1) // as TestRunReloadsOnSIGHUP: the test catches SIGHUP too
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	pki := socketservertest.NewPKI(t)
 	path := writeProperties(t, tlsFile(pki))
 	for _, tt := range []struct {
@@ -278,23 +273,9 @@ func TestRunReloadsTLS(t *testing.T) {
 		watch string
 	}{{"watching the files", "20ms"}, {"on SIGHUP", "0"}} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var stdout, stderr socketservertest.SyncBuffer
-			done := make(chan int)
-			go func() { done <- run(ctx, []string{"-config", path, "-tls-watch-interval", tt.watch}, &stdout, &stderr) }()
-			defer func() {
-				cancel()
-				select {
-				case code := <-done:
-					assert.Equal(t, 0, code, "stderr: %s", &stderr)
-				case <-time.After(10 * time.Second):
-					t.Error("run did not return within 10 s of its context ending")
-				}
-			}()
-			require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "msg=started") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+			stderr, sighup := serveBroker(t, "-config", path, "-tls-watch-interval", tt.watch)
 			m := regexp.MustCompile(`msg="listener started" broker=0 listener=TLS bind=(\S+)`).FindStringSubmatch(stderr.String())
-			require.NotNil(t, m, "stderr: %s", &stderr)
+			require.NotNil(t, m, "stderr: %s", stderr)
 			bind := m[1]
 
 			cert, err := pki.RotateServer("", time.Hour)
@@ -302,14 +283,10 @@ func TestRunReloadsTLS(t *testing.T) {
 			if tt.watch == "0" {
 				// No watcher: nothing changes without the signal.
 				require.NotEqual(t, cert.SerialNumber, serverCert(t, pki, bind).SerialNumber)
-				p, err := os.FindProcess(os.Getpid())
-				require.NoError(t, err)
-				if err := p.Signal(syscall.SIGHUP); err != nil {
-					t.Skipf("cannot send SIGHUP here: %v", err)
-				}
+				sighup()
 			}
 			require.Eventually(t, func() bool { return serverCert(t, pki, bind).SerialNumber.Cmp(cert.SerialNumber) == 0 },
-				10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
+				10*time.Second, 10*time.Millisecond, "stderr: %s", stderr)
 		})
 	}
 }
