@@ -1,13 +1,10 @@
 package socketservertest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
@@ -33,9 +30,7 @@ type PKI struct {
 	Roots                                     *x509.CertPool
 	Client                                    tls.Certificate
 
-	ca    *x509.Certificate
-	caKey *ecdsa.PrivateKey
-	caPEM []byte
+	ca *authority
 }
 
 // NewPKI makes a PKI valid for a day, its files in a temporary directory
@@ -71,43 +66,15 @@ func newPKI(dir string, validFor time.Duration) (*PKI, error) {
 	}
 	now := time.Now()
 	notBefore, notAfter := now.Add(-time.Hour), now.Add(validFor)
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := newAuthority("kafkanet test CA", notBefore, notAfter)
 	if err != nil {
 		return nil, err
 	}
-	caTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kafkanet test CA"},
-		NotBefore: notBefore, NotAfter: notAfter,
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-
 	issue := func(serial int64, template *x509.Certificate) (keyPEM, certPEM []byte, err error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
 		template.SerialNumber = big.NewInt(serial)
 		template.NotBefore, template.NotAfter = notBefore, notAfter
-		template.KeyUsage = x509.KeyUsageDigitalSignature
-		der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
-			pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+		keyPEM, certPEM, _, err = ca.issue(template)
+		return keyPEM, certPEM, err
 	}
 	serverKey, serverCert, err := issue(2, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "localhost"},
@@ -130,18 +97,18 @@ func newPKI(dir string, validFor time.Duration) (*PKI, error) {
 		CAFile: filepath.Join(dir, "ca.pem"), ServerFile: filepath.Join(dir, "server.pem"),
 		ClientCertFile: filepath.Join(dir, "client.pem"), ClientKeyFile: filepath.Join(dir, "client.key"),
 		ClientFile: filepath.Join(dir, "client-keystore.pem"), Roots: x509.NewCertPool(),
-		ca: ca, caKey: caKey, caPEM: caPEM,
+		ca: ca,
 	}
-	p.Roots.AddCert(ca)
+	p.Roots.AddCert(ca.cert)
 	for _, f := range []struct {
 		name string
 		data []byte
 	}{
-		{p.CAFile, caPEM},
-		{p.ServerFile, slices.Concat(serverKey, serverCert, caPEM)},
+		{p.CAFile, ca.pem},
+		{p.ServerFile, slices.Concat(serverKey, serverCert, ca.pem)},
 		{p.ClientCertFile, clientCert},
 		{p.ClientKeyFile, clientKey},
-		{p.ClientFile, slices.Concat(clientKey, clientCert, caPEM)},
+		{p.ClientFile, slices.Concat(clientKey, clientCert, ca.pem)},
 	} {
 		if err := os.WriteFile(f.name, f.data, 0o600); err != nil {
 			return nil, err
@@ -178,34 +145,21 @@ func (p *PKI) RotateServer(commonName string, validFor time.Duration) (*x509.Cer
 	if commonName == "" {
 		commonName = "localhost"
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 63))
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+	keyPEM, certPEM, cert, err := p.ca.issue(&x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: commonName},
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(validFor),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, p.ca, &key.PublicKey, p.caKey)
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
 	if err != nil {
 		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	data := slices.Concat(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), p.caPEM)
+	data := slices.Concat(keyPEM, certPEM, p.ca.pem)
 	tmp := p.ServerFile + ".rotating"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return nil, err

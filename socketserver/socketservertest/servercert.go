@@ -1,12 +1,8 @@
 package socketservertest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
@@ -54,31 +50,14 @@ func newServerCert(dir string, names []string) (*ServerCert, error) {
 		return nil, fmt.Errorf("no name")
 	}
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kafkanet test CA for " + names[0]},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := newAuthority("kafkanet test CA for "+names[0], now.Add(-time.Hour), now.Add(24*time.Hour))
 	if err != nil {
 		return nil, err
 	}
 	template := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	for _, n := range names {
 		if ip := net.ParseIP(n); ip != nil {
@@ -87,30 +66,19 @@ func newServerCert(dir string, names []string) (*ServerCert, error) {
 			template.DNSNames = append(template.DNSNames, n)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
+	keyPEM, certPEM, leaf, err := ca.issue(template)
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	c := &ServerCert{
 		CAFile: filepath.Join(dir, "ca.pem"), KeyStoreFile: filepath.Join(dir, "keystore.pem"),
 		Roots: x509.NewCertPool(), Leaf: leaf,
 	}
-	c.Roots.AddCert(ca)
-	keystore := slices.Concat(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), caPEM)
-	if err := os.WriteFile(c.CAFile, caPEM, 0o600); err != nil {
+	c.Roots.AddCert(ca.cert)
+	if err := os.WriteFile(c.CAFile, ca.pem, 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(c.KeyStoreFile, keystore, 0o600); err != nil {
+	if err := os.WriteFile(c.KeyStoreFile, slices.Concat(keyPEM, certPEM, ca.pem), 0o600); err != nil {
 		return nil, err
 	}
 	return c, nil
