@@ -33,6 +33,7 @@ type Metrics struct {
 	acceptorBlocked    *prometheus.CounterVec
 	acceptThrottle     *prometheus.CounterVec
 	ipRejected         *prometheus.CounterVec
+	proxyRefused       *prometheus.CounterVec
 	ipThrottle         *prometheus.CounterVec
 	authenticated      *prometheus.CounterVec
 	authFailed         *prometheus.CounterVec
@@ -49,6 +50,7 @@ var (
 	_ socketserver.HookConnAccepted         = (*Metrics)(nil)
 	_ socketserver.HookAcceptorBlocked      = (*Metrics)(nil)
 	_ socketserver.HookConnRejected         = (*Metrics)(nil)
+	_ socketserver.HookProxyRefused         = (*Metrics)(nil)
 	_ socketserver.HookAuthenticated        = (*Metrics)(nil)
 	_ socketserver.HookAuthenticationFailed = (*Metrics)(nil)
 )
@@ -91,6 +93,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"Creation-rate delay imposed on new connections (connection-accept-throttle-time).", "listener"),
 		ipRejected: counter("kafka_server_socket_server_metrics_ip_connection_rejected_total",
 			"Connections closed by max.connections.per.ip or the per-address creation rate.", "listener", "reason"),
+		proxyRefused: counter("kafkanet_proxy_protocol_refused_total",
+			"Connections refused on a listener that requires the PROXY protocol (kafkanet.proxy.protocol): from outside its trusted networks, or without a valid header.", "listener", "reason"),
 		ipThrottle: counter("kafka_server_socket_server_metrics_ip_connection_accept_throttle_seconds_total",
 			"Time throttled connections were held before closing (ip-connection-accept-throttle-time).", "listener"),
 		authenticated: counter("kafka_server_socket_server_metrics_successful_authentication_total",
@@ -103,7 +107,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"Failed SASL re-authentications (failed-reauthentication-total).", "listener"),
 	}
 	for _, c := range []prometheus.Collector{m.connectionsCreated, m.connectionsClosed, m.requests, m.bytesIn, m.bytesOut,
-		m.totalTime, m.phaseTime, m.accepted, m.acceptorBlocked, m.acceptThrottle, m.ipRejected, m.ipThrottle,
+		m.totalTime, m.phaseTime, m.accepted, m.acceptorBlocked, m.acceptThrottle, m.ipRejected, m.proxyRefused, m.ipThrottle,
 		m.authenticated, m.authFailed, m.reauthenticated, m.reauthFailed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -165,6 +169,17 @@ func (m *Metrics) OnConnRejected(l protocolmap.ListenerName, _ netip.Addr, err e
 		return
 	}
 	m.ipRejected.WithLabelValues(string(l), "max_connections_per_ip").Inc()
+}
+
+// OnProxyRefused implements [socketserver.HookProxyRefused]: the reason is
+// untrusted (socketserver.ErrProxyUntrusted) or header
+// (socketserver.ErrProxyHeader).
+func (m *Metrics) OnProxyRefused(l protocolmap.ListenerName, _ netip.AddrPort, err error) {
+	reason := "header"
+	if errors.Is(err, socketserver.ErrProxyUntrusted) {
+		reason = "untrusted"
+	}
+	m.proxyRefused.WithLabelValues(string(l), reason).Inc()
 }
 
 // OnAuthenticated implements [socketserver.HookAuthenticated]. A

@@ -2,7 +2,10 @@ package knprom_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -207,4 +211,47 @@ func dump(values map[string]float64) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// Connections refused on listeners that require the PROXY protocol count
+// by why: one from outside the trusted networks, one whose first bytes
+// are no PROXY header.
+func TestProxyRefused(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := knprom.NewMetrics(reg)
+	require.NoError(t, err)
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listeners":                      "ELSEWHERE://127.0.0.1:0,LOOPBACK://127.0.0.1:0",
+		"listener.security.protocol.map": "ELSEWHERE:PLAINTEXT,LOOPBACK:PLAINTEXT",
+		"inter.broker.listener.name":     "LOOPBACK",
+		"kafkanet.proxy.protocol":        "required",
+		"listener.name.elsewhere.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/8",
+		"listener.name.loopback.kafkanet.proxy.protocol.trusted.networks":  "127.0.0.0/8",
+	}, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
+		c.Hooks = append(c.Hooks, m)
+	}, answerMetadata)
+	for _, l := range []string{"ELSEWHERE", "LOOPBACK"} {
+		conn, err := net.Dial("tcp", srv.Addr(protocolmap.ListenerName(l)).String())
+		require.NoError(t, err)
+		_, _ = conn.Write([]byte("GET / HTTP/1.0\r\n\r\n")) // not a PROXY header
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadAll(conn) // EOF, or a reset: the server closed with the request unread
+		var ne net.Error
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "listener %s closes the connection", l)
+		conn.Close()
+	}
+	want := map[string]float64{
+		`kafkanet_proxy_protocol_refused_total{listener="ELSEWHERE",reason="untrusted"}`: 1,
+		`kafkanet_proxy_protocol_refused_total{listener="LOOPBACK",reason="header"}`:     1,
+	}
+	assert.Eventually(t, func() bool {
+		values := gather(t, reg)
+		for series, v := range want {
+			if values[series] != v {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "%s", dump(gather(t, reg)))
 }
