@@ -225,34 +225,30 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 	}
 
 	records := largeRecords(b.opts.proxyMB, proxyRecordSize)
+	// transfer adds a hop's produce or consume samples as case c, and
+	// keeps its throughput and CPU per MB for the targets.
+	transfer := func(h hop, c string, got []sample, rate, cpu *float64) {
+		for _, s := range hopSamples(got, h.via() != nil) {
+			s.Case = c
+			add(h, s)
+			switch s.Metric {
+			case "MB/s":
+				*rate = s.Value
+			case "hop CPU ms/MB":
+				*cpu = s.Value
+			}
+		}
+	}
 	for _, h := range hops {
 		topic := "bench-via-" + strings.NewReplacer("/", "-", ".", "-").Replace(h.name)
 		got, err := produce(ctx, broker, produceLoad{topic: topic, partitions: 1, records: records, size: proxyRecordSize,
 			batchMax: producerBatchMax(proxyRecordSize), via: h.via()})
-		for _, s := range hopSamples(got, h.via() != nil) {
-			s.Case = "produce"
-			add(h, s)
-			switch s.Metric {
-			case "MB/s":
-				fig[h.name].produceRate = s.Value
-			case "hop CPU ms/MB":
-				fig[h.name].cpuProduced = s.Value
-			}
-		}
+		transfer(h, "produce", got, &fig[h.name].produceRate, &fig[h.name].cpuProduced)
 		if err != nil {
 			return out, fmt.Errorf("produce, %s: %w", h.name, err)
 		}
 		got, err = consumeTopic(ctx, broker, h.via(), topic, records+1, proxyRecordSize)
-		for _, s := range hopSamples(got, h.via() != nil) {
-			s.Case = "consume"
-			add(h, s)
-			switch s.Metric {
-			case "MB/s":
-				fig[h.name].consumeRate = s.Value
-			case "hop CPU ms/MB":
-				fig[h.name].cpuConsumed = s.Value
-			}
-		}
+		transfer(h, "consume", got, &fig[h.name].consumeRate, &fig[h.name].cpuConsumed)
 		if err != nil {
 			return out, fmt.Errorf("consume, %s: %w", h.name, err)
 		}
