@@ -403,11 +403,7 @@ func (c *child) waitReady(ctx context.Context, d *dialer) error {
 
 // probe does one ApiVersions round trip on a new connection.
 func (c *child) probe(ctx context.Context, d *dialer) error {
-	dial := d.dial
-	if c.tls {
-		dial = d.dialTLS
-	}
-	conn, err := dial(ctx, c.addr)
+	conn, err := d.dialFor(c)(ctx, c.addr)
 	if err != nil {
 		return err
 	}

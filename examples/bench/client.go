@@ -63,6 +63,15 @@ func (d *dialer) dialTLS(ctx context.Context, addr string) (net.Conn, error) {
 	return td.DialContext(ctx, "tcp", addr)
 }
 
+// dialFor returns how a client reaches c's listener: dialTLS when it
+// speaks TLS, else dial.
+func (d *dialer) dialFor(c *child) func(context.Context, string) (net.Conn, error) {
+	if c.tls {
+		return d.dialTLS
+	}
+	return d.dial
+}
+
 // clientID is the client id of the bench's raw requests.
 const clientID = "bench"
 

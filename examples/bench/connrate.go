@@ -57,10 +57,7 @@ func (b *bench) runConnRate(ctx context.Context, server serverKind) ([]sample, e
 // connRate opens connections to c, connRateWorkers at a time, for dur, each
 // for one ApiVersions v0 round trip, and measures them.
 func connRate(ctx context.Context, d *dialer, c *child, dur time.Duration) ([]sample, error) {
-	dial := d.dial
-	if c.tls {
-		dial = d.dialTLS
-	}
+	dial := d.dialFor(c)
 	w, err := startWindow(c)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -159,23 +160,20 @@ func renameCase(s []sample, c string) []sample {
 // client until it has n records, checking that each has the next offset
 // and a value of size bytes, and measures it.
 func consume(ctx context.Context, c *child, n, size int) ([]sample, error) {
-	return consumeTopic(ctx, c, nil, largeTopic, n, size)
+	return consumeTopic(ctx, c, nil, nil, largeTopic, n, size)
 }
 
 // consumeTopic is consume for partition 0 of topic, through via if not
 // nil (scenario p): the client bootstraps from via, and the window
-// measures via, with c's CPU time as its AlsoCPU.
-func consumeTopic(ctx context.Context, c, via *child, topic string, n, size int) ([]sample, error) {
+// measures via, with c's CPU time as its AlsoCPU. With tlsConfig not nil
+// the client dials with TLS so configured (scenario p's TLS hops).
+func consumeTopic(ctx context.Context, c, via *child, tlsConfig *tls.Config, topic string, n, size int) ([]sample, error) {
 	w, err := measure(c, via)
 	if err != nil {
 		return nil, err
 	}
-	seed := c.addr
-	if via != nil {
-		seed = via.addr
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
+	cl, err := kgo.NewClient(append(seedOpts(c, via, tlsConfig),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))...)
 	if err != nil {
 		return nil, fmt.Errorf("kgo client: %w", err)
 	}

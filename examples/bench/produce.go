@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"sync/atomic"
 
@@ -71,17 +72,16 @@ type produceLoad struct {
 	// client bootstraps from it, and the window measures it, the server's
 	// CPU time as its AlsoCPU.
 	via *child
+	// tls is the client's TLS configuration when it reaches the server
+	// with TLS (scenario p's TLS hops); nil: plaintext.
+	tls *tls.Config
 }
 
 // produce creates the load's topic on c, writes one record, then the
 // load's records with kgo, and measures the latter.
 func produce(ctx context.Context, c *child, load produceLoad) ([]sample, error) {
-	seed := c.addr
-	if load.via != nil {
-		seed = load.via.addr
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seed), kgo.DefaultProduceTopic(load.topic),
-		kgo.ProducerBatchCompression(kgo.NoCompression())}
+	opts := append(seedOpts(c, load.via, load.tls), kgo.DefaultProduceTopic(load.topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if load.batchMax > 0 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(load.batchMax))
 	}
@@ -129,6 +129,21 @@ func produce(ctx context.Context, c *child, load produceLoad) ([]sample, error) 
 		return nil, err
 	}
 	return throughputSamples(w, load.records, int64(load.records)*int64(load.size), rss), nil
+}
+
+// seedOpts are a kgo client's options to reach c, or via in front of it
+// if not nil: its address as the seed broker, dialed with TLS so
+// configured if tlsConfig is not nil.
+func seedOpts(c, via *child, tlsConfig *tls.Config) []kgo.Opt {
+	seed := c.addr
+	if via != nil {
+		seed = via.addr
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(seed)}
+	if tlsConfig != nil {
+		opts = append(opts, kgo.DialTLSConfig(tlsConfig))
+	}
+	return opts
 }
 
 // measure starts the window of a load on server c, reached through via

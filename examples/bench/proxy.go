@@ -247,7 +247,7 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 		if err != nil {
 			return out, fmt.Errorf("produce, %s: %w", h.name, err)
 		}
-		got, err = consumeTopic(ctx, broker, h.via(), topic, records+1, proxyRecordSize)
+		got, err = consumeTopic(ctx, broker, h.via(), nil, topic, records+1, proxyRecordSize)
 		transfer(h, "consume", got, &fig[h.name].consumeRate, &fig[h.name].cpuConsumed)
 		if err != nil {
 			return out, fmt.Errorf("consume, %s: %w", h.name, err)

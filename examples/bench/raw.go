@@ -100,8 +100,8 @@ func (r loadResult) samples(out []sample, c string) []sample {
 	return out
 }
 
-// runLoad sends req's round trips to c on conns connections, one in
-// flight each, and measures them for dur. The connections are opened
+// runLoad sends req's round trips to c on conns connections (TLS when c
+// speaks it), one in flight each, and measures them for dur. The connections are opened
 // and have done one round trip before the load starts, and the load runs
 // for warmUp(dur) before the measurement. During the run,
 // meanwhile (if not nil) runs with a context that ends with it, and its
@@ -113,7 +113,7 @@ func runLoad(ctx context.Context, d *dialer, c *child, req loadRequest, conns in
 // runLoadAlso is runLoad that also measures the CPU time of also, if not
 // nil (the window's AlsoCPU): scenario p's broker behind a hop.
 func runLoadAlso(ctx context.Context, d *dialer, c, also *child, req loadRequest, conns int, dur time.Duration, meanwhile func(context.Context) int) (loadResult, error) {
-	rcs, err := openLoadConns(ctx, d, c.addr, req, conns)
+	rcs, err := openLoadConns(ctx, d.dialFor(c), c.addr, req, conns)
 	defer func() {
 		for _, rc := range rcs {
 			rc.c.Close()
@@ -177,7 +177,7 @@ func runLoadAlso(ctx context.Context, d *dialer, c, also *child, req loadRequest
 // apiVersionsResponseSize returns the size of the server's ApiVersions v0
 // response frame, its 4-byte size included.
 func apiVersionsResponseSize(ctx context.Context, d *dialer, addr string) (int, error) {
-	rcs, err := openLoadConns(ctx, d, addr, apiVersionsLoad(), 1)
+	rcs, err := openLoadConns(ctx, d.dial, addr, apiVersionsLoad(), 1)
 	for _, rc := range rcs {
 		rc.c.Close()
 	}
@@ -187,12 +187,12 @@ func apiVersionsResponseSize(ctx context.Context, d *dialer, addr string) (int, 
 	return 4 + len(rcs[0].body), nil
 }
 
-// openLoadConns opens n connections to addr, each after one round trip of
-// req, ready to send more.
-func openLoadConns(ctx context.Context, d *dialer, addr string, req loadRequest, n int) ([]*rawConn, error) {
+// openLoadConns opens n connections to addr with dial, each after one
+// round trip of req, ready to send more.
+func openLoadConns(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr string, req loadRequest, n int) ([]*rawConn, error) {
 	var rcs []*rawConn
 	for range n {
-		nc, err := d.dial(ctx, addr)
+		nc, err := dial(ctx, addr)
 		if err != nil {
 			return rcs, err
 		}
