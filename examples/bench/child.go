@@ -44,6 +44,10 @@ type bench struct {
 	baselineBin string
 	proxyBin    string // the example proxy, built for scenario p
 	haproxyBin  string // scenario p: HAProxy; "" when it was not found
+	// hopKeyStore is scenario p's with -proxy-tls: the bench's TLS key
+	// and certificate (PEM) in a file, HAProxy's crt and the proxy's key
+	// store.
+	hopKeyStore string
 	proxyRounds int    // scenario p's rounds so far: the hops' order rotates
 	fileLimit   uint64 // RLIMIT_NOFILE, inherited by the children
 	log         io.Writer
@@ -62,7 +66,8 @@ type bench struct {
 // self-signed certificate, checks -baseline-broker's binary and, when
 // scenario b stores records or scenario g, h, i or p runs, builds the
 // example broker into a temporary directory (and for p the example
-// proxy). cleanup removes the directory.
+// proxy, and with -proxy-tls writes the certificate's key store there).
+// cleanup removes the directory.
 func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -104,6 +109,13 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 		}
 		if slices.Contains(o.scenarios, "p") {
 			b.haproxyBin = findHAProxy(o.haproxy)
+			if o.proxyTLS {
+				b.hopKeyStore = filepath.Join(dir, "hop-keystore.pem")
+				if err := os.WriteFile(b.hopKeyStore, []byte(key+chain), 0o600); err != nil {
+					cleanup()
+					return nil, nil, err
+				}
+			}
 			fmt.Fprintln(log, "bench: building examples/proxy for scenario p")
 			if b.proxyBin, err = buildExample(ctx, dir, "proxy"); err != nil {
 				cleanup()
@@ -309,20 +321,38 @@ func (b *bench) launchBroker(ctx context.Context, s brokerSpec) (*child, error) 
 }
 
 // startProxy starts the example proxy in front of upstream with one
-// PLAINTEXT listener (its brokers' ports ephemeral) and waits until it
-// answers ApiVersions.
-func (b *bench) startProxy(ctx context.Context, upstream string) (*child, error) {
+// listener (proxyArgs), PLAINTEXT, or SSL with keyStore when it is not "",
+// and waits until it answers ApiVersions.
+func (b *bench) startProxy(ctx context.Context, upstream, keyStore string) (*child, error) {
 	addrs, err := freeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
-	c := &child{name: "examples/proxy", addr: addrs[0]}
-	args := []string{"-upstream", upstream, "-set", "listeners=PLAIN://" + c.addr, "-set", "listener.security.protocol.map=PLAIN:PLAINTEXT",
-		"-set", "proxy.broker.port.base=0"}
-	if err := b.launch(ctx, c, b.proxyBin, args, b.childEnv(nil)); err != nil {
+	c := &child{name: proxyServer, addr: addrs[0]}
+	if keyStore != "" {
+		c.name, c.tls = proxyTLSServer, true
+	}
+	if err := b.launch(ctx, c, b.proxyBin, proxyArgs(upstream, c.addr, keyStore), b.childEnv(nil)); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// proxyArgs are the example proxy's arguments in scenario p: in front of
+// upstream, one listener on addr, its brokers' ports ephemeral; the
+// listener is PLAINTEXT, or with keyStore not "" SSL with that PEM file
+// (key and certificate chain) as its key store.
+func proxyArgs(upstream, addr, keyStore string) []string {
+	name, protocol := "PLAIN", "PLAINTEXT"
+	if keyStore != "" {
+		name, protocol = "TLS", "SSL"
+	}
+	args := []string{"-upstream", upstream, "-set", "listeners=" + name + "://" + addr, "-set", "listener.security.protocol.map=" + name + ":" + protocol,
+		"-set", "proxy.broker.port.base=0"}
+	if keyStore != "" {
+		args = append(args, "-set", "ssl.keystore.type=PEM", "-set", "ssl.keystore.location="+keyStore)
+	}
+	return args
 }
 
 // childEnv returns a child's environment: the bench's, without the

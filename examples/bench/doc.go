@@ -67,6 +67,8 @@
 //     floor of a hop), found on PATH or in /usr/sbin, or given with
 //     -haproxy; and the example proxy. Without HAProxy the scenario
 //     measures the other two and says so; with CI set that fails the run.
+//     With -proxy-tls also haproxy+tls and examples/proxy+tls: the same
+//     two terminating TLS from the clients, plaintext to the broker.
 //
 // Each scenario runs -rounds times; in each round every server is measured
 // on a fresh child, and the servers' order rotates from round to round so
@@ -187,7 +189,11 @@
 //	   same round are marked against issue 23's targets: CPU per request
 //	   at one connection and per MB produced and consumed at most 1.5×,
 //	   added p50 at one connection at most 1.5×, throughput at least 0.9×.
-//	   Reproduce with -scenarios p -rounds 3.
+//	   Reproduce with -scenarios p -rounds 3. -proxy-tls adds both hops
+//	   terminating TLS from the clients (HAProxy's bind ... ssl crt, the
+//	   proxy's SSL listener; the bench's certificate, plaintext to the
+//	   broker), with the same measurements and the proxy's figures over
+//	   HAProxy's, without targets.
 //
 // With -baseline-broker FILE, scenarios b (unless -produce-discard), g
 // and i also measure FILE, a prebuilt examples/broker (of an older commit,

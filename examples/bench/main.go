@@ -51,6 +51,7 @@ type options struct {
 	brokerProps    []string      // properties ("key=value") laid over the example broker's in (b), (g), (i) and (p)
 	proxyMB        int           // (p): megabytes (10^6 bytes) of 1 KiB records produced and consumed through each hop
 	haproxy        string        // (p): the haproxy binary; "": looked up
+	proxyTLS       bool          // (p): also the hops terminating TLS
 	baselineBroker string        // (b), (g), (i): a prebuilt examples/broker measured beside the current one, as baselineServer
 	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
@@ -97,6 +98,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return nil
 	})
 	fs.IntVar(&o.proxyMB, "proxy-mb", 300, "scenario p: `megabytes` (10^6 bytes) of 1 KiB records produced, then consumed, through each hop (-quick: 50)")
+	fs.BoolVar(&o.proxyTLS, "proxy-tls", false, "scenario p: also measure HAProxy and examples/proxy terminating TLS from the clients, plaintext to the broker\n"+
+		"(columns haproxy+tls and examples/proxy+tls, the same measurements, no targets); off by default since it adds about half\n"+
+		"a minute per round at the default -conns and -proxy-mb (two more hops, each with its Metadata runs and -proxy-mb MB produced and consumed)")
 	fs.StringVar(&o.haproxy, "haproxy", "", "scenario p: the haproxy `binary` (default: haproxy on PATH, else /usr/sbin/haproxy)")
 	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
 		"started as the current one, as server "+baselineServer+" in the same rounds, with the current's ratio to it")

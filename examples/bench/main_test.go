@@ -401,8 +401,11 @@ func TestParseOptions(t *testing.T) {
 	if o.baselineBroker != "old/broker" {
 		t.Errorf("-baseline-broker: %q, want old/broker", o.baselineBroker)
 	}
-	if o, _ := parseOptions(nil, io.Discard); o.baselineBroker != "" {
-		t.Errorf("a baseline broker by default: %q", o.baselineBroker)
+	if o, _ := parseOptions(nil, io.Discard); o.baselineBroker != "" || o.proxyTLS {
+		t.Errorf("a baseline broker (%q) or TLS hops (%v) by default", o.baselineBroker, o.proxyTLS)
+	}
+	if o, err := parseOptions([]string{"-scenarios", "p", "-proxy-tls"}, io.Discard); err != nil || !o.proxyTLS {
+		t.Errorf("-proxy-tls: %v, %v", o.proxyTLS, err)
 	}
 	o, err = parseOptions([]string{"-scenarios", "i", "-quick", "-hostile-slowloris", "7", "-hostile-claims", "3", "-hostile-logins", "2", "-hostile-pipeliners", "1"}, io.Discard)
 	if err != nil {
@@ -552,19 +555,20 @@ func TestListingEndToEnd(t *testing.T) {
 	}
 }
 
-// TestProxyEndToEnd runs scenario p briefly: examples/broker reached
-// directly, through HAProxy and through examples/proxy, Metadata round
+// TestProxyEndToEnd runs scenario p briefly, with -proxy-tls:
+// examples/broker reached directly, through HAProxy and through
+// examples/proxy, in plaintext and with TLS at the hop, Metadata round
 // trips, and a little produced and consumed each way. Without haproxy it
-// checks the other two, unless CI is set: then it fails.
+// checks the others, unless CI is set: then it fails.
 func TestProxyEndToEnd(t *testing.T) {
 	haproxy := findHAProxy("") != ""
 	if !haproxy && os.Getenv("CI") != "" {
 		t.Fatal("haproxy is required in CI (apt-get install haproxy)")
 	}
-	rows := runScenarios(t, options{scenarios: []string{"p"}, rounds: 1, duration: 300 * time.Millisecond, rawConns: []int{1}, proxyMB: 2})
-	hops := []string{directServer, proxyServer}
+	rows := runScenarios(t, options{scenarios: []string{"p"}, rounds: 1, duration: 300 * time.Millisecond, rawConns: []int{1}, proxyMB: 2, proxyTLS: true})
+	hops := []string{directServer, proxyServer, proxyTLSServer}
 	if haproxy {
-		hops = append(hops, haproxyServer)
+		hops = append(hops, haproxyServer, haproxyTLSServer)
 	}
 	for _, h := range hops {
 		if got := find(t, rows, "Metadata, conns=1", "req/s", h).Median; got <= 0 {
@@ -599,6 +603,9 @@ func TestProxyEndToEnd(t *testing.T) {
 		}
 		if got := find(t, rows, tg.Case, tg.Metric, proxyServer).Median; got <= 0 {
 			t.Errorf("%s: the ratio is %v", tg.Metric, got)
+		}
+		if got := find(t, rows, tlsRatioCase, tg.Metric, proxyTLSServer).Median; got <= 0 {
+			t.Errorf("%s with TLS: the ratio is %v", tg.Metric, got)
 		}
 	}
 }

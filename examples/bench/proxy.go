@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +23,10 @@ const (
 	directServer  serverKind = "direct"
 	haproxyServer serverKind = "haproxy"
 	proxyServer   serverKind = "examples/proxy"
+	// With -proxy-tls, the same hops terminating TLS from the clients,
+	// plaintext to the broker.
+	haproxyTLSServer serverKind = "haproxy+tls"
+	proxyTLSServer   serverKind = "examples/proxy+tls"
 	// hopsRun is scenario p's one run per round, which measures every hop
 	// and names each sample's column itself.
 	hopsRun serverKind = "direct, haproxy and examples/proxy"
@@ -34,13 +39,45 @@ const proxyRecordSize = 1024
 // relayListener is the example broker's second listener in scenario p,
 // HAProxy's backend, which advertises HAProxy's address: a relay forwards
 // bytes and rewrites nothing, so the broker itself must name the relay in
-// Metadata for clients to stay behind it.
-const relayListener = "RELAY"
+// Metadata for clients to stay behind it. relayTLSListener is the same for
+// the HAProxy that terminates TLS (-proxy-tls), a third listener since it
+// has an address of its own; both listeners are PLAINTEXT.
+const (
+	relayListener    = "RELAY"
+	relayTLSListener = "RELAY_TLS"
+)
+
+// hopMode is how clients reach scenario p's hops: in plaintext, or with
+// TLS terminated at the hop (-proxy-tls); from the hop to the broker it is
+// plaintext either way.
+type hopMode struct {
+	tls            bool
+	haproxy, proxy serverKind // the hops' columns
+	relay          string     // the broker's listener that HAProxy forwards to
+	ratioCase      string     // the case of the proxy's figures over HAProxy's
+}
+
+// hopModes are the plaintext hops, then those with TLS.
+var hopModes = []hopMode{
+	{haproxy: haproxyServer, proxy: proxyServer, relay: relayListener, ratioCase: targetsCase},
+	{tls: true, haproxy: haproxyTLSServer, proxy: proxyTLSServer, relay: relayTLSListener, ratioCase: tlsRatioCase},
+}
+
+// modes are the hop modes measured: the plaintext hops, and with
+// -proxy-tls those with TLS.
+func (b *bench) modes() []hopMode {
+	if b.opts.proxyTLS {
+		return hopModes
+	}
+	return hopModes[:1]
+}
 
 // The case and metrics of the targets (issue 23): examples/proxy's medians
-// over HAProxy's, each the ratio of the two in one round.
+// over HAProxy's, each the ratio of the two in one round; tlsRatioCase
+// holds the same ratios for the hops with TLS, which have no targets.
 const (
 	targetsCase       = "examples/proxy / haproxy"
+	tlsRatioCase      = "examples/proxy+tls / haproxy+tls"
 	targetCPUPerReq   = "hop CPU µs/req, Metadata, 1 conn"
 	targetAddedP50    = "added p50 µs, Metadata, 1 conn"
 	targetCPUProduced = "hop CPU ms/MB produced"
@@ -76,8 +113,19 @@ func (b *bench) proxyInfo() scenarioInfo {
 			"The targets row holds examples/proxy's figure over HAProxy's of the same round (the median over rounds); the ratio columns",
 			"divide the medians.",
 		},
-		Ratios:  []ratioPair{{proxyServer, haproxyServer}, {proxyServer, directServer}, {haproxyServer, directServer}},
+		Ratios:  []ratioPair{{proxyServer, haproxyServer}, {proxyServer, directServer}, {haproxyServer, directServer}, {proxyTLSServer, haproxyTLSServer}},
 		Targets: proxyTargets,
+	}
+	if b.opts.proxyTLS {
+		info.Notes = append(info.Notes,
+			"-proxy-tls: haproxy+tls and examples/proxy+tls are the same hops terminating TLS from the clients (TLS 1.3, AES-128-GCM at",
+			"both, HAProxy's suites ordered as Go's; the bench's self-signed ECDSA P-256 certificate for 127.0.0.1, which the Metadata",
+			"client and kgo trust, in a temporary PEM file: HAProxy's 'bind ... ssl crt', the proxy's SSL listener's key store), plaintext",
+			"to the broker (HAProxy to a third listener, which advertises its address). Neither can splice: the bytes go through TLS in",
+			"the hop's own buffers. 'added' is over the direct plaintext connection. The row "+tlsRatioCase+" holds the",
+			"ratios of the same round, without targets.")
+	} else {
+		info.Notes = append(info.Notes, "-proxy-tls adds HAProxy and examples/proxy terminating TLS from the clients, plaintext to the broker.")
 	}
 	if b.haproxyBin == "" {
 		info.Notes = append(info.Notes, "HAProxy was not found (-haproxy, PATH, /usr/sbin): no HAProxy column and no targets.")
@@ -133,6 +181,15 @@ type hop struct {
 	c    *child
 }
 
+// clientTLS is the TLS configuration of the hop's clients: d's when the
+// hop speaks TLS, else nil.
+func (h hop) clientTLS(d *dialer) *tls.Config {
+	if h.c.tls {
+		return d.tls
+	}
+	return nil
+}
+
 // via is the hop process in front of the broker; nil for direct.
 func (h hop) via() *child {
 	if h.name == directServer {
@@ -146,45 +203,46 @@ func (h hop) via() *child {
 func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err error) {
 	round := b.proxyRounds
 	b.proxyRounds++
-	addrs, err := freeAddrs(2) // the broker's relay listener, and HAProxy's
+	modes := b.modes()
+	addrs, err := freeAddrs(2 * len(modes)) // per mode, the broker's relay listener and HAProxy's
 	if err != nil {
 		return nil, err
 	}
-	relayAddr, haproxyAddr := addrs[0], addrs[1]
+	relays, haproxies := addrs[:len(modes)], addrs[len(modes):]
 	broker, err := b.launchBroker(ctx, brokerSpec{server: brokerServer, listenerProps: func(addr string) []string {
-		return []string{
-			"listeners=PLAINTEXT://" + addr + "," + relayListener + "://" + relayAddr,
-			"advertised.listeners=PLAINTEXT://" + addr + "," + relayListener + "://" + haproxyAddr,
-			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT," + relayListener + ":PLAINTEXT",
-			"inter.broker.listener.name=PLAINTEXT",
-		}
+		return hopBrokerListeners(addr, modes, relays, haproxies)
 	}, props: []string{"log.retention.bytes=-1"}})
 	if err != nil {
 		return nil, err
 	}
 	defer broker.stop()
 	hops := []hop{{directServer, broker}}
-	if b.haproxyBin != "" {
-		hc, err := b.startHAProxy(ctx, haproxyAddr, relayAddr)
+	for i, m := range modes {
+		keyStore := ""
+		if m.tls {
+			keyStore = b.hopKeyStore
+		}
+		if b.haproxyBin != "" {
+			hc, err := b.startHAProxy(ctx, haproxies[i], relays[i], keyStore)
+			if err != nil {
+				return nil, err
+			}
+			defer hc.stop()
+			hops = append(hops, hop{m.haproxy, hc})
+		}
+		proxy, err := b.startProxy(ctx, broker.addr, keyStore)
 		if err != nil {
 			return nil, err
 		}
-		defer hc.stop()
-		hops = append(hops, hop{haproxyServer, hc})
+		defer proxy.stop()
+		hops = append(hops, hop{m.proxy, proxy})
 	}
-	proxy, err := b.startProxy(ctx, broker.addr)
-	if err != nil {
-		return nil, err
-	}
-	defer proxy.stop()
-	hops = rotate(append(hops, hop{proxyServer, proxy}), round)
+	hops = rotate(hops, round)
 
 	add := func(h hop, s sample) { s.Server = h.name; out = append(out, s) }
-	// per round figures of the targets, by hop
-	type figures struct{ cpuReq, addedP50, cpuProduced, cpuConsumed, produceRate, consumeRate float64 }
-	fig := map[serverKind]*figures{}
+	fig := map[serverKind]*hopFigures{}
 	for _, h := range hops {
-		fig[h.name] = &figures{}
+		fig[h.name] = &hopFigures{}
 	}
 	for _, n := range b.opts.rawConns {
 		c := fmt.Sprintf("Metadata, conns=%d", n)
@@ -240,21 +298,45 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 		}
 	}
 	for _, h := range hops {
-		topic := "bench-via-" + strings.NewReplacer("/", "-", ".", "-").Replace(h.name)
+		topic := "bench-via-" + strings.NewReplacer("/", "-", ".", "-", "+", "-").Replace(h.name)
 		got, err := produce(ctx, broker, produceLoad{topic: topic, partitions: 1, records: records, size: proxyRecordSize,
-			batchMax: producerBatchMax(proxyRecordSize), via: h.via()})
+			batchMax: producerBatchMax(proxyRecordSize), via: h.via(), tls: h.clientTLS(b.dialer)})
 		transfer(h, "produce", got, &fig[h.name].produceRate, &fig[h.name].cpuProduced)
 		if err != nil {
 			return out, fmt.Errorf("produce, %s: %w", h.name, err)
 		}
-		got, err = consumeTopic(ctx, broker, h.via(), nil, topic, records+1, proxyRecordSize)
+		got, err = consumeTopic(ctx, broker, h.via(), h.clientTLS(b.dialer), topic, records+1, proxyRecordSize)
 		transfer(h, "consume", got, &fig[h.name].consumeRate, &fig[h.name].cpuConsumed)
 		if err != nil {
 			return out, fmt.Errorf("consume, %s: %w", h.name, err)
 		}
 	}
 
-	if ha, px := fig[haproxyServer], fig[proxyServer]; ha != nil && px != nil {
+	out = append(out, hopRatios(fig, modes)...)
+	sortHopSamples(out)
+	var errs []error
+	for _, h := range slices.Backward(hops) {
+		if h.name != directServer {
+			errs = append(errs, h.c.stop())
+		}
+	}
+	return out, errors.Join(append(errs, broker.stop())...)
+}
+
+// hopFigures are a hop's figures in one round that the ratio rows divide.
+type hopFigures struct{ cpuReq, addedP50, cpuProduced, cpuConsumed, produceRate, consumeRate float64 }
+
+// hopRatios are one round's ratio rows: for each mode whose two hops were
+// measured (fig), the proxy's figures over HAProxy's, as the mode's
+// ratioCase under the proxy's column (the plaintext ones are the targets'
+// rows).
+func hopRatios(fig map[serverKind]*hopFigures, modes []hopMode) []sample {
+	var out []sample
+	for _, m := range modes {
+		ha, px := fig[m.haproxy], fig[m.proxy]
+		if ha == nil || px == nil {
+			continue
+		}
 		for _, r := range []struct {
 			metric   string
 			num, den float64
@@ -269,18 +351,31 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 			// Zero without a 1-connection Metadata run (-conns), and a
 			// ratio to an added latency HAProxy did not add means nothing.
 			if r.den > 0 {
-				out = append(out, sample{Case: targetsCase, Metric: r.metric, Server: proxyServer, Value: r.num / r.den})
+				out = append(out, sample{Case: m.ratioCase, Metric: r.metric, Server: m.proxy, Value: r.num / r.den})
 			}
 		}
 	}
-	sortHopSamples(out)
-	var errs []error
-	for _, h := range slices.Backward(hops) {
-		if h.name != directServer {
-			errs = append(errs, h.c.stop())
-		}
+	return out
+}
+
+// hopBrokerListeners are the example broker's listener properties in
+// scenario p: PLAINTEXT on addr, for direct clients, examples/proxy and
+// the broker itself, and for each mode its relay listener on relays[i],
+// also PLAINTEXT, advertising the address of the mode's HAProxy,
+// haproxies[i].
+func hopBrokerListeners(addr string, modes []hopMode, relays, haproxies []string) []string {
+	listeners, advertised, protocols := []string{"PLAINTEXT://" + addr}, []string{"PLAINTEXT://" + addr}, []string{"PLAINTEXT:PLAINTEXT"}
+	for i, m := range modes {
+		listeners = append(listeners, m.relay+"://"+relays[i])
+		advertised = append(advertised, m.relay+"://"+haproxies[i])
+		protocols = append(protocols, m.relay+":PLAINTEXT")
 	}
-	return out, errors.Join(append(errs, broker.stop())...)
+	return []string{
+		"listeners=" + strings.Join(listeners, ","),
+		"advertised.listeners=" + strings.Join(advertised, ","),
+		"listener.security.protocol.map=" + strings.Join(protocols, ","),
+		"inter.broker.listener.name=PLAINTEXT",
+	}
 }
 
 // hopMetrics is the order of scenario p's metrics within a case.
@@ -329,30 +424,48 @@ func hopSamples(in []sample, viaHop bool) []sample {
 // startHAProxy starts HAProxy in TCP mode on addr, relaying every
 // connection to backend, with one thread and kernel splicing
 // (haproxyConfig), and waits until an ApiVersions round
-// trip through it is answered. Its configuration is written to a
-// temporary directory, removed once HAProxy has read it.
-func (b *bench) startHAProxy(ctx context.Context, addr, backend string) (*child, error) {
+// trip through it is answered. With crt not "" it terminates TLS on addr
+// with that PEM file (key and certificate). Its configuration is written
+// to a temporary directory, removed once HAProxy has read it.
+func (b *bench) startHAProxy(ctx context.Context, addr, backend, crt string) (*child, error) {
 	dir, err := os.MkdirTemp("", "kafkanet-bench-haproxy-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	cfg := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(haproxyConfig(addr, backend)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(haproxyConfig(addr, backend, crt)), 0o600); err != nil {
 		return nil, err
 	}
 	c := &child{name: haproxyServer, addr: addr}
+	if crt != "" {
+		c.name, c.tls = haproxyTLSServer, true
+	}
 	if err := b.launch(ctx, c, b.haproxyBin, []string{"-db", "-f", cfg}, b.childEnv(nil)); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
+// tls13Suites are the TLS 1.3 suites in Go's server's order where AES has
+// hardware support, as OpenSSL names them.
+const tls13Suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
 // haproxyConfig is HAProxy's configuration in scenario p: a TCP relay from
 // addr to backend, one thread, no health checks, kernel splicing in both
 // directions (splice-request, splice-response): socket to pipe to socket,
-// no copy through HAProxy's buffers.
-func haproxyConfig(addr, backend string) string {
+// no copy through HAProxy's buffers. With crt not "", HAProxy terminates
+// TLS on addr with that PEM file (key and certificate) and forwards
+// plaintext; it cannot splice then, the bytes go through its buffers to be
+// decrypted or encrypted. Its TLS 1.3 suites are then ordered as Go's
+// server orders them on a machine with AES instructions, AES-128-GCM
+// first (HAProxy's own order puts AES-256-GCM first and it picks by its
+// order), so that both TLS hops encrypt with the same suite.
+func haproxyConfig(addr, backend, crt string) string {
+	bind := addr
+	if crt != "" {
+		bind += " ssl crt " + crt + " ciphersuites " + tls13Suites
+	}
 	return `global
     nbthread 1
     maxconn 4096
@@ -366,7 +479,7 @@ defaults
     timeout server 5m
 
 frontend kafka
-    bind ` + addr + `
+    bind ` + bind + `
     default_backend broker
 
 backend broker
