@@ -70,6 +70,28 @@ type API struct {
 	// buffer (a client id, or a Produce's transactional id, of some 200
 	// bytes or more) is read whole too.
 	StreamAbove int32
+	// Pipeline, for an API served raw, lets a connection go on reading
+	// while the host holds this API's requests, up to Pipeline of them at
+	// once: the next request is read as soon as the host has the one
+	// before it (and has read its streamed body), not once it is
+	// answered. Answers are still written in the order of the requests:
+	// an answer given before those of earlier requests waits for them,
+	// and the goroutine that gives the oldest waiting answer writes it
+	// and those ready behind it. A request of an API that does not
+	// pipeline, or one the server answers itself, waits until every
+	// pipelined request has been answered and written. Zero serves one
+	// request per connection at a time, as a Kafka broker does; a proxy
+	// in front of brokers can let a client's requests through as it sends
+	// them (Kafka's clients keep up to
+	// max.in.flight.requests.per.connection, 5 by default, in flight),
+	// the broker behind it keeping their order. Everything else is as for
+	// a request served one at a time: limits, the memory budget (each
+	// pipelined request holds its frame's memory until it is answered),
+	// hooks, the request log, throttling (the connection is muted once
+	// the throttled answer has been written) and draining (the pipelined
+	// requests are answered before the connection closes). At most
+	// [MaxPipeline].
+	Pipeline int
 
 	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI): RequestLog.ServerAnswered
 	flexible int16 // Raw: the first version whose headers are flexible (KIP-482); noFlexible when none is
@@ -272,15 +294,23 @@ func (t *apiTable) lookup(key int16) (API, bool) {
 	return t.byKey[key], true
 }
 
+// MaxPipeline is the most requests of an API a connection may have in
+// the host's hands at once (API.Pipeline).
+const MaxPipeline = 1024
+
 // checkRaw refuses what cannot be served raw: the APIs the server answers
 // itself, a key whose flexible versions nothing says, a stream threshold
-// without Raw.
+// or a pipeline without Raw.
 func (a *API) checkRaw() error {
 	switch {
 	case a.StreamAbove < 0:
 		return fmt.Errorf("socketserver: API key %d: StreamAbove %d is negative", a.Key, a.StreamAbove)
 	case !a.Raw && a.StreamAbove > 0:
 		return fmt.Errorf("socketserver: API key %d: StreamAbove is set but not Raw: only a raw API's frames are streamed", a.Key)
+	case a.Pipeline < 0 || a.Pipeline > MaxPipeline:
+		return fmt.Errorf("socketserver: API key %d: Pipeline %d: want 0 to %d", a.Key, a.Pipeline, MaxPipeline)
+	case !a.Raw && a.Pipeline > 0:
+		return fmt.Errorf("socketserver: API key %d: Pipeline is set but not Raw: only a raw API's requests are pipelined", a.Key)
 	case !a.Raw:
 		return nil
 	case a.Key == apiVersionsKey || a.Key == saslHandshakeKey || a.Key == saslAuthenticateKey:

@@ -72,15 +72,16 @@ type conn struct {
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
 	watching      bool          // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
-	turn          bool          // the connection holds a turn of its plane's (see loop)
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // made with the first request the host answers; its goroutine starts when one is held (watchPeer); stopped when the connection parks
 	pre           prefixReader  // under br: what the parked goroutine read
+	pipe          *pipeline     // made with the first pipelined request (API.Pipeline)
 
 	wait        atomic.Int32  // waitBusy, waitAwaiting, ...: changed only through the concurrency core's methods
 	parkedStack atomic.Uint32 // the stack size its parked goroutine started on (see askToRepark)
-	parkDelay   atomic.Int64  // nanoseconds to wait before parking; 0: Config.ParkAfter (see parkWait)
+	parkDelay   atomic.Int32  // microseconds to wait before parking; 0: Config.ParkAfter (see parkWait)
+	turn        atomic.Bool   // the connection holds a turn of its plane's (see loop): its goroutine's, but a pipeline's writer may end it (writeFrame), beside parkDelay to fill its padding
 	parkMoved   atomic.Int64  // when the connection last parked or unparked: nanoseconds since the server's epoch
 	wakeMu      sync.Mutex    // held around every read deadline move but lingerClose's (see the concurrency core)
 
@@ -447,8 +448,20 @@ func (c *conn) loop() {
 			return
 		}
 		if !ok {
+			if c.pipe != nil { // the requests read before the EOF, or the drain, are answered first
+				if !c.draining() {
+					c.cancelReq() // the client has gone, or half-closed: the host may stop
+				}
+				c.pipe.await(1)
+			}
 			c.finish()
 			return
+		}
+		if c.pipe != nil { // a throttled pipelined answer written meanwhile mutes the connection now
+			if t := c.pipe.takeMute(); !t.IsZero() && !c.mute(t) {
+				c.finish()
+				return
+			}
 		}
 		served, muteUntil := c.serveRequest()
 		if !served {
@@ -489,7 +502,7 @@ func (c *conn) frameBuffered() bool {
 func (c *conn) takeTurn() bool {
 	select {
 	case c.p.ls.turns <- struct{}{}:
-		c.turn = true
+		c.turn.Store(true)
 		return true
 	case <-c.ctx.Done():
 		return false
@@ -499,8 +512,7 @@ func (c *conn) takeTurn() bool {
 // endTurn ends the connection's turn, if it has one: before anything that
 // may wait, and after each request.
 func (c *conn) endTurn() {
-	if c.turn {
-		c.turn = false
+	if c.turn.CompareAndSwap(true, false) {
 		<-c.p.ls.turns
 	}
 }
@@ -513,6 +525,9 @@ func (c *conn) finish() {
 		c.lingerClose()
 	}
 	c.close()
+	if c.pipe != nil {
+		c.pipe.close()
+	}
 	c.stopPeerWatcher()
 	c.releaseMemory()
 	if c.br != nil {
@@ -550,10 +565,13 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 	if c.draining() {
 		return false, false
 	}
-	if c.br.Buffered() == 0 {
+	for c.br.Buffered() == 0 {
 		c.awaitBegin()
 		_, err := c.br.Peek(1)
 		if c.awaitEnd() {
+			if isDeadline(err) && c.pipe != nil && c.pipe.holds() && !c.draining() {
+				continue // not parked: pipelined requests wait for their answers
+			}
 			return c.parkRequested(err)
 		}
 		if err != nil {
@@ -594,6 +612,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		return false, time.Time{}
 	}
 	q := logged{h: h, size: size, received: start, peeked: peeked > 0}
+	if c.pipe != nil && api.Pipeline == 0 && !c.pipe.await(1) { // answers leave in order: the pipelined ones first
+		return false, time.Time{}
+	}
 	// The connection as the request found it: Request.Conn. After the
 	// session's expiry only a SaslHandshake that starts re-authentication
 	// is served; any other request closes, including those the server
@@ -648,6 +669,11 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
 		c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
 	}
+	pipelined := api.Pipeline > 0
+	if pipelined && !c.pipeline().admit(r, &q, api.Pipeline) {
+		c.hostDone(&q, r, time.Now(), 0, true)
+		return false, time.Time{}
+	}
 	if c.answers == nil {
 		c.answers = make(chan answer, 1)
 	}
@@ -679,6 +705,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		}
 	}
 	c.p.busy.Add(int64(time.Since(start)))
+	if pipelined { // the answer is written when it comes (pipeline.answer); read on once the body has been
+		return c.pipe.awaitBody(r), time.Time{}
+	}
 
 	// Wait for the answer. A request the host holds for peerWatchAfter gets
 	// the peer watched meanwhile, so that a client that goes away cancels
@@ -796,6 +825,9 @@ func (c *conn) mute(until time.Time) bool {
 	}
 	c.touch(until)
 	c.entry.Throttle(now, until)
+	if c.peer == nil { // only pipelined requests so far: none waited
+		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
+	}
 	t := c.peer.held // idle until the next request is taken up (made with the throttled request's wait)
 	t.Reset(until.Sub(now))
 	ok := false
@@ -1222,7 +1254,7 @@ func (c *conn) releaseMemory() {
 
 func (c *conn) writeFrame(b []byte) error {
 	n := len(b)
-	if c.turn {
+	if c.turn.Load() {
 		var err error
 		if b, err = c.writeInTurn(b); err != nil {
 			c.writeFailed(err)

@@ -2,6 +2,7 @@ package socketserver
 
 import (
 	"io"
+	"math"
 	"net"
 	"runtime/metrics"
 	"time"
@@ -65,7 +66,7 @@ const (
 
 // parkWait is how long c waits for a request before it parks.
 func (c *conn) parkWait() time.Duration {
-	if d := time.Duration(c.parkDelay.Load()); d > 0 {
+	if d := time.Duration(c.parkDelay.Load()) * time.Microsecond; d > 0 {
 		return d
 	}
 	return c.p.srv.cfg.ParkAfter
@@ -82,7 +83,7 @@ func (c *conn) adaptParkWait(parkedFor time.Duration) {
 	} else {
 		d = max(d/2, base)
 	}
-	c.parkDelay.Store(int64(d))
+	c.parkDelay.Store(int32(min(d/time.Microsecond, math.MaxInt32)))
 }
 
 // prefixReader reads the bytes the parked goroutine read first, then the
@@ -90,7 +91,7 @@ func (c *conn) adaptParkWait(parkedFor time.Duration) {
 // connection reads it through prefixedConn, under crypto/tls.
 type prefixReader struct {
 	buf [4]byte
-	n   int // bytes of buf not yet read
+	n   int32 // bytes of buf not yet read (an int32 beside buf: conn stays in its size class)
 	r   io.Reader
 }
 
@@ -99,7 +100,7 @@ func (p *prefixReader) Read(b []byte) (int, error) {
 		return p.r.Read(b)
 	}
 	n := copy(b, p.buf[:p.n])
-	p.n = copy(p.buf[:], p.buf[n:p.n])
+	p.n = int32(copy(p.buf[:], p.buf[n:p.n]))
 	return n, nil
 }
 
@@ -198,7 +199,7 @@ func (c *conn) unpark(n int, err error) {
 		}
 	}
 	c.p.srv.parked.Add(-1)
-	c.pre.n = n
+	c.pre.n = int32(n)
 	c.br = c.p.srv.readBuf(c.readSource())
 	now := time.Since(c.p.srv.epoch)
 	c.adaptParkWait(now - time.Duration(c.parkMoved.Load()))

@@ -25,7 +25,7 @@ func TestAdaptParkWait(t *testing.T) {
 		{time.Minute, 0, 10 * ms, time.Minute},                              // and the cap, when above maxParkAfter
 	} {
 		c := conn{p: &processor{srv: &Server{cfg: Config{ParkAfter: tc.parkAfter}}}}
-		c.parkDelay.Store(int64(tc.wait))
+		c.parkDelay.Store(int32(tc.wait / time.Microsecond))
 		c.adaptParkWait(tc.parkedFor)
 		if got := c.parkWait(); got != tc.want {
 			t.Errorf("ParkAfter %v, wait %v, parked for %v: next wait %v, want %v", tc.parkAfter, tc.wait, tc.parkedFor, got, tc.want)

@@ -87,6 +87,8 @@ type RawRequest struct {
 	// serve WriteTo before the answer too (the answer's writing begins
 	// with takeBack, after any WriteTo).
 	answer rawAnswer
+
+	pipe *pipeEntry // the request's place in its connection's pipeline (API.Pipeline); nil when not pipelined
 }
 
 // rawRequestBuf holds a raw request, its undecoded part and its client
@@ -454,7 +456,8 @@ func (r *Request) rawAnswer() *rawAnswer {
 // [FetchResponse]'s records; the host must not change them until the
 // response has been written (RespondRaw returns before that: treat them
 // as the server's until the connection's next request is read, or never
-// change them). For a decoded request it allocates a little; for a raw
+// change them; for a pipelined request, API.Pipeline, until an answer
+// given after this one has been written). For a decoded request it allocates a little; for a raw
 // one nothing. It returns an error, and leaves the request unanswered,
 // for a body over 2 GiB.
 func (r *Request) RespondRaw(body ...[]byte) error {
@@ -478,7 +481,7 @@ func (r *Request) RespondRaw(body ...[]byte) error {
 	}
 	a := answer{raw: ra}
 	r.seal(&a)
-	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
+	r.deliver(a)
 	return nil
 }
 
@@ -507,7 +510,10 @@ func (r *Request) RespondRaw(body ...[]byte) error {
 // It may be called from any goroutine, an inline handler's too: called
 // while the request's inline handler runs, it writes the response itself,
 // on the goroutine it is called from; the connection's goroutine waits for
-// it. It returns an error, and leaves the request unanswered, for a
+// it. For a pipelined request (API.Pipeline) it writes the response when
+// the answers of the earlier requests have been written: itself, when it
+// gives the oldest answer still to write, or else on the goroutine that
+// writes the answer before it, while it waits. It returns an error, and leaves the request unanswered, for a
 // decoded request (answer it with RespondRaw), a nil src, or n negative
 // or over 2 GiB.
 func (r *Request) RespondRawFrom(src io.Reader, n int64) error {
@@ -527,6 +533,13 @@ func (r *Request) RespondRawFrom(src io.Reader, n int64) error {
 	ra.src, ra.size = src, n
 	a := answer{raw: ra}
 	r.seal(&a)
+	if rr.pipe != nil { // written in the pipeline's order, here or by the goroutine that writes the answer before it
+		ra.waiting = true
+		ra.done.Add(1)
+		r.conn.pipe.answer(r, a)
+		ra.done.Wait()
+		return ra.err
+	}
 	for {
 		switch rr.stage.Load() {
 		case rawInline:

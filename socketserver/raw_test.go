@@ -415,6 +415,14 @@ func TestRawAPIConfig(t *testing.T) {
 			return a
 		}(), "not Raw"},
 		{"StreamAbove below 0", socketserver.API{Key: 0, MaxVersion: 12, Raw: true, StreamAbove: -1}, "negative"},
+		{"Pipeline without Raw", func() socketserver.API {
+			a := socketserver.KmsgAPI(kmsg.Produce, 3, 12)
+			a.Pipeline = 5
+			return a
+		}(), "Pipeline is set but not Raw"},
+		{"Pipeline below 0", socketserver.API{Key: 0, MaxVersion: 12, Raw: true, Pipeline: -1}, "want 0 to 1024"},
+		{"Pipeline over MaxPipeline", socketserver.API{Key: 0, MaxVersion: 12, Raw: true, Pipeline: socketserver.MaxPipeline + 1}, "want 0 to 1024"},
+		{"Pipeline at MaxPipeline", socketserver.API{Key: 0, MaxVersion: 12, Raw: true, Pipeline: socketserver.MaxPipeline}, ""},
 		{"a key kmsg does not know, with New", socketserver.API{Key: 9999, MaxVersion: 1, Raw: true,
 			New: func() kmsg.Request { return kmsg.NewPtrMetadataRequest() }}, ""},
 		{"versions kmsg does not decode", socketserver.API{Key: 3, MaxVersion: 99, Raw: true}, ""},

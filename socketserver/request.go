@@ -27,7 +27,9 @@ type Principal = connregistry.Principal
 // client sent it (Raw). The host answers it exactly once, from any
 // goroutine, with Respond, RespondRaw, RespondRawFrom, NoResponse or
 // CloseConnection; until then the connection reads nothing more (one
-// request in flight per connection, so responses leave in order).
+// request in flight per connection, so responses leave in order), but for
+// an API that pipelines (API.Pipeline), whose answers still leave in
+// order.
 type Request struct {
 	// APIKey, APIVersion, CorrelationID and ClientID come from the header.
 	APIKey        int16
@@ -160,8 +162,19 @@ func (r *Request) answer(a answer) error {
 		return ErrAlreadyAnswered
 	}
 	r.seal(&a)
-	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
+	r.deliver(a)
 	return nil
+}
+
+// deliver hands a, r's claimed and sealed answer, to the connection: to
+// its pipeline for a pipelined request, else to its goroutine, which
+// waits for it.
+func (r *Request) deliver(a answer) {
+	if rr := r.Raw; rr != nil && rr.pipe != nil {
+		r.conn.pipe.answer(r, a)
+		return
+	}
+	r.conn.answers <- a // capacity 1 and one answer per request: never blocks
 }
 
 // claim marks the request answered, once: it reports false when it was

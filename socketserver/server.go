@@ -80,6 +80,7 @@ type Server struct {
 	parked       atomic.Int64   // connections parked now
 
 	requestLogs sync.Pool // of *RequestLog: lent to the request log hooks for one call (conn.logRequest)
+	pipeEntries sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
 }
 
 // readBuf lends a read buffer over r.

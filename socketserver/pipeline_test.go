@@ -1,0 +1,266 @@
+package socketserver_test
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// pipelinedAPIs are Produce (streamed above 4 KiB) and Fetch served raw
+// with a pipeline of depth, and Metadata decoded, one at a time.
+func pipelinedAPIs(depth int) []socketserver.API {
+	return append(socketserver.Raw(
+		socketserver.API{Key: 0, MinVersion: 3, MaxVersion: 12, StreamAbove: 4096, Pipeline: depth},
+		socketserver.API{Key: 1, MinVersion: 4, MaxVersion: 17, Pipeline: depth},
+	), socketserver.KmsgAPI(kmsg.Metadata, 0, 12))
+}
+
+// held collects the requests a host holds, for a test to answer.
+type held struct {
+	mu   sync.Mutex
+	reqs []*socketserver.Request
+	got  chan struct{}
+}
+
+func newHeld() *held { return &held{got: make(chan struct{}, 1024)} }
+
+func (h *held) add(r *socketserver.Request) {
+	h.mu.Lock()
+	h.reqs = append(h.reqs, r)
+	h.mu.Unlock()
+	h.got <- struct{}{}
+}
+
+// wait waits until n requests are held, and returns them.
+func (h *held) wait(t testing.TB, n int) []*socketserver.Request {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		h.mu.Lock()
+		if len(h.reqs) >= n {
+			out := append([]*socketserver.Request(nil), h.reqs...)
+			h.mu.Unlock()
+			// Serve's workers take the requests: in any order.
+			slices.SortFunc(out, func(a, b *socketserver.Request) int { return int(a.CorrelationID - b.CorrelationID) })
+			return out
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.got:
+		case <-deadline:
+			t.Fatalf("%d requests held, want %d", len(h.reqs), n)
+		}
+	}
+}
+
+// count is how many requests are held.
+func (h *held) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.reqs)
+}
+
+// A client's pipelined requests of APIs that pipeline reach the host
+// before the earlier ones are answered, up to the pipeline's depth, with
+// a streamed body read in between; answers given in any order of time
+// leave in the order of the requests; a Metadata request, which does not
+// pipeline, reaches the host only once every earlier request has been
+// answered; and every request's memory goes back to the budget.
+func TestPipelineAnswersInOrder(t *testing.T) {
+	for _, depth := range []int{1, 2, 5} {
+		t.Run("Pipeline="+strconv.Itoa(depth), func(t *testing.T) {
+			var inFlight, most atomic.Int32
+			var answering sync.WaitGroup
+			defer answering.Wait()
+			srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) { c.APIs = pipelinedAPIs(depth) },
+				socketserver.HandlerFunc(func(r *socketserver.Request) {
+					if r.Raw == nil { // Metadata: nothing pipelined is held
+						assert.Zero(t, inFlight.Load(), "a Metadata request reached the host beside pipelined ones")
+						_ = r.Respond(kmsg.NewPtrMetadataResponse())
+						return
+					}
+					n := inFlight.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					body, err := io.ReadAll(r.Raw) // the body is read before the next request is
+					assert.NoError(t, err)
+					assert.Equal(t, r.Raw.BodyLen(), len(body))
+					answering.Go(func() {
+						// Later requests answered sooner: answers wait for earlier ones.
+						time.Sleep(time.Duration(5-r.CorrelationID%5) * time.Millisecond)
+						inFlight.Add(-1)
+						resp := rawResponseOf(r.APIKey, r.CorrelationID)
+						if r.CorrelationID%3 == 0 {
+							assert.NoError(t, r.RespondRawFrom(bytes.NewReader(resp), int64(len(resp))))
+							return
+						}
+						assert.NoError(t, r.RespondRaw(resp))
+					})
+				}))
+			c := socketservertest.Dial(t, srv, "PLAINTEXT")
+			var reqs []kmsg.Request
+			var all []byte
+			for i := range 60 {
+				var req kmsg.Request
+				switch i % 6 {
+				case 0:
+					req = produceOf(100000 + i) // streamed
+				case 5:
+					req = metadataReq(12)
+				case 2, 4:
+					f := kmsg.NewPtrFetchRequest()
+					f.Version = 12
+					req = f
+				default:
+					req = produceOf(100) // whole
+				}
+				reqs = append(reqs, req)
+				all = append(all, formatter.AppendRequest(nil, req, int32(i))...)
+			}
+			go func() { _, _ = c.Write(all) }()
+			for i, req := range reqs {
+				if req.Key() == 3 {
+					readResponse(t, c, metadataResp(12), int32(i))
+					continue
+				}
+				require.Equal(t, rawResponseOf(req.Key(), int32(i)), readRawResponse(t, c, int32(i), req.IsFlexible()), "answer %d", i)
+			}
+			// At most the depth at once, and more than one when it allows (the
+			// answers come within 5 ms, and a worker may be slow to take a request).
+			require.LessOrEqual(t, int(most.Load()), depth, "requests the host held at once")
+			require.GreaterOrEqual(t, int(most.Load()), min(depth, 2), "requests the host held at once")
+			waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used == 0 },
+				"every request's memory given back")
+		})
+	}
+}
+
+// The depth bounds what the host holds: the next request is read once an
+// answer has been written, and answers given out of order wait.
+func TestPipelineDepth(t *testing.T) {
+	h := newHeld()
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = pipelinedAPIs(2) },
+		socketserver.HandlerFunc(h.add))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	var all []byte
+	for i := range 4 {
+		all = append(all, formatter.AppendRequest(nil, produceOf(100), int32(i))...)
+	}
+	write(t, c, all)
+	reqs := h.wait(t, 2)
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, 2, h.count(), "the host holds two at most")
+
+	require.NoError(t, reqs[1].RespondRaw(rawResponseOf(0, 1))) // the second: waits for the first
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, 2, h.count(), "an answer waiting for an earlier one holds its place")
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+	_, err := c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "nothing is written before the first answer")
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
+
+	require.NoError(t, reqs[0].RespondRaw(rawResponseOf(0, 0)))
+	require.Equal(t, rawResponseOf(0, 0), readRawResponse(t, c, 0, true))
+	require.Equal(t, rawResponseOf(0, 1), readRawResponse(t, c, 1, true))
+	reqs = h.wait(t, 4)
+	require.NoError(t, reqs[2].RespondRaw(rawResponseOf(0, 2)))
+	require.NoError(t, reqs[3].NoResponse())
+	require.Equal(t, rawResponseOf(0, 2), readRawResponse(t, c, 2, true))
+	send(t, c, metadataReq(12), 9) // read once nothing is pipelined
+	reqs = h.wait(t, 5)
+	require.NoError(t, reqs[4].Respond(kmsg.NewPtrMetadataResponse()))
+	readResponse(t, c, metadataResp(12), 9)
+}
+
+// A connection that ends with pipelined requests held: the client closes
+// (their answers are dropped, RespondRawFrom says the connection closed,
+// and the request log has them closed), or half-closes and Shutdown
+// drains (their answers are written first).
+func TestPipelineConnectionEnds(t *testing.T) {
+	t.Run("client goes, the host closes", func(t *testing.T) {
+		h := newHeld()
+		logs := &requestLogs{}
+		srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) {
+			c.APIs = pipelinedAPIs(5)
+			c.Hooks = []socketserver.Hook{logs}
+		}, socketserver.HandlerFunc(h.add))
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		id := connID(t, srv, c)
+		var all []byte
+		for i := range 3 {
+			all = append(all, formatter.AppendRequest(nil, produceOf(1000), int32(i))...)
+		}
+		write(t, c, all)
+		reqs := h.wait(t, 3)
+		require.NoError(t, reqs[2].RespondRaw(rawResponseOf(0, 2))) // waits for the first two
+		require.NoError(t, c.Close())
+		<-reqs[0].Context().Done() // the client's EOF
+		require.NoError(t, reqs[0].CloseConnection())
+		resp := rawResponseOf(0, 1)
+		require.ErrorIs(t, reqs[1].RespondRawFrom(bytes.NewReader(resp), int64(len(resp))), socketserver.ErrConnectionClosed)
+		for _, l := range logs.of(t, id, 3) {
+			assert.True(t, l.Closed, "request %d logged closed", l.CorrelationID)
+		}
+		waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used == 0 },
+			"the held requests' memory given back")
+	})
+	t.Run("half-closed, then Shutdown drains", func(t *testing.T) {
+		h := newHeld()
+		srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = pipelinedAPIs(5) },
+			socketserver.HandlerFunc(h.add))
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		var all []byte
+		for i := range 3 {
+			all = append(all, formatter.AppendRequest(nil, produceOf(1000), int32(i))...)
+		}
+		write(t, c, all)
+		require.NoError(t, c.(*net.TCPConn).CloseWrite())
+		reqs := h.wait(t, 3)
+		shutdown := make(chan error, 1)
+		go func() { shutdown <- srv.Shutdown(t.Context()) }()
+		time.Sleep(50 * time.Millisecond)
+		for i := 2; i >= 0; i-- {
+			require.NoError(t, reqs[i].RespondRaw(rawResponseOf(0, int32(i))))
+		}
+		for i := range 3 {
+			require.Equal(t, rawResponseOf(0, int32(i)), readRawResponse(t, c, int32(i), true))
+		}
+		require.NoError(t, <-shutdown)
+		requireClosed(t, c)
+	})
+}
+
+// A throttled pipelined answer mutes the connection from its write: the
+// request sent after it is read once the throttle has passed.
+func TestPipelineThrottle(t *testing.T) {
+	const throttle = 300 * time.Millisecond
+	h := newHeld()
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = pipelinedAPIs(5) },
+		socketserver.HandlerFunc(h.add))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	write(t, c, formatter.AppendRequest(nil, produceOf(100), 1))
+	r := h.wait(t, 1)[0]
+	require.NoError(t, r.Throttle(throttle))
+	start := time.Now()
+	require.NoError(t, r.RespondRaw(rawResponseOf(0, 1)))
+	require.Equal(t, rawResponseOf(0, 1), readRawResponse(t, c, 1, true))
+	write(t, c, formatter.AppendRequest(nil, produceOf(100), 2))
+	h.wait(t, 2)
+	require.GreaterOrEqual(t, time.Since(start), throttle, "the next request was read after the throttle")
+	require.NoError(t, h.wait(t, 2)[1].NoResponse())
+}
