@@ -53,15 +53,24 @@ func FuzzServeFrameWithBudget(f *testing.F) {
 }
 
 // FuzzServeFrameRaw is FuzzServeFrameWithBudget with every API but the
-// server's own served raw, frames over 64 bytes streamed: the host reads
-// each body through the server's reader and answers with bytes of its own,
-// or not at all for a Produce with acks=0.
+// server's own served raw, frames over 64 bytes streamed, the APIs of odd
+// keys pipelined (API.Pipeline) and the others served one at a time: the
+// host reads each body through the server's reader and answers with bytes
+// of its own, or not at all for a Produce with acks=0, and the answers
+// must leave in the order of the requests.
 func FuzzServeFrameRaw(f *testing.F) {
 	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
 		"socket.request.max.bytes":     "1048576",
 		"queued.max.request.bytes":     "1048576",
 		socketserver.KeyRequestStallMs: "1000",
-	}, func(c *socketserver.Config) { c.APIs = rawAPIs(64) }, socketserver.HandlerFunc(func(r *socketserver.Request) {
+	}, func(c *socketserver.Config) {
+		c.APIs = rawAPIs(64)
+		for i := range c.APIs { // the odd keys (Fetch, Metadata, ...) pipelined, the others one at a time
+			if c.APIs[i].Key%2 == 1 {
+				c.APIs[i].Pipeline = 4
+			}
+		}
+	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		if _, err := io.Copy(io.Discard, r.Raw); err != nil {
 			_ = r.CloseConnection()
 			return
