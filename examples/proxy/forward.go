@@ -14,25 +14,30 @@ import (
 
 // This file is the per-request path: a client's request goes to its
 // session's upstream connection, and upstream's answer back to the client.
+// Each client connection has an upstream connection of its own; sharing
+// upstream connections among clients was weighed and left out
+// (docs/proxy.md, "Upstream connections").
 //
-// The socket server hands the proxy one request per client connection at a
-// time (Kafka's order: the next request is read once the answer has been
-// written), and each client connection has an upstream connection of its
-// own, so an upstream connection has at most one answer outstanding; an
-// acks=0 Produce, which has none, is written and the next request follows
-// it without waiting. Sharing upstream connections among clients was
-// weighed and left out (docs/proxy.md, "Upstream connections").
+// Every request is written upstream on the client connection's own
+// goroutine (the inline handler). The APIs forwarded raw are pipelined
+// (socketserver's API.Pipeline, pipelineDepth): the handler returns once
+// the request is upstream, the socket server reads the client's next one,
+// and a goroutine of the upstream connection's reads the answers as they
+// come, in order, and hands each to the socket server, which writes it to
+// the client on that goroutine (pipeline.go). So a client that keeps
+// requests in flight, a producer above all, has them forwarded as it
+// sends them, as a TCP relay would, and upstream's answers go back as they
+// come. An acks=0 Produce has no answer: it is answered at once.
 //
-// The request is written upstream on the client connection's own goroutine
-// (the inline handler), which then waits there for the answer, for
-// inlineWait at most: most answers (Metadata and the other lookups, a
-// Produce, a Fetch with records to return) come sooner, and are read and
-// written to the client by the same goroutine, with no other woken for
-// them, which on a loaded machine is most of what a small request costs.
-// An answer that has not begun by then (a long-poll Fetch, a JoinGroup
-// waiting for its group, a stalled broker) is awaited by a goroutine of its
-// own, so that the connection's inline slot (one of queued.max.requests)
-// is given back while upstream holds the request.
+// The decoded APIs (those whose answers name brokers) are served one at a
+// time: the socket server hands one over only once every pipelined
+// request has been answered. Its answer is awaited on the client
+// connection's goroutine, for inlineWait at most: most come sooner, and are
+// read and written by the same goroutine, with no other woken for them.
+// An answer that has not begun by then (a JoinGroup waiting for its group,
+// a stalled broker) is awaited by a goroutine of its own, so that the
+// connection's inline slot (one of queued.max.requests) is given back while
+// upstream holds the request.
 
 // forward is the Handler of every forwarded API. It runs on the client
 // connection's goroutine (API.Inline).
@@ -43,12 +48,12 @@ func (p *proxy) forward(r *socketserver.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.doomed || s.busy || s.ended {
+	if s.doomed || s.ended {
 		s.mu.Unlock()
 		_ = r.CloseConnection()
 		return
 	}
-	s.busy = true
+	s.inFlight++
 	if !s.watched {
 		s.watched = true
 		context.AfterFunc(r.Context(), s.end)
@@ -97,6 +102,9 @@ func (s *session) serve(r *socketserver.Request) {
 	}
 	var corr int32
 	if r.Raw != nil {
+		if up.renewDue() { // the renewal's round trip must not meet the answers of pipelined requests
+			up.awaitAnswers()
+		}
 		err = up.sendRaw(r.Context(), r)
 	} else {
 		corr, err = up.send(r.Context(), r.Body, r.ClientID)
@@ -108,6 +116,10 @@ func (s *session) serve(r *socketserver.Request) {
 	if r.Raw != nil && !r.Raw.ExpectsResponse() || r.Body != nil && !expectsResponse(r.Body) {
 		s.done()
 		_ = r.NoResponse()
+		return
+	}
+	if r.Raw != nil { // pipelined (pipelineDepth): the client's next request is read while upstream answers this one
+		s.pipeline(r, up)
 		return
 	}
 	err = s.await(r, up, time.Now().Add(inlineWait))
@@ -172,7 +184,7 @@ func (s *session) respond(r *socketserver.Request, resp kmsg.Response) {
 // done notes that the session's request has been answered.
 func (s *session) done() {
 	s.mu.Lock()
-	s.busy = false
+	s.inFlight = max(s.inFlight-1, 0)
 	s.answered = time.Now()
 	s.mu.Unlock()
 }

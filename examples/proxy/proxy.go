@@ -120,7 +120,7 @@ type session struct {
 	c        *cluster // the cluster it is for, once its first request has said
 	node     *node    // the node it is routed to, once it is
 	up       *upConn  // nil until the first forwarded request, and after a failure
-	busy     bool     // a request is being forwarded
+	inFlight int      // requests forwarded and not yet answered
 	answered time.Time
 	doomed   bool // its broker went away: it closes, at the latest at its next request
 	watched  bool // its end is hooked to the connection's context
@@ -197,6 +197,7 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, dial fun
 		log.Warn(w.String())
 	}
 	scfg.APIs = p.apis
+	osSocketBuffers(cfg.Properties(), &scfg)
 	stores := users.Stores()
 	for name, l := range scfg.PerListener {
 		l.Credentials = stores[name]
@@ -413,8 +414,8 @@ func (s *session) drop(up *upConn) {
 	if up != nil && s.up == up {
 		s.up = nil
 	}
-	s.busy = false
-	s.doomed = true // the request is answered by closing the connection
+	s.inFlight = 0
+	s.doomed = true // the requests are answered by closing the connection
 	s.mu.Unlock()
 	if up != nil {
 		up.close()
@@ -727,7 +728,7 @@ func (p *proxy) closeIdle(sessions []*session) {
 	for _, s := range sessions {
 		s.mu.Lock()
 		s.doomed = true
-		if !s.ended && !s.busy && time.Since(s.answered) > answerGrace {
+		if !s.ended && s.inFlight == 0 && time.Since(s.answered) > answerGrace {
 			ids = append(ids, s.id)
 		}
 		s.mu.Unlock()
@@ -772,4 +773,22 @@ func metadata(c *upConn, versions map[int16]versionRange) (*kmsg.MetadataRespons
 		return nil, err
 	}
 	return raw.(*kmsg.MetadataResponse), nil
+}
+
+// osSocketBuffers leaves the client connections' socket buffers to the
+// operating system (SO_RCVBUF and SO_SNDBUF not set: Linux sizes them as
+// the traffic needs) unless socket.receive.buffer.bytes or
+// socket.send.buffer.bytes says otherwise. Kafka's defaults (100 KiB each)
+// suit a broker's many connections; a proxy moves every byte twice, and
+// with a 100 KiB window a producer's requests reach it in pieces, each
+// read opening the window and sending the client's next segments on the
+// proxy's time. HAProxy and kroxylicious leave the buffers to the system
+// too.
+func osSocketBuffers(props listener.Properties, scfg *socketserver.Config) {
+	if _, ok := props.Get("socket.receive.buffer.bytes"); !ok {
+		scfg.ReceiveBufferBytes = -1
+	}
+	if _, ok := props.Get("socket.send.buffer.bytes"); !ok {
+		scfg.SendBufferBytes = -1
+	}
 }

@@ -67,10 +67,6 @@ const streamProduceAbove = 64 << 10
 // the header (RespondRaw: one writev).
 const spliceAnswerAbove = 64 << 10
 
-// keptAnswerBuf is the largest buffer for answers read into memory that an
-// upstream connection keeps for the next: most answers are smaller.
-const keptAnswerBuf = 16 << 10
-
 // maxHead is the longest head of an answer the proxy reads before its
 // body: the size, the correlation id and, for a flexible version, the
 // header's tag count.
@@ -84,7 +80,6 @@ func (u *upConn) sendRaw(ctx context.Context, r *socketserver.Request) error {
 	if err := u.renew(ctx); err != nil {
 		return err
 	}
-	u.headN = 0
 	raw := r.Raw
 	binary.BigEndian.PutUint32(u.size[:], uint32(r.Size))
 	var err error
@@ -215,20 +210,11 @@ func (s *session) answerRaw(r *socketserver.Request, up *upConn) {
 	}
 }
 
-// readBody reads an answer's body of n bytes into memory: into u.small,
-// kept for the next answer when small. The socket server writes it after
-// the handler returns, and the next answer is read only after the next
-// request, which the server reads once this answer has been written.
+// readBody reads an answer's body of n bytes into memory, a slice of its
+// own: the socket server may write it after RespondRaw returns (when an
+// earlier answer is being written), while the next answer is read.
 func (u *upConn) readBody(n int64) ([]byte, error) {
-	var b []byte
-	if n <= keptAnswerBuf {
-		if u.small == nil {
-			u.small = make([]byte, keptAnswerBuf)
-		}
-		b = u.small[:n]
-	} else {
-		b = make([]byte, n)
-	}
+	b := make([]byte, n)
 	if _, err := io.ReadFull(u.br, b); err != nil {
 		return nil, err
 	}

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
+	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 // This file is the proxy's client side: connections to the upstream
@@ -72,7 +74,13 @@ type upConn struct {
 	bufs  net.Buffers // over iov, for one writev
 	head  [maxHead]byte
 	headN int    // bytes of head read so far
-	small []byte // an answer's body read into memory, kept when small (keptAnswerBuf)
+
+	// Pipelined raw requests (pipeline.go), forwarded and awaiting their
+	// answers, oldest first, and whether a goroutine reads them.
+	mu      sync.Mutex
+	idle    sync.Cond // over mu: reading has become false
+	pending []*socketserver.Request
+	reading bool
 }
 
 // connect dials addr, with TLS and SASL as the upstream keys say.
@@ -101,6 +109,7 @@ func (c *upstreamClient) connect(ctx context.Context, addr string) (*upConn, err
 		nc = tc
 	}
 	u := &upConn{c: c, addr: addr, nc: nc, br: bufio.NewReaderSize(nc, upReadBuf)}
+	u.idle.L = &u.mu
 	if c.sec.SASL != nil {
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 		err := u.authenticate(ctx)
@@ -186,7 +195,7 @@ func (u *upConn) send(ctx context.Context, req kmsg.Request, clientID *string) (
 
 // renew renews a SASL session near its end (KIP-368).
 func (u *upConn) renew(ctx context.Context) error {
-	if !u.reauth.IsZero() && time.Now().After(u.reauth) {
+	if u.renewDue() {
 		if err := u.authenticate(ctx); err != nil {
 			return fmt.Errorf("re-authenticating: %w", err)
 		}

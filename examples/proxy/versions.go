@@ -99,7 +99,7 @@ func forwardedAPIs(upstream map[int16]versionRange, set settings, h socketserver
 			decoded = append(decoded, socketserver.KmsgAPI(k, r.min, hi))
 			continue
 		}
-		a := socketserver.API{Key: key, MinVersion: r.min, MaxVersion: hi}
+		a := socketserver.API{Key: key, MinVersion: r.min, MaxVersion: hi, Pipeline: pipelineDepth}
 		if k == kmsg.Produce {
 			a.StreamAbove = streamProduceAbove
 		}
