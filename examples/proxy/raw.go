@@ -82,6 +82,10 @@ func (u *upConn) sendRaw(ctx context.Context, r *socketserver.Request) error {
 	}
 	raw := r.Raw
 	binary.BigEndian.PutUint32(u.size[:], uint32(r.Size))
+	if raw.Streamed() { // the head and the body's first bytes are written apart from the rest
+		cork(u.nc, true)
+		defer cork(u.nc, false)
+	}
 	var err error
 	if tc, ok := u.nc.(*net.TCPConn); ok { // one writev, the bytes where they are
 		u.iov = [3][]byte{u.size[:], raw.Header(), raw.Body()}
