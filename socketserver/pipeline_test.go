@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -73,6 +74,27 @@ func (h *held) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.reqs)
+}
+
+// servePipelined starts a server whose host holds every request (held),
+// with pipelinedAPIs(depth) and hooks, and dials its PLAINTEXT listener.
+func servePipelined(t *testing.T, props listener.Properties, depth int, hooks ...socketserver.Hook) (*socketserver.Server, net.Conn, *held) {
+	h := newHeld()
+	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
+		c.APIs = pipelinedAPIs(depth)
+		c.Hooks = hooks
+	}, socketserver.HandlerFunc(h.add))
+	return srv, socketservertest.Dial(t, srv, "PLAINTEXT"), h
+}
+
+// produceFrames is n Produce requests of size bytes of records, with
+// correlation ids 0 to n-1, to be written at once.
+func produceFrames(n, size int) []byte {
+	var all []byte
+	for i := range n {
+		all = append(all, formatter.AppendRequest(nil, produceOf(size), int32(i))...)
+	}
+	return all
 }
 
 // A client's pipelined requests of APIs that pipeline reach the host
@@ -153,15 +175,8 @@ func TestPipelineAnswersInOrder(t *testing.T) {
 // The depth bounds what the host holds: the next request is read once an
 // answer has been written, and answers given out of order wait.
 func TestPipelineDepth(t *testing.T) {
-	h := newHeld()
-	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = pipelinedAPIs(2) },
-		socketserver.HandlerFunc(h.add))
-	c := socketservertest.Dial(t, srv, "PLAINTEXT")
-	var all []byte
-	for i := range 4 {
-		all = append(all, formatter.AppendRequest(nil, produceOf(100), int32(i))...)
-	}
-	write(t, c, all)
+	_, c, h := servePipelined(t, nil, 2)
+	write(t, c, produceFrames(4, 100))
 	reqs := h.wait(t, 2)
 	time.Sleep(50 * time.Millisecond)
 	require.Equal(t, 2, h.count(), "the host holds two at most")
@@ -193,19 +208,10 @@ func TestPipelineDepth(t *testing.T) {
 // drains (their answers are written first).
 func TestPipelineConnectionEnds(t *testing.T) {
 	t.Run("client goes, the host closes", func(t *testing.T) {
-		h := newHeld()
 		logs := &requestLogs{}
-		srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) {
-			c.APIs = pipelinedAPIs(5)
-			c.Hooks = []socketserver.Hook{logs}
-		}, socketserver.HandlerFunc(h.add))
-		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		srv, c, h := servePipelined(t, streamProps, 5, logs)
 		id := connID(t, srv, c)
-		var all []byte
-		for i := range 3 {
-			all = append(all, formatter.AppendRequest(nil, produceOf(1000), int32(i))...)
-		}
-		write(t, c, all)
+		write(t, c, produceFrames(3, 1000))
 		reqs := h.wait(t, 3)
 		require.NoError(t, reqs[2].RespondRaw(rawResponseOf(0, 2))) // waits for the first two
 		require.NoError(t, c.Close())
@@ -220,15 +226,8 @@ func TestPipelineConnectionEnds(t *testing.T) {
 			"the held requests' memory given back")
 	})
 	t.Run("half-closed, then Shutdown drains", func(t *testing.T) {
-		h := newHeld()
-		srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = pipelinedAPIs(5) },
-			socketserver.HandlerFunc(h.add))
-		c := socketservertest.Dial(t, srv, "PLAINTEXT")
-		var all []byte
-		for i := range 3 {
-			all = append(all, formatter.AppendRequest(nil, produceOf(1000), int32(i))...)
-		}
-		write(t, c, all)
+		srv, c, h := servePipelined(t, nil, 5)
+		write(t, c, produceFrames(3, 1000))
 		require.NoError(t, c.(*net.TCPConn).CloseWrite())
 		reqs := h.wait(t, 3)
 		shutdown := make(chan error, 1)
@@ -249,10 +248,7 @@ func TestPipelineConnectionEnds(t *testing.T) {
 // request sent after it is read once the throttle has passed.
 func TestPipelineThrottle(t *testing.T) {
 	const throttle = 300 * time.Millisecond
-	h := newHeld()
-	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = pipelinedAPIs(5) },
-		socketserver.HandlerFunc(h.add))
-	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	_, c, h := servePipelined(t, nil, 5)
 	write(t, c, formatter.AppendRequest(nil, produceOf(100), 1))
 	r := h.wait(t, 1)[0]
 	require.NoError(t, r.Throttle(throttle))
