@@ -1,7 +1,8 @@
 // Package socketserver is Apache Kafka's SocketServer for Go: per listener an
 // acceptor and a pool of processors that own their connections, a bounded
 // request channel per plane (data, and the control plane of KIP-291), one
-// request in flight per connection with responses in order, Kafka's
+// request in flight per connection with responses in order (several for
+// a raw API that pipelines, for a proxy: API.Pipeline), Kafka's
 // connection quotas, idle and size limits, TLS and SASL (the built-in PLAIN
 // and SCRAM-SHA-256/512 or the host's own sasl.Mechanism implementations,
 // KIP-306 failure delay, KIP-368 re-authentication), and a graceful
