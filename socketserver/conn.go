@@ -688,7 +688,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		select {
 		case ls.inline <- struct{}{}:
 		case <-c.ctx.Done():
-			c.hostDone(&q, r, time.Now(), 0, true)
+			if !pipelined { // else logged with the pipeline's close
+				c.hostDone(&q, r, time.Now(), 0, true)
+			}
 			return false, time.Time{}
 		}
 		r.Raw.enterInline()
@@ -700,7 +702,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		select {
 		case ls.queue <- r:
 		case <-c.ctx.Done():
-			c.hostDone(&q, r, time.Now(), 0, true)
+			if !pipelined { // else logged with the pipeline's close
+				c.hostDone(&q, r, time.Now(), 0, true)
+			}
 			return false, time.Time{}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -242,6 +243,48 @@ func TestPipelineConnectionEnds(t *testing.T) {
 		require.NoError(t, <-shutdown)
 		requireClosed(t, c)
 	})
+}
+
+// A pipelined request that waits for a place in the queue when its
+// connection is closed is dropped with the others, and logged once, as
+// closed, like them. (Without -race the third request is reliably caught
+// waiting for the queue; under -race it may already be in it.)
+func TestPipelineClosedWhileQueued(t *testing.T) {
+	release := newGate()
+	defer release.open()
+	logs := &requestLogs{}
+	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1", "queued.max.requests": "1"},
+		func(c *socketserver.Config) {
+			c.APIs = pipelinedAPIs(5)
+			c.Hooks = []socketserver.Hook{logs}
+		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
+			release.wait()
+			_ = r.NoResponse()
+		}))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	id := connID(t, srv, c)
+	write(t, c, produceFrames(3, 100)) // the worker holds the first, the queue the second, the third waits
+	waitFor(t, 5*time.Second, func() bool {
+		for _, conn := range srv.Registry().Snapshot(connregistry.Filter{}.WithConnectionIDs(id)) {
+			if conn.Requests >= 3 {
+				return true
+			}
+		}
+		return false
+	}, "the third request read")
+	time.Sleep(50 * time.Millisecond) // and waiting for the queue
+	require.Len(t, srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(id), connregistry.ClosedByOperator), 1)
+	release.open()
+	logs.of(t, id, 3)
+	time.Sleep(100 * time.Millisecond) // a second log of one of them would come meanwhile
+	got := logs.of(t, id, 3)
+	require.Len(t, got, 3, "each request logged once")
+	seen := map[int32]bool{}
+	for _, l := range got {
+		assert.True(t, l.Closed, "request %d logged closed", l.CorrelationID)
+		assert.False(t, seen[l.CorrelationID], "request %d logged twice", l.CorrelationID)
+		seen[l.CorrelationID] = true
+	}
 }
 
 // A throttled pipelined answer mutes the connection from its write: the

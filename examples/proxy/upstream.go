@@ -73,7 +73,7 @@ type upConn struct {
 	iov   [3][]byte   // a raw request's size, header and body
 	bufs  net.Buffers // over iov, for one writev
 	head  [maxHead]byte
-	headN int    // bytes of head read so far
+	headN int // bytes of head read so far
 
 	// Pipelined raw requests (pipeline.go), forwarded and awaiting their
 	// answers, oldest first, and whether a goroutine reads them.
