@@ -67,7 +67,14 @@ func (p *pipeline) signal() {
 func (p *pipeline) holds() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.queue) > 0 || p.writing
+	return p.fullLocked(1)
+}
+
+// fullLocked reports, with mu held, whether the pipeline holds n requests
+// or more; for n = 1, also whether an answer is still being written (the
+// pipeline is not yet empty for the connection's own writes).
+func (p *pipeline) fullLocked(n int) bool {
+	return len(p.queue) >= n || n == 1 && p.writing
 }
 
 // await waits, on the connection's goroutine, until the pipeline holds
@@ -76,7 +83,7 @@ func (p *pipeline) holds() bool {
 func (p *pipeline) await(n int) bool {
 	c := p.c
 	p.mu.Lock()
-	for len(p.queue) >= n || n == 1 && p.writing {
+	for p.fullLocked(n) {
 		p.mu.Unlock()
 		c.endTurn() // the host may take long
 		select {
