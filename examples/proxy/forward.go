@@ -24,7 +24,8 @@ import (
 // the request is upstream, the socket server reads the client's next one,
 // and a goroutine of the upstream connection's reads the answers as they
 // come, in order, and hands each to the socket server, which writes it to
-// the client on that goroutine (pipeline.go). So a client that keeps
+// the client on that goroutine (pipeline.go); it waits a while for the
+// next before it ends. So a client that keeps
 // requests in flight, a producer above all, has them forwarded as it
 // sends them, as a TCP relay would, and upstream's answers go back as they
 // come. An acks=0 Produce has no answer: it is answered at once.
@@ -104,9 +105,13 @@ func (s *session) serve(r *socketserver.Request) {
 	if r.Raw != nil {
 		if up.renewDue() { // the renewal's round trip must not meet the answers of pipelined requests
 			up.awaitAnswers()
+			err = up.renew(r.Context())
 		}
-		err = up.sendRaw(r.Context(), r)
+		if err == nil {
+			err = up.sendRaw(r)
+		}
 	} else {
+		up.awaitAnswers() // the goroutine that read the pipelined answers may linger in a read
 		corr, err = up.send(r.Context(), r.Body, r.ClientID)
 	}
 	if err != nil {

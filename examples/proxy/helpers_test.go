@@ -67,7 +67,8 @@ type testProxy struct {
 
 // proxyOptions change how startProxy builds a proxy.
 type proxyOptions struct {
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	dial         func(ctx context.Context, network, addr string) (net.Conn, error)
+	answerLinger time.Duration // zero: the proxy's default
 }
 
 // startProxy starts a proxy with the -set settings sets in front of the
@@ -84,6 +85,9 @@ func startProxy(t *testing.T, upstream string, o *proxyOptions, sets ...string) 
 	defer cancel()
 	p, err := newProxy(ctx, cfg, log, o.dial)
 	require.NoError(t, err)
+	if o.answerLinger > 0 {
+		p.answerLinger = o.answerLinger
+	}
 	require.NoError(t, p.Start(ctx))
 	tp := &testProxy{proxy: p, served: make(chan error, 1)}
 	go func() { tp.served <- p.Serve(context.Background()) }()

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"runtime/pprof"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -76,6 +79,111 @@ func TestSocketBuffersLeftToTheSystem(t *testing.T) {
 			osSocketBuffers(props, &scfg)
 			require.Equal(t, tt.receive, scfg.ReceiveBufferBytes, "SO_RCVBUF")
 			require.Equal(t, tt.send, scfg.SendBufferBytes, "SO_SNDBUF")
+		})
+	}
+}
+
+// listGroups is a ListGroups request, which the proxy forwards raw.
+func listGroups() *kmsg.ListGroupsRequest {
+	req := kmsg.NewPtrListGroupsRequest()
+	req.Version = 4
+	return req
+}
+
+// describeCluster is a DescribeCluster request, which the proxy decodes.
+func describeCluster() *kmsg.DescribeClusterRequest {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.Version = 1
+	return req
+}
+
+// goroutinesIn counts the goroutines whose stacks hold fn, a function of
+// this package's as "(*type).name".
+func goroutinesIn(fn string) int {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return bytes.Count(b.Bytes(), []byte(fn+"("))
+}
+
+// Once a client's pipelined requests are answered, the goroutine that read
+// their answers waits in a read for the next one a while (linger), then
+// ends; a request the proxy decodes, or a request of its own, reads its
+// answer itself, so the proxy stops that wait first: with a wait of an
+// hour, the decoded request is still answered at once, and raw ones after
+// it as before.
+func TestAnswerReaderLingersThenStops(t *testing.T) {
+	fake := startFakeUpstream(t)
+	t.Run("stopped by a decoded request", func(t *testing.T) {
+		p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: time.Hour}, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		for range 3 {
+			c.roundTrip(t, listGroups())
+			require.Eventually(t, func() bool { return goroutinesIn("(*session).linger") == 1 }, 10*time.Second, time.Millisecond,
+				"the answers' reader waits for the next answer")
+			start := time.Now()
+			resp := c.roundTrip(t, describeCluster()).(*kmsg.DescribeClusterResponse)
+			require.Less(t, time.Since(start), 10*time.Second)
+			require.Len(t, resp.Brokers, 1)
+			require.Zero(t, goroutinesIn("(*session).readAnswers"), "the answers' reader ended")
+		}
+	})
+	t.Run("ends after its wait", func(t *testing.T) {
+		p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: 200 * time.Millisecond}, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		c.roundTrip(t, listGroups())
+		require.Eventually(t, func() bool { return goroutinesIn("(*session).readAnswers") == 0 }, 10*time.Second, 10*time.Millisecond)
+		c.roundTrip(t, listGroups()) // a new reader
+	})
+	t.Run("ending as a request comes", func(t *testing.T) {
+		// The wait ends as the next request is queued, over and over: each
+		// request is answered, whichever way the race goes.
+		p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: 300 * time.Microsecond}, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		for i := range 300 {
+			c.roundTrip(t, listGroups())
+			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+		}
+	})
+}
+
+// An upstream that sends an answer no request awaits, while the answers'
+// reader waits for the next: the client's next request, raw or decoded,
+// closes its connection (its answer cannot be told apart), and a client
+// that leaves ends the wait, so that the proxy closes cleanly.
+func TestAnswerNoRequestAwaits(t *testing.T) {
+	fake := startFakeUpstream(t)
+	fake.setAnswer(func(key kmsg.Key, corr int32, version int16) ([]byte, bool) {
+		good, _ := fake.good(key, corr, version)
+		if key != kmsg.ListGroups {
+			return good, false
+		}
+		return append(good, good...), false // the second is no one's
+	})
+	for _, tt := range []struct {
+		name string
+		next kmsg.Request // nil: the client leaves
+	}{
+		{"a raw request follows", listGroups()},
+		{"a decoded request follows", describeCluster()},
+		{"the client leaves", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: time.Hour}, plaintextProxy...)
+			c := dialRaw(t, p.addr(t, "PLAIN"))
+			c.roundTrip(t, listGroups())
+			if tt.next == nil {
+				require.NoError(t, c.Close())
+				closed := make(chan struct{})
+				go func() { p.close(); close(closed) }()
+				select {
+				case <-closed:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the proxy did not close: the answers' reader still waits")
+				}
+				return
+			}
+			c.send(t, tt.next)
+			c.requireClosed(t, 10*time.Second)
 		})
 	}
 }

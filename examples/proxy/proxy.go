@@ -61,6 +61,8 @@ type proxy struct {
 	cancel context.CancelFunc
 	work   sync.WaitGroup // forwarding goroutines, watches and the TLS watcher
 
+	answerLinger time.Duration // see defaultAnswerLinger; set before Start
+
 	reloading sync.Mutex           // one reload at a time (reload.go)
 	watcher   *security.TLSWatcher // reloads the TLS listeners when their files change; nil when not running
 
@@ -148,7 +150,7 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, dial fun
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &proxy{
 		cfg: cfg, set: set, log: log, ctx: pctx, cancel: cancel,
-		listeners: map[protocolmap.ListenerName]*portSet{},
+		listeners: map[protocolmap.ListenerName]*portSet{}, answerLinger: defaultAnswerLinger,
 	}
 	newCluster := func(name, serverName string, bootstrap []string, sec clientprops.Security) *cluster {
 		c := &cluster{name: name, serverName: serverName, bootstrap: bootstrap, nodes: map[int32]*node{},

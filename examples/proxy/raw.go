@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -74,12 +73,8 @@ const maxHead = 9
 
 // sendRaw writes r, a request of an API served raw, as the client sent it:
 // its size, its header and its body, the latter moved from the client's
-// socket when it is streamed. A SASL session near its end is renewed
-// first, with ctx. Any error leaves u unusable.
-func (u *upConn) sendRaw(ctx context.Context, r *socketserver.Request) error {
-	if err := u.renew(ctx); err != nil {
-		return err
-	}
+// socket when it is streamed. Any error leaves u unusable.
+func (u *upConn) sendRaw(r *socketserver.Request) error {
 	raw := r.Raw
 	binary.BigEndian.PutUint32(u.size[:], uint32(r.Size))
 	if raw.Streamed() { // the head and the body's first bytes are written apart from the rest
@@ -116,6 +111,18 @@ func (u *upConn) readHead(n int, deadline time.Time) error {
 		return nil
 	}
 	_ = u.nc.SetReadDeadline(deadline)
+	if err := u.fillHead(n); err != nil {
+		return err
+	}
+	if !deadline.IsZero() {
+		_ = u.nc.SetReadDeadline(time.Time{})
+	}
+	return nil
+}
+
+// fillHead reads into u.head until it holds n bytes, under the read
+// deadline already set; see readHead.
+func (u *upConn) fillHead(n int) error {
 	for u.headN < n {
 		had := u.headN
 		var m int
@@ -137,9 +144,6 @@ func (u *upConn) readHead(n int, deadline time.Time) error {
 			}
 			break
 		}
-	}
-	if !deadline.IsZero() {
-		_ = u.nc.SetReadDeadline(time.Time{})
 	}
 	return nil
 }

@@ -77,10 +77,14 @@ type upConn struct {
 
 	// Pipelined raw requests (pipeline.go), forwarded and awaiting their
 	// answers, oldest first, and whether a goroutine reads them.
-	mu      sync.Mutex
-	idle    sync.Cond // over mu: reading has become false
-	pending []*socketserver.Request
-	reading bool
+	mu        sync.Mutex
+	idle      sync.Cond // over mu: reading has become false
+	queued    sync.Cond // over mu: pending has grown
+	pending   []*socketserver.Request
+	reading   bool
+	lingering bool // the reading goroutine awaits a head no request awaits yet (linger)
+	stop      bool // awaitAnswers waits: the reading goroutine is not to linger
+	closed    bool
 }
 
 // connect dials addr, with TLS and SASL as the upstream keys say.
@@ -110,6 +114,7 @@ func (c *upstreamClient) connect(ctx context.Context, addr string) (*upConn, err
 	}
 	u := &upConn{c: c, addr: addr, nc: nc, br: bufio.NewReaderSize(nc, upReadBuf)}
 	u.idle.L = &u.mu
+	u.queued.L = &u.mu
 	if c.sec.SASL != nil {
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
 		err := u.authenticate(ctx)
@@ -125,7 +130,15 @@ func (c *upstreamClient) connect(ctx context.Context, addr string) (*upConn, err
 	return u, nil
 }
 
-func (u *upConn) close() { u.nc.Close() }
+// close closes u's socket, and ends a wait for a request (linger) of the
+// goroutine that reads its answers.
+func (u *upConn) close() {
+	u.nc.Close()
+	u.mu.Lock()
+	u.closed = true
+	u.queued.Broadcast()
+	u.mu.Unlock()
+}
 
 // authenticate runs the SASL exchange on u (SaslHandshake v1, then
 // SaslAuthenticate v1 until the mechanism is done) and notes when the
