@@ -332,10 +332,19 @@ func (b *bench) startProxy(ctx context.Context, upstream, keyStore string) (*chi
 	if keyStore != "" {
 		c.name, c.tls = proxyTLSServer, true
 	}
-	if err := b.launch(ctx, c, b.proxyBin, proxyArgs(upstream, c.addr, keyStore), b.childEnv(nil)); err != nil {
+	if err := b.launch(ctx, c, b.proxyBin, proxyArgs(upstream, c.addr, keyStore), b.proxyEnv()); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// proxyEnv is examples/proxy's environment: the bench's, with GOMAXPROCS
+// set to -proxy-procs unless that is 0.
+func (b *bench) proxyEnv() []string {
+	if b.opts.proxyProcs == 0 {
+		return b.childEnv(nil)
+	}
+	return b.childEnv([]string{"GOMAXPROCS"}, "GOMAXPROCS="+strconv.Itoa(b.opts.proxyProcs))
 }
 
 // proxyArgs are the example proxy's arguments in scenario p: in front of

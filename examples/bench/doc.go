@@ -189,6 +189,8 @@
 //	   same round are marked against issue 23's targets: CPU per request
 //	   at one connection and per MB produced and consumed at most 1.5×,
 //	   added p50 at one connection at most 1.5×, throughput at least 0.9×.
+//	   HAProxy runs one thread, and the proxy one P (GOMAXPROCS=1,
+//	   -proxy-procs; 0 leaves Go's default, a thread per CPU).
 //	   Reproduce with -scenarios p -rounds 3. -proxy-tls adds both hops
 //	   terminating TLS from the clients (HAProxy's bind ... ssl crt, the
 //	   proxy's SSL listener; the bench's certificate, plaintext to the

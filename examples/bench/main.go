@@ -52,6 +52,7 @@ type options struct {
 	proxyMB        int           // (p): megabytes (10^6 bytes) of 1 KiB records produced and consumed through each hop
 	haproxy        string        // (p): the haproxy binary; "": looked up
 	proxyTLS       bool          // (p): also the hops terminating TLS
+	proxyProcs     int           // (p): examples/proxy's GOMAXPROCS; 0: Go's default
 	baselineBroker string        // (b), (g), (i): a prebuilt examples/broker measured beside the current one, as baselineServer
 	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
@@ -101,6 +102,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.proxyTLS, "proxy-tls", false, "scenario p: also measure HAProxy and examples/proxy terminating TLS from the clients, plaintext to the broker\n"+
 		"(columns haproxy+tls and examples/proxy+tls, the same measurements, no targets); off by default since it adds about half\n"+
 		"a minute per round at the default -conns and -proxy-mb (two more hops, each with its Metadata runs and -proxy-mb MB produced and consumed)")
+	fs.IntVar(&o.proxyProcs, "proxy-procs", 1, "scenario p: examples/proxy's GOMAXPROCS, one as HAProxy runs one thread (nbthread 1); 0 leaves Go's default,\n"+
+		"a thread per CPU")
 	fs.StringVar(&o.haproxy, "haproxy", "", "scenario p: the haproxy `binary` (default: haproxy on PATH, else /usr/sbin/haproxy)")
 	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
 		"started as the current one, as server "+baselineServer+" in the same rounds, with the current's ratio to it")
@@ -151,8 +154,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, err
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.listings < 1 || o.probeTimeout <= 0 || o.settle < 0 ||
-		o.largeMB < 1 || o.proxyMB < 1 || o.budgetClients < 1 || *budgetRequest < 1 || *budget < 1 {
-		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings, -probe-timeout, -large-mb, -proxy-mb, -budget-clients, -budget-request-mib and -budget-mib must be positive, -settle not negative")
+		o.largeMB < 1 || o.proxyMB < 1 || o.budgetClients < 1 || *budgetRequest < 1 || *budget < 1 || o.proxyProcs < 0 {
+		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings, -probe-timeout, -large-mb, -proxy-mb, -budget-clients, -budget-request-mib and -budget-mib must be positive, -settle and -proxy-procs not negative")
 	}
 	if *budgetRequest > *budget || *budget > 2047 {
 		return options{}, fmt.Errorf("-budget-request-mib (%d) must be at most -budget-mib (%d), which is also socket.request.max.bytes and must be below 2048 MiB",

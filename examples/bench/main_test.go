@@ -407,6 +407,12 @@ func TestParseOptions(t *testing.T) {
 	if o, err := parseOptions([]string{"-scenarios", "p", "-proxy-tls"}, io.Discard); err != nil || !o.proxyTLS {
 		t.Errorf("-proxy-tls: %v, %v", o.proxyTLS, err)
 	}
+	if o, _ := parseOptions(nil, io.Discard); o.proxyProcs != 1 {
+		t.Errorf("examples/proxy's GOMAXPROCS is %d by default, want 1 (HAProxy's one thread)", o.proxyProcs)
+	}
+	if o, err := parseOptions([]string{"-proxy-procs", "0"}, io.Discard); err != nil || o.proxyProcs != 0 {
+		t.Errorf("-proxy-procs 0: %v, %v", o.proxyProcs, err)
+	}
 	o, err = parseOptions([]string{"-scenarios", "i", "-quick", "-hostile-slowloris", "7", "-hostile-claims", "3", "-hostile-logins", "2", "-hostile-pipeliners", "1"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +431,7 @@ func TestParseOptions(t *testing.T) {
 		{"-large-mb", "0"}, {"-large-sizes", "1024,0"}, {"-budget-clients", "0"},
 		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}, {"-broker-set", "novalue"},
 		{"-hostile-duration", "0s"}, {"-hostile-timeout", "0s"}, {"-hostile-slowloris", "0"}, {"-hostile-claims", "-1"},
-		{"-hostile-logins", "0"}, {"-hostile-pipeliners", "0"}, {"-baseline-broker", ""}, {"-baseline-broker", " "}} {
+		{"-hostile-logins", "0"}, {"-hostile-pipeliners", "0"}, {"-baseline-broker", ""}, {"-baseline-broker", " "}, {"-proxy-procs", "-1"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("parseOptions(%q) succeeded", bad)
 		}

@@ -130,6 +130,12 @@ func (b *bench) proxyInfo() scenarioInfo {
 	if b.haproxyBin == "" {
 		info.Notes = append(info.Notes, "HAProxy was not found (-haproxy, PATH, /usr/sbin): no HAProxy column and no targets.")
 	}
+	if n := b.opts.proxyProcs; n > 0 {
+		info.Notes = append(info.Notes, fmt.Sprintf("examples/proxy runs with GOMAXPROCS=%d (-proxy-procs), as HAProxy runs one thread (nbthread 1); -proxy-procs 0", n),
+			"leaves Go's default, a thread per CPU.")
+	} else {
+		info.Notes = append(info.Notes, "examples/proxy runs with Go's default GOMAXPROCS, a thread per CPU (-proxy-procs 0); HAProxy runs one thread.")
+	}
 	info.Notes = append(info.Notes, b.brokerPropsNote()...)
 	return info
 }

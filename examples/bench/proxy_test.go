@@ -228,3 +228,21 @@ func TestHopRatios(t *testing.T) {
 		}
 	}
 }
+
+// examples/proxy gets GOMAXPROCS=-proxy-procs in place of the bench's own,
+// or the bench's environment as it is for 0.
+func TestProxyEnv(t *testing.T) {
+	for _, tt := range []struct {
+		procs int
+		want  []string
+	}{
+		{1, []string{"PATH=/bin", "GOMAXPROCS=1"}},
+		{3, []string{"PATH=/bin", "GOMAXPROCS=3"}},
+		{0, []string{"GOMAXPROCS=8", "PATH=/bin"}},
+	} {
+		b := &bench{opts: options{proxyProcs: tt.procs}, env: []string{"GOMAXPROCS=8", "PATH=/bin"}}
+		if got := b.proxyEnv(); !slices.Equal(got, tt.want) {
+			t.Errorf("-proxy-procs %d: %q, want %q", tt.procs, got, tt.want)
+		}
+	}
+}
