@@ -193,7 +193,8 @@ func TestPerIPCreationRateHoldsThenCloses(t *testing.T) {
 	start := time.Now()
 	requireClosedNoResponse(t, held)
 	// (3-2)/2 * 1000 ms.
-	assert.InDelta(t, 500, time.Since(start).Milliseconds(), 300)
+	// Within 100 to 900 ms: held, then closed; a loaded machine runs late.
+	assert.InDelta(t, 500, time.Since(start).Milliseconds(), 400)
 	other := dialFrom(t, srv, "PLAINTEXT", "127.0.0.4")
 	assert.True(t, served(t, other, 9, 5*time.Second), "other addresses are not throttled")
 }
