@@ -57,6 +57,7 @@ type Metrics struct {
 	connCreated     metric.Int64Counter
 	connClosed      metric.Int64Counter
 	connRejected    metric.Int64Counter
+	proxyRefused    metric.Int64Counter
 	acceptorBlocked metric.Float64Counter
 	acceptThrottle  metric.Float64Counter
 	ipThrottle      metric.Float64Counter
@@ -94,6 +95,7 @@ var (
 	_ socketserver.HookConnAccepted         = (*Metrics)(nil)
 	_ socketserver.HookAcceptorBlocked      = (*Metrics)(nil)
 	_ socketserver.HookConnRejected         = (*Metrics)(nil)
+	_ socketserver.HookProxyRefused         = (*Metrics)(nil)
 	_ socketserver.HookAuthenticated        = (*Metrics)(nil)
 	_ socketserver.HookAuthenticationFailed = (*Metrics)(nil)
 )
@@ -146,6 +148,8 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		"Connections closed, by why (Kafka's connection-close-total).")
 	m.connRejected = icounter("kafka.server.connection.rejected", "{connection}",
 		"Connections closed by max.connections.per.ip or the per-address creation rate.")
+	m.proxyRefused = icounter("kafka.server.proxy_protocol.refused", "{connection}",
+		"Connections refused on a listener that requires the PROXY protocol (kafkanet.proxy.protocol), by why: untrusted (from outside its trusted networks) or header (no valid header).")
 	m.acceptorBlocked = fcounter("kafka.server.acceptor.blocked.time", "s",
 		"Time the acceptor waited for the connection quotas (Kafka's AcceptorBlockedPercent: take its rate).")
 	m.acceptThrottle = fcounter("kafka.server.connection.accept.throttle.time", "s",
@@ -240,6 +244,17 @@ func (m *Metrics) OnConnRejected(l protocolmap.ListenerName, _ netip.Addr, err e
 		return
 	}
 	m.connRejected.Add(ctx, 1, metric.WithAttributes(listener, keyErrorType.String("max_connections_per_ip")))
+}
+
+// OnProxyRefused implements [socketserver.HookProxyRefused]. error.type
+// says why: untrusted ([socketserver.ErrProxyUntrusted]) or header
+// ([socketserver.ErrProxyHeader]).
+func (m *Metrics) OnProxyRefused(l protocolmap.ListenerName, _ netip.AddrPort, err error) {
+	reason := "header"
+	if errors.Is(err, socketserver.ErrProxyUntrusted) {
+		reason = "untrusted"
+	}
+	m.proxyRefused.Add(context.Background(), 1, metric.WithAttributes(keyListener.String(string(l)), keyErrorType.String(reason)))
 }
 
 // OnAcceptorBlocked implements [socketserver.HookAcceptorBlocked].

@@ -2,7 +2,10 @@ package knotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knotel"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -162,6 +166,51 @@ func TestMetricsKgoSession(t *testing.T) {
 		t.Fatalf("the client's connection stays open:\n%s", dump(collect(t, reader)))
 	}
 	assert.Equal(t, 1.0, values[`kafka.server.connection.closed{kafka.connection.close_reason=client closed,kafka.listener=CLIENT}`], dump(values))
+}
+
+// Connections refused on listeners that require the PROXY protocol count
+// by why: one from outside the trusted networks, one whose first bytes
+// are no PROXY header.
+func TestProxyRefused(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
+	m, err := knotel.NewMetrics(mp)
+	require.NoError(t, err)
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"listeners":                      "ELSEWHERE://127.0.0.1:0,LOOPBACK://127.0.0.1:0",
+		"listener.security.protocol.map": "ELSEWHERE:PLAINTEXT,LOOPBACK:PLAINTEXT",
+		"inter.broker.listener.name":     "LOOPBACK",
+		"kafkanet.proxy.protocol":        "required",
+		"listener.name.elsewhere.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/8",
+		"listener.name.loopback.kafkanet.proxy.protocol.trusted.networks":  "127.0.0.0/8",
+	}, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
+		c.Hooks = append(c.Hooks, m)
+	}, answerMetadata)
+	for _, l := range []string{"ELSEWHERE", "LOOPBACK"} {
+		conn, err := net.Dial("tcp", srv.Addr(protocolmap.ListenerName(l)).String())
+		require.NoError(t, err)
+		_, _ = conn.Write([]byte("GET / HTTP/1.0\r\n\r\n")) // not a PROXY header
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadAll(conn) // EOF, or a reset: the server closed with the request unread
+		var ne net.Error
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "listener %s closes the connection", l)
+		conn.Close()
+	}
+	want := map[string]float64{
+		`kafka.server.proxy_protocol.refused{error.type=untrusted,kafka.listener=ELSEWHERE}`: 1,
+		`kafka.server.proxy_protocol.refused{error.type=header,kafka.listener=LOOPBACK}`:     1,
+	}
+	assert.Eventually(t, func() bool {
+		values := collect(t, reader)
+		for series, v := range want {
+			if values[series] != v {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "%s", dump(collect(t, reader)))
 }
 
 // collect reads the reader's metrics into series (name{key=value,...},
