@@ -107,6 +107,11 @@ func TestMetricsKgoSession(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the failed login's close or the Metadata response is not counted:\n%s", dump(collect(t, reader)))
 	}
+	// A collection reads one instrument after another, and may read the
+	// response's size and call duration before the hooks recorded them and
+	// the phases (recorded last) after: collected again now, every hook of
+	// the response is in.
+	values = collect(t, reader)
 
 	const apiVersions = `kafka.api_key=18,kafka.listener=CLIENT,rpc.method=ApiVersions,rpc.system.name=kafka`
 	const handshake = `kafka.api_key=17,kafka.listener=CLIENT,rpc.method=SASLHandshake,rpc.system.name=kafka`

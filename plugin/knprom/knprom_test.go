@@ -93,6 +93,11 @@ func TestKgoSession(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the failed login's close or the Metadata response is not counted:\n%s", dump(gather(t, reg)))
 	}
+	// A gathering reads one metric after another, and may read the
+	// response's size and total time before the hooks recorded them and
+	// the phases (recorded last) after: gathered again now, every hook of
+	// the response is in.
+	values = gather(t, reg)
 
 	tests := []struct {
 		series string
