@@ -71,28 +71,38 @@ func (s *session) readAnswers(up *upConn) {
 
 // linger, with up.mu held and no answer awaited, waits the proxy's
 // answerLinger for the head of the next answer and reports whether a
-// request awaits one (with up.mu held again). It reports false when none came, when
-// awaitAnswers stops it (the proxy reads the next answer itself), and when
-// up fails or sends an answer no request awaits: then up is closed, and a
-// request queued meanwhile fails on it.
+// request awaits one (with up.mu held again). It reports false when none
+// came, when awaitAnswers stops it (the proxy reads the next answer
+// itself), and when up fails or sends bytes no request awaits: then up is
+// closed, and a request queued meanwhile fails on it.
 func (s *session) linger(up *upConn) bool {
 	if up.stop {
 		return false
 	}
-	// The deadline is set with up.mu held, so that awaitAnswers' comes
-	// after it.
+	// Deadlines are set with up.mu held, so that awaitAnswers' comes after
+	// them.
 	_ = up.nc.SetReadDeadline(time.Now().Add(s.p.answerLinger))
 	up.lingering = true
+	extended := false
 	var err error
 	for {
 		up.mu.Unlock()
 		err = up.fillHead(lingerHead)
 		up.mu.Lock()
-		if err != nil && isTimeout(err) && up.headN > 0 && !up.stop {
-			_ = up.nc.SetReadDeadline(time.Time{}) // an answer has begun: read its head whole
+		if err == nil || !isTimeout(err) || up.headN == 0 {
+			break
+		}
+		// Part of a head has come.
+		if len(up.pending) > 0 { // the answer of a request queued since: read its head whole
+			_ = up.nc.SetReadDeadline(time.Time{})
 			continue
 		}
-		break
+		if !up.stop && !extended { // its request may be being queued: a while more
+			extended = true
+			_ = up.nc.SetReadDeadline(time.Now().Add(s.p.answerLinger))
+			continue
+		}
+		break // no request awaits it
 	}
 	up.lingering = false
 	if err == nil {
@@ -109,10 +119,12 @@ func (s *session) linger(up *upConn) bool {
 		return len(up.pending) > 0
 	}
 	// Bytes no request awaits (the client's requests were all answered
-	// when awaitAnswers stopped the wait), or an answer's head cut short.
+	// when awaitAnswers stopped the wait, or none was sent), or an
+	// answer's head cut short.
 	up.mu.Unlock()
 	s.drop(up)
 	up.mu.Lock()
+	up.headN = 0 // a request queued meanwhile reads from the closed socket, not these bytes
 	return len(up.pending) > 0
 }
 

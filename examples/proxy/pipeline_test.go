@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"net"
 	"runtime/pprof"
 	"testing"
 	"time"
@@ -124,7 +126,8 @@ func TestAnswerReaderLingersThenStops(t *testing.T) {
 			resp := c.roundTrip(t, describeCluster()).(*kmsg.DescribeClusterResponse)
 			require.Less(t, time.Since(start), 10*time.Second)
 			require.Len(t, resp.Brokers, 1)
-			require.Zero(t, goroutinesIn("(*session).readAnswers"), "the answers' reader ended")
+			require.Eventually(t, func() bool { return goroutinesIn("(*session).readAnswers") == 0 }, 10*time.Second, time.Millisecond,
+				"the answers' reader ended")
 		}
 	})
 	t.Run("ends after its wait", func(t *testing.T) {
@@ -186,4 +189,73 @@ func TestAnswerNoRequestAwaits(t *testing.T) {
 			c.requireClosed(t, 10*time.Second)
 		})
 	}
+}
+
+// lingerOver runs linger on a fresh upstream connection over one end of a
+// pipe, as readAnswers does once no answer is awaited, and returns the
+// connection, the pipe's other end (upstream's side) and linger's result.
+func lingerOver(t *testing.T, wait time.Duration) (*session, *upConn, net.Conn, <-chan bool) {
+	t.Helper()
+	ours, theirs := net.Pipe()
+	t.Cleanup(func() { ours.Close(); theirs.Close() })
+	s := &session{p: &proxy{answerLinger: wait}}
+	up := &upConn{nc: ours, br: bufio.NewReaderSize(ours, upReadBuf)}
+	up.idle.L, up.queued.L = &up.mu, &up.mu
+	done := make(chan bool, 1)
+	go func() {
+		up.mu.Lock()
+		up.reading = true
+		ok := s.linger(up)
+		up.mu.Unlock()
+		done <- ok
+	}()
+	return s, up, theirs, done
+}
+
+// lingerResult waits for linger's result.
+func lingerResult(t *testing.T, done <-chan bool) bool {
+	t.Helper()
+	select {
+	case ok := <-done:
+		return ok
+	case <-time.After(10 * time.Second):
+		t.Fatal("linger still waits")
+		return false
+	}
+}
+
+// A head that has begun to arrive while linger waits is an answer's when a
+// request has been queued since, even if a SASL renewal then stops the
+// wait (awaitAnswers): it is read whole and answered. Bytes no request
+// awaits close the connection, after a wait a little longer at most.
+func TestLingerPartialHead(t *testing.T) {
+	head := []byte{0, 0, 0, 12, 0, 0, 0, 7} // size and correlation id
+	t.Run("its request queued, then the wait stopped", func(t *testing.T) {
+		_, up, upstream, done := lingerOver(t, time.Hour)
+		_, err := upstream.Write(head[:3]) // returns once linger has read them
+		require.NoError(t, err)
+		up.mu.Lock()
+		up.pending = append(up.pending, &socketserver.Request{}) // pipeline
+		up.stop = true                                           // awaitAnswers, before a renewal
+		require.True(t, up.lingering)
+		require.NoError(t, up.nc.SetReadDeadline(time.Unix(1, 0)))
+		up.mu.Unlock()
+		_, err = upstream.Write(head[3:])
+		require.NoError(t, err)
+		require.True(t, lingerResult(t, done), "the queued request is to be answered")
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		require.False(t, up.closed, "the answer of a queued request was taken for stray bytes")
+		require.Equal(t, lingerHead, up.headN)
+	})
+	t.Run("no request awaits them", func(t *testing.T) {
+		_, up, upstream, done := lingerOver(t, 20*time.Millisecond)
+		_, err := upstream.Write(head[:3])
+		require.NoError(t, err)
+		require.False(t, lingerResult(t, done))
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		require.True(t, up.closed, "stray bytes leave the connection open")
+		require.Zero(t, up.headN)
+	})
 }
