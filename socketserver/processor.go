@@ -333,10 +333,12 @@ func (p *processor) remove(c *conn) {
 	p.mu.Unlock()
 }
 
-func (p *processor) connCount() int {
+// counts returns how many connections the processor serves, and how many
+// sockets of a PROXY listener wait for their header (pending).
+func (p *processor) counts() (conns, pending int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.conns)
+	return len(p.conns), len(p.pending)
 }
 
 // expireIdle closes connections that have had no complete request or

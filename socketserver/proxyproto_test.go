@@ -490,6 +490,44 @@ func TestProxyProtocolShutdownClosesPending(t *testing.T) {
 	}
 }
 
+// Stats counts the sockets of a PROXY listener that wait for their header
+// apart from its connections: pending until the header is read, then a
+// connection; a listener without the protocol has no entry.
+func TestProxyProtocolPendingInStats(t *testing.T) {
+	srv := proxyServer(t, &proxyRecorder{}, nil)
+	stats := func() (pending map[protocolmap.ListenerName]int, conns int) {
+		st := srv.Stats()
+		return st.PendingProxyHeaders, st.ConnectionCount["PLAINTEXT"]
+	}
+	pending, conns := stats()
+	require.Equal(t, map[protocolmap.ListenerName]int{"PLAINTEXT": 0}, pending)
+	require.Zero(t, conns)
+
+	var waiting []net.Conn
+	for range 3 {
+		c := socketservertest.Dial(t, srv, "PLAINTEXT")
+		write(t, c, []byte("PROXY TCP4 192.0.2.")) // a header cut short
+		waiting = append(waiting, c)
+	}
+	waitFor(t, 5*time.Second, func() bool { p, n := stats(); return p["PLAINTEXT"] == 3 && n == 0 }, "three sockets pending, no connection")
+
+	write(t, waiting[0], append([]byte("7 10.0.0.1 1000 9092\r\n"), requestFrame(metadataReq(9), 1, nil)...))
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 9
+	readResponse(t, waiting[0], resp, 1)
+	pending, conns = stats()
+	assert.Equal(t, 2, pending["PLAINTEXT"], "the socket whose header came is no longer pending")
+	assert.Equal(t, 1, conns)
+
+	for _, c := range waiting[1:] {
+		require.NoError(t, c.Close())
+	}
+	waitFor(t, 5*time.Second, func() bool { p, _ := stats(); return p["PLAINTEXT"] == 0 }, "sockets closed before their header still pending")
+
+	plain := socketservertest.NewServer(t, nil, withAPIs, answerAll)
+	assert.Nil(t, plain.Stats().PendingProxyHeaders, "no listener requires the PROXY protocol")
+}
+
 // kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks are
 // read per listener (the listener.name.<l>. form first), into
 // ListenerConfig.ProxyProtocol; bad values and a requirement without

@@ -18,6 +18,13 @@ type Stats struct {
 	Started time.Time
 	// ConnectionCount is connection-count per listener.
 	ConnectionCount map[protocolmap.ListenerName]int
+	// PendingProxyHeaders is, per listener that requires the PROXY
+	// protocol, how many accepted sockets wait for their header: not
+	// connections yet (not in ConnectionCount, nor in the registry), but
+	// counted against max.connections and the listener's limit, each until
+	// its header is read or kafkanet.handshake.timeout.ms passes. Nil when
+	// no listener requires the protocol.
+	PendingProxyHeaders map[protocolmap.ListenerName]int
 	// RequestQueueSize is RequestQueueSize (data plane) and
 	// ControlPlaneRequestQueueSize.
 	RequestQueueSize map[protocolmap.Plane]int
@@ -106,8 +113,16 @@ func (s *Server) Stats() Stats {
 	}
 	s.mu.Unlock()
 	for _, ls := range lss {
+		proxied := ls.proxy.required()
+		if proxied && st.PendingProxyHeaders == nil {
+			st.PendingProxyHeaders = map[protocolmap.ListenerName]int{}
+		}
 		for _, p := range ls.processors {
-			st.ConnectionCount[ls.cfg.Name] += p.connCount()
+			conns, pending := p.counts()
+			st.ConnectionCount[ls.cfg.Name] += conns
+			if proxied {
+				st.PendingProxyHeaders[ls.cfg.Name] += pending
+			}
 			st.ProcessorBusy[p.id] = time.Duration(p.busy.Load())
 		}
 	}

@@ -175,7 +175,7 @@ func TestMetricsKgoSession(t *testing.T) {
 
 // Connections refused on listeners that require the PROXY protocol count
 // by why: one from outside the trusted networks, one whose first bytes
-// are no PROXY header.
+// are no PROXY header; a socket whose header is still coming is pending.
 func TestProxyRefused(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -203,9 +203,21 @@ func TestProxyRefused(t *testing.T) {
 		require.False(t, errors.As(err, &ne) && ne.Timeout(), "listener %s closes the connection", l)
 		conn.Close()
 	}
+	// A socket from a trusted address whose header is cut short waits:
+	// pending, not refused.
+	reg, err := m.ObserveStats(srv)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
+	waiting, err := net.Dial("tcp", srv.Addr("LOOPBACK").String())
+	require.NoError(t, err)
+	defer waiting.Close()
+	_, err = waiting.Write([]byte("PROXY TCP4 192.0.2."))
+	require.NoError(t, err)
 	want := map[string]float64{
 		`kafka.server.proxy_protocol.refused{error.type=untrusted,kafka.listener=ELSEWHERE}`: 1,
 		`kafka.server.proxy_protocol.refused{error.type=header,kafka.listener=LOOPBACK}`:     1,
+		`kafka.server.proxy_protocol.pending{kafka.listener=ELSEWHERE}`:                      0,
+		`kafka.server.proxy_protocol.pending{kafka.listener=LOOPBACK}`:                       1,
 	}
 	assert.Eventually(t, func() bool {
 		values := collect(t, reader)

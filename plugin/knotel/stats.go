@@ -23,6 +23,8 @@ import (
 //     connections spent decoding, queueing and writing, per
 //     kafka.processor.id (its rate is 1 - Kafka's IdlePercent);
 //   - kafka.server.connection.parked: idle connections parked;
+//   - kafka.server.proxy_protocol.pending: accepted sockets waiting for
+//     their PROXY header, per kafka.listener that requires the protocol;
 //   - kafka.server.request.memory.used and .limit, and
 //     kafka.server.request.memory.depleted.time, per kafka.plane, with
 //     queued.max.request.bytes set (MemoryPoolUsed, the pool's size, and
@@ -46,7 +48,9 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		metric.WithUnit("By"), metric.WithDescription("The request memory pool's size, queued.max.request.bytes."))
 	memDepleted, err7 := m.meter.Float64ObservableCounter("kafka.server.request.memory.depleted.time",
 		metric.WithUnit("s"), metric.WithDescription("Time the request memory pool has been spent, so that connections waited to read (Kafka's MemoryPoolDepletedTimeTotal)."))
-	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil {
+	proxyPending, err8 := m.meter.Int64ObservableUpDownCounter("kafka.server.proxy_protocol.pending",
+		metric.WithUnit("{connection}"), metric.WithDescription("Accepted sockets of a listener that requires the PROXY protocol waiting for their header: counted against max.connections, not yet connections."))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		return nil, err
 	}
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -61,6 +65,9 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 			o.ObserveFloat64(busy, d.Seconds(), metric.WithAttributes(keyProcessor.String(strconv.Itoa(id))))
 		}
 		o.ObserveInt64(parked, int64(st.ParkedConnections))
+		for l, n := range st.PendingProxyHeaders {
+			o.ObserveInt64(proxyPending, int64(n), metric.WithAttributes(keyListener.String(string(l))))
+		}
 		for plane, mem := range st.RequestMemory {
 			attrs := metric.WithAttributeSet(attribute.NewSet(keyPlane.String(plane.String())))
 			o.ObserveInt64(memUsed, mem.Used, attrs)
@@ -68,5 +75,5 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 			o.ObserveFloat64(memDepleted, mem.Depleted.Seconds(), attrs)
 		}
 		return nil
-	}, connections, queue, busy, parked, memUsed, memLimit, memDepleted)
+	}, connections, queue, busy, parked, proxyPending, memUsed, memLimit, memDepleted)
 }

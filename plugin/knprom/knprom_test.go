@@ -220,7 +220,7 @@ func dump(values map[string]float64) string {
 
 // Connections refused on listeners that require the PROXY protocol count
 // by why: one from outside the trusted networks, one whose first bytes
-// are no PROXY header.
+// are no PROXY header; a socket whose header is still coming is pending.
 func TestProxyRefused(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m, err := knprom.NewMetrics(reg)
@@ -246,9 +246,19 @@ func TestProxyRefused(t *testing.T) {
 		require.False(t, errors.As(err, &ne) && ne.Timeout(), "listener %s closes the connection", l)
 		conn.Close()
 	}
+	// A socket from a trusted address whose header is cut short waits:
+	// pending, not refused.
+	require.NoError(t, reg.Register(knprom.NewStats(srv)))
+	waiting, err := net.Dial("tcp", srv.Addr("LOOPBACK").String())
+	require.NoError(t, err)
+	defer waiting.Close()
+	_, err = waiting.Write([]byte("PROXY TCP4 192.0.2."))
+	require.NoError(t, err)
 	want := map[string]float64{
 		`kafkanet_proxy_protocol_refused_total{listener="ELSEWHERE",reason="untrusted"}`: 1,
 		`kafkanet_proxy_protocol_refused_total{listener="LOOPBACK",reason="header"}`:     1,
+		`kafkanet_proxy_protocol_pending{listener="ELSEWHERE"}`:                          0,
+		`kafkanet_proxy_protocol_pending{listener="LOOPBACK"}`:                           1,
 	}
 	assert.Eventually(t, func() bool {
 		values := gather(t, reg)

@@ -38,6 +38,8 @@ var (
 		"Share of the time since the previous collection that a network processor was idle (IdlePercent).", []string{"processor"}, nil)
 	parkedConnectionsDesc = prometheus.NewDesc("kafkanet_parked_connections",
 		"Idle connections parked: holding the smallest goroutine stack and no read buffer.", nil, nil)
+	proxyPendingDesc = prometheus.NewDesc("kafkanet_proxy_protocol_pending",
+		"Accepted sockets of a listener that requires the PROXY protocol waiting for their header: counted against max.connections, not yet connections.", []string{"listener"}, nil)
 	memoryPoolUsedDesc = prometheus.NewDesc("kafka_network_socket_server_memory_pool_used_bytes",
 		"Bytes of requests read and not yet answered, against queued.max.request.bytes (MemoryPoolUsed).", []string{"plane"}, nil)
 	memoryPoolAvailableDesc = prometheus.NewDesc("kafka_network_socket_server_memory_pool_available_bytes",
@@ -49,13 +51,14 @@ var (
 // Describe implements [prometheus.Collector].
 func (*Stats) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{connectionCountDesc, requestQueueSizeDesc, processorBusyDesc,
-		processorIdleRatioDesc, parkedConnectionsDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
+		processorIdleRatioDesc, parkedConnectionsDesc, proxyPendingDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
 		ch <- d
 	}
 }
 
 // Collect implements [prometheus.Collector]. The request memory pool's
-// series exist only for a server with queued.max.request.bytes set.
+// series exist only for a server with queued.max.request.bytes set, and
+// the PROXY protocol's for the listeners that require it.
 func (c *Stats) Collect(ch chan<- prometheus.Metric) {
 	st := c.srv.Stats()
 	c.mu.Lock()
@@ -75,6 +78,9 @@ func (c *Stats) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(processorIdleRatioDesc, prometheus.GaugeValue, idle[id], strconv.Itoa(id))
 	}
 	ch <- prometheus.MustNewConstMetric(parkedConnectionsDesc, prometheus.GaugeValue, float64(st.ParkedConnections))
+	for l, n := range st.PendingProxyHeaders {
+		ch <- prometheus.MustNewConstMetric(proxyPendingDesc, prometheus.GaugeValue, float64(n), string(l))
+	}
 	for plane, mem := range st.RequestMemory {
 		ch <- prometheus.MustNewConstMetric(memoryPoolUsedDesc, prometheus.GaugeValue, float64(mem.Used), plane.String())
 		ch <- prometheus.MustNewConstMetric(memoryPoolAvailableDesc, prometheus.GaugeValue, float64(max(mem.Size-mem.Used, 0)), plane.String())
