@@ -1,22 +1,14 @@
 package main
 
-import (
-	"net"
-	"syscall"
-)
+import "syscall"
 
-// cork holds back (on) or flushes (off) the partial segments of c, a TCP
-// connection (TCP_CORK), so that a streamed request's size, header and
-// first bytes, written apart, leave with its body in full segments rather
-// than as small ones the broker wakes up for. Errors are ignored: corking
-// only saves segments.
-func cork(c net.Conn, on bool) {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		return
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
+// cork holds back (on) or flushes (off) the partial segments of the TCP
+// connection rc controls (TCP_CORK), so that a streamed request's size,
+// header and first bytes, written apart, leave with its body in full
+// segments rather than as small ones the broker wakes up for. Errors are
+// ignored: corking only saves segments. A nil rc (TLS) is left alone.
+func cork(rc syscall.RawConn, on bool) {
+	if rc == nil {
 		return
 	}
 	v := 0

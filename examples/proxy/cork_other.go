@@ -2,7 +2,7 @@
 
 package main
 
-import "net"
+import "syscall"
 
 // cork does nothing where TCP_CORK is not available.
-func cork(net.Conn, bool) {}
+func cork(syscall.RawConn, bool) {}

@@ -78,8 +78,8 @@ func (u *upConn) sendRaw(r *socketserver.Request) error {
 	raw := r.Raw
 	binary.BigEndian.PutUint32(u.size[:], uint32(r.Size))
 	if raw.Streamed() { // the head and the body's first bytes are written apart from the rest
-		cork(u.nc, true)
-		defer cork(u.nc, false)
+		cork(u.rc, true)
+		defer cork(u.rc, false)
 	}
 	var err error
 	if tc, ok := u.nc.(*net.TCPConn); ok { // one writev, the bytes where they are

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -62,7 +63,8 @@ type upConn struct {
 	c      *upstreamClient
 	addr   string
 	nc     net.Conn
-	br     *bufio.Reader // over nc: a small response and its size in one read
+	rc     syscall.RawConn // nc's socket when nc is plain TCP (cork); nil with TLS
+	br     *bufio.Reader   // over nc: a small response and its size in one read
 	corr   int32
 	buf    []byte    // the request being written
 	reauth time.Time // when to authenticate again (KIP-368); zero: never
@@ -113,6 +115,9 @@ func (c *upstreamClient) connect(ctx context.Context, addr string) (*upConn, err
 		nc = tc
 	}
 	u := &upConn{c: c, addr: addr, nc: nc, br: bufio.NewReaderSize(nc, upReadBuf)}
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		u.rc, _ = tcp.SyscallConn() // once: each call makes one
+	}
 	u.idle.L = &u.mu
 	u.queued.L = &u.mu
 	if c.sec.SASL != nil {
