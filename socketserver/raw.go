@@ -716,24 +716,37 @@ func (c *conn) spliceSource() *net.TCPConn {
 // frame of that size, or its head does not fit the read buffer or does
 // not parse (decode then says why).
 func (c *conn) streamHead(size int32, apis *apiTable, m *frameMemory) ([]byte, error) {
-	b, err := c.br.Peek(min(int(size), c.br.Size()))
-	if err != nil {
-		return nil, noEOF(err)
+	want := min(int(size), c.br.Size())
+	// The head is small and most often in the read buffer already, with
+	// the frame's size: it is parsed from there, without a read for more.
+	b, _ := c.br.Peek(min(want, c.br.Buffered()))
+	for {
+		if len(b) >= 2 {
+			api, ok := apis.lookup(int16(binary.BigEndian.Uint16(b)))
+			if !ok || api.StreamAbove == 0 || size <= api.StreamAbove {
+				return nil, nil
+			}
+			if n, ok := rawHeadLen(b, api.flexible); ok {
+				return c.takeHead(n, m)
+			}
+		}
+		if len(b) == want { // the head does not fit the read buffer, or does not parse
+			return nil, nil
+		}
+		var err error
+		if b, err = c.br.Peek(want); err != nil {
+			return nil, noEOF(err)
+		}
 	}
-	if len(b) < 2 {
-		return nil, nil
-	}
-	api, ok := apis.lookup(int16(binary.BigEndian.Uint16(b)))
-	if !ok || api.StreamAbove == 0 || size <= api.StreamAbove {
-		return nil, nil
-	}
-	n, ok := rawHeadLen(b, api.flexible)
-	if !ok {
-		return nil, nil
-	}
+}
+
+// takeHead takes the n bytes of a streamed frame's head from the read
+// buffer into a slice of their own, with their memory from the pool.
+func (c *conn) takeHead(n int, m *frameMemory) ([]byte, error) {
 	if err := m.take(0, n, n); err != nil {
 		return nil, err
 	}
+	b, _ := c.br.Peek(n) // buffered already
 	head := make([]byte, n)
 	copy(head, b)
 	_, _ = c.br.Discard(n)

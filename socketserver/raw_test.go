@@ -762,6 +762,29 @@ func TestRawStreamedBodies(t *testing.T) {
 	}
 }
 
+// A streamed request is handed over as soon as its head (header, and a
+// Produce's body up to acks) has come, read from the bytes that came with
+// its size: the server does not wait for more of the body first.
+func TestRawStreamedHeadHandedOverAtOnce(t *testing.T) {
+	held := make(chan *socketserver.Request, 1)
+	srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) { c.APIs = rawAPIs(64 << 10) },
+		socketserver.HandlerFunc(func(r *socketserver.Request) { held <- r }))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	f := formatter.AppendRequest(nil, produceOf(1<<20), 1)
+	const first = 64 // the size, the header, acks and some of the records, less than the read buffer
+	_, err := c.Write(f[:first])
+	require.NoError(t, err)
+	r := recv(t, held) // fails after its wait if the server waits for more
+	require.True(t, r.Raw.Streamed())
+	go func() { _, _ = c.Write(f[first:]) }()
+	var body bytes.Buffer
+	_, err = io.Copy(&body, r.Raw)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(f[4+len(r.Raw.Header()):], body.Bytes()), "the body as sent")
+	require.NoError(t, r.RespondRaw(rawResponseOf(0, 1)))
+	require.Equal(t, rawResponseOf(0, 1), readRawResponse(t, c, 1, true))
+}
+
 // A host that answers a streamed request without reading its body, or
 // having read part of it: the server reads the rest and drops it, and the
 // connection's next request (pipelined behind it) is served. CloseConnection
