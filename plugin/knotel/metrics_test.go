@@ -2,10 +2,7 @@ package knotel_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -22,7 +19,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knotel"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -82,11 +78,7 @@ func session(t *testing.T, addr string) (*kgo.Client, string) {
 // A kgo session's events and the server's gauges, read with a
 // ManualReader, under their OpenTelemetry names.
 func TestMetricsKgoSession(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
-	m, err := knotel.NewMetrics(mp)
-	require.NoError(t, err)
+	m, reader := newMetrics(t)
 	srv := startServer(t, m)
 	reg, err := m.ObserveStats(srv)
 	require.NoError(t, err)
@@ -177,42 +169,19 @@ func TestMetricsKgoSession(t *testing.T) {
 // by why: one from outside the trusted networks, one whose first bytes
 // are no PROXY header; a socket whose header is still coming is pending.
 func TestProxyRefused(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
-	m, err := knotel.NewMetrics(mp)
-	require.NoError(t, err)
-	srv := socketservertest.NewServer(t, listener.Properties{
-		"listeners":                      "ELSEWHERE://127.0.0.1:0,LOOPBACK://127.0.0.1:0",
-		"listener.security.protocol.map": "ELSEWHERE:PLAINTEXT,LOOPBACK:PLAINTEXT",
-		"inter.broker.listener.name":     "LOOPBACK",
-		"kafkanet.proxy.protocol":        "required",
-		"listener.name.elsewhere.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/8",
-		"listener.name.loopback.kafkanet.proxy.protocol.trusted.networks":  "127.0.0.0/8",
-	}, func(c *socketserver.Config) {
+	m, reader := newMetrics(t)
+	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 		c.Hooks = append(c.Hooks, m)
 	}, answerMetadata)
-	for _, l := range []string{"ELSEWHERE", "LOOPBACK"} {
-		conn, err := net.Dial("tcp", srv.Addr(protocolmap.ListenerName(l)).String())
-		require.NoError(t, err)
-		_, _ = conn.Write([]byte("GET / HTTP/1.0\r\n\r\n")) // not a PROXY header
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, err = io.ReadAll(conn) // EOF, or a reset: the server closed with the request unread
-		var ne net.Error
-		require.False(t, errors.As(err, &ne) && ne.Timeout(), "listener %s closes the connection", l)
-		conn.Close()
-	}
+	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
 	// A socket from a trusted address whose header is cut short waits:
 	// pending, not refused.
 	reg, err := m.ObserveStats(srv)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
-	waiting, err := net.Dial("tcp", srv.Addr("LOOPBACK").String())
-	require.NoError(t, err)
-	defer waiting.Close()
-	_, err = waiting.Write([]byte("PROXY TCP4 192.0.2."))
-	require.NoError(t, err)
+	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
 	want := map[string]float64{
 		`kafka.server.proxy_protocol.refused{error.type=untrusted,kafka.listener=ELSEWHERE}`: 1,
 		`kafka.server.proxy_protocol.refused{error.type=header,kafka.listener=LOOPBACK}`:     1,
@@ -228,6 +197,18 @@ func TestProxyRefused(t *testing.T) {
 		}
 		return true
 	}, 10*time.Second, 10*time.Millisecond, "%s", dump(collect(t, reader)))
+}
+
+// newMetrics returns Metrics on a meter provider read by the returned
+// reader; the provider shuts down when the test ends.
+func newMetrics(t *testing.T) (*knotel.Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { require.NoError(t, mp.Shutdown(context.Background())) })
+	m, err := knotel.NewMetrics(mp)
+	require.NoError(t, err)
+	return m, reader
 }
 
 // collect reads the reader's metrics into series (name{key=value,...},

@@ -2,10 +2,7 @@ package knprom_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -21,7 +18,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -225,35 +221,16 @@ func TestProxyRefused(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m, err := knprom.NewMetrics(reg)
 	require.NoError(t, err)
-	srv := socketservertest.NewServer(t, listener.Properties{
-		"listeners":                      "ELSEWHERE://127.0.0.1:0,LOOPBACK://127.0.0.1:0",
-		"listener.security.protocol.map": "ELSEWHERE:PLAINTEXT,LOOPBACK:PLAINTEXT",
-		"inter.broker.listener.name":     "LOOPBACK",
-		"kafkanet.proxy.protocol":        "required",
-		"listener.name.elsewhere.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/8",
-		"listener.name.loopback.kafkanet.proxy.protocol.trusted.networks":  "127.0.0.0/8",
-	}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 		c.Hooks = append(c.Hooks, m)
 	}, answerMetadata)
-	for _, l := range []string{"ELSEWHERE", "LOOPBACK"} {
-		conn, err := net.Dial("tcp", srv.Addr(protocolmap.ListenerName(l)).String())
-		require.NoError(t, err)
-		_, _ = conn.Write([]byte("GET / HTTP/1.0\r\n\r\n")) // not a PROXY header
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, err = io.ReadAll(conn) // EOF, or a reset: the server closed with the request unread
-		var ne net.Error
-		require.False(t, errors.As(err, &ne) && ne.Timeout(), "listener %s closes the connection", l)
-		conn.Close()
-	}
+	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
 	// A socket from a trusted address whose header is cut short waits:
 	// pending, not refused.
 	require.NoError(t, reg.Register(knprom.NewStats(srv)))
-	waiting, err := net.Dial("tcp", srv.Addr("LOOPBACK").String())
-	require.NoError(t, err)
-	defer waiting.Close()
-	_, err = waiting.Write([]byte("PROXY TCP4 192.0.2."))
-	require.NoError(t, err)
+	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
 	want := map[string]float64{
 		`kafkanet_proxy_protocol_refused_total{listener="ELSEWHERE",reason="untrusted"}`: 1,
 		`kafkanet_proxy_protocol_refused_total{listener="LOOPBACK",reason="header"}`:     1,

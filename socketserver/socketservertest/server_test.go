@@ -3,10 +3,12 @@ package socketservertest_test
 import (
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -47,4 +49,26 @@ func TestNewServerFuncBuildsTheHandlerFromTheServer(t *testing.T) {
 func TestStartFuncNilHandler(t *testing.T) {
 	_, _, err := socketservertest.StartFunc(nil, nil, func(*socketserver.Server) socketserver.Handler { return nil })
 	require.ErrorContains(t, err, "nil Handler")
+}
+
+// The PROXY protocol helpers: both listeners refuse a connection without
+// a header (one before reading it, untrusted), and a header cut short
+// leaves its socket pending.
+func TestProxyProtocolHelpers(t *testing.T) {
+	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), nil, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		_ = r.CloseConnection()
+	}))
+	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
+	require.Eventually(t, func() bool {
+		refused := 0
+		for _, c := range srv.Registry().Closed(connregistry.Filter{}) {
+			if c.CloseReason == connregistry.ProxyRefused {
+				refused++
+			}
+		}
+		return refused == 2
+	}, 10*time.Second, 5*time.Millisecond, "both connections listed as refused")
+	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
+	require.Eventually(t, func() bool { return srv.Stats().PendingProxyHeaders["LOOPBACK"] == 1 }, 10*time.Second, 5*time.Millisecond)
 }
