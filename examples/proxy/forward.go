@@ -25,10 +25,10 @@ import (
 // and a goroutine of the upstream connection's reads the answers as they
 // come, in order, and hands each to the socket server, which writes it to
 // the client on that goroutine (pipeline.go); it waits a while for the
-// next before it ends. So a client that keeps
-// requests in flight, a producer above all, has them forwarded as it
-// sends them, as a TCP relay would, and upstream's answers go back as they
-// come. An acks=0 Produce has no answer: it is answered at once.
+// next before it ends. So a client that keeps requests in flight, a
+// producer above all, has them forwarded as it sends them, as a TCP relay
+// would, and upstream's answers go back as they come. An acks=0 Produce
+// has no answer: it is answered at once.
 //
 // The decoded APIs (those whose answers name brokers) are served one at a
 // time: the socket server hands one over only once every pipelined

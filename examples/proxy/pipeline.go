@@ -46,8 +46,8 @@ func (s *session) pipeline(r *socketserver.Request, up *upConn) {
 // request's answer on the goroutine that gives it when the answers before
 // it have been written), so the next answer is read once the last has
 // gone. When none is awaited it waits a while for the next (linger), then
-// ends. A failure closes the client's connection and up; the
-// requests still awaited then fail at once, on up's closed socket.
+// ends. A failure closes the client's connection and up; the requests
+// still awaited then fail at once, on up's closed socket.
 func (s *session) readAnswers(up *upConn) {
 	defer s.p.work.Done()
 	for {
