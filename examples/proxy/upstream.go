@@ -86,7 +86,7 @@ type upConn struct {
 	reading   bool
 	lingering bool // the reading goroutine awaits a head no request awaits yet (linger)
 	stop      bool // awaitAnswers waits: the reading goroutine is not to linger
-	closed    bool
+	closed    bool // close was called: a linger waiting for a request ends
 }
 
 // connect dials addr, with TLS and SASL as the upstream keys say.
