@@ -178,7 +178,13 @@
 //	   Metadata client's timeouts and errors, and p99 and MB/s over case
 //	   0's of the same round, marked against the targets (cases 1 to 3:
 //	   p99 at most 2× alone, MB/s at least 0.5×; case 4, saturated by
-//	   design: p99 at most 5×). Reproduce with -scenarios i -rounds 3.
+//	   design: p99 at most 5×). -hostile-cases chooses the attacked cases
+//	   (case 0 is always measured). With -hostile-control each attacked
+//	   case also has its control in the same round: the attackers attack
+//	   a second broker of the same kind, so that the control costs the
+//	   legitimate client only what the attackers' load on the machine
+//	   does, and the attacked case's p99 × control is the broker's own
+//	   share. Reproduce with -scenarios i -rounds 3.
 //	p  examples/proxy and HAProxy in front of examples/broker against a
 //	   direct connection to the same broker, in the same round, the hops'
 //	   order rotating: Metadata v12 round trips on each -conns count (the

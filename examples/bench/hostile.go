@@ -110,6 +110,7 @@ const (
 	benchCPUMetric       = "bench CPU %"
 	attackersCPUMetric   = "attackers CPU %"
 	p99RatioMetric       = "p99 × alone"
+	p99ControlMetric     = "p99 × control"
 	produceRatioMetric   = "MB/s × alone"
 	openConnsMetric      = "hostile conns open at end"
 	failedLoginsMetric   = "failed logins/s"
@@ -165,7 +166,9 @@ func (b *bench) hostileInfo() scenarioInfo {
 			"that keep a Go runtime's Ps busy (dialing in a loop, writing without pause) leave its network to sysmon's poll, every 10 ms, and",
 			"in the bench's process they would delay the legitimate client's own answers, whose latency would then measure the bench's",
 			"scheduler as much as the broker's fairness. Their counts (conns open, failed logins, requests written) come from that child.",
-			"With -hostile-elsewhere (a control) the attackers attack a second broker of the same kind instead of the measured one.",
+			"With -hostile-control each attacked case also has its control, measured in the same round: the attackers attack a second",
+			"broker of the same kind, not the measured one, so that the control costs the legitimate client only what their load on",
+			"the machine does; p99 × control is the attacked case's p99 over its control's, the broker's own share.",
 			"Peak RSS: the broker's VmHWM over its life; RSS at end: its VmRSS at the end of the producer's window, the attackers still",
 			"there. CPU % over the two windows together, the warm-up record between them excluded (100 = one core): the broker's, the",
 			"bench's, which is the legitimate client alone, and the attackers' process's (cases 1 to 4), all on the same cores. Failed",
@@ -202,46 +205,75 @@ func saslListenerProps(addr string) []string {
 	}
 }
 
+// hostileRun is one measured case of scenario i: its attackers, and with
+// control, attacking a second broker of the same kind rather than the
+// measured one (-hostile-control).
+type hostileRun struct {
+	kind    hostileKind
+	control bool
+}
+
 // runHostile measures every case of scenario i on server, each on a fresh
 // broker, in an order that rotates from round to round (the same for every
 // server in a round), and the ratios of each case to the round's case
-// alone. A case that fails is reported and the others go on.
+// alone, and with -hostile-control to its control of the same round. A
+// case that fails is reported and the others go on.
 func (b *bench) runHostile(ctx context.Context, server serverKind) ([]sample, error) {
 	if b.hostileRuns == nil {
 		b.hostileRuns = map[serverKind]int{}
 	}
-	order := rotate(hostileKinds, b.hostileRuns[server])
+	runs := []hostileRun{{kind: hostileAlone}}
+	for _, k := range b.opts.hostileCases {
+		runs = append(runs, hostileRun{kind: k})
+		if b.opts.hostileControl {
+			runs = append(runs, hostileRun{kind: k, control: true})
+		}
+	}
+	order := rotate(runs, b.hostileRuns[server])
 	b.hostileRuns[server]++
-	results := map[hostileKind][]sample{}
+	results := map[hostileRun][]sample{}
 	var errs []error
-	for _, k := range order {
+	for _, r := range order {
 		if ctx.Err() != nil {
 			break
 		}
-		name := b.hostileCaseName(k)
+		name := b.hostileRunName(r)
 		fmt.Fprintf(b.log, "bench: (i) %s\n", name)
-		s, err := b.hostileCase(ctx, server, k)
-		results[k] = s
+		s, err := b.hostileCase(ctx, server, r)
+		results[r] = s
 		if err != nil && ctx.Err() == nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	aloneP99, okP99 := sampleValue(results[hostileAlone], metaP99Metric)
-	aloneMBs, okMBs := sampleValue(results[hostileAlone], produceMBsMetric)
+	aloneP99, okP99 := sampleValue(results[hostileRun{kind: hostileAlone}], metaP99Metric)
+	aloneMBs, okMBs := sampleValue(results[hostileRun{kind: hostileAlone}], produceMBsMetric)
 	var out []sample
-	for _, k := range hostileKinds {
-		s := results[k]
-		if k != hostileAlone {
-			if v, ok := sampleValue(s, metaP99Metric); ok && okP99 && aloneP99 > 0 {
-				s = append(s, sample{Metric: p99RatioMetric, Value: v / aloneP99})
+	for _, r := range runs {
+		s := results[r]
+		if r.kind != hostileAlone {
+			p99, okCase := sampleValue(s, metaP99Metric)
+			if okCase && okP99 && aloneP99 > 0 {
+				s = append(s, sample{Metric: p99RatioMetric, Value: p99 / aloneP99})
 			}
 			if v, ok := sampleValue(s, produceMBsMetric); ok && okMBs && aloneMBs > 0 {
 				s = append(s, sample{Metric: produceRatioMetric, Value: v / aloneMBs})
 			}
+			if ctl, ok := sampleValue(results[hostileRun{kind: r.kind, control: true}], metaP99Metric); !r.control && okCase && ok && ctl > 0 {
+				s = append(s, sample{Metric: p99ControlMetric, Value: p99 / ctl})
+			}
 		}
-		out = append(out, renameCase(s, b.hostileCaseName(k))...)
+		out = append(out, renameCase(s, b.hostileRunName(r))...)
 	}
 	return out, errors.Join(errs...)
+}
+
+// hostileRunName names r in the report: its case's name, and for a
+// control, that it is one.
+func (b *bench) hostileRunName(r hostileRun) string {
+	if r.control {
+		return b.hostileCaseName(r.kind) + ", control"
+	}
+	return b.hostileCaseName(r.kind)
 }
 
 // sampleValue returns the value of the metric among s.
@@ -259,7 +291,8 @@ func sampleValue(s []sample, metric string) (float64, bool) {
 // -hostile-duration, one after the other: the Metadata client's, then the
 // producer's. It tears everything down before it returns, whatever
 // happened.
-func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKind) ([]sample, error) {
+func (b *bench) hostileCase(ctx context.Context, server serverKind, r hostileRun) ([]sample, error) {
+	k := r.kind
 	c, err := b.launchBroker(ctx, brokerSpec{server: server, listenerProps: saslListenerProps})
 	if err != nil {
 		return nil, err
@@ -283,12 +316,12 @@ func (b *bench) hostileCase(ctx context.Context, server serverKind, k hostileKin
 	var atk *child
 	if k != hostileAlone {
 		target := c.addr
-		if b.opts.hostileElsewhere {
+		if r.control {
 			// The control: the attackers' broker is another process, so
 			// the measured broker shares only the machine with them.
 			other, err := b.launchBroker(ctx, brokerSpec{server: server, listenerProps: saslListenerProps})
 			if err != nil {
-				return nil, fmt.Errorf("the attackers' broker (-hostile-elsewhere): %w", err)
+				return nil, fmt.Errorf("the attackers' broker (-hostile-control): %w", err)
 			}
 			defer other.stop()
 			target = other.addr

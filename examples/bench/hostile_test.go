@@ -83,6 +83,49 @@ func TestHostileInfo(t *testing.T) {
 	}
 }
 
+// TestHostileControl runs case 4 with its control (-hostile-control): the
+// control is reported as a case of its own, whose attackers loaded another
+// broker (the measured one stays nearly idle), and the attacked case gets
+// its p99 over the control's.
+func TestHostileControl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds examples/broker")
+	}
+	o := options{scenarios: []string{"i"}, rounds: 1, hostileDuration: 2 * time.Second, hostileTimeout: 2 * time.Second,
+		hostilePipeliners: 2, hostileCases: []hostileKind{hostilePipeliners}, hostileControl: true,
+		hostileSlowloris: 1, hostileClaims: 1, hostileLogins: 1}
+	quickRaceExit(t)
+	rows := runScenarios(t, o)
+	b := &bench{opts: o}
+	attacked := b.hostileRunName(hostileRun{kind: hostilePipeliners})
+	control := b.hostileRunName(hostileRun{kind: hostilePipeliners, control: true})
+	if attacked == control {
+		t.Fatalf("the control is named as its case: %q", control)
+	}
+	for _, c := range []string{attacked, control} {
+		if w := find(t, rows, c, pipelinedWriteMetric, brokerServer).Median; w <= 0 {
+			t.Errorf("%s: %v pipelined requests written a second", c, w)
+		}
+		if r := find(t, rows, c, p99RatioMetric, brokerServer).Median; r <= 0 {
+			t.Errorf("%s: p99 × alone %v", c, r)
+		}
+	}
+	// The pipeliners keep the broker they attack busy in the Metadata
+	// window (about half a core more than the control's here; the
+	// producer's window, in both, costs about a third of a core).
+	if a, c := find(t, rows, attacked, brokerCPUMetric, brokerServer).Median, find(t, rows, control, brokerCPUMetric, brokerServer).Median; a < 1.3*c {
+		t.Errorf("the measured broker used %v%% of a core attacked and %v%% in the control: the control's attackers did not go elsewhere", a, c)
+	}
+	if r := find(t, rows, attacked, p99ControlMetric, brokerServer).Median; r <= 0 {
+		t.Errorf("%s: p99 × control %v", attacked, r)
+	}
+	for _, r := range rows {
+		if (r.Case == control || r.Case == b.hostileCaseName(hostileAlone)) && r.Metric == p99ControlMetric {
+			t.Errorf("p99 × control for a case without a control: %+v", r)
+		}
+	}
+}
+
 // TestHostileEndToEnd runs scenario i with 2 s windows (the Metadata
 // client's, then the producer's; 1 s ones saw no produce acknowledged
 // once on a machine loaded by other tests) and a few attackers of each
@@ -93,7 +136,7 @@ func TestHostileEndToEnd(t *testing.T) {
 		t.Skip("builds examples/broker")
 	}
 	o := options{scenarios: []string{"i"}, rounds: 1, hostileDuration: 2 * time.Second, hostileTimeout: 2 * time.Second,
-		hostileSlowloris: 20, hostileClaims: 2, hostileLogins: 4, hostilePipeliners: 2}
+		hostileSlowloris: 20, hostileClaims: 2, hostileLogins: 4, hostilePipeliners: 2, hostileCases: hostileKinds[1:]}
 	quickRaceExit(t)
 	rows := runScenarios(t, o)
 	b := &bench{opts: o}

@@ -64,8 +64,9 @@ type options struct {
 	hostileSlowloris  int
 	hostileClaims     int
 	hostileLogins     int
-	hostileElsewhere  bool
+	hostileControl    bool
 	hostilePipeliners int
+	hostileCases      []hostileKind // the attacked cases measured beside case 0, alone (-hostile-cases)
 }
 
 // parseOptions parses the command's arguments.
@@ -112,9 +113,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.hostileSlowloris, "hostile-slowloris", 1000, "scenario i, case 1: connections that each trickle a request a byte a second")
 	fs.IntVar(&o.hostileClaims, "hostile-claims", 10, "scenario i, case 2: authenticated connections that each announce a 100 MB Produce and send 10 bytes of it")
 	fs.IntVar(&o.hostileLogins, "hostile-logins", 100, "scenario i, case 3: connections that fail SASL/PLAIN logins in a loop")
-	fs.BoolVar(&o.hostileElsewhere, "hostile-elsewhere", false, "scenario i: a control: the attackers attack a second broker of the same kind, not the measured one,\n"+
-		"so that the ratios show what the attackers' load on the machine alone costs the legitimate client")
+	fs.BoolVar(&o.hostileControl, "hostile-control", false, "scenario i: also measure each attacked case's control in the same round: the attackers attack a second broker of\n"+
+		"the same kind, not the measured one, so that the control shows what their load on the machine alone costs the legitimate client")
 	fs.IntVar(&o.hostilePipeliners, "hostile-pipeliners", 50, "scenario i, case 4: authenticated connections that pipeline Metadata 64 at a time and never read")
+	hostileCases := fs.String("hostile-cases", "1,2,3,4", "scenario i: the attacked `cases` measured, each beside case 0 (alone), which is always measured")
 	fs.StringVar(&o.perfDir, "perf-dir", "", "record each measured run of a server with perf record (call stacks, CPU clock) into a file of this `directory`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	fs.Usage = func() {
@@ -163,6 +165,16 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.hostileDuration <= 0 || o.hostileTimeout <= 0 || o.hostileSlowloris < 1 || o.hostileClaims < 1 || o.hostileLogins < 1 || o.hostilePipeliners < 1 {
 		return options{}, errors.New("-hostile-duration, -hostile-timeout, -hostile-slowloris, -hostile-claims, -hostile-logins and -hostile-pipeliners must be positive")
+	}
+	cases, err := parseCounts("hostile-cases", *hostileCases)
+	if err != nil {
+		return options{}, err
+	}
+	for _, c := range cases {
+		if c > int(hostilePipeliners) {
+			return options{}, fmt.Errorf("-hostile-cases: %d is not a case: want 1 to %d", c, hostilePipeliners)
+		}
+		o.hostileCases = append(o.hostileCases, hostileKind(c))
 	}
 	if set["baseline-broker"] && strings.TrimSpace(o.baselineBroker) == "" {
 		return options{}, errors.New("-baseline-broker: an empty path")

@@ -424,14 +424,19 @@ func TestParseOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.hostileDuration != 5*time.Second || o.hostileSlowloris != 1000 || o.hostileClaims != 10 || o.hostileLogins != 100 || o.hostilePipeliners != 50 {
+	if o.hostileDuration != 5*time.Second || o.hostileSlowloris != 1000 || o.hostileClaims != 10 || o.hostileLogins != 100 || o.hostilePipeliners != 50 ||
+		!slices.Equal(o.hostileCases, hostileKinds[1:]) {
 		t.Errorf("scenario i's defaults: %+v", o)
+	}
+	if o, err := parseOptions([]string{"-hostile-cases", "4,3"}, io.Discard); err != nil || !slices.Equal(o.hostileCases, []hostileKind{hostileLogins, hostilePipeliners}) {
+		t.Errorf("-hostile-cases 4,3: %v, %v", o.hostileCases, err)
 	}
 	for _, bad := range [][]string{{"-scenarios", "a,z"}, {"-idle", "10,-1"}, {"-rounds", "0"}, {"extra"},
 		{"-large-mb", "0"}, {"-large-sizes", "1024,0"}, {"-budget-clients", "0"},
 		{"-budget-request-mib", "65", "-budget-mib", "64"}, {"-budget-mib", "2048"}, {"-broker-set", "novalue"},
 		{"-hostile-duration", "0s"}, {"-hostile-timeout", "0s"}, {"-hostile-slowloris", "0"}, {"-hostile-claims", "-1"},
-		{"-hostile-logins", "0"}, {"-hostile-pipeliners", "0"}, {"-baseline-broker", ""}, {"-baseline-broker", " "}, {"-proxy-procs", "-1"}} {
+		{"-hostile-logins", "0"}, {"-hostile-pipeliners", "0"}, {"-baseline-broker", ""}, {"-baseline-broker", " "}, {"-proxy-procs", "-1"},
+		{"-hostile-cases", "0"}, {"-hostile-cases", "5"}, {"-hostile-cases", "1,x"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("parseOptions(%q) succeeded", bad)
 		}
