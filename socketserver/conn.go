@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -499,10 +500,26 @@ func (c *conn) frameBuffered() bool {
 
 // takeTurn waits for a turn of the plane's to serve a pipelined request
 // (see loop). It reports false if the connection closed meanwhile.
+//
+// A turn that had to be waited for was handed over by a connection ending
+// its own, and the Go scheduler put this goroutine in that P's next slot,
+// where it inherits the rest of the time slice: handed from connection to
+// connection, turns would run on one P for a whole slice (10 ms) without
+// that P ever looking at the global run queue, where the goroutines that
+// the network poller readied (found by sysmon or by an idle P without
+// its own) wait. So a connection handed its turn yields once before it
+// serves, and those goroutines go first.
 func (c *conn) takeTurn() bool {
 	select {
 	case c.p.ls.turns <- struct{}{}:
 		c.turn.Store(true)
+		return true
+	default:
+	}
+	select {
+	case c.p.ls.turns <- struct{}{}:
+		c.turn.Store(true)
+		runtime.Gosched()
 		return true
 	case <-c.ctx.Done():
 		return false
