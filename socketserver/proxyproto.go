@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/netip"
@@ -316,16 +317,18 @@ func readProxyHeader(br *bufio.Reader) (proxyHeader, error) {
 		return proxyHeader{}, err
 	}
 	var h *proxyproto.Header
+	var raw []byte // the header's bytes, for its checksum
 	if n <= br.Size() {
 		// The whole header is in the buffer (proxyV1Size and proxyV2Size
-		// peeked it): the parser reads exactly it from there.
+		// peeked it): the parser reads exactly it from there, and raw
+		// stays valid until br reads the socket again.
+		raw, _ = br.Peek(n)
 		before := br.Buffered()
 		h, err = proxyproto.Read(br)
 		if err == nil && before-br.Buffered() != n {
 			err = fmt.Errorf("the parser read %d bytes of a %d-byte header", before-br.Buffered(), n)
 		}
 	} else {
-		var raw []byte
 		if raw, err = readProxyV2(br, n); err != nil {
 			return proxyHeader{}, err
 		}
@@ -339,7 +342,7 @@ func readProxyHeader(br *bufio.Reader) (proxyHeader, error) {
 	if err != nil {
 		return proxyHeader{}, fmt.Errorf("%w: %w", ErrProxyHeader, err)
 	}
-	return proxyHeaderOf(h, n)
+	return proxyHeaderOf(h, raw)
 }
 
 // proxyV1Size waits until br holds a v1 header's line whole, and returns
@@ -418,9 +421,10 @@ func incompleteProxyHeader(err error) error {
 	return fmt.Errorf("%w: incomplete: %w", ErrProxyHeader, err)
 }
 
-// proxyHeaderOf takes what matters from a parsed header of n bytes.
-func proxyHeaderOf(h *proxyproto.Header, n int) (proxyHeader, error) {
-	out := proxyHeader{version: h.Version, size: n}
+// proxyHeaderOf takes what matters from a parsed header, whose bytes are
+// raw, and checks a v2 header's checksum if it has one.
+func proxyHeaderOf(h *proxyproto.Header, raw []byte) (proxyHeader, error) {
+	out := proxyHeader{version: h.Version, size: len(raw)}
 	switch {
 	case h.Command.IsLocal():
 		out.local = true
@@ -443,6 +447,9 @@ func proxyHeaderOf(h *proxyproto.Header, n int) (proxyHeader, error) {
 	if err != nil {
 		return proxyHeader{}, fmt.Errorf("%w: %w", ErrProxyHeader, err)
 	}
+	if err := checkProxyCRC32C(raw, tlvs); err != nil {
+		return proxyHeader{}, err
+	}
 	for _, t := range tlvs {
 		if t.Type == proxyproto.PP2_TYPE_NOOP {
 			continue
@@ -453,6 +460,37 @@ func proxyHeaderOf(h *proxyproto.Header, n int) (proxyHeader, error) {
 		out.tlvs = append(out.tlvs, connregistry.ProxyTLV{Type: uint8(t.Type), Value: t.Value})
 	}
 	return out, nil
+}
+
+// checkProxyCRC32C checks the PP2_TYPE_CRC32C field of a v2 header whose
+// bytes are raw and whose fields are tlvs, if it has one: the CRC32C
+// (Castagnoli) of the whole header, the field's 4 bytes taken as zeros,
+// must be the field's value (big-endian), or the connection is refused, as
+// the PROXY protocol's specification says of a receiver that checks it.
+// The fields are the header's last bytes, in order.
+func checkProxyCRC32C(raw []byte, tlvs []proxyproto.TLV) error {
+	off := len(raw)
+	for _, t := range tlvs {
+		off -= 3 + len(t.Value)
+	}
+	for _, t := range tlvs {
+		at := off + 3 // the value's offset in raw
+		off = at + len(t.Value)
+		if t.Type != proxyproto.PP2_TYPE_CRC32C {
+			continue
+		}
+		if len(t.Value) != 4 {
+			return fmt.Errorf("%w: a CRC32C field of %d bytes, not 4", ErrProxyHeader, len(t.Value))
+		}
+		table := crc32.MakeTable(crc32.Castagnoli)
+		sum := crc32.Update(0, table, raw[:at])
+		sum = crc32.Update(sum, table, []byte{0, 0, 0, 0})
+		sum = crc32.Update(sum, table, raw[at+4:])
+		if want := binary.BigEndian.Uint32(t.Value); sum != want {
+			return fmt.Errorf("%w: its CRC32C field says %#08x, its checksum is %#08x", ErrProxyHeader, want, sum)
+		}
+	}
+	return nil
 }
 
 // serveProxied serves a connection of a listener that requires the PROXY

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,6 +55,17 @@ func v2Header(t testing.TB, command proxyproto.ProtocolVersionAndCommand, src, d
 	require.NoError(t, h.SetTLVs(tlvs))
 	b, err := h.Format()
 	require.NoError(t, err)
+	return b
+}
+
+// withCRC32C returns a v2 header like v2Header's, its fields followed by a
+// PP2_TYPE_CRC32C field holding the header's checksum, computed here as
+// the PROXY protocol's specification says: CRC32C (Castagnoli) of the
+// whole header with the field's value zeroed, stored big-endian.
+func withCRC32C(t testing.TB, command proxyproto.ProtocolVersionAndCommand, src, dst string, tlvs ...proxyproto.TLV) []byte {
+	t.Helper()
+	b := v2Header(t, command, src, dst, append(slices.Clone(tlvs), proxyproto.TLV{Type: proxyproto.PP2_TYPE_CRC32C, Value: make([]byte, 4)})...)
+	binary.BigEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 	return b
 }
 
@@ -102,6 +116,16 @@ func TestReadProxyHeader(t *testing.T) {
 			proxyHeader{version: 2, source: netip.MustParseAddrPort("[2001:db8::7]:40000"), tlvs: []connregistry.ProxyTLV{
 				{Type: 0x02, Value: []byte("kafka.example.com")}, {Type: 0xEA, Value: []byte("\x01vpce-0abc")}, {Type: 0xE5, Value: []byte{}},
 			}}},
+		{"v2 CRC32C", withCRC32C(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
+			proxyproto.TLV{Type: proxyproto.PP2_TYPE_AUTHORITY, Value: []byte("kafka.example.com")}),
+			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{
+				{Type: 0x02, Value: []byte("kafka.example.com")}, {Type: 0x03, Value: crc32cOf(t, "192.0.2.10:50123", "kafka.example.com")},
+			}}},
+		{"v2 CRC32C larger than the read buffer", withCRC32C(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
+			proxyproto.TLV{Type: proxyproto.PP2_TYPE_UNIQUE_ID, Value: big}),
+			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{
+				{Type: 0x05, Value: big}, {Type: 0x03, Value: crc32cOf(t, "192.0.2.10:50123", string(big))},
+			}}},
 		{"v2 larger than the read buffer", v2Header(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
 			proxyproto.TLV{Type: proxyproto.PP2_TYPE_UNIQUE_ID, Value: big}),
 			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{{Type: 0x05, Value: big}}}},
@@ -120,6 +144,19 @@ func TestReadProxyHeader(t *testing.T) {
 	}
 }
 
+// crc32cOf returns the CRC32C field's value of withCRC32C's PROXY header
+// from src to 10.0.0.1:9092 whose one other field holds value (an
+// authority, or a unique id of 3,000 bytes).
+func crc32cOf(t testing.TB, src, value string) []byte {
+	t.Helper()
+	typ := proxyproto.PP2_TYPE_AUTHORITY
+	if len(value) == 3000 {
+		typ = proxyproto.PP2_TYPE_UNIQUE_ID
+	}
+	b := withCRC32C(t, proxyproto.PROXY, src, "10.0.0.1:9092", proxyproto.TLV{Type: typ, Value: []byte(value)})
+	return b[len(b)-4:]
+}
+
 // What is not a valid header is refused with ErrProxyHeader; a peer that
 // sends nothing is not refused but gone.
 func TestReadProxyHeaderRefuses(t *testing.T) {
@@ -135,6 +172,13 @@ func TestReadProxyHeaderRefuses(t *testing.T) {
 	for i := range noops {
 		noops[i] = proxyproto.TLV{Type: proxyproto.PP2_TYPE_NOOP}
 	}
+	badCRC := withCRC32C(t, proxyproto.PROXY, "192.0.2.10:1", "10.0.0.1:9092")
+	badCRC[len(badCRC)-1] ^= 1
+	badCRCBody := withCRC32C(t, proxyproto.PROXY, "192.0.2.10:1", "10.0.0.1:9092")
+	badCRCBody[17] ^= 1 // the client's address, covered by the checksum
+	shortCRC := v2Header(t, proxyproto.PROXY, "192.0.2.10:1", "10.0.0.1:9092", proxyproto.TLV{Type: proxyproto.PP2_TYPE_CRC32C, Value: []byte{1, 2, 3}})
+	bigBadCRC := withCRC32C(t, proxyproto.PROXY, "192.0.2.10:1", "10.0.0.1:9092", proxyproto.TLV{Type: proxyproto.PP2_TYPE_UNIQUE_ID, Value: make([]byte, 3000)})
+	bigBadCRC[100] ^= 1
 	truncatedTLV := v2Header(t, proxyproto.PROXY, "192.0.2.10:1", "10.0.0.1:9092", proxyproto.TLV{Type: 0xE1, Value: []byte("abc")})
 	binary.BigEndian.PutUint16(truncatedTLV[14:], binary.BigEndian.Uint16(truncatedTLV[14:])-1)
 	truncatedTLV = truncatedTLV[:len(truncatedTLV)-1]
@@ -160,6 +204,10 @@ func TestReadProxyHeaderRefuses(t *testing.T) {
 		{"v2 datagram", udp, "datagram"},
 		{"v2 too many TLVs", v2Header(t, proxyproto.PROXY, "192.0.2.10:1", "10.0.0.1:9092", manyTLVs...), "more than 32"},
 		{"v2 truncated TLV", truncatedTLV, "truncated TLV"},
+		{"v2 CRC32C field wrong", badCRC, "CRC32C field says"},
+		{"v2 CRC32C over a changed address", badCRCBody, "CRC32C field says"},
+		{"v2 CRC32C larger than the read buffer, wrong", bigBadCRC, "CRC32C field says"},
+		{"v2 CRC32C of 3 bytes", shortCRC, "CRC32C field of 3 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := readHeader(tc.in, nil)
@@ -233,6 +281,8 @@ func FuzzProxyHeader(f *testing.F) {
 	f.Add(v2Header(f, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
 		proxyproto.TLV{Type: proxyproto.PP2_TYPE_SSL, Value: make([]byte, 600)}), []byte{200, 1})
 	f.Add([]byte("\r\n\r\n\x00\r\nQUIT\n\x21\x11\xff\xff"), []byte{})
+	f.Add(withCRC32C(f, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
+		proxyproto.TLV{Type: proxyproto.PP2_TYPE_AUTHORITY, Value: []byte("kafka.example.com")}), []byte{5, 30})
 	f.Fuzz(func(t *testing.T, data, sizes []byte) {
 		h, rest, err := readHeader(data, sizes)
 		if err != nil {
@@ -289,5 +339,38 @@ func FuzzProxyHeader(f *testing.F) {
 				t.Fatalf("the parser read source %v; the reader %s", ph.SourceAddr, h.source)
 			}
 		}
+		// A CRC32C field accepted holds the header's checksum, its fields
+		// found here from the front, after the address block.
+		if h.version == 2 {
+			if err := crc32cFromFront(data[:h.size]); err != nil {
+				t.Fatalf("the reader accepted a header whose %v", err)
+			}
+		}
 	})
+}
+
+// crc32cFromFront checks the CRC32C fields of v2 header b, walking its
+// fields from the end of its address block (12, 36 or 216 bytes after the
+// 16-byte prefix for IPv4, IPv6 and Unix addresses).
+func crc32cFromFront(b []byte) error {
+	at := 16 + map[byte]int{1: 12, 2: 36, 3: 216}[b[13]>>4]
+	for at+3 <= len(b) {
+		typ, n := b[at], int(binary.BigEndian.Uint16(b[at+1:]))
+		at += 3
+		if at+n > len(b) {
+			return fmt.Errorf("field at %d runs past the header", at-3)
+		}
+		if typ == byte(proxyproto.PP2_TYPE_CRC32C) {
+			if n != 4 {
+				return fmt.Errorf("CRC32C field has %d bytes", n)
+			}
+			zeroed := bytes.Clone(b)
+			clear(zeroed[at : at+4])
+			if got, want := crc32.Checksum(zeroed, crc32.MakeTable(crc32.Castagnoli)), binary.BigEndian.Uint32(b[at:]); got != want {
+				return fmt.Errorf("CRC32C field says %#08x, its checksum is %#08x", want, got)
+			}
+		}
+		at += n
+	}
+	return nil
 }

@@ -174,8 +174,9 @@ func buildClientConnections(t *testing.T) string {
 }
 
 // The example broker behind a real load balancer: HAProxy in TCP mode,
-// sending the PROXY protocol v1 (send-proxy) or v2 (send-proxy-v2), its
-// health checks included, to a CLIENT listener that requires it from
+// sending the PROXY protocol v1 (send-proxy) or v2 (send-proxy-v2, also
+// with its CRC32C field, which the broker checks), its health checks
+// included, to a CLIENT listener that requires it from
 // 127.0.0.1 and advertises HAProxy's address. kcat and kgo produce and
 // consume through it; kafka-client-connections lists each client under
 // its own address (kgo from 127.0.0.3 and raw clients from 127.0.0.2,
@@ -189,7 +190,7 @@ func TestHAProxy(t *testing.T) {
 	requireTool(t, "haproxy", "apt-get install haproxy")
 	requireTool(t, "kcat", "apt-get install kcat")
 	kcc := buildClientConnections(t)
-	for _, sendProxy := range []string{"send-proxy", "send-proxy-v2"} {
+	for _, sendProxy := range []string{"send-proxy", "send-proxy-v2", "send-proxy-v2 proxy-v2-options crc32c"} {
 		t.Run(sendProxy, func(t *testing.T) {
 			port := freePort(t)
 			c := startTestCluster(t, 1,
@@ -268,6 +269,21 @@ func TestHAProxy(t *testing.T) {
 			}
 			assert.True(t, kgoListed, "kgo's connections are listed under 127.0.0.3")
 			assert.NotEmpty(t, byAddr["127.0.0.1"], "the command's own connection, from 127.0.0.1")
+			// With crc32c, every header has a checksum, which the broker
+			// checked: the field is among the connection's.
+			checksummed := 0
+			for _, info := range c.brokers[0].srv.Registry().Snapshot(connregistry.Filter{}) {
+				for _, tlv := range info.ProxyTLVs {
+					if tlv.Type == 0x03 && len(tlv.Value) == 4 {
+						checksummed++
+					}
+				}
+			}
+			if strings.Contains(sendProxy, "crc32c") {
+				assert.Positive(t, checksummed, "connections whose PROXY header has HAProxy's CRC32C field")
+			} else {
+				assert.Zero(t, checksummed, "connections with a CRC32C field, HAProxy not asked for one")
+			}
 
 			// Straight to the broker: without a header, and from an untrusted address.
 			noHeader := dialRaw(t, direct)
