@@ -506,8 +506,9 @@ func (c *conn) frameBuffered() bool {
 // where it inherits the rest of the time slice: handed from connection to
 // connection, turns would run on one P for a whole slice (10 ms) without
 // that P ever looking at the global run queue, where the goroutines that
-// the network poller readied (found by sysmon or by an idle P without
-// its own) wait. So a connection handed its turn yields once before it
+// the network poller readied wait when no P was free to take them (sysmon
+// polls the network every 10 ms; so does a thread that waits for work
+// without a P). So a connection handed its turn yields once before it
 // serves, and those goroutines go first.
 func (c *conn) takeTurn() bool {
 	select {
