@@ -26,9 +26,11 @@ type fakeUpstream struct {
 	mu     sync.Mutex
 	answer answerFunc
 	fetch  kmsg.Response // answers every Fetch, when set (serveFetch)
-	keys   map[int16]int
-	conns  []net.Conn
-	wg     sync.WaitGroup
+	// produce frames the answer to every Produce, when set (serveProduce).
+	produce func(corr int32, version int16) []byte
+	keys    map[int16]int
+	conns   []net.Conn
+	wg      sync.WaitGroup
 }
 
 // answerFunc returns the bytes that answer a ListGroups or DescribeCluster
@@ -80,6 +82,17 @@ func (f *fakeUpstream) serveFetch(resp kmsg.Response) {
 	f.mu.Lock()
 	f.apis = append(f.apis, a)
 	f.fetch = resp
+	f.mu.Unlock()
+}
+
+// serveProduce makes the fake serve Produce v10 to v13, answering each
+// with answer's frame, size included. Call it before the proxy starts.
+func (f *fakeUpstream) serveProduce(answer func(corr int32, version int16) []byte) {
+	a := kmsg.NewApiVersionsResponseApiKey()
+	a.ApiKey, a.MinVersion, a.MaxVersion = int16(kmsg.Produce), 10, 13
+	f.mu.Lock()
+	f.apis = append(f.apis, a)
+	f.produce = answer
 	f.mu.Unlock()
 }
 
@@ -152,6 +165,14 @@ func (f *fakeUpstream) serve(c net.Conn) {
 			}
 			out = fetches[version]
 			binary.BigEndian.PutUint32(out[4:], uint32(corr))
+		case kmsg.Produce:
+			f.mu.Lock()
+			answer := f.produce
+			f.mu.Unlock()
+			if answer == nil {
+				return
+			}
+			out = answer(corr, version)
 		case kmsg.ListGroups, kmsg.DescribeCluster:
 			if out, hangUp = answer(kmsg.Key(key), corr, version); out == nil && !hangUp {
 				continue // hang: no answer

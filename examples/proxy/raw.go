@@ -25,8 +25,8 @@ import (
 // with splice, without passing through a buffer of the proxy's.
 //
 // The APIs whose answers name brokers are decoded instead (decodedAPIs),
-// and so is Produce's answer from version 10, whose leader hints do
-// (KIP-951). Fetch is served up to version 15: from 16 its answers name
+// and so is a Produce answer from version 10 that carries leader hints,
+// which do (KIP-951); one without goes back as it came. Fetch is served up to version 15: from 16 its answers name
 // brokers too, and rewriting them would mean reading every answer whole.
 
 // decodedAPIs are the forwarded APIs whose answers name brokers: the proxy
@@ -186,7 +186,7 @@ func (s *session) answerRaw(r *socketserver.Request, up *upConn) {
 		return
 	}
 	if v, ok := answerDecodedFrom[kmsg.Key(r.APIKey)]; ok && r.APIVersion >= v {
-		s.answerDecoded(r, up, body)
+		s.answerDecoded(r, up, body, tagged)
 		return
 	}
 	if tagged {
@@ -229,16 +229,28 @@ func (u *upConn) readBody(n int64) ([]byte, error) {
 	return b, nil
 }
 
-// answerDecoded answers r, a raw request whose answer names brokers, with
-// the answer decoded and rewritten; body is the length of what follows the
-// head.
-func (s *session) answerDecoded(r *socketserver.Request, up *upConn, body int64) {
+// answerDecoded answers r, a raw request whose answer may name brokers,
+// with the answer decoded and rewritten; body is the length of what
+// follows the head, and tagged says whether the answer's header has tags.
+// A Produce answer without leader hints goes back as it came
+// (produceAnswerNamesBrokers).
+func (s *session) answerDecoded(r *socketserver.Request, up *upConn, body int64, tagged bool) {
 	n := headLen(r.Raw)
 	frame := make([]byte, int64(n-4)+body) // the frame but its size: correlation id, tags, body
 	copy(frame, up.head[4:n])
 	if _, err := io.ReadFull(up.br, frame[n-4:]); err != nil {
 		s.failed(r, up, err)
 		return
+	}
+	if kmsg.Key(r.APIKey) == kmsg.Produce && !tagged {
+		if hints, err := produceAnswerNamesBrokers(frame[n-4:], r.APIVersion); err == nil && !hints {
+			s.done()
+			if err := r.RespondRaw(frame[n-4:]); err != nil {
+				s.p.log.Error("cannot answer a forwarded request", "conn_id", s.id, "api_key", r.APIKey, "err", err)
+				_ = r.CloseConnection()
+			}
+			return
+		}
 	}
 	req := kmsg.RequestForKey(r.APIKey)
 	req.SetVersion(r.APIVersion)
