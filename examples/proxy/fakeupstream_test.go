@@ -77,21 +77,25 @@ func (f *fakeUpstream) setAnswer(answer answerFunc) {
 // with resp at the request's version. Call it before the proxy starts,
 // which reads the fake's API versions then.
 func (f *fakeUpstream) serveFetch(resp kmsg.Response) {
-	a := kmsg.NewApiVersionsResponseApiKey()
-	a.ApiKey, a.MinVersion, a.MaxVersion = int16(kmsg.Fetch), 4, 12
 	f.mu.Lock()
-	f.apis = append(f.apis, a)
+	f.advertise(kmsg.Fetch, 4, 12)
 	f.fetch = resp
 	f.mu.Unlock()
+}
+
+// advertise adds key, from version min to max, to the APIs the fake's
+// ApiVersions answer lists. f.mu is held.
+func (f *fakeUpstream) advertise(key kmsg.Key, min, max int16) {
+	a := kmsg.NewApiVersionsResponseApiKey()
+	a.ApiKey, a.MinVersion, a.MaxVersion = int16(key), min, max
+	f.apis = append(f.apis, a)
 }
 
 // serveProduce makes the fake serve Produce v10 to v13, answering each
 // with answer's frame, size included. Call it before the proxy starts.
 func (f *fakeUpstream) serveProduce(answer func(corr int32, version int16) []byte) {
-	a := kmsg.NewApiVersionsResponseApiKey()
-	a.ApiKey, a.MinVersion, a.MaxVersion = int16(kmsg.Produce), 10, 13
 	f.mu.Lock()
-	f.apis = append(f.apis, a)
+	f.advertise(kmsg.Produce, 10, 13)
 	f.produce = answer
 	f.mu.Unlock()
 }

@@ -26,8 +26,9 @@ import (
 //
 // The APIs whose answers name brokers are decoded instead (decodedAPIs),
 // and so is a Produce answer from version 10 that carries leader hints,
-// which do (KIP-951); one without goes back as it came. Fetch is served up to version 15: from 16 its answers name
-// brokers too, and rewriting them would mean reading every answer whole.
+// which do (KIP-951); one without goes back as it came. Fetch is served
+// up to version 15: from 16 its answers name brokers too, and rewriting
+// them would mean reading every answer whole.
 
 // decodedAPIs are the forwarded APIs whose answers name brokers: the proxy
 // decodes them, rewrites the addresses (rewrite.go) and encodes them
