@@ -91,6 +91,9 @@ func readHeader(b, sizes []byte) (proxyHeader, []byte, error) {
 func TestReadProxyHeader(t *testing.T) {
 	after := []byte("\x00\x00\x00\x0aKAFKA-REQUEST-BYTES")
 	big := bytes.Repeat([]byte{'x'}, 3000)
+	crc := withCRC32C(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
+		proxyproto.TLV{Type: proxyproto.PP2_TYPE_AUTHORITY, Value: []byte("kafka.example.com")})
+	crcBig := withCRC32C(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092", proxyproto.TLV{Type: proxyproto.PP2_TYPE_UNIQUE_ID, Value: big})
 	cases := []struct {
 		name   string
 		header []byte
@@ -116,16 +119,12 @@ func TestReadProxyHeader(t *testing.T) {
 			proxyHeader{version: 2, source: netip.MustParseAddrPort("[2001:db8::7]:40000"), tlvs: []connregistry.ProxyTLV{
 				{Type: 0x02, Value: []byte("kafka.example.com")}, {Type: 0xEA, Value: []byte("\x01vpce-0abc")}, {Type: 0xE5, Value: []byte{}},
 			}}},
-		{"v2 CRC32C", withCRC32C(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
-			proxyproto.TLV{Type: proxyproto.PP2_TYPE_AUTHORITY, Value: []byte("kafka.example.com")}),
-			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{
-				{Type: 0x02, Value: []byte("kafka.example.com")}, {Type: 0x03, Value: crc32cOf(t, "192.0.2.10:50123", "kafka.example.com")},
-			}}},
-		{"v2 CRC32C larger than the read buffer", withCRC32C(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
-			proxyproto.TLV{Type: proxyproto.PP2_TYPE_UNIQUE_ID, Value: big}),
-			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{
-				{Type: 0x05, Value: big}, {Type: 0x03, Value: crc32cOf(t, "192.0.2.10:50123", string(big))},
-			}}},
+		{"v2 CRC32C", crc, proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{
+			{Type: 0x02, Value: []byte("kafka.example.com")}, {Type: 0x03, Value: crc[len(crc)-4:]},
+		}}},
+		{"v2 CRC32C larger than the read buffer", crcBig, proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{
+			{Type: 0x05, Value: big}, {Type: 0x03, Value: crcBig[len(crcBig)-4:]},
+		}}},
 		{"v2 larger than the read buffer", v2Header(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092",
 			proxyproto.TLV{Type: proxyproto.PP2_TYPE_UNIQUE_ID, Value: big}),
 			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123"), tlvs: []connregistry.ProxyTLV{{Type: 0x05, Value: big}}}},
@@ -142,19 +141,6 @@ func TestReadProxyHeader(t *testing.T) {
 			})
 		}
 	}
-}
-
-// crc32cOf returns the CRC32C field's value of withCRC32C's PROXY header
-// from src to 10.0.0.1:9092 whose one other field holds value (an
-// authority, or a unique id of 3,000 bytes).
-func crc32cOf(t testing.TB, src, value string) []byte {
-	t.Helper()
-	typ := proxyproto.PP2_TYPE_AUTHORITY
-	if len(value) == 3000 {
-		typ = proxyproto.PP2_TYPE_UNIQUE_ID
-	}
-	b := withCRC32C(t, proxyproto.PROXY, src, "10.0.0.1:9092", proxyproto.TLV{Type: typ, Value: []byte(value)})
-	return b[len(b)-4:]
 }
 
 // What is not a valid header is refused with ErrProxyHeader; a peer that

@@ -33,17 +33,17 @@ func produceAnswerNamesBrokers(body []byte, v int16) (bool, error) {
 		return false, fmt.Errorf("%w: version %d", errProduceAnswer, v)
 	}
 	w := answerWalker{b: body}
-	for range w.arrayLen() { // topics
+	for range w.length() { // topics
 		if v >= 13 {
 			w.skip(16) // topic id
 		} else {
 			w.compactBytes() // topic name
 		}
-		for range w.arrayLen() { // partitions
+		for range w.length() { // partitions
 			// Index, error code, base offset, log append time, log start
 			// offset; then the record errors: batch index, message, tags.
 			w.skip(4 + 2 + 8 + 8 + 8)
-			for range w.arrayLen() {
+			for range w.length() {
 				w.skip(4)
 				w.compactBytes()
 				w.tags()
@@ -96,9 +96,9 @@ func (w *answerWalker) uvarint() uint64 {
 	return x
 }
 
-// length reads a compact length (0 is null) and returns it, 0 for null;
-// no length can be more than the bytes left, as every element, tag or
-// byte takes one at least.
+// length reads the compact length of an array, string or bytes and
+// returns it, 0 for null (encoded 0). No length can be more than the bytes
+// left, as every element or byte takes one at least.
 func (w *answerWalker) length() int {
 	n := w.uvarint()
 	if n > uint64(len(w.b))+1 {
@@ -109,9 +109,6 @@ func (w *answerWalker) length() int {
 	}
 	return int(n - 1)
 }
-
-// arrayLen reads a compact array's length.
-func (w *answerWalker) arrayLen() int { return w.length() }
 
 // compactBytes steps over a compact (nullable) string or bytes.
 func (w *answerWalker) compactBytes() { w.skip(w.length()) }
