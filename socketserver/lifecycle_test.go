@@ -2,11 +2,14 @@ package socketserver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -345,5 +348,64 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "goroutines %d (baseline %d), HeapInuse %d KiB (baseline %d KiB)",
 			now.goroutines, base.goroutines, now.heap>>10, base.heap>>10)
 		time.Sleep(10 * time.Millisecond) // between polls
+	}
+}
+
+// slowHandOver is a HookConnAccepted that lets the test know of each
+// accepted connection and then holds the acceptor a while, between
+// admitting the connection and handing it to a processor, so that the
+// test's Close or Shutdown lands in that gap.
+type slowHandOver struct{ accepted chan struct{} }
+
+func (h slowHandOver) OnConnAccepted(protocolmap.ListenerName) {
+	select {
+	case h.accepted <- struct{}{}:
+	default:
+	}
+	time.Sleep(50 * time.Millisecond)
+}
+
+// A connection the acceptor admitted while Close or Shutdown began, and
+// hands to a processor that has stopped, is closed and its quota slot
+// given back; it is not left open with nobody reading it. The hand-over
+// races the stop, so each case runs several rounds: before the fix half
+// of them left the socket open.
+func TestStopClosesConnectionsBeingHandedOver(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		props    listener.Properties
+		shutdown bool
+	}{
+		{"close", nil, false},
+		{"shutdown", nil, true},
+		{"close PROXY", proxyProps(), false},
+		{"shutdown PROXY", proxyProps(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for round := range 6 {
+				hook := slowHandOver{accepted: make(chan struct{}, 1)}
+				srv, stop, err := socketservertest.Start(tc.props, func(c *socketserver.Config) {
+					withAPIs(c)
+					c.Hooks = append(c.Hooks, hook)
+				}, answerAll)
+				require.NoError(t, err)
+				c := socketservertest.Dial(t, srv, "PLAINTEXT")
+				<-hook.accepted
+				if tc.shutdown {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					require.NoError(t, srv.Shutdown(ctx), "round %d", round)
+					cancel()
+				} else {
+					require.NoError(t, srv.Close(), "round %d", round)
+				}
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(2*time.Second)))
+				n, err := c.Read(make([]byte, 1))
+				require.Zero(t, n)
+				require.Truef(t, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET),
+					"round %d: want the connection closed by the server, got %v", round, err)
+				requireQuotasReleased(t, srv)
+				require.NoError(t, stop())
+			}
+		})
 	}
 }

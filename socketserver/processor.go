@@ -68,9 +68,13 @@ func (p *processor) run() {
 			p.expireIdle(now)
 		case <-overLimit:
 		case <-p.srv.quit:
+			// The acceptor may still hand over a connection it admitted
+			// before it saw the quit: close what it leaves once it has
+			// returned (Close closes the listener after quit).
+			<-p.ls.acceptDone
 			p.closeAll()
 			return
-		case <-p.ls.quit:
+		case <-p.ls.quit: // set after the acceptor returned (Server.drain)
 			p.closeAll()
 			return
 		}
@@ -119,9 +123,11 @@ func (p *processor) register(nc net.Conn) {
 	p.ls.conns.Add(1)
 	p.srv.mu.Unlock()
 	if p.ls.proxy.required() {
-		p.mu.Lock()
-		p.pending[nc] = struct{}{}
-		p.mu.Unlock()
+		if !p.addPending(nc) {
+			p.srv.discard(p.ls, nc)
+			p.connDone()
+			return
+		}
 		go p.serveProxied(nc, time.Now()) // which calls connDone when the connection ends
 		return
 	}
@@ -139,6 +145,20 @@ func (p *processor) register(nc net.Conn) {
 func (p *processor) connDone() {
 	p.ls.conns.Done()
 	p.srv.conns.Done()
+}
+
+// addPending makes nc, a socket of a PROXY listener, pending, unless the
+// server or the listener began draining since register checked: drain
+// takes processor.mu after the flag is set, so it either closes nc or
+// addPending sees the flag (as add does for connections).
+func (p *processor) addPending(nc net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.srv.draining.Load() || p.ls.draining.Load() {
+		return false
+	}
+	p.pending[nc] = struct{}{}
+	return true
 }
 
 // newInfo gives a connection of the processor's its next index and
