@@ -63,46 +63,69 @@ func (c config) boolean(name protocolmap.ListenerName, key string) (bool, string
 //
 //   - next must serve a certificate: Certificates, GetCertificate or
 //     GetConfigForClient (a listener's key store cannot be removed);
-//   - unless s.AllowDNChanges, next's certificate must have the subject
-//     DN of current's, compared as Kafka compares them (the same encoded
-//     name, or RFC 2253 forms equal without regard to case);
-//   - unless s.AllowSANChanges, next's certificate must hold every subject
-//     alternative name of current's (DNS names, IP addresses, URIs and
-//     e-mail addresses, the names Go's x509 package reads): names may be
-//     added, none dropped.
+//   - unless s.AllowDNChanges, each of next's certificates must have the
+//     subject DN of current's in the same place, compared as Kafka
+//     compares them (the same encoded name, or RFC 2253 forms equal
+//     without regard to case);
+//   - unless s.AllowSANChanges, each of next's certificates must hold
+//     every subject alternative name of current's in the same place (DNS
+//     names, IP addresses, URIs and e-mail addresses, the names Go's x509
+//     package reads): names may be added, none dropped;
+//   - unless both are allowed, next must have as many certificates as
+//     current.
 //
-// The certificates compared are the configurations' default ones, the
-// first of Certificates; a configuration that serves its certificate only
-// through GetCertificate or GetConfigForClient is not compared (its host
-// checks what it serves). The error is a [*protocolmap.ConfigError] for
-// the allow key that would permit the change, in the form that set it
+// The certificates compared are the configurations' Certificates, in
+// order, as Kafka compares a key store's entries: the default first, then
+// those of the server names (kafkanet.ssl.server.names, in its order, or
+// [WithServerNameCertificates]'s), so that a name's certificate is held to
+// the same rules as the default; adding or removing a server name changes
+// the count. A configuration that serves its certificates only through
+// GetCertificate or GetConfigForClient is not compared (its host checks
+// what it serves). The error is a [*protocolmap.ConfigError] for the
+// allow key that would permit the change, in the form that set it
 // (listener-prefixed or not; un-prefixed when unset), wrapping
 // [ErrCertificateChange].
 func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 	if next == nil || len(next.Certificates) == 0 && next.GetCertificate == nil && next.GetConfigForClient == nil {
 		return fmt.Errorf("%w: the new TLS configuration serves no certificate (Certificates, GetCertificate and GetConfigForClient are unset)", ErrTLSConfig)
 	}
-	if current == nil {
+	if current == nil || len(current.Certificates) == 0 || len(next.Certificates) == 0 || s.AllowDNChanges && s.AllowSANChanges {
 		return nil
 	}
-	old, err := defaultCertificate(current)
-	if err != nil || old == nil {
-		return err
+	dnKey, sanKey := keyOr(s.allowDNKey, KeySSLAllowDNChanges), keyOr(s.allowSANKey, KeySSLAllowSANChanges)
+	if len(next.Certificates) != len(current.Certificates) {
+		key := dnKey
+		if s.AllowDNChanges {
+			key = sanKey
+		}
+		return &protocolmap.ConfigError{Key: key, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+			"the new configuration has %d certificates where the current one has %d: the change is refused, as Kafka refuses a key store with another number of entries; allow it with %s=true and %s=true",
+			len(next.Certificates), len(current.Certificates), dnKey, sanKey)}
 	}
-	cert, err := defaultCertificate(next)
-	if err != nil || cert == nil {
-		return err
-	}
-	if !s.AllowDNChanges && !sameSubject(old, cert) {
-		return &protocolmap.ConfigError{Key: keyOr(s.allowDNKey, KeySSLAllowDNChanges), Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
-			"the new certificate's subject DN %s differs from the current one's, %s: the change is refused, as Kafka refuses it; allow it with %s=true",
-			SubjectDN(cert), SubjectDN(old), keyOr(s.allowDNKey, KeySSLAllowDNChanges))}
-	}
-	if !s.AllowSANChanges {
-		if dropped := droppedNames(old, cert); len(dropped) > 0 {
-			return &protocolmap.ConfigError{Key: keyOr(s.allowSANKey, KeySSLAllowSANChanges), Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
-				"the new certificate (subject %s) lacks the subject alternative names %s of the current one: the change is refused, as Kafka refuses it; allow it with %s=true",
-				SubjectDN(cert), strings.Join(dropped, ", "), keyOr(s.allowSANKey, KeySSLAllowSANChanges))}
+	for i := range current.Certificates {
+		old, err := leafAt(current, i)
+		if err != nil {
+			return err
+		}
+		cert, err := leafAt(next, i)
+		if err != nil {
+			return err
+		}
+		which := "certificate"
+		if i > 0 {
+			which = fmt.Sprintf("server-name certificate %d", i)
+		}
+		if !s.AllowDNChanges && !sameSubject(old, cert) {
+			return &protocolmap.ConfigError{Key: dnKey, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+				"the new %s's subject DN %s differs from the current one's, %s: the change is refused, as Kafka refuses it; allow it with %s=true",
+				which, SubjectDN(cert), SubjectDN(old), dnKey)}
+		}
+		if !s.AllowSANChanges {
+			if dropped := droppedNames(old, cert); len(dropped) > 0 {
+				return &protocolmap.ConfigError{Key: sanKey, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+					"the new %s (subject %s) lacks the subject alternative names %s of the current one: the change is refused, as Kafka refuses it; allow it with %s=true",
+					which, SubjectDN(cert), strings.Join(dropped, ", "), sanKey)}
+			}
 		}
 	}
 	return nil
@@ -115,22 +138,18 @@ func keyOr(key, def string) string {
 	return key
 }
 
-// defaultCertificate returns the leaf of cfg's first certificate, nil if
-// it has none.
-func defaultCertificate(cfg *tls.Config) (*x509.Certificate, error) {
-	if len(cfg.Certificates) == 0 {
-		return nil, nil
-	}
-	c := cfg.Certificates[0]
+// leafAt returns the leaf of cfg's certificate i.
+func leafAt(cfg *tls.Config, i int) (*x509.Certificate, error) {
+	c := cfg.Certificates[i]
 	if c.Leaf != nil {
 		return c.Leaf, nil
 	}
 	if len(c.Certificate) == 0 {
-		return nil, fmt.Errorf("%w: the TLS configuration's first certificate is empty", ErrTLSConfig)
+		return nil, fmt.Errorf("%w: the TLS configuration's certificate %d is empty", ErrTLSConfig, i+1)
 	}
 	leaf, err := x509.ParseCertificate(c.Certificate[0])
 	if err != nil {
-		return nil, fmt.Errorf("%w: the TLS configuration's first certificate does not parse: %w", ErrTLSConfig, err)
+		return nil, fmt.Errorf("%w: the TLS configuration's certificate %d does not parse: %w", ErrTLSConfig, i+1, err)
 	}
 	return leaf, nil
 }

@@ -137,6 +137,71 @@ func TestCheckCertificateChange(t *testing.T) {
 	})
 }
 
+// A server name's certificate is held to the same rules as the default,
+// each compared with the one in its place, as Kafka compares a key store's
+// entries; adding or removing a server name changes the number of
+// certificates, which only both allow keys permit.
+func TestCheckCertificateChangeServerNames(t *testing.T) {
+	f := testFixture(t)
+	def := leafSpec{subject: pkix.Name{CommonName: "broker-1"}, dns: []string{"broker-1.example.com"}}
+	tenantA := leafSpec{subject: pkix.Name{CommonName: "a.example.com"}, dns: []string{"a.example.com", "*.a.example.com"}}
+	tenantB := leafSpec{subject: pkix.Name{CommonName: "b.example.com"}, dns: []string{"b.example.com"}}
+	config := func(a, b *leafSpec) *tls.Config {
+		var named []security.ServerNameCertificate
+		if a != nil {
+			named = append(named, security.ServerNameCertificate{Names: []string{"a.example.com"}, Certificate: issueLeaf(t, f, *a).tlsCertificate()})
+		}
+		if b != nil {
+			named = append(named, security.ServerNameCertificate{Names: []string{"b.example.com"}, Certificate: issueLeaf(t, f, *b).tlsCertificate()})
+		}
+		cfg, err := security.WithServerNameCertificates(&tls.Config{Certificates: []tls.Certificate{issueLeaf(t, f, def).tlsCertificate()}}, named...)
+		require.NoError(t, err)
+		return cfg
+	}
+	anotherDN := tenantB
+	anotherDN.subject = pkix.Name{CommonName: "b.example.com", Organization: []string{"Other"}}
+	fewerNames := tenantA
+	fewerNames.dns = []string{"a.example.com"}
+	current := config(&tenantA, &tenantB)
+	tests := []struct {
+		name     string
+		settings security.Settings
+		next     *tls.Config
+		errKey   string // "" when the change is allowed
+		errText  string
+	}{
+		{name: "every certificate renewed", next: config(&tenantA, &tenantB)},
+		{name: "a name's certificate with another DN", next: config(&tenantA, &anotherDN),
+			errKey: "ssl.allow.dn.changes", errText: "the new server-name certificate 2's subject DN CN=b.example.com,O=Other differs from the current one's, CN=b.example.com"},
+		{name: "a name's certificate with another DN, allowed", settings: security.Settings{AllowDNChanges: true}, next: config(&tenantA, &anotherDN)},
+		{name: "a name's certificate without a name", next: config(&fewerNames, &tenantB),
+			errKey: "ssl.allow.san.changes", errText: "the new server-name certificate 1 (subject CN=a.example.com) lacks the subject alternative names DNS:*.a.example.com"},
+		{name: "a name's certificate without a name, allowed", settings: security.Settings{AllowSANChanges: true}, next: config(&fewerNames, &tenantB)},
+		{name: "a server name removed", next: config(&tenantA, nil),
+			errKey: "ssl.allow.dn.changes", errText: "the new configuration has 2 certificates where the current one has 3"},
+		{name: "a server name removed, only DN changes allowed", settings: security.Settings{AllowDNChanges: true}, next: config(&tenantA, nil),
+			errKey: "ssl.allow.san.changes"},
+		{name: "a server name removed, both allowed", settings: security.Settings{AllowDNChanges: true, AllowSANChanges: true}, next: config(&tenantA, nil)},
+		{name: "no server name any more", next: config(nil, nil), errKey: "ssl.allow.dn.changes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.settings.CheckCertificateChange(current, tt.next)
+			if tt.errKey == "" {
+				require.NoError(t, err)
+				return
+			}
+			requireConfigError(t, err, tt.errKey, security.ErrCertificateChange)
+			assert.Contains(t, err.Error(), tt.errText)
+			assert.Contains(t, err.Error(), tt.errKey+"=true", "the error says how to allow it")
+		})
+	}
+	t.Run("a server name added", func(t *testing.T) {
+		err := security.Settings{}.CheckCertificateChange(config(&tenantA, nil), current)
+		requireConfigError(t, err, "ssl.allow.dn.changes", security.ErrCertificateChange)
+	})
+}
+
 // ForListener reads ssl.allow.dn.changes and ssl.allow.san.changes for TLS
 // listeners, prefixed or not, as Kafka's BOOLEAN; the error of a refused
 // change names the key in the form that set it.

@@ -2,6 +2,7 @@ package socketserver_test
 
 import (
 	"crypto/tls"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -129,4 +131,73 @@ func TestServerNames(t *testing.T) {
 	assert.Equal(t, map[string]string{ids["a.example.com"]: "a.example.com", ids["broker-1.b.example.com"]: "broker-1.b.example.com",
 		ids["c.example.com"]: "c.example.com"}, list(strp("*.example.com")))
 	assert.Equal(t, map[string]string{ids[""]: ""}, list(strp("")), "the connections without a name")
+}
+
+// A reload holds a server name's certificate to Kafka's rules as it holds
+// the default: renewed (same subject and names) it is taken; with another
+// subject DN it is refused until ssl.allow.dn.changes allows it, and the
+// certificate in force stays; a server name added needs both allow keys.
+func TestReloadTLSServerNames(t *testing.T) {
+	def := socketservertest.NewServerCert(t, "127.0.0.1")
+	a := socketservertest.NewServerCert(t, "a.example.com")
+	props := listener.Properties{
+		"listeners":                                   "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
+		"listener.security.protocol.map":              "SSL:SSL,PLAIN:PLAINTEXT",
+		"inter.broker.listener.name":                  "PLAIN",
+		"ssl.keystore.type":                           "PEM",
+		"ssl.keystore.location":                       def.KeyStoreFile,
+		"listener.name.ssl.kafkanet.ssl.server.names": "a.example.com",
+		"listener.name.ssl.kafkanet.ssl.server.name.a.example.com.ssl.keystore.location": a.KeyStoreFile,
+	}
+	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
+	reload := func(p listener.Properties) error {
+		t.Helper()
+		cfg, err := socketserver.ConfigFromProperties(p)
+		require.NoError(t, err)
+		return srv.ReloadTLSFrom(cfg)
+	}
+	// served reports the subject of the certificate a client asking for
+	// a.example.com and trusting only cert's CA is given (a handshake
+	// with another CA's fails).
+	served := func(cert *socketservertest.ServerCert) string {
+		t.Helper()
+		c := dialTLS(t, srv, "SSL", &tls.Config{ServerName: "a.example.com", RootCAs: cert.Roots})
+		return c.c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	// rotate writes next's key store where a's is read.
+	rotate := func(next *socketservertest.ServerCert) {
+		t.Helper()
+		data, err := os.ReadFile(next.KeyStoreFile)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(a.KeyStoreFile, data, 0o600))
+	}
+
+	renewed := socketservertest.NewServerCert(t, "a.example.com")
+	rotate(renewed)
+	require.NoError(t, reload(props))
+	assert.Equal(t, "a.example.com", served(renewed))
+
+	rotate(socketservertest.NewServerCert(t, "tenant-a", "a.example.com"))
+	err := reload(props)
+	requireConfigError(t, err, "ssl.allow.dn.changes", security.ErrCertificateChange)
+	assert.ErrorContains(t, err, "server-name certificate 1's subject DN CN=tenant-a")
+	assert.Equal(t, "a.example.com", served(renewed), "the certificate in force stays")
+
+	allowDN := merge(props, listener.Properties{"listener.name.ssl.ssl.allow.dn.changes": "true"})
+	moved := socketservertest.NewServerCert(t, "tenant-a", "a.example.com")
+	rotate(moved)
+	require.NoError(t, reload(allowDN))
+	assert.Equal(t, "tenant-a", served(moved))
+
+	b := socketservertest.NewServerCert(t, "b.example.com")
+	withB := merge(allowDN, listener.Properties{
+		"listener.name.ssl.kafkanet.ssl.server.names":                                    "a.example.com,b.example.com",
+		"listener.name.ssl.kafkanet.ssl.server.name.b.example.com.ssl.keystore.location": b.KeyStoreFile,
+	})
+	err = reload(withB)
+	requireConfigError(t, err, "ssl.allow.san.changes", security.ErrCertificateChange)
+	assert.ErrorContains(t, err, "the new configuration has 3 certificates where the current one has 2")
+	require.NoError(t, reload(merge(withB, listener.Properties{"listener.name.ssl.ssl.allow.san.changes": "true"})))
+	c := dialTLS(t, srv, "SSL", &tls.Config{ServerName: "b.example.com", RootCAs: b.Roots})
+	assert.Equal(t, "b.example.com", c.c.ConnectionState().PeerCertificates[0].Subject.CommonName)
 }
