@@ -199,6 +199,56 @@ func TestProxyRefused(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "%s", dump(collect(t, reader)))
 }
 
+// Each certificate a TLS listener serves has its expiry observed, the
+// default at index 0 and a server name's after it, read at each
+// collection: a reload shows at the next. A listener without TLS has none.
+func TestCertificateNotAfter(t *testing.T) {
+	pki := socketservertest.NewPKI(t)
+	a := socketservertest.NewServerCert(t, "a.example.com")
+	props := listener.Properties{
+		"listeners":                                   "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
+		"listener.security.protocol.map":              "SSL:SSL,PLAIN:PLAINTEXT",
+		"inter.broker.listener.name":                  "PLAIN",
+		"ssl.keystore.type":                           "PEM",
+		"ssl.keystore.location":                       pki.ServerFile,
+		"listener.name.ssl.kafkanet.ssl.server.names": "a.example.com",
+		"listener.name.ssl.kafkanet.ssl.server.name.a.example.com.ssl.keystore.location": a.KeyStoreFile,
+	}
+	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
+	}, answerMetadata)
+	m, reader := newMetrics(t)
+	reg, err := m.ObserveStats(srv)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
+	const name = "kafka.server.tls.certificate.not_after"
+	series := func() map[string]float64 {
+		out := map[string]float64{}
+		for s, v := range collect(t, reader) {
+			if strings.HasPrefix(s, name+"{") {
+				out[s] = v
+			}
+		}
+		return out
+	}
+	defaultSeries := name + `{kafka.listener=SSL,kafka.tls.certificate.index=0,tls.server.subject=CN=localhost}`
+	nameSeries := name + `{kafka.listener=SSL,kafka.tls.certificate.index=1,tls.server.subject=CN=a.example.com}`
+	before := series()
+	require.Len(t, before, 2, "%v", before)
+	assert.InDelta(t, float64(time.Now().Add(24*time.Hour).Unix()), before[defaultSeries], float64(5*time.Minute/time.Second), "NewPKI's server certificate is valid for a day")
+	assert.Equal(t, float64(a.Leaf.NotAfter.Unix()), before[nameSeries])
+
+	rotated, err := pki.RotateServer("", 90*24*time.Hour)
+	require.NoError(t, err)
+	cfg, err := socketserver.ConfigFromProperties(props)
+	require.NoError(t, err)
+	require.NoError(t, srv.ReloadTLSFrom(cfg))
+	assert.Equal(t, map[string]float64{
+		defaultSeries: float64(rotated.NotAfter.Unix()),
+		nameSeries:    float64(a.Leaf.NotAfter.Unix()),
+	}, series())
+}
+
 // newMetrics returns Metrics on a meter provider read by the returned
 // reader; the provider shuts down when the test ends.
 func newMetrics(t *testing.T) (*knotel.Metrics, *sdkmetric.ManualReader) {
@@ -237,6 +287,10 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64 {
 			case metricdata.Sum[float64]:
 				for _, p := range data.DataPoints {
 					out[series(m.Name, p.Attributes)] = p.Value
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range data.DataPoints {
+					out[series(m.Name, p.Attributes)] = float64(p.Value)
 				}
 			case metricdata.Histogram[int64]:
 				for _, p := range data.DataPoints {

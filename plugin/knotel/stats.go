@@ -2,13 +2,20 @@ package knotel
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+var (
+	keyCertificateIndex = attribute.Key("kafka.tls.certificate.index")
+	keyTLSSubject       = attribute.Key("tls.server.subject") // OpenTelemetry's semantic conventions
 )
 
 // ObserveStats adds srv's gauges and running totals, read from
@@ -28,7 +35,15 @@ import (
 //   - kafka.server.request.memory.used and .limit, and
 //     kafka.server.request.memory.depleted.time, per kafka.plane, with
 //     queued.max.request.bytes set (MemoryPoolUsed, the pool's size, and
-//     MemoryPoolDepletedTimeTotal).
+//     MemoryPoolDepletedTimeTotal);
+//   - kafka.server.tls.certificate.not_after: when each certificate a TLS
+//     listener serves new connections expires, in seconds since the Unix
+//     epoch, per kafka.listener, kafka.tls.certificate.index (0 is the
+//     listener's default certificate, the others its server names', in
+//     the order of kafkanet.ssl.server.names) and tls.server.subject, read
+//     from [socketserver.Server.TLSConfig], so a reload shows at the next
+//     collection: an alert can fire before a certificate expires (Kafka
+//     has no such metric).
 //
 // Unregister the returned registration when srv is gone; a host with
 // several servers calls ObserveStats for each, and their series add up
@@ -50,7 +65,9 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		metric.WithUnit("s"), metric.WithDescription("Time the request memory pool has been spent, so that connections waited to read (Kafka's MemoryPoolDepletedTimeTotal)."))
 	proxyPending, err8 := m.meter.Int64ObservableUpDownCounter("kafka.server.proxy_protocol.pending",
 		metric.WithUnit("{connection}"), metric.WithDescription("Accepted sockets of a listener that requires the PROXY protocol waiting for their header: counted against max.connections, not yet connections."))
-	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
+	notAfter, err9 := m.meter.Int64ObservableGauge("kafka.server.tls.certificate.not_after",
+		metric.WithUnit("s"), metric.WithDescription("When a certificate a TLS listener serves new connections expires (its NotAfter, in seconds since the Unix epoch)."))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9); err != nil {
 		return nil, err
 	}
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -68,6 +85,22 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		for l, n := range st.PendingProxyHeaders {
 			o.ObserveInt64(proxyPending, int64(n), metric.WithAttributes(keyListener.String(string(l))))
 		}
+		for _, l := range srv.Listeners().Listeners {
+			cfg := srv.TLSConfig(l.Name)
+			if cfg == nil {
+				continue
+			}
+			for i, cert := range cfg.Certificates {
+				leaf := cert.Leaf
+				if leaf == nil && len(cert.Certificate) > 0 {
+					leaf, _ = x509.ParseCertificate(cert.Certificate[0]) // a certificate that does not parse is not observed
+				}
+				if leaf != nil {
+					o.ObserveInt64(notAfter, leaf.NotAfter.Unix(), metric.WithAttributes(keyListener.String(string(l.Name)),
+						keyCertificateIndex.Int(i), keyTLSSubject.String(security.SubjectDN(leaf))))
+				}
+			}
+		}
 		for plane, mem := range st.RequestMemory {
 			attrs := metric.WithAttributeSet(attribute.NewSet(keyPlane.String(plane.String())))
 			o.ObserveInt64(memUsed, mem.Used, attrs)
@@ -75,5 +108,5 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 			o.ObserveFloat64(memDepleted, mem.Depleted.Seconds(), attrs)
 		}
 		return nil
-	}, connections, queue, busy, parked, proxyPending, memUsed, memLimit, memDepleted)
+	}, connections, queue, busy, parked, proxyPending, memUsed, memLimit, memDepleted, notAfter)
 }

@@ -14,8 +14,12 @@
 //     nothing on a request's path beyond those calls.
 //   - [Stats] reports the gauges (open connections, request queue sizes,
 //     processor busy time and idle ratio, parked connections, the request
-//     memory pool), read from [socketserver.Server.Stats] when Prometheus
-//     collects, so they cost nothing between scrapes.
+//     memory pool, sockets waiting for a PROXY header), read from
+//     [socketserver.Server.Stats] when Prometheus collects, so they cost
+//     nothing between scrapes, and when each certificate a TLS listener
+//     serves expires, for an alert before it does
+//     (kafkanet_tls_certificate_not_after_timestamp_seconds; Kafka has no
+//     such metric).
 //
 // A host with several servers in one process labels each one's metrics,
 // as the example broker does with Kafka's node_id:

@@ -247,3 +247,51 @@ func TestProxyRefused(t *testing.T) {
 		return true
 	}, 10*time.Second, 10*time.Millisecond, "%s", dump(gather(t, reg)))
 }
+
+// Each certificate a TLS listener serves has its expiry as a series, the
+// default at index 0 and a server name's after it, read at each
+// collection: a reload shows at the next. A listener without TLS has none.
+func TestCertificateNotAfter(t *testing.T) {
+	pki := socketservertest.NewPKI(t)
+	a := socketservertest.NewServerCert(t, "a.example.com")
+	props := listener.Properties{
+		"listeners":                                   "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
+		"listener.security.protocol.map":              "SSL:SSL,PLAIN:PLAINTEXT",
+		"inter.broker.listener.name":                  "PLAIN",
+		"ssl.keystore.type":                           "PEM",
+		"ssl.keystore.location":                       pki.ServerFile,
+		"listener.name.ssl.kafkanet.ssl.server.names": "a.example.com",
+		"listener.name.ssl.kafkanet.ssl.server.name.a.example.com.ssl.keystore.location": a.KeyStoreFile,
+	}
+	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
+	}, answerMetadata)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(knprom.NewStats(srv)))
+	const name = "kafkanet_tls_certificate_not_after_timestamp_seconds"
+	series := func() map[string]float64 {
+		out := map[string]float64{}
+		for s, v := range gather(t, reg) {
+			if strings.HasPrefix(s, name) {
+				out[s] = v
+			}
+		}
+		return out
+	}
+	defaultSeries := name + `{index="0",listener="SSL",subject="CN=localhost"}`
+	nameSeries := name + `{index="1",listener="SSL",subject="CN=a.example.com"}`
+	before := series()
+	require.Len(t, before, 2, "%v", before)
+	assert.InDelta(t, float64(time.Now().Add(24*time.Hour).Unix()), before[defaultSeries], float64(5*time.Minute/time.Second), "NewPKI's server certificate is valid for a day")
+	assert.Equal(t, float64(a.Leaf.NotAfter.Unix()), before[nameSeries])
+
+	rotated, err := pki.RotateServer("", 90*24*time.Hour)
+	require.NoError(t, err)
+	cfg, err := socketserver.ConfigFromProperties(props)
+	require.NoError(t, err)
+	require.NoError(t, srv.ReloadTLSFrom(cfg))
+	assert.Equal(t, map[string]float64{
+		defaultSeries: float64(rotated.NotAfter.Unix()),
+		nameSeries:    float64(a.Leaf.NotAfter.Unix()),
+	}, series())
+}

@@ -1,11 +1,13 @@
 package knprom
 
 import (
+	"crypto/x509"
 	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -44,6 +46,9 @@ var (
 		"Bytes of requests read and not yet answered, against queued.max.request.bytes (MemoryPoolUsed).", []string{"plane"}, nil)
 	memoryPoolAvailableDesc = prometheus.NewDesc("kafka_network_socket_server_memory_pool_available_bytes",
 		"Bytes of queued.max.request.bytes not in use (MemoryPoolAvailable); 0 when the pool is overdrawn by one request.", []string{"plane"}, nil)
+	certificateNotAfterDesc = prometheus.NewDesc("kafkanet_tls_certificate_not_after_timestamp_seconds",
+		"When a certificate a TLS listener serves new connections expires (its NotAfter, in seconds since the Unix epoch); index 0 is the listener's default certificate, the others its server names' (kafkanet.ssl.server.names, in order).",
+		[]string{"listener", "index", "subject"}, nil)
 	memoryPoolDepletedDesc = prometheus.NewDesc("kafka_server_socket_server_metrics_memory_pool_depleted_seconds_total",
 		"Time the request memory pool has been spent, so that connections waited to read (MemoryPoolDepletedTimeTotal).", []string{"plane"}, nil)
 )
@@ -51,14 +56,16 @@ var (
 // Describe implements [prometheus.Collector].
 func (*Stats) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{connectionCountDesc, requestQueueSizeDesc, processorBusyDesc,
-		processorIdleRatioDesc, parkedConnectionsDesc, proxyPendingDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
+		processorIdleRatioDesc, parkedConnectionsDesc, proxyPendingDesc, certificateNotAfterDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
 		ch <- d
 	}
 }
 
 // Collect implements [prometheus.Collector]. The request memory pool's
-// series exist only for a server with queued.max.request.bytes set, and
-// the PROXY protocol's for the listeners that require it.
+// series exist only for a server with queued.max.request.bytes set, the
+// PROXY protocol's for the listeners that require it, and the
+// certificates' for the TLS listeners ([socketserver.Server.TLSConfig]:
+// the certificates in force after the last reload).
 func (c *Stats) Collect(ch chan<- prometheus.Metric) {
 	st := c.srv.Stats()
 	c.mu.Lock()
@@ -80,6 +87,22 @@ func (c *Stats) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(parkedConnectionsDesc, prometheus.GaugeValue, float64(st.ParkedConnections))
 	for l, n := range st.PendingProxyHeaders {
 		ch <- prometheus.MustNewConstMetric(proxyPendingDesc, prometheus.GaugeValue, float64(n), string(l))
+	}
+	for _, l := range c.srv.Listeners().Listeners {
+		cfg := c.srv.TLSConfig(l.Name)
+		if cfg == nil {
+			continue
+		}
+		for i, cert := range cfg.Certificates {
+			leaf := cert.Leaf
+			if leaf == nil && len(cert.Certificate) > 0 {
+				leaf, _ = x509.ParseCertificate(cert.Certificate[0]) // a certificate that does not parse has no series
+			}
+			if leaf != nil {
+				ch <- prometheus.MustNewConstMetric(certificateNotAfterDesc, prometheus.GaugeValue, float64(leaf.NotAfter.Unix()),
+					string(l.Name), strconv.Itoa(i), security.SubjectDN(leaf))
+			}
+		}
 	}
 	for plane, mem := range st.RequestMemory {
 		ch <- prometheus.MustNewConstMetric(memoryPoolUsedDesc, prometheus.GaugeValue, float64(mem.Used), plane.String())
