@@ -58,16 +58,9 @@ func TestServerNames(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
 	b := socketservertest.NewServerCert(t, "*.b.example.com")
-	props := listener.Properties{
-		"listeners":                                   "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
-		"listener.security.protocol.map":              "SSL:SSL,PLAIN:PLAINTEXT",
-		"inter.broker.listener.name":                  "PLAIN",
-		"ssl.keystore.type":                           "PEM",
-		"ssl.keystore.location":                       def.KeyStoreFile,
-		"listener.name.ssl.kafkanet.ssl.server.names": "a.example.com,*.b.example.com",
-		"listener.name.ssl.kafkanet.ssl.server.name.a.example.com.ssl.keystore.location":   a.KeyStoreFile,
-		"listener.name.ssl.kafkanet.ssl.server.name.*.b.example.com.ssl.keystore.location": b.KeyStoreFile,
-	}
+	props := socketservertest.ServerNameListeners(def.KeyStoreFile,
+		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		socketservertest.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile})
 	hook := &serverNameHook{authenticated: map[string]string{}, logged: map[string]string{}}
 	seen := make(chan *socketserver.Request, 1)
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
@@ -140,15 +133,8 @@ func TestServerNames(t *testing.T) {
 func TestReloadTLSServerNames(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := listener.Properties{
-		"listeners":                                   "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
-		"listener.security.protocol.map":              "SSL:SSL,PLAIN:PLAINTEXT",
-		"inter.broker.listener.name":                  "PLAIN",
-		"ssl.keystore.type":                           "PEM",
-		"ssl.keystore.location":                       def.KeyStoreFile,
-		"listener.name.ssl.kafkanet.ssl.server.names": "a.example.com",
-		"listener.name.ssl.kafkanet.ssl.server.name.a.example.com.ssl.keystore.location": a.KeyStoreFile,
-	}
+	props := socketservertest.ServerNameListeners(def.KeyStoreFile,
+		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
 	reload := func(p listener.Properties) error {
 		t.Helper()
@@ -190,10 +176,9 @@ func TestReloadTLSServerNames(t *testing.T) {
 	assert.Equal(t, "tenant-a", served(moved))
 
 	b := socketservertest.NewServerCert(t, "b.example.com")
-	withB := merge(allowDN, listener.Properties{
-		"listener.name.ssl.kafkanet.ssl.server.names":                                    "a.example.com,b.example.com",
-		"listener.name.ssl.kafkanet.ssl.server.name.b.example.com.ssl.keystore.location": b.KeyStoreFile,
-	})
+	withB := merge(allowDN, socketservertest.ServerNameListeners(def.KeyStoreFile,
+		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		socketservertest.ServerNameKeyStore{Name: "b.example.com", KeyStoreFile: b.KeyStoreFile}))
 	err = reload(withB)
 	requireConfigError(t, err, "ssl.allow.san.changes", security.ErrCertificateChange)
 	assert.ErrorContains(t, err, "the new configuration has 3 certificates where the current one has 2")

@@ -254,15 +254,8 @@ func TestProxyRefused(t *testing.T) {
 func TestCertificateNotAfter(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := listener.Properties{
-		"listeners":                                   "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
-		"listener.security.protocol.map":              "SSL:SSL,PLAIN:PLAINTEXT",
-		"inter.broker.listener.name":                  "PLAIN",
-		"ssl.keystore.type":                           "PEM",
-		"ssl.keystore.location":                       pki.ServerFile,
-		"listener.name.ssl.kafkanet.ssl.server.names": "a.example.com",
-		"listener.name.ssl.kafkanet.ssl.server.name.a.example.com.ssl.keystore.location": a.KeyStoreFile,
-	}
+	props := socketservertest.ServerNameListeners(pki.ServerFile,
+		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 	}, answerMetadata)

@@ -1,6 +1,8 @@
 package socketservertest_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"testing"
 	"time"
@@ -71,4 +73,36 @@ func TestProxyProtocolHelpers(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "both connections listed as refused")
 	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
 	require.Eventually(t, func() bool { return srv.Stats().PendingProxyHeaders["LOOPBACK"] == 1 }, 10*time.Second, 5*time.Millisecond)
+}
+
+// ServerNameListeners's SSL listener serves each named key store to the
+// clients asking for its name, in the order given, and the default to the
+// others.
+func TestServerNameListeners(t *testing.T) {
+	def := socketservertest.NewServerCert(t, "127.0.0.1")
+	a := socketservertest.NewServerCert(t, "a.example.com")
+	b := socketservertest.NewServerCert(t, "*.b.example.com")
+	srv := socketservertest.NewServer(t, socketservertest.ServerNameListeners(def.KeyStoreFile,
+		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		socketservertest.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile}), metadataAPIs,
+		socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.CloseConnection() }))
+	for _, tc := range []struct {
+		ask  string
+		cert *socketservertest.ServerCert
+	}{{"a.example.com", a}, {"broker-1.b.example.com", b}, {"", def}} {
+		c := tls.Client(socketservertest.Dial(t, srv, "SSL"), &tls.Config{ServerName: tc.ask, RootCAs: tc.cert.Roots, InsecureSkipVerify: tc.ask == ""})
+		require.NoError(t, c.Handshake(), "asking for %q", tc.ask)
+		require.Equal(t, tc.cert.Leaf.Raw, c.ConnectionState().PeerCertificates[0].Raw, "asking for %q", tc.ask)
+	}
+	require.Equal(t, []string{"CN=127.0.0.1", "CN=a.example.com", "CN=*.b.example.com"}, subjects(srv.TLSConfig("SSL")), "in the order given")
+	require.Nil(t, srv.TLSConfig("PLAIN"))
+}
+
+func subjects(cfg *tls.Config) []string {
+	var out []string
+	for _, c := range cfg.Certificates {
+		leaf, _ := x509.ParseCertificate(c.Certificate[0])
+		out = append(out, leaf.Subject.String())
+	}
+	return out
 }
