@@ -111,7 +111,10 @@ func (a *API) enabled() bool { return a.New != nil || a.Raw }
 // Server.Serve's workers. It suits requests a host answers at once, from memory
 // (Metadata, ApiVersions taken over, a proxy's forwarding); requests that
 // wait for something else (a long-poll Fetch, a group join) can still be
-// answered later from another goroutine.
+// answered later from another goroutine. An inline handler runs on a
+// goroutine the server waits for, as a hook does (see [Hook]): Close and
+// Shutdown, and the removal of its own listener, are called from a
+// goroutine of its own.
 func Inline(h Handler, apis ...API) []API {
 	out := make([]API, len(apis))
 	for i, a := range apis {

@@ -24,7 +24,11 @@ import (
 // server's locks held: they must be safe for concurrent use and fast, since
 // the request hooks run on every request's path (a slow hook slows that
 // connection; hand slow work to a goroutine of your own). They may call the
-// server's methods. Names follow Kafka's socket-server and request metrics.
+// server's methods but Close and Shutdown, which wait for the goroutine a
+// hook runs on (call them from a goroutine of your own); RemoveListener
+// and SetListeners, called from a hook of a listener they remove, wait
+// for the hook's own connection or acceptor until their context ends.
+// Names follow Kafka's socket-server and request metrics.
 // Gauges (connection count, queue sizes, processor busy time) are read on
 // demand from [Server.Stats] instead.
 type Hook any

@@ -80,18 +80,22 @@ func (s *Server) AddListener(ctx context.Context, l listener.Listener, lc *Liste
 // closed, its processors stop, its SASL mechanisms that are a sasl.Service
 // are closed, and RemoveListener returns: nothing of the listener is left
 // running. If ctx ends first, its connections are closed at once and
-// RemoveListener returns ctx.Err() once they have ended. Before Start it
-// only leaves the configuration.
+// RemoveListener returns ctx.Err() without waiting for the rest, which
+// finishes meanwhile (Close waits for it). Before Start it only leaves the
+// configuration.
 //
 // The inter-broker and control-plane listeners are not removed, as in
 // Kafka (listener.ErrNotDynamic), nor an unknown one
 // (listener.ErrUnknownListener); the errors wrap *protocolmap.ConfigError
 // values naming the listener and the rule. After Shutdown or Close it
-// returns [ErrServerClosed]. Its name may be used again once RemoveListener
-// has returned ([ErrListenerRemoving] until then). The drain does not hold
-// up other listener changes, so a hook or handler may make them; but a
-// handler that removes the listener its own request came through waits
-// for that request, its own, until ctx ends.
+// returns [ErrServerClosed]. Its name may be used again once the removal
+// has finished ([ErrListenerRemoving] until then): when RemoveListener
+// returns nil, or soon after it returns ctx.Err(). The drain does not hold
+// up other listener changes, so a hook or handler may make them; but one
+// that runs on the listener removed (its acceptor's hooks, its
+// connections' hooks, an Inline handler of its requests) waits for
+// itself, until ctx ends: call RemoveListener from a goroutine of your own
+// there.
 func (s *Server) RemoveListener(ctx context.Context, name protocolmap.ListenerName) error {
 	s.change.Lock()
 	cur, err := s.current()
@@ -312,15 +316,55 @@ func (s *Server) join(ctx context.Context, ls *listenerState, set *listener.Set,
 // closed their sockets and set their draining flags), as Shutdown ends the
 // server: each connection finishes its request in flight and closes;
 // connections waiting for a request close now. When they have all ended
-// (or, if ctx ends first, once they have been closed at once and have
-// ended, when it returns ctx's error) their processors stop, their
-// services close and their names are free again.
+// their processors stop, their services close and their names are free
+// again (finishRemoval). If ctx ends first, drain closes their connections
+// at once and returns ctx's error without waiting for the rest, which
+// finishes on its own goroutine (counted in the server's workers, so Close
+// waits for it): the caller may be one of the goroutines it waits for, a
+// hook's or an Inline handler's on a removed listener.
 func (s *Server) drain(ctx context.Context, lss []*listenerState) error {
 	if len(lss) == 0 {
 		return nil
 	}
+	closeNow := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		s.finishRemoval(lss, closeNow)
+	}()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		close(closeNow)
+		return fmt.Errorf("socketserver: removing listeners: their connections were closed before they drained: %w", ctx.Err())
+	}
+}
+
+// finishRemoval waits for the acceptors of the removed listeners lss to
+// return, drains their connections and waits for them to end, closing
+// them at once when closeNow closes; then it stops their processors,
+// closes their services and frees their names.
+func (s *Server) finishRemoval(lss []*listenerState, closeNow <-chan struct{}) {
+	closed := false
+	closeAll := func() {
+		if closed {
+			return
+		}
+		closed = true
+		for _, ls := range lss {
+			for _, p := range ls.processors {
+				p.closeAll() // a connection registered after it sees the draining flag and closes
+			}
+		}
+	}
 	for _, ls := range lss {
-		<-ls.acceptDone // no connection reaches its processors any more
+		select {
+		case <-ls.acceptDone: // no connection reaches its processors any more
+		case <-closeNow:
+			closeAll()
+			<-ls.acceptDone
+		}
 		for _, p := range ls.processors {
 			p.drain()
 		}
@@ -332,16 +376,10 @@ func (s *Server) drain(ctx context.Context, lss []*listenerState) error {
 		}
 		close(idle)
 	}()
-	var err error
 	select {
 	case <-idle:
-	case <-ctx.Done():
-		err = fmt.Errorf("socketserver: removing listeners: their connections were closed before they drained: %w", ctx.Err())
-		for _, ls := range lss {
-			for _, p := range ls.processors {
-				p.closeAll()
-			}
-		}
+	case <-closeNow:
+		closeAll()
 		<-idle
 	}
 	for _, ls := range lss {
@@ -355,5 +393,4 @@ func (s *Server) drain(ctx context.Context, lss []*listenerState) error {
 		s.log.Info("listener removed", "listener", ls.cfg.Name)
 		s.workers.Done()
 	}
-	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -730,4 +731,99 @@ func TestAddAndRemoveProxyListener(t *testing.T) {
 	assert.Empty(t, byIP)
 	assert.NotContains(t, byListener, protocolmap.ListenerName("LB"))
 	base.RequireReturned(t)
+}
+
+// onListener runs f once, on the goroutine the hook it stands for runs
+// on, for the first connection of listener EXTRA: its acceptor's
+// (accepted) or its processor's (created).
+type onListener struct {
+	once atomic.Bool
+	f    func()
+}
+
+func (h *onListener) run(l protocolmap.ListenerName) {
+	if l == "EXTRA" && h.once.CompareAndSwap(false, true) {
+		h.f()
+	}
+}
+
+type onAccepted struct{ onListener }
+
+func (h *onAccepted) OnConnAccepted(l protocolmap.ListenerName) { h.run(l) }
+
+type onCreated struct{ onListener }
+
+func (h *onCreated) OnConnCreated(info connregistry.Info) { h.run(info.Listener) }
+
+// A hook or Inline handler of a listener that removes that listener waits
+// for itself, a goroutine the removal waits for, until its context ends:
+// RemoveListener then returns the context's error, the rest of the
+// removal finishes once the caller has returned, and the server still
+// closes. It used to wait for ever, and Close with it.
+func TestRemoveListenerFromItsOwnGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// configure makes remove run on a goroutine of EXTRA's.
+		configure func(c *socketserver.Config, remove func())
+	}{
+		{"acceptor's hook", func(c *socketserver.Config, remove func()) {
+			c.Hooks = append(c.Hooks, &onAccepted{onListener{f: remove}})
+		}},
+		{"processor's hook", func(c *socketserver.Config, remove func()) {
+			c.Hooks = append(c.Hooks, &onCreated{onListener{f: remove}})
+		}},
+		{"inline handler", func(c *socketserver.Config, remove func()) {
+			c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
+				if r.Conn.Listener == "EXTRA" {
+					remove()
+				}
+				_ = respondEmpty(r)
+			}), allAPIs()...)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := socketservertest.TakeGoroutineBaseline()
+			var srv atomic.Pointer[socketserver.Server]
+			removed := make(chan error, 1)
+			remove := func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				removed <- srv.Load().RemoveListener(ctx, "EXTRA")
+			}
+			s, stop, err := socketservertest.Start(listener.Properties{
+				"listeners":                      "PLAINTEXT://127.0.0.1:0,EXTRA://127.0.0.1:0",
+				"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+			}, func(c *socketserver.Config) {
+				withAPIs(c)
+				tc.configure(c, remove)
+			}, answerAll)
+			require.NoError(t, err)
+			srv.Store(s)
+			c := socketservertest.Dial(t, s, "EXTRA")
+			send(t, c, metadataReq(1), 1) // for the inline handler
+			select {
+			case err := <-removed:
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+			case <-time.After(10 * time.Second):
+				t.Fatal("RemoveListener, with a 300 ms context, has not returned after 10 s")
+			}
+			_, kept := s.Listeners().Listener("EXTRA")
+			assert.False(t, kept)
+			metadataRoundTrip(t, socketservertest.Dial(t, s, "PLAINTEXT"), 1, 1)
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+			if _, err := io.Copy(io.Discard, c); err != nil { // EOF, or a reset with the request unread
+				requireClosedErr(t, err)
+			}
+
+			closed := make(chan error, 1)
+			go func() { closed <- stop() }()
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("Close has not returned after 10 s")
+			}
+			base.RequireReturned(t)
+		})
+	}
 }

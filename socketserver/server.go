@@ -494,7 +494,9 @@ func (s *Server) handle(h Handler, r *Request) {
 // If ctx ends first, Shutdown closes the server at once (as Close) and
 // returns ctx.Err(). The host keeps [Server.Serve] running until it
 // returns ErrServerClosed (the channels have closed), so that requests in
-// flight are answered.
+// flight are answered. Shutdown, as Close, waits for the server's
+// goroutines: it must not be called from a hook, an Inline handler or
+// ConnContext, which run on them; call it from a goroutine of your own.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.isClosed() {
 		return ErrServerClosed
@@ -531,6 +533,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close stops the server at once: listeners and connections close, and
 // goroutines end. It waits for them and is safe to call more than once.
+// It must not be called from a hook, an Inline handler or ConnContext,
+// which run on the goroutines it waits for: call it from a goroutine of
+// your own.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -721,7 +726,8 @@ func (s *Server) configureSocket(nc net.Conn) {
 	}
 }
 
-// assign hands nc to a processor; false if the server quit meanwhile.
+// assign hands nc to a processor; false if the server quit, or the
+// listener began its removal, meanwhile.
 func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 	n := len(ls.processors)
 	for range n - 1 {
@@ -739,6 +745,8 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 	case p.newConns <- nc:
 		return true
 	case <-s.quit:
+		return false
+	case <-ls.drainStarted: // the listener is being removed
 		return false
 	}
 }

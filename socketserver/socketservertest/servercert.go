@@ -116,4 +116,3 @@ func ServerNameListeners(defaultKeyStore string, named ...ServerNameKeyStore) li
 	}
 	return props
 }
-
