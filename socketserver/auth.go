@@ -585,7 +585,8 @@ func (c *conn) refuse(err error) error {
 
 // failAuthentication waits connection.failed.authentication.delay.ms before
 // a failed authentication's response and close (KIP-306), so that a client
-// retrying bad credentials cannot hammer the server; Close cuts it short.
+// retrying bad credentials cannot hammer the server; Close, Shutdown and
+// the listener's removal cut it short.
 func (c *conn) failAuthentication() {
 	c.setReason(connregistry.AuthenticationFailed)
 	d := c.p.srv.cfg.FailedAuthenticationDelay
@@ -597,6 +598,8 @@ func (c *conn) failAuthentication() {
 	select {
 	case <-t.C:
 	case <-c.ctx.Done():
+	case <-c.p.srv.drainStarted:
+	case <-c.p.ls.drainStarted:
 	}
 }
 

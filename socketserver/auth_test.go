@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -1378,4 +1379,35 @@ func TestIllegalSASLState(t *testing.T) {
 		})
 	}
 	assert.Empty(t, seen, "a request reached the handler before authentication")
+}
+
+// Shutdown does not wait out connection.failed.authentication.delay.ms:
+// a connection delaying its failed authentication's answer gets it at
+// once, and closes.
+func TestShutdownCutsTheAuthenticationFailureDelayShort(t *testing.T) {
+	srv, stop, err := socketservertest.Start(saslProps(listener.Properties{
+		"connection.failed.authentication.delay.ms": "60000",
+	}), withUsers(newUsers(t)), echoMetadata)
+	require.NoError(t, err)
+	defer stop()
+	rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+	require.Equal(t, int16(0), rc.handshake(1, "PLAIN").ErrorCode)
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.Version = 1
+	req.SASLAuthBytes = plainToken("alice", "wrong")
+	rc.send(req)
+	waitFor(t, 10*time.Second, func() bool {
+		buf := make([]byte, 1<<20)
+		return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("socketserver.(*conn).failAuthentication"))
+	}, "the failed authentication is being delayed")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, srv.Shutdown(ctx))
+	assert.Less(t, time.Since(start), 5*time.Second, "Shutdown waited for the delay")
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	resp.Version = 1
+	readResponse(t, rc.c, resp, rc.corr)
+	assert.Equal(t, int16(58), resp.ErrorCode)
+	requireClosedNoResponse(t, rc.c)
 }

@@ -241,6 +241,12 @@ func (s *Server) changeListeners(ctx context.Context, next *listener.Set, ch lis
 		return nil, ErrServerClosed
 	}
 	started := s.started
+	if started && len(added) > 0 {
+		// The joins' services and sockets are the server's from here:
+		// Done waits for the joins, which close them if Close comes first.
+		s.workers.Add(1)
+		defer s.workers.Done()
+	}
 	if len(ch.Removed) > 0 {
 		keep := make([]*listenerState, 0, len(s.listeners))
 		for _, ls := range s.listeners {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -826,4 +827,44 @@ func TestRemoveListenerFromItsOwnGoroutine(t *testing.T) {
 			base.RequireReturned(t)
 		})
 	}
+}
+
+// slowStart is a mechanism service whose Start tells entered and waits
+// for proceed.
+type slowStart struct {
+	*serviceMechanism
+	entered, proceed chan struct{}
+}
+
+func (m *slowStart) Start(ctx context.Context, logger *slog.Logger) error {
+	close(m.entered)
+	<-m.proceed
+	return m.serviceMechanism.Start(ctx, logger)
+}
+
+// A listener being added when Close comes is the server's: Close waits
+// for AddListener to give it up (its services closed, its socket not
+// left bound), so nothing of it runs after Done. Close returned while the
+// listener's services still started before.
+func TestCloseWaitsForAListenerBeingAdded(t *testing.T) {
+	m := &slowStart{serviceMechanism: &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")},
+		entered: make(chan struct{}), proceed: make(chan struct{})}
+	srv, stop, err := socketservertest.Start(nil, listenersAPIs, echoMetadata)
+	require.NoError(t, err)
+	l, lc := sideListener(t, "SASL_PLAINTEXT", listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"})
+	lc.Mechanisms = []sasl.Mechanism{m}
+	added := make(chan error, 1)
+	go func() { added <- srv.AddListener(context.Background(), l, lc) }()
+	<-m.entered
+	closed := make(chan error, 1)
+	go func() { closed <- stop() }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a listener was being added")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(m.proceed)
+	require.ErrorIs(t, <-added, socketserver.ErrServerClosed)
+	require.NoError(t, <-closed)
+	assert.Equal(t, []string{"start", "close"}, m.Calls(), "the listener's services closed before Close returned")
 }
