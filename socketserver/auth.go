@@ -244,6 +244,9 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 	defer func() { c.authDone(err, false) }()
 	_ = c.nc.SetWriteDeadline(deadline)
 	c.moveReadDeadline(deadline)
+	if c.draining() { // Shutdown's wake, if it came before the move, is undone by it
+		return errDraining
+	}
 	var info AuthInfo
 	if sec.tls != nil {
 		tc := tls.Server(prefixedConn{c.nc, &c.pre}, sec.tls.config()) // TLS reads what a parked goroutine read first

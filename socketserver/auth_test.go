@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1410,4 +1412,48 @@ func TestShutdownCutsTheAuthenticationFailureDelayShort(t *testing.T) {
 	readResponse(t, rc.c, resp, rc.corr)
 	assert.Equal(t, int16(58), resp.ErrorCode)
 	requireClosedNoResponse(t, rc.c)
+}
+
+// shutdownOnCreated starts Shutdown from HookConnCreated, on a goroutine
+// of its own, and lets it drain before the connection's goroutine starts
+// its handshake.
+type shutdownOnCreated struct {
+	srv  atomic.Pointer[socketserver.Server]
+	done chan error
+	once sync.Once
+}
+
+func (h *shutdownOnCreated) OnConnCreated(connregistry.Info) {
+	h.once.Do(func() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			h.done <- h.srv.Load().Shutdown(ctx)
+		}()
+		time.Sleep(100 * time.Millisecond)
+	})
+}
+
+// A connection whose handshake begins after Shutdown woke it closes: the
+// handshake's deadline does not undo the wake, so Shutdown does not wait
+// for kafkanet.handshake.timeout.ms. It waited out the timeout before.
+func TestShutdownBeforeTheHandshakeBegins(t *testing.T) {
+	h := &shutdownOnCreated{done: make(chan error, 1)}
+	srv, stop, err := socketservertest.Start(saslProps(listener.Properties{
+		"kafkanet.handshake.timeout.ms": "30000",
+	}), func(c *socketserver.Config) {
+		withUsers(newUsers(t))(c)
+		c.Hooks = append(c.Hooks, h)
+	}, echoMetadata)
+	require.NoError(t, err)
+	defer stop()
+	h.srv.Store(srv)
+	c := socketservertest.Dial(t, srv, "SASL_PLAINTEXT") // sends nothing
+	select {
+	case err := <-h.done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited for the handshake's timeout")
+	}
+	requireClosedNoResponse(t, c)
 }

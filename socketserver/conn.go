@@ -200,8 +200,9 @@ var errDraining = errors.New("socketserver: server shutting down")
 // to now instead once the draining flag is set, and Shutdown sets the flag
 // before it takes wakeMu to wake, so a clear made after the wake sees it
 // (a listener's removal likewise, with the listener's flag).
-// A set may postpone the wake: the handshake's and re-authentication's
-// by their timeout, after which they see the flag; frameMemory's until
+// A set may postpone the wake: the handshake checks the flag after its
+// set, and closes the connection if it is up; re-authentication's set by
+// its timeout, after which it sees the flag; frameMemory's until
 // the frame has been read, at most by the stall timeout at a time, after
 // which its clear wakes the goroutine again. The goroutine checks the flag
 // before each wait for a request too (awaitRequest, parkRequested, unpark).
