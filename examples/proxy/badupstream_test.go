@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"io"
+	"runtime"
 	"testing"
 	"time"
 
@@ -135,4 +136,105 @@ func TestManyRequestsHeldUpstream(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return fake.sent(kmsg.ListGroups) == n }, 30*time.Second, 10*time.Millisecond,
 		"%d of %d requests reached upstream", fake.sent(kmsg.ListGroups), n)
+}
+
+func totalAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+// An upstream that announces a 1 GiB answer and sends ten bytes makes the
+// proxy allocate what arrived, not the gigabyte, on every path: a flexible
+// answer whose header has tags, a Produce v10+ answer, and a large raw
+// answer whose head came in the read buffer with the answer before it
+// (each allocated the gigabyte before).
+func TestClaimedAnswerSizeNotAllocated(t *testing.T) {
+	head := func(corr int32, tags ...byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, 1<<30)
+		b = binary.BigEndian.AppendUint32(b, uint32(corr))
+		return append(append(b, tags...), make([]byte, 10)...)
+	}
+	check := func(t *testing.T, before uint64) {
+		require.Eventually(t, func() bool { return goroutinesIn("(*session).readAnswers") == 0 }, 10*time.Second, time.Millisecond)
+		grew := totalAlloc() - before
+		assert.Less(t, grew, uint64(256<<20), "allocated %d MiB for a claimed 1 GiB answer", grew>>20)
+	}
+	t.Run("tagged header", func(t *testing.T) {
+		fake := startFakeUpstream(t)
+		fake.setAnswer(func(key kmsg.Key, corr int32, v int16) ([]byte, bool) {
+			if key != kmsg.ListGroups {
+				return fake.good(key, corr, v)
+			}
+			return head(corr, 1), true // tag count 1
+		})
+		p := startProxy(t, fake.addr(), nil, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		before := totalAlloc()
+		c.send(t, listGroups())
+		c.requireClosed(t, 10*time.Second)
+		check(t, before)
+	})
+	t.Run("produce v10", func(t *testing.T) {
+		fake := startFakeUpstream(t)
+		fake.serveProduce(func(corr int32, v int16) []byte { return head(corr, 0) })
+		p := startProxy(t, fake.addr(), nil, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		before := totalAlloc()
+		req := produceTo("t", 0, 1)
+		req.Version = 10
+		c.send(t, req)
+		time.Sleep(300 * time.Millisecond)
+		c.Close()
+		check(t, before)
+	})
+	t.Run("large raw answer behind a small one", func(t *testing.T) {
+		fake := startFakeUpstream(t)
+		n := 0
+		fake.setAnswer(func(key kmsg.Key, corr int32, v int16) ([]byte, bool) {
+			if key != kmsg.ListGroups {
+				return fake.good(key, corr, v)
+			}
+			n++
+			if n == 1 {
+				return nil, false // held: answered with the second
+			}
+			first, _ := fake.good(key, corr-1, v)
+			return append(first, head(corr, 0)...), true
+		})
+		p := startProxy(t, fake.addr(), nil, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		before := totalAlloc()
+		c.send(t, listGroups())
+		c.send(t, listGroups())
+		time.Sleep(500 * time.Millisecond)
+		c.Close()
+		check(t, before)
+	})
+}
+
+// An answer of 4 bytes (a correlation id, no tag section) to a flexible
+// request closes the client's connection, whether or not the answers'
+// reader was lingering when its head came: read by linger (8 bytes), its
+// size is checked again against the 9-byte head it needs (the connection
+// hung, waiting for a byte of no answer).
+func TestShortAnswerAfterLinger(t *testing.T) {
+	fake := startFakeUpstream(t)
+	n := 0
+	fake.setAnswer(func(key kmsg.Key, corr int32, v int16) ([]byte, bool) {
+		if key != kmsg.ListGroups {
+			return fake.good(key, corr, v)
+		}
+		n++
+		if n == 1 {
+			return fake.good(key, corr, v)
+		}
+		return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 4), uint32(corr)), false
+	})
+	p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: time.Hour}, plaintextProxy...)
+	c := dialRaw(t, p.addr(t, "PLAIN"))
+	c.roundTrip(t, listGroups())
+	require.Eventually(t, func() bool { return goroutinesIn("(*session).linger") == 1 }, 10*time.Second, time.Millisecond)
+	c.send(t, listGroups())
+	c.requireClosed(t, 3*time.Second)
 }

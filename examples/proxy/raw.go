@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -124,6 +123,11 @@ func (u *upConn) readHead(n int, deadline time.Time) error {
 // fillHead reads into u.head until it holds n bytes, under the read
 // deadline already set; see readHead.
 func (u *upConn) fillHead(n int) error {
+	if u.headN >= 4 && u.headN < n { // a head linger read: its size against the longer head now wanted
+		if size := int32(binary.BigEndian.Uint32(u.head[:])); size < int32(n-4) {
+			return fmt.Errorf("%w: a frame of %d bytes", errUpstreamResponse, size)
+		}
+	}
 	for u.headN < n {
 		had := u.headN
 		var m int
@@ -223,11 +227,7 @@ func (s *session) answerRaw(r *socketserver.Request, up *upConn) {
 // own: the socket server may write it after RespondRaw returns (when an
 // earlier answer is being written), while the next answer is read.
 func (u *upConn) readBody(n int64) ([]byte, error) {
-	b := make([]byte, n)
-	if _, err := io.ReadFull(u.br, b); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return readGrowing(u.br, nil, int(n))
 }
 
 // answerDecoded answers r, a raw request whose answer may name brokers,
@@ -237,9 +237,8 @@ func (u *upConn) readBody(n int64) ([]byte, error) {
 // (produceAnswerNamesBrokers).
 func (s *session) answerDecoded(r *socketserver.Request, up *upConn, body int64, tagged bool) {
 	n := headLen(r.Raw)
-	frame := make([]byte, int64(n-4)+body) // the frame but its size: correlation id, tags, body
-	copy(frame, up.head[4:n])
-	if _, err := io.ReadFull(up.br, frame[n-4:]); err != nil {
+	frame, err := readGrowing(up.br, up.head[4:n], n-4+int(body)) // the frame but its size: correlation id, tags, body
+	if err != nil {
 		s.failed(r, up, err)
 		return
 	}
@@ -267,9 +266,8 @@ func (s *session) answerDecoded(r *socketserver.Request, up *upConn, body int64,
 // which the proxy drops (the socket server writes a header without): the
 // rest of the header and the body are read into memory.
 func (s *session) answerTagged(r *socketserver.Request, up *upConn, body int64) {
-	rest := make([]byte, 1+body) // the tag count again, the tags, the body
-	rest[0] = up.head[8]
-	if _, err := io.ReadFull(up.br, rest[1:]); err != nil {
+	rest, err := readGrowing(up.br, up.head[8:9], 1+int(body)) // the tag count again, the tags, the body
+	if err != nil {
 		s.failed(r, up, err)
 		return
 	}

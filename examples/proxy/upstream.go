@@ -309,8 +309,14 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 	if n < 4 || n > limit {
 		return nil, fmt.Errorf("%w: a frame of %d bytes", errUpstreamResponse, n)
 	}
+	return readGrowing(r, nil, n)
+}
+
+// readGrowing reads n bytes, the first of which are prefix, growing its
+// buffer with what arrives.
+func readGrowing(r io.Reader, prefix []byte, n int) ([]byte, error) {
 	const step = 1 << 20
-	frame := make([]byte, 0, min(n, step))
+	frame := append(make([]byte, 0, min(n, step)), prefix...)
 	for len(frame) < n {
 		next := min(n, max(len(frame)*2, step))
 		if next > cap(frame) {
