@@ -537,9 +537,14 @@ func (c *conn) endTurn() {
 }
 
 // finish ends the connection: it lingers when Shutdown drains it, closes
-// it, stops its peer watcher and gives its read buffer back.
+// it, stops its peer watcher and gives its read buffer back. When Shutdown
+// drains it, the pipelined requests the host holds are answered first,
+// whatever woke it (the wake may cut a frame short: serveRequest fails).
 func (c *conn) finish() {
 	c.endTurn()
+	if c.pipe != nil && c.draining() {
+		c.pipe.await(1) // false once the connection is closed: Close, or Shutdown's deadline
+	}
 	if !c.watching && c.draining() {
 		c.lingerClose()
 	}
@@ -810,13 +815,19 @@ const streamWatchAfter = 10 * time.Millisecond
 
 // writeAnswer writes the response of a, the host's answer to r, whose
 // writing begins at writeStart, once a streamed body's unread bytes have
-// been read and dropped (RawRequest): a kmsg response, or the host's bytes
+// been read and dropped (RawRequest; a pipelined request's are dropped by
+// the connection's goroutine, after): a kmsg response, or the host's bytes
 // (RespondRaw, RespondRawFrom). It returns the bytes written, size prefix
 // included (0 with NoResponse), or an error: the connection must close.
 // It runs on the connection's goroutine, or on the goroutine of a
 // RespondRawFrom called while r's inline handler runs (see there).
 func (c *conn) writeAnswer(r *Request, a *answer, writeStart time.Time) (int, error) {
-	if err := r.Raw.takeBack(true, ErrAlreadyAnswered); err != nil {
+	if r.Raw != nil && r.Raw.pipe != nil {
+		// A pipelined request's answer may be written on another
+		// goroutine, before its body has arrived: the connection's
+		// goroutine drops the rest (pipeline.awaitBody).
+		r.Raw.stopReading(ErrAlreadyAnswered)
+	} else if err := r.Raw.takeBack(true, ErrAlreadyAnswered); err != nil {
 		return 0, err
 	}
 	switch {
@@ -1187,8 +1198,10 @@ func (c *conn) nextFrame(limit int32, apis *apiTable, pool *memoryPool) (frame [
 //
 // The buffer is taken from the pool as it grows, so a claim costs what was
 // sent (at most initialFrameAlloc, then frameSnap times what arrived).
-// A frame of at most smallRequestBytes takes its memory without waiting,
-// so that requests that need little are never blocked by large claims;
+// A frame of at most smallRequestBytes takes its memory without waiting
+// (unless its connection pipelines and the host holds some of its
+// requests), so that requests that need little are never blocked by large
+// claims;
 // a larger one waits while the pool is spent (see memoryPool). While the
 // frame holds memory, each read that waits for the peer has a deadline of
 // Config.RequestStallTimeout: a peer that holds memory and sends nothing
@@ -1215,7 +1228,12 @@ func (m *frameMemory) take(have, next, size int) error {
 	}
 	c := m.c
 	n := int64(next) - int64(c.held)
-	if !m.pool.take(n, int64(c.held), int64(size-have), size > smallRequestBytes, c.ctx.Done()) {
+	// A small frame waits too on a connection whose earlier requests the
+	// host holds (API.Pipeline): else one client could hold a small
+	// frame's worth per pipelined request, past the budget. Their answers
+	// give memory back, so the wait ends.
+	wait := size > smallRequestBytes || c.pipe != nil && c.pipe.holds()
+	if !m.pool.take(n, int64(c.held), int64(size-have), wait, c.ctx.Done()) {
 		return net.ErrClosed
 	}
 	c.held = int32(next)

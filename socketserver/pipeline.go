@@ -205,8 +205,8 @@ func (p *pipeline) takeMute() time.Time {
 }
 
 // awaitBody waits, on the connection's goroutine, until the host has read
-// the streamed body of r, a pipelined request, or it has been answered
-// and the rest dropped: the next request's bytes come after it. It
+// the streamed body of r, a pipelined request, or it has been answered,
+// and then drops the rest: the next request's bytes come after it. It
 // reports false when the connection closed meanwhile.
 func (p *pipeline) awaitBody(r *Request) bool {
 	if !r.Raw.streaming() {
@@ -217,6 +217,9 @@ func (p *pipeline) awaitBody(r *Request) bool {
 	t := time.NewTimer(streamWatchAfter)
 	defer t.Stop()
 	for r.Raw.streaming() {
+		if answered, err := r.Raw.drainAnswered(); answered {
+			return err == nil // the answer came first: the body's rest is dropped here
+		}
 		select {
 		case <-t.C:
 			t.Reset(streamWatchAfter)

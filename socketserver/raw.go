@@ -227,6 +227,9 @@ func (b *RawRequest) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+	if b.pos == b.bodyLen { // read whole: the read buffer is the connection's again
+		return total, nil
+	}
 	c := b.c
 	if k := min(c.br.Buffered(), b.bodyLen-b.pos); k > 0 { // what the read buffer holds
 		buf, _ := c.br.Peek(k)
@@ -349,6 +352,39 @@ func (b *RawRequest) takeBack(drain bool, why error) error {
 	}
 	b.done.Store(true)
 	return nil
+}
+
+// stopReading ends the host's reading of a streamed body that was
+// answered (why) while its bytes may still be coming, without reading
+// them: the connection's goroutine drops them (drainAnswered), so that a
+// goroutine writing the answer of a pipelined request never waits for
+// the client. Nil-safe.
+func (b *RawRequest) stopReading(why error) {
+	if b == nil || b.c == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed == nil {
+		b.closed = why
+	}
+	if b.pos == b.bodyLen {
+		b.done.Store(true)
+	}
+}
+
+// drainAnswered reads and drops, on the connection's goroutine, the
+// unread bytes of a streamed body whose reading stopReading ended. It
+// reports whether it did (the body is then done), and an error when the
+// connection must close.
+func (b *RawRequest) drainAnswered() (bool, error) {
+	b.mu.Lock()
+	stopped := b.closed != nil && !b.failed
+	b.mu.Unlock()
+	if !stopped {
+		return false, nil
+	}
+	return true, b.takeBack(true, ErrAlreadyAnswered)
 }
 
 // bodySocket reads a streamed body's next bytes from the connection, for

@@ -1,0 +1,126 @@
+package socketserver_test
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// One connection's pipelined frames of at most 64 KiB, which take memory
+// without waiting elsewhere, wait for the budget while the host holds
+// earlier ones: one client that pipelines cannot hold a small frame's
+// worth per request past queued.max.request.bytes (it held 40 frames of
+// 60 KiB, 18 times a budget of 128 KiB). Answering them lets the rest in.
+func TestPipelineKeepsToTheBudget(t *testing.T) {
+	const budget, frames, size = 128 << 10, 40, 60 << 10
+	h := newHeld()
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"socket.request.max.bytes": strconv.Itoa(budget),
+		"queued.max.request.bytes": strconv.Itoa(budget),
+	}, func(c *socketserver.Config) {
+		c.APIs = socketserver.Raw(socketserver.API{Key: 0, MinVersion: 3, MaxVersion: 12, Pipeline: 64})
+	}, socketserver.HandlerFunc(h.add))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	go func() { _, _ = c.Write(produceFrames(frames, size)) }()
+	h.wait(t, 1)
+	time.Sleep(300 * time.Millisecond) // as many as the budget lets in
+	used := srv.Stats().RequestMemory[protocolmap.DataPlane].Used
+	assert.LessOrEqual(t, used, int64(budget+size+4096), "one connection's pipelined small frames overshoot the budget")
+	assert.Less(t, h.count(), frames)
+	t.Logf("%d requests held, budget %d, used %d", h.count(), budget, used)
+	answered := map[*socketserver.Request]bool{}
+	for len(answered) < frames {
+		for _, r := range h.wait(t, len(answered)+1) {
+			if !answered[r] {
+				answered[r] = true
+				require.NoError(t, r.NoResponse())
+			}
+		}
+	}
+}
+
+// A pipelined streamed request answered before its body has arrived is
+// answered at once: the connection's goroutine drops the body's rest.
+// The answering goroutine (a Serve worker) drained it itself before, so
+// RespondRaw blocked as long as the client withheld the body.
+func TestPipelinedAnswerBeforeTheStreamedBody(t *testing.T) {
+	h := newHeld()
+	srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) {
+		c.APIs = pipelinedAPIs(5)
+	}, socketserver.HandlerFunc(h.add))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	f := formatter.AppendRequest(nil, produceOf(100000), 0)
+	write(t, c, f[:1000]) // head and a little of the body, then nothing
+	r := h.wait(t, 1)[0]
+	require.True(t, r.Raw.Streamed())
+	done := make(chan error, 1)
+	go func() { done <- r.RespondRaw(rawResponseOf(r.APIKey, r.CorrelationID)) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(2 * time.Second):
+		write(t, c, f[1000:]) // let it go
+		<-done
+		t.Fatal("RespondRaw blocked while the client withheld the rest of the streamed body")
+	}
+}
+
+// A WriteTo after the streamed body was read whole writes nothing and
+// leaves the read buffer alone, which the peer watcher reads by then (it
+// looked at the buffer: a data race).
+func TestWriteToAfterTheWholeBody(t *testing.T) {
+	reqs := make(chan *socketserver.Request, 4)
+	srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) {
+		c.APIs = append(socketserver.Raw(socketserver.API{Key: 0, MinVersion: 3, MaxVersion: 12, StreamAbove: 4096}),
+			mustKmsgAPI(kmsg.Metadata))
+	}, socketserver.HandlerFunc(func(r *socketserver.Request) { reqs <- r }))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	write(t, c, formatter.AppendRequest(nil, produceOf(100000), 0))
+	r := recv(t, reqs)
+	require.True(t, r.Raw.Streamed())
+	var sink bytes.Buffer
+	_, err := sink.ReadFrom(r.Raw) // whole body
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond) // the watcher starts reading
+	write(t, c, formatter.AppendRequest(nil, metadataReq(1), 1)[:3]) // a few bytes of the next request
+	time.Sleep(50 * time.Millisecond)
+	_, err = r.Raw.WriteTo(&sink) // nothing left: yet it reads c.br.Buffered()
+	require.NoError(t, err)
+	require.NoError(t, r.RespondRaw(rawResponseOf(0, 0)))
+}
+
+// Shutdown while a pipelined request is held and the client's next frame
+// is half sent: the held request's answer is written before the
+// connection closes (it was lost: the wake cut the frame short, and the
+// connection shut its write side before the pipeline's answers).
+func TestShutdownMidFrameKeepsPipelinedAnswers(t *testing.T) {
+	srv, c, h := servePipelined(t, nil, 5)
+	f := kmsg.NewPtrFetchRequest()
+	f.Version = 4
+	write(t, c, formatter.AppendRequest(nil, f, 0))
+	r0 := h.wait(t, 1)[0]
+	next := formatter.AppendRequest(nil, f, 1)
+	write(t, c, next[:10]) // the next frame begins
+	time.Sleep(50 * time.Millisecond)
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shut <- srv.Shutdown(ctx)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	_ = r0.RespondRaw(rawResponseOf(r0.APIKey, 0)) // answered while Shutdown drains
+	require.Equal(t, rawResponseOf(r0.APIKey, 0), readRawResponse(t, c, 0, false))
+	<-shut
+}
