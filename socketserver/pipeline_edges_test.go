@@ -92,7 +92,7 @@ func TestWriteToAfterTheWholeBody(t *testing.T) {
 	var sink bytes.Buffer
 	_, err := sink.ReadFrom(r.Raw) // whole body
 	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond) // the watcher starts reading
+	time.Sleep(50 * time.Millisecond)                                // the watcher starts reading
 	write(t, c, formatter.AppendRequest(nil, metadataReq(1), 1)[:3]) // a few bytes of the next request
 	time.Sleep(50 * time.Millisecond)
 	_, err = r.Raw.WriteTo(&sink) // nothing left: yet it reads c.br.Buffered()
