@@ -148,8 +148,25 @@ func (p *pipeline) answer(r *Request, a answer) {
 		p.mu.Lock()
 	}
 	p.writing = false
+	if p.closed || p.c.ctx.Err() != nil {
+		p.withdrawWaitingLocked()
+	}
 	p.signal()
 	p.mu.Unlock()
+}
+
+// withdrawWaitingLocked ends, with mu held, the waits of the
+// RespondRawFrom calls whose answers the pipeline holds, once the
+// connection has ended: no writer takes them any more. A call that waits
+// on the connection's goroutine (an inline handler's) is woken here, not
+// by close, which that goroutine would run only after it.
+func (p *pipeline) withdrawWaitingLocked() {
+	for _, r := range p.queue {
+		if e := r.Raw.pipe; e.ready && e.a.raw != nil && e.a.raw.waiting {
+			e.a.raw.release(ErrConnectionClosed)
+			e.ready, e.a = false, answer{}
+		}
+	}
 }
 
 // write writes the answer of r, a pipelined request taken from the

@@ -95,7 +95,7 @@ func TestWriteToAfterTheWholeBody(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)                                // the watcher starts reading
 	write(t, c, formatter.AppendRequest(nil, metadataReq(1), 1)[:3]) // a few bytes of the next request
 	time.Sleep(50 * time.Millisecond)
-	_, err = r.Raw.WriteTo(&sink) // nothing left: yet it reads c.br.Buffered()
+	_, err = r.Raw.WriteTo(&sink) // nothing left
 	require.NoError(t, err)
 	require.NoError(t, r.RespondRaw(rawResponseOf(0, 0)))
 }
@@ -123,4 +123,50 @@ func TestShutdownMidFrameKeepsPipelinedAnswers(t *testing.T) {
 	_ = r0.RespondRaw(rawResponseOf(r0.APIKey, 0)) // answered while Shutdown drains
 	require.Equal(t, rawResponseOf(r0.APIKey, 0), readRawResponse(t, c, 0, false))
 	<-shut
+}
+
+// An inline handler whose RespondRawFrom waits, on the connection's
+// goroutine, for an earlier pipelined answer returns once the connection
+// has closed and the earlier request is answered: Close does not hang.
+// The earlier answer, given after the close, wrote nothing and woke no
+// one, so the handler, and Close, waited for ever.
+func TestInlineRespondRawFromWhenTheConnectionCloses(t *testing.T) {
+	release := make(chan struct{})
+	returned := make(chan error, 1)
+	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
+		if r.CorrelationID == 0 { // held: answered later
+			go func() {
+				<-release
+				_ = r.RespondRaw(rawResponseOf(r.APIKey, r.CorrelationID))
+			}()
+			return
+		}
+		resp := rawResponseOf(r.APIKey, r.CorrelationID)
+		returned <- r.RespondRawFrom(bytes.NewReader(resp), int64(len(resp))) // waits for corr 0's answer
+	})
+	srv, stop, err := socketservertest.Start(nil, func(c *socketserver.Config) {
+		c.APIs = socketserver.Inline(h, socketserver.Raw(socketserver.API{Key: 1, MinVersion: 4, MaxVersion: 12, Pipeline: 5})...)
+	}, answerAll)
+	require.NoError(t, err)
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	f := kmsg.NewPtrFetchRequest()
+	f.Version = 4
+	write(t, c, append(formatter.AppendRequest(nil, f, 0), formatter.AppendRequest(nil, f, 1)...))
+	time.Sleep(100 * time.Millisecond) // corr 1's handler waits in RespondRawFrom
+	closed := make(chan error, 1)
+	go func() { closed <- stop() }()
+	time.Sleep(100 * time.Millisecond) // the connection is closed
+	close(release)
+	select {
+	case err := <-returned:
+		require.ErrorIs(t, err, socketserver.ErrConnectionClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("RespondRawFrom still waits after the connection closed and the earlier request was answered")
+	}
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close has not returned")
+	}
 }

@@ -549,7 +549,11 @@ func (r *Request) RespondRaw(body ...[]byte) error {
 // it. For a pipelined request (API.Pipeline) it writes the response when
 // the answers of the earlier requests have been written: itself, when it
 // gives the oldest answer still to write, or else on the goroutine that
-// writes the answer before it, while it waits. It returns an error, and leaves the request unanswered, for a
+// writes the answer before it, while it waits; once the connection has
+// closed, it returns ErrConnectionClosed when the earlier requests have
+// been answered (an inline handler that calls it waits on the
+// connection's goroutine, so the host answers those requests, as it must
+// every request, even after the close). It returns an error, and leaves the request unanswered, for a
 // decoded request (answer it with RespondRaw), a nil src, or n negative
 // or over 2 GiB.
 func (r *Request) RespondRawFrom(src io.Reader, n int64) error {
