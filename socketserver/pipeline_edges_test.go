@@ -3,6 +3,7 @@ package socketserver_test
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -169,4 +170,75 @@ func TestInlineRespondRawFromWhenTheConnectionCloses(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close has not returned")
 	}
+}
+
+// An inline handler whose RespondRawFrom waits for an earlier pipelined
+// answer gives up the plane's turn (GOMAXPROCS-1 = 1 here) while it
+// waits, so another connection's buffered requests are served meanwhile;
+// they waited for it before.
+func TestInlineRespondRawFromGivesUpTheTurn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	h := socketserver.HandlerFunc(func(r *socketserver.Request) {
+		if r.Raw == nil {
+			_ = respondEmpty(r)
+			return
+		}
+		if r.CorrelationID == 0 { // held: answered later
+			go func() {
+				<-release
+				_ = r.RespondRaw(rawResponseOf(r.APIKey, r.CorrelationID))
+			}()
+			return
+		}
+		resp := rawResponseOf(r.APIKey, r.CorrelationID)
+		_ = r.RespondRawFrom(bytes.NewReader(resp), int64(len(resp))) // waits for corr 0's answer
+	})
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+		c.APIs = socketserver.Inline(h, append(socketserver.Raw(
+			socketserver.API{Key: 1, MinVersion: 4, MaxVersion: 12, Pipeline: 5}),
+			mustKmsgAPI(kmsg.Metadata))...)
+	}, answerAll)
+
+	a := socketservertest.Dial(t, srv, "PLAINTEXT")
+	f := kmsg.NewPtrFetchRequest()
+	f.Version = 4
+	var b []byte
+	for corr := range int32(2) {
+		b = append(b, formatter.AppendRequest(nil, f, corr)...)
+	}
+	require.Less(t, len(b), 256)
+	write(t, a, b)
+	time.Sleep(200 * time.Millisecond) // A's second request holds the turn in RespondRawFrom
+
+	other := socketservertest.Dial(t, srv, "PLAINTEXT")
+	var m []byte
+	for corr := range int32(2) {
+		m = append(m, formatter.AppendRequest(nil, metadataReq(1), corr)...)
+	}
+	write(t, other, m)
+	got := make(chan struct{})
+	go func() {
+		for corr := range int32(2) {
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 1
+			readResponse(t, other, resp, corr)
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		close(release)
+		<-got
+		t.Fatal("another connection's pipelined Metadata waited for a turn held by a RespondRawFrom waiting on an earlier answer")
+	}
+	close(release)
 }

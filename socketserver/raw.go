@@ -577,6 +577,9 @@ func (r *Request) RespondRawFrom(src io.Reader, n int64) error {
 		ra.waiting = true
 		ra.done.Add(1)
 		r.conn.pipe.answer(r, a)
+		if rr.stage.Load() == rawInline { // the inline handler waits for an earlier answer: with no turn
+			r.conn.endTurn()
+		}
 		ra.done.Wait()
 		return ra.err
 	}
