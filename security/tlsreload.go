@@ -89,6 +89,11 @@ func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 	if next == nil || len(next.Certificates) == 0 && next.GetCertificate == nil && next.GetConfigForClient == nil {
 		return fmt.Errorf("%w: the new TLS configuration serves no certificate (Certificates, GetCertificate and GetConfigForClient are unset)", ErrTLSConfig)
 	}
+	for i := range next.Certificates { // one that is empty or does not parse is refused, whatever the allow keys say
+		if _, err := leafAt(next, i); err != nil {
+			return err
+		}
+	}
 	if current == nil || len(current.Certificates) == 0 || len(next.Certificates) == 0 || s.AllowDNChanges && s.AllowSANChanges {
 		return nil
 	}
@@ -111,10 +116,7 @@ func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 		if err != nil {
 			return err
 		}
-		which := "certificate"
-		if i > 0 {
-			which = fmt.Sprintf("server-name certificate %d", i)
-		}
+		which := certificateName(i)
 		if !s.AllowDNChanges && !sameSubject(old, cert) {
 			return &protocolmap.ConfigError{Key: dnKey, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
 				"the new %s's subject DN %s differs from the current one's, %s: the change is refused, as Kafka refuses it; allow it with %s=true",
@@ -145,13 +147,23 @@ func leafAt(cfg *tls.Config, i int) (*x509.Certificate, error) {
 		return c.Leaf, nil
 	}
 	if len(c.Certificate) == 0 {
-		return nil, fmt.Errorf("%w: the TLS configuration's certificate %d is empty", ErrTLSConfig, i+1)
+		return nil, fmt.Errorf("%w: the TLS configuration's %s is empty", ErrTLSConfig, certificateName(i))
 	}
 	leaf, err := x509.ParseCertificate(c.Certificate[0])
 	if err != nil {
-		return nil, fmt.Errorf("%w: the TLS configuration's certificate %d does not parse: %w", ErrTLSConfig, i+1, err)
+		return nil, fmt.Errorf("%w: the TLS configuration's %s does not parse: %w", ErrTLSConfig, certificateName(i), err)
 	}
 	return leaf, nil
+}
+
+// certificateName names a configuration's certificate i in errors: the
+// default one, or a server name's, counted from 1 (kafkanet.ssl.server.names'
+// order).
+func certificateName(i int) string {
+	if i == 0 {
+		return "certificate"
+	}
+	return fmt.Sprintf("server-name certificate %d", i)
 }
 
 // sameSubject compares subject DNs as Kafka does: the same principal, or

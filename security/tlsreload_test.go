@@ -104,6 +104,8 @@ func TestCheckCertificateChange(t *testing.T) {
 			next: config(issueLeaf(t, f, with(func(s *leafSpec) { s.dns = nil }))), errKey: "ssl.allow.san.changes"},
 		{name: "both changed, both allowed", settings: security.Settings{AllowDNChanges: true, AllowSANChanges: true},
 			next: config(issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "elsewhere"}}))},
+		{name: "both changes allowed, a certificate that does not parse", settings: security.Settings{AllowDNChanges: true, AllowSANChanges: true},
+			next: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{[]byte("not DER")}}}}, errText: "the TLS configuration's certificate does not parse"},
 		{name: "through GetCertificate: not compared", next: &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }}},
 		{name: "no certificate", next: &tls.Config{}, errText: "serves no certificate"},
 		{name: "nil", next: nil, errText: "serves no certificate"},

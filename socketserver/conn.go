@@ -1214,14 +1214,16 @@ type frameMemory struct {
 }
 
 // smallRequestBytes is the largest frame that takes memory from the pool
-// without waiting: ApiVersions, Metadata, heartbeats, commits and most
+// without waiting (but on a pipelining connection whose earlier requests
+// the host holds): ApiVersions, Metadata, heartbeats, commits and most
 // other requests but large Produce requests.
 const smallRequestBytes = 64 << 10
 
 // take takes the memory for the buffer of a frame of size bytes holding
 // have bytes to grow to next bytes, waiting (frames larger than
-// smallRequestBytes) while the pool is spent. It fails when the connection
-// closes meanwhile.
+// smallRequestBytes, and any frame of a pipelining connection whose
+// earlier requests the host holds) while the pool is spent, with no turn
+// held. It fails when the connection closes meanwhile.
 func (m *frameMemory) take(have, next, size int) error {
 	if m == nil {
 		return nil
@@ -1233,6 +1235,9 @@ func (m *frameMemory) take(have, next, size int) error {
 	// frame's worth per pipelined request, past the budget. Their answers
 	// give memory back, so the wait ends.
 	wait := size > smallRequestBytes || c.pipe != nil && c.pipe.holds()
+	if wait {
+		c.endTurn() // a frame read in a turn is small: it may wait now, holding none
+	}
 	if !m.pool.take(n, int64(c.held), int64(size-have), wait, c.ctx.Done()) {
 		return net.ErrClosed
 	}

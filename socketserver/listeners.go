@@ -79,9 +79,9 @@ func (s *Server) AddListener(ctx context.Context, l listener.Listener, lc *Liste
 // listeners and their connections are untouched. When every connection has
 // closed, its processors stop, its SASL mechanisms that are a sasl.Service
 // are closed, and RemoveListener returns: nothing of the listener is left
-// running. If ctx ends first, its connections are closed at once and
-// RemoveListener returns ctx.Err() without waiting for the rest, which
-// finishes meanwhile (Close waits for it). Before Start it only leaves the
+// running. If ctx ends first, RemoveListener returns ctx.Err() at once,
+// and its connections are closed then, without waiting for them; the
+// rest of the removal finishes meanwhile (Close waits for it). Before Start it only leaves the
 // configuration.
 //
 // The inter-broker and control-plane listeners are not removed, as in
@@ -243,9 +243,20 @@ func (s *Server) changeListeners(ctx context.Context, next *listener.Set, ch lis
 	started := s.started
 	if started && len(added) > 0 {
 		// The joins' services and sockets are the server's from here:
-		// Done waits for the joins, which close them if Close comes first.
+		// Done waits for the joins, which close them if Close comes first,
+		// and Close cuts their waits short (their context ends with it).
 		s.workers.Add(1)
 		defer s.workers.Done()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-s.quit:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	if len(ch.Removed) > 0 {
 		keep := make([]*listenerState, 0, len(s.listeners))

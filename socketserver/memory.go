@@ -33,7 +33,9 @@ import (
 //
 // Frames of at most smallRequestBytes take their memory without waiting
 // (take's wait false): they need little and are served at once, and so
-// are never blocked behind large claims.
+// are never blocked behind large claims; but on a pipelining connection
+// whose earlier requests the host holds, they wait as large ones do
+// (frameMemory.take).
 type memoryPool struct {
 	size int64
 
@@ -42,7 +44,7 @@ type memoryPool struct {
 	reading       int64           // taken by frames still being read (the rest by requests the host holds)
 	waiters       []*memoryWaiter // in the order they came (nearestWaiter breaks ties by it)
 	waitingHeld   int64           // what the waiters hold already
-	moved         time.Time       // when a frame larger than smallRequestBytes last took memory
+	moved         time.Time       // when a frame that may wait (take's wait) last took memory
 	depletedSince time.Time       // when available last fell to zero or below; zero while some is left
 	depleted      time.Duration   // total time spent depleted, up to depletedSince
 }

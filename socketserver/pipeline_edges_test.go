@@ -242,3 +242,71 @@ func TestInlineRespondRawFromGivesUpTheTurn(t *testing.T) {
 	}
 	close(release)
 }
+
+// A pipelining connection whose small buffered frame waits for memory
+// (its host holds an earlier request, the pool is spent) gives up the
+// plane's turn (GOMAXPROCS-1 = 1 here) while it waits: another
+// connection's buffered Metadata is served meanwhile.
+func TestSmallFrameWaitsForMemoryWithoutATurn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	h := newHeld()
+	srv := socketservertest.NewServer(t, listener.Properties{
+		"queued.max.request.bytes": "16384",
+		"socket.request.max.bytes": "16384",
+	}, func(c *socketserver.Config) {
+		c.APIs = append(socketserver.Raw(
+			socketserver.API{Key: 0, MinVersion: 3, MaxVersion: 12, Pipeline: 5},
+			socketserver.API{Key: 1, MinVersion: 4, MaxVersion: 17, Pipeline: 5},
+		), mustKmsgAPI(kmsg.Metadata))
+	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		if r.Raw == nil {
+			_ = respondEmpty(r)
+			return
+		}
+		h.add(r)
+	}))
+	answer := func() {
+		for _, r := range h.wait(t, 0) {
+			_ = r.RespondRaw(rawResponseOf(r.APIKey, r.CorrelationID))
+		}
+	}
+	defer answer()
+	for i := range 2 {
+		cc := socketservertest.Dial(t, srv, "PLAINTEXT")
+		write(t, cc, formatter.AppendRequest(nil, produceOf(9000), 0)) // spend the pool, held
+		h.wait(t, i+1)
+	}
+	a := socketservertest.Dial(t, srv, "PLAINTEXT")
+	f := kmsg.NewPtrFetchRequest()
+	f.Version = 4
+	var b []byte
+	for corr := range int32(2) {
+		b = append(b, formatter.AppendRequest(nil, f, corr)...)
+	}
+	write(t, a, b)
+	h.wait(t, 3)
+	time.Sleep(200 * time.Millisecond) // A's second frame waits for memory, in a turn
+
+	other := socketservertest.Dial(t, srv, "PLAINTEXT")
+	var m []byte
+	for corr := range int32(2) {
+		m = append(m, formatter.AppendRequest(nil, metadataReq(1), corr)...)
+	}
+	write(t, other, m)
+	got := make(chan struct{})
+	go func() {
+		for corr := range int32(2) {
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 1
+			readResponse(t, other, resp, corr)
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		answer()
+		<-got
+		t.Fatal("another connection's buffered Metadata waited for a turn held by a frame waiting for memory")
+	}
+}

@@ -74,7 +74,7 @@ func (p *processor) run() {
 			<-p.ls.acceptDone
 			p.closeAll()
 			return
-		case <-p.ls.quit: // set after the acceptor returned (Server.drain)
+		case <-p.ls.quit: // closed after the acceptor returned (Server.finishRemoval)
 			p.closeAll()
 			return
 		}

@@ -357,8 +357,9 @@ func (b *RawRequest) takeBack(drain bool, why error) error {
 // stopReading ends the host's reading of a streamed body that was
 // answered (why) while its bytes may still be coming, without reading
 // them: the connection's goroutine drops them (drainAnswered), so that a
-// goroutine writing the answer of a pipelined request never waits for
-// the client. Nil-safe.
+// goroutine writing the answer of a pipelined request does not wait for
+// the body's bytes (only for a read of the host's in progress, which
+// holds mu). Nil-safe.
 func (b *RawRequest) stopReading(why error) {
 	if b == nil || b.c == nil {
 		return
