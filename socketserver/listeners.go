@@ -81,8 +81,8 @@ func (s *Server) AddListener(ctx context.Context, l listener.Listener, lc *Liste
 // are closed, and RemoveListener returns: nothing of the listener is left
 // running. If ctx ends first, RemoveListener returns ctx.Err() at once,
 // and its connections are closed then, without waiting for them; the
-// rest of the removal finishes meanwhile (Close waits for it). Before Start it only leaves the
-// configuration.
+// rest of the removal finishes meanwhile (Close waits for it). Before
+// Start it only leaves the configuration.
 //
 // The inter-broker and control-plane listeners are not removed, as in
 // Kafka (listener.ErrNotDynamic), nor an unknown one
