@@ -207,17 +207,33 @@ func TestInlineRespondRawFromGivesUpTheTurn(t *testing.T) {
 			mustKmsgAPI(kmsg.Metadata))...)
 	}, answerAll)
 
-	a := socketservertest.Dial(t, srv, "PLAINTEXT")
+	fetches := twoFetches()
+	require.Less(t, len(fetches), 256, "both in the read buffer at once")
+	write(t, socketservertest.Dial(t, srv, "PLAINTEXT"), fetches)
+	time.Sleep(200 * time.Millisecond) // the second Fetch's handler waits in RespondRawFrom
+	requireServedMeanwhile(t, srv, func() { close(release) },
+		"another connection's pipelined Metadata waited for a turn held by a RespondRawFrom waiting on an earlier answer")
+	close(release)
+}
+
+// twoFetches is two Fetch v4 frames (correlation ids 0 and 1), to be
+// written at once: the second is in the read buffer whole when the
+// first has been read, so it is served in a turn.
+func twoFetches() []byte {
 	f := kmsg.NewPtrFetchRequest()
 	f.Version = 4
 	var b []byte
 	for corr := range int32(2) {
 		b = append(b, formatter.AppendRequest(nil, f, corr)...)
 	}
-	require.Less(t, len(b), 256)
-	write(t, a, b)
-	time.Sleep(200 * time.Millisecond) // A's second request holds the turn in RespondRawFrom
+	return b
+}
 
+// requireServedMeanwhile sends two Metadata requests at once on a new
+// connection to srv and fails with msg unless both are answered within
+// 2 s; unblock then lets whatever held them go.
+func requireServedMeanwhile(t *testing.T, srv *socketserver.Server, unblock func(), msg string) {
+	t.Helper()
 	other := socketservertest.Dial(t, srv, "PLAINTEXT")
 	var m []byte
 	for corr := range int32(2) {
@@ -236,11 +252,10 @@ func TestInlineRespondRawFromGivesUpTheTurn(t *testing.T) {
 	select {
 	case <-got:
 	case <-time.After(2 * time.Second):
-		close(release)
+		unblock()
 		<-got
-		t.Fatal("another connection's pipelined Metadata waited for a turn held by a RespondRawFrom waiting on an earlier answer")
+		t.Fatal(msg)
 	}
-	close(release)
 }
 
 // A pipelining connection whose small buffered frame waits for memory
@@ -276,37 +291,9 @@ func TestSmallFrameWaitsForMemoryWithoutATurn(t *testing.T) {
 		write(t, cc, formatter.AppendRequest(nil, produceOf(9000), 0)) // spend the pool, held
 		h.wait(t, i+1)
 	}
-	a := socketservertest.Dial(t, srv, "PLAINTEXT")
-	f := kmsg.NewPtrFetchRequest()
-	f.Version = 4
-	var b []byte
-	for corr := range int32(2) {
-		b = append(b, formatter.AppendRequest(nil, f, corr)...)
-	}
-	write(t, a, b)
+	write(t, socketservertest.Dial(t, srv, "PLAINTEXT"), twoFetches())
 	h.wait(t, 3)
-	time.Sleep(200 * time.Millisecond) // A's second frame waits for memory, in a turn
-
-	other := socketservertest.Dial(t, srv, "PLAINTEXT")
-	var m []byte
-	for corr := range int32(2) {
-		m = append(m, formatter.AppendRequest(nil, metadataReq(1), corr)...)
-	}
-	write(t, other, m)
-	got := make(chan struct{})
-	go func() {
-		for corr := range int32(2) {
-			resp := kmsg.NewPtrMetadataResponse()
-			resp.Version = 1
-			readResponse(t, other, resp, corr)
-		}
-		close(got)
-	}()
-	select {
-	case <-got:
-	case <-time.After(2 * time.Second):
-		answer()
-		<-got
-		t.Fatal("another connection's buffered Metadata waited for a turn held by a frame waiting for memory")
-	}
+	time.Sleep(200 * time.Millisecond) // the second Fetch's frame waits for memory, read in a turn
+	requireServedMeanwhile(t, srv, answer,
+		"another connection's buffered Metadata waited for a turn held by a frame waiting for memory")
 }
