@@ -14,10 +14,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 
 func sp(s string) *string { return &s }
 

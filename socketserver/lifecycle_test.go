@@ -25,9 +25,16 @@ import (
 
 // newUnstarted builds a server from props without starting it; it is
 // closed when the test ends.
+// Without listeners in props, the server listens on PLAINTEXT://127.0.0.1:0,
+// not on Kafka's default of every interface's port 9092, which a local
+// Kafka may hold.
 func newUnstarted(t testing.TB, props listener.Properties, configure ...func(*socketserver.Config)) *socketserver.Server {
 	t.Helper()
-	cfg, err := socketserver.ConfigFromProperties(props)
+	all := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+	for k, v := range props {
+		all[k] = v
+	}
+	cfg, err := socketserver.ConfigFromProperties(all)
 	require.NoError(t, err)
 	cfg.APIs = allAPIs()
 	for _, f := range configure {

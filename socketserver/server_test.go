@@ -65,13 +65,24 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 }
 
 // Broker advertises what clients can reach: the port bound for an
-// advertised port 0, and the host name for an empty advertised host.
+// advertised port 0, and the host name for an empty advertised host. B is
+// configured on every interface, as a broker's listener often is, but
+// handed a loopback socket, so that the test binds no wildcard address.
 func TestServerBrokerAdvertisesBoundPorts(t *testing.T) {
 	srv := socketservertest.NewServer(t, listener.Properties{
 		"listeners":                      "A://127.0.0.1:0,B://:0",
 		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
 		"inter.broker.listener.name":     "A",
-	}, nil, answerAll)
+	}, func(c *socketserver.Config) {
+		c.Listen = func(ctx context.Context, l listener.Listener) (net.Listener, error) {
+			if l.Name == "B" {
+				require.Empty(t, l.Bind.Host, "B's configured host")
+				var lc net.ListenConfig
+				return lc.Listen(ctx, "tcp", "127.0.0.1:0")
+			}
+			return socketserver.ListenTCP(ctx, l)
+		}
+	}, answerAll)
 	b := srv.Broker(7, "rack-1")
 	assert.Equal(t, int32(7), b.NodeID)
 	assert.Equal(t, "rack-1", b.Rack)

@@ -11,10 +11,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 
 // The users of every broker's CLIENT listener.
 var passwords = map[string]string{"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}

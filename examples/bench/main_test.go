@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 )
 
 // TestMain lets the test binary serve as the bench's server children and
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
 		os.Exit(childMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(bindcheck.Wrap(m).Run())
 }
 
 func TestPercentile(t *testing.T) {

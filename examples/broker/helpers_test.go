@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -67,7 +68,7 @@ func TestMain(m *testing.M) {
 	// sarama starts a goroutine, never stopped, for its metrics' meters
 	// unless go-metrics is told to use no-op metrics; goleak would see it.
 	metrics.UseNilMetrics = true
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(bindcheck.Wrap(m))
 }
 
 // testSettings are the built-in KIP-103 listeners on ephemeral loopback

@@ -25,7 +25,10 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 )
+
+func TestMain(m *testing.M) { os.Exit(bindcheck.Wrap(m).Run()) }
 
 // The README's "Embedding kafkanet" shows this program, whole: the ```go
 // block there must be this file, so that what readers copy compiles (the

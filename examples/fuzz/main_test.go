@@ -10,7 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 )
+
+func TestMain(m *testing.M) { os.Exit(bindcheck.Wrap(m).Run()) }
 
 func TestFindTargets(t *testing.T) {
 	root := t.TempDir()

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	// sarama starts a goroutine, never stopped, for its metrics' meters
 	// unless go-metrics is told to use no-op metrics; goleak would see it.
 	metrics.UseNilMetrics = true
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+	goleak.VerifyTestMain(bindcheck.Wrap(m), goleak.Cleanup(func(code int) {
 		exampleproc.Cleanup()
 		os.Exit(code)
 	}))

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knotel"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -24,7 +25,7 @@ import (
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 
 // answerMetadata answers Metadata with an empty response.
 var answerMetadata = socketserver.HandlerFunc(func(r *socketserver.Request) {

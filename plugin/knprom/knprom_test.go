@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -23,7 +24,7 @@ import (
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 
 // answerMetadata answers Metadata with an empty response.
 var answerMetadata = socketserver.HandlerFunc(func(r *socketserver.Request) {

@@ -18,12 +18,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/records"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 
 // produced is what a Produce handler read with records: per batch, its
 // codec and records, or the error.
