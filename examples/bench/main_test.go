@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 )
 
 // TestMain lets the test binary serve as the bench's server children and
@@ -23,6 +25,17 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
+}
+
+// go doc and -h list every flag the command defines. (The flags of the
+// child processes, which only the bench gives itself after -bench-child,
+// are not the user's.)
+func TestUsageAndDocListEveryFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("-h: exit status %d: %s", code, stderr.String())
+	}
+	flagdoc.Check(t, ".", flagSet(&options{}, &rawFlags{}, io.Discard), stderr.String())
 }
 
 func TestPercentile(t *testing.T) {
