@@ -109,14 +109,14 @@ func (c config) cipherSuites(name protocolmap.ListenerName, minV, maxV uint16) (
 	if len(tls13) == 0 {
 		if minV == tls.VersionTLS13 {
 			return nil, 0, 0, tlsError(s, false, fmt.Sprintf(
-				"it names no TLS 1.3 cipher suite, but %s enables only TLSv1.3: no connection could be made", KeySSLEnabledProtocols))
+				"it names no TLS 1.3 cipher suite, but %s enables only TLSv1.3: no connection could be made", c.setting(name, KeySSLEnabledProtocols).from))
 		}
 		maxV = tls.VersionTLS12 // as Java: no TLS 1.3 suite enabled, no TLS 1.3
 	}
 	if len(suites) == 0 {
 		if maxV == tls.VersionTLS12 {
 			return nil, 0, 0, tlsError(s, false, fmt.Sprintf(
-				"it names no TLS 1.2 cipher suite, but %s enables only TLSv1.2: no connection could be made", KeySSLEnabledProtocols))
+				"it names no TLS 1.2 cipher suite, but %s enables only TLSv1.2: no connection could be made", c.setting(name, KeySSLEnabledProtocols).from))
 		}
 		minV = tls.VersionTLS13
 	}

@@ -262,7 +262,7 @@ func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerS
 func (c config) oauthSetting(name protocolmap.ListenerName, key string) setting {
 	mech := name.ConfigPrefix() + "oauthbearer." + key
 	if v, ok := c.props.Get(mech); ok {
-		return setting{v, mech, true}
+		return setting{value: v, from: mech, ok: true, key: key}
 	}
 	return c.setting(name, key)
 }
@@ -293,7 +293,6 @@ func (c config) oauthBearerJWKS(name protocolmap.ListenerName, jaasKey string, o
 	var cfg OAuthBearerJWKS
 	urlSetting := c.oauthSetting(name, KeySASLOAuthBearerJWKSEndpointURL)
 	if !urlSetting.ok || urlSetting.value == "" {
-		urlSetting.from = KeySASLOAuthBearerJWKSEndpointURL
 		return nil, oauthError(urlSetting, fmt.Sprintf(
 			"The OAuth configuration option %s value must be non-null: listener %s validates tokens with %s, which reads the identity provider's keys from it (https://..., or file:///...)",
 			KeySASLOAuthBearerJWKSEndpointURL, name, OAuthBearerValidatorCallbackHandler))
@@ -405,7 +404,7 @@ func jaasTrustStore(jaasKey string, options map[string]string) (*tls.Config, err
 	}
 	pool, err := truststoreFrom(func(key string) setting {
 		v, ok := options[key]
-		return setting{strings.TrimSpace(v), key, ok}
+		return setting{value: strings.TrimSpace(v), from: key, ok: ok, key: key}
 	})
 	if err != nil {
 		var ce *protocolmap.ConfigError

@@ -185,6 +185,8 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 			oauthJAASKey, "[hidden]", "contains 2 login modules", security.ErrOAuthBearerConfig},
 		{"no JWKS URL", validated(listener.Properties{"sasl.oauthbearer.jwks.endpoint.url": ""}),
 			"sasl.oauthbearer.jwks.endpoint.url", "", "must be non-null", security.ErrOAuthBearerConfig},
+		{"an empty prefixed JWKS URL", validated(listener.Properties{"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": ""}),
+			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "", "must be non-null", security.ErrOAuthBearerConfig},
 		{"a JWKS file that does not exist", validated(listener.Properties{"listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url": "file://" + dir + "/none.json"}),
 			"listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url", "file://" + dir + "/none.json", "that doesn't exist", security.ErrOAuthBearerConfig},
 		{"a JWKS directory", validated(listener.Properties{"sasl.oauthbearer.jwks.endpoint.url": "file://" + dir}),

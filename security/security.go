@@ -183,7 +183,7 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 			if !ok {
 				continue
 			}
-			d, err := c.reauthMax(setting{v, key, true})
+			d, err := c.reauthMax(setting{value: v, from: key, ok: true})
 			if err != nil {
 				return Settings{}, err
 			}
@@ -272,7 +272,7 @@ func FailedAuthenticationDelay(set *listener.Set) (time.Duration, error) {
 	}
 	idle := int64(listener.DefaultConnectionsMaxIdle / time.Millisecond)
 	if v, ok := c.props.Get(listener.KeyConnectionsMaxIdleMs); ok {
-		if idle, err = parseLong(setting{v, listener.KeyConnectionsMaxIdleMs, true}, math.MinInt64); err != nil {
+		if idle, err = parseLong(setting{value: v, from: listener.KeyConnectionsMaxIdleMs, ok: true, key: listener.KeyConnectionsMaxIdleMs}, math.MinInt64); err != nil {
 			return 0, err
 		}
 	}

@@ -196,11 +196,12 @@ func (c config) withServerNames(name protocolmap.ListenerName, cfg *tls.Config) 
 		}
 		loc, key, chain := get(KeySSLKeystoreLocation), get(KeySSLKeystoreKey), get(KeySSLKeystoreCertificateChain)
 		if !loc.ok && !key.ok && !chain.ok {
-			return nil, tlsError(loc, false, fmt.Sprintf(
+			// Named with the listener prefix the list was given with.
+			return nil, tlsError(loc.like(list), false, fmt.Sprintf(
 				"server name %s is listed in %s but has no key store: set %s (a PEM file holding the private key and the certificate chain) or %s and %s",
-				sn, list.from, prefix+KeySSLKeystoreLocation, prefix+KeySSLKeystoreKey, prefix+KeySSLKeystoreCertificateChain))
+				sn, list.from, loc.like(list).from, key.like(list).from, chain.like(list).from))
 		}
-		cert, err := keystoreFrom(get)
+		cert, err := keystoreFrom(get, fmt.Sprintf("server name %s of listener %s", sn, name))
 		if err != nil {
 			return nil, err
 		}

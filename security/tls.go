@@ -130,10 +130,14 @@ const kafkaDefaultStoreType = "JKS"
 // settings are not read.
 //
 // Errors are [*protocolmap.ConfigError] values wrapping [ErrTLSConfig] whose
-// Key is the exact key at fault (the listener-prefixed form if that is
-// where the value came from). The value of a secret setting (the inline
-// PEM texts and the passwords) is shown as [hidden], and no error includes
-// key material. A listener name that is neither a listener nor in
+// Key is the exact key at fault, as the user wrote it or would write it:
+// the listener-prefixed form if that is where the value came from, and for
+// a key the settings lack (the key password of an encrypted key, the trust
+// store that ssl.client.auth needs, the store type) the form of the
+// setting that needs it, listener-prefixed when that one is; the keys the
+// rule tells the user to set are named the same way. The value of a
+// secret setting (the inline PEM texts and the passwords) is shown as
+// [hidden], and no error includes key material. A listener name that is neither a listener nor in
 // listener.security.protocol.map gives an error for that key wrapping
 // [listener.ErrNoSecurityProtocol].
 func TLSConfig(set *listener.Set, name protocolmap.ListenerName) (*tls.Config, error) {
@@ -194,13 +198,55 @@ func (c config) protocol(name protocolmap.ListenerName) (protocolmap.SecurityPro
 
 // setting is one looked-up key.
 type setting struct {
-	value, from string
-	ok          bool
+	value string
+	// from is the key the value came from: key itself, or key after the
+	// listener prefix (listener.name.<name>.); key itself when unset.
+	from string
+	ok   bool
+	// key is the key looked up, without the listener prefix; empty for a
+	// setting that has no un-prefixed form.
+	key string
 }
 
 func (c config) setting(name protocolmap.ListenerName, key string) setting {
 	v, from, ok := c.Properties().ListenerValue(name, key)
-	return setting{v, from, ok}
+	return setting{value: v, from: from, ok: ok, key: key}
+}
+
+// prefix is the prefix before key in the form s came from: the listener
+// prefix for a listener-prefixed setting, "" for an un-prefixed or unset
+// one.
+func (s setting) prefix() string {
+	if s.key == "" {
+		return ""
+	}
+	p, ok := strings.CutSuffix(s.from, s.key)
+	if !ok {
+		return ""
+	}
+	return p
+}
+
+// like names an unset setting as the user would set it beside o, the
+// setting that needs it: with o's listener prefix when o came from a
+// listener-prefixed key, so that an error about a key the user left out
+// names the key for the listener the user configured. A set setting is
+// named as it was set.
+func (s setting) like(o setting) setting {
+	if !s.ok && s.key != "" {
+		s.from = o.prefix() + s.key
+	}
+	return s
+}
+
+// firstSet returns the first of settings that is set, or the last.
+func firstSet(settings ...setting) setting {
+	for _, s := range settings {
+		if s.ok {
+			return s
+		}
+	}
+	return settings[len(settings)-1]
 }
 
 func tlsError(s setting, secret bool, rule string) error {
@@ -245,13 +291,15 @@ func refuseStoreType(typ setting, location string) error {
 // keystore loads the listener's certificate chain and private key, in the
 // order of Kafka's checks.
 func (c config) keystore(name protocolmap.ListenerName) (tls.Certificate, error) {
-	return keystoreFrom(func(key string) setting { return c.setting(name, key) })
+	return keystoreFrom(func(key string) setting { return c.setting(name, key) }, "listener "+string(name))
 }
 
 // keystoreFrom loads the certificate chain and private key of the
 // ssl.keystore.* and ssl.key.password settings get returns, in the order
-// of Kafka's checks.
-func keystoreFrom(get func(key string) setting) (tls.Certificate, error) {
+// of Kafka's checks; whose says in errors whose key store it is. A setting
+// the user left out is named in the form of the one that needs it (see
+// setting.like).
+func keystoreFrom(get func(key string) setting, whose string) (tls.Certificate, error) {
 	typ := get(KeySSLKeystoreType)
 	loc := get(KeySSLKeystoreLocation)
 	storePass := get(KeySSLKeystorePassword)
@@ -264,9 +312,9 @@ func keystoreFrom(get func(key string) setting) (tls.Certificate, error) {
 	case key.ok:
 		switch {
 		case typ.storeType() != pemType:
-			return tls.Certificate{}, tlsError(typ, false, fmt.Sprintf("SSL private key can be specified only for PEM, but key store type is %s.", typ.storeType()))
+			return tls.Certificate{}, tlsError(typ.like(key), false, fmt.Sprintf("SSL private key can be specified only for PEM, but key store type is %s.", typ.storeType()))
 		case !chain.ok:
-			return tls.Certificate{}, tlsError(chain, true, fmt.Sprintf("SSL private key is specified (%s), but certificate chain is not specified.", key.from))
+			return tls.Certificate{}, tlsError(chain.like(key), true, fmt.Sprintf("SSL private key is specified (%s), but certificate chain is not specified.", key.from))
 		case loc.ok:
 			return tls.Certificate{}, tlsError(loc, false, fmt.Sprintf("Both SSL key store location and separate private key (%s) are specified.", key.from))
 		case storePass.ok:
@@ -274,10 +322,10 @@ func keystoreFrom(get func(key string) setting) (tls.Certificate, error) {
 		}
 		keyPEM, chainPEM, source = key.value, chain.value, key.from
 	case chain.ok:
-		return tls.Certificate{}, tlsError(key, true, fmt.Sprintf("SSL certificate chain is specified (%s), but private key is not specified", chain.from))
+		return tls.Certificate{}, tlsError(key.like(chain), true, fmt.Sprintf("SSL certificate chain is specified (%s), but private key is not specified", chain.from))
 	case loc.ok:
 		if typ.storeType() != pemType {
-			return tls.Certificate{}, refuseStoreType(typ, loc.from)
+			return tls.Certificate{}, refuseStoreType(typ.like(loc), loc.from)
 		}
 		if storePass.ok {
 			return tls.Certificate{}, tlsError(storePass, true, "SSL key store password cannot be specified with PEM format, only key password may be specified")
@@ -288,9 +336,11 @@ func keystoreFrom(get func(key string) setting) (tls.Certificate, error) {
 		}
 		keyPEM, chainPEM, source = string(data), string(data), loc.from
 	default:
-		return tls.Certificate{}, tlsError(loc, false, fmt.Sprintf(
-			"SSL key store is not specified: a listener using TLS needs %s (a PEM file holding the private key and the certificate chain) or %s and %s, with %s=PEM",
-			KeySSLKeystoreLocation, KeySSLKeystoreKey, KeySSLKeystoreCertificateChain, KeySSLKeystoreType))
+		// Named beside the key store settings the user did write, if any.
+		at := firstSet(typ, keyPass, storePass)
+		return tls.Certificate{}, tlsError(loc.like(at), false, fmt.Sprintf(
+			"SSL key store is not specified: %s uses TLS and needs %s (a PEM file holding the private key and the certificate chain) or %s and %s, with %s=PEM",
+			whose, loc.like(at).from, key.like(at).from, chain.like(at).from, typ.like(at).from))
 	}
 
 	// Whichever setting held the text is the one a PEM fault is blamed on.
@@ -316,7 +366,7 @@ func keystoreFrom(get func(key string) setting) (tls.Certificate, error) {
 	default:
 		return tls.Certificate{}, tlsError(at, secret, fmt.Sprintf("Invalid PEM keystore configs: Expected one private key, but found %d", len(keys)))
 	}
-	priv, err := parsePrivateKey(keys[0], keyPass)
+	priv, err := parsePrivateKey(keys[0], keyPass.like(at))
 	if err != nil {
 		var ce *protocolmap.ConfigError
 		if errors.As(err, &ce) {
@@ -419,7 +469,7 @@ func truststoreFrom(get func(key string) setting) (*x509.CertPool, error) {
 	case certsSetting.ok:
 		switch {
 		case typ.storeType() != pemType:
-			return nil, tlsError(typ, false, fmt.Sprintf("SSL trust store certs can be specified only for PEM, but trust store type is %s.", typ.storeType()))
+			return nil, tlsError(typ.like(certsSetting), false, fmt.Sprintf("SSL trust store certs can be specified only for PEM, but trust store type is %s.", typ.storeType()))
 		case loc.ok:
 			return nil, tlsError(loc, false, fmt.Sprintf("Both SSL trust store location and separate trust certificates (%s) are specified.", certsSetting.from))
 		case pass.ok:
@@ -428,7 +478,7 @@ func truststoreFrom(get func(key string) setting) (*x509.CertPool, error) {
 		text, at, secret = certsSetting.value, certsSetting, true
 	case loc.ok:
 		if typ.storeType() != pemType {
-			return nil, refuseStoreType(typ, loc.from)
+			return nil, refuseStoreType(typ.like(loc), loc.from)
 		}
 		if pass.ok {
 			return nil, tlsError(pass, true, "SSL trust store password cannot be specified for PEM format.")
@@ -439,7 +489,7 @@ func truststoreFrom(get func(key string) setting) (*x509.CertPool, error) {
 		}
 		text = string(data)
 	case pass.ok:
-		return nil, tlsError(loc, false, fmt.Sprintf("SSL trust store is not specified, but trust store password is specified (%s).", pass.from))
+		return nil, tlsError(loc.like(pass), false, fmt.Sprintf("SSL trust store is not specified, but trust store password is specified (%s).", pass.from))
 	default:
 		return nil, nil
 	}
@@ -476,9 +526,10 @@ func (c config) clientAuth(name protocolmap.ListenerName, proto protocolmap.Secu
 		return tls.NoClientCert, nil
 	}
 	if auth != tls.NoClientCert && !havePool {
-		return 0, tlsError(c.setting(name, KeySSLTruststoreLocation), false, fmt.Sprintf(
+		loc := c.setting(name, KeySSLTruststoreLocation).like(s)
+		return 0, tlsError(loc, false, fmt.Sprintf(
 			"%s=%s needs a trust store to verify client certificates: set %s or %s (with %s=PEM)",
-			s.from, s.value, KeySSLTruststoreLocation, KeySSLTruststoreCertificates, KeySSLTruststoreType))
+			s.from, s.value, loc.from, c.setting(name, KeySSLTruststoreCertificates).like(s).from, c.setting(name, KeySSLTruststoreType).like(s).from))
 	}
 	return auth, nil
 }

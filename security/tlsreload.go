@@ -30,23 +30,27 @@ const (
 var ErrCertificateChange = errors.New("certificate subject change not allowed")
 
 // readAllowChanges reads ssl.allow.dn.changes and ssl.allow.san.changes
-// for a TLS listener.
+// for a TLS listener. An unset key is kept, for errors, in the form of
+// the listener's key store setting: listener-prefixed when the key store
+// is.
 func (c config) readAllowChanges(name protocolmap.ListenerName, s *Settings) error {
+	store := firstSet(c.setting(name, KeySSLKeystoreLocation), c.setting(name, KeySSLKeystoreKey))
 	var err error
-	if s.AllowDNChanges, s.allowDNKey, err = c.boolean(name, KeySSLAllowDNChanges); err != nil {
+	if s.AllowDNChanges, s.allowDNKey, err = c.boolean(name, KeySSLAllowDNChanges, store); err != nil {
 		return err
 	}
-	s.AllowSANChanges, s.allowSANKey, err = c.boolean(name, KeySSLAllowSANChanges)
+	s.AllowSANChanges, s.allowSANKey, err = c.boolean(name, KeySSLAllowSANChanges, store)
 	return err
 }
 
 // boolean reads a Kafka BOOLEAN setting (default false): true or false,
 // in any case, around white space. It returns the key in the form that
-// holds the value, or the un-prefixed key when none does.
-func (c config) boolean(name protocolmap.ListenerName, key string) (bool, string, error) {
+// holds the value, or when none does in the form of beside (see
+// setting.like).
+func (c config) boolean(name protocolmap.ListenerName, key string, beside setting) (bool, string, error) {
 	s := c.setting(name, key)
 	if !s.ok {
-		return false, key, nil
+		return false, s.like(beside).from, nil
 	}
 	switch v := strings.TrimSpace(s.value); {
 	case strings.EqualFold(v, "true"):
@@ -83,8 +87,8 @@ func (c config) boolean(name protocolmap.ListenerName, key string) (bool, string
 // GetCertificate or GetConfigForClient is not compared (its host checks
 // what it serves). The error is a [*protocolmap.ConfigError] for the
 // allow key that would permit the change, in the form that set it
-// (listener-prefixed or not; un-prefixed when unset), wrapping
-// [ErrCertificateChange].
+// (listener-prefixed or not; when unset, listener-prefixed if the
+// listener's key store setting is), wrapping [ErrCertificateChange].
 func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 	if next == nil || len(next.Certificates) == 0 && next.GetCertificate == nil && next.GetConfigForClient == nil {
 		return fmt.Errorf("%w: the new TLS configuration serves no certificate (Certificates, GetCertificate and GetConfigForClient are unset)", ErrTLSConfig)

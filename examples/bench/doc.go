@@ -238,4 +238,94 @@
 // the report gives it. It needs perf on PATH and the permission to attach
 // to the children (perf_event_paranoid), and perturbs what it records a
 // little.
+//
+// Usage:
+//
+//	bench [-quick] [-scenarios a,b,c,d,e,f,g,h,i,p] [-rounds n] [-json] [flags]
+//
+// The flags are (the scenarios they concern in brackets; -quick's value
+// after the default where it changes one):
+//
+//	-scenarios list
+//		The scenarios to run, comma-separated (default all:
+//		a,b,c,d,e,f,g,h,i,p).
+//	-rounds n
+//		Measure each scenario n times, the servers' order rotating
+//		(default 3; -quick 1).
+//	-quick
+//		A short run: the -quick values below.
+//	-json
+//		Print JSON instead of tables.
+//	-duration d
+//		[a, d, e, f] One measured run (default 2s; -quick 500ms).
+//	-conns list
+//		[a, p] The connection counts (default 1,8,64).
+//	-records n
+//		[b] Records produced (default 1000000; -quick 100000).
+//	-record-size n
+//		[b] Bytes in each record's value (default 100).
+//	-produce-discard
+//		[b] Compare kafkanet's minimal server, which discards the
+//		records, with kfake's BlackholeProduce, instead of
+//		examples/broker with kfake, both storing them.
+//	-idle list
+//		[c, f] The idle connection counts (default 10000,100000;
+//		-quick 10000).
+//	-settle d
+//		[c] The wait before sampling a server's RSS (default 2s; -quick
+//		500ms).
+//	-probe-timeout d
+//		[e] A control-plane request unanswered after d counts as d
+//		(default 500ms).
+//	-listings n
+//		[f] Listings timed at each connection count (default 5; -quick
+//		3).
+//	-large-mb n
+//		[g] Megabytes of record values produced and consumed at each
+//		record size (default 200; -quick 50).
+//	-large-sizes list
+//		[g] The record sizes in bytes (default 1024,1048576).
+//	-budget-clients n
+//		[h] Connections that each send one Produce at once (default 16).
+//	-budget-request-mib n
+//		[h] The size of each Produce request in MiB (default 32).
+//	-budget-mib n
+//		[h] queued.max.request.bytes, and socket.request.max.bytes, in
+//		MiB (default 64).
+//	-broker-set key=value
+//		[b, g, i, p] A property laid over examples/broker's; repeatable.
+//	-baseline-broker file
+//		[b, g, i] Also measure this prebuilt examples/broker (see above).
+//	-hostile-duration d
+//		[i] Each of a case's two measured windows (default 5s; -quick
+//		2s).
+//	-hostile-timeout d
+//		[i] A Metadata request unanswered after d counts as a timeout
+//		(default 2s).
+//	-hostile-slowloris n
+//		[i] Case 1's connections (default 1000).
+//	-hostile-claims n
+//		[i] Case 2's connections (default 10).
+//	-hostile-logins n
+//		[i] Case 3's connections (default 100).
+//	-hostile-pipeliners n
+//		[i] Case 4's connections (default 50).
+//	-hostile-cases list
+//		[i] The attacked cases measured beside case 0 (default 1,2,3,4).
+//	-hostile-control
+//		[i] Also measure each attacked case's control in the same round.
+//	-proxy-mb n
+//		[p] Megabytes of 1 KiB records produced, then consumed, through
+//		each hop (default 300; -quick 50).
+//	-proxy-tls
+//		[p] Also measure both hops terminating TLS.
+//	-proxy-procs n
+//		[p] examples/proxy's GOMAXPROCS (default 1; 0 leaves Go's
+//		default).
+//	-haproxy file
+//		[p] The haproxy binary (default: haproxy on PATH, else
+//		/usr/sbin/haproxy).
+//	-perf-dir dir
+//		Record each measured run of a server with perf into a file of
+//		dir.
 package main

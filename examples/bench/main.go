@@ -35,7 +35,7 @@ type options struct {
 	rounds         int
 	quick          bool
 	duration       time.Duration // one measured run of (a), (d), (e) and (f)
-	rawConns       []int         // connection counts of (a)
+	rawConns       []int         // connection counts of (a) and (p)
 	records        int           // records produced in (b)
 	recordSize     int
 	produceDiscard bool          // (b): servers that discard records instead of storing them
@@ -69,29 +69,36 @@ type options struct {
 	hostileCases      []hostileKind // the attacked cases measured beside case 0, alone (-hostile-cases)
 }
 
-// parseOptions parses the command's arguments.
-func parseOptions(args []string, stderr io.Writer) (options, error) {
+// rawFlags are the flags parseOptions reads into options after parsing.
+type rawFlags struct {
+	scenarios, conns, idle, largeSizes, hostileCases string
+	budgetRequest, budget                            int // MiB
+}
+
+// flagSet defines the command's flags, into o and r, on a FlagSet that
+// reports to stderr.
+func flagSet(o *options, r *rawFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
-	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to i and p, see the package documentation)")
+	fs.StringVar(&r.scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of the scenarios to run (a to i and p, see the package documentation)")
 	fs.IntVar(&o.rounds, "rounds", 3, "measure each scenario `n` times, alternating the servers (-quick: 1)")
-	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle, 50 MB in scenario g")
+	fs.BoolVar(&o.quick, "quick", false, "a short run: 1 round, 0.5 s runs, 100,000 records, 10,000 idle connections, 0.5 s settle, 3 listings,\n"+
+		"50 MB in scenarios g and p, 2 s windows in scenario i")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a, d, e and f (-quick: 500ms)")
-	conns := fs.String("conns", "1,8,64", "connection counts of scenario a")
+	fs.StringVar(&r.conns, "conns", "1,8,64", "connection counts of scenarios a and p")
 	fs.IntVar(&o.records, "records", 1_000_000, "records produced in scenario b (-quick: 100000)")
 	fs.IntVar(&o.recordSize, "record-size", 100, "bytes in each record's value in scenario b")
 	fs.BoolVar(&o.produceDiscard, "produce-discard", false, "scenario b: compare kafkanet's minimal server, which discards records,\n"+
 		"with kfake's BlackholeProduce, instead of the example broker with kfake, both storing them")
-	idle := fs.String("idle", "10000,100000", "idle connection counts of scenarios c and f (-quick: 10000)")
+	fs.StringVar(&r.idle, "idle", "10000,100000", "idle connection counts of scenarios c and f (-quick: 10000)")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "scenario c: wait this long before sampling a server's RSS (-quick: 500ms)")
 	fs.IntVar(&o.listings, "listings", 5, "scenario f: listings timed at each connection count (-quick: 3)")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 500*time.Millisecond, "scenario e: a control-plane request unanswered after this counts as this long")
 	fs.IntVar(&o.largeMB, "large-mb", 200, "scenario g: `megabytes` (10^6 bytes) of record values produced and consumed at each record size (-quick: 50)")
-	largeSizes := fs.String("large-sizes", "1024,1048576", "scenario g: record sizes in bytes")
+	fs.StringVar(&r.largeSizes, "large-sizes", "1024,1048576", "scenario g: record sizes in bytes")
 	fs.IntVar(&o.budgetClients, "budget-clients", 16, "scenario h: connections that each send one Produce at once")
-	budgetRequest := fs.Int("budget-request-mib", 32, "scenario h: the size of each Produce request in `MiB`")
-	budget := fs.Int("budget-mib", 64, "scenario h: queued.max.request.bytes in `MiB`, also socket.request.max.bytes")
+	fs.IntVar(&r.budgetRequest, "budget-request-mib", 32, "scenario h: the size of each Produce request in `MiB`")
+	fs.IntVar(&r.budget, "budget-mib", 64, "scenario h: queued.max.request.bytes in `MiB`, also socket.request.max.bytes")
 	fs.Func("broker-set", "scenarios b, g, i and p: a `key=value` property laid over the example broker's (repeatable)", func(p string) error {
 		if !strings.Contains(p, "=") {
 			return fmt.Errorf("%q is not key=value", p)
@@ -116,13 +123,21 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.hostileControl, "hostile-control", false, "scenario i: also measure each attacked case's control in the same round: the attackers attack a second broker of\n"+
 		"the same kind, not the measured one, so that the control shows what their load on the machine alone costs the legitimate client")
 	fs.IntVar(&o.hostilePipeliners, "hostile-pipeliners", 50, "scenario i, case 4: authenticated connections that pipeline Metadata 64 at a time and never read")
-	hostileCases := fs.String("hostile-cases", "1,2,3,4", "scenario i: the attacked `cases` measured, each beside case 0 (alone), which is always measured")
+	fs.StringVar(&r.hostileCases, "hostile-cases", "1,2,3,4", "scenario i: the attacked `cases` measured, each beside case 0 (alone), which is always measured")
 	fs.StringVar(&o.perfDir, "perf-dir", "", "record each measured run of a server with perf record (call stacks, CPU clock) into a file of this `directory`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: bench [-quick] [-scenarios a,b,c,d,e,f,g,h,i,p] [-rounds n] [-json] [flags]")
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// parseOptions parses the command's arguments.
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	var r rawFlags
+	fs := flagSet(&o, &r, stderr)
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -135,7 +150,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		quickDefault(set, "rounds", &o.rounds, 1)
 		quickDefault(set, "duration", &o.duration, 500*time.Millisecond)
 		quickDefault(set, "records", &o.records, 100_000)
-		quickDefault(set, "idle", idle, "10000")
+		quickDefault(set, "idle", &r.idle, "10000")
 		quickDefault(set, "settle", &o.settle, 500*time.Millisecond)
 		quickDefault(set, "listings", &o.listings, 3)
 		quickDefault(set, "large-mb", &o.largeMB, 50)
@@ -143,30 +158,30 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		quickDefault(set, "hostile-duration", &o.hostileDuration, 2*time.Second)
 	}
 	var err error
-	if o.scenarios, err = parseScenarios(*scenarios); err != nil {
+	if o.scenarios, err = parseScenarios(r.scenarios); err != nil {
 		return options{}, err
 	}
-	if o.rawConns, err = parseCounts("conns", *conns); err != nil {
+	if o.rawConns, err = parseCounts("conns", r.conns); err != nil {
 		return options{}, err
 	}
-	if o.idleCounts, err = parseCounts("idle", *idle); err != nil {
+	if o.idleCounts, err = parseCounts("idle", r.idle); err != nil {
 		return options{}, err
 	}
-	if o.largeSizes, err = parseCounts("large-sizes", *largeSizes); err != nil {
+	if o.largeSizes, err = parseCounts("large-sizes", r.largeSizes); err != nil {
 		return options{}, err
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.records < 1 || o.recordSize < 1 || o.listings < 1 || o.probeTimeout <= 0 || o.settle < 0 ||
-		o.largeMB < 1 || o.proxyMB < 1 || o.budgetClients < 1 || *budgetRequest < 1 || *budget < 1 || o.proxyProcs < 0 {
+		o.largeMB < 1 || o.proxyMB < 1 || o.budgetClients < 1 || r.budgetRequest < 1 || r.budget < 1 || o.proxyProcs < 0 {
 		return options{}, errors.New("-rounds, -duration, -records, -record-size, -listings, -probe-timeout, -large-mb, -proxy-mb, -budget-clients, -budget-request-mib and -budget-mib must be positive, -settle and -proxy-procs not negative")
 	}
-	if *budgetRequest > *budget || *budget > 2047 {
+	if r.budgetRequest > r.budget || r.budget > 2047 {
 		return options{}, fmt.Errorf("-budget-request-mib (%d) must be at most -budget-mib (%d), which is also socket.request.max.bytes and must be below 2048 MiB",
-			*budgetRequest, *budget)
+			r.budgetRequest, r.budget)
 	}
 	if o.hostileDuration <= 0 || o.hostileTimeout <= 0 || o.hostileSlowloris < 1 || o.hostileClaims < 1 || o.hostileLogins < 1 || o.hostilePipeliners < 1 {
 		return options{}, errors.New("-hostile-duration, -hostile-timeout, -hostile-slowloris, -hostile-claims, -hostile-logins and -hostile-pipeliners must be positive")
 	}
-	cases, err := parseCounts("hostile-cases", *hostileCases)
+	cases, err := parseCounts("hostile-cases", r.hostileCases)
 	if err != nil {
 		return options{}, err
 	}
@@ -179,7 +194,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if set["baseline-broker"] && strings.TrimSpace(o.baselineBroker) == "" {
 		return options{}, errors.New("-baseline-broker: an empty path")
 	}
-	o.budgetRequest, o.budget = *budgetRequest<<20, int64(*budget)<<20
+	o.budgetRequest, o.budget = r.budgetRequest<<20, int64(r.budget)<<20
 	return o, nil
 }
 

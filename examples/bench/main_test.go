@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 )
 
@@ -25,6 +26,17 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(bindcheck.Wrap(m).Run())
+}
+
+// go doc and -h list every flag the command defines. (The flags of the
+// child processes, which only the bench gives itself after -bench-child,
+// are not the user's.)
+func TestUsageAndDocListEveryFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("-h: exit status %d: %s", code, stderr.String())
+	}
+	flagdoc.Check(t, ".", flagSet(&options{}, &rawFlags{}, io.Discard), stderr.String())
 }
 
 func TestPercentile(t *testing.T) {

@@ -5,7 +5,25 @@
 //
 // Usage:
 //
-//	broker [-check] [-config server.properties] [-set key=value]...
+//	broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d]
+//
+// The flags are:
+//
+//	-check
+//		Validate the configuration, print the listeners and exit.
+//	-config file
+//		Read the settings from the Java .properties file (re-read on
+//		SIGHUP, see below).
+//	-set key=value
+//		Set a key over the file's settings; repeatable.
+//	-brokers N
+//		Run a cluster of N brokers in the one process (default 1, see
+//		below).
+//	-metrics-addr host:port
+//		Serve Prometheus metrics at http://host:port/metrics.
+//	-tls-watch-interval d
+//		Read the TLS listeners' PEM files every d and reload those that
+//		changed (default 10s; 0 reloads them only on SIGHUP).
 //
 // The configuration is read from the Java .properties file given with
 // -config, with each -set key=value laid over it, and keys set in neither
@@ -165,28 +183,45 @@ func defaultProperties() listener.Properties {
 	}
 }
 
-// run is the whole command; it serves until ctx ends and returns the exit
-// status.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// options are the command's flags.
+type options struct {
+	check       bool
+	configPath  string
+	sets        listener.Overrides
+	brokers     int
+	metricsAddr string
+	tlsWatch    time.Duration
+}
+
+// flagSet defines the command's flags, into o, on a FlagSet that reports
+// to stderr.
+func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	check := fs.Bool("check", false, "validate the configuration, print the listeners and exit")
-	configPath := fs.String("config", "", "read broker settings from the Java .properties `file` (re-read on SIGHUP for\n"+
+	fs.BoolVar(&o.check, "check", false, "validate the configuration, print the listeners and exit")
+	fs.StringVar(&o.configPath, "config", "", "read broker settings from the Java .properties `file` (re-read on SIGHUP for\n"+
 		"the TLS settings, connection quotas, SASL users and listeners). Without -config and -set: built-in listeners, CLIENT on\n"+
 		"127.0.0.1:9092 with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) for the\n"+
 		"demo users alice (password alice-secret) and bob (password bob-secret)")
-	var sets listener.Overrides
-	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
-	brokers := fs.Int("brokers", 1, "run a cluster of `N` brokers in this process, sharing their topics:\n"+
+	fs.Var(&o.sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
+	fs.IntVar(&o.brokers, "brokers", 1, "run a cluster of `N` brokers in this process, sharing their topics:\n"+
 		"broker i has node id node.id+i and binds and advertises each listener on its\n"+
 		"configured port + i*100 (port 0 stays 0: an ephemeral port, advertised as bound)")
-	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://`host:port`/metrics")
-	tlsWatch := fs.Duration("tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`host:port`/metrics")
+	fs.DurationVar(&o.tlsWatch, "tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
 		"those that changed (0: only on SIGHUP)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d]")
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// run is the whole command; it serves until ctx ends and returns the exit
+// status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flagSet(&o, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -198,19 +233,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if *brokers < 1 || *brokers > maxBrokers {
-		fmt.Fprintf(stderr, "broker: -brokers %d: want 1 to %d\n", *brokers, maxBrokers)
+	if o.brokers < 1 || o.brokers > maxBrokers {
+		fmt.Fprintf(stderr, "broker: -brokers %d: want 1 to %d\n", o.brokers, maxBrokers)
 		fs.Usage()
 		return 2
 	}
 
-	cfg, err := resolve(*configPath, sets)
+	cfg, err := resolve(o.configPath, o.sets)
 	var set brokerSettings
 	if err == nil {
 		set, err = readSettings(cfg)
 	}
 	if err == nil {
-		_, err = brokerConfigs(cfg, *brokers)
+		_, err = brokerConfigs(cfg, o.brokers)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
@@ -220,17 +255,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
 		return 1
 	}
-	if *check {
+	if o.check {
 		for _, w := range set.jaasWarnings { // serving logs them instead
 			fmt.Fprintf(stderr, "broker: warning: %s\n", w.String())
 		}
 		return 0
 	}
 	var load func() (*listener.Set, error)
-	if path := *configPath; path != "" {
-		load = func() (*listener.Set, error) { return resolve(path, sets) }
+	if path := o.configPath; path != "" {
+		load = func() (*listener.Set, error) { return resolve(path, o.sets) }
 	}
-	return serve(ctx, cfg.Properties(), *brokers, *metricsAddr, *tlsWatch, load, slog.New(slog.NewTextHandler(stderr, nil)))
+	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, slog.New(slog.NewTextHandler(stderr, nil)))
 }
 
 // serve runs the brokers, and the metrics server if metricsAddr is set,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 )
 
 // runBroker runs the command with args and returns its exit status, standard
@@ -384,6 +387,14 @@ func TestRunHelp(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "usage: broker")
 	assert.Contains(t, stderr, "-set key=value")
+}
+
+// go doc and -h list every flag the command defines.
+func TestUsageAndDocListEveryFlag(t *testing.T) {
+	code, stdout, stderr := runBroker(t, "-h")
+	require.Equal(t, 0, code)
+	assert.Empty(t, stdout)
+	flagdoc.Check(t, ".", flagSet(&options{}, io.Discard), stderr)
 }
 
 func TestDefaultPropertiesAreFresh(t *testing.T) {

@@ -1,6 +1,11 @@
 // Command embed serves Kafka clients from a program of its own: ApiVersions
 // (answered by the server), Metadata and ListClientConnections, on the
 // listeners it is given, until SIGINT or SIGTERM.
+//
+// The flags are:
+//
+//	-listeners string
+//		Kafka's listeners key (default PLAINTEXT://127.0.0.1:9092).
 package main
 
 import (

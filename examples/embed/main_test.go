@@ -25,6 +25,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 )
 
@@ -51,6 +52,17 @@ func buildEmbed(t *testing.T) string {
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
+}
+
+// go doc and -h list every flag. main defines them on the flag package's
+// own set, which a test cannot reach, so they are read from what the
+// built program's -h prints: every flag defined (flag.PrintDefaults).
+func TestUsageAndDocListEveryFlag(t *testing.T) {
+	out, err := exec.Command(buildEmbed(t), "-h").CombinedOutput()
+	require.NoError(t, err, "-h: %s", out)
+	flags := flagdoc.UsageFlags(string(out))
+	require.NotEmpty(t, flags, "-h lists no flag: %s", out)
+	flagdoc.CheckDoc(t, ".", flags)
 }
 
 // Pay for what you use: a program that serves no OAUTHBEARER links neither

@@ -166,26 +166,54 @@ func declaresModule(gomod []byte, path string) bool {
 	return false
 }
 
-// run is the command: it returns the process's exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// options are the command's flags.
+type options struct {
+	fuzztime string
+	run      string
+	parallel int
+	list     bool
+}
+
+// flagSet defines the command's flags, into o, on a FlagSet that reports
+// to stderr.
+func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fl := flag.NewFlagSet("fuzz", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fuzztime := fl.String("fuzztime", "10m", "how long to fuzz each target: a duration, or a count of executions such as 1000x")
-	only := fl.String("run", "", "fuzz only the targets whose name matches this regular expression")
-	parallel := fl.Int("parallel", 0, "fuzzing workers per target (0: GOMAXPROCS)")
-	list := fl.Bool("list", false, "list the targets and exit")
+	fl.StringVar(&o.fuzztime, "fuzztime", "10m", "how long to fuzz each target: a `duration`, or a count of executions such as 1000x")
+	fl.StringVar(&o.run, "run", "", "fuzz only the targets whose name matches this `regexp`")
+	fl.IntVar(&o.parallel, "parallel", 0, "fuzzing workers per target (0: GOMAXPROCS)")
+	fl.BoolVar(&o.list, "list", false, "list the targets and exit")
+	fl.Usage = func() {
+		fmt.Fprintln(fl.Output(), "usage: fuzz [-fuzztime 10m|1000x] [-run regexp] [-parallel n] [-list]")
+		fl.PrintDefaults()
+	}
+	return fl
+}
+
+// run is the command: it returns the process's exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fl := flagSet(&o, stderr)
 	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
-	b, err := parseBudget(*fuzztime)
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "fuzz: unexpected argument %q\n", fl.Arg(0))
+		fl.Usage()
+		return 2
+	}
+	b, err := parseBudget(o.fuzztime)
 	if err != nil {
 		fmt.Fprintf(stderr, "fuzz: %v\n", err)
 		return 2
 	}
 	var match *regexp.Regexp
-	if *only != "" {
+	if o.run != "" {
 		var err error
-		if match, err = regexp.Compile(*only); err != nil {
+		if match, err = regexp.Compile(o.run); err != nil {
 			fmt.Fprintf(stderr, "fuzz: -run: %v\n", err)
 			return 2
 		}
@@ -209,7 +237,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	if *list {
+	if o.list {
 		for _, t := range targets {
 			fmt.Fprintf(w, "%s %s\n", t.Dir, t.Name)
 		}
@@ -218,7 +246,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(w, "%-30s %-32s %10s %12s  %s\n", "package", "target", "elapsed", "execs", "result")
 	failed := 0
 	for _, t := range targets {
-		r := runTarget(ctx, root, t, b, *parallel)
+		r := runTarget(ctx, root, t, b, o.parallel)
 		status := "ok"
 		if r.Err != nil {
 			status = "FAIL: " + r.Err.Error()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 )
 
@@ -109,4 +111,15 @@ func TestBadFlags(t *testing.T) {
 	assert.Contains(t, errOut.String(), "-fuzztime")
 	assert.Equal(t, 1, run(context.Background(), []string{"-run", "NoSuchTarget", "-list"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "no targets")
+	errOut.Reset()
+	assert.Equal(t, 2, run(context.Background(), []string{"-list", "extra"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), `unexpected argument "extra"`)
+}
+
+// go doc and -h list every flag the command defines; -h is no error.
+func TestUsageAndDocListEveryFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"-h"}, &out, &errOut))
+	assert.Empty(t, out.String())
+	flagdoc.Check(t, ".", flagSet(&options{}, io.Discard), errOut.String())
 }

@@ -10,6 +10,45 @@
 //	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] [--server-name NAME] [--connection-id ID]... \
 //	    [--command-config client.properties] [--output table|json] [--close-api-key 1093]
 //
+// The flags are:
+//
+//	--bootstrap-server host:port[,host:port]
+//		The brokers to connect to; required.
+//	--list
+//		List the connections.
+//	--close
+//		Close the connections the filters select (at least one filter).
+//	--principal Type:name
+//		Only the connections of this principal, such as User:alice.
+//	--client-address address
+//		Only the connections from this IP address or CIDR prefix.
+//	--listener name
+//		Only the connections on this listener (any case).
+//	--server-name name
+//		Only the connections whose TLS server name is name (see below).
+//	--connection-id id
+//		With --close: only the connection with this id, as --list shows
+//		it; repeatable.
+//	--include-closed
+//		With --list: also the recently closed connections, with when and
+//		why they closed.
+//	--command-config file
+//		Read how to connect from the client properties file, with Kafka's
+//		keys security.protocol, sasl.mechanism, sasl.username,
+//		sasl.password, ssl.truststore.location, ssl.keystore.location and
+//		ssl.endpoint.identification.algorithm (sasl.jaas.config is not
+//		read).
+//	--output table|json
+//		The output's format (default table).
+//	--api-key key
+//		The API key the brokers serve ListClientConnections under
+//		(default 93).
+//	--close-api-key key
+//		The API key the brokers serve CloseClientConnections under
+//		(default 1093).
+//
+// Each flag may be written with one dash as well as two.
+//
 // Every broker of the cluster is asked (each knows only its own
 // connections); with several brokers a BROKER column comes first. --close
 // needs at least one filter, prints the connections each broker closed
@@ -99,10 +138,11 @@ func (o *optional) ptr() *string {
 	return &o.value
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// flagSet defines the command's flags, into o, on a FlagSet that reports
+// to stderr.
+func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kafka-client-connections", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
 	fs.StringVar(&o.bootstrap, "bootstrap-server", "", "comma-separated `host:port` list of brokers to connect to (required)")
 	fs.BoolVar(&o.list, "list", false, "list the connections")
 	fs.BoolVar(&o.close, "close", false, "close the connections the filters select (at least one filter; never the command's own)")
@@ -110,13 +150,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.clientAddress, "client-address", "only connections from this IP `address` or CIDR prefix")
 	fs.Var(&o.listenerName, "listener", "only connections on this `listener` (any case)")
 	fs.Var(&o.serverName, "server-name", "only connections whose TLS server name (SNI) is this `name` (any case; *.example.com for every name below example.com; empty for the connections without one)")
-	fs.StringVar(&o.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.truststore.location, ssl.keystore.location")
+	fs.StringVar(&o.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.truststore.location, ssl.keystore.location, ssl.endpoint.identification.algorithm")
 	fs.StringVar(&o.output, "output", "table", "`format`: table or json")
 	fs.BoolVar(&o.includeClosed, "include-closed", false, "also list recently closed connections, with when and why they closed")
 	fs.Var(&o.connectionIDs, "connection-id", "with --close: only the connection with this `id`, as --list shows it (repeatable)")
 	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultListAPIKey), "the API `key` the brokers serve ListClientConnections under")
 	fs.IntVar(&o.closeAPIKey, "close-api-key", int(connregistry.DefaultCloseAPIKey), "the API `key` the brokers serve CloseClientConnections under")
 	fs.Usage = func() { usage(fs) }
+	return fs
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flagSet(&o, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 )
 
 // cliResult is what one run of the command did.
@@ -35,6 +37,14 @@ func runCLI(t testing.TB, args ...string) cliResult {
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, args, &stdout, &stderr)
 	return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// go doc and -h list every flag the command defines.
+func TestUsageAndDocListEveryFlag(t *testing.T) {
+	res := runCLI(t, "-h")
+	require.Equal(t, 0, res.code)
+	assert.Empty(t, res.stdout)
+	flagdoc.Check(t, ".", flagSet(&options{}, io.Discard), res.stderr)
 }
 
 // table splits the command's table output into its header and rows, each

@@ -4,7 +4,24 @@
 //
 // Usage:
 //
-//	proxy -upstream HOST:PORT[,HOST:PORT] [-config proxy.properties] [-set key=value]...
+//	proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d]
+//
+// The flags are:
+//
+//	-upstream host:port[,host:port]
+//		The upstream cluster's bootstrap servers, the key
+//		upstream.bootstrap.servers. Required unless proxy.virtual.clusters
+//		configures virtual clusters (see below), which each name their
+//		own; with both, this cluster serves the clients that ask for no
+//		virtual cluster's server name.
+//	-config file
+//		Read the settings from the Java .properties file (re-read on
+//		SIGHUP for the TLS settings).
+//	-set key=value
+//		Set a key over the file's settings; repeatable.
+//	-tls-watch-interval d
+//		Read the TLS listeners' PEM files every d and reload those that
+//		changed (default 10s; 0 reloads them only on SIGHUP).
 //
 // The configuration is a Java .properties file with each -set laid over
 // it; keys set nowhere take Kafka's defaults. The client side is
@@ -106,21 +123,37 @@ func main() {
 // shutdownTimeout bounds the graceful shutdown.
 const shutdownTimeout = 10 * time.Second
 
+// options are the command's flags.
+type options struct {
+	upstream   string
+	configPath string
+	tlsWatch   time.Duration
+	sets       listener.Overrides
+}
+
+// flagSet defines the command's flags, into o, on a FlagSet that reports
+// to stderr.
+func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.upstream, "upstream", "", "the upstream cluster's bootstrap `servers`, host:port[,host:port] (the key "+keyUpstream+");\n"+
+		"required unless "+keyVirtualClusters+" configures virtual clusters")
+	fs.StringVar(&o.configPath, "config", "", "read settings from the Java .properties `file` (re-read on SIGHUP for the TLS settings)")
+	fs.DurationVar(&o.tlsWatch, "tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
+		"those that changed (0: only on SIGHUP)")
+	fs.Var(&o.sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d]")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // run is the whole command: it serves until ctx ends and returns the exit
 // status.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	upstream := fs.String("upstream", "", "the upstream cluster's bootstrap `servers`, host:port[,host:port] (the key "+keyUpstream+")")
-	configPath := fs.String("config", "", "read settings from the Java .properties `file` (re-read on SIGHUP for the TLS settings)")
-	tlsWatch := fs.Duration("tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
-		"those that changed (0: only on SIGHUP)")
-	var sets listener.Overrides
-	fs.Var(&sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: proxy -upstream HOST:PORT [-config proxy.properties] [-set key=value]... [-tls-watch-interval d]")
-		fs.PrintDefaults()
-	}
+	var o options
+	fs := flagSet(&o, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -133,7 +166,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg, err := resolve(*configPath, sets, *upstream)
+	cfg, err := resolve(o.configPath, o.sets, o.upstream)
 	if err != nil {
 		fmt.Fprintf(stderr, "proxy: %v\n", err)
 		return 1
@@ -153,12 +186,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(context.Background()) }()
-	p.watchTLS(*tlsWatch)
+	p.watchTLS(o.tlsWatch)
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	load := func() (*listener.Set, error) { return resolve(*configPath, sets, *upstream) }
+	load := func() (*listener.Set, error) { return resolve(o.configPath, o.sets, o.upstream) }
 	for ctx.Err() == nil {
 		select {
 		case <-hup:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -22,6 +24,28 @@ func runProxy(ctx context.Context, args ...string) (int, string) {
 	var stderr socketservertest.SyncBuffer
 	code := run(ctx, args, &stderr)
 	return code, stderr.String()
+}
+
+// go doc and -h list every flag the command defines.
+func TestUsageAndDocListEveryFlag(t *testing.T) {
+	code, out := runProxy(context.Background(), "-h")
+	require.Equal(t, 0, code)
+	flagdoc.Check(t, ".", flagSet(&options{}, io.Discard), out)
+}
+
+// -upstream is optional where virtual clusters name their upstreams: the
+// synopses of -h and go doc show it in brackets, and its help and entry
+// say when it is required.
+func TestUsageUpstreamIsOptional(t *testing.T) {
+	code, usage := runProxy(context.Background(), "-h")
+	require.Equal(t, 0, code)
+	doc := flagdoc.Doc(t, ".")
+	for where, text := range map[string]string{"-h": usage, "go doc": doc} {
+		synopsis := regexp.MustCompile(`(?m)^\s*(?:usage: )?proxy (.*)$`).FindStringSubmatch(text)
+		require.NotNil(t, synopsis, "%s shows no synopsis:\n%s", where, text)
+		assert.Contains(t, synopsis[1], "[-upstream HOST:PORT[,HOST:PORT]]", "%s's synopsis shows -upstream as required", where)
+		assert.Regexp(t, `(?i)required\s+unless\s+proxy\.virtual\.clusters\s+configures\s+virtual\s+clusters`, text, "%s does not say when -upstream is required", where)
+	}
 }
 
 // Flags and configurations that are wrong: exit status 2 for flags, 1 for
@@ -37,7 +61,7 @@ func TestCommandRefuses(t *testing.T) {
 	}{
 		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined"},
 		{"an argument", []string{"-upstream", fake.addr(), "extra"}, 2, `unexpected argument "extra"`},
-		{"no upstream", []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0"}, 1, keyUpstream},
+		{"no upstream", []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0"}, 1, keyUpstream + ": the upstream cluster's bootstrap servers are required (-upstream HOST:PORT), unless proxy.virtual.clusters configures virtual clusters"},
 		{"upstream not host:port", []string{"-upstream", "nowhere"}, 1, keyUpstream},
 		{"a missing file", []string{"-upstream", fake.addr(), "-config", filepath.Join(dir, "none.properties")}, 1, "none.properties"},
 		{"a bad port mapping", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "proxy.broker.port.mapping=0:x"}, 1, keyPortMapping},

@@ -159,7 +159,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		return settings{}, err
 	}
 	if len(s.upstream) == 0 && len(s.virtual) == 0 {
-		return settings{}, invalid(keyUpstream, value, "the upstream cluster's bootstrap servers are required (-upstream HOST:PORT)")
+		return settings{}, invalid(keyUpstream, value, "the upstream cluster's bootstrap servers are required (-upstream HOST:PORT), unless "+keyVirtualClusters+" configures virtual clusters")
 	}
 	if s.upstreamSec, err = clientprops.Read(props, "upstream."); err != nil {
 		return settings{}, err
