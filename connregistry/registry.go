@@ -398,6 +398,9 @@ func (r *Registry) Close(f Filter, reason CloseReason) []Conn {
 	r.mu.RLock()
 	var victims []*Entry
 	for e := range r.open {
+		if _, ok := f.ids[e.id]; f.ids != nil && !ok {
+			continue // by its id alone: closing one connection reads no other
+		}
 		victims = append(victims, e)
 	}
 	r.mu.RUnlock()

@@ -810,8 +810,8 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 
 // streamWatchAfter is how often a connection whose host reads a streamed
 // body (RawRequest) looks whether the body has been read, to watch its
-// peer from then on.
-const streamWatchAfter = 10 * time.Millisecond
+// peer from then on. A var for the tests.
+var streamWatchAfter = 10 * time.Millisecond
 
 // writeAnswer writes the response of a, the host's answer to r, whose
 // writing begins at writeStart, once a streamed body's unread bytes have

@@ -3,6 +3,7 @@ package socketserver
 import (
 	"context"
 	"net/netip"
+	"time"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -22,3 +23,12 @@ func SetLookupNetIP(cfg *Config, lookup func(ctx context.Context, network, host 
 // Requests returns the request channel of a plane, which Serve consumes,
 // for the tests that read it themselves.
 func Requests(s *Server, plane protocolmap.Plane) <-chan *Request { return s.requests(plane) }
+
+// SetStreamWatchAfter sets how often a connection whose host reads a
+// streamed body looks whether it has been read, until restore is called
+// (once no server runs).
+func SetStreamWatchAfter(d time.Duration) (restore func()) {
+	old := streamWatchAfter
+	streamWatchAfter = d
+	return func() { streamWatchAfter = old }
+}

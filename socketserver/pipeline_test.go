@@ -303,3 +303,41 @@ func TestPipelineThrottle(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), throttle, "the next request was read after the throttle")
 	require.NoError(t, h.wait(t, 2)[1].NoResponse())
 }
+
+// A pipelined request's streamed body may be read after its inline
+// handler has returned, on a goroutine of the host's (a proxy hands it to
+// its upstream connection's writer, so that a client that trickles its
+// body holds no inline slot): the connection reads the next request as
+// soon as the body has been read whole, not at its next look (here an
+// hour away), nor once the request is answered.
+func TestPipelinedBodyReadAfterTheHandler(t *testing.T) {
+	t.Cleanup(socketserver.SetStreamWatchAfter(time.Hour)) // after the server has closed
+	h := newHeld()
+	var reading sync.WaitGroup
+	defer reading.Wait()
+	srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) {
+		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
+			reading.Go(func() { // reads on once the handler has returned
+				n, err := io.Copy(io.Discard, r.Raw)
+				assert.NoError(t, err)
+				assert.Equal(t, int64(r.Raw.BodyLen()), n, "the body's bytes")
+			})
+			h.add(r)
+		}), pipelinedAPIs(2)...)
+	}, socketserver.HandlerFunc(func(r *socketserver.Request) { t.Errorf("API key %d reached Serve", r.APIKey) }))
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	frames := produceFrames(2, 100000) // streamed
+	first := len(formatter.AppendRequest(nil, produceOf(100000), 0))
+	write(t, c, frames[:first-1000]) // the first body's last bytes come once its handler has returned
+	h.wait(t, 1)
+	time.Sleep(20 * time.Millisecond)
+	write(t, c, frames[first-1000:])
+	reqs := h.wait(t, 2) // unanswered: the first body's end let the second in
+	reading.Wait()
+	for i, r := range reqs {
+		require.NoError(t, r.RespondRaw(rawResponseOf(0, int32(i))))
+	}
+	for i := range reqs {
+		require.Equal(t, rawResponseOf(0, int32(i)), readRawResponse(t, c, int32(i), true))
+	}
+}

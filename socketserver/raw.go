@@ -49,8 +49,11 @@ const produceKey = 0
 // through user space (splice, on Linux) when the client's connection is
 // plaintext TCP and w is a *net.TCPConn, through a pooled buffer
 // otherwise. Reads are serialised, and end with the answer: reading after
-// it fails with ErrAlreadyAnswered. The connection's next request is read
-// only after the body: when the host answers before reading it all, the
+// it fails with ErrAlreadyAnswered. The host may read the body on any
+// goroutine, after its handler (an inline one too) has returned. The
+// connection's next request is read only after the body, as soon as it
+// has been read whole (for a pipelined request, API.Pipeline, while the
+// host still holds it): when the host answers before reading it all, the
 // server reads the rest and drops it. A read of the connection that fails
 // (the client closed, sent too little, or Shutdown drained the connection,
 // as it ends a frame still arriving) closes the connection, and the host's
@@ -280,11 +283,17 @@ func (b *RawRequest) WriteTo(w io.Writer) (int64, error) {
 	return total + n - int64(bw.Buffered()), err
 }
 
-// advance moves the body's read position by n bytes.
+// advance moves the body's read position by n bytes. The body read whole,
+// the connection's goroutine, which waits for it when the request is
+// pipelined (pipeline.awaitBody), reads on at once: a host may read the
+// body on a goroutine of its own after its inline handler has returned.
 func (b *RawRequest) advance(n int) {
 	b.pos += n
 	if b.pos == b.bodyLen {
 		b.done.Store(true)
+		if b.pipe != nil {
+			b.c.pipe.signal()
+		}
 	}
 }
 

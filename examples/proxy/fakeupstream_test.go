@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +32,18 @@ type fakeUpstream struct {
 	keys    map[int16]int
 	conns   []net.Conn
 	wg      sync.WaitGroup
+	// stopAt, when set, is a key after whose request the fake reads
+	// nothing more of that connection, nor answers it, until it closes
+	// (stopReadingAt); receiveBuffer, when set, is its connections'
+	// SO_RCVBUF.
+	stopAt        int16
+	receiveBuffer int
+	quit          chan struct{} // closed when the test ends
+	// SASL (PLAIN, any password): the session lifetime a login gets, and
+	// whether a connection's renewal (its second SaslAuthenticate) goes
+	// unanswered (stallRenewals).
+	lifetime      time.Duration
+	stallRenewals bool
 }
 
 // answerFunc returns the bytes that answer a ListGroups or DescribeCluster
@@ -39,12 +52,12 @@ type fakeUpstream struct {
 type answerFunc func(key kmsg.Key, corr int32, version int16) (out []byte, hangUp bool)
 
 // startFakeUpstream serves ApiVersions, Metadata, ListGroups and
-// DescribeCluster (and advertises SASL, which it never gets from a
-// PLAINTEXT proxy).
+// DescribeCluster, and SASL PLAIN with any password to a proxy that logs
+// in (sessions without a lifetime unless stallRenewalsAfter says).
 func startFakeUpstream(t *testing.T) *fakeUpstream {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	f := &fakeUpstream{t: t, ln: ln, keys: map[int16]int{}}
+	f := &fakeUpstream{t: t, ln: ln, keys: map[int16]int{}, stopAt: -1, quit: make(chan struct{})}
 	for _, k := range []struct{ key, min, max int16 }{{18, 0, 3}, {3, 0, 12}, {16, 0, 4}, {17, 0, 1}, {36, 0, 2}, {60, 0, 1}} {
 		a := kmsg.NewApiVersionsResponseApiKey()
 		a.ApiKey, a.MinVersion, a.MaxVersion = k.key, k.min, k.max
@@ -54,6 +67,7 @@ func startFakeUpstream(t *testing.T) *fakeUpstream {
 	f.wg.Go(f.accept)
 	t.Cleanup(func() {
 		ln.Close()
+		close(f.quit)
 		f.mu.Lock()
 		for _, c := range f.conns {
 			c.Close()
@@ -100,6 +114,24 @@ func (f *fakeUpstream) serveProduce(answer func(corr int32, version int16) []byt
 	f.mu.Unlock()
 }
 
+// stopReadingAt makes the fake stop reading a connection once it has read
+// a request of key (it neither answers it nor reads further), with
+// receive buffers of rcvbuf bytes on the connections it accepts from then
+// on, so that what the peer writes next soon fills the sockets' buffers.
+func (f *fakeUpstream) stopReadingAt(key kmsg.Key, rcvbuf int) {
+	f.mu.Lock()
+	f.stopAt, f.receiveBuffer = int16(key), rcvbuf
+	f.mu.Unlock()
+}
+
+// stallRenewalsAfter makes the logins on connections from now on last
+// lifetime, and leaves their renewals unanswered.
+func (f *fakeUpstream) stallRenewalsAfter(lifetime time.Duration) {
+	f.mu.Lock()
+	f.lifetime, f.stallRenewals = lifetime, true
+	f.mu.Unlock()
+}
+
 // sent returns how many requests of key the fake got.
 func (f *fakeUpstream) sent(key kmsg.Key) int {
 	f.mu.Lock()
@@ -115,6 +147,9 @@ func (f *fakeUpstream) accept() {
 		}
 		f.mu.Lock()
 		f.conns = append(f.conns, c)
+		if f.receiveBuffer > 0 {
+			_ = c.(*net.TCPConn).SetReadBuffer(f.receiveBuffer)
+		}
 		f.mu.Unlock()
 		f.wg.Go(func() { f.serve(c) })
 	}
@@ -126,6 +161,8 @@ func (f *fakeUpstream) accept() {
 func (f *fakeUpstream) serve(c net.Conn) {
 	defer c.Close()
 	fetches := map[int16][]byte{}
+	logins := 0
+	var lifetime time.Duration // of this connection's logins
 	for {
 		var size [4]byte
 		if _, err := io.ReadFull(c, size[:]); err != nil {
@@ -139,14 +176,35 @@ func (f *fakeUpstream) serve(c net.Conn) {
 		corr := int32(binary.BigEndian.Uint32(frame[4:]))
 		f.mu.Lock()
 		f.keys[key]++
-		answer := f.answer
+		answer, stop := f.answer, key == f.stopAt
 		f.mu.Unlock()
+		if stop {
+			<-f.quit
+			return
+		}
 		var out []byte
 		hangUp := false
 		switch kmsg.Key(key) {
 		case kmsg.ApiVersions:
 			resp := kmsg.NewPtrApiVersionsResponse()
 			resp.Version, resp.ApiKeys = version, f.apis
+			out = responseBytes(resp, corr)
+		case kmsg.SASLHandshake:
+			resp := kmsg.NewPtrSASLHandshakeResponse()
+			resp.Version, resp.SupportedMechanisms = version, []string{"PLAIN"}
+			out = responseBytes(resp, corr)
+		case kmsg.SASLAuthenticate:
+			f.mu.Lock()
+			if logins == 0 {
+				lifetime = f.lifetime
+			}
+			stall := f.stallRenewals && logins > 0
+			f.mu.Unlock()
+			if logins++; stall {
+				continue // a renewal: no answer
+			}
+			resp := kmsg.NewPtrSASLAuthenticateResponse()
+			resp.Version, resp.SessionLifetimeMillis = version, lifetime.Milliseconds()
 			out = responseBytes(resp, corr)
 		case kmsg.Metadata:
 			resp := kmsg.NewPtrMetadataResponse()

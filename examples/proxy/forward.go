@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -18,10 +16,13 @@ import (
 // upstream connections among clients was weighed and left out
 // (docs/proxy.md, "Upstream connections").
 //
-// Every request is written upstream on the client connection's own
-// goroutine (the inline handler). The APIs forwarded raw are pipelined
-// (socketserver's API.Pipeline, pipelineDepth): the handler returns once
-// the request is upstream, the socket server reads the client's next one,
+// A request is written upstream on the client connection's own goroutine
+// (the inline handler) when that can be done at once, and otherwise by
+// the session's writer (writer.go), so that the handler never holds its
+// inline slot (one of queued.max.requests) while a peer stalls. The APIs
+// forwarded raw are pipelined (socketserver's API.Pipeline,
+// pipelineDepth): the handler returns once the request is upstream or
+// handed to the writer, the socket server reads the client's next one,
 // and a goroutine of the upstream connection's reads the answers as they
 // come, in order, and hands each to the socket server, which writes it to
 // the client on that goroutine (pipeline.go); it waits a while for the
@@ -74,78 +75,45 @@ func (p *proxy) forward(r *socketserver.Request) {
 	s.serve(r)
 }
 
-// inlineWait is how long the client connection's goroutine waits for the
-// first bytes of upstream's answer before it hands the wait to a goroutine
-// of its own.
+// inlineWait is how long the client connection's goroutine may spend on
+// a request: writing it upstream (the writer writes the rest: writer.go),
+// and waiting for the first bytes of a decoded request's answer (then a
+// goroutine of its own waits).
 const inlineWait = 10 * time.Millisecond
 
-// serve forwards r, on the client connection's goroutine, and answers it
-// there or hands the wait for the answer on (see inlineWait). Whatever
-// goes wrong upstream (the broker cannot be reached, goes away, or sends
-// what does not decode), the client's connection is closed, so that the
-// client reconnects and refreshes its metadata: a response is never
-// invented, and one that was not read whole is never answered.
+// serve forwards r: written upstream at once on the client connection's
+// goroutine when it can be (inline), or by the session's writer, which
+// the rest of an inline write that did not end within inlineWait is
+// handed to too; then answered (sent). Whatever goes wrong upstream (the
+// broker cannot be reached, goes away, stalls, or sends what does not
+// decode), the client's connection is closed, so that the client
+// reconnects and refreshes its metadata: a response is never invented,
+// and one that was not read whole is never answered.
 func (s *session) serve(r *socketserver.Request) {
 	defer s.recoverPanic(r)
-	up, err := s.conn(r.Context(), r.Conn.ServerName)
-	if err != nil {
-		level := slog.LevelInfo
-		if errors.Is(err, errNodeDown) { // said once, when its watch lost it
-			level = slog.LevelDebug
-		}
-		if r.Context().Err() == nil {
-			s.p.log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id,
-				"server_name", r.Conn.ServerName, "node", s.target, "err", err)
-		}
-		s.drop(nil)
-		_ = r.CloseConnection()
+	up := s.inline(r)
+	if up == nil { // the writer's
 		return
 	}
-	var corr int32
-	if r.Raw != nil {
-		if up.renewDue() { // the renewal's round trip must not meet the answers of pipelined requests
-			up.awaitAnswers()
-			err = up.renew(r.Context())
-		}
-		if err == nil {
-			err = up.sendRaw(r)
-		}
-	} else {
+	if r.Raw == nil {
 		up.awaitAnswers() // the goroutine that read the pipelined answers may linger in a read
-		corr, err = up.send(r.Context(), r.Body, r.ClientID)
 	}
-	if err != nil {
+	o := outgoing{r: r, corr: up.prepare(r), deadline: time.Now().Add(s.p.set.writeTimeout)}
+	wait := time.Now().Add(inlineWait)
+	if o.deadline.Before(wait) {
+		wait = o.deadline
+	}
+	if err := up.flush(wait); isTimeout(err) { // upstream takes it slowly: the writer goes on
+		o.begun = true
+		s.mu.Lock()
+		s.handOffLocked(o)
+		s.mu.Unlock()
+		return
+	} else if err != nil {
 		s.failed(r, up, err)
 		return
 	}
-	if r.Raw != nil && !r.Raw.ExpectsResponse() || r.Body != nil && !expectsResponse(r.Body) {
-		s.done()
-		_ = r.NoResponse()
-		return
-	}
-	if r.Raw != nil { // pipelined (pipelineDepth): the client's next request is read while upstream answers this one
-		s.pipeline(r, up)
-		return
-	}
-	err = s.await(r, up, time.Now().Add(inlineWait))
-	if isTimeout(err) && r.Context().Err() == nil {
-		s.p.work.Add(1) // the caller's is held until this returns
-		go func() {
-			defer s.p.work.Done()
-			defer s.recoverPanic(r)
-			if err := s.await(r, up, time.Time{}); err != nil {
-				s.failed(r, up, err)
-				return
-			}
-			s.answer(r, up, corr)
-		}()
-		return
-	}
-	if err != nil {
-		s.failed(r, up, err)
-		return
-	}
-	s.answer(r, up, corr)
+	s.sent(o, up, true)
 }
 
 // await waits until upstream's answer to r begins to arrive, until

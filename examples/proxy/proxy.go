@@ -127,6 +127,10 @@ type session struct {
 	doomed   bool // its broker went away: it closes, at the latest at its next request
 	watched  bool // its end is hooked to the connection's context
 	ended    bool
+	// The requests handed to its writer (writer.go), oldest first, and
+	// whether the writer runs.
+	queue   []outgoing
+	writing bool
 }
 
 type sessionKey struct{}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,35 +69,6 @@ const spliceAnswerAbove = 64 << 10
 // body: the size, the correlation id and, for a flexible version, the
 // header's tag count.
 const maxHead = 9
-
-// sendRaw writes r, a request of an API served raw, as the client sent it:
-// its size, its header and its body, the latter moved from the client's
-// socket when it is streamed. Any error leaves u unusable.
-func (u *upConn) sendRaw(r *socketserver.Request) error {
-	raw := r.Raw
-	binary.BigEndian.PutUint32(u.size[:], uint32(r.Size))
-	if raw.Streamed() { // the head and the body's first bytes are written apart from the rest
-		cork(u.rc, true)
-		defer cork(u.rc, false)
-	}
-	var err error
-	if tc, ok := u.nc.(*net.TCPConn); ok { // one writev, the bytes where they are
-		u.iov = [3][]byte{u.size[:], raw.Header(), raw.Body()}
-		u.bufs = u.iov[:] // WriteTo consumes bufs, not iov
-		_, err = u.bufs.WriteTo(tc)
-		u.iov = [3][]byte{} // keep none of the client's bytes
-	} else { // TLS: one record
-		u.buf = append(append(append(u.buf[:0], u.size[:]...), raw.Header()...), raw.Body()...)
-		_, err = u.nc.Write(u.buf)
-		if cap(u.buf) > 64<<10 {
-			u.buf = nil
-		}
-	}
-	if err == nil && raw.Streamed() {
-		_, err = raw.WriteTo(u.nc) // client's socket to upstream's
-	}
-	return err
-}
 
 // readHead reads the head of the answer to the raw request sent last, n
 // bytes (headLen), into u.head, with deadline (zero: none). A read that

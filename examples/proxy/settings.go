@@ -25,8 +25,14 @@ const (
 	// (host:port, comma-separated); -upstream sets it.
 	keyUpstream = "upstream.bootstrap.servers"
 	// keyUpstreamSetupTimeout bounds dialing, TLS and SASL upstream
-	// (Kafka's socket.connection.setup.timeout.ms).
+	// (Kafka's socket.connection.setup.timeout.ms), and each renewal of
+	// the proxy's SASL session.
 	keyUpstreamSetupTimeout = "upstream.socket.connection.setup.timeout.ms"
+	// keyUpstreamWriteTimeout bounds the writing of a client's request
+	// upstream, from its beginning: a streamed body's arrival from the
+	// client included. Kafka has no such key: its clients give up on a
+	// request after request.timeout.ms (30 s), the default here.
+	keyUpstreamWriteTimeout = "upstream.write.timeout.ms"
 	// keyUpstreamMetadataAge is how often the proxy asks each upstream
 	// broker for metadata, to learn of new brokers (Kafka's
 	// metadata.max.age.ms).
@@ -73,6 +79,7 @@ type settings struct {
 	upstream       []string // bootstrap servers
 	upstreamSec    clientprops.Security
 	setupTimeout   time.Duration
+	writeTimeout   time.Duration
 	metadataMaxAge time.Duration
 	adminListener  protocolmap.ListenerName // "" when there is none
 	listKey        int16
@@ -174,6 +181,10 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		return settings{}, err
 	}
 	s.setupTimeout = time.Duration(ms) * time.Millisecond
+	if ms, err = cfg.Properties().Int(keyUpstreamWriteTimeout, 30000, 1); err != nil {
+		return settings{}, err
+	}
+	s.writeTimeout = time.Duration(ms) * time.Millisecond
 	if ms, err = cfg.Properties().Int(keyUpstreamMetadataAge, 300000, 100); err != nil {
 		return settings{}, err
 	}

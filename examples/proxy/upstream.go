@@ -21,9 +21,10 @@ import (
 )
 
 // This file is the proxy's client side: connections to the upstream
-// brokers, authenticated with the proxy's own credentials, that carry one
-// request at a time (and acks=0 Produce requests, which have no answer,
-// one after the other) with the proxy's own correlation ids.
+// brokers, authenticated with the proxy's own credentials (and renewing
+// them, KIP-368), that carry the proxy's own requests and its clients'
+// decoded ones with the proxy's correlation ids, and raw ones with the
+// client's (raw.go).
 
 // Errors of an upstream connection. Each one ends the connection.
 var (
@@ -55,10 +56,11 @@ type upstreamClient struct {
 	clientID    string // for the proxy's own requests
 }
 
-// upConn is one connection to an upstream broker. It has one answer
-// outstanding at most: its owner (a client connection's session, or a
-// broker's watch) is the only one to use it, and sends a request only
-// once the one before it has been answered (or has no answer).
+// upConn is one connection to an upstream broker. Its owner (a client
+// connection's session, or a broker's watch) is the only one to use it: a
+// session writes its requests one at a time, on the client connection's
+// goroutine or its writer's (writer.go), and reads their answers in order
+// (pipeline.go).
 type upConn struct {
 	c      *upstreamClient
 	addr   string
@@ -66,14 +68,14 @@ type upConn struct {
 	rc     syscall.RawConn // nc's socket when nc is plain TCP (cork); nil with TLS
 	br     *bufio.Reader   // over nc: a small response and its size in one read
 	corr   int32
-	buf    []byte    // the request being written
+	buf    []byte    // the request being written (the proxy's own, a decoded one, a raw one over TLS)
 	reauth time.Time // when to authenticate again (KIP-368); zero: never
 
 	// A raw request's answer: its head, read exactly (readHead), and its
 	// body, moved to the client (raw.go).
 	size  [4]byte     // a raw request's size prefix
-	iov   [3][]byte   // a raw request's size, header and body
-	bufs  net.Buffers // over iov, for one writev
+	iov   [3][]byte   // a raw request's size, header and body; or buf
+	bufs  net.Buffers // over iov, for one writev: what is left to write (prepare, flush)
 	head  [maxHead]byte
 	headN int // bytes of head read so far
 
@@ -197,27 +199,23 @@ func (u *upConn) authenticate(ctx context.Context) error {
 	return nil
 }
 
-// send writes a client's request, decoded, at its own version, with its
-// client id and the next correlation id of u's, which it returns; its
-// answer, if it has one (all but an acks=0 Produce do), is to be read with
-// await and answer. A SASL session near its end is renewed first, with
-// ctx. A read or write under way fails when u is closed, as its session
-// closes it when the client goes away (session.end). Any error leaves u
-// unusable.
-func (u *upConn) send(ctx context.Context, req kmsg.Request, clientID *string) (int32, error) {
-	if err := u.renew(ctx); err != nil {
-		return 0, err
-	}
-	return u.write(req, clientID)
-}
-
-// renew renews a SASL session near its end (KIP-368).
+// renew renews a SASL session near its end (KIP-368), within the setup
+// timeout (upstream.socket.connection.setup.timeout.ms), as a login is.
+// The answers of pipelined requests are all in (awaitAnswers): the
+// exchange reads its own. An error is a timeout (isTimeout) when the
+// timeout passed; any error leaves u unusable.
 func (u *upConn) renew(ctx context.Context) error {
-	if u.renewDue() {
-		if err := u.authenticate(ctx); err != nil {
-			return fmt.Errorf("re-authenticating: %w", err)
-		}
+	if !u.renewDue() {
+		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, u.c.dialTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	_ = u.nc.SetDeadline(deadline) // the exchange's reads and writes
+	if err := u.authenticate(ctx); err != nil {
+		return fmt.Errorf("re-authenticating: %w", err)
+	}
+	_ = u.nc.SetDeadline(time.Time{})
 	return nil
 }
 
