@@ -53,7 +53,7 @@ func main() { _, _ = socketserver.New(socketserver.Config{Registry: connregistry
 	for _, heavy := range []string{
 		"github.com/prometheus/", "github.com/IBM/sarama", "github.com/segmentio/kafka-go",
 		"github.com/twmb/franz-go/pkg/kfake", "github.com/rcrowley/go-metrics",
-		"go.opentelemetry.io/", "github.com/kafkanet/kafkanet/plugin/",
+		"go.opentelemetry.io/", "google.golang.org/grpc", "github.com/kafkanet/kafkanet/plugin/",
 	} {
 		require.NotContains(t, all, heavy, "an importer's build list holds %s:\n%s", heavy, all)
 	}

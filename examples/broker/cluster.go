@@ -15,8 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
+	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -264,6 +267,7 @@ type cluster struct {
 	ready    chan struct{}
 	registry *prometheus.Registry
 	log      *slog.Logger
+	tel      *otelenv.Telemetry // nil: OpenTelemetry off
 	// users are the SASL users of every SASL listener, shared by the
 	// brokers (as a Kafka cluster shares its SCRAM credentials), so that a
 	// reload reaches every broker at once.
@@ -298,9 +302,10 @@ type broker struct {
 
 // startCluster starts n brokers that share one in-memory state. Broker 0
 // uses props as they are; broker i moves every port by i*portStep and has
-// node id node.id+i. It returns once every listener of every broker is
-// bound and served.
-func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger) (*cluster, error) {
+// node id node.id+i. Each logs to logger, with the request log when it
+// logs at debug level, and traces and measures with tel (nil: not). It
+// returns once every listener of every broker is bound and served.
+func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger, tel *otelenv.Telemetry) (*cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("want at least 1 broker, not %d", n)
 	}
@@ -321,7 +326,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	}
 	serveCtx, cancel := context.WithCancel(context.Background())
 	c := &cluster{
-		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger,
+		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger, tel: tel,
 		users: set.users, ready: make(chan struct{}), stopping: make(chan struct{}), serveCtx: serveCtx, cancel: cancel,
 	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -353,7 +358,9 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 }
 
 // startBroker builds and starts one broker's socket server from cfg, with
-// every socket-server key of its properties applied.
+// every socket-server key of its properties applied, its Prometheus
+// metrics, its request log at debug level, and its OpenTelemetry
+// instruments, told apart from the other brokers' by kafka.node.id.
 func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) (*broker, error) {
 	b := &broker{c: c, id: id, cfg: cfg, quotas: newQuotaManager(c.settings.quotas)}
 	scfg, err := socketServerConfig(cfg, c.settings, b)
@@ -366,7 +373,13 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) 
 	if err != nil {
 		return nil, err
 	}
+	otel, err := c.tel.Instrument(attribute.Int("kafka.node.id", int(id)))
+	if err != nil {
+		return nil, err
+	}
 	scfg.Hooks = append(scfg.Hooks, metrics)
+	scfg.Hooks = append(scfg.Hooks, otel.Hooks()...)
+	scfg.Hooks = append(scfg.Hooks, loglevel.RequestLog(scfg.Logger)...)
 	srv, err := socketserver.New(scfg)
 	if err != nil {
 		return nil, err
@@ -375,7 +388,7 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) 
 		return nil, err
 	}
 	b.srv = srv
-	if err := reg.Register(knprom.NewStats(srv)); err != nil {
+	if err := errors.Join(reg.Register(knprom.NewStats(srv)), otel.ObserveStats(srv)); err != nil {
 		srv.Close()
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func startClusterWith(t *testing.T, n int, props listener.Properties, sets ...st
 	t.Helper()
 	props, err := props.With(sets...)
 	require.NoError(t, err)
-	c, err := startCluster(context.Background(), props, n, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	c, err := startCluster(context.Background(), props, n, slog.New(slog.NewTextHandler(t.Output(), nil)), nil)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d]
+//	broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d] [-log-level level]
 //
 // The flags are:
 //
@@ -24,6 +24,9 @@
 //	-tls-watch-interval d
 //		Read the TLS listeners' PEM files every d and reload those that
 //		changed (default 10s; 0 reloads them only on SIGHUP).
+//	-log-level level
+//		Log at debug, info, warn or error (default info); at debug every
+//		request is logged, as Kafka's kafka.request.logger does at DEBUG.
 //
 // The configuration is read from the Java .properties file given with
 // -config, with each -set key=value laid over it, and keys set in neither
@@ -128,6 +131,28 @@
 // listener on its configured port + i*100 (a port 0 stays 0, an ephemeral
 // port, and the port bound is advertised). Partition p is led by broker
 // p mod N. -metrics-addr host:port serves Prometheus metrics at /metrics.
+//
+// -log-level debug, info, warn or error (default info) sets what the
+// broker logs to standard error. At debug it also logs every request, one
+// line each once it is done, with its principal, client id, API, version,
+// request and response sizes and where its time went (msg=request), as
+// Kafka's kafka.request.logger logs at DEBUG; at the other levels it keeps
+// no request log at all.
+//
+// OpenTelemetry is configured by the standard OTEL_* environment
+// variables, as OpenTelemetry's SDKs read them. When
+// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set, the broker exports over OTLP
+// a span per request and the socket server's metrics (plugin/knotel), each
+// broker's with the scope attribute kafka.node.id:
+// OTEL_EXPORTER_OTLP_PROTOCOL is http/protobuf (the default) or grpc
+// (http/json for traces only), OTEL_SERVICE_NAME (default kafkanet-broker)
+// and OTEL_RESOURCE_ATTRIBUTES describe the broker, OTEL_TRACES_EXPORTER or
+// OTEL_METRICS_EXPORTER none turns one signal off and OTEL_SDK_DISABLED=true
+// both; the exporters' other variables (headers, TLS files, timeouts,
+// OTEL_TRACES_SAMPLER, OTEL_METRIC_EXPORT_INTERVAL, ...) apply as the Go
+// SDK documents them. Without an endpoint nothing of OpenTelemetry runs. A
+// variable the broker cannot use is reported naming it, with exit status 1.
 package main
 
 import (
@@ -144,6 +169,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
+	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -191,6 +218,7 @@ type options struct {
 	brokers     int
 	metricsAddr string
 	tlsWatch    time.Duration
+	logLevel    loglevel.Level
 }
 
 // flagSet defines the command's flags, into o, on a FlagSet that reports
@@ -210,9 +238,11 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`host:port`/metrics")
 	fs.DurationVar(&o.tlsWatch, "tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
 		"those that changed (0: only on SIGHUP)")
+	fs.Var(&o.logLevel, "log-level", loglevel.Usage)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d]")
+		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d] [-log-level level]")
 		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), otelenv.Usage)
 	}
 	return fs
 }
@@ -247,6 +277,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		_, err = brokerConfigs(cfg, o.brokers)
 	}
+	var otel otelenv.Config
+	if err == nil {
+		otel, err = otelenv.Read(os.Getenv)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
 		return 1
@@ -265,16 +299,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if path := o.configPath; path != "" {
 		load = func() (*listener.Set, error) { return resolve(path, o.sets) }
 	}
-	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, slog.New(slog.NewTextHandler(stderr, nil)))
+	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, o.logLevel.Logger(stderr))
 }
 
-// serve runs the brokers, and the metrics server if metricsAddr is set,
-// until ctx ends, then shuts them down. On SIGHUP it reloads the TLS
-// settings, connection quotas, SASL users and listeners from the
-// configuration load returns (see cluster.reload); every tlsWatch it
-// reloads the TLS listeners whose PEM files changed (see
-// cluster.watchTLS). It returns the exit status.
-func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error), logger *slog.Logger) int {
+// serve runs the brokers, the metrics server if metricsAddr is set, and
+// OpenTelemetry's exporters if otel exports anything, until ctx ends,
+// then shuts them down. On SIGHUP it reloads the TLS settings, connection
+// quotas, SASL users and listeners from the configuration load returns
+// (see cluster.reload); every tlsWatch it reloads the TLS listeners whose
+// PEM files changed (see cluster.watchTLS). It returns the exit status.
+func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error),
+	otel otelenv.Config, logger *slog.Logger) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
 		var err error
@@ -283,7 +318,12 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 			return 1
 		}
 	}
-	c, err := startCluster(ctx, props, brokers, logger)
+	tel, err := otelenv.Start(ctx, otel, "kafkanet-broker", logger)
+	defer tel.Close(logger) // after the brokers' shutdown: their last requests are exported
+	var c *cluster
+	if err == nil {
+		c, err = startCluster(ctx, props, brokers, logger, tel)
+	}
 	if err != nil {
 		if metricsLn != nil {
 			metricsLn.Close()

@@ -369,6 +369,7 @@ func TestRunBadFlags(t *testing.T) {
 		{"positional argument", []string{"-check", "server.properties"}, `broker: unexpected argument "server.properties"`},
 		{"no brokers", []string{"-check", "-brokers", "0"}, "broker: -brokers 0: want 1 to 100"},
 		{"brokers not a number", []string{"-brokers", "two"}, `invalid value "two" for flag -brokers`},
+		{"unknown log level", []string{"-log-level", "trace"}, `invalid value "trace" for flag -log-level: want debug, info, warn or error`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,6 +388,8 @@ func TestRunHelp(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "usage: broker")
 	assert.Contains(t, stderr, "-set key=value")
+	assert.Contains(t, stderr, "-log-level level")
+	assert.Contains(t, stderr, "debug, info, warn or error")
 }
 
 // go doc and -h list every flag the command defines.

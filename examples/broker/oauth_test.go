@@ -437,7 +437,7 @@ func TestOAuthBearerServeWarnsAndReadsKeys(t *testing.T) {
 	props, err := listener.Properties{}.With(oauthSettings(is.WriteJWKS(t))...)
 	require.NoError(t, err)
 	var logs syncBuffer
-	c, err := startCluster(context.Background(), props, 1, slog.New(slog.NewTextHandler(&logs, nil)))
+	c, err := startCluster(context.Background(), props, 1, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	require.NoError(t, err)
 	defer c.Close()
 	out := logs.String()

@@ -221,7 +221,7 @@ func startFromFile(t *testing.T, path string, n int, log *socketservertest.SyncB
 	t.Helper()
 	cfg, err := resolve(path, nil)
 	require.NoError(t, err)
-	c, err := startCluster(context.Background(), cfg.Properties(), n, slog.New(slog.NewTextHandler(log, nil)))
+	c, err := startCluster(context.Background(), cfg.Properties(), n, slog.New(slog.NewTextHandler(log, nil)), nil)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c, func() (*listener.Set, error) { return resolve(path, nil) }

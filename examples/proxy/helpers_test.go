@@ -84,7 +84,7 @@ func startProxy(t *testing.T, upstream string, o *proxyOptions, sets ...string) 
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := newProxy(ctx, cfg, log, o.dial)
+	p, err := newProxy(ctx, cfg, log, nil, o.dial)
 	require.NoError(t, err)
 	if o.answerLinger > 0 {
 		p.answerLinger = o.answerLinger

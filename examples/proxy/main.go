@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d]
+//	proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level]
 //
 // The flags are:
 //
@@ -22,6 +22,9 @@
 //	-tls-watch-interval d
 //		Read the TLS listeners' PEM files every d and reload those that
 //		changed (default 10s; 0 reloads them only on SIGHUP).
+//	-log-level level
+//		Log at debug, info, warn or error (default info); at debug every
+//		request is logged, as Kafka's kafka.request.logger does at DEBUG.
 //
 // The configuration is a Java .properties file with each -set laid over
 // it; keys set nowhere take Kafka's defaults. The client side is
@@ -94,6 +97,27 @@
 // -tls-watch-interval (10 s; 0 turns this off).
 // An invalid configuration is reported naming the key, with exit status 1;
 // bad flags give exit status 2.
+//
+// -log-level debug, info, warn or error (default info) sets what the proxy
+// logs to standard error. At debug it also logs every client request, one
+// line each once it is done, with its principal, client id, API, version,
+// request and response sizes and where its time went (msg=request), as
+// Kafka's kafka.request.logger logs at DEBUG; at the other levels it keeps
+// no request log at all.
+//
+// OpenTelemetry is configured by the standard OTEL_* environment
+// variables, as OpenTelemetry's SDKs read them. When
+// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set, the proxy exports over OTLP a
+// span per client request and the socket server's metrics
+// (plugin/knotel): OTEL_EXPORTER_OTLP_PROTOCOL is http/protobuf (the
+// default) or grpc (http/json for traces only), OTEL_SERVICE_NAME (default
+// kafkanet-proxy) and OTEL_RESOURCE_ATTRIBUTES describe the proxy,
+// OTEL_TRACES_EXPORTER or OTEL_METRICS_EXPORTER none turns one signal off
+// and OTEL_SDK_DISABLED=true both; the exporters' other variables apply as
+// the Go SDK documents them. Without an endpoint nothing of OpenTelemetry
+// runs. A variable the proxy cannot use is reported naming it, with exit
+// status 1.
 package main
 
 import (
@@ -102,12 +126,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
+	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -129,6 +154,7 @@ type options struct {
 	configPath string
 	tlsWatch   time.Duration
 	sets       listener.Overrides
+	logLevel   loglevel.Level
 }
 
 // flagSet defines the command's flags, into o, on a FlagSet that reports
@@ -142,9 +168,11 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.tlsWatch, "tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
 		"those that changed (0: only on SIGHUP)")
 	fs.Var(&o.sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
+	fs.Var(&o.logLevel, "log-level", loglevel.Usage)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d]")
+		fmt.Fprintln(fs.Output(), "usage: proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level]")
 		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), otelenv.Usage)
 	}
 	return fs
 }
@@ -165,13 +193,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := o.logLevel.Logger(stderr)
 	cfg, err := resolve(o.configPath, o.sets, o.upstream)
-	if err != nil {
-		fmt.Fprintf(stderr, "proxy: %v\n", err)
-		return 1
+	var otel otelenv.Config
+	if err == nil {
+		otel, err = otelenv.Read(os.Getenv)
 	}
-	p, err := newProxy(ctx, cfg, log, nil)
+	var tel *otelenv.Telemetry
+	if err == nil {
+		tel, err = otelenv.Start(ctx, otel, "kafkanet-proxy", log)
+	}
+	defer tel.Close(log) // after the proxy's shutdown: its last requests are exported
+	var p *proxy
+	if err == nil {
+		p, err = newProxy(ctx, cfg, log, tel, nil)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "proxy: %v\n", err)
 		return 1

@@ -61,6 +61,7 @@ func TestCommandRefuses(t *testing.T) {
 	}{
 		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined"},
 		{"an argument", []string{"-upstream", fake.addr(), "extra"}, 2, `unexpected argument "extra"`},
+		{"a bad log level", []string{"-upstream", fake.addr(), "-log-level", "verbose"}, 2, `invalid value "verbose" for flag -log-level: want debug, info, warn or error`},
 		{"no upstream", []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0"}, 1, keyUpstream + ": the upstream cluster's bootstrap servers are required (-upstream HOST:PORT), unless proxy.virtual.clusters configures virtual clusters"},
 		{"upstream not host:port", []string{"-upstream", "nowhere"}, 1, keyUpstream},
 		{"a missing file", []string{"-upstream", fake.addr(), "-config", filepath.Join(dir, "none.properties")}, 1, "none.properties"},

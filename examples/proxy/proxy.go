@@ -17,6 +17,8 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
+	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
+	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -137,8 +139,10 @@ type sessionKey struct{}
 
 // newProxy builds the proxy from a resolved configuration: it reads the
 // proxy's settings, asks the upstream cluster for its brokers and the API
-// versions they support, and builds the socket server. Nothing is bound.
-func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proxy, error) {
+// versions they support, and builds the socket server, which logs to log
+// (with the request log when log logs at debug level) and traces and
+// measures with tel (nil: not). Nothing is bound.
+func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *otelenv.Telemetry, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proxy, error) {
 	set, err := readSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -219,7 +223,19 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, dial fun
 	scfg.Listen = p.listen
 	scfg.ConnContext = p.connContext
 	scfg.Logger = log
+	otel, err := tel.Instrument()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	scfg.Hooks = append(scfg.Hooks, otel.Hooks()...)
+	scfg.Hooks = append(scfg.Hooks, loglevel.RequestLog(log)...)
 	if p.srv, err = socketserver.New(scfg); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := otel.ObserveStats(p.srv); err != nil {
+		p.srv.Close()
 		cancel()
 		return nil, err
 	}
