@@ -42,6 +42,7 @@ type brokerSettings struct {
 	ioThreads     int    // num.io.threads: data-plane handler goroutines
 	numPartitions int32  // num.partitions: partitions of an auto-created topic
 	autoCreate    bool   // auto.create.topics.enable
+	deleteTopics  bool   // delete.topic.enable: DeleteTopics deletes
 	// listConnectionsKey is the API key ListClientConnections is served
 	// under (kafkanet.list.client.connections.api.key, default KIP-1329's
 	// 93), and superUsers who may call it (super.users; everyone when
@@ -76,7 +77,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if _, err := socketserver.ConfigFromProperties(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
-	s := brokerSettings{autoCreate: true}
+	var s brokerSettings
 	var err error
 	if s.users, s.jaasWarnings, err = security.NewJAASUsers(cfg); err != nil {
 		return brokerSettings{}, err
@@ -85,26 +86,18 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if _, ok := cfg.Properties().Get(idKey); !ok {
 		idKey = "broker.id"
 	}
-	id, err := cfg.Properties().Int(idKey, 0, 0)
+	id, err := boundedInt(cfg.Properties(), idKey, 0, 0, 1<<30) // room for the ids of -brokers
 	if err != nil {
 		return brokerSettings{}, err
-	}
-	if id > 1<<30 { // room for the ids of -brokers
-		return brokerSettings{}, &protocolmap.ConfigError{Key: idKey, Value: strconv.Itoa(id), Err: listener.ErrInvalidValue,
-			Rule: fmt.Sprintf("Value must be no more than %d", 1<<30)}
 	}
 	s.nodeID = int32(id)
 	s.rack, _ = cfg.Properties().Get("broker.rack")
 	if s.ioThreads, err = cfg.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
 		return brokerSettings{}, err
 	}
-	partitions, err := cfg.Properties().Int("num.partitions", 1, 1)
+	partitions, err := boundedInt(cfg.Properties(), "num.partitions", 1, 1, maxPartitions)
 	if err != nil {
 		return brokerSettings{}, err
-	}
-	if partitions > maxPartitions {
-		return brokerSettings{}, &protocolmap.ConfigError{Key: "num.partitions", Value: strconv.Itoa(partitions), Err: listener.ErrInvalidValue,
-			Rule: fmt.Sprintf("Value must be no more than %d", maxPartitions)}
 	}
 	s.numPartitions = int32(partitions)
 	key, err := cfg.Properties().Int(listConnectionsKeyProperty, int(connregistry.DefaultListAPIKey), 0)
@@ -126,10 +119,11 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 		return brokerSettings{}, err
 	}
 	s.superUsers, _ = cfg.Properties().Get("super.users")
-	if v, ok := cfg.Properties().Get("auto.create.topics.enable"); ok {
-		if s.autoCreate, err = strconv.ParseBool(v); err != nil {
-			return brokerSettings{}, &protocolmap.ConfigError{Key: "auto.create.topics.enable", Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
-		}
+	if s.autoCreate, err = boolSetting(cfg.Properties(), "auto.create.topics.enable", true); err != nil {
+		return brokerSettings{}, err
+	}
+	if s.deleteTopics, err = boolSetting(cfg.Properties(), "delete.topic.enable", true); err != nil {
+		return brokerSettings{}, err
 	}
 	// The socket server checks what only it knows, such as whether it
 	// implements every SASL mechanism a listener enables.
@@ -147,6 +141,33 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	}
 	srv.Close()
 	return s, nil
+}
+
+// boundedInt reads the integer key of props, def when it is not set, and
+// refuses a value below min or above max.
+func boundedInt(props listener.Properties, key string, def, min, max int) (int, error) {
+	v, err := props.Int(key, def, min)
+	if err != nil {
+		return 0, err
+	}
+	if v > max {
+		return 0, &protocolmap.ConfigError{Key: key, Value: strconv.Itoa(v), Err: listener.ErrInvalidValue,
+			Rule: fmt.Sprintf("Value must be no more than %d", max)}
+	}
+	return v, nil
+}
+
+// boolSetting reads the boolean key of props, def when it is not set.
+func boolSetting(props listener.Properties, key string, def bool) (bool, error) {
+	v, ok := props.Get(key)
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, &protocolmap.ConfigError{Key: key, Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
+	}
+	return b, nil
 }
 
 // socketServerConfig is the socket server configuration of a broker with

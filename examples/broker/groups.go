@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -38,7 +39,23 @@ type groupSettings struct {
 	// minSession and maxSession are group.min.session.timeout.ms and
 	// group.max.session.timeout.ms, the session timeouts JoinGroup accepts.
 	minSession, maxSession time.Duration
+	// offsetsPartitions and offsetsReplication are
+	// offsets.topic.num.partitions and offsets.topic.replication.factor:
+	// the partitions and replicas of __consumer_offsets when FindCoordinator
+	// (or Metadata) creates it. A group's coordinator is the leader of one of
+	// offsetsPartitions partitions (coordinatorOf).
+	offsetsPartitions  int32
+	offsetsReplication int16
 }
+
+// The keys of __consumer_offsets, with Kafka's defaults.
+const (
+	keyOffsetsTopicPartitions  = "offsets.topic.num.partitions"
+	keyOffsetsTopicReplication = "offsets.topic.replication.factor"
+
+	defaultOffsetsTopicPartitions  = 50
+	defaultOffsetsTopicReplication = 3
+)
 
 // readGroupSettings reads the coordinator's keys, with Kafka's defaults.
 func readGroupSettings(cfg *listener.Set) (groupSettings, error) {
@@ -58,24 +75,51 @@ func readGroupSettings(cfg *listener.Set) (groupSettings, error) {
 		return groupSettings{}, &protocolmap.ConfigError{Key: "group.max.session.timeout.ms", Value: strconv.Itoa(maxSession),
 			Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("must be at least group.min.session.timeout.ms (%d)", minSession)}
 	}
+	partitions, err := boundedInt(cfg.Properties(), keyOffsetsTopicPartitions, defaultOffsetsTopicPartitions, 1, maxPartitions)
+	if err != nil {
+		return groupSettings{}, err
+	}
+	replication, err := boundedInt(cfg.Properties(), keyOffsetsTopicReplication, defaultOffsetsTopicReplication, 1, math.MaxInt16) // a short in Kafka
+	if err != nil {
+		return groupSettings{}, err
+	}
 	return groupSettings{
 		initialRebalanceDelay: time.Duration(delay) * time.Millisecond,
 		minSession:            time.Duration(minSession) * time.Millisecond,
 		maxSession:            time.Duration(maxSession) * time.Millisecond,
+		offsetsPartitions:     int32(partitions),
+		offsetsReplication:    int16(replication),
 	}, nil
 }
 
-// offsetsTopicPartitions is Kafka's default offsets.topic.num.partitions.
-// A group's coordinator is the leader of the partition of __consumer_offsets
-// that Kafka stores the group in (the example has no such topic).
-const offsetsTopicPartitions = 50
+// offsetsTopicName is the topic Kafka keeps groups and their offsets in.
+// The example keeps them in memory (coordinator), but creates the topic, as
+// clients and tools expect to see it.
+const offsetsTopicName = "__consumer_offsets"
+
+// createOffsetsTopic creates __consumer_offsets unless it exists, with
+// offsets.topic.num.partitions partitions and offsets.topic.replication.factor
+// replicas, as Kafka creates it when FindCoordinator or Metadata first
+// names it. A cluster of fewer brokers than the replication factor gets as
+// many replicas as it has brokers: Kafka would refuse to create the topic
+// until enough brokers joined, and the example's brokers all start at once.
+func (c *cluster) createOffsetsTopic() (*topic, error) {
+	g := c.settings.groups
+	replication := min(g.offsetsReplication, int16(len(c.brokers)))
+	t, err := c.state.createTopic(offsetsTopicName, g.offsetsPartitions, replication, c.settings.log.defaults, false)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		err = nil
+	}
+	return t, err
+}
 
 // maxOffsetMetadata is Kafka's default offset.metadata.max.bytes.
 const maxOffsetMetadata = 4096
 
 // coordinatorOf returns the node id of the broker that coordinates group
-// id: the leader of partition abs(hashCode(id)) % 50, with Java's String
-// hash code and Kafka's abs (Utils.abs, which makes MinInt32 0).
+// id: the leader of the partition of __consumer_offsets that Kafka keeps the
+// group in, abs(hashCode(id)) % offsets.topic.num.partitions, with Java's
+// String hash code and Kafka's abs (Utils.abs, which makes MinInt32 0).
 func (c *cluster) coordinatorOf(id string) int32 {
 	var h int32
 	for _, u := range utf16.Encode([]rune(id)) {
@@ -87,7 +131,7 @@ func (c *cluster) coordinatorOf(id string) int32 {
 	case h < 0:
 		h = -h
 	}
-	return c.leader(h % offsetsTopicPartitions)
+	return c.leader(h % c.settings.groups.offsetsPartitions)
 }
 
 // groupError returns the error every request about group id gets on
@@ -113,6 +157,16 @@ func (b *broker) findCoordinator(r *socketserver.Request, req *kmsg.FindCoordina
 		keys = []string{req.CoordinatorKey}
 	}
 	brokers := socketserver.MetadataBrokers(r.Conn.Listener, b.c.brokerInfos())
+	// The first FindCoordinator for a group creates __consumer_offsets, as
+	// in Kafka; creating it here is immediate, so the answer can name the
+	// coordinator at once where Kafka answers COORDINATOR_NOT_AVAILABLE
+	// until the topic is there.
+	var offsetsErr error
+	if req.CoordinatorType == 0 {
+		if _, err := b.c.createOffsetsTopic(); err != nil {
+			offsetsErr = fmt.Errorf("%w: cannot create %s: %v", kerr.CoordinatorNotAvailable, offsetsTopicName, err)
+		}
+	}
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	for _, key := range keys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
@@ -120,6 +174,10 @@ func (b *broker) findCoordinator(r *socketserver.Request, req *kmsg.FindCoordina
 		var err error
 		switch req.CoordinatorType {
 		case 0:
+			if offsetsErr != nil {
+				err = offsetsErr
+				break
+			}
 			err = kerr.CoordinatorNotAvailable // unless the coordinator is on this listener
 			id := b.c.coordinatorOf(key)
 			for _, mb := range brokers {
@@ -1105,6 +1163,22 @@ func (g *group) commitError(memberID string, instanceID *string, generation int3
 	}
 	if g.state == groupCompletingRebalance { // the member has a generation but no assignment yet
 		return kerr.RebalanceInProgress
+	}
+	return nil
+}
+
+// deleteTopic deletes t from the state and the committed offsets of its
+// partitions from every group, as Kafka's group coordinator does when a
+// topic is deleted. Both happen under the coordinator's lock, so that no
+// commit can store an offset for t in between.
+func (co *coordinator) deleteTopic(t *topic) error {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if err := co.topics.deleteTopic(t); err != nil {
+		return err
+	}
+	for _, g := range co.groups {
+		delete(g.offsets, t.name)
 	}
 	return nil
 }

@@ -1012,12 +1012,18 @@ func TestGroupSettings(t *testing.T) {
 		want    groupSettings
 		wantErr string
 	}{
-		{"Kafka's defaults", nil, groupSettings{3 * time.Second, 6 * time.Second, 30 * time.Minute}, ""},
-		{"set", []string{"group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=100", "group.max.session.timeout.ms=1000"},
-			groupSettings{0, 100 * time.Millisecond, time.Second}, ""},
+		{"Kafka's defaults", nil, groupSettings{3 * time.Second, 6 * time.Second, 30 * time.Minute, 50, 3}, ""},
+		{"set", []string{"group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=100", "group.max.session.timeout.ms=1000",
+			"offsets.topic.num.partitions=7", "offsets.topic.replication.factor=1"},
+			groupSettings{0, 100 * time.Millisecond, time.Second, 7, 1}, ""},
 		{"negative delay", []string{"group.initial.rebalance.delay.ms=-1"}, groupSettings{}, "group.initial.rebalance.delay.ms"},
 		{"not a number", []string{"group.min.session.timeout.ms=soon"}, groupSettings{}, "group.min.session.timeout.ms"},
 		{"max below min", []string{"group.max.session.timeout.ms=10"}, groupSettings{}, "group.max.session.timeout.ms"},
+		{"no offsets partitions", []string{"offsets.topic.num.partitions=0"}, groupSettings{}, "offsets.topic.num.partitions"},
+		{"too many offsets partitions", []string{"offsets.topic.num.partitions=10001"}, groupSettings{}, "offsets.topic.num.partitions"},
+		{"offsets partitions not a number", []string{"offsets.topic.num.partitions=many"}, groupSettings{}, "offsets.topic.num.partitions"},
+		{"no offsets replicas", []string{"offsets.topic.replication.factor=0"}, groupSettings{}, "offsets.topic.replication.factor"},
+		{"offsets replicas beyond a short", []string{"offsets.topic.replication.factor=32768"}, groupSettings{}, "offsets.topic.replication.factor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			props, err := listener.Properties{}.With(tc.sets...)

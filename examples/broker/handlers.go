@@ -35,6 +35,7 @@ func dataPlaneAPIs(h socketserver.Handler) []socketserver.API {
 		socketserver.KmsgAPI(kmsg.InitProducerID, 0, 5),
 		socketserver.KmsgAPI(kmsg.DescribeCluster, 0, 2),
 		socketserver.KmsgAPI(kmsg.CreateTopics, 0, 7),
+		socketserver.KmsgAPI(kmsg.DeleteTopics, 0, 6), // v6 names topics by id too
 		// The group coordinator (groups.go): every version kmsg knows.
 		// OffsetCommit and OffsetFetch v10 name topics by id; v9 adds
 		// nothing a classic group uses.
@@ -105,6 +106,8 @@ func (b *broker) ServeKafka(r *socketserver.Request) {
 		b.respond(r, b.describeCluster(r, req))
 	case *kmsg.CreateTopicsRequest:
 		b.respond(r, b.createTopics(req))
+	case *kmsg.DeleteTopicsRequest:
+		b.respond(r, b.deleteTopics(req))
 	case *kmsg.FindCoordinatorRequest:
 		b.respond(r, b.findCoordinator(r, req))
 	case *kmsg.JoinGroupRequest:
@@ -185,6 +188,8 @@ func (b *broker) metadata(r *socketserver.Request, req *kmsg.MetadataRequest) *k
 			if t = b.c.state.topicByID(rt.TopicID); t == nil {
 				err = kerr.UnknownTopicID
 			}
+		case autoCreate && *rt.Topic == offsetsTopicName: // created as FindCoordinator creates it
+			t, err = b.c.createOffsetsTopic()
 		case autoCreate:
 			t, err = b.c.state.createTopic(*rt.Topic, b.c.settings.numPartitions, 1, b.c.settings.log.defaults, false)
 			if errors.Is(err, kerr.TopicAlreadyExists) {
@@ -294,9 +299,9 @@ func (b *broker) fetch(r *socketserver.Request, req *kmsg.FetchRequest) {
 	b.c.waiting.Go(func() { b.longPoll(r, req, wake) })
 }
 
-// longPoll answers req when records arrive for it, its wait expires, the
-// cluster stops (with what there is), or stops waiting when its connection
-// closes.
+// longPoll answers req when records arrive for it or one of its partitions
+// fails (its topic was deleted), its wait expires, the cluster stops (with
+// what there is), or stops waiting when its connection closes.
 func (b *broker) longPoll(r *socketserver.Request, req *kmsg.FetchRequest, wake <-chan struct{}) {
 	timer := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	defer timer.Stop()
@@ -304,7 +309,7 @@ func (b *broker) longPoll(r *socketserver.Request, req *kmsg.FetchRequest, wake 
 		select {
 		case <-wake:
 			wake = b.c.state.wakeup()
-			if resp, size, _ := b.readFetch(req); size > 0 {
+			if resp, size, failed := b.readFetch(req); size > 0 || failed {
 				b.respondFetch(r, resp, size)
 				return
 			}
@@ -404,47 +409,5 @@ func (b *broker) describeCluster(r *socketserver.Request, req *kmsg.DescribeClus
 	resp.ClusterID = b.c.id
 	resp.ControllerID = b.c.controllerID()
 	resp.Brokers = socketserver.DescribeClusterBrokers(r.Conn.Listener, b.c.brokerInfos())
-	return resp
-}
-
-func (b *broker) createTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
-	resp := kmsg.NewPtrCreateTopicsResponse()
-	for _, rt := range req.Topics {
-		st := kmsg.NewCreateTopicsResponseTopic()
-		st.Topic = rt.Topic
-		partitions, replication := rt.NumPartitions, rt.ReplicationFactor
-		if partitions == -1 {
-			partitions = b.c.settings.numPartitions
-		}
-		if replication == -1 {
-			replication = 1
-		}
-		var err error
-		switch {
-		case len(rt.ReplicaAssignment) > 0:
-			err = fmt.Errorf("%w: this broker assigns replicas itself", kerr.InvalidRequest)
-		case partitions < 1 || partitions > maxPartitions:
-			err = fmt.Errorf("%w: %d partitions; want 1 to %d", kerr.InvalidPartitions, partitions, maxPartitions)
-		case replication < 1 || int(replication) > len(b.c.brokers):
-			err = fmt.Errorf("%w: replication factor %d with %d brokers", kerr.InvalidReplicationFactor, replication, len(b.c.brokers))
-		default:
-			configs := map[string]*string{}
-			for _, c := range rt.Configs {
-				configs[c.Name] = c.Value
-			}
-			var log logConfig
-			if log, err = topicLogConfig(b.c.settings.log.defaults, configs); err != nil {
-				break
-			}
-			var t *topic
-			if t, err = b.c.state.createTopic(rt.Topic, partitions, replication, log, req.ValidateOnly); err == nil {
-				st.TopicID, st.NumPartitions, st.ReplicationFactor = t.id, partitions, replication
-			}
-		}
-		if err != nil {
-			st.ErrorCode, st.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
 	return resp
 }

@@ -57,12 +57,16 @@
 // Without -check the broker serves until SIGINT or SIGTERM, when it shuts
 // down gracefully (at most 10 s) and exits 0. It keeps its topics in memory
 // and answers ApiVersions, Metadata, Produce, Fetch (with long polls),
-// ListOffsets, InitProducerId, DescribeCluster and CreateTopics on its
-// data-plane listeners, and Metadata alone on a control-plane listener.
+// ListOffsets, InitProducerId, DescribeCluster, CreateTopics (with the
+// topic configs of Kafka 4.x, refusing others with INVALID_CONFIG),
+// DeleteTopics and the group coordinator's APIs on its data-plane
+// listeners, and Metadata alone on a control-plane listener. The first
+// FindCoordinator for a group creates __consumer_offsets.
 // Every socket-server key applies (num.network.threads, queued.max.requests,
 // socket.request.max.bytes, connections.max.idle.ms, the TLS and SASL
 // keys, ...), as do num.io.threads, node.id (or broker.id), broker.rack,
-// num.partitions and auto.create.topics.enable.
+// num.partitions, auto.create.topics.enable, delete.topic.enable,
+// offsets.topic.num.partitions and offsets.topic.replication.factor.
 //
 // SIGHUP re-reads the -config file (with the -set values over it) and
 // applies its TLS settings, connection quotas, SASL user lists and

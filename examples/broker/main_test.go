@@ -261,6 +261,16 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 			key:  "auto.create.topics.enable",
 		},
 		{
+			name: "delete topics",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "delete.topic.enable=maybe"},
+			key:  "delete.topic.enable",
+		},
+		{
+			name: "offsets topic partitions",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "offsets.topic.num.partitions=0"},
+			key:  "offsets.topic.num.partitions",
+		},
+		{
 			name: "SASL listener without JAAS users",
 			args: []string{"-set", "listeners=CLIENT://127.0.0.1:0", "-set", "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT", "-set", "inter.broker.listener.name=CLIENT",
 				"-set", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256"},

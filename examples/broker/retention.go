@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -90,36 +89,16 @@ func readLogSettings(cfg *listener.Set) (logSettings, error) {
 	return s, nil
 }
 
-// topicLogConfig lays a CreateTopics request's configs over the broker's
-// defaults. An unknown config is ignored, as the example stores no other;
-// a value that does not parse is INVALID_CONFIG.
+// topicLogConfig checks a CreateTopics request's configs (checkTopicConfigs)
+// and lays those of the log over the broker's defaults.
 func topicLogConfig(defaults logConfig, configs map[string]*string) (logConfig, error) {
-	c := defaults
-	for name, v := range configs {
-		if v == nil {
-			continue
-		}
-		n, err := strconv.ParseInt(*v, 10, 64)
-		bad := func(rule string) error {
-			return fmt.Errorf("%w: invalid value %s for configuration %s: %s", kerr.InvalidConfig, *v, name, rule)
-		}
-		switch name {
-		case topicRetentionBytes, topicRetentionMs:
-			if err != nil || n < -1 {
-				return logConfig{}, bad("Value must be at least -1")
-			}
-			if name == topicRetentionBytes {
-				c.retentionBytes = n
-			} else {
-				c.retentionMs = n
-			}
-		case topicMaxMessageBytes:
-			if err != nil || n < 0 || n > 1<<31-1 {
-				return logConfig{}, bad("Value must be at least 0")
-			}
-			c.maxMessageBytes = int(n)
-		}
+	if err := checkTopicConfigs(configs); err != nil {
+		return logConfig{}, err
 	}
+	c := defaults
+	c.retentionBytes = configInt(configs, topicRetentionBytes, c.retentionBytes)
+	c.retentionMs = configInt(configs, topicRetentionMs, c.retentionMs)
+	c.maxMessageBytes = int(configInt(configs, topicMaxMessageBytes, int64(c.maxMessageBytes)))
 	return c, nil
 }
 

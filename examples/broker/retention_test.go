@@ -60,11 +60,15 @@ func TestReadLogSettings(t *testing.T) {
 func TestTopicLogConfig(t *testing.T) {
 	defaults := logConfig{retentionBytes: 100, retentionMs: 200, maxMessageBytes: 300}
 	sp := func(s string) *string { return &s }
-	got, err := topicLogConfig(defaults, map[string]*string{"retention.bytes": sp("-1"), "retention.ms": sp("5"),
-		"max.message.bytes": sp("7"), "cleanup.policy": sp("delete"), "segment.bytes": nil})
+	got, err := topicLogConfig(defaults, map[string]*string{"retention.bytes": sp("-1"), "retention.ms": sp(" 5"),
+		"max.message.bytes": sp("7"), "cleanup.policy": sp("delete"), "segment.bytes": sp("1048576")})
 	require.NoError(t, err)
 	assert.Equal(t, logConfig{retentionBytes: -1, retentionMs: 5, maxMessageBytes: 7}, got)
-	for _, bad := range []map[string]*string{{"retention.bytes": sp("x")}, {"retention.ms": sp("-2")}, {"max.message.bytes": sp("-1")}} {
+	got, err = topicLogConfig(defaults, map[string]*string{"retention.bytes": sp("-5")}) // any negative: no limit, as in Kafka
+	require.NoError(t, err)
+	assert.Equal(t, int64(-5), got.retentionBytes)
+	for _, bad := range []map[string]*string{{"retention.bytes": sp("x")}, {"retention.ms": sp("-2")}, {"max.message.bytes": sp("-1")},
+		{"max.message.bytes": sp("2147483648")}, {"segment.bytes": nil}, {"retention.ms": sp("5"), "unknown.config": sp("1")}} {
 		_, err := topicLogConfig(defaults, bad)
 		assert.ErrorIs(t, err, kerr.InvalidConfig, "%v", bad)
 	}

@@ -115,6 +115,25 @@ func (s *state) createTopic(name string, partitions int32, replication int16, lo
 	return t, nil
 }
 
+// deleteTopic forgets t and its records, and wakes every fetch waiting for
+// data, so that one waiting on t answers UNKNOWN_TOPIC_OR_PARTITION now.
+// It returns UNKNOWN_TOPIC_ID when t is no longer there.
+func (s *state) deleteTopic(t *topic) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.topics[t.name] != t {
+		return kerr.UnknownTopicID
+	}
+	delete(s.topics, t.name)
+	delete(s.byID, t.id)
+	for _, part := range t.partitions {
+		s.stored.Add(-part.size)
+	}
+	close(s.appended)
+	s.appended = make(chan struct{})
+	return nil
+}
+
 // validTopicName applies Kafka's topic name rules.
 func validTopicName(name string) error {
 	if name == "" || name == "." || name == ".." || len(name) > 249 {
@@ -130,7 +149,8 @@ func validTopicName(name string) error {
 
 // append stores a produce request's record batches in partition p of t and
 // returns the offset of the first record and the log start offset after
-// retention.bytes has been applied. The batches must come from
+// retention.bytes has been applied, or UNKNOWN_TOPIC_OR_PARTITION if t has
+// been deleted. The batches must come from
 // splitBatches. An idempotent producer's batches are checked first
 // (producers.go): a retried batch is not stored again, and its first
 // offset is returned as it was; a batch out of sequence is refused with
@@ -138,6 +158,9 @@ func validTopicName(name string) error {
 func (s *state) append(t *topic, p int32, batches []batch) (base, logStart int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.topics[t.name] != t { // deleted since the request looked it up
+		return 0, -1, kerr.UnknownTopicOrPartition
+	}
 	part := t.partitions[p]
 	before := part.size
 	var fresh []batch
