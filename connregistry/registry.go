@@ -50,8 +50,10 @@ const (
 	ClientClosed CloseReason = "client closed"
 	// Idle: no request or response for connections.max.idle.ms.
 	Idle CloseReason = "idle"
-	// Quota: a connection quota closed it (max.connections: the least
-	// recently active connection makes room for a new one).
+	// Quota: the broker-wide connection count was over max.connections
+	// (the inter-broker listener, which the limit does not hold back,
+	// went past it), and the connection, its processor's least recently
+	// active, was closed to make room, as Kafka's processors do.
 	Quota CloseReason = "quota"
 	// AuthenticationFailed: the TLS handshake or the SASL exchange failed.
 	AuthenticationFailed CloseReason = "authentication failed"

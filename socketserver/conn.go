@@ -1499,17 +1499,20 @@ var probeClosed = connregistry.ClientClosed
 // TLS handshake, if any; a TLS handshake it began and left is a byte
 // sent), or when the connection is the load balancer's own (a PROXY LOCAL
 // header): close counts it in Stats.ProbesClosed, logs it at Debug and
-// keeps it out of the registry's history. It reports whether err said the
-// client went away. The connection's goroutine calls it, and the peer
+// keeps it out of the registry's history; any other departure is logged
+// at Debug here, as Kafka logs a disconnection. It reports whether err
+// said the client went away. The connection's goroutine calls it, and the peer
 // watcher, which runs while the goroutine leaves heard alone.
 func (c *conn) peerLeft(err error) bool {
 	if !peerGone(err) {
 		return false
 	}
 	if c.proxyLocal || !c.heard {
-		c.reason.CompareAndSwap(nil, &probeClosed)
-	} else {
-		c.setReason(connregistry.ClientClosed)
+		c.reason.CompareAndSwap(nil, &probeClosed) // close logs it
+		return true
+	}
+	if r := connregistry.ClientClosed; c.reason.CompareAndSwap(nil, &r) {
+		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err) // as Kafka logs a disconnection
 	}
 	return true
 }

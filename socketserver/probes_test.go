@@ -52,8 +52,9 @@ func reset(t testing.TB, c net.Conn) {
 // counted in Stats.ProbesClosed, logged at Debug only, kept out of the
 // registry's history. Everything else a client closes is in the history
 // as closed by its client, a reset in the middle of a request included
-// (not a protocol error), and logs nothing at Info; a failed TLS handshake
-// and a refused PROXY header stay as they were.
+// (not a protocol error), and logged at Debug, never at Info, as Kafka
+// logs a disconnection; a failed TLS handshake and a refused PROXY header
+// stay as they were, at Info.
 func TestProbesKeptOutOfHistory(t *testing.T) {
 	pki := newTestPKI(t)
 	metadata := requestFrame(metadataReq(9), 1, nil)
@@ -190,14 +191,22 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 				require.Len(t, info, 1, "Info lines")
 				assert.Contains(t, info[0], tc.infoLog)
 			}
-			if tc.probe {
-				debug := 0
-				for _, r := range logs.Records() {
-					if r.level == slog.LevelDebug && (r.msg == "probe closed by its client" || r.msg == "connection closed before its PROXY header") {
-						debug++
-					}
+			probeLines, departures := 0, 0
+			for _, r := range logs.Records() {
+				switch {
+				case r.level != slog.LevelDebug:
+				case r.msg == "probe closed by its client" || r.msg == "connection closed before its PROXY header":
+					probeLines++
+				case r.msg == "connection closed by its client":
+					departures++
 				}
-				assert.Equal(t, 1, debug, "the probe's Debug line")
+			}
+			if tc.probe {
+				assert.Equal(t, 1, probeLines, "the probe's Debug line")
+				assert.Zero(t, departures, "a probe's departure logged")
+			} else if tc.reason == connregistry.ClientClosed {
+				assert.Zero(t, probeLines, "a client's close logged as a probe's")
+				assert.Equal(t, 1, departures, "the client's departure at Debug")
 			}
 		})
 	}
