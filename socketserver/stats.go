@@ -40,15 +40,18 @@ type Stats struct {
 	// ProbesClosed is, per listener, how many probes have closed since the
 	// listener was added: connections their client closed (however: its
 	// EOF or a reset) before it sent a byte of a request, after its PROXY
-	// header and TLS handshake if any, and connections of a load balancer
-	// of its own (a PROXY LOCAL header; v1's UNKNOWN) that it closed.
-	// Health checks and port scans do that every few seconds: a probe is
-	// logged at Debug only, and kept out of the registry's history of
-	// closed connections, so that it does not push real closes out.
-	// A socket of a listener that requires the PROXY protocol, closed
-	// before a byte of its header, counts too. A connection that sent part
-	// of a request, or whose TLS handshake failed, or that the server
-	// closed (a refused PROXY header, a quota, idle expiry) is no probe.
+	// header and TLS handshake if any (a TLS listener's client that sent
+	// nothing at all too), and connections of a load balancer of its own
+	// (a PROXY LOCAL header; v1's UNKNOWN) that it closed, whatever they
+	// sent. Health checks and port scans do that every few seconds: a
+	// probe is logged at Debug only, and kept out of the registry's
+	// history of closed connections, so that it does not push real closes
+	// out; HookConnClosed still sees it, as connregistry.ClientClosed. A
+	// socket of a listener that requires the PROXY protocol, closed
+	// before a byte of its header, counts too. A connection that sent
+	// part of a request, or part of a TLS handshake, or that the server
+	// closed (a TLS or SASL failure, a refused PROXY header, a quota, idle
+	// expiry) is no probe.
 	ProbesClosed map[protocolmap.ListenerName]int64
 	// RequestMemory is, per plane, the memory pool of
 	// queued.max.request.bytes (the control plane's own allowance): Kafka's

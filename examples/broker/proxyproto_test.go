@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,19 +354,7 @@ func TestHAProxyHealthChecks(t *testing.T) {
 			c, err := startCluster(context.Background(), props, 1, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			metrics := serveMetrics(ln, c.registry)
-			t.Cleanup(func() { require.NoError(t, metrics.Shutdown(context.Background())) })
-			scrape := func() map[string]float64 {
-				client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-				resp, err := client.Get("http://" + ln.Addr().String() + "/metrics")
-				require.NoError(t, err)
-				defer resp.Body.Close()
-				body, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
-				return parseMetrics(t, body)
-			}
+			scrape := serveTestMetrics(t, c)
 			srv := c.brokers[0].srv
 
 			started := len(logs.String())
@@ -377,7 +363,7 @@ func TestHAProxyHealthChecks(t *testing.T) {
 
 			// Every connection the broker accepted (the checks, and
 			// startHAProxy's own, relayed) closed as a probe.
-			values := scrape()
+			values := parseMetrics(t, scrape())
 			accepted := values[`kafka_server_socket_server_metrics_connection_accept_total{listener="CLIENT",node_id="0"}`]
 			probes := values[`kafkanet_connection_probes_total{listener="CLIENT",node_id="0"}`]
 			t.Logf("%v connections accepted, %v probes, in %v of checks every %v", accepted, probes, period, inter)
