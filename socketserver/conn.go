@@ -1501,8 +1501,9 @@ var probeClosed = connregistry.ClientClosed
 // header): close counts it in Stats.ProbesClosed, logs it at Debug and
 // keeps it out of the registry's history; any other departure is logged
 // at Debug here, as Kafka logs a disconnection. It reports whether err
-// said the client went away. The connection's goroutine calls it, and the peer
-// watcher, which runs while the goroutine leaves heard alone.
+// said the client went away. The connection's goroutine calls it, and so
+// do the peer watcher and the writers of a pipeline's or RespondRawFrom's
+// answers (writeFailed), which run only once heard is set for good.
 func (c *conn) peerLeft(err error) bool {
 	if !peerGone(err) {
 		return false
