@@ -43,15 +43,35 @@ type CloseReason string
 
 // The reasons a connection closes.
 const (
-	ClientClosed         CloseReason = "client closed"
-	Idle                 CloseReason = "idle"
-	Quota                CloseReason = "quota"
+	// ClientClosed: the client went away, however it did (it closed its
+	// end, or reset the connection) and whoever noticed first: a host that
+	// closes a connection whose client had already sent its EOF closes it
+	// for the client.
+	ClientClosed CloseReason = "client closed"
+	// Idle: no request or response for connections.max.idle.ms.
+	Idle CloseReason = "idle"
+	// Quota: the broker-wide connection count was over max.connections
+	// (the inter-broker listener, which the limit does not hold back,
+	// went past it), and the connection, its processor's least recently
+	// active, was closed to make room, as Kafka's processors do.
+	Quota CloseReason = "quota"
+	// AuthenticationFailed: the TLS handshake or the SASL exchange failed.
 	AuthenticationFailed CloseReason = "authentication failed"
-	SessionExpired       CloseReason = "session expired"
-	ServerShutdown       CloseReason = "server shutdown"
-	ClosedByOperator     CloseReason = "closed by an operator"
-	ProtocolError        CloseReason = "protocol error"
-	HandlerClosed        CloseReason = "closed by the request handler"
+	// SessionExpired: a request came after the SASL session expired
+	// (connections.max.reauth.ms, KIP-368) without re-authentication.
+	SessionExpired CloseReason = "session expired"
+	// ServerShutdown: the server shut down.
+	ServerShutdown CloseReason = "server shutdown"
+	// ClosedByOperator: an operator closed it (Registry.Close,
+	// CloseClientConnections).
+	ClosedByOperator CloseReason = "closed by an operator"
+	// ProtocolError: the client sent bytes that break Kafka's protocol (a
+	// frame too large, a request that does not parse, an API or version
+	// the listener does not serve).
+	ProtocolError CloseReason = "protocol error"
+	// HandlerClosed: the host closed it instead of answering a request,
+	// its client still there.
+	HandlerClosed CloseReason = "closed by the request handler"
 	// StalledRequest: the connection held request memory
 	// (queued.max.request.bytes) for a frame it had begun and sent nothing
 	// more of it for the server's stall timeout.
@@ -308,8 +328,8 @@ func mutedBetween(from, until, at time.Time) time.Duration {
 }
 
 // Remove takes the connection out of the open set and into the history,
-// with the time and reason it closed. Only the first call counts. A
-// throttle still running ends at at.
+// with the time and reason it closed. Only the first call of Remove and
+// Forget counts. A throttle still running ends at at.
 func (e *Entry) Remove(at time.Time, reason CloseReason) {
 	if e.removed.Swap(true) {
 		return
@@ -325,6 +345,21 @@ func (e *Entry) Remove(at time.Time, reason CloseReason) {
 		r.next = (r.next + 1) % len(r.history)
 		r.full = r.full || r.next == 0
 	}
+	r.mu.Unlock()
+}
+
+// Forget takes the connection out of the open set without keeping it in
+// the history: a server forgets the connections that were never a
+// client's (socketserver forgets probes: health checks and port scans
+// that close before a request), so that they do not push real closes out
+// of the history. After Remove, or a second call, it does nothing.
+func (e *Entry) Forget() {
+	if e.removed.Swap(true) {
+		return
+	}
+	r := e.reg
+	r.mu.Lock()
+	delete(r.open, e)
 	r.mu.Unlock()
 }
 

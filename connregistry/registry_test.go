@@ -125,6 +125,25 @@ func TestRegistryLifecycle(t *testing.T) {
 	assert.Equal(t, []string{"h1", "h2"}, []string{closed[0].ID, closed[1].ID})
 }
 
+// A forgotten connection leaves the open set without a trace in the
+// history, and a Remove after it changes nothing; Forget after Remove
+// takes nothing out of the history.
+func TestRegistryForget(t *testing.T) {
+	r := connregistry.New(10)
+	probe := r.Add(conn("probe", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
+	kept := r.Add(conn("kept", "User:alice", "127.0.0.1:2", "CLIENT", t0), nil)
+	require.Equal(t, 2, r.Len())
+	probe.Forget()
+	probe.Remove(t0.Add(time.Second), connregistry.ClientClosed)
+	kept.Remove(t0.Add(time.Second), connregistry.ClientClosed)
+	kept.Forget()
+	assert.Zero(t, r.Len())
+	assert.Empty(t, r.Snapshot(connregistry.Filter{}))
+	closed := r.Closed(connregistry.Filter{})
+	require.Len(t, closed, 1)
+	assert.Equal(t, "kept", closed[0].ID)
+}
+
 // Snapshots taken in a loop while thousands of connections open, change
 // and close: no race (under -race), no torn record (the fields written
 // together are seen together), and the count returns to zero.

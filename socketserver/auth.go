@@ -254,6 +254,9 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 		err := tc.HandshakeContext(ctx)
 		cancel()
 		if err != nil {
+			// A client that sent nothing and left is a probe (peerLeft);
+			// one that began a handshake is not.
+			c.heard = c.pre.got
 			return fmt.Errorf("%w: %w", ErrHandshake, err) // not delayed: Kafka delays SASL failures only
 		}
 		if rest, ok := c.pre.r.(*restReader); ok { // what came with a PROXY header, which the handshake's first read took
@@ -309,6 +312,12 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 // (HookRequestLogged).
 func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
+	// The first byte first: a client that leaves before it is a probe
+	// (peerLeft), one that leaves later, within a frame, is not.
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, 0, c.refuse(err)
+	}
+	c.heard = true
 	sawAPIVersions := false
 	for {
 		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)

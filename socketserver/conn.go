@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -73,6 +74,8 @@ type conn struct {
 	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
 	sizeBuf       [4]byte
 	watching      bool          // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
+	heard         bool          // the client has sent a byte of a request, or of a TLS handshake that failed: it is no probe (see peerLeft)
+	proxyLocal    bool          // its PROXY header was LOCAL (v1: UNKNOWN): the load balancer's own connection, a health check; set before it is registered
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // made with the first request the host answers; its goroutine starts when one is held (watchPeer); stopped when the connection parks
@@ -416,7 +419,7 @@ func (c *conn) serve() {
 // after it.
 func (c *conn) run(deadline time.Time) {
 	if err := c.handshake(deadline); err != nil {
-		if !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
+		if !c.peerLeft(err) && !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
 			c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
 		}
 		c.finish()
@@ -580,9 +583,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 			return c.parkRequested(err)
 		}
 		if err != nil {
-			if !isClosedOrEOF(err) {
-				c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
-			}
+			c.readFailed(err)
 			return false, false
 		}
 	}
@@ -599,9 +600,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 			return c.parkRequested(err)
 		}
 		if err != nil {
-			if !isClosedOrEOF(err) {
-				c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
-			}
+			c.readFailed(err)
 			return false, false
 		}
 	}
@@ -619,9 +618,12 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
+	if !c.heard { // the request's first bytes are in the read buffer (awaitRequest)
+		c.heard = true
+	}
 	frame, size, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis, ls.memory)
 	if err != nil {
-		if !isClosedOrEOF(err) {
+		if !c.peerLeft(err) && !isClosedOrEOF(err) {
 			c.setReason(connregistry.ProtocolError)
 			log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 		}
@@ -1063,8 +1065,10 @@ func (c *conn) watchPeer() {
 				switch {
 				case err == nil, isDeadline(err): // a deadline is Shutdown's drain or a request to park, not the peer
 				case errors.Is(err, io.EOF): // the peer sends no more; it may still read
+					c.peerLeft(err) // before the cancel: a host that closes the connection then closes it for the client
 					c.cancelReq()
 				default:
+					c.peerLeft(err)
 					c.close() // and a write blocked on a peer that is gone ends now
 				}
 				w.done <- err
@@ -1363,9 +1367,10 @@ func (c *conn) moveWriteDeadline() {
 	}
 }
 
-// writeFailed logs a failed write, unless the peer had gone.
+// writeFailed logs a failed write, unless the peer had gone (which
+// peerLeft records).
 func (c *conn) writeFailed(err error) {
-	if !isClosedOrEOF(err) {
+	if !c.peerLeft(err) && !isClosedOrEOF(err) {
 		c.p.srv.log.Info("closing connection: write failed", "conn_id", c.info().ID, "err", err)
 	}
 }
@@ -1465,7 +1470,13 @@ func (c *conn) close() {
 			c.setReason(connregistry.ServerShutdown)
 		}
 		c.setReason(connregistry.ClientClosed)
-		c.entry.Remove(time.Now(), *c.reason.Load())
+		if reason := c.reason.Load(); reason == &probeClosed {
+			c.entry.Forget() // kept out of the history, counted (Stats.ProbesClosed)
+			c.p.ls.probes.Add(1)
+			c.p.srv.log.Debug("probe closed by its client", "conn_id", c.info().ID, "proxy_local", c.proxyLocal)
+		} else {
+			c.entry.Remove(time.Now(), *reason)
+		}
 		c.cancel()
 		c.cancelReq() // derived from the host's base context, not from ctx
 		c.nc.Close()
@@ -1474,9 +1485,64 @@ func (c *conn) close() {
 	})
 }
 
+// probeClosed is the reason of a probe's close (see peerLeft): client
+// closed, told apart by its address.
+var probeClosed = connregistry.ClientClosed
+
+// peerLeft records that the client went away, if err, the error of a read
+// of the connection's, says so (peerGone): the connection then closes as
+// closed by its client, whoever closes it (its goroutine, the peer
+// watcher, or the host answering a request with CloseConnection once the
+// request's context has been cancelled), unless a reason was given
+// already. The close is a probe's (a health check's, a port scan's) when
+// the client never sent a byte of a request (after its PROXY header and
+// TLS handshake, if any; a TLS handshake it began and left is a byte
+// sent), or when the connection is the load balancer's own (a PROXY LOCAL
+// header): close counts it in Stats.ProbesClosed, logs it at Debug and
+// keeps it out of the registry's history; any other departure is logged
+// at Debug here, as Kafka logs a disconnection. It reports whether err
+// said the client went away. The connection's goroutine calls it, and so
+// do the peer watcher and the writers of a pipeline's or RespondRawFrom's
+// answers (writeFailed), which run only once heard is set for good.
+func (c *conn) peerLeft(err error) bool {
+	if !peerGone(err) {
+		return false
+	}
+	if c.proxyLocal || !c.heard {
+		c.reason.CompareAndSwap(nil, &probeClosed) // close logs it
+		return true
+	}
+	if r := connregistry.ClientClosed; c.reason.CompareAndSwap(nil, &r) {
+		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err) // as Kafka logs a disconnection
+	}
+	return true
+}
+
+// readFailed handles the error of a read that closes the connection
+// while it waits for a request: a client that went away is recorded
+// (peerLeft); any other error but the connection's close or a deadline is
+// logged.
+func (c *conn) readFailed(err error) {
+	if !c.peerLeft(err) && !isClosedOrEOF(err) {
+		c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
+	}
+}
+
+// peerGone reports whether err, a read's or a write's, says the peer went
+// away: it closed its end (EOF, within a frame too), reset the
+// connection, or the network lost it (TCP keepalive or retransmissions
+// timed out). However it went, the client closed the connection; a
+// protocol error is bytes that break the protocol, never a departure.
+func peerGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ETIMEDOUT)
+}
+
+// isClosedOrEOF reports whether err ends the connection without a fault of
+// the client's bytes or the server's: the peer went away (peerGone), the
+// connection was closed, or a deadline passed.
 func isClosedOrEOF(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		isDeadline(err)
+	return peerGone(err) || errors.Is(err, net.ErrClosed) || isDeadline(err)
 }
 
 // isDeadline reports whether err is a read or write deadline passing.

@@ -3,7 +3,6 @@ package socketserver
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"time"
@@ -217,7 +216,8 @@ func (h *hooks) timed() bool { return len(h.requestsDone) > 0 || len(h.requestLo
 
 // authDone reports the outcome of an authentication or re-authentication
 // to the authentication hooks: err nil is a success; an error is a failure
-// unless the client went away or the server is shutting down.
+// unless the client went away or the server is shutting down, and the
+// connection then closes for connregistry.AuthenticationFailed.
 func (c *conn) authDone(err error, reauthentication bool) {
 	h := &c.p.srv.hooks
 	switch {
@@ -225,9 +225,9 @@ func (c *conn) authDone(err error, reauthentication bool) {
 		for _, x := range h.authenticated {
 			x.OnAuthenticated(c.info(), reauthentication)
 		}
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, errDraining) || c.draining():
+	case peerGone(err) || errors.Is(err, net.ErrClosed) || errors.Is(err, errDraining) || c.draining():
 	default:
+		c.setReason(connregistry.AuthenticationFailed) // a TLS handshake's failure too (a SASL exchange's set it already)
 		for _, x := range h.authFailed {
 			x.OnAuthenticationFailed(c.info(), reauthentication, err)
 		}

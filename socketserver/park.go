@@ -91,16 +91,22 @@ func (c *conn) adaptParkWait(parkedFor time.Duration) {
 // connection reads it through prefixedConn, under crypto/tls.
 type prefixReader struct {
 	buf [4]byte
-	n   int32 // bytes of buf not yet read (an int32 beside buf: conn stays in its size class)
+	n   uint8 // bytes of buf not yet read (beside buf: conn stays in its size class)
+	got bool  // a Read has returned bytes since got was last cleared: the TLS handshake's reads tell a probe (see peerLeft)
 	r   io.Reader
 }
 
 func (p *prefixReader) Read(b []byte) (int, error) {
 	if p.n == 0 {
-		return p.r.Read(b)
+		n, err := p.r.Read(b)
+		if n > 0 {
+			p.got = true
+		}
+		return n, err
 	}
 	n := copy(b, p.buf[:p.n])
-	p.n = int32(copy(p.buf[:], p.buf[n:p.n]))
+	p.n = uint8(copy(p.buf[:], p.buf[n:p.n]))
+	p.got = true
 	return n, nil
 }
 
@@ -135,9 +141,7 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 	case err == nil:
 		return true, false
 	case !isDeadline(err):
-		if !isClosedOrEOF(err) {
-			c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
-		}
+		c.readFailed(err)
 		return false, false
 	}
 	c.stopPeerWatcher()
@@ -199,15 +203,13 @@ func (c *conn) unpark(n int, err error) {
 		}
 	}
 	c.p.srv.parked.Add(-1)
-	c.pre.n = int32(n)
+	c.pre.n = uint8(n)
 	c.br = c.p.srv.readBuf(c.readSource())
 	now := time.Since(c.p.srv.epoch)
 	c.adaptParkWait(now - time.Duration(c.parkMoved.Load()))
 	c.parkMoved.Store(int64(now))
 	if err != nil && n == 0 {
-		if !isClosedOrEOF(err) {
-			c.p.srv.log.Info("closing connection", "conn_id", c.info().ID, "err", err)
-		}
+		c.readFailed(err)
 		c.finish()
 		return
 	}

@@ -269,8 +269,9 @@ const (
 var (
 	proxyV1Signature = []byte("PROXY ")
 	proxyV2Signature = []byte("\r\n\r\n\x00\r\nQUIT\n")
-	// errProxyNothing: the peer closed the connection before sending a
-	// byte (a balancer's or scanner's bare connect): not a refusal.
+	// errProxyNothing: the peer closed (or reset) the connection before
+	// sending a byte (a balancer's or scanner's bare connect): not a
+	// refusal, a probe (Stats.ProbesClosed).
 	errProxyNothing = errors.New("socketserver: PROXY protocol: closed before any byte")
 )
 
@@ -278,6 +279,7 @@ var (
 type proxyHeader struct {
 	version byte
 	local   bool           // LOCAL (v2), UNKNOWN (v1), or a UNIX-socket client: the socket's addresses stand
+	own     bool           // LOCAL (v2), UNKNOWN (v1): the balancer's own connection, such as a health check
 	source  netip.AddrPort // the client's address, unless local
 	tlvs    []connregistry.ProxyTLV
 	size    int // bytes the header took
@@ -299,7 +301,7 @@ type proxyHeader struct {
 func readProxyHeader(br *bufio.Reader) (proxyHeader, error) {
 	first, err := br.Peek(1)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
+		if peerGone(err) {
 			return proxyHeader{}, errProxyNothing
 		}
 		return proxyHeader{}, incompleteProxyHeader(err)
@@ -427,7 +429,7 @@ func proxyHeaderOf(h *proxyproto.Header, raw []byte) (proxyHeader, error) {
 	out := proxyHeader{version: h.Version, size: len(raw)}
 	switch {
 	case h.Command.IsLocal():
-		out.local = true
+		out.local, out.own = true, true
 	case h.TransportProtocol == proxyproto.TCPv4, h.TransportProtocol == proxyproto.TCPv6:
 		src, _, ok := h.TCPAddrs()
 		if !ok {
@@ -522,9 +524,14 @@ func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
 		return
 	default: // nothing sent, or closed by Shutdown or Close
 		srv.log.Debug("connection closed before its PROXY header", "listener", ls.cfg.Name, "address", sock, "err", err)
+		if errors.Is(err, errProxyNothing) {
+			ls.probes.Add(1)
+		}
 		p.dropPending(c, true)
 		return
 	}
+	c.pre.got = false // the header's bytes: what comes after it tells a probe (peerLeft)
+	c.proxyLocal = h.own
 	client := sock
 	if !h.local {
 		client = h.source

@@ -103,14 +103,14 @@ func TestReadProxyHeader(t *testing.T) {
 			proxyHeader{version: 1, source: netip.MustParseAddrPort("192.0.2.10:50123")}},
 		{"v1 TCP6", []byte("PROXY TCP6 2001:db8::7 2001:db8::1 40000 9092\r\n"),
 			proxyHeader{version: 1, source: netip.MustParseAddrPort("[2001:db8::7]:40000")}},
-		{"v1 UNKNOWN", []byte("PROXY UNKNOWN\r\n"), proxyHeader{version: 1, local: true}},
+		{"v1 UNKNOWN", []byte("PROXY UNKNOWN\r\n"), proxyHeader{version: 1, local: true, own: true}},
 		{"v1 longest", []byte("PROXY UNKNOWN ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff 65535 65535\r\n"),
-			proxyHeader{version: 1, local: true}},
+			proxyHeader{version: 1, local: true, own: true}},
 		{"v2 TCP4", v2Header(t, proxyproto.PROXY, "192.0.2.10:50123", "10.0.0.1:9092"),
 			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:50123")}},
 		{"v2 TCP6, v4-mapped", v2Header(t, proxyproto.PROXY, "[::ffff:192.0.2.10]:1", "[2001:db8::1]:9092"),
 			proxyHeader{version: 2, source: netip.MustParseAddrPort("192.0.2.10:1")}},
-		{"v2 LOCAL", v2Header(t, proxyproto.LOCAL, "192.0.2.10:50123", "10.0.0.1:9092"), proxyHeader{version: 2, local: true}},
+		{"v2 LOCAL", v2Header(t, proxyproto.LOCAL, "192.0.2.10:50123", "10.0.0.1:9092"), proxyHeader{version: 2, local: true, own: true}},
 		{"v2 TLVs", v2Header(t, proxyproto.PROXY, "[2001:db8::7]:40000", "[2001:db8::1]:9092",
 			proxyproto.TLV{Type: proxyproto.PP2_TYPE_AUTHORITY, Value: []byte("kafka.example.com")},
 			proxyproto.TLV{Type: proxyproto.PP2_TYPE_NOOP, Value: make([]byte, 5)},
@@ -318,6 +318,9 @@ func FuzzProxyHeader(f *testing.F) {
 		}
 		if local := ph.Command.IsLocal() || ph.TransportProtocol == proxyproto.UnixStream; ph.Version != h.version || local != h.local {
 			t.Fatalf("the parser read version %d, local %v; the reader %d, %v", ph.Version, local, h.version, h.local)
+		}
+		if own := ph.Command.IsLocal(); own != h.own {
+			t.Fatalf("the parser read a LOCAL command %v; the reader took the balancer's own connection %v", own, h.own)
 		}
 		if !h.local {
 			src, _, ok := ph.TCPAddrs()

@@ -125,7 +125,9 @@ type throttled interface {
 // shuts down its sending side (EOF), so that work for a client that has
 // gone can stop. A client that only half-closed may still read: the answer
 // given after the cancellation is written, as Kafka writes the responses to
-// the requests it read before the EOF.
+// the requests it read before the EOF. A host may as well close the
+// connection (CloseConnection): after the client's EOF, the close is the
+// client's (connregistry.ClientClosed), not the host's.
 func (r *Request) Context() context.Context { return r.conn.reqCtx }
 
 // Respond sends resp as the answer. resp's version is set to the request's.
@@ -154,7 +156,11 @@ func (r *Request) Respond(resp kmsg.Response) error {
 // throttle has passed.
 func (r *Request) NoResponse() error { return r.answer(answer{}) }
 
-// CloseConnection closes the connection instead of answering.
+// CloseConnection closes the connection instead of answering. The
+// registry records it as closed by the request handler
+// (connregistry.HandlerClosed), or as closed by its client
+// (connregistry.ClientClosed) when the client had gone already: its EOF,
+// which cancels the request's context, came first.
 func (r *Request) CloseConnection() error { return r.answer(answer{close: true}) }
 
 func (r *Request) answer(a answer) error {

@@ -146,6 +146,8 @@ type listenerState struct {
 	acceptDone   chan struct{}  // closed when its acceptor has returned
 	conns        sync.WaitGroup // its connection goroutines, also in Server.conns
 	workers      sync.WaitGroup // its acceptor, processors and held connections (Server.admit), also in Server.workers
+
+	probes atomic.Int64 // probes closed (Stats.ProbesClosed)
 }
 
 // New validates cfg, including cfg.Listeners with the rules of

@@ -37,6 +37,22 @@ type Stats struct {
 	// to park: each then holds only the runtime's smallest goroutine stack
 	// and no read buffer (a TLS connection keeps crypto/tls's own).
 	ParkedConnections int
+	// ProbesClosed is, per listener, how many probes have closed since the
+	// listener was added: connections their client closed (however: its
+	// EOF or a reset) before it sent a byte of a request, after its PROXY
+	// header and TLS handshake if any (a TLS listener's client that sent
+	// nothing at all too), and connections of a load balancer of its own
+	// (a PROXY LOCAL header; v1's UNKNOWN) that it closed, whatever they
+	// sent. Health checks and port scans do that every few seconds: a
+	// probe is logged at Debug only, and kept out of the registry's
+	// history of closed connections, so that it does not push real closes
+	// out; HookConnClosed still sees it, as connregistry.ClientClosed. A
+	// socket of a listener that requires the PROXY protocol, closed
+	// before a byte of its header, counts too. A connection that sent
+	// part of a request, or part of a TLS handshake, or that the server
+	// closed (a TLS or SASL failure, a refused PROXY header, a quota, idle
+	// expiry) is no probe.
+	ProbesClosed map[protocolmap.ListenerName]int64
 	// RequestMemory is, per plane, the memory pool of
 	// queued.max.request.bytes (the control plane's own allowance): Kafka's
 	// MemoryPoolUsed and, as a running total, the time the pool has been
@@ -88,6 +104,7 @@ func (s *Server) Stats() Stats {
 		RequestQueueSize:  map[protocolmap.Plane]int{},
 		ProcessorBusy:     map[int]time.Duration{},
 		ParkedConnections: int(s.parked.Load()),
+		ProbesClosed:      map[protocolmap.ListenerName]int64{},
 	}
 	if started := s.startedAt.Load(); started > 0 {
 		st.Started = s.epoch.Add(time.Duration(started))
@@ -113,6 +130,7 @@ func (s *Server) Stats() Stats {
 	}
 	s.mu.Unlock()
 	for _, ls := range lss {
+		st.ProbesClosed[ls.cfg.Name] += ls.probes.Load()
 		proxied := ls.proxy.required()
 		if proxied && st.PendingProxyHeaders == nil {
 			st.PendingProxyHeaders = map[protocolmap.ListenerName]int{}

@@ -317,7 +317,11 @@ func (b *broker) longPoll(r *socketserver.Request, req *kmsg.FetchRequest, wake 
 		case <-timer.C:
 		case <-b.c.stopping:
 		case <-r.Context().Done():
-			_ = r.CloseConnection() // the client has gone
+			// The client has gone (its EOF), or the connection closed:
+			// close rather than wait out MaxWaitMillis for no one. After
+			// the client's EOF the close is the client's, as the
+			// registry lists it.
+			_ = r.CloseConnection()
 			return
 		}
 		resp, size, _ := b.readFetch(req)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -33,11 +36,13 @@ func freePort(t *testing.T) int {
 }
 
 // startHAProxy runs HAProxy in TCP mode on 127.0.0.1:port in front of
-// backend, sending the PROXY header with sendProxy (send-proxy for v1,
-// send-proxy-v2 for v2) on every connection, its health checks' included.
-// Its configuration is written in the test's temporary directory; it is
-// killed when the test ends.
-func startHAProxy(t *testing.T, port int, backend, sendProxy string) string {
+// backend, its server line's options after the address being server:
+// send-proxy (v1) or send-proxy-v2 (v2) sends the PROXY header on every
+// connection, its health checks' included (check inter ...). Its
+// configuration is written in the test's temporary directory, with lines
+// added to the backend section; it is killed when the test ends. It
+// returns the frontend's address and HAProxy's log.
+func startHAProxy(t *testing.T, port int, backend, server string, lines ...string) (string, *socketservertest.SyncBuffer) {
 	t.Helper()
 	haproxy := requireTool(t, "haproxy", "apt-get install haproxy")
 	frontend := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -56,13 +61,13 @@ frontend kafka
     default_backend broker
 
 backend broker
-    server broker0 `+backend+` `+sendProxy+` check inter 300ms
+`+strings.Join(append(lines, "server broker0 "+backend+" "+server), "\n")+`
 `), 0o600))
 	out, err := exec.Command(haproxy, "-c", "-f", cfg).CombinedOutput()
 	require.NoError(t, err, "haproxy -c: %s", out)
 	cmd := exec.Command(haproxy, "-db", "-f", cfg)
-	var logs socketservertest.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &socketservertest.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -78,7 +83,7 @@ backend broker
 		c, err := net.DialTimeout("tcp", frontend, time.Second)
 		if err == nil {
 			c.Close()
-			return frontend
+			return frontend, logs
 		}
 		select {
 		case err := <-exited:
@@ -200,7 +205,7 @@ func TestHAProxy(t *testing.T) {
 				"max.connections.per.ip.overrides=127.0.0.2:1",
 			)
 			direct := addr(t, c, 0, "CLIENT")
-			lb := startHAProxy(t, port, direct, sendProxy)
+			lb, _ := startHAProxy(t, port, direct, sendProxy+" check inter 300ms")
 
 			// kcat: metadata, produce and consume through HAProxy.
 			kcat := func(stdin string, args ...string) string {
@@ -301,6 +306,90 @@ func TestHAProxy(t *testing.T) {
 			}
 			assert.Equal(t, map[string]int{"127.0.0.1": 1, "127.0.0.9": 1}, refused,
 				"the two refused connections, under the socket's address; never a health check")
+		})
+	}
+}
+
+// HAProxy's health checks are probes, not incidents: behind HAProxy
+// checking every 500 ms for 10 s, the broker logs nothing at Info about
+// them, keeps none in its history of closed connections, and counts each
+// one that reached it in Stats.ProbesClosed and
+// kafkanet_connection_probes_total; every check passes. With send-proxy-v2
+// a check sends a LOCAL header, then resets the connection; with
+// send-proxy (v1) a header with the check's own addresses; a TCP check
+// with linger (tcp-check connect linger) connects and closes with a FIN.
+// HAProxy's plain TCP check resets the connection before its handshake
+// completes (it holds back the last ACK), so the broker never accepts it.
+func TestHAProxyHealthChecks(t *testing.T) {
+	requireTool(t, "haproxy", "apt-get install haproxy")
+	const (
+		inter  = 500 * time.Millisecond
+		period = 10 * time.Second
+		checks = int(period / inter)
+	)
+	for _, tc := range []struct {
+		name, server string
+		backend      []string
+		proxy        bool // the listener requires the PROXY protocol
+		reached      bool // the checks reach the broker
+		local        bool // their header is LOCAL
+	}{
+		{name: "plain TCP check", server: "check"},
+		{name: "TCP check with linger", server: "check", backend: []string{"option tcp-check", "tcp-check connect linger"}, reached: true},
+		{name: "send-proxy", server: "send-proxy check", proxy: true, reached: true},
+		{name: "send-proxy-v2", server: "send-proxy-v2 check", proxy: true, reached: true, local: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			port := freePort(t)
+			sets := append(slices.Clone(testSettings),
+				fmt.Sprintf("advertised.listeners=CLIENT://127.0.0.1:%d,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", port))
+			if tc.proxy {
+				sets = append(sets, "listener.name.client.kafkanet.proxy.protocol=required",
+					"listener.name.client.kafkanet.proxy.protocol.trusted.networks=127.0.0.1/32")
+			}
+			props, err := listener.Properties{}.With(sets...)
+			require.NoError(t, err)
+			logs := &socketservertest.SyncBuffer{}
+			c, err := startCluster(context.Background(), props, 1, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			scrape := serveTestMetrics(t, c)
+			srv := c.brokers[0].srv
+
+			started := len(logs.String())
+			_, haproxyLog := startHAProxy(t, port, addr(t, c, 0, "CLIENT"), tc.server+" inter "+inter.String(), tc.backend...)
+			time.Sleep(period)
+
+			// Every connection the broker accepted (the checks, and
+			// startHAProxy's own, relayed) closed as a probe.
+			values := parseMetrics(t, scrape())
+			accepted := values[`kafka_server_socket_server_metrics_connection_accept_total{listener="CLIENT",node_id="0"}`]
+			probes := values[`kafkanet_connection_probes_total{listener="CLIENT",node_id="0"}`]
+			t.Logf("%v connections accepted, %v probes, in %v of checks every %v", accepted, probes, period, inter)
+			assert.Positive(t, probes, "startHAProxy's connection")
+			if tc.reached {
+				assert.GreaterOrEqual(t, probes, float64(checks*3/4), "probes counted")
+				assert.LessOrEqual(t, probes, float64(checks+3), "probes counted")
+			} else {
+				assert.LessOrEqual(t, accepted, 2.0, "checks accepted")
+			}
+			assert.GreaterOrEqual(t, probes, accepted-1, "every connection accepted is a probe (one may still be open)")
+			assert.LessOrEqual(t, probes, float64(srv.Stats().ProbesClosed["CLIENT"]), "the metric reads Stats")
+			assert.Empty(t, srv.Registry().Closed(connregistry.Filter{}), "health checks in the history of closed connections")
+			during := logs.String()[started:]
+			for _, line := range strings.Split(during, "\n") {
+				assert.NotRegexp(t, `level=(INFO|WARN|ERROR)`, line, "a log line at Info or above during the health checks")
+			}
+			debug := strings.Count(during, `msg="probe closed by its client"`) + strings.Count(during, `msg="connection closed before its PROXY header"`)
+			assert.GreaterOrEqual(t, debug, int(probes), "a Debug line a probe")
+			local := strings.Count(during, "proxy_local=true")
+			if tc.local {
+				assert.GreaterOrEqual(t, local, checks*3/4, "probes with a LOCAL header")
+			} else {
+				assert.Zero(t, local, "probes with a LOCAL header")
+			}
+			assert.NotContains(t, haproxyLog.String(), "is DOWN", "HAProxy's checks failed")
 		})
 	}
 }

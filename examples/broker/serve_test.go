@@ -650,22 +650,17 @@ func TestShutdownAnswersLongPolls(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 }
 
-func TestPrometheusMetrics(t *testing.T) {
-	c := startTestCluster(t, 1)
+// serveTestMetrics serves c's metrics (serveMetrics) on a loopback port
+// until the test ends, and returns a function that scrapes them.
+func serveTestMetrics(t *testing.T, c *cluster) (scrape func() []byte) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	metrics := serveMetrics(ln, c.registry)
 	t.Cleanup(func() { require.NoError(t, metrics.Shutdown(context.Background())) })
-
-	conn := dialRaw(t, addr(t, c, 0, "CLIENT"))
-	sent := 0
-	for range 3 {
-		req := metadataRequest(12, false)
-		sent += len(formatter.AppendRequest(nil, req, 0)) - 4 // the size is no part of the frame
-		roundTrip[*kmsg.MetadataResponse](conn, req)
-	}
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	scrape := func() []byte {
+	return func() []byte {
+		t.Helper()
 		resp, err := client.Get("http://" + ln.Addr().String() + "/metrics")
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -673,6 +668,19 @@ func TestPrometheusMetrics(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return body
+	}
+}
+
+func TestPrometheusMetrics(t *testing.T) {
+	c := startTestCluster(t, 1)
+	scrape := serveTestMetrics(t, c)
+
+	conn := dialRaw(t, addr(t, c, 0, "CLIENT"))
+	sent := 0
+	for range 3 {
+		req := metadataRequest(12, false)
+		sent += len(formatter.AppendRequest(nil, req, 0)) - 4 // the size is no part of the frame
+		roundTrip[*kmsg.MetadataResponse](conn, req)
 	}
 	// The server calls a response's hooks after writing it: wait for the
 	// last response's (the checks below show the series if it never comes).
@@ -718,20 +726,12 @@ func TestPrometheusMetrics(t *testing.T) {
 // built-in SASL_PLAINTEXT listener CLIENT.
 func TestPrometheusAuthenticationMetrics(t *testing.T) {
 	c := startDefaultCluster(t, "connection.failed.authentication.delay.ms=0")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	metrics := serveMetrics(ln, c.registry)
-	t.Cleanup(func() { require.NoError(t, metrics.Shutdown(context.Background())) })
+	scrape := serveTestMetrics(t, c)
 
 	require.NoError(t, login(t, addr(t, c, 0, "CLIENT"), 10*time.Second, kgo.SASL(saslMechanism("PLAIN", "alice", "alice-secret"))))
 	require.Error(t, login(t, addr(t, c, 0, "CLIENT"), 10*time.Second, kgo.SASL(saslMechanism("SCRAM-SHA-256", "alice", "wrong"))))
 
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + ln.Addr().String() + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	body := scrape()
 	values := parseMetrics(t, body)
 	for series, check := range map[string]func(float64) bool{
 		`kafka_server_socket_server_metrics_successful_authentication_total{listener="CLIENT",mechanism="PLAIN",node_id="0"}`: func(v float64) bool { return v >= 1 },

@@ -3,6 +3,7 @@ package knotel_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -138,6 +139,7 @@ func TestMetricsKgoSession(t *testing.T) {
 		{`kafka.server.request.queue.size{kafka.plane=data}`, eq(0)},
 		{`kafka.server.processor.busy.time{kafka.processor.id=0}`, positive},
 		{`kafka.server.connection.parked{}`, func(v float64) bool { return v == 0 || v == 1 }},
+		{`kafka.server.connection.probes{kafka.listener=CLIENT}`, eq(0)}, // kgo's connections all send requests
 		{`kafka.server.request.memory.used{kafka.plane=data}`, eq(0)},
 		{`kafka.server.request.memory.limit{kafka.plane=data}`, eq(1 << 20)},
 		{`kafka.server.request.memory.depleted.time{kafka.plane=data}`, eq(0)},
@@ -198,6 +200,27 @@ func TestProxyRefused(t *testing.T) {
 		}
 		return true
 	}, 10*time.Second, 10*time.Millisecond, "%s", dump(collect(t, reader)))
+}
+
+// Connections closed by their client before a request, with a FIN or a
+// reset (a health check's bare connect), count as probes.
+func TestProbes(t *testing.T) {
+	m, reader := newMetrics(t)
+	srv := startServer(t, m)
+	reg, err := m.ObserveStats(srv)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
+	const series = `kafka.server.connection.probes{kafka.listener=CLIENT}`
+	assert.Equal(t, 0.0, collect(t, reader)[series])
+	for i := range 5 {
+		c := socketservertest.Dial(t, srv, "CLIENT")
+		if i%2 == 0 {
+			require.NoError(t, c.(*net.TCPConn).SetLinger(0)) // RST
+		}
+		require.NoError(t, c.Close())
+	}
+	assert.Eventually(t, func() bool { return collect(t, reader)[series] == 5 }, 10*time.Second, 10*time.Millisecond,
+		"%s", dump(collect(t, reader)))
 }
 
 // Each certificate a TLS listener serves has its expiry observed, the

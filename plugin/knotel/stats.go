@@ -32,6 +32,11 @@ var (
 //   - kafka.server.connection.parked: idle connections parked;
 //   - kafka.server.proxy_protocol.pending: accepted sockets waiting for
 //     their PROXY header, per kafka.listener that requires the protocol;
+//   - kafka.server.connection.probes: probes closed, per kafka.listener:
+//     connections closed by their client before a byte of a request, and
+//     a load balancer's own (PROXY LOCAL), such as health checks, which
+//     the registry's history of closed connections leaves out
+//     ([socketserver.Stats.ProbesClosed]);
 //   - kafka.server.request.memory.used and .limit, and
 //     kafka.server.request.memory.depleted.time, per kafka.plane, with
 //     queued.max.request.bytes set (MemoryPoolUsed, the pool's size, and
@@ -67,7 +72,9 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		metric.WithUnit("{connection}"), metric.WithDescription("Accepted sockets of a listener that requires the PROXY protocol waiting for their header: counted against max.connections, not yet connections."))
 	notAfter, err9 := m.meter.Int64ObservableGauge("kafka.server.tls.certificate.not_after",
 		metric.WithUnit("s"), metric.WithDescription("When a certificate a TLS listener serves new connections expires (its NotAfter, in seconds since the Unix epoch)."))
-	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9); err != nil {
+	probes, err10 := m.meter.Int64ObservableCounter("kafka.server.connection.probes",
+		metric.WithUnit("{connection}"), metric.WithDescription("Probes closed: connections closed by their client before a byte of a request, and a load balancer's own (PROXY LOCAL), such as health checks; kept out of the history of closed connections."))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9, err10); err != nil {
 		return nil, err
 	}
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -84,6 +91,9 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		o.ObserveInt64(parked, int64(st.ParkedConnections))
 		for l, n := range st.PendingProxyHeaders {
 			o.ObserveInt64(proxyPending, int64(n), metric.WithAttributes(keyListener.String(string(l))))
+		}
+		for l, n := range st.ProbesClosed {
+			o.ObserveInt64(probes, n, metric.WithAttributes(keyListener.String(string(l))))
 		}
 		for _, l := range srv.Listeners().Listeners {
 			cfg := srv.TLSConfig(l.Name)
@@ -108,5 +118,5 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 			o.ObserveFloat64(memDepleted, mem.Depleted.Seconds(), attrs)
 		}
 		return nil
-	}, connections, queue, busy, parked, proxyPending, memUsed, memLimit, memDepleted, notAfter)
+	}, connections, queue, busy, parked, proxyPending, probes, memUsed, memLimit, memDepleted, notAfter)
 }

@@ -14,7 +14,10 @@
 //     nothing on a request's path beyond those calls.
 //   - [Stats] reports the gauges (open connections, request queue sizes,
 //     processor busy time and idle ratio, parked connections, the request
-//     memory pool, sockets waiting for a PROXY header), read from
+//     memory pool, sockets waiting for a PROXY header) and the probes
+//     closed (kafkanet_connection_probes_total: health checks and other
+//     connections closed before a request, which the registry's history
+//     leaves out), read from
 //     [socketserver.Server.Stats] when Prometheus collects, so they cost
 //     nothing between scrapes, and when each certificate a TLS listener
 //     serves expires, for an alert before it does

@@ -3,6 +3,7 @@ package knprom_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -126,6 +127,7 @@ func TestKgoSession(t *testing.T) {
 		{`kafka_network_processor_busy_seconds_total{processor="0"}`, gt(0)},
 		{`kafka_network_processor_idle_ratio{processor="0"}`, func(v float64) bool { return v >= 0 && v <= 1 }},
 		{`kafkanet_parked_connections`, func(v float64) bool { return v == 0 || v == 1 }},
+		{`kafkanet_connection_probes_total{listener="CLIENT"}`, eq(0)}, // kgo's connections all send requests
 		{`kafka_network_socket_server_memory_pool_used_bytes{plane="data"}`, eq(0)},
 		{`kafka_network_socket_server_memory_pool_available_bytes{plane="data"}`, eq(1 << 20)},
 		{`kafka_server_socket_server_metrics_memory_pool_depleted_seconds_total{plane="data"}`, eq(0)},
@@ -154,6 +156,26 @@ func TestKgoSession(t *testing.T) {
 	}
 	assert.Equal(t, 2.0, values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="client closed"}`]+
 		values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication failed"}`], dump(values))
+}
+
+// Connections closed by their client before a request, with a FIN or a
+// reset (a health check's bare connect), count as probes.
+func TestProbes(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := knprom.NewMetrics(reg)
+	require.NoError(t, err)
+	srv := startServer(t, reg, m)
+	const series = `kafkanet_connection_probes_total{listener="CLIENT"}`
+	assert.Equal(t, 0.0, gather(t, reg)[series])
+	for i := range 5 {
+		c := socketservertest.Dial(t, srv, "CLIENT")
+		if i%2 == 0 {
+			require.NoError(t, c.(*net.TCPConn).SetLinger(0)) // RST
+		}
+		require.NoError(t, c.Close())
+	}
+	assert.Eventually(t, func() bool { return gather(t, reg)[series] == 5 }, 10*time.Second, 10*time.Millisecond,
+		"%s", dump(gather(t, reg)))
 }
 
 // NewMetrics fails, rather than counting twice, on a registerer that

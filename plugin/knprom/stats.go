@@ -49,6 +49,8 @@ var (
 	certificateNotAfterDesc = prometheus.NewDesc("kafkanet_tls_certificate_not_after_timestamp_seconds",
 		"When a certificate a TLS listener serves new connections expires (its NotAfter, in seconds since the Unix epoch); index 0 is the listener's default certificate, the others its server names' (kafkanet.ssl.server.names, in order).",
 		[]string{"listener", "index", "subject"}, nil)
+	probesDesc = prometheus.NewDesc("kafkanet_connection_probes_total",
+		"Probes closed: connections closed by their client before a byte of a request (after the PROXY header and TLS handshake, if any), and a load balancer's own (PROXY LOCAL), such as health checks; kept out of the history of closed connections.", []string{"listener"}, nil)
 	memoryPoolDepletedDesc = prometheus.NewDesc("kafka_server_socket_server_metrics_memory_pool_depleted_seconds_total",
 		"Time the request memory pool has been spent, so that connections waited to read (MemoryPoolDepletedTimeTotal).", []string{"plane"}, nil)
 )
@@ -56,7 +58,7 @@ var (
 // Describe implements [prometheus.Collector].
 func (*Stats) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{connectionCountDesc, requestQueueSizeDesc, processorBusyDesc,
-		processorIdleRatioDesc, parkedConnectionsDesc, proxyPendingDesc, certificateNotAfterDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
+		processorIdleRatioDesc, parkedConnectionsDesc, proxyPendingDesc, probesDesc, certificateNotAfterDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
 		ch <- d
 	}
 }
@@ -87,6 +89,9 @@ func (c *Stats) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(parkedConnectionsDesc, prometheus.GaugeValue, float64(st.ParkedConnections))
 	for l, n := range st.PendingProxyHeaders {
 		ch <- prometheus.MustNewConstMetric(proxyPendingDesc, prometheus.GaugeValue, float64(n), string(l))
+	}
+	for l, n := range st.ProbesClosed {
+		ch <- prometheus.MustNewConstMetric(probesDesc, prometheus.CounterValue, float64(n), string(l))
 	}
 	for _, l := range c.srv.Listeners().Listeners {
 		cfg := c.srv.TLSConfig(l.Name)
