@@ -63,6 +63,13 @@ const produceKey = 0
 // the client goes away, as for any request. A streamed body takes no
 // request memory (queued.max.request.bytes) but for what was read with the
 // header: a host that gathers it bounds its own.
+//
+// A streamed body is the rest of its frame for connections.max.idle.ms:
+// its bytes keep the connection active while they arrive at the server's
+// floor (Config.RequestMinByteRate) or faster, read or spliced; a body
+// that arrives slower is closed at the limit, failing the host's read,
+// with the reason connregistry.SlowRequest. The host may tighten this
+// with SetReadDeadline, never loosen it.
 type RawRequest struct {
 	frame   []byte // the header, then the body's bytes read with it: the whole body, or a streamed body's first bytes
 	tagsAt  int    // where the header's tagged fields begin; hdrLen when the header has none
