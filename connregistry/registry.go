@@ -76,6 +76,12 @@ const (
 	// (queued.max.request.bytes) for a frame it had begun and sent nothing
 	// more of it for the server's stall timeout.
 	StalledRequest CloseReason = "request stalled"
+	// SlowRequest: the connection's request arrived so slowly that it was
+	// idle for connections.max.idle.ms: its bytes came slower than the
+	// server's floor (socketserver's Config.RequestMinByteRate), so they
+	// did not count as activity; or a host's deadline for a streamed body
+	// passed before the body had arrived.
+	SlowRequest CloseReason = "request too slow"
 	// ProxyRefused: on a listener that requires the PROXY protocol, the
 	// connection came from outside the trusted networks, or did not begin
 	// with a valid PROXY header within the handshake timeout. It was

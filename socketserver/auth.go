@@ -249,7 +249,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 	}
 	var info AuthInfo
 	if sec.tls != nil {
-		tc := tls.Server(prefixedConn{c.nc, &c.pre}, sec.tls.config()) // TLS reads what a parked goroutine read first
+		tc := tls.Server(prefixedConn{c.nc, c.socket()}, sec.tls.config()) // TLS reads what a parked goroutine read first
 		ctx, cancel := context.WithDeadline(c.ctx, deadline)
 		err := tc.HandshakeContext(ctx)
 		cancel()

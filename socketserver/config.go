@@ -35,6 +35,11 @@ const (
 	// client's own request.timeout.ms (30 s), after which the client has
 	// given the request up anyway.
 	DefaultRequestStallTimeout = 10 * time.Second
+	// DefaultRequestMinByteRate is kafkanet.request.min.byte.rate's
+	// default, in bytes a second: far below any link a Kafka client can
+	// work over (a client gives a request up after request.timeout.ms, 30
+	// s), far above a slowloris's byte every few seconds.
+	DefaultRequestMinByteRate = 1024
 	// ControlPlaneQueueSize is the control plane's fixed request queue
 	// capacity, as in Kafka.
 	ControlPlaneQueueSize = 20
@@ -69,11 +74,24 @@ type Config struct {
 	// the connection. Zero means DefaultRequestMaxBytes.
 	RequestMaxBytes int32
 	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
-	// complete request received or response sent for this long is closed,
-	// as in Kafka even while the host holds its request (the request's
-	// context is then cancelled, and a late answer is dropped).
+	// complete request received or response sent for this long, and no
+	// request arriving at RequestMinByteRate or faster, is closed, as in
+	// Kafka even while the host holds its request (the request's context
+	// is then cancelled, and a late answer is dropped).
 	// Zero means listener.DefaultConnectionsMaxIdle; negative disables the limit.
 	ConnectionsMaxIdle time.Duration
+	// RequestMinByteRate is kafkanet.request.min.byte.rate, a key of
+	// kafkanet's own, in bytes a second: the floor of a request still
+	// arriving. While a frame arrives (a streamed body too), its bytes
+	// count as activity for ConnectionsMaxIdle as long as they average
+	// this rate or more since the frame's reading first waited for them,
+	// with at most ConnectionsMaxIdle of credit carried from faster
+	// stretches; a frame that falls behind it is closed at the idle limit
+	// with the reason connregistry.SlowRequest, so that a slowloris
+	// (a byte every few seconds) still is. A frame that stops arriving
+	// is idle. Zero means DefaultRequestMinByteRate; negative sets no
+	// floor: every byte counts, as in Kafka.
+	RequestMinByteRate int64
 	// QueuedMaxRequests is the data plane's request queue capacity
 	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
 	QueuedMaxRequests int
@@ -274,8 +292,9 @@ type ListenerConfig struct {
 // once, into typed and checked values: the listeners (listener.Resolve:
 // listeners, advertised.listeners, listener.security.protocol.map, the
 // inter-broker and control-plane listeners), then socket.request.max.bytes,
-// connections.max.idle.ms, queued.max.requests, queued.max.request.bytes,
-// num.network.threads (and its listener-prefixed form),
+// connections.max.idle.ms, kafkanet.request.min.byte.rate,
+// queued.max.requests, queued.max.request.bytes,
+// kafkanet.request.stall.ms, num.network.threads (and its listener-prefixed form),
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
 // the connection quotas, each listener's use of the PROXY protocol
@@ -307,6 +326,14 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 	c.ConnectionsMaxIdle = time.Duration(idleMS) * time.Millisecond
 	if idleMS < 0 {
 		c.ConnectionsMaxIdle = -1
+	}
+	rate, err := props.Int(KeyRequestMinByteRate, DefaultRequestMinByteRate, -1<<62)
+	if err != nil {
+		return Config{}, err
+	}
+	c.RequestMinByteRate = int64(rate)
+	if rate <= 0 {
+		c.RequestMinByteRate = -1
 	}
 	if c.QueuedMaxRequests, err = props.Int("queued.max.requests", DefaultQueuedMaxRequests, 1); err != nil {
 		return Config{}, err
@@ -367,6 +394,10 @@ const KeyQueuedMaxRequestBytes = "queued.max.request.bytes"
 // milliseconds; zero or negative disables it.
 const KeyRequestStallMs = "kafkanet.request.stall.ms"
 
+// KeyRequestMinByteRate is the key of [Config.RequestMinByteRate], in
+// bytes a second; zero or negative sets no floor.
+const KeyRequestMinByteRate = "kafkanet.request.min.byte.rate"
+
 // queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
 // with Kafka's rule that a limit is at least socket.request.max.bytes.
 func queuedMaxRequestBytes(props listener.Properties, requestMax int32) (int64, error) {
@@ -399,6 +430,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RequestStallTimeout == 0 {
 		c.RequestStallTimeout = DefaultRequestStallTimeout
+	}
+	if c.RequestMinByteRate == 0 {
+		c.RequestMinByteRate = DefaultRequestMinByteRate
 	}
 	if c.SendBufferBytes == 0 {
 		c.SendBufferBytes = DefaultSocketBufferBytes

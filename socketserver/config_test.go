@@ -27,6 +27,7 @@ func TestNewReadsNoProperty(t *testing.T) {
 		{"listener.name.sasl_plaintext.connections.max.reauth.ms", "soon"},
 		{"kafkanet.proxy.protocol", "required"}, // without trusted networks
 		{"listener.name.plaintext.kafkanet.proxy.protocol.trusted.networks", "10.0.0.0/99"},
+		{socketserver.KeyRequestMinByteRate, "fast"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			props := listener.Properties{
@@ -46,6 +47,42 @@ func TestNewReadsNoProperty(t *testing.T) {
 			})
 			require.NoError(t, err, "New reads no property")
 			assert.NoError(t, srv.Close())
+		})
+	}
+}
+
+// kafkanet.request.min.byte.rate is the floor of a request still
+// arriving, in bytes a second: Kafka's behaviour (every byte counts) is
+// zero or negative, which sets no floor (-1); a value that is no integer
+// is refused with the key named.
+func TestRequestMinByteRateKey(t *testing.T) {
+	for _, tc := range []struct {
+		value string // "": unset
+		want  int64
+	}{
+		{"", socketserver.DefaultRequestMinByteRate},
+		{"4096", 4096},
+		{"1", 1},
+		{"0", -1},
+		{"-1", -1},
+		{"fast", 0},
+		{"1.5", 0},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			if tc.value != "" {
+				props[socketserver.KeyRequestMinByteRate] = tc.value
+			}
+			cfg, err := socketserver.ConfigFromProperties(props)
+			if tc.want == 0 {
+				var ce *protocolmap.ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, socketserver.KeyRequestMinByteRate, ce.Key)
+				assert.Equal(t, tc.value, ce.Value)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, cfg.RequestMinByteRate)
 		})
 	}
 }

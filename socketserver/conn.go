@@ -71,9 +71,8 @@ type conn struct {
 	// that took over: one at a time). A parked connection holds no read
 	// buffer and no write buffer.
 	rw            io.ReadWriter // nc, or the TLS connection over it (over prefixedConn)
-	br            *bufio.Reader // over pre (plaintext) or rw (TLS), readBufSize
-	sizeBuf       [4]byte
-	watching      bool          // peer is reading c.br for the request in flight (beside sizeBuf: conn stays in its size class)
+	br            *bufio.Reader // over the socket (socketReader: plaintext) or rw (TLS), readBufSize
+	pace          atomic.Int64  // the arrival of the frame being read, for connections.max.idle.ms (see arrived); 0 while none is tracked
 	heard         bool          // the client has sent a byte of a request, or of a TLS handshake that failed: it is no probe (see peerLeft)
 	proxyLocal    bool          // its PROXY header was LOCAL (v1: UNKNOWN): the load balancer's own connection, a health check; set before it is registered
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
@@ -197,12 +196,19 @@ var errDraining = errors.New("socketserver: server shutting down")
 //   - the goroutine, without the lock: lingerClose, in finish, when
 //     Shutdown drains the connection: it moves it while it reads the
 //     closing connection's last bytes, and tells a wake of Shutdown's from
-//     its own by the time.
+//     its own by the time;
+//   - the host's goroutine reading a streamed body (RawRequest, under its
+//     mu), with limitRead and clearReadDeadline: the host's deadline
+//     (RawRequest.SetReadDeadline) and a splice's steps (RawRequest.splice),
+//     cleared when the body ends (RawRequest.finish). The connection's
+//     goroutine waits for the answer meanwhile and moves none, and the
+//     processor sets none on a connection in waitBusy.
 //
 // A clear never loses Shutdown's wake: clearReadDeadline sets the deadline
 // to now instead once the draining flag is set, and Shutdown sets the flag
 // before it takes wakeMu to wake, so a clear made after the wake sees it
-// (a listener's removal likewise, with the listener's flag).
+// (a listener's removal likewise, with the listener's flag). limitRead
+// does the same for a set.
 // A set may postpone the wake: the handshake checks the flag after its
 // set, and closes the connection if it is up; re-authentication's set by
 // its timeout, after which it sees the flag; frameMemory's until
@@ -234,8 +240,10 @@ var errDraining = errors.New("socketserver: server shutting down")
 // dropping what the host left unread before it writes, or when the
 // connection closes (abandon), before finish gives the read buffer back.
 // The peer watcher starts only once the body has been read whole
-// (RawRequest.done). The host's reads move no deadline: Shutdown's wake
-// ends them as it ends a frame still arriving, and closes the connection.
+// (RawRequest.done). The host's reads move the read deadline only for the
+// host's deadline and a splice's steps (see above): Shutdown's wake ends
+// them as it ends a frame still arriving, and closes the connection. They
+// count the body's arrival as the connection's activity (arrival.go).
 //
 // # Lock order
 //
@@ -283,6 +291,8 @@ var errDraining = errors.New("socketserver: server shutting down")
 //     waits), and a registry lock alone or inside processor.mu (above).
 //   - RawRequest.mu → conn.closeOnce's: a streamed body whose read of the
 //     connection fails closes the connection with the lock held (fail).
+//   - RawRequest.mu → conn.wakeMu: the host's deadline, and a splice's
+//     steps, are moved with the lock held.
 //
 // Hooks (Config.Hooks, ConnContext) are called with no lock held.
 
@@ -383,6 +393,19 @@ func (c *conn) moveReadDeadline(t time.Time) {
 	c.wakeMu.Unlock()
 }
 
+// limitRead sets the read deadline to t, or to now once Shutdown drains
+// the connection, so that the move does not undo Shutdown's wake (as
+// clearReadDeadline): the host's reads of a streamed body (RawRequest)
+// use it.
+func (c *conn) limitRead(t time.Time) {
+	c.wakeMu.Lock()
+	if c.draining() {
+		t = time.Now()
+	}
+	_ = c.nc.SetReadDeadline(t)
+	c.wakeMu.Unlock()
+}
+
 // clearReadDeadline clears the read deadline the goroutine set (see
 // moveReadDeadline), or sets it to now once Shutdown drains, so that the
 // clear does not undo Shutdown's wake.
@@ -408,7 +431,7 @@ func (c *conn) clearReadDeadlineLocked() {
 func (c *conn) serve() {
 	c.rw = c.nc
 	c.pre.r = c.nc
-	c.br = c.p.srv.readBuf(&c.pre)
+	c.br = c.p.srv.readBuf(c.socket())
 	c.run(time.Now().Add(c.p.ls.sec.timeout))
 }
 
@@ -490,7 +513,7 @@ func (c *conn) loop() {
 // peer watcher reads the buffer (a request the host held), it is not
 // looked at: that request was not served at once anyway.
 func (c *conn) frameBuffered() bool {
-	if c.watching {
+	if c.watchingPeer() {
 		return false
 	}
 	n := c.br.Buffered()
@@ -548,7 +571,7 @@ func (c *conn) finish() {
 	if c.pipe != nil && c.draining() {
 		c.pipe.await(1) // false once the connection is closed: Close, or Shutdown's deadline
 	}
-	if !c.watching && c.draining() {
+	if !c.watchingPeer() && c.draining() {
 		c.lingerClose()
 	}
 	c.close()
@@ -575,8 +598,8 @@ func (c *conn) finish() {
 // when the connection must close, and parked true when the processor asked
 // an idle connection to park and it has (see park.go).
 func (c *conn) awaitRequest() (ok, parked bool) {
-	if c.watching { // the peer watcher's read is the wait
-		c.watching = false
+	if c.watchingPeer() { // the peer watcher's read is the wait
+		c.peer.watching = false
 		c.awaitBegin()
 		err := <-c.peer.done
 		if c.awaitEnd() {
@@ -591,8 +614,14 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 		return false, false
 	}
 	for c.br.Buffered() == 0 {
+		if c.rw != c.nc { // a record's bytes count as they arrive (arrival.go)
+			c.awaitArrival()
+		}
 		c.awaitBegin()
 		_, err := c.br.Peek(1)
+		if err != nil && c.pace.Load() == paceAwaiting {
+			c.endArrival()
+		}
 		if c.awaitEnd() {
 			if isDeadline(err) && c.pipe != nil && c.pipe.holds() && !c.draining() {
 				continue // not parked: pipelined requests wait for their answers
@@ -1041,9 +1070,10 @@ func (c *conn) answerAPIVersions(q *logged, body []byte) error {
 // connection while its request is handled and reads the EOF only after
 // the response has gone). Any other error closes the connection at once.
 type peerWatcher struct {
-	held  *time.Timer   // fires when the request in flight has been held for peerWatchAfter
-	start chan struct{} // nil until the goroutine runs
-	done  chan error
+	held     *time.Timer   // fires when the request in flight has been held for peerWatchAfter
+	start    chan struct{} // nil until the goroutine runs
+	done     chan error
+	watching bool // the connection's goroutine's: the watcher reads c.br for the request in flight (watchPeer); false again once awaitRequest has its result
 }
 
 // peerWatchAfter is how long the host may hold a request before the
@@ -1076,8 +1106,12 @@ func (c *conn) watchPeer() {
 		}()
 	}
 	w.start <- struct{}{}
-	c.watching = true
+	w.watching = true
 }
+
+// watchingPeer reports whether the peer watcher reads the read buffer
+// for the request in flight: the connection's goroutine leaves it alone.
+func (c *conn) watchingPeer() bool { return c.peer != nil && c.peer.watching }
 
 // stopPeerWatcher ends the peer watcher, if there is one, and waits for it.
 func (c *conn) stopPeerWatcher() {
@@ -1171,12 +1205,21 @@ func (c *conn) nextFrame(limit int32, apis *apiTable, pool *memoryPool) (frame [
 		size := int32(binary.BigEndian.Uint32(b))
 		if int16(binary.BigEndian.Uint16(b[4:])) == apiVersionsKey && size >= 0 && size <= limit && int(size)+4 <= c.br.Buffered() {
 			all, _ := c.br.Peek(int(size) + 4)
+			c.endArrival() // a TLS record's, begun in awaitRequest
 			return all[4:], int(size), len(all), nil
 		}
 	}
-	n, err := readSize(c.br, &c.sizeBuf, limit)
+	tracked := apis != nil // a request's arrival counts as activity (arrival.go); the handshake has a deadline of its own
+	if tracked && c.br.Buffered() < 4 {
+		c.beginArrival()
+	}
+	n, err := c.readSize(limit)
 	if err != nil {
+		c.endArrival()
 		return nil, 0, 0, err
+	}
+	if tracked && int(n) > c.br.Buffered() {
+		c.beginArrival()
 	}
 	var m *frameMemory
 	if pool != nil && n > 0 {
@@ -1184,15 +1227,37 @@ func (c *conn) nextFrame(limit int32, apis *apiTable, pool *memoryPool) (frame [
 	}
 	if apis != nil && apis.streamAbove > 0 && n > apis.streamAbove {
 		if head, err := c.streamHead(n, apis, m); head != nil || err != nil {
+			if err != nil {
+				c.endArrival()
+			} // else the body's reads go on counting until it has been read (RawRequest)
 			return head, int(n), 0, err
 		}
 	}
 	if n > smallFrame {
 		frame, err = readBody(c.br, n, nil, m)
-		return frame, int(n), 0, err
+	} else {
+		frame, err = readBody(c.br, n, make([]byte, 0, n), m)
 	}
-	frame, err = readBody(c.br, n, make([]byte, 0, n), m)
+	c.endArrival()
 	return frame, int(n), 0, err
+}
+
+// readSize reads the next frame's size, of at most limit bytes, from the
+// read buffer.
+func (c *conn) readSize(limit int32) (int32, error) {
+	b, err := c.br.Peek(4)
+	if err != nil {
+		if len(b) > 0 { // as io.ReadFull: EOF within the size is unexpected
+			err = noEOF(err)
+		}
+		return 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(b))
+	_, _ = c.br.Discard(4)
+	if size < 0 || size > limit {
+		return 0, fmt.Errorf("%w: %d (limit %d)", ErrFrameSize, size, limit)
+	}
+	return size, nil
 }
 
 // frameMemory is one frame's reading under a memory pool: readBody asks

@@ -38,6 +38,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base := socketservertest.TakeGoroutineBaseline()
 			srv := newUnstarted(t, listener.Properties{
+				"listeners":               "PLAINTEXT://127.0.0.1:0",
 				"connections.max.idle.ms": strconv.Itoa(int(idle / time.Millisecond)),
 				"max.connections.per.ip":  "1",
 			})
@@ -93,6 +94,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 func TestIdleExpiryCountsTheResponseWrite(t *testing.T) {
 	const idle = time.Second
 	srv := newUnstarted(t, listener.Properties{
+		"listeners":                "PLAINTEXT://127.0.0.1:0",
 		"connections.max.idle.ms":  strconv.Itoa(int(idle / time.Millisecond)),
 		"socket.send.buffer.bytes": "16384",
 	})

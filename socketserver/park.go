@@ -87,8 +87,9 @@ func (c *conn) adaptParkWait(parkedFor time.Duration) {
 }
 
 // prefixReader reads the bytes the parked goroutine read first, then the
-// socket. A plaintext connection's read buffer reads from it; a TLS
-// connection reads it through prefixedConn, under crypto/tls.
+// socket. The connection reads it through socketReader: a plaintext
+// connection's read buffer, and a TLS connection's crypto/tls (through
+// prefixedConn).
 type prefixReader struct {
 	buf [4]byte
 	n   uint8 // bytes of buf not yet read (beside buf: conn stays in its size class)
@@ -217,18 +218,39 @@ func (c *conn) unpark(n int, err error) {
 }
 
 // prefixedConn is the socket as crypto/tls sees it: reads go through the
-// connection's prefixReader, everything else to the socket.
+// connection's socketReader, everything else to the socket.
 type prefixedConn struct {
 	net.Conn
-	pre *prefixReader
+	src *socketReader
 }
 
-func (p prefixedConn) Read(b []byte) (int, error) { return p.pre.Read(b) }
+func (p prefixedConn) Read(b []byte) (int, error) { return p.src.Read(b) }
+
+// socketReader is the connection's socket as its reads see it: the bytes
+// the parked goroutine read first (prefixReader), then the socket, each
+// read that brings bytes of a frame still arriving counted as the
+// connection's activity while the frame keeps its pace (arrived). A
+// plaintext connection's read buffer reads it; a TLS connection's
+// crypto/tls, through prefixedConn, so that the bytes of a TLS record
+// count as they arrive, before the record is whole.
+type socketReader conn
+
+func (s *socketReader) Read(b []byte) (int, error) {
+	c := (*conn)(s)
+	n, err := c.pre.Read(b)
+	if n > 0 && c.pace.Load() != 0 {
+		c.arrived(n)
+	}
+	return n, err
+}
+
+// socket returns the connection's socketReader.
+func (c *conn) socket() *socketReader { return (*socketReader)(c) }
 
 // readSource is what the connection's read buffer reads from.
 func (c *conn) readSource() io.Reader {
 	if c.rw == c.nc {
-		return &c.pre
+		return c.socket()
 	}
 	return c.rw
 }

@@ -361,14 +361,15 @@ func (p *processor) counts() (conns, pending int) {
 	return len(p.conns), len(p.pending)
 }
 
-// expireIdle closes connections that have had no complete request or
-// response for connections.max.idle.ms, with a request in flight or not
-// (as Kafka's Selector, which counts a muted connection's time waiting for
-// its response as idle: SocketServerTest.testIdleConnection), but not
-// the time a throttle mutes one (conn.mute sets its activity to the
-// throttle's end), and asks those waiting for a request for their parkWait to park, and those
-// parked on a larger stack than the runtime now starts goroutines on to
-// park again.
+// expireIdle closes connections that have had no activity (a complete
+// request or response, or the bytes of a frame arriving at the floor's
+// pace or faster: arrival.go) for connections.max.idle.ms, with a request
+// in flight or not (as Kafka's Selector, which counts a muted
+// connection's time waiting for its response as idle:
+// SocketServerTest.testIdleConnection), but not the time a throttle mutes
+// one (conn.mute sets its activity to the throttle's end), and asks those
+// waiting for a request for their parkWait to park, and those parked on a
+// larger stack than the runtime now starts goroutines on to park again.
 func (p *processor) expireIdle(now time.Time) {
 	limit := p.srv.cfg.ConnectionsMaxIdle
 	parking := p.srv.cfg.ParkAfter > 0
@@ -390,8 +391,14 @@ func (p *processor) expireIdle(now time.Time) {
 	}
 	p.mu.Unlock()
 	for _, c := range expired {
-		p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit)
-		c.closeWith(connregistry.Idle)
+		reason := c.expiryReason()
+		if reason == connregistry.SlowRequest {
+			p.srv.log.Info("closing connection: its request arrives too slowly", "conn_id", c.info().ID,
+				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate)
+		} else {
+			p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit)
+		}
+		c.closeWith(reason)
 	}
 	for _, c := range idle {
 		c.askToPark(now)

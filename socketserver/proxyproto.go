@@ -508,7 +508,7 @@ func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
 	c := &conn{nc: nc, p: p}
 	c.rw = nc
 	c.pre.r = nc
-	c.br = srv.readBuf(&c.pre)
+	c.br = srv.readBuf(c.socket())
 	if !ls.proxy.trusts(sock.Addr()) {
 		p.refuseProxied(c, sock, accepted, fmt.Errorf("%w: %s", ErrProxyUntrusted, sock.Addr()))
 		return

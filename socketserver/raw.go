@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kafkanet/kafkanet/connregistry"
 )
 
 // ErrConnectionClosed is returned by Request.RespondRawFrom when the
@@ -64,6 +66,13 @@ const produceKey = 0
 // the client goes away, as for any request. A streamed body takes no
 // request memory (queued.max.request.bytes) but for what was read with the
 // header: a host that gathers it bounds its own.
+//
+// A streamed body is the rest of its frame for connections.max.idle.ms:
+// its bytes keep the connection active while they arrive at the server's
+// floor (Config.RequestMinByteRate) or faster, read or spliced; a body
+// that arrives slower is closed at the limit, failing the host's read,
+// with the reason connregistry.SlowRequest. The host may tighten this
+// with SetReadDeadline, never loosen it.
 type RawRequest struct {
 	frame   []byte // the header, then the body's bytes read with it: the whole body, or a streamed body's first bytes
 	tagsAt  int    // where the header's tagged fields begin; hdrLen when the header has none
@@ -75,9 +84,10 @@ type RawRequest struct {
 	// and socket on the host's goroutine while the connection's goroutine
 	// waits for the answer, under mu; the connection takes the read side
 	// back (takeBack) before any read of its own.
-	c      *conn      // nil when the body is in memory
-	mu     sync.Mutex // held by each read of the connection for the body, and by takeBack
-	closed error      // under mu: why the body can no longer be read; nil while it can
+	c        *conn         // nil when the body is in memory
+	mu       sync.Mutex    // held by each read of the connection for the body, and by takeBack
+	closed   error         // under mu: why the body can no longer be read; nil while it can
+	deadline time.Duration // under mu: the host's deadline for the body (SetReadDeadline), from the server's epoch; 0 for none
 
 	expects  bool         // a response is expected: not a Produce with acks=0
 	flexible bool         // the response header has a tag section (v1)
@@ -249,22 +259,8 @@ func (b *RawRequest) WriteTo(w io.Writer) (int64, error) {
 	}
 	if rf := zeroCopyDest(w); rf != nil {
 		if tc := c.spliceSource(); tc != nil { // the rest straight from the socket
-			lr := &b.answer.lr
-			*lr = io.LimitedReader{R: tc, N: int64(b.bodyLen - b.pos)}
-			n, err := rf.ReadFrom(lr)
-			lr.R = nil
-			if n > 0 {
-				c.touch(time.Now())
-			}
-			b.advance(int(n))
-			total += n
-			if err == nil && b.pos < b.bodyLen {
-				err = io.ErrUnexpectedEOF // the client closed
-			}
-			if err != nil {
-				return total, b.fail(err)
-			}
-			return total, nil
+			n, err := b.splice(rf, tc)
+			return total + n, err
 		}
 	}
 	bw := copyBufs.Get().(*bufio.Writer)
@@ -283,22 +279,89 @@ func (b *RawRequest) WriteTo(w io.Writer) (int64, error) {
 	return total + n - int64(bw.Buffered()), err
 }
 
+// splice moves a streamed body's unread bytes from the client's socket
+// tc to rf, socket to socket (WriteTo, mu held). A splice shows the bytes
+// it moves only when it returns, so that the body's arrival counts as
+// activity (arrival.go), it waits for the client in steps of a quarter of
+// connections.max.idle.ms: each ends on a read deadline, and the splice
+// goes on with the bytes it moved counted. The host's deadline
+// (SetReadDeadline) bounds the steps. A failure closes the connection
+// (fail).
+func (b *RawRequest) splice(rf io.ReaderFrom, tc *net.TCPConn) (int64, error) {
+	c := b.c
+	epoch := c.p.srv.epoch
+	step := time.Duration(0)
+	if idle := c.p.srv.cfg.ConnectionsMaxIdle; idle > 0 && c.pace.Load() != 0 {
+		step = idle / 4
+	}
+	lr := &b.answer.lr
+	var total int64
+	for {
+		until := b.deadline
+		if step > 0 && (until == 0 || time.Since(epoch)+step < until) {
+			until = time.Since(epoch) + step
+		}
+		if until > 0 {
+			c.limitRead(epoch.Add(until))
+		}
+		*lr = io.LimitedReader{R: tc, N: int64(b.bodyLen - b.pos)}
+		n, err := rf.ReadFrom(lr)
+		lr.R = nil
+		if n > 0 && c.pace.Load() != 0 {
+			c.arrived(int(n))
+		}
+		b.advance(int(n))
+		total += n
+		if err == nil && b.pos < b.bodyLen {
+			err = io.ErrUnexpectedEOF // the client closed
+		}
+		if err == nil {
+			if until > 0 && b.deadline == 0 { // a step's (the host's went with the body: finish)
+				c.clearReadDeadline()
+			}
+			return total, nil
+		}
+		// A step that ended on its deadline goes on. (A deadline of w's
+		// cannot be told from it; one that passed with the step's loses
+		// the bytes in the splice's pipe, and the next step fails on it.)
+		if now := time.Since(epoch); isDeadline(err) && until != b.deadline && now >= until && !c.draining() {
+			continue
+		}
+		return total, b.fail(err)
+	}
+}
+
 // advance moves the body's read position by n bytes. The body read whole,
 // the connection's goroutine, which waits for it when the request is
-// pipelined (pipeline.awaitBody), reads on at once: a host may read the
-// body on a goroutine of its own after its inline handler has returned.
+// pipelined (pipeline.awaitBody), reads on at once (finish): a host may
+// read the body on a goroutine of its own after its inline handler has
+// returned.
 func (b *RawRequest) advance(n int) {
 	b.pos += n
 	if b.pos == b.bodyLen {
-		b.done.Store(true)
-		if b.pipe != nil {
-			b.c.pipe.signal()
-		}
+		b.finish()
+	}
+}
+
+// finish ends a streamed body's reading of the connection (mu held): it
+// has been read whole, failed, or been taken back. Its arrival no longer
+// counts, and the host's deadline goes.
+func (b *RawRequest) finish() {
+	c := b.c
+	c.endArrival()
+	if b.deadline != 0 {
+		b.deadline = 0
+		c.clearReadDeadline()
+	}
+	b.done.Store(true)
+	if b.pipe != nil {
+		c.pipe.signal()
 	}
 }
 
 // readSocket reads a streamed body's next bytes from the connection, with
-// mu held. A failure closes the connection (fail).
+// mu held; the connection's socketReader counts those read from the socket
+// as activity (arrival.go). A failure closes the connection (fail).
 func (b *RawRequest) readSocket(p []byte) (int, error) {
 	left := b.bodyLen - b.pos
 	if left == 0 {
@@ -309,7 +372,6 @@ func (b *RawRequest) readSocket(p []byte) (int, error) {
 	}
 	n, err := b.c.br.Read(p)
 	if n > 0 {
-		b.c.touch(time.Now()) // the connection is active while its body arrives, as Kafka counts it
 		b.advance(n)
 	}
 	if err != nil && b.pos < b.bodyLen {
@@ -320,17 +382,65 @@ func (b *RawRequest) readSocket(p []byte) (int, error) {
 
 // fail ends a streamed body whose read of the connection failed with err:
 // the rest of the frame cannot be read, so the connection closes (with
-// mu held).
+// mu held). A deadline that is not Shutdown's wake is the host's
+// (SetReadDeadline): the body came too slowly for it.
 func (b *RawRequest) fail(err error) error {
 	err = noEOF(err)
-	b.failed, b.closed = true, err
-	b.done.Store(true)
 	c := b.c
-	if !isClosedOrEOF(err) {
+	tooSlow := b.deadline != 0 && isDeadline(err) && !c.draining()
+	b.failed, b.closed = true, err
+	b.finish()
+	switch {
+	case tooSlow:
+		c.setReason(connregistry.SlowRequest)
+		c.p.srv.log.Info("closing connection: its streamed request body did not arrive by the host's deadline",
+			"conn_id", c.info().ID, "unread_bytes", b.bodyLen-b.pos)
+	case !isClosedOrEOF(err):
 		c.p.srv.log.Info("closing connection: reading a streamed request body failed", "conn_id", c.info().ID, "err", err)
 	}
 	c.close()
 	return err
+}
+
+// SetReadDeadline sets a deadline for a streamed body's arrival: a read
+// of the body (Read, WriteTo, or the server's, which drops the bytes the
+// host left unread once it has answered) that has to wait for the client
+// past t fails with an error that wraps os.ErrDeadlineExceeded, and the
+// connection closes, with the reason connregistry.SlowRequest, as the
+// rest of its frame can no longer be read. It only tightens what the
+// server enforces: connections.max.idle.ms and the floor of
+// Config.RequestMinByteRate go on applying to the body's arrival whatever
+// t is, so a later t keeps no connection open longer. A host that wants a
+// rate gives the deadline the rate implies, such as
+// time.Now().Add(grace + time.Duration(r.BodyLen())*time.Second/rate).
+// A zero t removes the host's deadline. It does nothing for a body read
+// whole (not streamed, or read to its end), and fails with
+// ErrAlreadyAnswered once the request has been answered.
+func (b *RawRequest) SetReadDeadline(t time.Time) error {
+	if b.c == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed != nil {
+		return b.closed
+	}
+	if b.answered.Load() {
+		return ErrAlreadyAnswered
+	}
+	c := b.c
+	switch {
+	case b.pos == b.bodyLen:
+	case t.IsZero():
+		if b.deadline != 0 {
+			b.deadline = 0
+			c.clearReadDeadline()
+		}
+	default:
+		b.deadline = max(t.Sub(c.p.srv.epoch), 1) // 0 is "none"
+		c.limitRead(t)
+	}
+	return nil
 }
 
 // streaming reports whether the host may be reading a streamed body from
@@ -359,7 +469,7 @@ func (b *RawRequest) takeBack(drain bool, why error) error {
 			return err
 		}
 	}
-	b.done.Store(true)
+	b.finish()
 	return nil
 }
 

@@ -377,7 +377,7 @@ func TestThrottleAfterAnswer(t *testing.T) {
 // closes at once.
 func TestShutdownDoesNotWaitForAThrottle(t *testing.T) {
 	seen := make(chan handled, 10)
-	srv := newUnstarted(t, nil)
+	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, srv.Start(t.Context()))
 	served := make(chan error, 1)
 	go func() {

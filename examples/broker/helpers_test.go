@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/examples/internal/faults"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -67,8 +68,10 @@ func serveBroker(t *testing.T, args ...string) (stderr *socketservertest.SyncBuf
 func TestMain(m *testing.M) {
 	// sarama starts a goroutine, never stopped, for its metrics' meters
 	// unless go-metrics is told to use no-op metrics; goleak would see it.
+	// The fault tests' toxiproxy may leave goroutines of its own blocked
+	// (faults.IgnoreToxiproxy).
 	metrics.UseNilMetrics = true
-	goleak.VerifyTestMain(bindcheck.Wrap(m))
+	goleak.VerifyTestMain(bindcheck.Wrap(m), faults.IgnoreToxiproxy()...)
 }
 
 // testSettings are the built-in KIP-103 listeners on ephemeral loopback

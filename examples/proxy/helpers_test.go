@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
+	"github.com/kafkanet/kafkanet/examples/internal/faults"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -25,11 +26,13 @@ import (
 func TestMain(m *testing.M) {
 	// sarama starts a goroutine, never stopped, for its metrics' meters
 	// unless go-metrics is told to use no-op metrics; goleak would see it.
+	// The fault tests' toxiproxy may leave goroutines of its own blocked
+	// (faults.IgnoreToxiproxy).
 	metrics.UseNilMetrics = true
-	goleak.VerifyTestMain(bindcheck.Wrap(m), goleak.Cleanup(func(code int) {
+	goleak.VerifyTestMain(bindcheck.Wrap(m), append(faults.IgnoreToxiproxy(), goleak.Cleanup(func(code int) {
 		exampleproc.Cleanup()
 		os.Exit(code)
-	}))
+	}))...)
 }
 
 // The users of the upstream cluster's CLIENT listener, and of the proxy's
