@@ -256,7 +256,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 		if err != nil {
 			// A client that sent nothing and left is a probe (peerLeft);
 			// one that began a handshake is not.
-			c.heard = c.pre.got
+			c.pre.heard = c.pre.got
 			return fmt.Errorf("%w: %w", ErrHandshake, err) // not delayed: Kafka delays SASL failures only
 		}
 		if rest, ok := c.pre.r.(*restReader); ok { // what came with a PROXY header, which the handshake's first read took
@@ -317,7 +317,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, 0, c.refuse(err)
 	}
-	c.heard = true
+	c.pre.heard = true
 	sawAPIVersions := false
 	for {
 		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)

@@ -73,8 +73,6 @@ type conn struct {
 	rw            io.ReadWriter // nc, or the TLS connection over it (over prefixedConn)
 	br            *bufio.Reader // over the socket (socketReader: plaintext) or rw (TLS), readBufSize
 	pace          atomic.Int64  // the arrival of the frame being read, for connections.max.idle.ms (see arrived); 0 while none is tracked
-	heard         bool          // the client has sent a byte of a request, or of a TLS handshake that failed: it is no probe (see peerLeft)
-	proxyLocal    bool          // its PROXY header was LOCAL (v1: UNKNOWN): the load balancer's own connection, a health check; set before it is registered
 	reauthStarted int64         // when the last KIP-368 re-authentication began: nanoseconds since the server's epoch; 0 before one
 	writeDeadline time.Duration // the write deadline last set, from the server's epoch (see writeFrame)
 	peer          *peerWatcher  // made with the first request the host answers; its goroutine starts when one is held (watchPeer); stopped when the connection parks
@@ -647,8 +645,8 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	srv := c.p.srv
 	ls := c.p.ls
 	log := srv.log
-	if !c.heard { // the request's first bytes are in the read buffer (awaitRequest)
-		c.heard = true
+	if !c.pre.heard { // the request's first bytes are in the read buffer (awaitRequest)
+		c.pre.heard = true
 	}
 	frame, size, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis, ls.memory)
 	if err != nil {
@@ -1538,7 +1536,7 @@ func (c *conn) close() {
 		if reason := c.reason.Load(); reason == &probeClosed {
 			c.entry.Forget() // kept out of the history, counted (Stats.ProbesClosed)
 			c.p.ls.probes.Add(1)
-			c.p.srv.log.Debug("probe closed by its client", "conn_id", c.info().ID, "proxy_local", c.proxyLocal)
+			c.p.srv.log.Debug("probe closed by its client", "conn_id", c.info().ID, "proxy_local", c.pre.proxyLocal)
 		} else {
 			c.entry.Remove(time.Now(), *reason)
 		}
@@ -1568,12 +1566,12 @@ var probeClosed = connregistry.ClientClosed
 // at Debug here, as Kafka logs a disconnection. It reports whether err
 // said the client went away. The connection's goroutine calls it, and so
 // do the peer watcher and the writers of a pipeline's or RespondRawFrom's
-// answers (writeFailed), which run only once heard is set for good.
+// answers (writeFailed), which run only once pre.heard is set for good.
 func (c *conn) peerLeft(err error) bool {
 	if !peerGone(err) {
 		return false
 	}
-	if c.proxyLocal || !c.heard {
+	if c.pre.proxyLocal || !c.pre.heard {
 		c.reason.CompareAndSwap(nil, &probeClosed) // close logs it
 		return true
 	}

@@ -94,7 +94,12 @@ type prefixReader struct {
 	buf [4]byte
 	n   uint8 // bytes of buf not yet read (beside buf: conn stays in its size class)
 	got bool  // a Read has returned bytes since got was last cleared: the TLS handshake's reads tell a probe (see peerLeft)
-	r   io.Reader
+	// What the client's first bytes told of the connection, kept here, in
+	// the padding before r, so that conn stays in its size class; owned by
+	// the connection's goroutine.
+	heard      bool // the client has sent a byte of a request, or of a TLS handshake that failed: it is no probe (see peerLeft)
+	proxyLocal bool // its PROXY header was LOCAL (v1: UNKNOWN): the load balancer's own connection, a health check; set before it is registered
+	r          io.Reader
 }
 
 func (p *prefixReader) Read(b []byte) (int, error) {

@@ -531,7 +531,7 @@ func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
 		return
 	}
 	c.pre.got = false // the header's bytes: what comes after it tells a probe (peerLeft)
-	c.proxyLocal = h.own
+	c.pre.proxyLocal = h.own
 	client := sock
 	if !h.local {
 		client = h.source
