@@ -59,19 +59,20 @@ func (b *bench) brokerBinary(server serverKind) (path, name string) {
 	return b.brokerBin, brokerServer
 }
 
-// checkBaseline resolves -baseline-broker to an absolute path and checks
+// checkBaseline resolves the path of a baseline flag (-baseline-broker,
+// -baseline-proxy: of examples/<program>) to an absolute path and checks
 // that it is an executable file.
-func checkBaseline(path string) (string, error) {
+func checkBaseline(flagName, path, program string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("-baseline-broker: %w", err)
+		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return "", fmt.Errorf("-baseline-broker: %w", err)
+		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("-baseline-broker: %s is not an executable file (build one with go build -o FILE ./examples/broker)", path)
+		return "", fmt.Errorf("%s: %s is not an executable file (build one with go build -o FILE ./examples/%s)", flagName, path, program)
 	}
 	return abs, nil
 }

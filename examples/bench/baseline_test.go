@@ -80,12 +80,15 @@ func TestCheckBaseline(t *testing.T) {
 	if err := os.WriteFile(plain, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := checkBaseline(exe); err != nil || got != exe {
+	if got, err := checkBaseline("-baseline-broker", exe, "broker"); err != nil || got != exe {
 		t.Errorf("checkBaseline(an executable) = %q, %v", got, err)
 	}
 	for _, bad := range []string{plain, dir, filepath.Join(dir, "missing")} {
-		if _, err := checkBaseline(bad); err == nil {
+		_, err := checkBaseline("-baseline-proxy", bad, "proxy")
+		if err == nil {
 			t.Errorf("checkBaseline(%s) succeeded", bad)
+		} else if !strings.HasPrefix(err.Error(), "-baseline-proxy: ") {
+			t.Errorf("checkBaseline(%s): %q does not name its flag", bad, err)
 		}
 	}
 }

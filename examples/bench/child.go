@@ -43,7 +43,10 @@ type bench struct {
 	// baselineServer beside brokerBin.
 	baselineBin string
 	proxyBin    string // the example proxy, built for scenario p
-	haproxyBin  string // scenario p: HAProxy; "" when it was not found
+	// proxyBaselineBin is -baseline-proxy, an absolute path, measured as
+	// proxyBaselineServer beside proxyBin.
+	proxyBaselineBin string
+	haproxyBin       string // scenario p: HAProxy; "" when it was not found
 	// hopKeyStore is scenario p's with -proxy-tls: the bench's TLS key
 	// and certificate (PEM) in a file, HAProxy's crt and the proxy's key
 	// store.
@@ -89,7 +92,12 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 		}
 	}
 	if o.baselineBroker != "" {
-		if b.baselineBin, err = checkBaseline(o.baselineBroker); err != nil {
+		if b.baselineBin, err = checkBaseline("-baseline-broker", o.baselineBroker, "broker"); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.baselineProxy != "" {
+		if b.proxyBaselineBin, err = checkBaseline("-baseline-proxy", o.baselineProxy, "proxy"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -320,31 +328,38 @@ func (b *bench) launchBroker(ctx context.Context, s brokerSpec) (*child, error) 
 	return c, nil
 }
 
-// startProxy starts the example proxy in front of upstream with one
-// listener (proxyArgs), PLAINTEXT, or SSL with keyStore when it is not "",
-// and waits until it answers ApiVersions.
-func (b *bench) startProxy(ctx context.Context, upstream, keyStore string) (*child, error) {
+// startProxy starts the example proxy of column name (the baseline's
+// binary for proxyBaselineServer) in front of upstream with one listener
+// (proxyArgs), PLAINTEXT, or SSL with keyStore when it is not "", and
+// waits until it answers ApiVersions.
+func (b *bench) startProxy(ctx context.Context, name serverKind, upstream, keyStore string) (*child, error) {
 	addrs, err := freeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
-	c := &child{name: proxyServer, addr: addrs[0]}
-	if keyStore != "" {
-		c.name, c.tls = proxyTLSServer, true
+	c := &child{name: name, addr: addrs[0], tls: keyStore != ""}
+	bin := b.proxyBin
+	if name == proxyBaselineServer {
+		bin = b.proxyBaselineBin
 	}
-	if err := b.launch(ctx, c, b.proxyBin, proxyArgs(upstream, c.addr, keyStore), b.proxyEnv()); err != nil {
+	if err := b.launch(ctx, c, bin, proxyArgs(upstream, c.addr, keyStore), b.proxyEnv(name)); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// proxyEnv is examples/proxy's environment: the bench's, with GOMAXPROCS
-// set to -proxy-procs unless that is 0.
-func (b *bench) proxyEnv() []string {
-	if b.opts.proxyProcs == 0 {
-		return b.childEnv(nil)
+// goRuntimeEnv are the Go runtime's variables, which scenario p's
+// examples/proxy runs without, as shipped: with its own runtime settings.
+var goRuntimeEnv = []string{"GOMAXPROCS", "GODEBUG", "GOGC", "GOMEMLIMIT"}
+
+// proxyEnv is the environment of the example proxy of column name: the
+// bench's without the Go runtime's variables, and for proxyPinnedServer
+// with GOMAXPROCS set to -proxy-procs.
+func (b *bench) proxyEnv(name serverKind) []string {
+	if name == proxyPinnedServer {
+		return b.childEnv(goRuntimeEnv, "GOMAXPROCS="+strconv.Itoa(b.opts.proxyProcs))
 	}
-	return b.childEnv([]string{"GOMAXPROCS"}, "GOMAXPROCS="+strconv.Itoa(b.opts.proxyProcs))
+	return b.childEnv(goRuntimeEnv)
 }
 
 // proxyArgs are the example proxy's arguments in scenario p: in front of

@@ -195,9 +195,18 @@
 //	   same round are marked against issue 23's targets: CPU per request
 //	   at one connection and per MB produced and consumed at most 1.5×,
 //	   added p50 at one connection at most 1.5×, throughput at least 0.9×.
-//	   HAProxy runs one thread, and the proxy one P (GOMAXPROCS=1,
-//	   -proxy-procs; 0 leaves Go's default, a thread per CPU).
-//	   Reproduce with -scenarios p -rounds 3. -proxy-tls adds both hops
+//	   HAProxy runs one thread (nbthread 1); the proxy runs as shipped,
+//	   without GOMAXPROCS, GODEBUG, GOGC or GOMEMLIMIT in its
+//	   environment, so with its own runtime settings, and the targets are
+//	   judged on it. examples/proxy@pinned is the same proxy with
+//	   GOMAXPROCS=-proxy-procs (1 unless set; 0 leaves it out), and with
+//	   -baseline-proxy FILE examples/proxy@baseline is FILE, a prebuilt
+//	   examples/proxy (of an older commit, say), started as the current
+//	   one, in the same rounds: each has its ratios to HAProxy in a row of
+//	   its own, without targets, and the column
+//	   examples/proxy/examples/proxy@baseline divides the medians. The
+//	   hops' context switches per request and per MB are counted beside
+//	   their CPU. Reproduce with -scenarios p -rounds 3. -proxy-tls adds both hops
 //	   terminating TLS from the clients (HAProxy's bind ... ssl crt, the
 //	   proxy's SSL listener; the bench's certificate, plaintext to the
 //	   broker), with the same measurements and the proxy's figures over
@@ -320,8 +329,11 @@
 //	-proxy-tls
 //		[p] Also measure both hops terminating TLS.
 //	-proxy-procs n
-//		[p] examples/proxy's GOMAXPROCS (default 1; 0 leaves Go's
-//		default).
+//		[p] Also measure examples/proxy with GOMAXPROCS=n in its
+//		environment, as examples/proxy@pinned (default 1; 0: not).
+//	-baseline-proxy file
+//		[p] Also measure file, a prebuilt examples/proxy, as
+//		examples/proxy@baseline.
 //	-haproxy file
 //		[p] The haproxy binary (default: haproxy on PATH, else
 //		/usr/sbin/haproxy).

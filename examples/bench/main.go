@@ -52,7 +52,8 @@ type options struct {
 	proxyMB        int           // (p): megabytes (10^6 bytes) of 1 KiB records produced and consumed through each hop
 	haproxy        string        // (p): the haproxy binary; "": looked up
 	proxyTLS       bool          // (p): also the hops terminating TLS
-	proxyProcs     int           // (p): examples/proxy's GOMAXPROCS; 0: Go's default
+	proxyProcs     int           // (p): the GOMAXPROCS of examples/proxy@pinned, a second case; 0: none
+	baselineProxy  string        // (p): a prebuilt examples/proxy measured beside the current one, as proxyBaselineServer
 	baselineBroker string        // (b), (g), (i): a prebuilt examples/broker measured beside the current one, as baselineServer
 	perfDir        string        // record each measured window of a server with perf into this directory
 	json           bool
@@ -110,8 +111,10 @@ func flagSet(o *options, r *rawFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.proxyTLS, "proxy-tls", false, "scenario p: also measure HAProxy and examples/proxy terminating TLS from the clients, plaintext to the broker\n"+
 		"(columns haproxy+tls and examples/proxy+tls, the same measurements, no targets); off by default since it adds about half\n"+
 		"a minute per round at the default -conns and -proxy-mb (two more hops, each with its Metadata runs and -proxy-mb MB produced and consumed)")
-	fs.IntVar(&o.proxyProcs, "proxy-procs", 1, "scenario p: examples/proxy's GOMAXPROCS, one as HAProxy runs one thread (nbthread 1); 0 leaves Go's default,\n"+
-		"a thread per CPU")
+	fs.IntVar(&o.proxyProcs, "proxy-procs", 1, "scenario p: also measure examples/proxy with GOMAXPROCS=`n` in its environment, as "+proxyPinnedServer+" (the targets\n"+
+		"are judged on the proxy as shipped, with no Go runtime variable); 0: not")
+	fs.StringVar(&o.baselineProxy, "baseline-proxy", "", "scenario p: also measure this prebuilt examples/proxy `binary` (of another commit), started as the\n"+
+		"current one (as shipped), as "+proxyBaselineServer+" in the same rounds, with its ratios to HAProxy and the current's to it")
 	fs.StringVar(&o.haproxy, "haproxy", "", "scenario p: the haproxy `binary` (default: haproxy on PATH, else /usr/sbin/haproxy)")
 	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
 		"started as the current one, as server "+baselineServer+" in the same rounds, with the current's ratio to it")
@@ -190,6 +193,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			return options{}, fmt.Errorf("-hostile-cases: %d is not a case: want 1 to %d", c, hostilePipeliners)
 		}
 		o.hostileCases = append(o.hostileCases, hostileKind(c))
+	}
+	if set["baseline-proxy"] && strings.TrimSpace(o.baselineProxy) == "" {
+		return options{}, errors.New("-baseline-proxy: an empty path")
 	}
 	if set["baseline-broker"] && strings.TrimSpace(o.baselineBroker) == "" {
 		return options{}, errors.New("-baseline-broker: an empty path")

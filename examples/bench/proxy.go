@@ -22,7 +22,13 @@ import (
 const (
 	directServer  serverKind = "direct"
 	haproxyServer serverKind = "haproxy"
-	proxyServer   serverKind = "examples/proxy"
+	proxyServer   serverKind = "examples/proxy" // as shipped: no Go runtime variable in its environment
+	// proxyPinnedServer is the proxy with GOMAXPROCS=-proxy-procs in its
+	// environment, a second case (plaintext only).
+	proxyPinnedServer serverKind = "examples/proxy@pinned"
+	// proxyBaselineServer is -baseline-proxy, a prebuilt examples/proxy
+	// (of another commit), started as proxyServer (plaintext only).
+	proxyBaselineServer serverKind = "examples/proxy@baseline"
 	// With -proxy-tls, the same hops terminating TLS from the clients,
 	// plaintext to the broker.
 	haproxyTLSServer serverKind = "haproxy+tls"
@@ -54,13 +60,51 @@ type hopMode struct {
 	tls            bool
 	haproxy, proxy serverKind // the hops' columns
 	relay          string     // the broker's listener that HAProxy forwards to
-	ratioCase      string     // the case of the proxy's figures over HAProxy's
 }
 
 // hopModes are the plaintext hops, then those with TLS.
 var hopModes = []hopMode{
-	{haproxy: haproxyServer, proxy: proxyServer, relay: relayListener, ratioCase: targetsCase},
-	{tls: true, haproxy: haproxyTLSServer, proxy: proxyTLSServer, relay: relayTLSListener, ratioCase: tlsRatioCase},
+	{haproxy: haproxyServer, proxy: proxyServer, relay: relayListener},
+	{tls: true, haproxy: haproxyTLSServer, proxy: proxyTLSServer, relay: relayTLSListener},
+}
+
+// hopRatio is a ratio case of scenario p: hop's figures over over's of the
+// same round, under hop's column.
+type hopRatio struct {
+	ratioCase string
+	hop, over serverKind
+}
+
+// hopRatios are scenario p's ratio cases: the proxy as shipped over
+// HAProxy (the targets'), then with -proxy-procs the pinned proxy, with
+// -baseline-proxy the baseline and with -proxy-tls the proxy with TLS,
+// each over HAProxy (with TLS for the last).
+func (b *bench) hopRatios() []hopRatio {
+	rows := []hopRatio{{targetsCase, proxyServer, haproxyServer}}
+	if b.opts.proxyProcs > 0 {
+		rows = append(rows, hopRatio{pinnedRatioCase, proxyPinnedServer, haproxyServer})
+	}
+	if b.opts.baselineProxy != "" {
+		rows = append(rows, hopRatio{baselineRatioCase, proxyBaselineServer, haproxyServer})
+	}
+	if b.opts.proxyTLS {
+		rows = append(rows, hopRatio{tlsRatioCase, proxyTLSServer, haproxyTLSServer})
+	}
+	return rows
+}
+
+// extraProxies are the columns of examples/proxy measured beside the one
+// as shipped, in plaintext: the pinned one (-proxy-procs) and the
+// baseline (-baseline-proxy).
+func (b *bench) extraProxies() []serverKind {
+	var out []serverKind
+	if b.opts.proxyProcs > 0 {
+		out = append(out, proxyPinnedServer)
+	}
+	if b.opts.baselineProxy != "" {
+		out = append(out, proxyBaselineServer)
+	}
+	return out
 }
 
 // modes are the hop modes measured: the plaintext hops, and with
@@ -72,11 +116,14 @@ func (b *bench) modes() []hopMode {
 	return hopModes[:1]
 }
 
-// The case and metrics of the targets (issue 23): examples/proxy's medians
-// over HAProxy's, each the ratio of the two in one round; tlsRatioCase
-// holds the same ratios for the hops with TLS, which have no targets.
+// The case and metrics of the targets (issues 23 and 36): the medians of
+// examples/proxy's figures over HAProxy's, as shipped, each the ratio of the
+// two in one round; the other ratio cases hold the same ratios for the
+// pinned proxy, the baseline and the hops with TLS, which have no targets.
 const (
 	targetsCase       = "examples/proxy / haproxy"
+	pinnedRatioCase   = "examples/proxy@pinned / haproxy"
+	baselineRatioCase = "examples/proxy@baseline / haproxy"
 	tlsRatioCase      = "examples/proxy+tls / haproxy+tls"
 	targetCPUPerReq   = "hop CPU µs/req, Metadata, 1 conn"
 	targetAddedP50    = "added p50 µs, Metadata, 1 conn"
@@ -86,8 +133,8 @@ const (
 	targetConsumeRate = "consume MB/s"
 )
 
-// proxyTargets are the targets: CPU and added latency at most 1.5×
-// HAProxy's, throughput at least 0.9×.
+// proxyTargets are the targets, judged on the proxy as shipped: CPU and
+// added latency at most 1.5× HAProxy's, throughput at least 0.9×.
 var proxyTargets = []target{
 	{Case: targetsCase, Metric: targetCPUPerReq, AtMost: true, Bound: 1.5},
 	{Case: targetsCase, Metric: targetAddedP50, AtMost: true, Bound: 1.5},
@@ -106,15 +153,27 @@ func (b *bench) proxyInfo() scenarioInfo {
 			"listener for HAProxy, which advertises HAProxy's address (a relay rewrites nothing); the proxy and direct clients use the first.",
 			"Metadata v12 naming no topic, one request in flight per connection: the proxy decodes its answer, rewrites the brokers' addresses",
 			"and encodes it again. 'added' is a hop's percentile minus the direct one of the same round; hop CPU is the hop process's alone,",
-			"broker CPU the broker's in the same window.",
+			"broker CPU the broker's in the same window; hop ctx switches are the hop's threads' context switches, voluntary and not.",
 			fmt.Sprintf("Produce then consume: kgo producing %d MB of %d-byte records to a topic of one partition of its own per hop (scenario g's",
 				b.opts.proxyMB, proxyRecordSize),
 			"settings), then a new client consuming it from offset 0. MB = 10^6 bytes of values.",
+			"examples/proxy runs as shipped: without GOMAXPROCS, GODEBUG, GOGC or GOMEMLIMIT in its environment, so with its own runtime",
+			"settings (one P, the runtime's monitor thread kept awake: docs/proxy.md, \"Cost\"); HAProxy runs one thread (nbthread 1).",
 			"The targets row holds examples/proxy's figure over HAProxy's of the same round (the median over rounds); the ratio columns",
 			"divide the medians.",
 		},
 		Ratios:  []ratioPair{{proxyServer, haproxyServer}, {proxyServer, directServer}, {haproxyServer, directServer}, {proxyTLSServer, haproxyTLSServer}},
 		Targets: proxyTargets,
+	}
+	if n := b.opts.proxyProcs; n > 0 {
+		info.Notes = append(info.Notes, fmt.Sprintf("%s is the same proxy with GOMAXPROCS=%d in its environment (-proxy-procs; 0 leaves it out), measured beside it;", proxyPinnedServer, n),
+			"the row "+pinnedRatioCase+" holds its ratios, without targets.")
+	}
+	if b.opts.baselineProxy != "" {
+		info.Notes = append(info.Notes, fmt.Sprintf("%s is -baseline-proxy %s, a prebuilt examples/proxy, started as examples/proxy (as shipped) and", proxyBaselineServer, b.opts.baselineProxy),
+			"measured in the same rounds; the row "+baselineRatioCase+" holds its ratios, without targets, and the column",
+			proxyServer+"/"+proxyBaselineServer+" divides the medians.")
+		info.Ratios = append(info.Ratios, ratioPair{proxyServer, proxyBaselineServer})
 	}
 	if b.opts.proxyTLS {
 		info.Notes = append(info.Notes,
@@ -129,12 +188,6 @@ func (b *bench) proxyInfo() scenarioInfo {
 	}
 	if b.haproxyBin == "" {
 		info.Notes = append(info.Notes, "HAProxy was not found (-haproxy, PATH, /usr/sbin): no HAProxy column and no targets.")
-	}
-	if n := b.opts.proxyProcs; n > 0 {
-		info.Notes = append(info.Notes, fmt.Sprintf("examples/proxy runs with GOMAXPROCS=%d (-proxy-procs), as HAProxy runs one thread (nbthread 1); -proxy-procs 0", n),
-			"leaves Go's default, a thread per CPU.")
-	} else {
-		info.Notes = append(info.Notes, "examples/proxy runs with Go's default GOMAXPROCS, a thread per CPU (-proxy-procs 0); HAProxy runs one thread.")
 	}
 	info.Notes = append(info.Notes, b.brokerPropsNote()...)
 	return info
@@ -236,12 +289,18 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 			defer hc.stop()
 			hops = append(hops, hop{m.haproxy, hc})
 		}
-		proxy, err := b.startProxy(ctx, broker.addr, keyStore)
-		if err != nil {
-			return nil, err
+		proxies := []serverKind{m.proxy}
+		if !m.tls {
+			proxies = append(proxies, b.extraProxies()...)
 		}
-		defer proxy.stop()
-		hops = append(hops, hop{m.proxy, proxy})
+		for _, name := range proxies {
+			proxy, err := b.startProxy(ctx, name, broker.addr, keyStore)
+			if err != nil {
+				return nil, err
+			}
+			defer proxy.stop()
+			hops = append(hops, hop{name, proxy})
+		}
 	}
 	hops = rotate(hops, round)
 
@@ -279,6 +338,7 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 						Value: micros(percentile(r.Latencies, p)) - micros(percentile(direct.Latencies, p))})
 				}
 				add(h, sample{Case: c, Metric: "hop CPU µs/req", Value: micros(r.ServerCPU) / float64(r.Requests)})
+				add(h, sample{Case: c, Metric: "hop ctx switches/req", Value: float64(r.ServerSwitches) / float64(r.Requests)})
 				if n == 1 {
 					fig[h.name].cpuReq = micros(r.ServerCPU) / float64(r.Requests)
 					fig[h.name].addedP50 = micros(percentile(r.Latencies, 50)) - micros(percentile(direct.Latencies, 50))
@@ -304,7 +364,7 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 		}
 	}
 	for _, h := range hops {
-		topic := "bench-via-" + strings.NewReplacer("/", "-", ".", "-", "+", "-").Replace(h.name)
+		topic := "bench-via-" + strings.NewReplacer("/", "-", ".", "-", "+", "-", "@", "-").Replace(h.name)
 		got, err := produce(ctx, broker, produceLoad{topic: topic, partitions: 1, records: records, size: proxyRecordSize,
 			batchMax: producerBatchMax(proxyRecordSize), via: h.via(), tls: h.clientTLS(b.dialer)})
 		transfer(h, "produce", got, &fig[h.name].produceRate, &fig[h.name].cpuProduced)
@@ -318,7 +378,7 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 		}
 	}
 
-	out = append(out, hopRatios(fig, modes)...)
+	out = append(out, hopRatioSamples(fig, b.hopRatios())...)
 	sortHopSamples(out)
 	var errs []error
 	for _, h := range slices.Backward(hops) {
@@ -332,14 +392,13 @@ func (b *bench) runProxy(ctx context.Context, _ serverKind) (out []sample, err e
 // hopFigures are a hop's figures in one round that the ratio rows divide.
 type hopFigures struct{ cpuReq, addedP50, cpuProduced, cpuConsumed, produceRate, consumeRate float64 }
 
-// hopRatios are one round's ratio rows: for each mode whose two hops were
-// measured (fig), the proxy's figures over HAProxy's, as the mode's
-// ratioCase under the proxy's column (the plaintext ones are the targets'
-// rows).
-func hopRatios(fig map[serverKind]*hopFigures, modes []hopMode) []sample {
+// hopRatioSamples are one round's ratio rows: for each ratio case whose
+// two hops were measured (fig), the hop's figures over the other's, under
+// the hop's column (those of targetsCase are the targets' rows).
+func hopRatioSamples(fig map[serverKind]*hopFigures, cases []hopRatio) []sample {
 	var out []sample
-	for _, m := range modes {
-		ha, px := fig[m.haproxy], fig[m.proxy]
+	for _, rc := range cases {
+		ha, px := fig[rc.over], fig[rc.hop]
 		if ha == nil || px == nil {
 			continue
 		}
@@ -357,7 +416,7 @@ func hopRatios(fig map[serverKind]*hopFigures, modes []hopMode) []sample {
 			// Zero without a 1-connection Metadata run (-conns), and a
 			// ratio to an added latency HAProxy did not add means nothing.
 			if r.den > 0 {
-				out = append(out, sample{Case: m.ratioCase, Metric: r.metric, Server: m.proxy, Value: r.num / r.den})
+				out = append(out, sample{Case: rc.ratioCase, Metric: r.metric, Server: rc.hop, Value: r.num / r.den})
 			}
 		}
 	}
@@ -385,8 +444,8 @@ func hopBrokerListeners(addr string, modes []hopMode, relays, haproxies []string
 }
 
 // hopMetrics is the order of scenario p's metrics within a case.
-var hopMetrics = []string{"req/s", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs", "hop CPU µs/req", "broker CPU µs/req",
-	"MB/s", "hop CPU ms/MB", "broker CPU ms/MB"}
+var hopMetrics = []string{"req/s", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs", "hop CPU µs/req", "hop ctx switches/req", "broker CPU µs/req",
+	"MB/s", "hop CPU ms/MB", "hop ctx switches/MB", "broker CPU ms/MB"}
 
 // sortHopSamples orders a round's samples by case, in the order the cases
 // first appear, then by metric (hopMetrics), so that the table's lines do
@@ -408,7 +467,7 @@ func sortHopSamples(s []sample) {
 
 // hopSamples keeps the throughput metrics of scenario p, naming the
 // measured process's CPU after what it is: the hop's, or for a direct
-// connection the broker's.
+// connection the broker's; and a hop's context switches.
 func hopSamples(in []sample, viaHop bool) []sample {
 	var out []sample
 	for _, s := range in {
@@ -419,6 +478,11 @@ func hopSamples(in []sample, viaHop bool) []sample {
 			if viaHop {
 				s.Metric = "hop CPU ms/MB"
 			}
+		case "server ctx switches/MB":
+			if !viaHop {
+				continue
+			}
+			s.Metric = "hop ctx switches/MB"
 		default:
 			continue
 		}

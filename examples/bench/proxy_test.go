@@ -116,18 +116,21 @@ func TestHopBrokerListeners(t *testing.T) {
 	}
 }
 
-// TestHopRatios checks scenario p's ratio rows: the proxy's figures over
-// HAProxy's for each mode whose two hops were measured, under the proxy's
-// column; the plaintext ones bounded by the targets, the TLS ones not; and
-// the table's columns and lines in order.
+// TestHopRatios checks scenario p's ratio rows: for each ratio case whose
+// two hops were measured, the hop's figures over the other's, under the
+// hop's column; the proxy's as shipped bounded by the targets, the pinned
+// proxy's, the baseline's and the TLS ones not; and the table's columns
+// and lines in order.
 func TestHopRatios(t *testing.T) {
 	figs := func(names ...serverKind) map[serverKind]*hopFigures {
 		all := map[serverKind]*hopFigures{
-			directServer:     {produceRate: 200, consumeRate: 600},
-			haproxyServer:    {cpuReq: 60, addedP50: 90, cpuProduced: 0.4, cpuConsumed: 0.7, produceRate: 150, consumeRate: 270},
-			proxyServer:      {cpuReq: 90, addedP50: 90, cpuProduced: 1.2, cpuConsumed: 0.7, produceRate: 150, consumeRate: 300},
-			haproxyTLSServer: {cpuReq: 80, addedP50: 0, cpuProduced: 2, cpuConsumed: 2, produceRate: 100, consumeRate: 120},
-			proxyTLSServer:   {cpuReq: 160, addedP50: 250, cpuProduced: 4, cpuConsumed: 3, produceRate: 110, consumeRate: 96},
+			directServer:        {produceRate: 200, consumeRate: 600},
+			haproxyServer:       {cpuReq: 60, addedP50: 90, cpuProduced: 0.4, cpuConsumed: 0.7, produceRate: 150, consumeRate: 270},
+			proxyServer:         {cpuReq: 90, addedP50: 90, cpuProduced: 1.2, cpuConsumed: 0.7, produceRate: 150, consumeRate: 300},
+			proxyPinnedServer:   {cpuReq: 66, addedP50: 90, cpuProduced: 0.8, cpuConsumed: 0.7, produceRate: 150, consumeRate: 300},
+			proxyBaselineServer: {cpuReq: 120, addedP50: 90, cpuProduced: 1.2, cpuConsumed: 0.7, produceRate: 150, consumeRate: 300},
+			haproxyTLSServer:    {cpuReq: 80, addedP50: 0, cpuProduced: 2, cpuConsumed: 2, produceRate: 100, consumeRate: 120},
+			proxyTLSServer:      {cpuReq: 160, addedP50: 250, cpuProduced: 4, cpuConsumed: 3, produceRate: 110, consumeRate: 96},
 		}
 		out := map[serverKind]*hopFigures{}
 		for _, n := range names {
@@ -136,26 +139,29 @@ func TestHopRatios(t *testing.T) {
 		return out
 	}
 	allMetrics := []string{targetCPUPerReq, targetAddedP50, targetCPUProduced, targetCPUConsumed, targetProduceRate, targetConsumeRate}
+	everything := options{proxyProcs: 1, baselineProxy: "old-proxy", proxyTLS: true}
 	for _, tc := range []struct {
-		name  string
-		fig   map[serverKind]*hopFigures
-		modes []hopMode
+		name string
+		fig  map[serverKind]*hopFigures
+		opts options
 		// want: the rows' case, metric and server, and for each case the
 		// first value (CPU per request)
 		cases   map[string][]string
 		servers map[string]serverKind
 		first   map[string]float64
 	}{
-		{"plaintext", figs(directServer, haproxyServer, proxyServer), hopModes[:1],
+		{"plaintext", figs(directServer, haproxyServer, proxyServer), options{},
 			map[string][]string{targetsCase: allMetrics}, map[string]serverKind{targetsCase: proxyServer}, map[string]float64{targetsCase: 1.5}},
-		{"and TLS", figs(directServer, haproxyServer, proxyServer, haproxyTLSServer, proxyTLSServer), hopModes,
+		{"pinned, baseline and TLS", figs(directServer, haproxyServer, proxyServer, proxyPinnedServer, proxyBaselineServer, haproxyTLSServer, proxyTLSServer), everything,
 			// HAProxy added no latency with TLS here: no ratio to it.
-			map[string][]string{targetsCase: allMetrics, tlsRatioCase: slices.Delete(slices.Clone(allMetrics), 1, 2)},
-			map[string]serverKind{targetsCase: proxyServer, tlsRatioCase: proxyTLSServer}, map[string]float64{targetsCase: 1.5, tlsRatioCase: 2}},
-		{"TLS without HAProxy", figs(directServer, proxyServer, proxyTLSServer), hopModes, map[string][]string{}, nil, nil},
+			map[string][]string{targetsCase: allMetrics, pinnedRatioCase: allMetrics, baselineRatioCase: allMetrics,
+				tlsRatioCase: slices.Delete(slices.Clone(allMetrics), 1, 2)},
+			map[string]serverKind{targetsCase: proxyServer, pinnedRatioCase: proxyPinnedServer, baselineRatioCase: proxyBaselineServer, tlsRatioCase: proxyTLSServer},
+			map[string]float64{targetsCase: 1.5, pinnedRatioCase: 1.1, baselineRatioCase: 2, tlsRatioCase: 2}},
+		{"without HAProxy", figs(directServer, proxyServer, proxyPinnedServer, proxyBaselineServer, proxyTLSServer), everything, map[string][]string{}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := hopRatios(tc.fig, tc.modes)
+			got := hopRatioSamples(tc.fig, (&bench{opts: tc.opts}).hopRatios())
 			cases := map[string][]string{}
 			for _, s := range got {
 				cases[s.Case] = append(cases[s.Case], s.Metric)
@@ -179,21 +185,21 @@ func TestHopRatios(t *testing.T) {
 
 	// In the table, as a round of runProxy makes it (its hops rotated, the
 	// ratio rows last, then sortHopSamples): the hops' columns in order,
-	// the TLS ratio column, the metrics of a case in hopMetrics' order, the
-	// TLS ratio lines after the targets' and without a verdict.
+	// the ratio columns, the metrics of a case in hopMetrics' order, the
+	// other ratio cases' lines after the targets' and without a verdict.
+	b := &bench{opts: options{proxyMB: 50, proxyProcs: 1, baselineProxy: "old-proxy", proxyTLS: true}, haproxyBin: "haproxy"}
 	var s []sample
-	for _, name := range []serverKind{proxyTLSServer, directServer, haproxyTLSServer, proxyServer, haproxyServer} {
+	for _, name := range []serverKind{proxyTLSServer, proxyBaselineServer, directServer, haproxyTLSServer, proxyServer, proxyPinnedServer, haproxyServer} {
 		s = append(s, sample{Case: "Metadata, conns=1", Metric: "p50 µs", Server: name, Value: 100},
 			sample{Case: "Metadata, conns=1", Metric: "req/s", Server: name, Value: 1000})
 	}
-	s = append(s, hopRatios(figs(directServer, haproxyServer, proxyServer, haproxyTLSServer, proxyTLSServer), hopModes)...)
+	s = append(s, hopRatioSamples(figs(directServer, haproxyServer, proxyServer, proxyPinnedServer, proxyBaselineServer, haproxyTLSServer, proxyTLSServer), b.hopRatios())...)
 	sortHopSamples(s)
 	for i := range s {
 		s[i].Scenario, s[i].Round = "p", 1
 	}
-	info := (&bench{opts: options{proxyMB: 50, proxyTLS: true}, haproxyBin: "haproxy"}).proxyInfo()
 	var buf bytes.Buffer
-	if err := writeTables(&buf, &results{Rounds: 1, Samples: s, Scenarios: []scenarioInfo{info}}); err != nil {
+	if err := writeTables(&buf, &results{Rounds: 1, Samples: s, Scenarios: []scenarioInfo{b.proxyInfo()}}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -203,19 +209,18 @@ func TestHopRatios(t *testing.T) {
 			lines = append(lines, f)
 		}
 	}
-	wantHead := []string{"case", "metric", "direct", "haproxy", "examples/proxy", "haproxy+tls", "examples/proxy+tls",
-		"examples/proxy/haproxy", "examples/proxy/direct", "haproxy/direct", "examples/proxy+tls/haproxy+tls", "target"}
-	if len(lines) != 1+2+6+5 || !slices.Equal(lines[0], wantHead) {
-		t.Fatalf("want the columns %q and 14 lines (the TLS ratios without added p50):\n%s", wantHead, out)
+	wantHead := []string{"case", "metric", "direct", "haproxy", "examples/proxy", "examples/proxy@pinned", "examples/proxy@baseline", "haproxy+tls", "examples/proxy+tls",
+		"examples/proxy/haproxy", "examples/proxy/direct", "haproxy/direct", "examples/proxy+tls/haproxy+tls", "examples/proxy/examples/proxy@baseline", "target"}
+	if len(lines) != 1+2+6+6+6+5 || !slices.Equal(lines[0], wantHead) {
+		t.Fatalf("want the columns %q and 26 lines (the TLS ratios without added p50):\n%s", wantHead, out)
 	}
 	if lines[1][2] != "req/s" || lines[2][0] != "p50" {
 		t.Errorf("the Metadata lines are not req/s then p50 µs:\n%s", out)
 	}
-	if got := strings.Join(lines[3][:3], " "); got != targetsCase {
-		t.Errorf("the line after Metadata's starts with %q, want the targets' case:\n%s", got, out)
-	}
-	if got := strings.Join(lines[9][:3], " "); got != tlsRatioCase {
-		t.Errorf("the line after the targets' starts with %q, want %q:\n%s", got, tlsRatioCase, out)
+	for i, want := range map[int]string{3: targetsCase, 9: pinnedRatioCase, 15: baselineRatioCase, 21: tlsRatioCase} {
+		if got := strings.Join(lines[i][:3], " "); got != want {
+			t.Errorf("line %d starts with %q, want %q:\n%s", i, got, want, out)
+		}
 	}
 	for _, l := range lines[3:9] {
 		if last := l[len(l)-1]; last != "met" && last != "MISSED" {
@@ -224,25 +229,30 @@ func TestHopRatios(t *testing.T) {
 	}
 	for _, l := range lines[9:] {
 		if last := l[len(l)-1]; last == "met" || last == "MISSED" {
-			t.Errorf("a TLS ratio line with a verdict: %q", l)
+			t.Errorf("a line of another ratio case with a verdict: %q", l)
 		}
 	}
 }
 
-// examples/proxy gets GOMAXPROCS=-proxy-procs in place of the bench's own,
-// or the bench's environment as it is for 0.
+// examples/proxy runs as shipped, without the Go runtime's variables of
+// the bench's environment; examples/proxy@pinned gets GOMAXPROCS=-proxy-procs
+// in their place.
 func TestProxyEnv(t *testing.T) {
+	env := []string{"GOMAXPROCS=8", "PATH=/bin", "GODEBUG=gctrace=1", "GOGC=50", "GOMEMLIMIT=1GiB", "HOME=/root"}
 	for _, tt := range []struct {
+		name  serverKind
 		procs int
 		want  []string
 	}{
-		{1, []string{"PATH=/bin", "GOMAXPROCS=1"}},
-		{3, []string{"PATH=/bin", "GOMAXPROCS=3"}},
-		{0, []string{"GOMAXPROCS=8", "PATH=/bin"}},
+		{proxyServer, 1, []string{"PATH=/bin", "HOME=/root"}},
+		{proxyBaselineServer, 1, []string{"PATH=/bin", "HOME=/root"}},
+		{proxyTLSServer, 1, []string{"PATH=/bin", "HOME=/root"}},
+		{proxyPinnedServer, 1, []string{"PATH=/bin", "HOME=/root", "GOMAXPROCS=1"}},
+		{proxyPinnedServer, 3, []string{"PATH=/bin", "HOME=/root", "GOMAXPROCS=3"}},
 	} {
-		b := &bench{opts: options{proxyProcs: tt.procs}, env: []string{"GOMAXPROCS=8", "PATH=/bin"}}
-		if got := b.proxyEnv(); !slices.Equal(got, tt.want) {
-			t.Errorf("-proxy-procs %d: %q, want %q", tt.procs, got, tt.want)
+		b := &bench{opts: options{proxyProcs: tt.procs}, env: env}
+		if got := b.proxyEnv(tt.name); !slices.Equal(got, tt.want) {
+			t.Errorf("%s, -proxy-procs %d: %q, want %q", tt.name, tt.procs, got, tt.want)
 		}
 	}
 }

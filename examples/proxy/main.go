@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level]
+//	proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level] [-gomaxprocs n] [-sysmon-awake=false]
 //
 // The flags are:
 //
@@ -25,6 +25,17 @@
 //	-log-level level
 //		Log at debug, info, warn or error (default info); at debug every
 //		request is logged, as Kafka's kafka.request.logger does at DEBUG.
+//	-gomaxprocs n
+//		Run Go code on at most n threads at once (GOMAXPROCS; default 1),
+//		unless the environment sets GOMAXPROCS; 0 is Go's default, one
+//		per CPU.
+//	-sysmon-awake
+//		Keep the Go runtime's monitor thread (sysmon) awake while the
+//		proxy is idle, polling every 10 ms, rather than woken at each
+//		burst of work (default true): the proxy executes itself again at
+//		start, on Linux, with schedtrace=2147483647 added to GODEBUG,
+//		unless GODEBUG sets schedtrace already. -sysmon-awake=false
+//		leaves sysmon as Go runs it.
 //
 // The configuration is a Java .properties file with each -set laid over
 // it; keys set nowhere take Kafka's defaults. The client side is
@@ -105,6 +116,15 @@
 // Kafka's kafka.request.logger logs at DEBUG; at the other levels it keeps
 // no request log at all.
 //
+// The proxy sets the Go runtime up for a hop, whose cost is its work per
+// request, most of it the runtime's waking of threads on a small machine:
+// one P (-gomaxprocs), and sysmon kept awake (-sysmon-awake), which the
+// runtime does only while GODEBUG sets schedtrace, its periodic scheduler
+// trace: the trace's period is then 24.8 days from the machine's boot, so
+// a machine up for longer sees one "SCHED ..." line on standard error at
+// start. The proxy logs both settings at start. docs/proxy.md ("Cost")
+// has the measurements.
+//
 // OpenTelemetry is configured by the standard OTEL_* environment
 // variables, as OpenTelemetry's SDKs read them. When
 // OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
@@ -128,6 +148,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -139,6 +160,13 @@ import (
 )
 
 func main() {
+	rs := settingsFor(os.Args[1:], os.Environ())
+	if rs.reexec != nil {
+		if err := reexec(rs.reexec); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			fmt.Fprintf(os.Stderr, "proxy: cannot execute itself again to keep the Go runtime's monitor thread awake: %v; going on without\n", err)
+		}
+	}
+	rs.apply()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stderr)
 	stop()
@@ -155,6 +183,9 @@ type options struct {
 	tlsWatch   time.Duration
 	sets       listener.Overrides
 	logLevel   loglevel.Level
+	// The Go runtime's settings (runtime.go), applied by main before run.
+	gomaxprocs  int
+	sysmonAwake bool
 }
 
 // flagSet defines the command's flags, into o, on a FlagSet that reports
@@ -169,8 +200,10 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 		"those that changed (0: only on SIGHUP)")
 	fs.Var(&o.sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
 	fs.Var(&o.logLevel, "log-level", loglevel.Usage)
+	runtimeFlags(fs, o)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level]")
+		fmt.Fprintln(fs.Output(), "usage: proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level]\n"+
+			"             [-gomaxprocs n] [-sysmon-awake=false]")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), otelenv.Usage)
 	}
@@ -194,6 +227,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := o.logLevel.Logger(stderr)
+	log.Info("Go runtime", "gomaxprocs", runtime.GOMAXPROCS(0), "sysmon_awake", sysmonAwake(os.Getenv("GODEBUG")))
 	cfg, err := resolve(o.configPath, o.sets, o.upstream)
 	var otel otelenv.Config
 	if err == nil {

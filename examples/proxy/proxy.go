@@ -129,10 +129,15 @@ type session struct {
 	doomed   bool // its broker went away: it closes, at the latest at its next request
 	watched  bool // its end is hooked to the connection's context
 	ended    bool
-	// The requests handed to its writer (writer.go), oldest first, and
-	// whether the writer runs.
-	queue   []outgoing
-	writing bool
+	// The requests handed to its writer (writer.go), oldest first; whether
+	// the writer has requests in hand (writing), whether its goroutine runs
+	// (writer), and whether that goroutine waits for the next request
+	// (writerIdle), which wake wakes it from.
+	queue      []outgoing
+	writing    bool
+	writer     bool
+	writerIdle bool
+	wake       chan struct{}
 }
 
 type sessionKey struct{}
@@ -451,6 +456,7 @@ func (s *session) end() {
 	s.ended = true
 	up, n := s.up, s.node
 	s.up, s.node = nil, nil
+	s.wakeWriterLocked() // a waiting writer ends
 	s.mu.Unlock()
 	if up != nil {
 		up.close()

@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"net"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -202,4 +204,75 @@ func TestUpstreamOverTLS(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A producer's streamed requests, each the writer's, are written by one
+// goroutine: once the queue is empty the writer waits for the next request
+// (answerLinger, as the answers' reader does), then ends; a client that
+// leaves ends its wait at once. Before, the writer ended after each
+// request, and the next one started another goroutine, which grew its
+// stack again to the depth of a splice.
+func TestWriterLingersThenEnds(t *testing.T) {
+	fake := startFakeUpstream(t)
+	host, portText, _ := net.SplitHostPort(fake.addr())
+	port, _ := strconv.Atoi(portText)
+	fake.serveProduce(func(corr int32, version int16) []byte {
+		resp := produceAnswer(false, false, host, int32(port))
+		resp.SetVersion(version)
+		return responseBytes(resp, corr)
+	})
+	// writerID is the goroutine id of the session's writer, "" when none
+	// runs.
+	writerID := func() string {
+		var b bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+		for g := range strings.SplitSeq(b.String(), "\n\n") {
+			if strings.Contains(g, "(*session).writeQueued(") {
+				id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+				return id
+			}
+		}
+		return ""
+	}
+	produce := func(t *testing.T, c *rawConn) {
+		resp := c.roundTrip(t, produceOfSize(256<<10)).(*kmsg.ProduceResponse) // streamed (above 64 KiB): the writer's
+		require.Len(t, resp.Topics, 1)
+	}
+
+	t.Run("one writer for a producer", func(t *testing.T) {
+		p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: time.Hour}, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		var first string
+		for i := range 5 {
+			produce(t, c)
+			require.Eventually(t, func() bool { return goroutinesIn("(*session).awaitQueued") == 1 }, 10*time.Second, time.Millisecond,
+				"the writer waits for the next request")
+			if i == 0 {
+				first = writerID()
+			}
+			require.Equal(t, first, writerID(), "request %d was written by another goroutine", i)
+		}
+		c.roundTrip(t, metadataRequest(12)) // inline, beside the waiting writer
+		require.Equal(t, first, writerID())
+		require.NoError(t, c.Close())
+		require.Eventually(t, func() bool { return writerID() == "" }, 10*time.Second, time.Millisecond,
+			"the writer still waits after its client left")
+	})
+	t.Run("ends after its wait", func(t *testing.T) {
+		p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: 200 * time.Millisecond}, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		produce(t, c)
+		require.Eventually(t, func() bool { return writerID() == "" }, 10*time.Second, 10*time.Millisecond)
+		produce(t, c) // a new writer
+	})
+	t.Run("ending as a request comes", func(t *testing.T) {
+		// The wait ends as the next request is queued, over and over: each
+		// request is answered, whichever way the race goes.
+		p := startProxy(t, fake.addr(), &proxyOptions{answerLinger: 300 * time.Microsecond}, plaintextProxy...)
+		c := dialRaw(t, p.addr(t, "PLAIN"))
+		for i := range 100 {
+			produce(t, c)
+			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+		}
+	})
 }

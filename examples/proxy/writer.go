@@ -23,8 +23,13 @@ import (
 // that did not end by then: a goroutine that writes the session's
 // requests upstream in order, dialing first, renewing the proxy's SASL
 // session when due, and moving a streamed body from the client's socket
-// to upstream's as it arrives, and ends once none is left. The handler
-// returns as soon as the request is handed over.
+// to upstream's as it arrives; once none is left, it waits a while for the
+// next (the proxy's answerLinger, as the goroutine that reads the answers
+// does), so that a producer's streamed requests, every one the writer's,
+// are written by one goroutine rather than by one started for each (which
+// costs the goroutine and the growth of its stack, to the depth of a
+// splice), then ends. The handler returns as soon as the request is
+// handed over.
 //
 // Deadlines bound what the writer waits for: a request's writing (a
 // streamed body's arrival included) ends within upstream.write.timeout.ms
@@ -76,26 +81,55 @@ func (s *session) inline(r *socketserver.Request) *upConn {
 }
 
 // handOffLocked queues o for the session's writer, starting it if it does
-// not run; s.mu is held.
+// not run and waking it if it waits; s.mu is held.
 func (s *session) handOffLocked(o outgoing) {
 	s.queue = append(s.queue, o)
-	if !s.writing {
-		s.writing = true
+	s.writing = true
+	if !s.writer {
+		s.writer = true
 		s.p.work.Add(1) // the caller's is held until this returns
 		go s.writeQueued()
+		return
+	}
+	s.wakeWriterLocked()
+}
+
+// wakeWriterLocked wakes the session's writer if it waits for a request
+// (writeQueued); s.mu is held.
+func (s *session) wakeWriterLocked() {
+	if !s.writerIdle {
+		return
+	}
+	if s.wake == nil {
+		s.wake = make(chan struct{}, 1)
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default: // woken already
 	}
 }
 
 // writeQueued is the session's writer: it forwards the queued requests in
-// order, and ends once none is left.
+// order and, once none is left, waits answerLinger for the next, then
+// ends; it ends at once when the session has.
 func (s *session) writeQueued() {
 	defer s.p.work.Done()
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	s.mu.Lock()
 	for {
-		s.mu.Lock()
 		if len(s.queue) == 0 {
 			s.writing = false
-			s.mu.Unlock()
-			return
+			if s.ended || !s.awaitQueued(&linger) {
+				s.writer = false
+				s.mu.Unlock()
+				return
+			}
+			continue
 		}
 		o := s.queue[0]
 		n := copy(s.queue, s.queue[1:])
@@ -103,7 +137,35 @@ func (s *session) writeQueued() {
 		s.queue = s.queue[:n]
 		s.mu.Unlock()
 		s.forwardQueued(o)
+		s.mu.Lock()
 	}
+}
+
+// awaitQueued, with s.mu held, waits until a request is queued, the
+// session ends or answerLinger passes (with s.mu held again), and
+// reports whether a request is queued.
+func (s *session) awaitQueued(linger **time.Timer) bool {
+	if s.wake == nil {
+		s.wake = make(chan struct{}, 1)
+	}
+	if *linger == nil {
+		*linger = time.NewTimer(s.p.answerLinger)
+	} else {
+		(*linger).Reset(s.p.answerLinger)
+	}
+	s.writerIdle = true
+	s.mu.Unlock()
+	select {
+	case <-s.wake:
+	case <-(*linger).C:
+	}
+	s.mu.Lock()
+	s.writerIdle = false
+	select {
+	case <-s.wake: // a wake-up that came as the timer fired
+	default:
+	}
+	return len(s.queue) > 0
 }
 
 // forwardQueued forwards o on the writer: it dials upstream on the
