@@ -298,6 +298,15 @@ func TestParseProc(t *testing.T) {
 	if _, err := parseStatusCtxSwitches("voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t1\n"); err == nil {
 		t.Error("parseStatusCtxSwitches accepted a count that is not a number")
 	}
+	reads, writes, err := parseProcIO("rchar: 6976\nwchar: 12\nsyscr: 10\nsyscw: 3\nread_bytes: 0\n")
+	if err != nil || reads != 10 || writes != 3 {
+		t.Errorf("parseProcIO = %d, %d, %v; want 10, 3", reads, writes, err)
+	}
+	for _, bad := range []string{"rchar: 1\nsyscr: 10\n", "syscr: x\nsyscw: 1\n"} {
+		if _, _, err := parseProcIO(bad); err == nil {
+			t.Errorf("parseProcIO(%q) succeeded", bad)
+		}
+	}
 	run, err := parseSchedstat("942115456 3128204594 4419\n")
 	if err != nil || run != 942115456*time.Nanosecond {
 		t.Errorf("parseSchedstat = %v, %v; want 942.115456ms", run, err)
@@ -520,6 +529,16 @@ func TestRawEndToEnd(t *testing.T) {
 		if rate < 100 || p50 <= 0 || p50 > p99 || p99 > p999 || cpu <= 0 {
 			t.Errorf("%s: %v req/s, p50 %v, p99 %v, p99.9 %v µs, server CPU %v µs/req: want a positive rate and CPU and ordered percentiles",
 				server, rate, p50, p99, p999, cpu)
+		}
+	}
+	// One request in flight per connection: each costs the server a read
+	// and a write at least (the window's edges aside), and none should
+	// cost five.
+	for _, server := range []string{kafkanetServer, echoServer} {
+		reads := find(t, rows, "conns=8", "server reads/req", server).Median
+		writes := find(t, rows, "conns=8", "server writes/req", server).Median
+		if reads < 0.9 || reads > 5 || writes < 0.9 || writes > 5 {
+			t.Errorf("%s: %v reads and %v writes per request", server, reads, writes)
 		}
 	}
 	// One round: its ratio to echo is the ratio of the two rates.

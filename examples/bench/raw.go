@@ -21,7 +21,8 @@ func (b *bench) rawInfo() scenarioInfo {
 			"queue and 8 handler goroutines, kafkanet-inline's on the connection's goroutine (socketserver.Inline); kfake's cluster goroutine; echo's fixed answer.",
 			"Latency: every round trip in the run, nearest-rank percentiles. CPU µs/req: server (or bench) CPU time over the run / requests",
 			"(the sum of the server's threads' run time from /proc/PID/task/*/schedstat). Context switches/req: the sum of voluntary and",
-			"nonvoluntary switches over the server's threads (/proc/PID/task/*/status) over the run / requests.",
+			"nonvoluntary switches over the server's threads (/proc/PID/task/*/status) over the run / requests. Reads and writes/req: the",
+			"server's read and write system calls (syscr, syscw of /proc/PID/io) over the run / requests.",
 			"req/s × echo and p99 × echo: kafkanet's (kafkanet-inline's) value over echo's of the same round and case, one per round, listed",
 			"under the table; their median is judged. Targets: ApiVersions req/s at least 0.95 × echo at 64 and 1 connection, p99 at most 1 × echo at 64.",
 		}, Ratios: []ratioPair{{kafkanetServer, echoServer}, {kafkanetInlineServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}},
@@ -116,6 +117,11 @@ func (r loadResult) samples(out []sample, c string) []sample {
 			sample{Case: c, Metric: "server CPU µs/req", Value: micros(r.ServerCPU) / float64(r.Requests)},
 			sample{Case: c, Metric: "server ctx switches/req", Value: float64(r.ServerSwitches) / float64(r.Requests)},
 			sample{Case: c, Metric: "bench CPU µs/req", Value: micros(r.Client) / float64(r.Requests)})
+		if r.ServerReads >= 0 {
+			out = append(out,
+				sample{Case: c, Metric: "server reads/req", Value: float64(r.ServerReads) / float64(r.Requests)},
+				sample{Case: c, Metric: "server writes/req", Value: float64(r.ServerWrites) / float64(r.Requests)})
+		}
 	}
 	return out
 }
