@@ -82,12 +82,12 @@
 //
 //	a  raw ApiVersions v0 frames on 1, 8 and 64 connections (-conns), one in
 //	   flight per connection, for -duration: requests/s, p50/p99/p99.9
-//	   latency (nearest rank over every round trip), server CPU µs and
-//	   context switches per request. When -conns holds 1, also Metadata v1
-//	   at 1 connection, answered by the host: kafkanet's through Serve's
-//	   queue, kafkanet-inline's inline, kfake's, and echo's fixed answer
-//	   (the latency of a host-answered request against a round trip's
-//	   floor). Reproduce the one-connection cases alone with
+//	   latency (nearest rank over every round trip), server CPU µs,
+//	   context switches and read and write system calls per request.
+//	   When -conns holds 1, also Metadata v1 at 1 connection, answered by
+//	   the host: kafkanet's through Serve's queue, kafkanet-inline's
+//	   inline, kfake's, and echo's fixed answer (the latency of a
+//	   host-answered request against a round trip's floor). Reproduce the one-connection cases alone with
 //	   -scenarios a -conns 1. In each round, kafkanet's req/s and p99 over
 //	   echo's (req/s × echo, p99 × echo; kafkanet-inline's for Metadata),
 //	   listed round by round under the table; their medians are judged:
