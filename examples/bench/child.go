@@ -545,6 +545,9 @@ type window struct {
 	Elapsed           time.Duration
 	ServerCPU, Client time.Duration
 	ServerSwitches    int64 // the server's threads' context switches, voluntary and not
+	// ServerReads and ServerWrites are the server's read and write system
+	// calls (/proc/PID/io), -1 when the kernel does not count them.
+	ServerReads, ServerWrites int64
 
 	also    *child // a second process measured, or nil (scenario p: the broker behind a hop)
 	also0   usage
@@ -602,6 +605,10 @@ func (w *window) end() error {
 	}
 	w.ServerCPU = u.cpuSince(w.server0)
 	w.ServerSwitches = u.CtxSwitches - w.server0.CtxSwitches
+	w.ServerReads, w.ServerWrites = -1, -1
+	if u.IO && w.server0.IO {
+		w.ServerReads, w.ServerWrites = u.Reads-w.server0.Reads, u.Writes-w.server0.Writes
+	}
 	return nil
 }
 

@@ -299,6 +299,7 @@ func (b *bench) runAll(ctx context.Context) *results {
 				res.Failures = append(res.Failures, msg+" (CI is set: HAProxy is required)")
 			}
 		}
+		first := len(res.Samples)
 		for round := range b.opts.rounds {
 			for _, server := range rotate(sc.servers, round) {
 				if ctx.Err() != nil {
@@ -320,6 +321,7 @@ func (b *bench) runAll(ctx context.Context) *results {
 				}
 			}
 		}
+		res.Samples = append(res.Samples, pairedSamples(sc.info, res.Samples[first:])...)
 	}
 	return res
 }

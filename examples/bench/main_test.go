@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -297,6 +298,15 @@ func TestParseProc(t *testing.T) {
 	if _, err := parseStatusCtxSwitches("voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t1\n"); err == nil {
 		t.Error("parseStatusCtxSwitches accepted a count that is not a number")
 	}
+	reads, writes, err := parseProcIO("rchar: 6976\nwchar: 12\nsyscr: 10\nsyscw: 3\nread_bytes: 0\n")
+	if err != nil || reads != 10 || writes != 3 {
+		t.Errorf("parseProcIO = %d, %d, %v; want 10, 3", reads, writes, err)
+	}
+	for _, bad := range []string{"rchar: 1\nsyscr: 10\n", "syscr: x\nsyscw: 1\n"} {
+		if _, _, err := parseProcIO(bad); err == nil {
+			t.Errorf("parseProcIO(%q) succeeded", bad)
+		}
+	}
 	run, err := parseSchedstat("942115456 3128204594 4419\n")
 	if err != nil || run != 942115456*time.Nanosecond {
 		t.Errorf("parseSchedstat = %v, %v; want 942.115456ms", run, err)
@@ -521,6 +531,21 @@ func TestRawEndToEnd(t *testing.T) {
 				server, rate, p50, p99, p999, cpu)
 		}
 	}
+	// One request in flight per connection: each costs the server a read
+	// and a write at least (the window's edges aside), and none should
+	// cost five.
+	for _, server := range []string{kafkanetServer, echoServer} {
+		reads := find(t, rows, "conns=8", "server reads/req", server).Median
+		writes := find(t, rows, "conns=8", "server writes/req", server).Median
+		if reads < 0.9 || reads > 5 || writes < 0.9 || writes > 5 {
+			t.Errorf("%s: %v reads and %v writes per request", server, reads, writes)
+		}
+	}
+	// One round: its ratio to echo is the ratio of the two rates.
+	want := find(t, rows, "conns=8", "req/s", kafkanetServer).Median / find(t, rows, "conns=8", "req/s", echoServer).Median
+	if got := find(t, rows, "conns=8", "req/s × echo", kafkanetServer).Median; math.Abs(got-want) > 1e-9 {
+		t.Errorf("req/s × echo %v, want %v", got, want)
+	}
 }
 
 // TestRawMetadataEndToEnd runs scenario a at one connection: ApiVersions
@@ -634,3 +659,72 @@ func TestProxyEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestPairedRatios checks scenario a's per-round ratios and their
+// judging: each round's kafkanet value over echo's of the same round, the
+// median of those against the targets, where a ratio of medians would
+// judge otherwise; a round without echo has no ratio.
+func TestPairedRatios(t *testing.T) {
+	var s []sample
+	add := func(c, metric string, server serverKind, values ...float64) {
+		for i, v := range values {
+			s = append(s, sample{Scenario: "a", Case: c, Metric: metric, Server: server, Round: i + 1, Value: v})
+		}
+	}
+	// req/s at 64: ratios 1.0, 0.9, 1.0, median 1.0 (met); medians' ratio 90/100 = 0.9.
+	add("conns=64", "req/s", kafkanetServer, 100, 90, 80)
+	add("conns=64", "req/s", echoServer, 100, 100, 80)
+	// p99 at 64: ratios 0.91, 1.2, 0.86, median 0.91 (met); medians' ratio 12/11 > 1.
+	add("conns=64", "p99 µs", kafkanetServer, 10, 12, 30)
+	add("conns=64", "p99 µs", echoServer, 11, 10, 35)
+	// req/s at 1: ratios 0.83, 0.91, 1.0, median 0.91 (missed); medians' ratio 50/55 = 0.91.
+	add("conns=1", "req/s", kafkanetServer, 50, 50, 50)
+	add("conns=1", "req/s", echoServer, 60, 55, 50)
+	// Metadata at 1 for kafkanet-inline, with echo failing in round 2.
+	add("conns=1, Metadata", "req/s", kafkanetInlineServer, 40, 40, 40)
+	s = append(s, sample{Scenario: "a", Case: "conns=1, Metadata", Metric: "req/s", Server: echoServer, Round: 1, Value: 80},
+		sample{Scenario: "a", Case: "conns=1, Metadata", Metric: "req/s", Server: echoServer, Round: 3, Value: 20})
+	b := &bench{opts: options{duration: time.Second}}
+	info := b.rawInfo()
+	s = append(s, pairedSamples(info, s)...)
+	rows := aggregate(s)
+	applyTargets(rows, []scenarioInfo{info})
+	for _, tc := range []struct {
+		c, metric string
+		server    serverKind
+		values    []float64
+		met       *bool
+	}{
+		{"conns=64", "req/s × echo", kafkanetServer, []float64{1, 0.9, 1}, ptr(true)},
+		{"conns=64", "p99 × echo", kafkanetServer, []float64{10.0 / 11, 1.2, 30.0 / 35}, ptr(true)},
+		{"conns=1", "req/s × echo", kafkanetServer, []float64{50.0 / 60, 50.0 / 55, 1}, ptr(false)},
+		{"conns=1, Metadata", "req/s × echo", kafkanetInlineServer, []float64{0.5, 2}, nil},
+	} {
+		r := find(t, rows, tc.c, tc.metric, tc.server)
+		if !slices.EqualFunc(r.Values, tc.values, func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }) {
+			t.Errorf("%s %s: by round %v, want %v", tc.c, tc.metric, r.Values, tc.values)
+		}
+		if (r.TargetMet == nil) != (tc.met == nil) || r.TargetMet != nil && *r.TargetMet != *tc.met {
+			t.Errorf("%s %s: target %q met %v, want met %v", tc.c, tc.metric, r.Target, r.TargetMet, tc.met)
+		}
+	}
+	// The ratios of medians would judge otherwise: 0.9 and 1.2 × echo.
+	if got := *find(t, rows, "conns=64", "req/s", kafkanetServer).RatioToEcho; got >= 0.95 {
+		t.Errorf("ratio of medians %v, want below 0.95", got)
+	}
+	if slices.ContainsFunc(rows, func(r row) bool { return r.Server == echoServer && strings.Contains(r.Metric, "×") }) {
+		t.Error("echo has a ratio to itself")
+	}
+	var buf bytes.Buffer
+	if err := writeTables(&buf, &results{Rounds: 3, Samples: s, Scenarios: []scenarioInfo{info}}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"conns=64, req/s × echo, kafkanet, by round: 1.00 0.90 1.00", "conns=1, req/s × echo, kafkanet, by round: 0.83 0.91 1.00", "≥ 0.95: met", "≤ 1: met", "≥ 0.95: MISSED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

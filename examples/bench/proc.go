@@ -145,6 +145,12 @@ type usage struct {
 	// CtxSwitches is the sum of the live threads' voluntary and
 	// nonvoluntary context switches (/proc/PID/task/*/status).
 	CtxSwitches int64
+	// Reads and Writes are the process's read and write system calls
+	// (syscr and syscw of /proc/PID/io: read, readv, recvmsg, write,
+	// writev, sendmsg and their kin); IO is false when the kernel does not
+	// count them.
+	Reads, Writes int64
+	IO            bool
 }
 
 // readUsage reads a process's usage. Threads that exit while it reads are
@@ -154,6 +160,12 @@ func readUsage(pid int) (usage, error) {
 	var err error
 	if u.Ticks, err = procCPU(pid); err != nil {
 		return u, err
+	}
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		if u.Reads, u.Writes, err = parseProcIO(string(io)); err != nil {
+			return u, err
+		}
+		u.IO = true
 	}
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	tids, err := os.ReadDir(dir)
@@ -190,4 +202,30 @@ func (u usage) cpuSince(then usage) time.Duration {
 	precise := u.TaskCPU - then.TaskCPU
 	coarse := u.Ticks - then.Ticks - time.Second/clockTicks
 	return max(precise, coarse)
+}
+
+// parseProcIO reads syscr and syscw, the read and write system calls, from
+// the text of /proc/PID/io.
+func parseProcIO(s string) (reads, writes int64, err error) {
+	found := 0
+	for line := range strings.Lines(s) {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || name != "syscr" && name != "syscw" {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc io: %s: %w", name, err)
+		}
+		if name == "syscr" {
+			reads = n
+		} else {
+			writes = n
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, errors.New("/proc io: no syscr and syscw lines")
+	}
+	return reads, writes, nil
 }

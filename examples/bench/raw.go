@@ -21,8 +21,29 @@ func (b *bench) rawInfo() scenarioInfo {
 			"queue and 8 handler goroutines, kafkanet-inline's on the connection's goroutine (socketserver.Inline); kfake's cluster goroutine; echo's fixed answer.",
 			"Latency: every round trip in the run, nearest-rank percentiles. CPU µs/req: server (or bench) CPU time over the run / requests",
 			"(the sum of the server's threads' run time from /proc/PID/task/*/schedstat). Context switches/req: the sum of voluntary and",
-			"nonvoluntary switches over the server's threads (/proc/PID/task/*/status) over the run / requests.",
-		}, Ratios: []ratioPair{{kafkanetServer, echoServer}, {kafkanetInlineServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}}}
+			"nonvoluntary switches over the server's threads (/proc/PID/task/*/status) over the run / requests. Reads and writes/req: the",
+			"server's read and write system calls (syscr, syscw of /proc/PID/io) over the run / requests.",
+			"req/s × echo and p99 × echo: kafkanet's (kafkanet-inline's) value over echo's of the same round and case, one per round, listed",
+			"under the table; their median is judged. Targets: ApiVersions req/s at least 0.95 × echo at 64 and 1 connection, p99 at most 1 × echo at 64.",
+		}, Ratios: []ratioPair{{kafkanetServer, echoServer}, {kafkanetInlineServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}},
+		Paired:  rawPaired,
+		Targets: rawTargets}
+}
+
+// rawPaired are (a)'s per-round ratios: kafkanet's and kafkanet-inline's
+// req/s and p99 over echo's.
+var rawPaired = []pairedRatio{
+	{kafkanetServer, echoServer, "req/s"}, {kafkanetServer, echoServer, "p99 µs"},
+	{kafkanetInlineServer, echoServer, "req/s"}, {kafkanetInlineServer, echoServer, "p99 µs"},
+}
+
+// rawTargets are (a)'s targets, on the medians of the per-round ratios of
+// ApiVersions: req/s at least 0.95 × echo's at 64 and at 1 connection, p99
+// at most echo's at 64.
+var rawTargets = []target{
+	{Case: "conns=64", Metric: "req/s × echo", Bound: 0.95},
+	{Case: "conns=64", Metric: "p99 × echo", AtMost: true, Bound: 1},
+	{Case: "conns=1", Metric: "req/s × echo", Bound: 0.95},
 }
 
 // metadataCase is (a)'s case of Metadata at one connection.
@@ -96,6 +117,11 @@ func (r loadResult) samples(out []sample, c string) []sample {
 			sample{Case: c, Metric: "server CPU µs/req", Value: micros(r.ServerCPU) / float64(r.Requests)},
 			sample{Case: c, Metric: "server ctx switches/req", Value: float64(r.ServerSwitches) / float64(r.Requests)},
 			sample{Case: c, Metric: "bench CPU µs/req", Value: micros(r.Client) / float64(r.Requests)})
+		if r.ServerReads >= 0 {
+			out = append(out,
+				sample{Case: c, Metric: "server reads/req", Value: float64(r.ServerReads) / float64(r.Requests)},
+				sample{Case: c, Metric: "server writes/req", Value: float64(r.ServerWrites) / float64(r.Requests)})
+		}
 	}
 	return out
 }

@@ -39,6 +39,55 @@ type scenarioInfo struct {
 	// the table gets a column that says whether each is met, the JSON rows
 	// fields.
 	Targets []target `json:"-"`
+	// Paired are ratios taken round by round: in each round, one
+	// server's value over another's of the same case and metric, a
+	// sample of its own (metric "req/s × echo"), so that the median is
+	// that of the rounds' ratios, not a ratio of medians.
+	Paired []pairedRatio `json:"-"`
+}
+
+// pairedRatio is a per-round ratio: num's Metric over den's in each round
+// and case where both were measured, as the metric Metric+" × "+den of
+// num's rows.
+type pairedRatio struct {
+	num, den serverKind
+	Metric   string
+}
+
+// name is the metric of the ratio's samples: "p99 µs" over echo is
+// "p99 × echo", "req/s" over echo "req/s × echo".
+func (p pairedRatio) name() string {
+	return strings.TrimSuffix(p.Metric, " µs") + " × " + p.den
+}
+
+// pairedSamples returns, for each pairedRatio of sc and each round and
+// case of samples (sc's) where both servers have a non-zero value of the
+// metric, a sample of num's value over den's, in the order of num's
+// samples.
+func pairedSamples(sc scenarioInfo, samples []sample) []sample {
+	type key struct {
+		c, metric string
+		server    serverKind
+		round     int
+	}
+	values := map[key]float64{}
+	for _, s := range samples {
+		values[key{s.Case, s.Metric, s.Server, s.Round}] = s.Value
+	}
+	var out []sample
+	for _, p := range sc.Paired {
+		for _, s := range samples {
+			if s.Server != p.num || s.Metric != p.Metric || s.Scenario != sc.ID {
+				continue
+			}
+			d, ok := values[key{s.Case, s.Metric, p.den, s.Round}]
+			if !ok || d == 0 {
+				continue
+			}
+			out = append(out, sample{Scenario: sc.ID, Case: s.Case, Metric: p.name(), Server: p.num, Round: s.Round, Value: s.Value / d})
+		}
+	}
+	return out
 }
 
 // target is a bound on the median of one case's metric, whatever the
@@ -251,6 +300,7 @@ func writeTables(w io.Writer, res *results) error {
 		if err := writeTable(w, mine, ratios, len(sc.Targets) > 0); err != nil {
 			return err
 		}
+		writeRounds(w, mine, sc.Paired)
 	}
 	if len(res.Failures) > 0 {
 		fmt.Fprintln(w, "\nFailures:")
@@ -334,6 +384,22 @@ func writeTable(w io.Writer, rows []row, pairs []ratioPair, targets bool) error 
 		fmt.Fprintln(tw, "    "+strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// writeRounds writes, under a table, each round's value of the rows of
+// its per-round ratios: "conns=64, req/s × echo, kafkanet, by round: 0.93
+// 0.97 0.95".
+func writeRounds(w io.Writer, rows []row, paired []pairedRatio) {
+	for _, r := range rows {
+		if !slices.ContainsFunc(paired, func(p pairedRatio) bool { return p.num == r.Server && p.name() == r.Metric }) {
+			continue
+		}
+		vals := make([]string, len(r.Values))
+		for i, v := range r.Values {
+			vals[i] = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(w, "    %s, %s, %s, by round: %s\n", r.Case, r.Metric, r.Server, strings.Join(vals, " "))
+	}
 }
 
 // targetVerdict is a row's target and whether its median meets it: "≤ 2:
