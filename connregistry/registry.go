@@ -1,6 +1,7 @@
 package connregistry
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -109,11 +110,11 @@ func (p Principal) String() string { return p.Type + ":" + p.Name }
 
 // Info describes a connection: who is connected, from where, on which
 // listener and how. The server writes it in one place, the connection's
-// [Entry] (see [Entry.Update]); a request carries a copy taken when it was
-// read, and the hooks and listings read it from there.
+// [Entry] (see [Entry.Update]); a request carries the copy it found when it
+// was read, shared by the requests read until the next change (see
+// [Entry.Request]), and the hooks and listings read it from there.
 //
-// Its small fields are together, so that the copy a request carries has no
-// padding.
+// Its small fields are together, so that a copy has no padding.
 type Info struct {
 	// ID is Kafka's connection id:
 	// localIP:localPort-remoteIP:remotePort-processorId-index, with IPv6
@@ -221,13 +222,19 @@ func New(historySize int) *Registry {
 type Entry struct {
 	reg    *Registry
 	closer func(CloseReason)
-	// connectedAt and id order snapshots; they never change.
-	connectedAt time.Time
+	// connectedAt (unix nanoseconds, 8 bytes where a time.Time takes 24:
+	// the entry stays in its size class) and id order snapshots; they
+	// never change.
+	connectedAt int64
 	id          string
 
 	mu            sync.Mutex
 	c             Conn      // fields other than the atomics below
 	throttledFrom time.Time // when the current throttle began; zero while none
+	// shared is the copy of c.Info that Request returns, made by the
+	// first request after a change (Update) or a rest (Idle) and shared by
+	// the requests that follow; never changed once made.
+	shared *Info
 
 	bytesIn, bytesOut, requests atomic.Int64
 	lastActivity                atomic.Int64 // unix nanoseconds
@@ -237,7 +244,7 @@ type Entry struct {
 // Add registers an open connection. closer, which may be nil, closes it
 // when an operator asks (see Registry.Close); it must not block.
 func (r *Registry) Add(c Conn, closer func(CloseReason)) *Entry {
-	e := &Entry{reg: r, closer: closer, c: c, connectedAt: c.ConnectedAt, id: c.ID}
+	e := &Entry{reg: r, closer: closer, c: c, connectedAt: c.ConnectedAt.UnixNano(), id: c.ID}
 	e.lastActivity.Store(c.ConnectedAt.UnixNano())
 	r.mu.Lock()
 	r.open[e] = struct{}{}
@@ -260,6 +267,7 @@ func (e *Entry) Info() Info {
 func (e *Entry) Update(f func(*Info)) {
 	e.mu.Lock()
 	f(&e.c.Info)
+	e.shared = nil // the requests read so far keep the description they found
 	e.mu.Unlock()
 }
 
@@ -273,8 +281,10 @@ func (e *Entry) SetState(s State) {
 
 // Request records a complete request of size bytes, at t, from clientID,
 // and returns the connection's description as the request found it (what
-// Info returns), read under the same lock.
-func (e *Entry) Request(t time.Time, size int, clientID string) Info {
+// Info returns), read under the same lock. The requests read between two
+// changes of the description (Update) share one copy: read it, never
+// change it. Idle lets go of it.
+func (e *Entry) Request(t time.Time, size int, clientID string) *Info {
 	e.requests.Add(1)
 	e.bytesIn.Add(int64(size))
 	e.lastActivity.Store(t.UnixNano())
@@ -282,9 +292,24 @@ func (e *Entry) Request(t time.Time, size int, clientID string) Info {
 	if e.c.ClientID != clientID {
 		e.c.ClientID = strings.Clone(clientID) // it may share the memory of a request frame
 	}
-	info := e.c.Info
+	info := e.shared
+	if info == nil {
+		info = new(Info)
+		*info = e.c.Info
+		e.shared = info
+	}
 	e.mu.Unlock()
 	return info
+}
+
+// Idle records that the connection waits, idle, for its next request: the
+// entry lets go of the copy of the description that Request shares, so
+// that an idle connection holds only its entry (requests that have it
+// keep it). The next request makes a new copy.
+func (e *Entry) Idle() {
+	e.mu.Lock()
+	e.shared = nil
+	e.mu.Unlock()
 }
 
 // Response records a response of size bytes written at t.
@@ -397,7 +422,7 @@ func (r *Registry) Snapshot(f Filter) []Conn {
 	// Sort the entries, not the records: a pointer swap is cheap, a record
 	// is hundreds of bytes.
 	slices.SortFunc(entries, func(a, b *Entry) int {
-		if c := a.connectedAt.Compare(b.connectedAt); c != 0 {
+		if c := cmp.Compare(a.connectedAt, b.connectedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.id, b.id)

@@ -144,6 +144,30 @@ func TestRegistryForget(t *testing.T) {
 	assert.Equal(t, "kept", closed[0].ID)
 }
 
+// The requests of a connection share one copy of its description until it
+// changes (Update) or the connection rests (Idle): each request carries
+// the description it found, never a later one.
+func TestRequestsShareTheDescriptionTheyFound(t *testing.T) {
+	r := connregistry.New(0)
+	e := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
+	first := e.Request(t0, 10, "kgo")
+	assert.Equal(t, "User:alice", first.Principal.String())
+	assert.Same(t, first, e.Request(t0, 10, "kgo"), "no change: the same copy")
+
+	e.Update(func(i *connregistry.Info) { i.Principal = connregistry.Principal{Type: "User", Name: "bob"} })
+	second := e.Request(t0, 10, "kgo")
+	assert.NotSame(t, first, second)
+	assert.Equal(t, "User:alice", first.Principal.String(), "an earlier request keeps what it found")
+	assert.Equal(t, "User:bob", second.Principal.String())
+	assert.Equal(t, "User:bob", e.Info().Principal.String())
+
+	e.Idle()
+	third := e.Request(t0, 10, "kgo")
+	assert.NotSame(t, second, third, "a rest lets go of the copy")
+	assert.Equal(t, *second, *third)
+	assert.Same(t, third, e.Request(t0, 10, "kgo"))
+}
+
 // Snapshots taken in a loop while thousands of connections open, change
 // and close: no race (under -race), no torn record (the fields written
 // together are seen together), and the count returns to zero.

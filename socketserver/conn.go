@@ -56,7 +56,7 @@ import (
 // goroutine writes to the socket, and reads it but for the peer watcher
 // and a streamed body's reads (see the concurrency core).
 //
-// Its fields are laid out to fit the 240-byte size class (TestConnSize):
+// Its fields are laid out to fit the 240-byte size class (TestGuardConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
 	nc        net.Conn // the connection: closed and given deadlines from any goroutine
@@ -112,6 +112,7 @@ const smallFrame = 320
 // Produce's record batches) keeps the frame's bytes alive and nothing
 // else, not the request, nor through it the connection, which would stay
 // in memory, closed, for as long as the host keeps the batch.
+// TestGuardRequestSizeClass holds it to its size class.
 type requestBuf struct {
 	req      Request
 	clientID string
@@ -681,7 +682,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 			return false, time.Time{}
 		}
 	}
-	if answered, err := c.answerInServer(&q, api, body, rest); answered || err != nil {
+	if answered, err := c.answerInServer(&q, info, api, body, rest); answered || err != nil {
 		c.releaseMemory()
 		if peeked > 0 { // answered: the frame may leave the read buffer now
 			_, _ = c.br.Discard(peeked)
@@ -726,7 +727,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		r.ClientID = clientID
 	}
 	if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
-		c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
+		c.noteClientSoftware(av, info) // the request itself carries the earlier values, as in Kafka
 	}
 	pipelined := api.Pipeline > 0
 	if pipelined && !c.pipeline().admit(r, &q, api.Pipeline) {
@@ -951,7 +952,7 @@ func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, c
 // connection's description as the request found it, read as the request
 // is recorded in the registry entry. An error means the connection must
 // close without a response.
-func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions bool) (h header, api API, body kmsg.Request, rest []byte, info connregistry.Info, err error) {
+func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions bool) (h header, api API, body kmsg.Request, rest []byte, info *connregistry.Info, err error) {
 	apis := c.p.ls.apis
 	h, rest, err = parseHeaderPrefix(frame)
 	if err != nil {
@@ -1009,13 +1010,13 @@ func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions
 // SaslAuthenticate, and logs them. It reports whether it answered; an
 // error means the connection must close. A request of an API served raw
 // is the host's.
-func (c *conn) answerInServer(q *logged, api API, body kmsg.Request, rest []byte) (bool, error) {
+func (c *conn) answerInServer(q *logged, found *connregistry.Info, api API, body kmsg.Request, rest []byte) (bool, error) {
 	if api.Raw {
 		return false, nil
 	}
 	switch body.(type) {
 	case nil: // ApiVersions, left undecoded
-		return true, c.answerAPIVersions(q, rest)
+		return true, c.answerAPIVersions(q, found, rest)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return true, c.answerSASLAfterAuthentication(q, body)
 	}
@@ -1026,9 +1027,11 @@ func (c *conn) answerInServer(q *logged, api API, body kmsg.Request, rest []byte
 // undecoded (body holds what follows its header and header tags): too new,
 // in the v0 layout; with invalid client software fields, INVALID_REQUEST;
 // otherwise with the listener's encoded answer, recording the client
-// software (KIP-511) when it changed. Nothing is allocated for a client
-// that sends the same software as before (and no request log hook is set).
-func (c *conn) answerAPIVersions(q *logged, body []byte) error {
+// software (KIP-511) when it differs from found's, the description the
+// request found. Nothing is allocated for a client that sends the same
+// software as before (and no request log hook is set), and the requests
+// that follow keep sharing found.
+func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byte) error {
 	apis := c.p.ls.apis
 	h := q.h
 	if a, _ := apis.lookup(apiVersionsKey); h.version > a.MaxVersion {
@@ -1045,11 +1048,11 @@ func (c *conn) answerAPIVersions(q *logged, body []byte) error {
 			resp.Version, resp.ErrorCode = h.version, kerr.InvalidRequest.Code
 			return c.answerOwn(q, resp, false)
 		}
-		c.describe(func(i *connregistry.Info) { // strings made only when the software changed
-			if string(name) != i.ClientSoftwareName || string(version) != i.ClientSoftwareVersion {
+		if !sameSoftware(found, name, version) { // strings made only when the software changed
+			c.describe(func(i *connregistry.Info) {
 				i.ClientSoftwareName, i.ClientSoftwareVersion = string(name), string(version)
-			}
-		})
+			})
+		}
 	}
 	start := c.ownStart()
 	n, err := c.writeEncoded(h.correlationID, apiVersionsKey, apis.encodedVersions[h.version])
@@ -1452,11 +1455,19 @@ func (c *conn) wrote(n int) {
 }
 
 // noteClientSoftware records KIP-511's client software name and version
-// from a valid ApiVersions v3+ request.
-func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
-	if req.Version >= 3 && validClientSoftware(req) {
+// from a valid ApiVersions v3+ request, when they differ from found's, the
+// description the request found: the same software changes nothing, and
+// the requests that follow keep sharing found (connregistry.Entry.Request).
+func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest, found *connregistry.Info) {
+	if req.Version >= 3 && validClientSoftware(req) && !sameSoftware(found, req.ClientSoftwareName, req.ClientSoftwareVersion) {
 		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
 	}
+}
+
+// sameSoftware reports whether info names the client software name and
+// version already.
+func sameSoftware[S string | []byte](info *connregistry.Info, name, version S) bool {
+	return string(name) == info.ClientSoftwareName && string(version) == info.ClientSoftwareVersion
 }
 
 // setClientSoftware records the client software of the connection.

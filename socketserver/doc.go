@@ -13,8 +13,9 @@
 // ApiVersions and the SASL exchange itself, and feeds every connection to a
 // connregistry.Registry for listing (KIP-1329): a connection's description,
 // a connregistry.Info, lives in its registry entry, and each request
-// carries a copy taken when it was read ([Request.Conn]), as the hooks get
-// one; after a TLS handshake it holds the server name the client asked
+// carries the one it found when it was read ([Request.Conn], a copy the
+// connection's requests share until the description changes), as the
+// hooks get a copy; after a TLS handshake it holds the server name the client asked
 // for (SNI), and a listener may serve a certificate per server name
 // (security.KeySSLServerNames). [KmsgAPI] enables kmsg's request types (and says which versions to
 // pick), and a host that is a cluster of one broker answers Metadata with

@@ -423,50 +423,38 @@ func TestHookAuthentication(t *testing.T) {
 	assert.Len(t, m.of("authfailed"), 2)
 }
 
-// The hooks run off the per-request path's allocation budget: with a hook
+// TestGuardAllocationsPerRequestWithHooks: the hooks run off the
+// per-request path's budget (see guards_test.go): with a hook
 // implementing every interface but the request log's, a request costs
-// what it costs without (TestAllocationsPerRequest). With a request log
-// (HookRequestLogged) too it costs the same, the RequestLog being lent
-// from a pool, but for the copy of the client id of an ApiVersions
-// request answered from the read buffer: one allocation, none without a
-// client id.
-func TestAllocationsPerRequestWithHooks(t *testing.T) {
+// what it costs without (TestGuardAllocationsPerRequest). With a request
+// log (HookRequestLogged) too it costs the same, the RequestLog being lent
+// from a pool, but for the copy of the client id of an ApiVersions request
+// answered from the read buffer: one allocation, none without a client id.
+func TestGuardAllocationsPerRequestWithHooks(t *testing.T) {
+	if raceEnabled {
+		t.Skip(raceSkip)
+	}
 	resp := kmsg.NewPtrMetadataResponse()
 	reuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.Respond(resp) })
-	slack := 0.0
-	if raceEnabled {
-		slack = 0.5 // the race detector's pools drop a quarter of the response buffers (and of the RequestLogs)
-	}
 	noClientID := kmsg.NewRequestFormatter()
 	for _, tt := range []struct {
 		name   string
 		req    kmsg.Request
 		format *kmsg.RequestFormatter
 		hooks  []socketserver.Hook
-		max    float64
+		budget perRequest // allocations and bytes per request
 	}{
-		{"ApiVersions answered by the server", apiVersionsReq(3, "allocs", "1.0"), formatter, []socketserver.Hook{nopHooks{}}, 0},
-		{"Metadata through the request channel", metadataReq(12), formatter, []socketserver.Hook{nopHooks{}}, 3},
-		{"ApiVersions answered by the server, request log", apiVersionsReq(3, "allocs", "1.0"), formatter, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, 1},
-		{"ApiVersions without a client id, request log", apiVersionsReq(3, "allocs", "1.0"), noClientID, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, 0},
-		{"Metadata through the request channel, request log", metadataReq(12), formatter, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, 3},
+		{"ApiVersions answered by the server", apiVersionsReq(3, "allocs", "1.0"), formatter, []socketserver.Hook{nopHooks{}}, answeredInPlace},
+		{"Metadata through the request channel", metadataReq(12), formatter, []socketserver.Hook{nopHooks{}}, smallDecoded},
+		{"ApiVersions answered by the server, request log", apiVersionsReq(3, "allocs", "1.0"), formatter, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, loggedClientID},
+		{"ApiVersions without a client id, request log", apiVersionsReq(3, "allocs", "1.0"), noClientID, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, answeredInPlace},
+		{"Metadata through the request channel, request log", metadataReq(12), formatter, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, smallDecoded},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := socketservertest.NewServer(t, nil, withHooks(tt.hooks...), reuse)
 			bc := newBenchClient(socketservertest.Dial(t, srv, "PLAINTEXT"), tt.req)
 			bc.req = tt.format.AppendRequest(nil, tt.req, 0)
-			for range 100 {
-				require.NoError(t, bc.roundTrip())
-			}
-			got := testing.AllocsPerRun(2000, func() {
-				if err := bc.roundTrip(); err != nil {
-					t.Fatal(err)
-				}
-			})
-			if got > tt.max+float64(len(tt.hooks))*slack {
-				t.Errorf("%.2f allocations per request with hooks, want at most %v", got, tt.max)
-			}
-			t.Logf("%.2f allocations per request", got)
+			requirePerRequest(t, bc, tt.budget)
 		})
 	}
 }

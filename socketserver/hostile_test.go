@@ -642,15 +642,28 @@ func TestHostileStalls(t *testing.T) {
 	env.requireBaseline(t)
 }
 
-// warmGoroutines runs n goroutines at once and waits for them to end.
+// warmGoroutines runs n goroutines at once and waits for them to end, so
+// that the runtime keeps n goroutine descriptors for reuse. They wait by
+// yielding, not on a channel or a lock, which would leave the runtime's
+// caches of waiters (sudogs) fuller than before, and share one closure,
+// which a dead goroutine's descriptor may refer to until it is reused.
 func warmGoroutines(n int) {
-	var wg sync.WaitGroup
-	release := make(chan struct{})
-	for range n {
-		wg.Go(func() { <-release })
+	var release atomic.Bool
+	var running atomic.Int64
+	running.Add(int64(n))
+	f := func() {
+		for !release.Load() {
+			runtime.Gosched()
+		}
+		running.Add(-1)
 	}
-	close(release)
-	wg.Wait()
+	for range n {
+		go f()
+	}
+	release.Store(true)
+	for running.Load() > 0 {
+		runtime.Gosched()
+	}
 }
 
 // Thousands of half-open connections (connected, silent or with part of a

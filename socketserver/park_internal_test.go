@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 func TestAdaptParkWait(t *testing.T) {
@@ -30,29 +29,6 @@ func TestAdaptParkWait(t *testing.T) {
 		if got := c.parkWait(); got != tc.want {
 			t.Errorf("ParkAfter %v, wait %v, parked for %v: next wait %v, want %v", tc.parkAfter, tc.wait, tc.parkedFor, got, tc.want)
 		}
-	}
-}
-
-// TestConnSize keeps a connection's state in the 240-byte size class:
-// every open connection holds one, so a field added here is paid 10,000
-// times over by a broker with 10,000 idle clients (issue 7's target (c)).
-// It was 448 bytes while the connection kept its own copy of its
-// description (ConnInfo, 208 bytes); the registry entry's Info is now the
-// only copy (issue 20).
-func TestConnSize(t *testing.T) {
-	if size := unsafe.Sizeof(conn{}); size > 240 {
-		t.Errorf("conn is %d bytes, over the 240-byte size class", size)
-	}
-}
-
-// TestRequestBufSize keeps a small request, with its frame, in one
-// 640-byte allocation (see requestBuf): the runtime puts an 8-byte header
-// before an object of more than 512 bytes that holds pointers, so the
-// struct itself must stay within 632 bytes. A field added to Request is
-// paid on every request.
-func TestRequestBufSize(t *testing.T) {
-	if size := unsafe.Sizeof(requestBuf{}) + 8; size > 640 {
-		t.Errorf("requestBuf is %d bytes with its allocation header, over the 640-byte size class", size)
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"math/rand/v2"
 	"net"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -303,92 +301,6 @@ func TestParkingRacesRequests(t *testing.T) {
 		most = max(most, n)
 	}
 	assert.Positive(t, most, "some connections parked between requests")
-}
-
-// A parked connection, plaintext or TLS, holds the runtime's smallest
-// goroutine stack (2 KiB), where a connection waiting in its serving
-// goroutine holds 4 KiB or more
-// (measured after a request the server answers itself, so that no peer
-// watcher adds a second goroutine).
-// The race detector's larger frames need more, so it runs without -race.
-func TestParkedStackFootprint(t *testing.T) {
-	if raceEnabled {
-		t.Skip("race-instrumented frames do not fit the smallest stack")
-	}
-	pki := newTestPKI(t)
-	for _, tc := range []struct {
-		name  string
-		n     int
-		props listener.Properties
-		dial  func(t *testing.T, srv *socketserver.Server) net.Conn
-	}{
-		{"PLAINTEXT", 1000, nil, func(t *testing.T, srv *socketserver.Server) net.Conn {
-			c, err := net.Dial("tcp", srv.Addr("PLAINTEXT").String())
-			require.NoError(t, err)
-			return c
-		}},
-		{"SSL", 300, merge(pki.props("none"), listener.Properties{
-			"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
-		}), func(t *testing.T, srv *socketserver.Server) net.Conn {
-			raw, err := net.Dial("tcp", srv.Addr("SSL").String())
-			require.NoError(t, err)
-			c := tls.Client(raw, pki.clientConfig())
-			require.NoError(t, c.Handshake())
-			return c
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			// No collection between the measurements unless the test
-			// asks: the runtime sizes new goroutines' stacks by the
-			// average it saw at the last collection (adaptive stack
-			// start), so a collection while connections wait in their
-			// serving goroutines would make the next parked goroutines
-			// start larger.
-			defer debug.SetGCPercent(debug.SetGCPercent(-1))
-			srv := socketservertest.NewServer(t, tc.props, withAPIs, echoMetadata)
-			stackInuse := func() int64 {
-				runtime.GC()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				return int64(ms.StackInuse)
-			}
-			before := stackInuse()
-			conns := make([]net.Conn, tc.n)
-			for i := range conns {
-				c := tc.dial(t, srv)
-				conns[i] = c
-				versionsRoundTrip(t, c, 1) // answered by the server: no peer watcher, one goroutine a connection
-			}
-			perConn := func(b int64) float64 { return float64(b-before) / float64(tc.n) }
-			serving := stackInuse()
-			waitParked(t, srv, tc.n)
-			parkedFirst := stackInuse()
-			// Goroutines parked while most connections still waited in
-			// their serving goroutines may have started larger. Once a
-			// collection has seen them parked, the runtime starts
-			// goroutines on the minimum again, and the processor parks
-			// those connections again, with no request.
-			var parked int64
-			require.Eventually(t, func() bool {
-				parked = stackInuse()
-				return perConn(parked) <= 3.0*1024
-			}, 5*time.Second, 100*time.Millisecond, "parked connections on a 4 KiB stack each, or more")
-			t.Logf("stack per connection: %.0f B waiting in its serving goroutine, %.0f B just parked, %.0f B parked",
-				perConn(serving), perConn(parkedFirst), perConn(parked))
-			assert.Equal(t, tc.n, srv.Stats().ParkedConnections)
-			for _, c := range conns {
-				versionsRoundTrip(t, c, 2) // still served after parking again
-			}
-			assert.LessOrEqual(t, perConn(parked), 3.0*1024, "a 4 KiB stack each would be over")
-			assert.GreaterOrEqual(t, perConn(serving)-perConn(parked), 1.5*1024, "parking saves at least 1.5 KiB a connection")
-			for _, c := range conns {
-				require.NoError(t, c.Close())
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			require.NoError(t, srv.Shutdown(ctx)) // every connection goroutine has ended: the next case's baseline is clean
-		})
-	}
 }
 
 // Config.ParkAfter: a negative value turns parking off (an idle connection

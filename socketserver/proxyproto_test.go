@@ -105,7 +105,7 @@ func proxyServer(t *testing.T, rec *proxyRecorder, props listener.Properties, co
 		}
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		rec.mu.Lock()
-		rec.requests = append(rec.requests, r.Conn)
+		rec.requests = append(rec.requests, *r.Conn)
 		rec.mu.Unlock()
 		_ = respondEmpty(r)
 	}))

@@ -3,19 +3,9 @@ package socketserver
 import (
 	"encoding/binary"
 	"testing"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// TestRawRequestBufSize keeps a raw request, with its raw form and raw
-// answer's state, in one 768-byte allocation (rawRequestBuf): every raw
-// request pays it. (A decoded request's is TestRequestBufSize's.)
-func TestRawRequestBufSize(t *testing.T) {
-	if size := unsafe.Sizeof(rawRequestBuf{}) + 8; size > 768 {
-		t.Errorf("rawRequestBuf is %d bytes with its allocation header, over the 768-byte size class", size)
-	}
-}
 
 // FuzzProduceAcks: produceAcks never panics, finds acks within the body,
 // and finds what kmsg decodes whenever kmsg decodes the body.

@@ -48,9 +48,12 @@ type Request struct {
 	// Raw is the request as the client sent it, header and body, for an
 	// API served raw (API.Raw); nil for a decoded request.
 	Raw *RawRequest
-	// Conn describes the connection at the time the request was read: a
-	// copy of what its registry entry held then.
-	Conn connregistry.Info
+	// Conn describes the connection at the time the request was read:
+	// what its registry entry held then. The requests read between two
+	// changes of the description (authentication, the client's software)
+	// share it, so that a request carries a pointer rather than a copy:
+	// read it, never change it (copy it first: info := *r.Conn).
+	Conn *connregistry.Info
 	// ReceivedAt is when the whole frame had been read; for a streamed
 	// raw request (API.StreamAbove), when its header had.
 	ReceivedAt time.Time

@@ -1,0 +1,309 @@
+//go:build unix
+
+package socketserver_test
+
+import (
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// What a parked idle connection keeps, per connection, measured over
+// parkedConns of them (TestGuardParkedConnectionFootprint).
+const (
+	parkedConns = 1000
+	// parkedGoroutines is the goroutines of a parked connection.
+	parkedGoroutines = 1
+	// parkedStackBytes is the stack its goroutine starts on: the runtime's
+	// smallest, which its frames fit (parkedFrameBytes).
+	parkedStackBytes = 2048
+	// parkedFrameBytes is the stack its goroutine uses, as the collector
+	// scans it (/gc/scan/stack:bytes); the runtime's starting size does not
+	// change it.
+	parkedFrameBytes = 561
+	// parkedHeapBytes is the heap a plaintext connection keeps parked: its
+	// state (conn), registry entry, socket and addresses, contexts, and
+	// its share of the server's maps of connections. Not its goroutine's
+	// descriptor (the runtime's, about 450 bytes), which the runtime
+	// reuses from goroutines that ended, nor the socket's poll descriptor,
+	// which is not on the heap.
+	parkedHeapBytes = 1815
+	// parkedTLSHeapBytes is the heap a TLS connection keeps parked: the
+	// same and crypto/tls's state and buffers. Not to the byte: its input
+	// buffer grows by what each read returns, which the timing of the
+	// client's writes decides, so rounds measure 8,419 to 8,476 bytes; the
+	// budget is the next multiple of 128 bytes above the highest.
+	parkedTLSHeapBytes = 8576
+)
+
+// TestGuardParkedConnectionFootprint holds what a parked idle connection
+// keeps: its goroutines, their stacks, the frames on them and its heap,
+// plaintext and TLS (after a TLS handshake and an ApiVersions request the
+// server answers itself, so that no peer watcher adds a goroutine). The
+// clients are sockets the test holds by their descriptors alone, so that
+// the heap measured is the server's. The figures are robust to the
+// runtime's adaptive starting stack size: goroutines, frames and heap do
+// not depend on it, and the stack each parked goroutine starts on is
+// waited for: the runtime starts goroutines on the smallest stack again
+// once a collection has seen most connections parked, and the processor
+// parks again those that parked on a larger one.
+func TestGuardParkedConnectionFootprint(t *testing.T) {
+	if raceEnabled {
+		t.Skip(raceSkip)
+	}
+	pki := newTestPKI(t)
+	for _, tc := range []struct {
+		name     string
+		props    listener.Properties
+		listener string
+		dial     func(t *testing.T, addr string, req []byte) int
+		heap     uint64
+	}{
+		{"PLAINTEXT", nil, "PLAINTEXT", dialFD, parkedHeapBytes},
+		{"SSL", merge(pki.props("none"), listener.Properties{
+			"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
+		}), "SSL", func(t *testing.T, addr string, _ []byte) int {
+			raw, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			c := tls.Client(raw, pki.clientConfig())
+			require.NoError(t, c.Handshake())
+			versionsRoundTrip(t, c, 1)
+			versionsRoundTrip(t, c, 2)
+			return detach(t, c)
+		}, parkedTLSHeapBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The first connections of a process pay for what the runtime
+			// makes once and keeps (its threads, its sockets' timers,
+			// goroutine descriptors): a first round, on a server of its own,
+			// pays it unmeasured. Then the least of three rounds: what the
+			// runtime or the test binary's watcher allocates meanwhile only
+			// adds.
+			parkedFootprint(t, tc.props, tc.listener, tc.dial)
+			got := parkedFootprint(t, tc.props, tc.listener, tc.dial)
+			for range 2 {
+				next := parkedFootprint(t, tc.props, tc.listener, tc.dial)
+				got = footprint{min(got.goroutines, next.goroutines), min(got.stack, next.stack), min(got.frames, next.frames), min(got.heap, next.heap)}
+			}
+			t.Logf("per parked connection: %d goroutines, %d B of stack (%d B in use), %d B of heap", got.goroutines, got.stack, got.frames, got.heap)
+			assert.LessOrEqual(t, got.goroutines, uint64(parkedGoroutines), "goroutines")
+			assert.LessOrEqual(t, got.stack, uint64(parkedStackBytes), "bytes of stack")
+			assert.LessOrEqual(t, got.frames, uint64(parkedFrameBytes), "bytes of stack in use")
+			assert.LessOrEqual(t, got.heap, tc.heap, "bytes of heap")
+		})
+	}
+}
+
+// footprint is what a parked connection keeps, on average.
+type footprint struct{ goroutines, stack, frames, heap uint64 }
+
+// parkedFootprint starts a server with props, opens parkedConns
+// connections to its listener with dial, which has each send two
+// ApiVersions requests (answered by the server: no peer watcher; the
+// second shares the description the first left, see
+// connregistry.Entry.Request, which a connection lets go of when it
+// parks) and returns its socket's descriptor, waits until all have parked
+// on the runtime's smallest stack, and returns what each keeps. A
+// plaintext connection is then served again.
+func parkedFootprint(t *testing.T, props listener.Properties, name string, dial func(*testing.T, string, []byte) int) footprint {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // collections only when the test asks: each sets the starting stack size
+	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
+	addr := srv.Addr(protocolmap.ListenerName(name)).String()
+	req := formatter.AppendRequest(nil, apiVersionsReq(3, "park", "1.0"), 0)
+	fds := make([]int, parkedConns)
+	warmGoroutines(3 * parkedConns) // descriptors for the connections' goroutines, so that none is counted as heap
+	warmThreads(t, 8)
+	before := readFootprint()
+	for i := range fds {
+		fds[i] = dial(t, addr, req)
+	}
+	waitParked(t, srv, parkedConns)
+	// Settled: no parked goroutine is on a larger stack than the runtime
+	// starts goroutines on now.
+	var (
+		after           memFootprint
+		stacks, largest uint64
+	)
+	require.Eventually(t, func() bool {
+		after = readFootprint()
+		var parked int
+		parked, stacks, largest = socketserver.ParkedStacks(srv)
+		return parked == parkedConns && largest <= startingStack()
+	}, 10*time.Second, 50*time.Millisecond, "parked goroutines on a stack larger than the runtime's starting size")
+	t.Logf("round: %d goroutines, %d B of stack, %d B in use, %d B of heap", after.goroutines-before.goroutines, stacks, after.frames-before.frames, after.heap-before.heap)
+	got := footprint{
+		goroutines: uint64(after.goroutines-before.goroutines) / parkedConns,
+		stack:      stacks / parkedConns,
+		frames:     perConn(before.frames, after.frames),
+		heap:       perConn(before.heap, after.heap),
+	}
+	buf := make([]byte, 4096)
+	for _, fd := range fds {
+		if name == "PLAINTEXT" { // still served
+			require.NoError(t, fdRoundTrip(fd, req, buf, 3))
+		}
+		require.NoError(t, syscall.Close(fd))
+	}
+	srv.Close()
+	return got
+}
+
+// startingStack is the stack the runtime starts goroutines on now.
+func startingStack() uint64 {
+	s := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// perConn is the bytes per parked connection between two readings,
+// rounded to the nearest byte.
+func perConn(before, after uint64) uint64 {
+	if after < before {
+		return 0
+	}
+	return (after - before + parkedConns/2) / parkedConns
+}
+
+// memFootprint is a reading of the process's live heap, the stack its
+// goroutines use and their number.
+type memFootprint struct {
+	heap, frames uint64
+	goroutines   int
+}
+
+// readFootprint reads the live heap and the stacks in use after two
+// collections: the first moves the pools' contents aside, the second
+// frees them.
+func readFootprint() memFootprint {
+	runtime.GC()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/scan/stack:bytes"}}
+	metrics.Read(s)
+	return memFootprint{heap: s[0].Value.Uint64(), frames: s[1].Value.Uint64(), goroutines: runtime.NumGoroutine()}
+}
+
+// dialFD connects to the plaintext listener at addr with a socket that
+// the test holds by its descriptor alone, in non-blocking mode, and does
+// two round trips of req, the buffer its answers are read into on the
+// stack: nothing of the client is on the Go heap.
+func dialFD(t *testing.T, addr string, req []byte) int {
+	t.Helper()
+	ap := netip.MustParseAddrPort(addr)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	require.NoError(t, err)
+	syscall.CloseOnExec(fd)
+	require.NoError(t, syscall.Connect(fd, &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}))
+	require.NoError(t, syscall.SetNonblock(fd, true))
+	var buf [1024]byte
+	require.NoError(t, fdRoundTrip(fd, req, buf[:], 1))
+	require.NoError(t, fdRoundTrip(fd, req, buf[:], 2))
+	return fd
+}
+
+// detach returns a duplicate of c's socket descriptor, in non-blocking
+// mode, and closes c without a word to the server (a TLS connection sends
+// no close_notify; the duplicate keeps the socket open), so that little of
+// the client stays on the Go heap.
+func detach(t *testing.T, c net.Conn) int {
+	t.Helper()
+	tcp := c
+	if tc, ok := c.(*tls.Conn); ok {
+		tcp = tc.NetConn()
+	}
+	rc, err := tcp.(*net.TCPConn).SyscallConn()
+	require.NoError(t, err)
+	fd := -1
+	var dupErr error
+	require.NoError(t, rc.Control(func(s uintptr) { fd, dupErr = syscall.Dup(int(s)) }))
+	require.NoError(t, dupErr)
+	require.NoError(t, syscall.SetNonblock(fd, true))
+	require.NoError(t, tcp.Close())
+	return fd
+}
+
+// fdRoundTrip writes req, with correlation id corr, to the plaintext
+// socket fd and reads its answer into buf, sleeping while it waits (a
+// blocking read would hold a thread, which the runtime would replace with a
+// new one, on the heap).
+func fdRoundTrip(fd int, req, buf []byte, corr int32) error {
+	binary.BigEndian.PutUint32(req[8:], uint32(corr))
+	if _, err := syscall.Write(fd, req); err != nil {
+		return err
+	}
+	if err := fdReadFull(fd, buf[:4]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(buf)
+	if int(n) > len(buf) {
+		return fmt.Errorf("an answer of %d bytes", n)
+	}
+	if err := fdReadFull(fd, buf[:n]); err != nil {
+		return err
+	}
+	if got := int32(binary.BigEndian.Uint32(buf)); got != corr {
+		return fmt.Errorf("correlation id %d, want %d", got, corr)
+	}
+	return nil
+}
+
+func fdReadFull(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := syscall.Read(fd, b)
+		switch {
+		case err == syscall.EAGAIN:
+			time.Sleep(20 * time.Microsecond)
+			continue
+		case err != nil:
+			return err
+		case n == 0:
+			return io.ErrUnexpectedEOF
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// warmThreads has the runtime start the threads it keeps for goroutines
+// blocked in system calls (accepting, dialing), n at once, so that none
+// is started, with its heap, while the test measures: n goroutines block
+// reading a pipe, each holding a thread, until a byte comes for each.
+func warmThreads(t *testing.T, n int) {
+	t.Helper()
+	var p [2]int
+	require.NoError(t, syscall.Pipe(p[:]))
+	syscall.CloseOnExec(p[0])
+	syscall.CloseOnExec(p[1])
+	done := make(chan error, n)
+	for range n {
+		go func() {
+			var b [1]byte
+			_, err := syscall.Read(p[0], b[:])
+			done <- err
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // long enough for the runtime to hand their processors on
+	_, err := syscall.Write(p[1], make([]byte, n))
+	require.NoError(t, err)
+	for range n {
+		require.NoError(t, <-done)
+	}
+	require.NoError(t, syscall.Close(p[0]))
+	require.NoError(t, syscall.Close(p[1]))
+}
