@@ -215,8 +215,7 @@ func (s *connSet) closeAll() {
 
 // openIdle grows s to n connections to addr, with parallel dialers, each
 // connection after one ApiVersions v0 round trip.
-func openIdle(ctx context.Context, d *dialer, addr string, s *connSet, n int) error {
-	const parallel = 32
+func openIdle(ctx context.Context, d *dialer, addr string, s *connSet, n, parallel int) error {
 	need := int64(n - s.len())
 	if need <= 0 {
 		return nil

@@ -349,7 +349,7 @@ func (b *bench) scenario(id string) scenario {
 		}
 		return scenario{b.produceInfo(), servers, b.runProduce}
 	case "c":
-		return scenario{b.idleInfo(), all, b.runIdle}
+		return scenario{b.idleInfo(), b.idleServers(), b.runIdle}
 	case "d":
 		return scenario{b.connRateInfo(), all, b.runConnRate}
 	case "e":
