@@ -42,10 +42,10 @@ func bareConn(c net.Conn) {
 		if n < 8 || n > maxEchoFrame {
 			return
 		}
-		if _, err := discardN(c, int64(n-8), head[:]); err != nil {
+		copy(resp[4:8], head[8:12])
+		if _, err := discardN(c, int64(n-8), head[:]); err != nil { // the rest, through head
 			return
 		}
-		copy(resp[4:8], head[8:12])
 		if _, err := c.Write(resp[:]); err != nil {
 			return
 		}

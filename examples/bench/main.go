@@ -113,7 +113,7 @@ func flagSet(o *options, r *rawFlags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.proxyProcs, "proxy-procs", 1, "scenario p: examples/proxy's GOMAXPROCS, one as HAProxy runs one thread (nbthread 1); 0 leaves Go's default,\n"+
 		"a thread per CPU")
 	fs.StringVar(&o.haproxy, "haproxy", "", "scenario p: the haproxy `binary` (default: haproxy on PATH, else /usr/sbin/haproxy)")
-	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
+	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, c, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
 		"started as the current one, as server "+baselineServer+" in the same rounds, with the current's ratio to it")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 5*time.Second, "scenario i: each of a case's two measured windows, the Metadata client's then the producer's, after the attackers are set up (-quick: 2s)")
 	fs.DurationVar(&o.hostileTimeout, "hostile-timeout", 2*time.Second, "scenario i: a legitimate Metadata request unanswered after this counts as a timeout (and as this long)")
