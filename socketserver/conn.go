@@ -1543,7 +1543,7 @@ func (c *conn) close() {
 			c.entry.Remove(time.Now(), *reason)
 		}
 		c.cancel()
-		c.cancelReq() // derived from the host's base context, not from ctx
+		c.cancelReq() // not derived from ctx (newContexts)
 		c.nc.Close()
 		c.p.remove(c)
 		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info().ClientAddr.Addr()) // ClientAddr never changes
