@@ -215,7 +215,7 @@ func (s *connSet) closeAll() {
 
 // openIdle grows s to n connections to addr, with parallel dialers, each
 // connection after one ApiVersions v0 round trip.
-func openIdle(ctx context.Context, d *dialer, addr string, s *connSet, n, parallel int) error {
+func openIdle(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr string, s *connSet, n, parallel int) error {
 	need := int64(n - s.len())
 	if need <= 0 {
 		return nil
@@ -227,7 +227,7 @@ func openIdle(ctx context.Context, d *dialer, addr string, s *connSet, n, parall
 	for range parallel {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 && ctx.Err() == nil {
-				c, err := d.dial(ctx, addr)
+				c, err := dial(ctx, addr)
 				if err == nil {
 					err = helloRoundTrip(c)
 					if err != nil {

@@ -13,7 +13,8 @@ func (b *bench) idleInfo() scenarioInfo {
 		Notes: append([]string{
 			fmt.Sprintf("RSS is VmRSS from /proc/PID/status, sampled %s after the server starts and %s after each count is reached;", b.opts.settle, b.opts.settle),
 			"RSS/conn = (RSS at N - RSS before) / N. The bench opens the connections 32 at a time from 64 loopback source addresses (a reconnect",
-			"storm: \"N conns\"), then, in a fresh server, one at a time (\"N conns, one at a time\").",
+			"storm: \"N conns\"), then, in a fresh server, one at a time (\"N conns, one at a time\"), then, in a fresh server, over TLS 1.3",
+			fmt.Sprintf("(at most %d, 32 at a time: \"N conns, TLS\"; kafkanet, kfake and echo, whose TLS is crypto/tls's).", tlsIdleMost),
 			"kafkanet is the bench's minimal host; examples/broker the example broker with one PLAINTEXT listener; bare the floor: a goroutine",
 			"per connection, no buffered reader or writer, each frame's header read into an array on its stack.",
 			"kafkanet's breakdown, from its runtime.MemStats at the same moments: goroutine stacks (StackInuse) and heap objects, live or not yet collected (HeapAlloc), per connection.",
@@ -32,13 +33,26 @@ func (b *bench) idleServers() []serverKind {
 // outage do, and one at a time.
 const burstDialers = 32
 
+// tlsIdleMost is how many TLS connections scenario c opens at most: each
+// costs a handshake's CPU, and a server several times a plaintext one's
+// memory.
+const tlsIdleMost = 3000
+
 // idleMode is one way of opening scenario c's connections.
 type idleMode struct {
 	dialers int
+	tls     bool   // TLS 1.3 connections, at most tlsIdleMost, for the servers that speak it
 	suffix  string // of the case names
 }
 
-var idleModes = []idleMode{{burstDialers, ""}, {1, ", one at a time"}}
+var idleModes = []idleMode{{burstDialers, false, ""}, {1, false, ", one at a time"}, {burstDialers, true, ", TLS"}}
+
+// idleTLS reports whether scenario c measures server over TLS: the bench's
+// own children but the bare floor (examples/broker's TLS is the library's,
+// which the minimal host measures).
+func idleTLS(server serverKind) bool {
+	return server == kafkanetServer || server == kfakeServer || server == echoServer
+}
 
 // runIdle measures one server in each idleMode, at each count of -idle.
 func (b *bench) runIdle(ctx context.Context, server serverKind) ([]sample, error) {
@@ -54,21 +68,27 @@ func (b *bench) runIdle(ctx context.Context, server serverKind) ([]sample, error
 }
 
 // startIdleServer starts server for scenario c.
-func (b *bench) startIdleServer(ctx context.Context, server serverKind) (*child, error) {
+func (b *bench) startIdleServer(ctx context.Context, server serverKind, useTLS bool) (*child, error) {
 	if server == brokerServer || server == baselineServer {
 		return b.startBrokerAs(ctx, server)
 	}
-	return b.startServer(ctx, childSpec{Kind: server, BlockKey: -1})
+	return b.startServer(ctx, childSpec{Kind: server, TLS: useTLS, BlockKey: -1})
 }
 
 // runIdleMode measures one server at each count of -idle, growing one
 // set of connections opened as m says.
 func (b *bench) runIdleMode(ctx context.Context, server serverKind, m idleMode) ([]sample, error) {
 	counts, _ := b.idleCounts()
+	if m.tls {
+		if !idleTLS(server) {
+			return nil, nil
+		}
+		counts = tlsIdleCounts(counts)
+	}
 	if len(counts) == 0 {
 		return nil, nil
 	}
-	c, err := b.startIdleServer(ctx, server)
+	c, err := b.startIdleServer(ctx, server, m.tls)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +110,7 @@ func (b *bench) runIdleMode(ctx context.Context, server serverKind, m idleMode) 
 		}
 	}
 	for _, n := range counts {
-		if err := openIdle(ctx, b.dialer, c.addr, &conns, n, m.dialers); err != nil {
+		if err := openIdle(ctx, b.dialer.dialFor(c), c.addr, &conns, n, m.dialers); err != nil {
 			return out, err
 		}
 		if err := sleep(ctx, b.opts.settle); err != nil {
@@ -122,6 +142,18 @@ func (b *bench) runIdleMode(ctx context.Context, server serverKind, m idleMode) 
 		}
 	}
 	return out, c.stop()
+}
+
+// tlsIdleCounts returns counts with each above tlsIdleMost lowered to it,
+// once.
+func tlsIdleCounts(counts []int) []int {
+	var out []int
+	for _, n := range counts {
+		if n = min(n, tlsIdleMost); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // checkServerConns checks, for a kafkanet child, that the server holds at

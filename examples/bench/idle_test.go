@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"slices"
 	"testing"
 	"time"
 )
@@ -75,11 +76,15 @@ func TestBareConn(t *testing.T) {
 }
 
 // TestIdleEndToEnd runs scenario c with 200 idle connections: every server
-// has a figure opened 32 at a time and one opened one at a time.
+// has a figure opened 32 at a time and one opened one at a time, and
+// those that speak TLS one over TLS.
 func TestIdleEndToEnd(t *testing.T) {
 	rows := runScenarios(t, options{scenarios: []string{"c"}, rounds: 1, idleCounts: []int{200}, settle: 100 * time.Millisecond})
 	for _, server := range []serverKind{kafkanetServer, brokerServer, kfakeServer, echoServer, bareServer} {
 		for _, m := range idleModes {
+			if m.tls && !idleTLS(server) {
+				continue
+			}
 			if got := find(t, rows, "200 conns"+m.suffix, "RSS MiB", server).Median; got <= 0 {
 				t.Errorf("%s, 200 conns%s: RSS %v MiB", server, m.suffix, got)
 			}
@@ -87,5 +92,12 @@ func TestIdleEndToEnd(t *testing.T) {
 	}
 	if got := find(t, rows, "200 conns, one at a time", "stacks/conn KiB", kafkanetServer).Median; got <= 0 {
 		t.Errorf("kafkanet's stacks per connection, one at a time: %v KiB", got)
+	}
+}
+
+func TestTLSIdleCounts(t *testing.T) {
+	got := tlsIdleCounts([]int{200, 3000, 10000, 100000})
+	if want := []int{200, tlsIdleMost}; !slices.Equal(got, want) {
+		t.Errorf("tlsIdleCounts = %v, want %v", got, want)
 	}
 }
