@@ -452,7 +452,9 @@ func TestWaitingConnectionsKeepNewStacksSmall(t *testing.T) {
 		start  func(t *testing.T) *socketserver.Server
 		header []byte
 	}{
-		{"PLAINTEXT", func(t *testing.T) *socketserver.Server { return socketservertest.NewServer(t, nil, noPark, echoMetadata) }, nil},
+		{"PLAINTEXT", func(t *testing.T) *socketserver.Server {
+			return socketservertest.NewServer(t, nil, noPark, echoMetadata)
+		}, nil},
 		{"PROXY", func(t *testing.T) *socketserver.Server {
 			return proxyServer(t, &proxyRecorder{}, nil, func(c *socketserver.Config) { c.ParkAfter = -1 })
 		}, []byte("PROXY TCP4 192.0.2.10 10.0.0.1 50123 9092\r\n")},
