@@ -439,15 +439,31 @@ func (c *conn) serve() {
 // connection; serveProxied (proxyproto.go) once a PROXY listener's
 // connection has sent its header, with the read buffer holding what came
 // after it.
+//
+// run stays under the frames of every wait for a request (loop), so its
+// own frame must stay small: the runtime starts new goroutines on the
+// average stack its last collection saw, and connections waiting for a
+// request are most of what a burst of new ones shows it (see park.go).
 func (c *conn) run(deadline time.Time) {
 	if err := c.handshake(deadline); err != nil {
-		if !c.peerLeft(err) && !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
-			c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
-		}
-		c.finish()
+		c.authenticationFailed(err)
 		return
 	}
 	c.loop()
+}
+
+// authenticationFailed logs why the connection's authentication failed,
+// unless the peer left or the server is draining, and ends the
+// connection. It is never inlined: its log call would put a description
+// of the connection (connregistry.Info) and the log's arguments in run's
+// frame, about 1 KiB under every wait of the connection's goroutine.
+//
+//go:noinline
+func (c *conn) authenticationFailed(err error) {
+	if !c.peerLeft(err) && !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
+		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
+	}
+	c.finish()
 }
 
 // loop serves requests until the connection closes, or parks: then a
@@ -1558,7 +1574,7 @@ func (c *conn) close() {
 			c.entry.Remove(time.Now(), *reason)
 		}
 		c.cancel()
-		c.cancelReq() // derived from the host's base context, not from ctx
+		c.cancelReq() // not derived from ctx (newContexts)
 		c.nc.Close()
 		c.p.remove(c)
 		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info().ClientAddr.Addr()) // ClientAddr never changes

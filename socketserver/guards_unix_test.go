@@ -44,7 +44,7 @@ const (
 	// descriptor (the runtime's, about 450 bytes), which the runtime
 	// reuses from goroutines that ended, nor the socket's poll descriptor,
 	// which is not on the heap.
-	parkedHeapBytes = 1815
+	parkedHeapBytes = 1447
 	// parkedTLSHeapBytes is the heap a TLS connection keeps parked: the
 	// same and crypto/tls's state and buffers. Not to the byte: its input
 	// buffer grows by what each read returns, which the timing of the

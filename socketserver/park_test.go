@@ -5,6 +5,9 @@ import (
 	"crypto/tls"
 	"math/rand/v2"
 	"net"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -342,4 +345,56 @@ func TestParkAfterConfigurable(t *testing.T) {
 		assert.GreaterOrEqual(t, time.Since(idleSince), wait, "parked before ParkAfter")
 		metadataRoundTrip(t, c, 12, 2) // a parked connection still serves
 	})
+}
+
+// Connections waiting for their next request, not parked yet, wait under
+// small frames: the runtime starts every new goroutine on the average stack
+// its last collection saw, so a collection during a burst of new
+// connections, which mostly wait so, must not find that average above the
+// smallest stack, or every connection and every goroutine it parks on
+// starts on 4 KiB until the next collection (an idle server may not run
+// one for minutes). Through a PROXY listener too, whose connections start
+// under the header's reading. The race detector's larger frames need more,
+// so it runs without -race.
+func TestWaitingConnectionsKeepNewStacksSmall(t *testing.T) {
+	if raceEnabled {
+		t.Skip("race-instrumented frames are larger")
+	}
+	noPark := func(c *socketserver.Config) { withAPIs(c); c.ParkAfter = -1 }
+	for _, tc := range []struct {
+		name   string
+		start  func(t *testing.T) *socketserver.Server
+		header []byte
+	}{
+		{"PLAINTEXT", func(t *testing.T) *socketserver.Server {
+			return socketservertest.NewServer(t, nil, noPark, echoMetadata)
+		}, nil},
+		{"PROXY", func(t *testing.T) *socketserver.Server {
+			return proxyServer(t, &proxyRecorder{}, nil, func(c *socketserver.Config) { c.ParkAfter = -1 })
+		}, []byte("PROXY TCP4 192.0.2.10 10.0.0.1 50123 9092\r\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer debug.SetGCPercent(debug.SetGCPercent(-1)) // one collection, below, once all wait
+			srv := tc.start(t)
+			const n = 500
+			conns := make([]net.Conn, n)
+			for i := range conns {
+				c := socketservertest.Dial(t, srv, "PLAINTEXT")
+				conns[i] = c
+				if tc.header != nil {
+					_, err := c.Write(tc.header)
+					require.NoError(t, err)
+				}
+				versionsRoundTrip(t, c, 1)
+			}
+			assert.Zero(t, srv.Stats().ParkedConnections)
+			runtime.GC()
+			s := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+			metrics.Read(s)
+			assert.EqualValues(t, 2048, s[0].Value.Uint64(), "new goroutines start on this stack after a collection that saw %d connections waiting for a request", n)
+			for _, c := range conns {
+				require.NoError(t, c.Close())
+			}
+		})
+	}
 }

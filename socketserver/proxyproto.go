@@ -503,17 +503,30 @@ func checkProxyCRC32C(raw []byte, tlvs []proxyproto.TLV) error {
 // The header's deadline is the handshake's: the header, the TLS handshake
 // and the SASL exchange share the listener's handshake timeout.
 func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
+	if c, deadline, ok := p.acceptProxied(nc, accepted); ok {
+		c.run(deadline)
+	}
+}
+
+// acceptProxied is serveProxied's work before the connection runs: it
+// reports the connection, registered, and its handshake's deadline, or
+// ok false when it has been refused or dropped. It is never inlined: its
+// frame (a connection's description, the log's arguments: over 1 KiB)
+// would stay under every wait of the connection's goroutine (see run).
+//
+//go:noinline
+func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, deadline time.Time, ok bool) {
 	srv, ls := p.srv, p.ls
 	sock := addrPort(nc.RemoteAddr())
-	c := &conn{nc: nc, p: p}
+	c = &conn{nc: nc, p: p}
 	c.rw = nc
 	c.pre.r = nc
 	c.br = srv.readBuf(c.socket())
 	if !ls.proxy.trusts(sock.Addr()) {
 		p.refuseProxied(c, sock, accepted, fmt.Errorf("%w: %s", ErrProxyUntrusted, sock.Addr()))
-		return
+		return nil, time.Time{}, false
 	}
-	deadline := accepted.Add(ls.sec.timeout)
+	deadline = accepted.Add(ls.sec.timeout)
 	_ = nc.SetReadDeadline(deadline) // a pending socket's deadline is its goroutine's alone
 	h, err := readProxyHeader(c.br)
 	_ = nc.SetReadDeadline(time.Time{})
@@ -521,14 +534,14 @@ func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
 	case err == nil:
 	case errors.Is(err, ErrProxyHeader) && !c.draining():
 		p.refuseProxied(c, sock, accepted, err)
-		return
+		return nil, time.Time{}, false
 	default: // nothing sent, or closed by Shutdown or Close
 		srv.log.Debug("connection closed before its PROXY header", "listener", ls.cfg.Name, "address", sock, "err", err)
 		if errors.Is(err, errProxyNothing) {
 			ls.probes.Add(1)
 		}
 		p.dropPending(c, true)
-		return
+		return nil, time.Time{}, false
 	}
 	c.pre.got = false // the header's bytes: what comes after it tells a probe (peerLeft)
 	c.pre.proxyLocal = h.own
@@ -549,7 +562,7 @@ func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
 			t.Stop()
 		}
 		p.dropPending(c, false)
-		return
+		return nil, time.Time{}, false
 	}
 	if ls.sec.tls != nil && c.br.Buffered() > 0 {
 		// The start of the TLS handshake came with the header: crypto/tls,
@@ -563,9 +576,9 @@ func (p *processor) serveProxied(nc net.Conn, accepted time.Time) {
 	if !p.start(c, info) {
 		srv.quotas.release(ls.cfg.Name, client.Addr()) // its address's slot, and the listener's
 		p.dropPending(c, false)
-		return
+		return nil, time.Time{}, false
 	}
-	c.run(deadline)
+	return c, deadline, true
 }
 
 // refuseProxied closes a pending connection that the PROXY protocol

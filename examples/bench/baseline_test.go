@@ -23,7 +23,7 @@ func TestBaselineServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &bench{opts: o}
-	current := map[string]serverKind{"b": kafkanetServer, "g": kafkanetServer, "i": brokerServer}
+	current := map[string]serverKind{"b": kafkanetServer, "c": brokerServer, "g": kafkanetServer, "i": brokerServer}
 	for _, id := range allScenarios {
 		sc := b.scenario(id)
 		i := slices.Index(sc.servers, baselineServer)

@@ -102,7 +102,7 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 		}
 	}
 	cleanup = func() {}
-	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "g") || slices.Contains(o.scenarios, "h") ||
+	needBroker := slices.Contains(o.scenarios, "b") && !o.produceDiscard || slices.Contains(o.scenarios, "c") || slices.Contains(o.scenarios, "g") || slices.Contains(o.scenarios, "h") ||
 		slices.Contains(o.scenarios, "i") || slices.Contains(o.scenarios, "p")
 	if needBroker {
 		dir, err := os.MkdirTemp("", "kafkanet-bench-")

@@ -215,8 +215,7 @@ func (s *connSet) closeAll() {
 
 // openIdle grows s to n connections to addr, with parallel dialers, each
 // connection after one ApiVersions v0 round trip.
-func openIdle(ctx context.Context, d *dialer, addr string, s *connSet, n int) error {
-	const parallel = 32
+func openIdle(ctx context.Context, dial func(context.Context, string) (net.Conn, error), addr string, s *connSet, n, parallel int) error {
 	need := int64(n - s.len())
 	if need <= 0 {
 		return nil
@@ -228,7 +227,7 @@ func openIdle(ctx context.Context, d *dialer, addr string, s *connSet, n int) er
 	for range parallel {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 && ctx.Err() == nil {
-				c, err := d.dial(ctx, addr)
+				c, err := dial(ctx, addr)
 				if err == nil {
 					err = helloRoundTrip(c)
 					if err != nil {

@@ -50,12 +50,17 @@
 //     (Records.File). They are the ceiling of consuming with kafkanet.
 //     Both leave the socket buffers to the operating system, as the
 //     example broker and kfake do.
-//   - examples/broker (scenarios h and i): the example broker; in i with
-//     its defaults and one SASL_PLAINTEXT listener offering PLAIN to two
+//   - examples/broker (scenarios c, h and i): the example broker; in c
+//     with one PLAINTEXT listener, in i with its defaults and one SASL_PLAINTEXT listener offering PLAIN to two
 //     users.
-//   - examples/broker@baseline (scenarios b, g and i, with
+//   - examples/broker@baseline (scenarios b, c, g and i, with
 //     -baseline-broker): a prebuilt example broker of another commit,
 //     started as the current one (see below).
+//   - bare (scenario c): the floor of an idle connection: a goroutine per
+//     connection and nothing else, no buffered reader or writer, each
+//     frame's size and header read into an array on its stack, answered
+//     with echo's fixed answer. No goroutine-per-connection Go server
+//     holds an idle connection for less.
 //   - floor-write (scenario g): no Kafka protocol at all; the same log, in
 //     memory the kernel filled, written to one connection with writev in
 //     chunks of 1 MiB (as many writes as kgo's Fetch answers) and read to
@@ -98,7 +103,10 @@
 //	   CPU ms per MB (not for echo).
 //	c  10,000 and 100,000 idle connections (-idle; -quick 10,000) after one
 //	   ApiVersions round trip each: server RSS per connection, (RSS at N -
-//	   RSS before) / N, sampled -settle after reaching N.
+//	   RSS before) / N, sampled -settle after reaching N; opened 32 at a
+//	   time (a reconnect storm), then in a fresh server one at a time, then
+//	   over TLS 1.3 (at most 3,000, 32 at a time; not bare or
+//	   examples/broker).
 //	d  new connections per second (dial, ApiVersions, close), 8 at a time,
 //	   plaintext and TLS with a self-signed certificate made at start.
 //	e  kafkanet only: Metadata latency on the control listener while the
@@ -216,7 +224,7 @@
 //	   broker), with the same measurements and the proxy's figures over
 //	   HAProxy's, without targets.
 //
-// With -baseline-broker FILE, scenarios b (unless -produce-discard), g
+// With -baseline-broker FILE, scenarios b (unless -produce-discard), c, g
 // and i also measure FILE, a prebuilt examples/broker (of an older commit,
 // say), as one more server, examples/broker@baseline: started exactly as
 // the scenario's current examples/broker (the same properties, those of

@@ -49,7 +49,7 @@ func (b *bench) runListing(ctx context.Context, server serverKind) ([]sample, er
 	defer conns.closeAll()
 	var out []sample
 	for i, n := range counts {
-		if err := openIdle(ctx, b.dialer, c.addr, &conns, n); err != nil {
+		if err := openIdle(ctx, b.dialer.dial, c.addr, &conns, n, burstDialers); err != nil {
 			return out, err
 		}
 		lats, size, err := timeListings(ctx, b.dialer, c.addr, n, b.opts.listings)

@@ -116,7 +116,7 @@ func flagSet(o *options, r *rawFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.baselineProxy, "baseline-proxy", "", "scenario p: also measure this prebuilt examples/proxy `binary` (of another commit), started as the\n"+
 		"current one (as shipped), as "+proxyBaselineServer+" in the same rounds, with its ratios to HAProxy and the current's to it")
 	fs.StringVar(&o.haproxy, "haproxy", "", "scenario p: the haproxy `binary` (default: haproxy on PATH, else /usr/sbin/haproxy)")
-	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
+	fs.StringVar(&o.baselineBroker, "baseline-broker", "", "scenarios b, c, g and i: also measure this prebuilt examples/broker `binary` (of another commit),\n"+
 		"started as the current one, as server "+baselineServer+" in the same rounds, with the current's ratio to it")
 	fs.DurationVar(&o.hostileDuration, "hostile-duration", 5*time.Second, "scenario i: each of a case's two measured windows, the Metadata client's then the producer's, after the attackers are set up (-quick: 2s)")
 	fs.DurationVar(&o.hostileTimeout, "hostile-timeout", 2*time.Second, "scenario i: a legitimate Metadata request unanswered after this counts as a timeout (and as this long)")
@@ -357,7 +357,7 @@ func (b *bench) scenario(id string) scenario {
 		}
 		return scenario{b.produceInfo(), servers, b.runProduce}
 	case "c":
-		return scenario{b.idleInfo(), all, b.runIdle}
+		return scenario{b.idleInfo(), b.idleServers(), b.runIdle}
 	case "d":
 		return scenario{b.connRateInfo(), all, b.runConnRate}
 	case "e":

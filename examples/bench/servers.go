@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -178,6 +179,8 @@ func childMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = serveKfake(ctx, spec)
 		case echoServer:
 			err = serveEcho(ctx, spec)
+		case bareServer:
+			err = serveBare(ctx, spec)
 		default:
 			err = fmt.Errorf("unknown server kind %q", spec.Kind)
 		}
@@ -351,6 +354,10 @@ type childStats struct {
 	StackInuse   uint64 `json:"stack_inuse"`
 	Sys          uint64 `json:"sys"`
 	NextGC       uint64 `json:"next_gc"`
+	NumGC        uint32 `json:"num_gc"`
+	// StackStart is the stack the runtime gives a new goroutine
+	// (/gc/stack/starting-size:bytes): the average its last collection saw.
+	StackStart uint64 `json:"stack_start"`
 }
 
 // kafkanetProperties returns the minimal server's broker properties: a
@@ -563,7 +570,11 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 		if sc.Text() == "memstats" {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			cs.HeapAlloc, cs.HeapSys, cs.HeapReleased, cs.StackInuse, cs.Sys, cs.NextGC = ms.HeapAlloc, ms.HeapSys, ms.HeapReleased, ms.StackInuse, ms.Sys, ms.NextGC
+			cs.HeapAlloc, cs.HeapSys, cs.HeapReleased, cs.StackInuse, cs.Sys, cs.NextGC, cs.NumGC = ms.HeapAlloc, ms.HeapSys, ms.HeapReleased, ms.StackInuse, ms.Sys, ms.NextGC, ms.NumGC
+			start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+			if metrics.Read(start); start[0].Value.Kind() == metrics.KindUint64 {
+				cs.StackStart = start[0].Value.Uint64()
+			}
 		}
 		if err := enc.Encode(cs); err != nil {
 			return
