@@ -427,6 +427,11 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 		var se *sasl.Error
 		if err != nil && told == nil && errors.As(err, &se) && se.Challenge != nil {
 			told, challenge, err, complete = se, se.Challenge, nil, false
+			// The exchange has failed: the client's next message is a
+			// formality (OAUTHBEARER's KIP-255 error challenge), and a
+			// client that leaves instead (kafka-python) was refused all
+			// the same, not closed of its own accord.
+			c.setReason(connregistry.AuthenticationFailed)
 		}
 		if err != nil {
 			c.failAuthentication()
