@@ -1,0 +1,146 @@
+package api
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// promised names the release whose API the library keeps: the export data
+// apidiff wrote of the library at that release (v1.0.0.apidata) and the
+// commit it was written from (v1.0.0.commit). Neither is ever rewritten by
+// KAFKANET_API_UPDATE: a change the baseline accepts on purpose must still
+// be compatible with the release.
+const promised = "v1.0.0"
+
+var (
+	apidiffOnce sync.Once
+	apidiffPath string
+	apidiffErr  error
+)
+
+// apidiff builds the apidiff this module pins (its go.mod's tool line) and
+// returns the binary's path.
+func apidiff(t *testing.T) string {
+	t.Helper()
+	apidiffOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kafkanet-apidiff")
+		if err != nil {
+			apidiffErr = err
+			return
+		}
+		apidiffPath = filepath.Join(dir, "apidiff")
+		cmd := exec.Command("go", "build", "-o", apidiffPath, "golang.org/x/exp/cmd/apidiff")
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			apidiffErr = &buildError{err: err, out: out}
+		}
+	})
+	if apidiffErr != nil {
+		t.Fatalf("building apidiff: %v", apidiffErr)
+	}
+	return apidiffPath
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+// incompatible returns the incompatible changes apidiff finds between the
+// module API in the export data file old and the module modulePath as it is
+// in dir, built without the workspace as an importer builds it; "" when
+// there are none.
+func incompatible(t *testing.T, old, dir, modulePath string) string {
+	t.Helper()
+	cmd := exec.Command(apidiff(t), "-m", "-incompatible", old, modulePath)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("apidiff %s %s: %v\n%s", old, modulePath, err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// writeModuleAPI writes the export data of modulePath, as it is in dir, to
+// file: what a release records.
+func writeModuleAPI(t *testing.T, file, dir, modulePath string) {
+	t.Helper()
+	cmd := exec.Command(apidiff(t), "-m", "-w", file, modulePath)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("apidiff -w %s: %v\n%s", modulePath, err, out)
+	}
+}
+
+// TestCompatibleWithPromise fails when the library's exported API has
+// changed incompatibly since the promised release: a removed or changed
+// identifier, a method added to an interface a user may implement, a field
+// whose type changed. Additions pass. It reads the release's API from
+// api/v1.0.0.apidata, so it needs neither that commit's history nor the
+// network.
+func TestCompatibleWithPromise(t *testing.T) {
+	data := promised + ".apidata"
+	if _, err := os.Stat(data); err != nil {
+		t.Fatalf("%v: the API of %s must be committed (CONTRIBUTING.md, releasing)", err, promised)
+	}
+	commit, err := os.ReadFile(promised + ".commit")
+	if err != nil {
+		t.Fatalf("%v: the commit of %s must be recorded beside its API", err, promised)
+	}
+	if c := strings.TrimSpace(string(commit)); len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" {
+		t.Fatalf("%s.commit holds %q, not a commit hash", promised, c)
+	}
+	if changes := incompatible(t, data, "..", module); changes != "" {
+		t.Errorf("the exported API is incompatible with %s (commit %s):\n%s\n"+
+			"The promise (CONTRIBUTING.md) allows additions only: restore what was removed or changed.",
+			promised, strings.TrimSpace(string(commit)), changes)
+	}
+}
+
+// TestCompatibilityCheckCatchesChanges runs the check above on small fixture
+// modules: the API of testdata/compat/v1 is recorded, then each later
+// version is checked against it. An addition passes; removing a function,
+// changing a signature or adding a method to an interface fails.
+func TestCompatibilityCheckCatchesChanges(t *testing.T) {
+	const fixture = "example.com/compat"
+	data := filepath.Join(t.TempDir(), "v1.apidata")
+	writeModuleAPI(t, data, filepath.Join("testdata", "compat", "v1"), fixture)
+	for _, tc := range []struct {
+		version string
+		want    []string // each in the report; none: compatible
+	}{
+		{"v1", nil},
+		{"added", nil},
+		{"removed", []string{"Close: removed"}},
+		{"changed", []string{"Open: changed from func(string) (*Conn, error) to func(string, int) (*Conn, error)"}},
+		{"interface", []string{"Hook.OnClose: added"}},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			got := incompatible(t, data, filepath.Join("testdata", "compat", tc.version), fixture)
+			if len(tc.want) == 0 {
+				if got != "" {
+					t.Fatalf("a compatible change is reported incompatible:\n%s", got)
+				}
+				return
+			}
+			if got == "" {
+				t.Fatal("an incompatible change passes the check")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("report lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
