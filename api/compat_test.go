@@ -10,12 +10,21 @@ import (
 	"testing"
 )
 
-// promised names the release whose API the library keeps: the export data
-// apidiff wrote of the library at that release (v1.0.0.apidata) and the
-// commit it was written from (v1.0.0.commit). Neither is ever rewritten by
+// promised names the release whose API the modules keep: the directory
+// api/v1.0.0 holds the export data apidiff wrote of each released module at
+// that release (one .apidata file each, named by promisedModules) and the
+// commit it was written from (commit). None of them is ever rewritten by
 // KAFKANET_API_UPDATE: a change the baseline accepts on purpose must still
 // be compatible with the release.
 const promised = "v1.0.0"
+
+// promisedModules lists the released modules: the export data file of each
+// under api/v1.0.0, its module path and its directory.
+var promisedModules = []struct{ data, path, dir string }{
+	{"kafkanet.apidata", module, ".."},
+	{"knprom.apidata", module + "/plugin/knprom", "../plugin/knprom"},
+	{"knotel.apidata", module + "/plugin/knotel", "../plugin/knotel"},
+}
 
 var (
 	apidiffOnce sync.Once
@@ -59,6 +68,10 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out
 // there are none.
 func incompatible(t *testing.T, old, dir, modulePath string) string {
 	t.Helper()
+	old, err := filepath.Abs(old)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(apidiff(t), "-m", "-incompatible", old, modulePath)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
@@ -74,6 +87,10 @@ func incompatible(t *testing.T, old, dir, modulePath string) string {
 // file: what a release records.
 func writeModuleAPI(t *testing.T, file, dir, modulePath string) {
 	t.Helper()
+	file, err := filepath.Abs(file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(apidiff(t), "-m", "-w", file, modulePath)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
@@ -82,28 +99,49 @@ func writeModuleAPI(t *testing.T, file, dir, modulePath string) {
 	}
 }
 
-// TestCompatibleWithPromise fails when the library's exported API has
-// changed incompatibly since the promised release: a removed or changed
-// identifier, a method added to an interface a user may implement, a field
-// whose type changed. Additions pass. It reads the release's API from
-// api/v1.0.0.apidata, so it needs neither that commit's history nor the
-// network.
+// TestCompatibleWithPromise fails when the exported API of the library or
+// of a plugin has changed incompatibly since the promised release: a
+// removed or changed identifier, a method added to an interface a user may
+// implement, a field whose type changed. Additions pass. It reads the
+// release's API from api/v1.0.0, so it needs neither that commit's history
+// nor the network. To record a release's API (CONTRIBUTING.md, "Releasing"):
+//
+//	KAFKANET_API_RELEASE=v1.0.0 go test -run TestCompatibleWithPromise ./api
 func TestCompatibleWithPromise(t *testing.T) {
-	data := promised + ".apidata"
-	if _, err := os.Stat(data); err != nil {
-		t.Fatalf("%v: the API of %s must be committed (CONTRIBUTING.md, releasing)", err, promised)
+	if v := os.Getenv("KAFKANET_API_RELEASE"); v != "" {
+		if v != promised {
+			t.Fatalf("KAFKANET_API_RELEASE=%s: this test keeps the promise of %s; change the constant promised first", v, promised)
+		}
+		if err := os.MkdirAll(promised, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range promisedModules {
+			writeModuleAPI(t, filepath.Join(promised, m.data), m.dir, m.path)
+		}
+		t.Logf("wrote the API of %d modules to %s; commit it, then record that commit in %s",
+			len(promisedModules), promised, filepath.Join(promised, "commit"))
+		return
 	}
-	commit, err := os.ReadFile(promised + ".commit")
+	commit, err := os.ReadFile(filepath.Join(promised, "commit"))
 	if err != nil {
 		t.Fatalf("%v: the commit of %s must be recorded beside its API", err, promised)
 	}
-	if c := strings.TrimSpace(string(commit)); len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" {
-		t.Fatalf("%s.commit holds %q, not a commit hash", promised, c)
+	c := strings.TrimSpace(string(commit))
+	if len(c) != 40 || strings.Trim(c, "0123456789abcdef") != "" {
+		t.Fatalf("%s/commit holds %q, not a commit hash", promised, c)
 	}
-	if changes := incompatible(t, data, "..", module); changes != "" {
-		t.Errorf("the exported API is incompatible with %s (commit %s):\n%s\n"+
-			"The promise (CONTRIBUTING.md) allows additions only: restore what was removed or changed.",
-			promised, strings.TrimSpace(string(commit)), changes)
+	for _, m := range promisedModules {
+		t.Run(m.path, func(t *testing.T) {
+			data := filepath.Join(promised, m.data)
+			if _, err := os.Stat(data); err != nil {
+				t.Fatalf("%v: the API of %s at %s must be committed", err, m.path, promised)
+			}
+			if changes := incompatible(t, data, m.dir, m.path); changes != "" {
+				t.Errorf("the exported API of %s is incompatible with %s (commit %s):\n%s\n"+
+					"The promise (CONTRIBUTING.md) allows additions only: restore what was removed or changed.",
+					m.path, promised, c, changes)
+			}
+		})
 	}
 }
 
