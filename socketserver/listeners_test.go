@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -49,14 +50,14 @@ func requireTool(t *testing.T, name, install string) string {
 
 // settledBaseline takes a goroutine baseline once the count has stopped
 // changing: a server's Serve workers start on a goroutine of their own.
-func settledBaseline(t *testing.T) socketservertest.GoroutineBaseline {
+func settledBaseline(t *testing.T) testkit.GoroutineBaseline {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for n := runtime.NumGoroutine(); ; {
 		time.Sleep(50 * time.Millisecond)
 		m := runtime.NumGoroutine()
 		if m == n || time.Now().After(deadline) {
-			return socketservertest.TakeGoroutineBaseline()
+			return testkit.TakeGoroutineBaseline()
 		}
 		n = m
 	}
@@ -783,7 +784,7 @@ func TestRemoveListenerFromItsOwnGoroutine(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			var srv atomic.Pointer[socketserver.Server]
 			removed := make(chan error, 1)
 			remove := func() {
