@@ -72,7 +72,7 @@
 // queued.max.request.bytes ([Config.QueuedMaxRequestBytes]) bounds the
 // memory of requests read and not yet answered, as Kafka's memory pool
 // does; and a Fetch answered with a [FetchResponse] carries its record
-// batches by reference ([Records]), written with writev from memory or
+// batches by reference ([FetchRecords]), written with writev from memory or
 // sendfile from a file, as Kafka's zero-copy fetch. The package
 // socketserver/records reads a Produce's record batches and records, CRC
 // checked and decompressed; it is apart so that a host that does not read

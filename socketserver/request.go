@@ -144,7 +144,7 @@ func (r *Request) Respond(resp kmsg.Response) error {
 	}
 	if f, ok := resp.(*FetchResponse); ok {
 		if f.FetchResponse == nil {
-			return fmt.Errorf("%w: a FetchResponse without its kmsg.FetchResponse", ErrRecords)
+			return fmt.Errorf("%w: a FetchResponse without its kmsg.FetchResponse", ErrFetchRecords)
 		}
 		if err := f.check(); err != nil {
 			return err
