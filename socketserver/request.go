@@ -47,6 +47,9 @@ type Request struct {
 	Body kmsg.Request
 	// Raw is the request as the client sent it, header and body, for an
 	// API served raw (API.Raw); nil for a decoded request.
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	Raw *RawRequest
 	// Conn describes the connection at the time the request was read:
 	// what its registry entry held then. The requests read between two
