@@ -59,6 +59,9 @@ type API struct {
 	// then be set. ApiVersions, SaslHandshake and SaslAuthenticate, which
 	// the server answers itself, and [ListClientConnectionsAPI] cannot be
 	// served raw: New fails.
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	Raw bool
 	// StreamAbove, for an API served raw, streams its frames larger than
 	// StreamAbove bytes: the server reads the header (and of a Produce the
@@ -69,6 +72,9 @@ type API struct {
 	// request. A frame whose header does not fit the connection's read
 	// buffer (a client id, or a Produce's transactional id, of some 200
 	// bytes or more) is read whole too.
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	StreamAbove int32
 	// Pipeline, for an API served raw, lets a connection go on reading
 	// while the host holds this API's requests, up to Pipeline of them at
@@ -91,6 +97,9 @@ type API struct {
 	// the throttled answer has been written) and draining (the pipelined
 	// requests are answered before the connection closes). At most
 	// [MaxPipeline].
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	Pipeline int
 
 	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI): RequestLog.ServerAnswered
@@ -136,6 +145,9 @@ func Inline(h Handler, apis ...API) []API {
 //
 // A whole listener is served raw by listing its APIs through Raw: the
 // server still answers ApiVersions from that list, and the SASL exchange.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 func Raw(apis ...API) []API {
 	out := make([]API, len(apis))
 	for i, a := range apis {
@@ -299,6 +311,9 @@ func (t *apiTable) lookup(key int16) (API, bool) {
 
 // MaxPipeline is the most requests of an API a connection may have in
 // the host's hands at once (API.Pipeline).
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 const MaxPipeline = 1024
 
 // checkRaw refuses what cannot be served raw: the APIs the server answers

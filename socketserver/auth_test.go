@@ -32,6 +32,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -1158,7 +1159,7 @@ func TestReauthentication(t *testing.T) {
 // framing.
 func TestLogsHoldNoCredentials(t *testing.T) {
 	users := newUsers(t)
-	var logs socketservertest.SyncBuffer
+	var logs testkit.SyncBuffer
 	seen := make(chan *socketserver.Request, 100)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"connection.failed.authentication.delay.ms": "0",

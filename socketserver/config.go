@@ -148,9 +148,9 @@ type Config struct {
 	// DefaultSASLMaxReceiveSize.
 	SASLMaxReceiveSize int32
 
-	// Quotas are the connection quotas; nil means DefaultQuotas (nothing
-	// limited). ConfigFromProperties reads them from Kafka's keys.
-	Quotas *Quotas
+	// ConnectionQuotas are the connection quotas; nil means
+	// DefaultConnectionQuotas (nothing limited). ConfigFromProperties reads them from Kafka's keys.
+	ConnectionQuotas *ConnectionQuotas
 
 	// Registry receives every connection of the server for listing
 	// (KIP-1329); nil means a new registry remembering
@@ -233,7 +233,7 @@ type Config struct {
 	ParkAfter time.Duration
 
 	// lookupNetIP resolves the host names of
-	// Quotas.MaxConnectionsPerIPOverrides; nil means
+	// ConnectionQuotas.MaxConnectionsPerIPOverrides; nil means
 	// net.DefaultResolver.LookupNetIP. Tests set it.
 	lookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
@@ -366,7 +366,7 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 		return Config{}, err
 	}
 	c.SASLMaxReceiveSize = int32(min(saslMax, 1<<31-1))
-	if c.Quotas, err = quotasFromProperties(cfg); err != nil {
+	if c.ConnectionQuotas, err = quotasFromProperties(cfg); err != nil {
 		return Config{}, err
 	}
 	for _, l := range cfg.Listeners {
@@ -446,9 +446,9 @@ func (c Config) withDefaults() Config {
 	if c.SASLMaxReceiveSize == 0 {
 		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
 	}
-	if c.Quotas == nil {
-		q := DefaultQuotas()
-		c.Quotas = &q
+	if c.ConnectionQuotas == nil {
+		q := DefaultConnectionQuotas()
+		c.ConnectionQuotas = &q
 	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal
@@ -496,8 +496,8 @@ func networkThreads(l listener.Listener, lc ListenerConfig) int {
 // kafkanet.ip.connection.creation.rate and
 // kafkanet.ip.connection.creation.rate.overrides (see
 // ipConnectionCreationRateOverrides).
-func quotasFromProperties(cfg *listener.Set) (*Quotas, error) {
-	q := DefaultQuotas()
+func quotasFromProperties(cfg *listener.Set) (*ConnectionQuotas, error) {
+	q := DefaultConnectionQuotas()
 	props := cfg.Properties()
 	var err error
 	if q.MaxConnections, err = props.Int("max.connections", Unlimited, 0); err != nil {
@@ -539,14 +539,14 @@ func quotasFromProperties(cfg *listener.Set) (*Quotas, error) {
 			}
 		}
 		if len(invalid) > 0 {
-			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidConnectionQuotas,
 				Rule: overridesKey + " contains invalid addresses : " + strings.Join(invalid, ",")}
 		}
 		q.MaxConnectionsPerIPOverrides = map[string]int{}
 		for _, e := range entries {
 			n, err := strconv.Atoi(e.Value)
 			if err != nil || n < 0 {
-				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidQuotas,
+				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidConnectionQuotas,
 					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative integer", e.Value, e.Key)}
 			}
 			q.MaxConnectionsPerIPOverrides[e.Key] = n
@@ -556,7 +556,7 @@ func quotasFromProperties(cfg *listener.Set) (*Quotas, error) {
 		return nil, err
 	}
 	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
-		return nil, &protocolmap.ConfigError{Key: "max.connections.per.ip", Value: "0", Err: ErrInvalidQuotas,
+		return nil, &protocolmap.ConfigError{Key: "max.connections.per.ip", Value: "0", Err: ErrInvalidConnectionQuotas,
 			Rule: "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}
 	}
 	return &q, nil
@@ -590,17 +590,17 @@ func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Add
 	for _, e := range entries {
 		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e.Key, "["), "]"))
 		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("%q is not an IP address (host names are not accepted)", e.Key)}
 		}
 		ip = ip.Unmap().WithZone("") // a zone does not tell addresses apart, as in Java
 		if _, dup := out[ip]; dup {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("address %s is given more than once", ip)}
 		}
 		n, err := strconv.Atoi(e.Value)
 		if err != nil || n < 0 || n > Unlimited {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("the rate %q of %s is not an integer from 0 to %d", e.Value, e.Key, Unlimited)}
 		}
 		out[ip] = n

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -501,7 +502,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 // fails, binding nothing, when the key set cannot be read) and ends when
 // the server stops. No goroutine is left.
 func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	is := newOAuthIssuer(t)
 	https := is.Serve(t)
 	ca := filepath.Join(t.TempDir(), "idp-ca.pem")

@@ -18,9 +18,12 @@ import (
 // (Kafka's Int.MaxValue).
 const Unlimited = math.MaxInt32
 
-// Quotas are Kafka's connection quotas (ConnectionQuotas). Start from
-// [DefaultQuotas]: a zero limit is a real limit of zero.
-type Quotas struct {
+// ConnectionQuotas are Kafka's connection quotas (its ConnectionQuotas
+// class): how many connections, and how many new ones a second, the
+// server accepts. The quotas of a client's requests are package
+// socketserver/quota's. Start from [DefaultConnectionQuotas]: a zero limit
+// is a real limit of zero.
+type ConnectionQuotas struct {
 	// MaxConnections is max.connections: the broker-wide connection count
 	// at which acceptors wait for a connection to close.
 	MaxConnections int
@@ -36,7 +39,7 @@ type Quotas struct {
 	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
 	// limits for single hosts, by IP address or host name. A name is
 	// resolved when the quotas are applied (by Server.Start, and by
-	// Server.SetQuotas), to one address, as Kafka's InetAddress.getByName
+	// Server.SetConnectionQuotas), to one address, as Kafka's InetAddress.getByName
 	// does with Java's default preference: the first IPv4 address the
 	// resolver gives, or the first address if it gives no IPv4 one. The
 	// limit applies to that address alone.
@@ -69,10 +72,10 @@ type Quotas struct {
 	WindowSize time.Duration
 }
 
-// DefaultQuotas returns Kafka's defaults: nothing limited, rates measured
+// DefaultConnectionQuotas returns Kafka's defaults: nothing limited, rates measured
 // over 11 windows of one second.
-func DefaultQuotas() Quotas {
-	return Quotas{
+func DefaultConnectionQuotas() ConnectionQuotas {
+	return ConnectionQuotas{
 		MaxConnections:            Unlimited,
 		MaxConnectionsPerIP:       Unlimited,
 		MaxConnectionCreationRate: Unlimited,
@@ -90,14 +93,14 @@ var (
 	// ErrConnectionThrottled: the client address opens connections faster
 	// than its creation rate; the new one was held, then closed.
 	ErrConnectionThrottled = errors.New("socketserver: connection creation rate exceeded for address")
-	// ErrInvalidQuotas: a quota is negative or contradicts another.
-	ErrInvalidQuotas = errors.New("socketserver: invalid connection quotas")
+	// ErrInvalidConnectionQuotas: a quota is negative or contradicts another.
+	ErrInvalidConnectionQuotas = errors.New("socketserver: invalid connection quotas")
 )
 
 // validate checks q the way Kafka validates the quota keys.
-func (q Quotas) validate() error {
+func (q ConnectionQuotas) validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidQuotas, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", ErrInvalidConnectionQuotas, fmt.Sprintf(format, args...))
 	}
 	if q.MaxConnections < 0 || q.MaxConnectionsPerIP < 0 || q.MaxConnectionCreationRate < 0 || q.IPConnectionCreationRate < 0 {
 		return bad("limits must not be negative")
@@ -139,7 +142,7 @@ type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, e
 
 // resolveOverrides turns override hosts into addresses, once, within ctx:
 // each host to one address, as Kafka's ConnectionQuotas does with
-// InetAddress.getByName (see Quotas.MaxConnectionsPerIPOverrides).
+// InetAddress.getByName (see ConnectionQuotas.MaxConnectionsPerIPOverrides).
 func resolveOverrides(ctx context.Context, lookup lookupFunc, overrides map[string]int) (map[netip.Addr]int, error) {
 	out := make(map[netip.Addr]int, len(overrides))
 	for host, n := range overrides {
@@ -152,7 +155,7 @@ func resolveOverrides(ctx context.Context, lookup lookupFunc, overrides map[stri
 			err = errors.New("no addresses")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides host %q: %w", ErrInvalidQuotas, host, err)
+			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides host %q: %w", ErrInvalidConnectionQuotas, host, err)
 		}
 		out[firstAddress(addrs)] = n
 	}
@@ -172,11 +175,11 @@ func firstAddress(addrs []netip.Addr) netip.Addr {
 	return addrs[0].Unmap()
 }
 
-// connectionQuotas enforces Quotas for one server. Acceptors acquire a slot
+// connectionQuotas enforces ConnectionQuotas for one server. Acceptors acquire a slot
 // per connection; connections release it exactly once when they close.
 type connectionQuotas struct {
 	mu          sync.Mutex
-	q           Quotas
+	q           ConnectionQuotas
 	overrides   map[netip.Addr]int // max.connections.per.ip.overrides, resolved
 	ipRates     map[netip.Addr]int // q.IPConnectionCreationRateOverrides, unmapped and without zones
 	interBroker protocolmap.ListenerName
@@ -198,7 +201,7 @@ type connectionQuotas struct {
 	applied bool // the overrides are resolved: by Start's resolvePending or by set
 }
 
-func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
+func newConnectionQuotas(q ConnectionQuotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
 	return &connectionQuotas{
 		q: q, overrides: overrides, ipRates: ipRates(q.IPConnectionCreationRateOverrides), interBroker: interBroker, listeners: listeners,
 		byListener: map[protocolmap.ListenerName]int{}, byIP: map[netip.Addr]int{},
@@ -235,7 +238,7 @@ func (cq *connectionQuotas) resolvePending(ctx context.Context, lookup lookupFun
 	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if !cq.applied { // else SetQuotas applied newer quotas meanwhile
+	if !cq.applied { // else SetConnectionQuotas applied newer quotas meanwhile
 		cq.overrides, cq.applied = overrides, true
 	}
 	return nil
@@ -246,7 +249,7 @@ func (cq *connectionQuotas) resolvePending(ctx context.Context, lookup lookupFun
 // applies to the next connection, measured against the connections already
 // recorded: as Kafka's ConnectionQuotas.updateIpConnectionRateQuota, which
 // changes the bound of the existing rate sensor and keeps its samples.
-func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
+func (cq *connectionQuotas) set(q ConnectionQuotas, overrides map[netip.Addr]int) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	cq.applied = true
@@ -285,7 +288,7 @@ func (cq *connectionQuotas) addListener() {
 
 // removeListener forgets listener l, removed from the server once its
 // connections have ended, as Kafka's ConnectionQuotas.removeListener: its
-// count (zero by then) and its creation rate go. Quotas.ListenerMaxConnections
+// count (zero by then) and its creation rate go. ConnectionQuotas.ListenerMaxConnections
 // and ListenerMaxConnectionCreationRate keep any entry of its name, which
 // applies again to a listener added later under it.
 func (cq *connectionQuotas) removeListener(l protocolmap.ListenerName) {

@@ -47,6 +47,9 @@ type Request struct {
 	Body kmsg.Request
 	// Raw is the request as the client sent it, header and body, for an
 	// API served raw (API.Raw); nil for a decoded request.
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	Raw *RawRequest
 	// Conn describes the connection at the time the request was read:
 	// what its registry entry held then. The requests read between two
@@ -144,7 +147,7 @@ func (r *Request) Respond(resp kmsg.Response) error {
 	}
 	if f, ok := resp.(*FetchResponse); ok {
 		if f.FetchResponse == nil {
-			return fmt.Errorf("%w: a FetchResponse without its kmsg.FetchResponse", ErrRecords)
+			return fmt.Errorf("%w: a FetchResponse without its kmsg.FetchResponse", ErrFetchRecords)
 		}
 		if err := f.check(); err != nil {
 			return err

@@ -168,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("socketserver: QueuedMaxRequestBytes (%d) must be at least RequestMaxBytes (%d), or 0 for no limit",
 			cfg.QueuedMaxRequestBytes, cfg.RequestMaxBytes)
 	}
-	if err := cfg.Quotas.validate(); err != nil {
+	if err := cfg.ConnectionQuotas.validate(); err != nil {
 		return nil, err
 	}
 	h, err := newHooks(cfg.Hooks)
@@ -179,7 +179,7 @@ func New(cfg Config) (*Server, error) {
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
-	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
+	s.quotas = newConnectionQuotas(*cfg.ConnectionQuotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
 	s.queues[protocolmap.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	s.inline[protocolmap.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
 	s.turns[protocolmap.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
@@ -694,11 +694,11 @@ func (s *Server) discard(ls *listenerState, nc net.Conn) {
 	s.quotas.release(ls.cfg.Name, ls.acceptAddr(nc))
 }
 
-// SetQuotas changes the connection quotas while the server runs, as Kafka
+// SetConnectionQuotas changes the connection quotas while the server runs, as Kafka
 // reconfigures them dynamically: a raised limit lets waiting acceptors go
 // on; a lowered one applies to new connections. Host names in the per-IP
-// overrides are resolved now, within ctx (see [Quotas]).
-func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
+// overrides are resolved now, within ctx (see [ConnectionQuotas]).
+func (s *Server) SetConnectionQuotas(ctx context.Context, q ConnectionQuotas) error {
 	if err := q.validate(); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -58,9 +59,9 @@ func TestServerNames(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
 	b := socketservertest.NewServerCert(t, "*.b.example.com")
-	props := socketservertest.ServerNameListeners(def.KeyStoreFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
-		socketservertest.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile})
+	props := testkit.ServerNameListeners(def.KeyStoreFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		testkit.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile})
 	hook := &serverNameHook{authenticated: map[string]string{}, logged: map[string]string{}}
 	seen := make(chan *socketserver.Request, 1)
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
@@ -133,8 +134,8 @@ func TestServerNames(t *testing.T) {
 func TestReloadTLSServerNames(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := socketservertest.ServerNameListeners(def.KeyStoreFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
+	props := testkit.ServerNameListeners(def.KeyStoreFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
 	reload := func(p listener.Properties) error {
 		t.Helper()
@@ -176,9 +177,9 @@ func TestReloadTLSServerNames(t *testing.T) {
 	assert.Equal(t, "tenant-a", served(moved))
 
 	b := socketservertest.NewServerCert(t, "b.example.com")
-	withB := merge(allowDN, socketservertest.ServerNameListeners(def.KeyStoreFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
-		socketservertest.ServerNameKeyStore{Name: "b.example.com", KeyStoreFile: b.KeyStoreFile}))
+	withB := merge(allowDN, testkit.ServerNameListeners(def.KeyStoreFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		testkit.ServerNameKeyStore{Name: "b.example.com", KeyStoreFile: b.KeyStoreFile}))
 	err = reload(withB)
 	requireConfigError(t, err, "ssl.allow.san.changes", security.ErrCertificateChange)
 	assert.ErrorContains(t, err, "the new configuration has 3 certificates where the current one has 2")
