@@ -234,6 +234,12 @@ func (a *auditor) deliver(e AuditEvent) {
 // emit queues e, or drops and counts it when the queue is full; it never
 // waits. Drops not yet reported are reported first, when there is room.
 func (a *auditor) emit(e AuditEvent) {
+	select {
+	case <-a.quit: // Close has come: nothing more is delivered
+		a.dropped.Add(1)
+		return
+	default:
+	}
 	e.bound()
 	if a.pending.Load() > 0 {
 		if n := a.pending.Swap(0); n > 0 {
