@@ -164,6 +164,11 @@ type Config struct {
 	// authentications. Each hook implements any of the Hook... interfaces
 	// (see [Hook]); one that implements none is an error in New.
 	Hooks []Hook
+	// AuditQueueSize is how many audit events may wait for the HookAudit
+	// hooks before further ones are dropped and counted (see [HookAudit]).
+	// Zero means DefaultAuditQueueSize; negative is an error in New.
+	// Without a HookAudit no queue is made.
+	AuditQueueSize int
 
 	// Listen makes the net.Listener that listener l is served on, as
 	// net/http's Server.Serve takes one: a proxy's listener, an in-memory
@@ -445,6 +450,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SASLMaxReceiveSize == 0 {
 		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
+	}
+	if c.AuditQueueSize == 0 {
+		c.AuditQueueSize = DefaultAuditQueueSize
 	}
 	if c.ConnectionQuotas == nil {
 		q := DefaultConnectionQuotas()

@@ -911,6 +911,9 @@ func (c *conn) mute(until time.Time) bool {
 	}
 	c.touch(until)
 	c.entry.Throttle(now, until)
+	if c.p.srv.audit != nil {
+		c.auditConn(AuditThrottled, func(e *AuditEvent) { e.Throttle = until.Sub(now) })
+	}
 	if c.peer == nil { // only pipelined requests so far: none waited
 		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
 	}

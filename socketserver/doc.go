@@ -60,7 +60,9 @@
 // those the server answers itself included, as Kafka's
 // kafka.request.logger ([HookRequestLogged], [SlogRequestLog]: who sent
 // what, from where, the sizes and each phase's time, never a SASL secret),
-// tune or turn off the parking of idle connections
+// keep an audit trail of logins, refused connections, operators' closes
+// and throttles, delivered from a bounded queue that never holds a client
+// ([HookAudit], [Server.Audit]), tune or turn off the parking of idle connections
 // ([Config.ParkAfter]), and replace a listener's TLS configuration while
 // it serves, for new connections, with Kafka's checks
 // ([Server.ReloadTLS], [Server.ReloadTLSFrom]). APIs with an inline handler

@@ -158,6 +158,7 @@ type hooks struct {
 	authenticated []HookAuthenticated
 	authFailed    []HookAuthenticationFailed
 	proxyRefused  []HookProxyRefused
+	audit         []HookAudit
 }
 
 // newHooks sorts hs by the events each implements. A hook that implements
@@ -202,6 +203,9 @@ func newHooks(hs []Hook) (hooks, error) {
 		if x, ok := hook.(HookProxyRefused); ok {
 			h.proxyRefused, implements = append(h.proxyRefused, x), true
 		}
+		if x, ok := hook.(HookAudit); ok {
+			h.audit, implements = append(h.audit, x), true
+		}
 		if !implements {
 			return hooks{}, fmt.Errorf("socketserver: Config.Hooks[%d] (%T) implements no hook interface", i, hook)
 		}
@@ -225,11 +229,13 @@ func (c *conn) authDone(err error, reauthentication bool) {
 		for _, x := range h.authenticated {
 			x.OnAuthenticated(c.info(), reauthentication)
 		}
+		c.auditAuth(nil, reauthentication)
 	case peerGone(err) || errors.Is(err, net.ErrClosed) || errors.Is(err, errDraining) || c.draining():
 	default:
 		c.setReason(connregistry.AuthenticationFailed) // a TLS handshake's failure too (a SASL exchange's set it already)
 		for _, x := range h.authFailed {
 			x.OnAuthenticationFailed(c.info(), reauthentication, err)
 		}
+		c.auditAuth(err, reauthentication)
 	}
 }

@@ -63,6 +63,7 @@ type Server struct {
 	removing map[protocolmap.ListenerName]*listenerState
 
 	hooks        hooks
+	audit        *auditor      // the audit queue; nil without a HookAudit
 	startedAt    atomic.Int64  // when Start succeeded: nanoseconds since epoch; 0 before
 	draining     atomic.Bool   // Shutdown began: finish requests in flight, read no more
 	drainStarted chan struct{} // closed by Shutdown once draining is set: wakes muted connections (conn.mute)
@@ -175,7 +176,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
+	if cfg.AuditQueueSize < 0 {
+		return nil, fmt.Errorf("socketserver: AuditQueueSize (%d) must not be negative", cfg.AuditQueueSize)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, audit: newAuditor(h.audit, cfg.AuditQueueSize), registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
@@ -261,6 +265,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.startedAt.Store(max(int64(time.Since(s.epoch)), 1))
+	if s.audit != nil {
+		s.audit.start()
+	}
 	for _, ls := range s.listeners {
 		s.serveListener(ls)
 	}
@@ -274,6 +281,9 @@ func (s *Server) Start(ctx context.Context) error {
 		// drain (a worker) has closed its own.
 		closeServices(s.serving(), s.log)
 		s.closeQueues()
+		if s.audit != nil { // delivered all already, after Shutdown
+			s.audit.stop()
+		}
 		close(s.done)
 	}()
 	return nil
@@ -524,13 +534,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.conns.Wait(); close(idle) }()
 	select {
 	case <-idle:
-		s.Close()
-		<-s.done
-		return nil
 	case <-ctx.Done():
 		s.Close()
 		return ctx.Err()
 	}
+	if s.audit != nil && !s.audit.drain(ctx.Done()) { // every connection has recorded its last event
+		s.Close()
+		return ctx.Err()
+	}
+	s.Close()
+	<-s.done
+	return nil
 }
 
 // Close stops the server at once: listeners and connections close, and
@@ -548,6 +562,9 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		if !started {
 			s.closeQueues()
+			if s.audit != nil { // events the host recorded: never delivered
+				s.audit.stop()
+			}
 			close(s.done)
 			return
 		}
@@ -641,10 +658,10 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 		}
 		return true
 	case errors.Is(err, ErrTooManyConnections):
-		s.connRejected(ls, ip, err, 0)
+		s.connRejected(ls, addrPort(nc.RemoteAddr()), netip.AddrPort{}, err, 0)
 		nc.Close()
 	case errors.Is(err, ErrConnectionThrottled):
-		s.connRejected(ls, ip, err, res.ipHold)
+		s.connRejected(ls, addrPort(nc.RemoteAddr()), netip.AddrPort{}, err, res.ipHold)
 		s.goWorker(ls, func() { // the acceptor is a worker, so the groups cannot be waited to zero here
 			t := time.NewTimer(res.ipHold)
 			defer t.Stop()
@@ -661,10 +678,12 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 	return false
 }
 
-// connRejected logs and reports a connection from ip that a per-address
-// quota closed (err wraps ErrTooManyConnections, or
-// ErrConnectionThrottled after hold).
-func (s *Server) connRejected(ls *listenerState, ip netip.Addr, err error, hold time.Duration) {
+// connRejected logs, reports and audits a connection from client (through
+// the load balancer at proxy, on a PROXY listener) that a per-address quota
+// closed (err wraps ErrTooManyConnections, or ErrConnectionThrottled after
+// hold).
+func (s *Server) connRejected(ls *listenerState, client, proxy netip.AddrPort, err error, hold time.Duration) {
+	ip := client.Addr()
 	if errors.Is(err, ErrConnectionThrottled) {
 		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
 			"listener", ls.cfg.Name, "address", ip, "delay", hold, "err", err)
@@ -675,6 +694,7 @@ func (s *Server) connRejected(ls *listenerState, ip netip.Addr, err error, hold 
 	for _, h := range s.hooks.connRejected {
 		h.OnConnRejected(ls.cfg.Name, ip, err, hold)
 	}
+	s.auditRefused(ls, client, proxy, err, hold)
 }
 
 // acceptAddr is the address the acceptor counts nc under: its peer's, or

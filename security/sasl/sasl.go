@@ -161,6 +161,11 @@ type Error struct {
 	// {"status":"invalid_token"}. It is never sent to the client and, like
 	// Reason, never holds a secret.
 	Err error
+	// User is the user name the client tried, where the mechanism carries
+	// one and the client's message got that far (PLAIN and SCRAM fill it):
+	// for an audit trail of failed logins (socketserver's HookAudit). ""
+	// when unknown. It is never sent to the client.
+	User string
 }
 
 // Error returns the failure as the broker logs it: Reason (the client
