@@ -42,5 +42,6 @@ func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API
 				_ = r.CloseConnection()
 			}
 		}),
+		own: true,
 	}
 }

@@ -42,8 +42,8 @@
 // it serves, for new connections, with Kafka's checks
 // ([Server.ReloadTLS], [Server.ReloadTLSFrom]). APIs with an inline handler
 // ([API.Inline], set by [Inline]) are answered on the connection's
-// goroutine, as net/http calls handlers ([ListClientConnectionsAPI] is
-// one), still within the queue's bound.
+// goroutine, as net/http calls handlers ([ListClientConnectionsAPI] and
+// [CloseClientConnectionsAPI] are such), still within the queue's bound.
 //
 // Behind a TCP load balancer (HAProxy, a cloud's network load balancer), a
 // listener may require the PROXY protocol, versions 1 and 2

@@ -16,7 +16,8 @@ import (
 // the request is done, including those the server answers itself
 // (ApiVersions unless the host took it over, SaslHandshake and
 // SaslAuthenticate during and after authentication,
-// [ListClientConnectionsAPI], and the error responses of the SASL
+// [ListClientConnectionsAPI] and [CloseClientConnectionsAPI], and the
+// error responses of the SASL
 // exchange). A connection's requests are logged in the order they came,
 // one at a time.
 //
@@ -77,7 +78,7 @@ type RequestLog struct {
 	Throttle time.Duration
 	// Latency is where the request's time went. For a request the host
 	// answered, and one answered by an inline API of the server's
-	// ([ListClientConnectionsAPI]), it is split as [HookRequestDone]
+	// ([ListClientConnectionsAPI], [CloseClientConnectionsAPI]), it is split as [HookRequestDone]
 	// splits it, with Total up to the response written, the answer with
 	// NoResponse, or the close (the phases it did not reach are zero). For
 	// the other requests the server answers itself Queue and

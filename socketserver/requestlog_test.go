@@ -109,8 +109,10 @@ func TestRequestLog(t *testing.T) {
 		}
 	})
 	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
-		c.APIs = append(slices.DeleteFunc(allAPIs(), func(a socketserver.API) bool { return a.Key == connregistry.DefaultListAPIKey }),
-			socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil))
+		c.APIs = append(slices.DeleteFunc(allAPIs(), func(a socketserver.API) bool {
+			return a.Key == connregistry.DefaultListAPIKey || a.Key == connregistry.DefaultCloseAPIKey
+		}), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil),
+			socketserver.CloseClientConnectionsAPI(connregistry.DefaultCloseAPIKey, nil))
 		c.Hooks = []socketserver.Hook{logs, done}
 	}, handler)
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
@@ -121,6 +123,7 @@ func TestRequestLog(t *testing.T) {
 	saslHandshake := kmsg.NewPtrSASLHandshakeRequest()
 	saslHandshake.Version, saslHandshake.Mechanism = 1, "PLAIN"
 	list := &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultListAPIKey}
+	closeNone := &connregistry.CloseClientConnectionsRequest{APIKey: connregistry.DefaultCloseAPIKey, ConnectionIDs: []string{"no-such-connection"}}
 	steps := []struct {
 		req        kmsg.Request
 		response   bool
@@ -132,6 +135,7 @@ func TestRequestLog(t *testing.T) {
 		{metadataReq(12), true, false, false, "logging-client"},
 		{produce, false, false, false, "logging-client"},
 		{list, true, true, false, "logging-client"},
+		{closeNone, true, true, false, "logging-client"},     // answered by the server, as CloseClientConnectionsAPI says
 		{saslHandshake, true, true, false, "logging-client"}, // ILLEGAL_SASL_STATE: not a SASL listener
 		{apiVersionsReq(0, "", ""), true, true, false, "logging-client"},
 		{kmsg.NewPtrFindCoordinatorRequest(), false, false, true, "logging-client"}, // the handler closes
@@ -180,7 +184,7 @@ func TestRequestLog(t *testing.T) {
 		} else {
 			assert.Zero(t, lat.Send, name)
 		}
-		if s.server && l.APIKey != connregistry.DefaultListAPIKey { // ListClientConnections is answered as an inline API, and timed so
+		if s.server && l.APIKey != connregistry.DefaultListAPIKey && l.APIKey != connregistry.DefaultCloseAPIKey { // answered as inline APIs, and timed so
 			assert.Zero(t, lat.Queue, name)
 			assert.Zero(t, lat.ResponseQueue, name)
 		}
