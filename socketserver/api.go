@@ -95,7 +95,7 @@ type API struct {
 	// [MaxPipeline].
 	Pipeline int
 
-	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI, CloseClientConnectionsAPI): RequestLog.ServerAnswered
+	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI, CloseClientConnectionsAPI): RequestDone.ServerAnswered
 	flexible int16 // Raw: the first version whose headers are flexible (KIP-482); noFlexible when none is
 }
 

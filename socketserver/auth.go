@@ -308,8 +308,8 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 // come in SaslAuthenticate requests, with v0 as raw size-prefixed frames.
 // Frames are limited to sasl.server.max.receive.size. Any other request,
 // and a frame that is not a request, closes the connection without a
-// response after the failed-authentication delay. Each request is logged
-// (HookRequestLogged).
+// response after the failed-authentication delay. Each request is
+// reported (HookRequestDone).
 func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	// The first byte first: a client that leaves before it is a probe
@@ -329,7 +329,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
-		q := logged{h: h, size: len(frame), received: received}
+		q := logged{h: h, size: len(frame), received: received, auth: true}
 		if api.Raw { // left undecoded: not a request of the exchange
 			return nil, 0, c.refuseOwn(&q, fmt.Errorf("%w: Unexpected Kafka request of type %s during SASL handshake.", ErrIllegalSASLState, apiName(h.key)))
 		}
@@ -486,7 +486,7 @@ func (c *conn) saslAuthenticateRequest(q *logged, frame []byte) (*kmsg.SASLAuthe
 	if err != nil {
 		return nil, c.refuse(err)
 	}
-	*q = logged{h: h, size: len(frame), received: received}
+	*q = logged{h: h, size: len(frame), received: received, auth: true}
 	if h.key != saslAuthenticateKey {
 		msg := "Unexpected Kafka request of type " + apiName(h.key) + " during SASL authentication."
 		resp := illegalSASLStateResponse(h, rest, msg)
@@ -640,8 +640,8 @@ func (c *conn) mayReauthenticate(now time.Time) bool {
 // received after authentication. A SaslHandshake that may start
 // re-authentication (mayReauthenticate) does; otherwise both get
 // ILLEGAL_SASL_STATE (SaslHandshake with no mechanisms) and the connection
-// stays open, as Kafka's KafkaApis answers them. Each request is logged
-// (HookRequestLogged), those of a re-authentication as they are answered.
+// stays open, as Kafka's KafkaApis answers them. Each request is reported
+// (HookRequestDone), those of a re-authentication as they are answered.
 // An error means the connection must close.
 func (c *conn) answerSASLAfterAuthentication(q *logged, req kmsg.Request) error {
 	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && c.mayReauthenticate(q.received) {

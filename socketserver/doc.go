@@ -32,11 +32,12 @@
 // ([Config.Listen]: an inherited socket, a proxy's listener, an in-memory
 // one in tests), give request contexts its own values
 // ([Config.BaseContext], [Config.ConnContext]), observe the server through
-// single-purpose hooks ([Hook]: connections, requests and their latency,
-// authentication) and [Server.Stats], keep a request log of every request,
-// those the server answers itself included, as Kafka's
-// kafka.request.logger ([HookRequestLogged], [SlogRequestLog]: who sent
-// what, from where, the sizes and each phase's time, never a SASL secret),
+// single-purpose hooks ([Hook]: connections, requests, authentication)
+// and [Server.Stats], see every request as it ends, those the server
+// answers itself included, for a request log as Kafka's
+// kafka.request.logger and request metrics as its RequestMetrics
+// ([HookRequestDone], [SlogRequestLog]: who sent what, from where, the
+// sizes and each phase's time, never a SASL secret),
 // tune or turn off the parking of idle connections
 // ([Config.ParkAfter]), and replace a listener's TLS configuration while
 // it serves, for new connections, with Kafka's checks
@@ -92,7 +93,7 @@
 // Each connection has one goroutine, which runs the whole per-request path:
 // it reads a frame (within queued.max.request.bytes), decodes it, queues
 // the request or answers it inline, waits for the answer, writes the
-// response, logs the request ([HookRequestLogged]), mutes the connection
+// response, reports the request ([HookRequestDone]), mutes the connection
 // while a throttle lasts, and only then reads the next frame. An idle
 // connection parks: after [Config.ParkAfter] without a request it gives
 // back its read buffer and hands its read to a fresh goroutine with the

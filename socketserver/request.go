@@ -63,7 +63,7 @@ type Request struct {
 
 	conn *conn
 	// answered is set, once, by the answer: to when it came, in nanoseconds
-	// since the server's epoch, when a HookRequestDone or HookRequestLogged
+	// since the server's epoch, when a HookRequestDone
 	// wants it (hooks.timed), else to 1.
 	// 0 means not yet answered.
 	answered atomic.Int64
