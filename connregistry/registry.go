@@ -95,7 +95,8 @@ const (
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
-// (User) and a name. socketserver.Principal is this type.
+// (User) and a name: a connection's (Info.Principal), and what a
+// socketserver.PrincipalBuilder builds.
 type Principal struct {
 	Type string
 	Name string

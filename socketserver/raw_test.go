@@ -468,7 +468,7 @@ func TestRawVersionKmsgDoesNotKnow(t *testing.T) {
 // authenticating closes the connection, as any request the SASL exchange
 // does not allow. After it, raw requests carry the principal.
 func TestRawSASL(t *testing.T) {
-	seen := make(chan socketserver.Principal, 1)
+	seen := make(chan connregistry.Principal, 1)
 	srv := socketservertest.NewServer(t, saslProps(nil), func(c *socketserver.Config) {
 		c.APIs = rawAPIs(0)
 		c.Credentials = newUsers(t)

@@ -41,7 +41,7 @@ func newServer(t *testing.T, v oauthbearer.Validator) sasl.Server {
 	m, err := oauthbearer.New(v)
 	require.NoError(t, err)
 	assert.Equal(t, "OAUTHBEARER", m.Name())
-	return m.NewServer(sasl.ConnState{})
+	return m.NewServer(sasl.Attempt{})
 }
 
 // The mechanism over a host's validator function, following Kafka's

@@ -58,7 +58,7 @@ func oauthMechanism(t *testing.T, props listener.Properties) *oauthbearer.Mechan
 
 // step authenticates token with a fresh server of m.
 func step(m *oauthbearer.Mechanism, token string) (sasl.Server, error) {
-	s := m.NewServer(sasl.ConnState{})
+	s := m.NewServer(sasl.Attempt{})
 	_, err := s.Step(context.Background(), oauthbearertest.ClientFirstMessage(token))
 	return s, err
 }
