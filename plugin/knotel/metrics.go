@@ -133,7 +133,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		return c
 	}
 	m.callDuration = fhist("rpc.server.call.duration", "s",
-		"Time from a request read to its response written, or to the answer without one (Kafka's TotalTimeMs).", DurationBuckets)
+		"Time from a request read to its response written, to the answer without one, or to the close that ended it (Kafka's TotalTimeMs); the SASL exchange is not timed, as in Kafka.", DurationBuckets)
 	m.requestSize = ihist("rpc.server.request.size", "By",
 		"Size of the requests received, without the size prefix (Kafka's RequestsPerSec and incoming-byte-total).", SizeBuckets)
 	m.responseSize = ihist("rpc.server.response.size", "By",

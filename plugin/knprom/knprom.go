@@ -81,7 +81,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		bytesOut: counter("kafka_server_socket_server_metrics_outgoing_byte_total",
 			"Bytes of responses sent (outgoing-byte-total).", "listener"),
 		totalTime: histogram("kafka_network_request_metrics_total_time_seconds",
-			"Time from a request read to its response written (TotalTimeMs), by API.", "listener", "api_key", "request"),
+			"Time from a request read to its response written, or to the close that ended it (TotalTimeMs), by API; the SASL exchange is not timed, as in Kafka.", "listener", "api_key", "request"),
 		phaseTime: histogram("kafka_network_request_metrics_phase_time_seconds",
 			"Where the time of requests the host answered went (RequestQueueTimeMs, LocalTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs), by API.",
 			"listener", "request", "phase"),
