@@ -95,7 +95,8 @@ const (
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
-// (User) and a name. socketserver.Principal is this type.
+// (User) and a name: a connection's (Info.Principal), and what a
+// socketserver.PrincipalBuilder builds.
 type Principal struct {
 	Type string
 	Name string
@@ -281,10 +282,12 @@ func (e *Entry) SetState(s State) {
 
 // Request records a complete request of size bytes, at t, from clientID,
 // and returns the connection's description as the request found it (what
-// Info returns), read under the same lock. The requests read between two
-// changes of the description (Update) share one copy: read it, never
-// change it. Idle lets go of it.
-func (e *Entry) Request(t time.Time, size int, clientID string) *Info {
+// Info returns), read under the same lock, and the entry's copy of
+// clientID, which does not share the memory of the caller's (a request
+// frame's) and is copied only when the connection's client id changes.
+// The requests read between two changes of the description (Update) share
+// one copy of it: read it, never change it. Idle lets go of it.
+func (e *Entry) Request(t time.Time, size int, clientID string) (*Info, string) {
 	e.requests.Add(1)
 	e.bytesIn.Add(int64(size))
 	e.lastActivity.Store(t.UnixNano())
@@ -298,8 +301,9 @@ func (e *Entry) Request(t time.Time, size int, clientID string) *Info {
 		*info = e.c.Info
 		e.shared = info
 	}
+	clientID = e.c.ClientID
 	e.mu.Unlock()
-	return info
+	return info, clientID
 }
 
 // Idle records that the connection waits, idle, for its next request: the

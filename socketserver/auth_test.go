@@ -47,7 +47,7 @@ const (
 )
 
 var (
-	alice      = socketserver.Principal{Type: "User", Name: "alice"}
+	alice      = connregistry.Principal{Type: "User", Name: "alice"}
 	mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 )
 
@@ -264,7 +264,7 @@ func TestKgoAuthentication(t *testing.T) {
 		listener  string
 		mech      string
 		tls       *tls.Config
-		principal socketserver.Principal
+		principal connregistry.Principal
 		version   uint16
 	}
 	var cases []tc

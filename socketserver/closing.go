@@ -52,6 +52,7 @@ func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API
 				_ = r.CloseConnection()
 			}
 		}),
+		own: true,
 	}
 }
 

@@ -45,7 +45,7 @@ import (
 //	                     (the peer watcher reads meanwhile once the
 //	                     request is held past peerWatchAfter, and a
 //	                     streamed body has been read), writes,
-//	                     logs it (HookRequestLogged, requestlog.go)
+//	                     reports it (HookRequestDone, requestlog.go)
 //	  mute               a throttled request's connection reads nothing    waitBusy
 //	                     until the throttle has passed (Request.Throttle)
 //	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
@@ -655,7 +655,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 // it, and answers it or hands it to the host and writes the host's answer.
 // It reports ok false when the connection must close, and when the host
 // throttled the request (Request.Throttle), until when it must stay muted.
-// Every request it decodes is logged once (HookRequestLogged), when it is
+// Every request it decodes is reported once (HookRequestDone), when it is
 // done: the server's own answers where they are written (ownDone), the
 // host's here (hostDone).
 func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
@@ -681,7 +681,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
 		return false, time.Time{}
 	}
-	q := logged{h: h, size: size, received: start, peeked: peeked > 0}
+	q := logged{h: h, size: size, received: start}
 	if c.pipe != nil && api.Pipeline == 0 && !c.pipe.await(1) { // answers leave in order: the pipelined ones first
 		return false, time.Time{}
 	}
@@ -715,11 +715,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		// whole request costs the server 5 to 6 µs). Never negative: a
 		// pipelined answer written meanwhile by another goroutine may
 		// record an earlier time.
-		took := max(c.lastActive().Sub(start), 0)
-		c.p.busy.Add(int64(took))
-		for _, hook := range srv.hooks.requestsDone {
-			hook.OnRequestDone(c.p.ls.cfg.Name, h.key, RequestLatency{Total: took})
-		}
+		c.p.busy.Add(int64(max(c.lastActive().Sub(start), 0)))
 		return true, time.Time{}
 	}
 
@@ -935,31 +931,19 @@ func (c *conn) mute(until time.Time) bool {
 // hostDone ends q, a request handed to the host as r, whose answer the
 // connection took up at writeStart with a response of sent bytes (0:
 // none): it counts the write as the processor's busy time, records the
-// activity, and reports the request to the HookRequestDone hooks (unless
-// the connection closes: closed) and the request log.
+// activity (unless the connection closes: closed), and reports the
+// request to the HookRequestDone hooks.
 func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, closed bool) {
 	end := writeStart
 	if sent > 0 {
 		end = time.Now()
 		c.p.busy.Add(int64(end.Sub(writeStart)))
 	}
-	if closed {
-		if c.p.srv.logging() {
-			c.logRequest(q, c.latency(r, q.received, writeStart, end), sent, true)
-		}
-		return
+	if !closed {
+		c.touch(end)
 	}
-	c.touch(end)
-	hooks := &c.p.srv.hooks
-	if !hooks.timed() {
-		return
-	}
-	t := c.latency(r, q.received, writeStart, end)
-	for _, h := range hooks.requestsDone {
-		h.OnRequestDone(c.p.ls.cfg.Name, r.APIKey, t)
-	}
-	if len(hooks.requestLogged) > 0 {
-		c.logRequest(q, t, sent, false)
+	if c.p.srv.hooks.timed() {
+		c.requestDone(q, c.latency(r, q.received, writeStart, end), sent, closed)
 	}
 }
 
@@ -977,7 +961,7 @@ func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions
 	if err != nil {
 		return h, api, nil, nil, info, err
 	}
-	info = c.entry.Request(received, size, h.clientID)
+	info, h.clientID = c.entry.Request(received, size, h.clientID) // the entry's copy: a HookRequestDone may keep it
 	api, ok := apis.lookup(h.key)
 	if !ok {
 		return h, api, nil, nil, info, ErrUnknownAPI
@@ -1048,7 +1032,7 @@ func (c *conn) answerInServer(q *logged, found *connregistry.Info, api API, body
 // otherwise with the listener's encoded answer, recording the client
 // software (KIP-511) when it differs from found's, the description the
 // request found. Nothing is allocated for a client that sends the same
-// software as before (and no request log hook is set), and the requests
+// software as before, and the requests
 // that follow keep sharing found.
 func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byte) error {
 	apis := c.p.ls.apis

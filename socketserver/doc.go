@@ -55,11 +55,12 @@
 // ([Config.Listen]: an inherited socket, a proxy's listener, an in-memory
 // one in tests), give request contexts its own values
 // ([Config.BaseContext], [Config.ConnContext]), observe the server through
-// single-purpose hooks ([Hook]: connections, requests and their latency,
-// authentication) and [Server.Stats], keep a request log of every request,
-// those the server answers itself included, as Kafka's
-// kafka.request.logger ([HookRequestLogged], [SlogRequestLog]: who sent
-// what, from where, the sizes and each phase's time, never a SASL secret),
+// single-purpose hooks ([Hook]: connections, requests, authentication)
+// and [Server.Stats], see every request as it ends, those the server
+// answers itself included, for a request log as Kafka's
+// kafka.request.logger and request metrics as its RequestMetrics
+// ([HookRequestDone], [SlogRequestLog]: who sent what, from where, the
+// sizes and each phase's time, never a SASL secret),
 // keep an audit trail of logins, refused connections, operators' closes
 // and throttles, delivered from a bounded queue that never holds a client
 // ([HookAudit], [Server.Audit]), tune or turn off the parking of idle connections
@@ -67,8 +68,8 @@
 // it serves, for new connections, with Kafka's checks
 // ([Server.ReloadTLS], [Server.ReloadTLSFrom]). APIs with an inline handler
 // ([API.Inline], set by [Inline]) are answered on the connection's
-// goroutine, as net/http calls handlers ([ListClientConnectionsAPI] is
-// one), still within the queue's bound.
+// goroutine, as net/http calls handlers ([ListClientConnectionsAPI] and
+// [CloseClientConnectionsAPI] are such), still within the queue's bound.
 //
 // # Behind a load balancer
 //
@@ -128,7 +129,7 @@
 // Each connection has one goroutine, which runs the whole per-request path:
 // it reads a frame (within queued.max.request.bytes), decodes it, queues
 // the request or answers it inline, waits for the answer, writes the
-// response, logs the request ([HookRequestLogged]), mutes the connection
+// response, reports the request ([HookRequestDone]), mutes the connection
 // while a throttle lasts, and only then reads the next frame. An idle
 // connection parks: after [Config.ParkAfter] without a request it gives
 // back its read buffer and hands its read to a fresh goroutine with the

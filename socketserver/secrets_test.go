@@ -257,7 +257,7 @@ func (r *recordingSASLClient) step(challenge []byte) ([]byte, bool) {
 // (expired, another key's, unsigned, malformed messages carrying it).
 // TestLogsHoldNoCredentials checks the JSON output alone; this adds the
 // renderings, the derived keys, the framing confusions and the tokens.
-// The request log is checked alike: every RequestLog a hook was given,
+// The request log is checked alike: every RequestDone a hook was given,
 // printed with %+v, and SlogRequestLog's records in the same capture.
 func TestSecretsNeverLogged(t *testing.T) {
 	users := newUsers(t)
@@ -453,7 +453,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 			t.Errorf("the log holds a %s: %q", what, s)
 		}
 		if strings.Contains(printed, s) {
-			t.Errorf("a RequestLog holds a %s: %q", what, s)
+			t.Errorf("a RequestDone holds a %s: %q", what, s)
 		}
 		if strings.Contains(audited, s) {
 			t.Errorf("an audit event holds a %s: %q", what, s)

@@ -80,8 +80,8 @@ type Server struct {
 	readBufs     sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
 	parked       atomic.Int64   // connections parked now
 
-	requestLogs sync.Pool // of *RequestLog: lent to the request log hooks for one call (conn.logRequest)
-	pipeEntries sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
+	requestsDone sync.Pool // of *RequestDone: lent to the HookRequestDone hooks for one call (conn.requestDone)
+	pipeEntries  sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
 }
 
 // readBuf lends a read buffer over r.

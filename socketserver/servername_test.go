@@ -33,7 +33,7 @@ func (h *serverNameHook) OnAuthenticated(info connregistry.Info, _ bool) {
 	h.authenticated[info.ID] = info.ServerName
 }
 
-func (h *serverNameHook) OnRequestLogged(r *socketserver.RequestLog) {
+func (h *serverNameHook) OnRequestDone(r *socketserver.RequestDone) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.logged[r.Conn.ID] = r.Conn.ServerName
@@ -98,10 +98,10 @@ func TestServerNames(t *testing.T) {
 			require.Eventually(t, func() bool {
 				_, _, ok := hook.seen(r.Conn.ID)
 				return ok
-			}, 10*time.Second, time.Millisecond, "HookRequestLogged")
+			}, 10*time.Second, time.Millisecond, "HookRequestDone")
 			authenticated, logged, _ := hook.seen(r.Conn.ID)
 			assert.Equal(t, tc.ask, authenticated, "HookAuthenticated")
-			assert.Equal(t, tc.ask, logged, "HookRequestLogged")
+			assert.Equal(t, tc.ask, logged, "HookRequestDone")
 		})
 	}
 

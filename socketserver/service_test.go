@@ -35,7 +35,7 @@ type serviceMechanism struct {
 	inFlight int
 }
 
-func (m *serviceMechanism) NewServer(c sasl.ConnState) sasl.Server {
+func (m *serviceMechanism) NewServer(c sasl.Attempt) sasl.Server {
 	return &trackedServer{Server: m.tokenMechanism.NewServer(c), m: m}
 }
 

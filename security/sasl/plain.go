@@ -22,7 +22,7 @@ type plainMechanism struct {
 
 func (plainMechanism) Name() string { return Plain }
 
-func (m plainMechanism) NewServer(ConnState) Server { return &plainServer{store: m.store} }
+func (m plainMechanism) NewServer(Attempt) Server { return &plainServer{store: m.store} }
 
 type plainServer struct {
 	store    CredentialStore

@@ -52,7 +52,7 @@ var saslTestUsers = sync.OnceValue(func() *sasl.Users {
 // time: done reports that the exchange completed with this step.
 type session struct{ sasl.Server }
 
-func newSession(m sasl.Mechanism) session { return session{m.NewServer(sasl.ConnState{})} }
+func newSession(m sasl.Mechanism) session { return session{m.NewServer(sasl.Attempt{})} }
 
 func (s session) Step(token []byte) (reply []byte, done bool, err error) {
 	reply, err = s.Server.Step(context.Background(), token)

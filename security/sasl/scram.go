@@ -55,7 +55,7 @@ type scramMechanism struct {
 
 func (m *scramMechanism) Name() string { return m.name }
 
-func (m *scramMechanism) NewServer(ConnState) Server { return &scramServer{m: m} }
+func (m *scramMechanism) NewServer(Attempt) Server { return &scramServer{m: m} }
 
 type scramState int8
 
