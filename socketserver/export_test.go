@@ -32,3 +32,13 @@ func SetStreamWatchAfter(d time.Duration) (restore func()) {
 	streamWatchAfter = d
 	return func() { streamWatchAfter = old }
 }
+
+// PrincipalCounts exposes the connections counted per principal across
+// listeners (connection quotas' PrincipalLimits) to the external tests.
+func PrincipalCounts(s *Server) map[Principal]int { return s.quotas.principalCounts() }
+
+// ParsePrincipalOverrides exposes the parser of
+// kafkanet.max.connections.per.principal.overrides to the external tests.
+func ParsePrincipalOverrides(v string) (map[Principal]int, error) {
+	return parsePrincipalOverrides(KeyMaxConnectionsPerPrincipalOverrides, v)
+}
