@@ -286,6 +286,7 @@ type connectionQuotas struct {
 }
 
 func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
+	q = clonePrincipalLimits(q)
 	cq := &connectionQuotas{
 		q: q, overrides: overrides, ipRates: ipRates(q.IPConnectionCreationRateOverrides), interBroker: interBroker, listeners: listeners,
 		byListener: map[protocolmap.ListenerName]int{}, byIP: map[netip.Addr]int{},
@@ -345,6 +346,7 @@ func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
 		clear(cq.listenerRate)
 		clear(cq.ipRate)
 	}
+	q = clonePrincipalLimits(q)
 	cq.q, cq.overrides, cq.ipRates = q, overrides, ipRates(q.IPConnectionCreationRateOverrides)
 	cq.anonymousLimited.Store(limitsAnonymous(q))
 	cq.notifyLocked()
@@ -642,6 +644,21 @@ func (cq *connectionQuotas) releasePrincipal(l protocolmap.ListenerName, p connr
 	} else {
 		cq.byPrincipal[p] = n - 1
 	}
+}
+
+// clonePrincipalLimits returns q with copies of its principal limits'
+// maps: the server keeps them, the caller may change its own.
+func clonePrincipalLimits(q Quotas) Quotas {
+	q.MaxConnectionsPerPrincipal.Overrides = maps.Clone(q.MaxConnectionsPerPrincipal.Overrides)
+	if q.ListenerMaxConnectionsPerPrincipal != nil {
+		byListener := make(map[protocolmap.ListenerName]PrincipalLimits, len(q.ListenerMaxConnectionsPerPrincipal))
+		for l, pl := range q.ListenerMaxConnectionsPerPrincipal {
+			pl.Overrides = maps.Clone(pl.Overrides)
+			byListener[l] = pl
+		}
+		q.ListenerMaxConnectionsPerPrincipal = byListener
+	}
+	return q
 }
 
 // limitsAnonymous reports whether q limits User:ANONYMOUS anywhere: only
