@@ -324,7 +324,8 @@ type ListenerConfig struct {
 // kafkanet.request.stall.ms, num.network.threads (and its listener-prefixed form),
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// the connection quotas, each listener's use of the PROXY protocol
+// the connection quotas (with kafkanet's per-principal limits),
+// kafkanet.connections.max.age.ms and its jitter, each listener's use of the PROXY protocol
 // (kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks,
 // see ProxyProtocol), and each listener's TLS and SASL settings
 // (security.ForListener) into its ListenerConfig, among them, for a
