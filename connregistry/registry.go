@@ -92,6 +92,18 @@ const (
 	// server ran (socketserver's Server.RemoveListener), which drains its
 	// connections as a shutdown does.
 	ListenerRemoved CloseReason = "listener removed"
+	// ClosePrincipalLimit: the connection's principal already had the most
+	// connections its limit allows (socketserver's
+	// Quotas.MaxConnectionsPerPrincipal and its overrides), so the
+	// connection was closed as soon as its principal was known, before any
+	// request was read, as Kafka closes a connection over
+	// max.connections.per.ip: the client retries after its reconnect
+	// backoff. Its value is a token, as all reasons will be.
+	ClosePrincipalLimit CloseReason = "principal-limit"
+	// CloseMaxAge: the connection outlived its maximum age (socketserver's
+	// Config.ConnectionsMaxAge) and was closed between requests: every
+	// request it had read was answered first, and no later one was read.
+	CloseMaxAge CloseReason = "max-age"
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -40,6 +41,10 @@ const (
 	// work over (a client gives a request up after request.timeout.ms, 30
 	// s), far above a slowloris's byte every few seconds.
 	DefaultRequestMinByteRate = 1024
+	// DefaultConnectionsMaxAgeJitter is kafkanet.connections.max.age.jitter's
+	// default: each connection's maximum age within ±10% of
+	// kafkanet.connections.max.age.ms.
+	DefaultConnectionsMaxAgeJitter = 0.1
 	// ControlPlaneQueueSize is the control plane's fixed request queue
 	// capacity, as in Kafka.
 	ControlPlaneQueueSize = 20
@@ -230,6 +235,28 @@ type Config struct {
 	// when it closes, whatever ConnContext returned.
 	ConnContext func(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context
 
+	// ConnectionsMaxAge is kafkanet.connections.max.age.ms, a key of
+	// kafkanet's own: a connection older than this (from its accept, each
+	// connection's age spread by ConnectionsMaxAgeJitter) is closed, with
+	// the reason connregistry.CloseMaxAge, so that clients reconnect and a
+	// load balancer in front spreads them over the instances added since
+	// they came. It is closed between requests: one waiting for a request
+	// (or parked) is closed within a twentieth of the age (at most a
+	// minute) of reaching it; one whose requests keep coming reads no
+	// further request once one it read finds it past its age, and closes
+	// when every request it read has been answered and its response
+	// written, so that nothing it took is lost and the client sends the
+	// rest again on its next connection, as after an idle close. Zero or
+	// negative: no maximum (the default).
+	ConnectionsMaxAge time.Duration
+	// ConnectionsMaxAgeJitter is kafkanet.connections.max.age.jitter: each
+	// connection's maximum age is ConnectionsMaxAge spread by up to this
+	// fraction of it either way (0.1: from 90% to 110%), so that
+	// connections opened together do not all leave together. Zero means
+	// DefaultConnectionsMaxAgeJitter; negative, none; it must be less than
+	// 1.
+	ConnectionsMaxAgeJitter float64
+
 	// ParkAfter is how long an idle connection first waits for its next
 	// request before it parks, giving back its read buffer and all but the
 	// smallest goroutine stack; a connection woken soon after parking
@@ -302,7 +329,8 @@ type ListenerConfig struct {
 // kafkanet.request.stall.ms, num.network.threads (and its listener-prefixed form),
 // socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// the connection quotas, each listener's use of the PROXY protocol
+// the connection quotas (with kafkanet's per-principal limits),
+// kafkanet.connections.max.age.ms and its jitter, each listener's use of the PROXY protocol
 // (kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks,
 // see ProxyProtocol), and each listener's TLS and SASL settings
 // (security.ForListener) into its ListenerConfig, among them, for a
@@ -372,6 +400,9 @@ func ConfigFromProperties(props listener.Properties) (Config, error) {
 	}
 	c.SASLMaxReceiveSize = int32(min(saslMax, 1<<31-1))
 	if c.ConnectionQuotas, err = quotasFromProperties(cfg); err != nil {
+		return Config{}, err
+	}
+	if c.ConnectionsMaxAge, c.ConnectionsMaxAgeJitter, err = maxAgeFromProperties(props); err != nil {
 		return Config{}, err
 	}
 	for _, l := range cfg.Listeners {
@@ -470,6 +501,9 @@ func (c Config) withDefaults() Config {
 	if c.ParkAfter == 0 {
 		c.ParkAfter = DefaultParkAfter
 	}
+	if c.ConnectionsMaxAgeJitter == 0 {
+		c.ConnectionsMaxAgeJitter = DefaultConnectionsMaxAgeJitter
+	}
 	if c.lookupNetIP == nil {
 		c.lookupNetIP = net.DefaultResolver.LookupNetIP
 	}
@@ -563,6 +597,9 @@ func quotasFromProperties(cfg *listener.Set) (*ConnectionQuotas, error) {
 	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(props); err != nil {
 		return nil, err
 	}
+	if q.MaxConnectionsPerPrincipal, q.ListenerMaxConnectionsPerPrincipal, err = principalLimitsFromProperties(cfg); err != nil {
+		return nil, err
+	}
 	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
 		return nil, &protocolmap.ConfigError{Key: "max.connections.per.ip", Value: "0", Err: ErrInvalidConnectionQuotas,
 			Rule: "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}
@@ -633,6 +670,148 @@ func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerN
 			out = map[protocolmap.ListenerName]int{}
 		}
 		out[l.Name] = n
+	}
+	return out, nil
+}
+
+// The keys of kafkanet's own connection controls: the limits of
+// [PrincipalLimits], read into Quotas.MaxConnectionsPerPrincipal and
+// Quotas.ListenerMaxConnectionsPerPrincipal (each key also per listener,
+// with the listener.name.<listener>. prefix), and [Config.ConnectionsMaxAge]
+// and [Config.ConnectionsMaxAgeJitter].
+const (
+	// KeyMaxConnectionsPerPrincipal is the limit of every principal but
+	// User:ANONYMOUS: an integer, 2147483647 (no limit) by default; 0 is
+	// valid only with KeyMaxConnectionsPerPrincipalOverrides, which then
+	// names the only principals admitted.
+	KeyMaxConnectionsPerPrincipal = "kafkanet.max.connections.per.principal"
+	// KeyMaxConnectionsPerPrincipalOverrides gives single principals their
+	// own limit: principal:count entries separated by semicolons, as
+	// super.users separates principals, each count after the entry's last
+	// colon, so that a TLS distinguished name with commas can be named:
+	// User:alice:2;User:CN=bob,O=acme:50. User:ANONYMOUS is limited only
+	// here.
+	KeyMaxConnectionsPerPrincipalOverrides = "kafkanet.max.connections.per.principal.overrides"
+	// KeyConnectionsMaxAgeMs is the maximum age of a connection in
+	// milliseconds; unset, zero or negative: none (the default).
+	KeyConnectionsMaxAgeMs = "kafkanet.connections.max.age.ms"
+	// KeyConnectionsMaxAgeJitter spreads each connection's maximum age by
+	// up to this fraction of it either way: a number from 0 (none) to
+	// below 1; 0.1 by default.
+	KeyConnectionsMaxAgeJitter = "kafkanet.connections.max.age.jitter"
+)
+
+// maxAgeFromProperties reads kafkanet.connections.max.age.ms and
+// kafkanet.connections.max.age.jitter into Config's values: no maximum is
+// -1, no jitter -1.
+func maxAgeFromProperties(props listener.Properties) (time.Duration, float64, error) {
+	ms, err := props.Int(KeyConnectionsMaxAgeMs, -1, -1<<62)
+	if err != nil {
+		return 0, 0, err
+	}
+	age := time.Duration(-1)
+	if ms > 0 {
+		age = time.Duration(min(ms, int(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	}
+	jitter := DefaultConnectionsMaxAgeJitter
+	if v, ok := props.Get(KeyConnectionsMaxAgeJitter); ok {
+		j, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(j >= 0 && j < 1) {
+			return 0, 0, &protocolmap.ConfigError{Key: KeyConnectionsMaxAgeJitter, Value: v, Err: listener.ErrInvalidValue,
+				Rule: "Expected a number from 0 to less than 1"}
+		}
+		jitter = j
+		if j == 0 {
+			jitter = -1 // set to 0 on purpose: none
+		}
+	}
+	return age, jitter, nil
+}
+
+// principalLimitsFromProperties reads kafkanet.max.connections.per.principal
+// and its overrides, broker-wide and per listener (listener.name.<l>.
+// prefixed: a listener that sets neither has no entry).
+func principalLimitsFromProperties(cfg *listener.Set) (PrincipalLimits, map[protocolmap.ListenerName]PrincipalLimits, error) {
+	props := cfg.Properties()
+	read := func(maxKey, overridesKey string, maxSet bool) (PrincipalLimits, error) {
+		pl := PrincipalLimits{Max: Unlimited}
+		var err error
+		if maxSet {
+			if pl.Max, err = props.Int(maxKey, Unlimited, 0); err != nil {
+				return pl, err
+			}
+		}
+		if v, ok := props.Get(overridesKey); ok {
+			if pl.Overrides, err = parsePrincipalOverrides(overridesKey, v); err != nil {
+				return pl, err
+			}
+		}
+		if pl.Max == 0 && len(pl.Overrides) == 0 {
+			return pl, &protocolmap.ConfigError{Key: maxKey, Value: "0", Err: ErrInvalidConnectionQuotas,
+				Rule: maxKey + " can be set to zero only if " + overridesKey + " is set"}
+		}
+		return pl, nil
+	}
+	all, err := read(KeyMaxConnectionsPerPrincipal, KeyMaxConnectionsPerPrincipalOverrides, true)
+	if err != nil {
+		return PrincipalLimits{}, nil, err
+	}
+	var byListener map[protocolmap.ListenerName]PrincipalLimits
+	for _, l := range cfg.Listeners {
+		prefix := l.Name.ConfigPrefix()
+		_, maxSet := props.Get(prefix + KeyMaxConnectionsPerPrincipal)
+		_, overridesSet := props.Get(prefix + KeyMaxConnectionsPerPrincipalOverrides)
+		if !maxSet && !overridesSet {
+			continue
+		}
+		pl, err := read(prefix+KeyMaxConnectionsPerPrincipal, prefix+KeyMaxConnectionsPerPrincipalOverrides, maxSet)
+		if err != nil {
+			return PrincipalLimits{}, nil, err
+		}
+		if byListener == nil {
+			byListener = map[protocolmap.ListenerName]PrincipalLimits{}
+		}
+		byListener[l.Name] = pl
+	}
+	return all, byListener, nil
+}
+
+// parsePrincipalOverrides parses the value v of key, a
+// kafkanet.max.connections.per.principal.overrides: principal:count
+// entries separated by semicolons (blank ones skipped), each principal
+// Type:name as in super.users, its count after the entry's last colon, an
+// integer from 0 to 2147483647. Each principal may be named once.
+func parsePrincipalOverrides(key, v string) (map[connregistry.Principal]int, error) {
+	bad := func(format string, args ...any) error {
+		return &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas, Rule: fmt.Sprintf(format, args...)}
+	}
+	var out map[connregistry.Principal]int
+	for entry := range strings.SplitSeq(v, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		i := strings.LastIndexByte(entry, ':')
+		if i < 0 {
+			return nil, bad("the entry %q is not principal:count, such as User:alice:2", entry)
+		}
+		name, count := strings.TrimSpace(entry[:i]), strings.TrimSpace(entry[i+1:])
+		typ, pname, ok := strings.Cut(name, ":")
+		if !ok || typ == "" || pname == "" {
+			return nil, bad("%q is not a principal: Type:name, such as User:alice", name)
+		}
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 0 || n > Unlimited {
+			return nil, bad("the limit %q of %s is not an integer from 0 to %d", count, name, Unlimited)
+		}
+		p := connregistry.Principal{Type: typ, Name: pname}
+		if _, dup := out[p]; dup {
+			return nil, bad("principal %s is given more than once", p)
+		}
+		if out == nil {
+			out = map[connregistry.Principal]int{}
+		}
+		out[p] = n
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package socketserver
 
 import (
 	"context"
+	"github.com/kafkanet/kafkanet/connregistry"
 	"net/netip"
 	"time"
 
@@ -31,4 +32,14 @@ func SetStreamWatchAfter(d time.Duration) (restore func()) {
 	old := streamWatchAfter
 	streamWatchAfter = d
 	return func() { streamWatchAfter = old }
+}
+
+// PrincipalCounts exposes the connections counted per principal across
+// listeners (connection quotas' PrincipalLimits) to the external tests.
+func PrincipalCounts(s *Server) map[connregistry.Principal]int { return s.quotas.principalCounts() }
+
+// ParsePrincipalOverrides exposes the parser of
+// kafkanet.max.connections.per.principal.overrides to the external tests.
+func ParsePrincipalOverrides(v string) (map[connregistry.Principal]int, error) {
+	return parsePrincipalOverrides(KeyMaxConnectionsPerPrincipalOverrides, v)
 }

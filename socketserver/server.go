@@ -70,15 +70,18 @@ type Server struct {
 	drainOnce    sync.Once
 	epoch        time.Time // with a monotonic reading: connections' activity is kept relative to it
 	quotas       *connectionQuotas
-	registry     *connregistry.Registry
-	quit         chan struct{} // closed by Close: stop everything now
-	closeOnce    sync.Once
-	conns        sync.WaitGroup // connection goroutines
-	workers      sync.WaitGroup // acceptors and processors
-	done         chan struct{}  // closed when every goroutine has ended
-	writeBufs    sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
-	readBufs     sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
-	parked       atomic.Int64   // connections parked now
+	// principalRefusals logs the connections closed over their principal's
+	// limit without flooding (admitPrincipal).
+	principalRefusals logLimiter
+	registry          *connregistry.Registry
+	quit              chan struct{} // closed by Close: stop everything now
+	closeOnce         sync.Once
+	conns             sync.WaitGroup // connection goroutines
+	workers           sync.WaitGroup // acceptors and processors
+	done              chan struct{}  // closed when every goroutine has ended
+	writeBufs         sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
+	readBufs          sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
+	parked            atomic.Int64   // connections parked now
 
 	requestsDone sync.Pool // of *RequestDone: lent to the HookRequestDone hooks for one call (conn.requestDone)
 	pipeEntries  sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
@@ -149,6 +152,9 @@ type listenerState struct {
 	workers      sync.WaitGroup // its acceptor, processors and held connections (Server.admit), also in Server.workers
 
 	probes atomic.Int64 // probes closed (Stats.ProbesClosed)
+	// anonymous counts its connections of User:ANONYMOUS, for
+	// ListenerMaxConnectionsPerPrincipal (connectionQuotas.acquirePrincipal).
+	anonymous atomic.Int64
 }
 
 // New validates cfg, including cfg.Listeners with the rules of
@@ -168,6 +174,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.RequestMaxBytes) {
 		return nil, fmt.Errorf("socketserver: QueuedMaxRequestBytes (%d) must be at least RequestMaxBytes (%d), or 0 for no limit",
 			cfg.QueuedMaxRequestBytes, cfg.RequestMaxBytes)
+	}
+	if j := cfg.ConnectionsMaxAgeJitter; j >= 1 || j != j {
+		return nil, fmt.Errorf("socketserver: ConnectionsMaxAgeJitter (%v) must be less than 1", j)
 	}
 	if err := cfg.ConnectionQuotas.validate(); err != nil {
 		return nil, err

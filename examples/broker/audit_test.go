@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,8 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // -audit-log records a failed login with the user name tried, the
@@ -35,7 +34,7 @@ func TestAuditLog(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr socketservertest.SyncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"-config", cfg, "-audit-log", path}, &stdout, &stderr) }()
 	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "msg=started") }, 10*time.Second, 10*time.Millisecond, "stderr: %s", &stderr)
