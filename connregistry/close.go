@@ -184,7 +184,7 @@ func (r *CloseClientConnectionsResponse) ReadFrom(src []byte) error {
 // CloseHandler is cheap, so a host makes one per request.
 // socketserver.CloseClientConnectionsAPI does it for a socketserver host.
 type CloseHandler struct {
-	Registry *Registry
+	Registry Registry
 	// Authorize decides who may close connections: the principal must be
 	// allowed to ALTER the CLUSTER, as Kafka requires of operations that
 	// change the cluster's state. nil lets everyone, as Kafka does without

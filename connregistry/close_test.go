@@ -2,7 +2,6 @@ package connregistry_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connregistrytest"
 )
 
 var (
@@ -71,37 +71,22 @@ func TestCloseMalformed(t *testing.T) {
 }
 
 // closeRegistry holds three connections whose closers record the reason.
-type closeRegistry struct {
-	reg    *connregistry.Registry
-	mu     sync.Mutex
-	closed map[string]connregistry.CloseReason
-}
+type closeRegistry struct{ reg connregistry.Registry }
 
 func newCloseRegistry() *closeRegistry {
-	r := &closeRegistry{reg: connregistry.New(0), closed: map[string]connregistry.CloseReason{}}
-	for _, c := range []connregistry.Conn{
+	return &closeRegistry{reg: connregistrytest.NewRegistry(0,
 		conn("admin-conn", "User:admin", "10.0.0.9:1000", "ADMIN", t0),
 		conn("bob-1", "User:bob", "10.0.0.1:1001", "CLIENT", t0.Add(time.Second)),
 		conn("bob-2", "User:bob", "10.0.0.2:1002", "CLIENT", t0.Add(2*time.Second)),
 		conn("alice-1", "User:alice", "10.0.0.1:1003", "CLIENT", t0.Add(3*time.Second)),
-	} {
-		var e *connregistry.Entry
-		e = r.reg.Add(c, func(reason connregistry.CloseReason) {
-			r.mu.Lock()
-			r.closed[c.ID] = reason
-			r.mu.Unlock()
-			e.Remove(time.Now(), reason)
-		})
-	}
-	return r
+	)}
 }
 
+// closedIDs returns the reasons the connections closed, by id.
 func (r *closeRegistry) closedIDs() map[string]connregistry.CloseReason {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	out := map[string]connregistry.CloseReason{}
-	for k, v := range r.closed {
-		out[k] = v
+	for _, c := range r.reg.Closed(connregistry.Filter{}) {
+		out[c.ID] = c.CloseReason
 	}
 	return out
 }

@@ -20,7 +20,7 @@ type Authorizer func(ctx context.Context, principal Principal) bool
 // applications call Handle from their own request loop with the request and
 // the principal of the connection it came on.
 type ListHandler struct {
-	Registry *Registry
+	Registry Registry
 	// Authorize decides who may list; nil lets everyone, as Kafka does
 	// without an authorizer.
 	Authorize Authorizer

@@ -1,13 +1,8 @@
 package connregistry
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -110,9 +105,9 @@ func (p Principal) String() string { return p.Type + ":" + p.Name }
 
 // Info describes a connection: who is connected, from where, on which
 // listener and how. The server writes it in one place, the connection's
-// [Entry] (see [Entry.Update]); a request carries the copy it found when it
-// was read, shared by the requests read until the next change (see
-// [Entry.Request]), and the hooks and listings read it from there.
+// entry in its registry; a request carries the copy it found when it was
+// read, shared by the requests read until the next change, and the hooks
+// and listings read it from there.
 //
 // Its small fields are together, so that a copy has no padding.
 type Info struct {
@@ -197,287 +192,34 @@ type Conn struct {
 // unless told otherwise.
 const DefaultHistorySize = 1000
 
-// Registry holds a server's open connections and a bounded history of
-// recently closed ones. It is safe for concurrent use: the server adds,
-// updates and removes entries while any goroutine takes snapshots.
-type Registry struct {
-	mu      sync.RWMutex
-	open    map[*Entry]struct{}
-	history []Conn // ring of closed connections
-	next    int    // history slot to write next
-	full    bool
-}
-
-// New returns a registry remembering up to historySize closed connections
-// (0 means DefaultHistorySize; negative keeps none).
-func New(historySize int) *Registry {
-	if historySize == 0 {
-		historySize = DefaultHistorySize
-	}
-	return &Registry{open: map[*Entry]struct{}{}, history: make([]Conn, max(historySize, 0))}
-}
-
-// Entry is the server's handle on one open connection's record. Its
-// counters are updated without locks on the per-request path.
-type Entry struct {
-	reg    *Registry
-	closer func(CloseReason)
-	// connectedAt (unix nanoseconds, 8 bytes where a time.Time takes 24:
-	// the entry stays in its size class) and id order snapshots; they
-	// never change.
-	connectedAt int64
-	id          string
-
-	mu            sync.Mutex
-	c             Conn      // fields other than the atomics below
-	throttledFrom time.Time // when the current throttle began; zero while none
-	// shared is the copy of c.Info that Request returns, made by the
-	// first request after a change (Update) or a rest (Idle) and shared by
-	// the requests that follow; never changed once made.
-	shared *Info
-
-	bytesIn, bytesOut, requests atomic.Int64
-	lastActivity                atomic.Int64 // unix nanoseconds
-	removed                     atomic.Bool
-}
-
-// Add registers an open connection. closer, which may be nil, closes it
-// when an operator asks (see Registry.Close); it must not block.
-func (r *Registry) Add(c Conn, closer func(CloseReason)) *Entry {
-	e := &Entry{reg: r, closer: closer, c: c, connectedAt: c.ConnectedAt.UnixNano(), id: c.ID}
-	e.lastActivity.Store(c.ConnectedAt.UnixNano())
-	r.mu.Lock()
-	r.open[e] = struct{}{}
-	r.mu.Unlock()
-	return e
-}
-
-// Info returns the connection's description as it is now, read under the
-// entry's lock.
-func (e *Entry) Info() Info {
-	e.mu.Lock()
-	info := e.c.Info
-	e.mu.Unlock()
-	return info
-}
-
-// Update changes the connection's description (principal, software, TLS,
-// SASL, ...) under the entry's lock: the one place it is written. f must
-// be quick.
-func (e *Entry) Update(f func(*Info)) {
-	e.mu.Lock()
-	f(&e.c.Info)
-	e.shared = nil // the requests read so far keep the description they found
-	e.mu.Unlock()
-}
-
-// SetState moves the connection to state s (Ready once it has
-// authenticated).
-func (e *Entry) SetState(s State) {
-	e.mu.Lock()
-	e.c.State = s
-	e.mu.Unlock()
-}
-
-// Request records a complete request of size bytes, at t, from clientID,
-// and returns the connection's description as the request found it (what
-// Info returns), read under the same lock. The requests read between two
-// changes of the description (Update) share one copy: read it, never
-// change it. Idle lets go of it.
-func (e *Entry) Request(t time.Time, size int, clientID string) *Info {
-	e.requests.Add(1)
-	e.bytesIn.Add(int64(size))
-	e.lastActivity.Store(t.UnixNano())
-	e.mu.Lock()
-	if e.c.ClientID != clientID {
-		e.c.ClientID = strings.Clone(clientID) // it may share the memory of a request frame
-	}
-	info := e.shared
-	if info == nil {
-		info = new(Info)
-		*info = e.c.Info
-		e.shared = info
-	}
-	e.mu.Unlock()
-	return info
-}
-
-// Idle records that the connection waits, idle, for its next request: the
-// entry lets go of the copy of the description that Request shares, so
-// that an idle connection holds only its entry (requests that have it
-// keep it). The next request makes a new copy.
-func (e *Entry) Idle() {
-	e.mu.Lock()
-	e.shared = nil
-	e.mu.Unlock()
-}
-
-// Response records a response of size bytes written at t.
-func (e *Entry) Response(t time.Time, size int) {
-	e.bytesOut.Add(int64(size))
-	e.lastActivity.Store(t.UnixNano())
-}
-
-// Throttle records that the server mutes the connection from from until
-// until: it reads nothing from it meanwhile (see [Conn.ThrottledUntil]).
-// A throttle still running ends at from.
-func (e *Entry) Throttle(from, until time.Time) {
-	e.mu.Lock()
-	if e.removed.Load() { // closed: Remove has ended its throttles; its record shows none
-		e.mu.Unlock()
-		return
-	}
-	e.endThrottleLocked(from)
-	e.c.ThrottledUntil, e.throttledFrom = until, from
-	e.mu.Unlock()
-}
-
-// EndThrottle records that the connection's throttle ended at at: the
-// server reads from it again. The time it was muted, from the throttle's
-// start to at (or to its end, if earlier), adds to [Conn.ThrottleTime].
-func (e *Entry) EndThrottle(at time.Time) {
-	e.mu.Lock()
-	e.endThrottleLocked(at)
-	e.mu.Unlock()
-}
-
-func (e *Entry) endThrottleLocked(at time.Time) {
-	if e.c.ThrottledUntil.IsZero() {
-		return
-	}
-	e.c.ThrottleTime += mutedBetween(e.throttledFrom, e.c.ThrottledUntil, at)
-	e.c.ThrottledUntil, e.throttledFrom = time.Time{}, time.Time{}
-}
-
-// mutedBetween is how long a throttle from from until until had lasted at
-// at.
-func mutedBetween(from, until, at time.Time) time.Duration {
-	if at.After(until) {
-		at = until
-	}
-	return max(at.Sub(from), 0)
-}
-
-// Remove takes the connection out of the open set and into the history,
-// with the time and reason it closed. Only the first call of Remove and
-// Forget counts. A throttle still running ends at at.
-func (e *Entry) Remove(at time.Time, reason CloseReason) {
-	if e.removed.Swap(true) {
-		return
-	}
-	e.EndThrottle(at)
-	c := e.snapshot()
-	c.ClosedAt, c.CloseReason, c.State = at, reason, Closing
-	r := e.reg
-	r.mu.Lock()
-	delete(r.open, e)
-	if len(r.history) > 0 {
-		r.history[r.next] = c
-		r.next = (r.next + 1) % len(r.history)
-		r.full = r.full || r.next == 0
-	}
-	r.mu.Unlock()
-}
-
-// Forget takes the connection out of the open set without keeping it in
-// the history: a server forgets the connections that were never a
-// client's (socketserver forgets probes: health checks and port scans
-// that close before a request), so that they do not push real closes out
-// of the history. After Remove, or a second call, it does nothing.
-func (e *Entry) Forget() {
-	if e.removed.Swap(true) {
-		return
-	}
-	r := e.reg
-	r.mu.Lock()
-	delete(r.open, e)
-	r.mu.Unlock()
-}
-
-func (e *Entry) snapshot() Conn {
-	e.mu.Lock()
-	c := e.c
-	from := e.throttledFrom
-	e.mu.Unlock()
-	if !c.ThrottledUntil.IsZero() {
-		c.ThrottleTime += mutedBetween(from, c.ThrottledUntil, time.Now())
-	}
-	c.BytesIn, c.BytesOut, c.Requests = e.bytesIn.Load(), e.bytesOut.Load(), e.requests.Load()
-	c.LastActivity = time.Unix(0, e.lastActivity.Load())
-	return c
-}
-
-// Snapshot returns the open connections that match f, ordered by
-// connection time. It copies the set of entries under the registry's read
-// lock, then reads each entry under its own lock, so the server is never
-// stalled for the whole listing; a connection that opens or closes meanwhile
-// may be missed or included, but no record is torn.
-func (r *Registry) Snapshot(f Filter) []Conn {
-	r.mu.RLock()
-	entries := make([]*Entry, 0, len(r.open))
-	for e := range r.open {
-		entries = append(entries, e)
-	}
-	r.mu.RUnlock()
-	// Sort the entries, not the records: a pointer swap is cheap, a record
-	// is hundreds of bytes.
-	slices.SortFunc(entries, func(a, b *Entry) int {
-		if c := cmp.Compare(a.connectedAt, b.connectedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	out := make([]Conn, 0, len(entries))
-	for _, e := range entries {
-		if c := e.snapshot(); f.Match(c) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Closed returns the remembered closed connections that match f, oldest
-// first.
-func (r *Registry) Closed(f Filter) []Conn {
-	r.mu.RLock()
-	var all []Conn
-	if r.full {
-		all = append(all, r.history[r.next:]...)
-	}
-	all = append(all, r.history[:r.next]...)
-	r.mu.RUnlock()
-	return slices.DeleteFunc(all, func(c Conn) bool { return !f.Match(c) })
-}
-
-// Len returns the number of open connections.
-func (r *Registry) Len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.open)
-}
-
-// Close closes the open connections that match f, giving reason (the
-// incident-response "kill" that Redis CLIENT KILL USER and RabbitMQ
-// close_all_user_connections offer), and returns what it closed. A filter
-// that matches everything closes everything.
-func (r *Registry) Close(f Filter, reason CloseReason) []Conn {
-	r.mu.RLock()
-	var victims []*Entry
-	for e := range r.open {
-		if _, ok := f.ids[e.id]; f.ids != nil && !ok {
-			continue // by its id alone: closing one connection reads no other
-		}
-		victims = append(victims, e)
-	}
-	r.mu.RUnlock()
-	var closed []Conn
-	for _, e := range victims {
-		c := e.snapshot()
-		if !f.Match(c) || e.closer == nil {
-			continue
-		}
-		e.closer(reason)
-		closed = append(closed, c)
-	}
-	return closed
+// Registry is a server's registry of connections as a host sees it: its
+// open connections and a bounded history of recently closed ones, to read
+// and to close, never to write. socketserver's Server.Registry returns its
+// server's; connregistrytest builds one with connections in it for a
+// host's unit tests. Every method is safe for concurrent use, while
+// connections come and go.
+//
+// Registry is an interface so that its writes stay the server's: see the
+// package documentation. It may gain methods in a minor release; a type
+// outside this module that implements it (a host's own registry, or a
+// view over several servers) should embed a Registry.
+type Registry interface {
+	// Snapshot returns the open connections that match f, ordered by
+	// connection time (then by id). The server is never stalled for the
+	// whole listing: a connection that opens or closes meanwhile may be
+	// missed or included, but no record is torn.
+	Snapshot(f Filter) []Conn
+	// Closed returns the remembered closed connections that match f,
+	// oldest first.
+	Closed(f Filter) []Conn
+	// Len returns the number of open connections.
+	Len() int
+	// Close closes the open connections that match f, giving reason (the
+	// incident-response "kill" that Redis CLIENT KILL USER and RabbitMQ
+	// close_all_user_connections offer), and returns them as they were
+	// just before. A filter that matches everything closes everything.
+	// The connections close as the server closes them, on their own
+	// goroutines: Snapshot may list them for a moment more, Closed lists
+	// them once they have.
+	Close(f Filter, reason CloseReason) []Conn
 }

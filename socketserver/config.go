@@ -152,10 +152,11 @@ type Config struct {
 	// limited). ConfigFromProperties reads them from Kafka's keys.
 	Quotas *Quotas
 
-	// Registry receives every connection of the server for listing
-	// (KIP-1329); nil means a new registry remembering
-	// connregistry.DefaultHistorySize closed connections.
-	Registry *connregistry.Registry
+	// RegistryHistory is how many recently closed connections the
+	// server's registry of connections (Server.Registry, listed by
+	// KIP-1329's ListClientConnections) remembers: 0 means
+	// connregistry.DefaultHistorySize, a negative value none.
+	RegistryHistory int
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
@@ -452,9 +453,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal
-	}
-	if c.Registry == nil {
-		c.Registry = connregistry.New(0)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

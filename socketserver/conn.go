@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 )
 
 // conn is one client connection. Its goroutine, serve, is the whole
@@ -89,7 +90,7 @@ type conn struct {
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning; while muted, the throttle's end (mute)
 	closeOnce sync.Once
 	held      int32 // owned by the connection's goroutine: bytes of the request in flight taken from the listener's memory pool (nextFrame), beside closeOnce to fill its padding
-	entry     *connregistry.Entry
+	entry     *connreg.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
 }
 
@@ -1473,7 +1474,7 @@ func (c *conn) wrote(n int) {
 // noteClientSoftware records KIP-511's client software name and version
 // from a valid ApiVersions v3+ request, when they differ from found's, the
 // description the request found: the same software changes nothing, and
-// the requests that follow keep sharing found (connregistry.Entry.Request).
+// the requests that follow keep sharing found (connreg.Entry.Request).
 func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest, found *connregistry.Info) {
 	if req.Version >= 3 && validClientSoftware(req) && !sameSoftware(found, req.ClientSoftwareName, req.ClientSoftwareVersion) {
 		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 )
 
 // processor is one of a listener's network threads (Kafka's Processor). It
@@ -224,7 +225,7 @@ func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 	if p.srv.draining.Load() || p.ls.draining.Load() {
 		return false
 	}
-	c.entry = p.srv.registry.Add(rec, c.closeWith)
+	c.entry = connreg.Add(p.srv.registry, rec, c.closeWith)
 	delete(p.pending, c.nc)
 	p.conns[c] = struct{}{}
 	return true

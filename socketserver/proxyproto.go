@@ -17,6 +17,7 @@ import (
 	"github.com/pires/go-proxyproto"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -594,7 +595,7 @@ func (p *processor) refuseProxied(c *conn, sock netip.AddrPort, accepted time.Ti
 	}
 	info := p.newInfo(c.nc.LocalAddr(), c.nc.RemoteAddr(), sock)
 	info.ConnectedAt = accepted
-	srv.registry.Add(connregistry.Conn{Info: info, State: connregistry.Closing}, nil).Remove(time.Now(), connregistry.ProxyRefused)
+	connreg.Add(srv.registry, connregistry.Conn{Info: info, State: connregistry.Closing}, nil).Remove(time.Now(), connregistry.ProxyRefused)
 	p.dropPending(c, true)
 }
 

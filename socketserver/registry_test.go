@@ -149,13 +149,12 @@ func TestRegistryServerShutdownReason(t *testing.T) {
 // frame's key, so its response carries the same key.
 func TestKeySetterGetsFrameKey(t *testing.T) {
 	const key = 200
-	reg := connregistry.New(0)
-	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
-		c.Registry = reg
+	var srv *socketserver.Server
+	srv = socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{{Key: key, MaxVersion: 0,
 			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} }}}
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
-		h := &connregistry.ListHandler{Registry: reg}
+		h := &connregistry.ListHandler{Registry: srv.Registry()}
 		if err := r.Respond(h.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), r.Body.(*connregistry.ListClientConnectionsRequest))); err != nil {
 			t.Error(err)
 			_ = r.CloseConnection()

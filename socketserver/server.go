@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -69,7 +70,7 @@ type Server struct {
 	drainOnce    sync.Once
 	epoch        time.Time // with a monotonic reading: connections' activity is kept relative to it
 	quotas       *connectionQuotas
-	registry     *connregistry.Registry
+	registry     *connreg.Registry
 	quit         chan struct{} // closed by Close: stop everything now
 	closeOnce    sync.Once
 	conns        sync.WaitGroup // connection goroutines
@@ -175,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: connreg.New(cfg.RegistryHistory), epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
@@ -755,8 +756,9 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 
 // Registry returns the registry of the server's connections, for listing
 // them (connregistry.Registry.Snapshot, the ListClientConnections handler)
-// and closing them by filter.
-func (s *Server) Registry() *connregistry.Registry { return s.registry }
+// and closing them by filter. It is the server's to write: the host reads
+// it.
+func (s *Server) Registry() connregistry.Registry { return s.registry }
 
 func normalise(name protocolmap.ListenerName) string {
 	n, err := protocolmap.ParseListenerName(string(name))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -139,10 +140,11 @@ func TestListTenThousand(t *testing.T) {
 }
 
 // fill registers n idle connections in reg directly, as the server would.
-func fill(reg *connregistry.Registry, n int) {
+func fill(reg connregistry.Registry, n int) {
+	r := reg.(*connreg.Registry) // the repository's own test may write, as the server does
 	now := time.Now()
 	for i := range n {
-		reg.Add(connregistry.Conn{Info: connregistry.Info{
+		connreg.Add(r, connregistry.Conn{Info: connregistry.Info{
 			ID:         fmt.Sprintf("127.0.0.1:9092-10.%d.%d.%d:%d-0-%d", byte(i>>16), byte(i>>8), byte(i), 10000+i%50000, i),
 			Principal:  connregistry.Principal{Type: "User", Name: fmt.Sprint("user", i%100)},
 			ClientAddr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(10000+i%50000)),

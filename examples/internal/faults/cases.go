@@ -30,7 +30,7 @@ type Target struct {
 	// Idle is the server's connections.max.idle.ms.
 	Idle time.Duration
 	// Registry is the server's registry of connections.
-	Registry *connregistry.Registry
+	Registry connregistry.Registry
 }
 
 // kgo options of the producers that go through the faults: a request cut
@@ -293,7 +293,7 @@ func SlowLink(t *testing.T, tg *Target) {
 }
 
 // closeReasons counts the connections reg lists as closed, by reason.
-func closeReasons(reg *connregistry.Registry) map[connregistry.CloseReason]int {
+func closeReasons(reg connregistry.Registry) map[connregistry.CloseReason]int {
 	n := map[connregistry.CloseReason]int{}
 	for _, c := range reg.Closed(connregistry.Filter{}) {
 		n[c.CloseReason]++
