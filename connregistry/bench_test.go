@@ -21,7 +21,7 @@ func filled(n int) connregistry.Registry {
 			ClientAddr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(i)),
 			Listener:   "CLIENT", SecurityProtocol: protocolmap.SASLSSL, ClientSoftwareName: "kgo", ClientSoftwareVersion: "1.22",
 			ConnectedAt: time.Unix(int64(i), 0),
-		}, State: connregistry.Ready}
+		}, State: connregistry.StateReady}
 	}
 	return connregistrytest.NewRegistry(0, conns...)
 }

@@ -21,7 +21,7 @@ const DefaultCloseAPIKey int16 = 1093
 // [Registry.Close] as a request, for incident response. Its version-0
 // schema is flexible: the three filters of ListClientConnections (nil means
 // no filter), then a list of connection ids (empty means no filter), and
-// the server-name filter as a tagged field (TagServerNameFilter). At least
+// the server-name filter as a tagged field (tag 1). At least
 // one filter must be given: a request without any is refused rather than
 // taken to mean every connection.
 type CloseClientConnectionsRequest struct {
@@ -114,7 +114,7 @@ func (r *CloseClientConnectionsRequest) ReadFrom(src []byte) error {
 	}
 	r.ServerNameFilter = nil
 	d.tags(func(tag uint64, v decoder) error {
-		if tag == TagServerNameFilter {
+		if tag == tagServerNameFilter {
 			r.ServerNameFilter = v.compactNullableString()
 		}
 		return v.err
@@ -201,7 +201,7 @@ type CloseHandler struct {
 // cluster, INVALID_REQUEST (42) for a request without any filter or with
 // one that does not parse (each with an empty connection list), else it
 // closes the open connections that match every filter, giving
-// ClosedByOperator as the reason, and lists them. The requesting
+// CloseByOperator as the reason, and lists them. The requesting
 // connection is never closed, so that it gets its answer.
 func (h *CloseHandler) Handle(ctx context.Context, principal Principal, req *CloseClientConnectionsRequest) *CloseClientConnectionsResponse {
 	resp := &CloseClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
@@ -235,7 +235,7 @@ func (h *CloseHandler) Handle(ctx context.Context, principal Principal, req *Clo
 	if len(ids) == 0 {
 		return resp
 	}
-	for _, c := range h.Registry.Close(f.WithConnectionIDs(ids...), ClosedByOperator) {
+	for _, c := range h.Registry.Close(f.WithConnectionIDs(ids...), CloseByOperator) {
 		resp.Connections = append(resp.Connections, Record(c))
 	}
 	return resp

@@ -131,7 +131,7 @@ func TestCloseHandler(t *testing.T) {
 			closed := r.closedIDs()
 			assert.Len(t, closed, len(tt.wantClose))
 			for _, id := range tt.wantClose {
-				assert.Equal(t, connregistry.ClosedByOperator, closed[id], id)
+				assert.Equal(t, connregistry.CloseByOperator, closed[id], id)
 			}
 			assert.NotContains(t, closed, "admin-conn")
 			assert.Equal(t, 4-len(tt.wantClose), r.reg.Len())

@@ -37,8 +37,9 @@
 //
 // [ListClientConnectionsRequest] and [ListClientConnectionsResponse]
 // implement kmsg.Request and kmsg.Response with KIP-1329's version-0 schema;
-// fields beyond the KIP (the server name among them, [TagServerName], and
-// its filter, [TagServerNameFilter]) travel as tagged fields. Their API key defaults to
+// fields beyond the KIP (the server name among them, and its filter) travel
+// as tagged fields, whose numbers docs/connection-listing.md lists for
+// clients in other languages. Their API key defaults to
 // the KIP's 93, which Kafka 4.4 and kmsg have since given to another API
 // (see [DefaultListAPIKey]). [ListHandler] checks the host's authorization
 // (DESCRIBE on CLUSTER) and builds the response.

@@ -24,10 +24,10 @@ func ExampleListHandler() {
 		connregistry.Conn{Info: connregistry.Info{ID: "10.0.0.1:9092-10.0.0.7:50000-0-0",
 			Principal:  connregistry.Principal{Type: "User", Name: "alice"},
 			ClientAddr: netip.MustParseAddrPort("10.0.0.7:50000"), Listener: "CLIENT", SecurityProtocol: protocolmap.SASLSSL,
-			ConnectedAt: now}, State: connregistry.Ready},
-		connregistry.Conn{Info: connregistry.Info{ID: "10.0.0.1:9093-10.0.0.2:40000-1-0", Principal: connregistry.Anonymous,
+			ConnectedAt: now}, State: connregistry.StateReady},
+		connregistry.Conn{Info: connregistry.Info{ID: "10.0.0.1:9093-10.0.0.2:40000-1-0", Principal: connregistry.Anonymous(),
 			ClientAddr: netip.MustParseAddrPort("10.0.0.2:40000"), Listener: "REPLICATION", SecurityProtocol: protocolmap.Plaintext,
-			ConnectedAt: now.Add(time.Second)}, State: connregistry.Ready})
+			ConnectedAt: now.Add(time.Second)}, State: connregistry.StateReady})
 
 	h := &connregistry.ListHandler{Registry: reg, Authorize: connregistry.SuperUsers("User:admin")}
 	// In the host's loop, for each ListClientConnectionsRequest:

@@ -9,84 +9,98 @@ import (
 )
 
 // State is where a connection is in its life. A connection starts
-// Authenticating (on listeners without authentication it moves to Ready at
-// once), becomes Ready once authenticated, and Closing when the server has
-// decided to close it.
+// StateAuthenticating (on listeners without authentication it moves to
+// StateReady at once), becomes StateReady once authenticated, and
+// StateClosing when the server has decided to close it.
 type State int8
 
-// The states.
+// The states. Each prints as its token (String): "authenticating", "ready"
+// and "closing", what a listing's State field, the CLI and the logs show.
 const (
-	Authenticating State = iota
-	Ready
-	Closing
+	StateAuthenticating State = iota
+	StateReady
+	StateClosing
 )
 
-// String returns "authenticating", "ready" or "closing".
+// String returns the state's token: "authenticating", "ready" or
+// "closing".
 func (s State) String() string {
 	switch s {
-	case Authenticating:
+	case StateAuthenticating:
 		return "authenticating"
-	case Ready:
+	case StateReady:
 		return "ready"
-	case Closing:
+	case StateClosing:
 		return "closing"
 	}
 	return fmt.Sprintf("State(%d)", int8(s))
 }
 
-// CloseReason says why a connection closed.
+// CloseReason says why a connection closed. Its value is a stable machine
+// token, lower case words joined by hyphens, that never changes meaning:
+// what a listing's CloseReason field carries (ListClientConnections), and
+// what the CLI, the metrics' reason labels (plugin/knprom, plugin/knotel)
+// and the logs show, as it is; docs/connection-listing.md says when each
+// is given. The constants below are the server's; a host may close
+// connections with tokens of its own (Registry.Close), in the same form.
 type CloseReason string
 
-// The reasons a connection closes.
+// The reasons the server closes a connection for, each with its token.
 const (
-	// ClientClosed: the client went away, however it did (it closed its
-	// end, or reset the connection) and whoever noticed first: a host that
-	// closes a connection whose client had already sent its EOF closes it
-	// for the client.
-	ClientClosed CloseReason = "client closed"
-	// Idle: no request or response for connections.max.idle.ms.
-	Idle CloseReason = "idle"
-	// Quota: the broker-wide connection count was over max.connections
-	// (the inter-broker listener, which the limit does not hold back,
-	// went past it), and the connection, its processor's least recently
-	// active, was closed to make room, as Kafka's processors do.
-	Quota CloseReason = "quota"
-	// AuthenticationFailed: the TLS handshake or the SASL exchange failed.
-	AuthenticationFailed CloseReason = "authentication failed"
-	// SessionExpired: a request came after the SASL session expired
-	// (connections.max.reauth.ms, KIP-368) without re-authentication.
-	SessionExpired CloseReason = "session expired"
-	// ServerShutdown: the server shut down.
-	ServerShutdown CloseReason = "server shutdown"
-	// ClosedByOperator: an operator closed it (Registry.Close,
-	// CloseClientConnections).
-	ClosedByOperator CloseReason = "closed by an operator"
-	// ProtocolError: the client sent bytes that break Kafka's protocol (a
-	// frame too large, a request that does not parse, an API or version
-	// the listener does not serve).
-	ProtocolError CloseReason = "protocol error"
-	// HandlerClosed: the host closed it instead of answering a request,
-	// its client still there.
-	HandlerClosed CloseReason = "closed by the request handler"
-	// StalledRequest: the connection held request memory
-	// (queued.max.request.bytes) for a frame it had begun and sent nothing
-	// more of it for the server's stall timeout.
-	StalledRequest CloseReason = "request stalled"
-	// SlowRequest: the connection's request arrived so slowly that it was
-	// idle for connections.max.idle.ms: its bytes came slower than the
-	// server's floor (socketserver's Config.RequestMinByteRate), so they
-	// did not count as activity; or a host's deadline for a streamed body
-	// passed before the body had arrived.
-	SlowRequest CloseReason = "request too slow"
-	// ProxyRefused: on a listener that requires the PROXY protocol, the
-	// connection came from outside the trusted networks, or did not begin
-	// with a valid PROXY header within the handshake timeout. It was
-	// closed before anything else was read, and never served.
-	ProxyRefused CloseReason = "PROXY header refused"
-	// ListenerRemoved: the connection's listener was removed while the
-	// server ran (socketserver's Server.RemoveListener), which drains its
-	// connections as a shutdown does.
-	ListenerRemoved CloseReason = "listener removed"
+	// CloseByClient ("client-closed"): the client went away, however it
+	// did (it closed its end, or reset the connection) and whoever noticed
+	// first: a host that closes a connection whose client had already
+	// sent its EOF closes it for the client.
+	CloseByClient CloseReason = "client-closed"
+	// CloseIdle ("idle"): no request or response for
+	// connections.max.idle.ms.
+	CloseIdle CloseReason = "idle"
+	// CloseQuota ("quota"): the broker-wide connection count was over
+	// max.connections (the inter-broker listener, which the limit does not
+	// hold back, went past it), and the connection, its processor's least
+	// recently active, was closed to make room, as Kafka's processors do.
+	CloseQuota CloseReason = "quota"
+	// CloseAuthenticationFailed ("authentication-failed"): the TLS
+	// handshake or the SASL exchange failed.
+	CloseAuthenticationFailed CloseReason = "authentication-failed"
+	// CloseSessionExpired ("session-expired"): a request came after the
+	// SASL session expired (connections.max.reauth.ms, KIP-368) without
+	// re-authentication.
+	CloseSessionExpired CloseReason = "session-expired"
+	// CloseServerShutdown ("server-shutdown"): the server shut down.
+	CloseServerShutdown CloseReason = "server-shutdown"
+	// CloseByOperator ("closed-by-operator"): an operator closed it
+	// (Registry.Close, CloseClientConnections).
+	CloseByOperator CloseReason = "closed-by-operator"
+	// CloseProtocolError ("protocol-error"): the client sent bytes that
+	// break Kafka's protocol (a frame too large, a request that does not
+	// parse, an API or version the listener does not serve).
+	CloseProtocolError CloseReason = "protocol-error"
+	// CloseByHandler ("closed-by-handler"): the host closed it instead of
+	// answering a request, its client still there.
+	CloseByHandler CloseReason = "closed-by-handler"
+	// CloseStalledRequest ("request-stalled"): the connection held request
+	// memory (queued.max.request.bytes) for a frame it had begun and sent
+	// nothing more of it for the server's stall timeout.
+	CloseStalledRequest CloseReason = "request-stalled"
+	// CloseSlowRequest ("request-too-slow"): the connection's request
+	// arrived so slowly that it was idle for connections.max.idle.ms: its
+	// bytes came slower than the server's floor (socketserver's
+	// Config.RequestMinByteRate), so they did not count as activity; or a
+	// host's deadline for a streamed body passed before the body had
+	// arrived.
+	CloseSlowRequest CloseReason = "request-too-slow"
+	// CloseProxyRefused ("proxy-refused"): on a listener that requires the
+	// PROXY protocol, the connection came from outside the trusted
+	// networks, or did not begin with a valid PROXY header within the
+	// handshake timeout. It was closed before anything else was read, and
+	// never served.
+	CloseProxyRefused CloseReason = "proxy-refused"
+	// CloseListenerRemoved ("listener-removed"): the connection's listener
+	// was removed while the server ran (socketserver's
+	// Server.RemoveListener), which drains its connections as a shutdown
+	// does.
+	CloseListenerRemoved CloseReason = "listener-removed"
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
@@ -96,9 +110,9 @@ type Principal struct {
 	Name string
 }
 
-// Anonymous is the principal of an unauthenticated connection, Kafka's
-// User:ANONYMOUS.
-var Anonymous = Principal{Type: "User", Name: "ANONYMOUS"}
+// Anonymous returns the principal of an unauthenticated connection,
+// Kafka's User:ANONYMOUS.
+func Anonymous() Principal { return Principal{Type: "User", Name: "ANONYMOUS"} }
 
 // String returns Type:Name.
 func (p Principal) String() string { return p.Type + ":" + p.Name }

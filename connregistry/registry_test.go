@@ -29,7 +29,7 @@ func conn(id, principal, addr, listener string, at time.Time) connregistry.Conn 
 		ID: id, Principal: connregistry.Principal{Type: typ, Name: name},
 		ClientAddr: netip.MustParseAddrPort(addr), Listener: protocolmap.ListenerName(listener), SecurityProtocol: protocolmap.SASLSSL,
 		ConnectedAt: at,
-	}, State: connregistry.Ready}
+	}, State: connregistry.StateReady}
 }
 
 func cutPrincipal(s string) (string, string, bool) {
@@ -80,7 +80,7 @@ func TestFilter(t *testing.T) {
 
 func TestListHandler(t *testing.T) {
 	gone := conn("c", "User:carol", "10.0.0.3:3000", "CLIENT", t0)
-	gone.ClosedAt, gone.CloseReason = t0.Add(time.Minute), connregistry.AuthenticationFailed
+	gone.ClosedAt, gone.CloseReason = t0.Add(time.Minute), connregistry.CloseAuthenticationFailed
 	r := connregistrytest.NewRegistry(10, conn("a", "User:alice", "10.0.0.1:1000", "CLIENT", t0),
 		conn("b", "User:bob", "10.0.0.2:2000", "REPLICATION", t0), gone)
 
@@ -110,7 +110,7 @@ func TestListHandler(t *testing.T) {
 
 	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ListenerFilter: sp("CLIENT"), IncludeClosed: true})
 	require.Len(t, resp.Connections, 2)
-	assert.Equal(t, "authentication failed", resp.Connections[1].CloseReason)
+	assert.Equal(t, "authentication-failed", resp.Connections[1].CloseReason)
 	assert.Equal(t, t0.Add(time.Minute).UnixMilli(), resp.Connections[1].ClosedAt)
 
 	open := &connregistry.ListHandler{Registry: r}
@@ -243,7 +243,7 @@ func TestServerNameFilter(t *testing.T) {
 	// Through the handlers.
 	r := connregistrytest.NewRegistry(10, conns...)
 	ctx := context.Background()
-	resp := (&connregistry.ListHandler{Registry: r}).Handle(ctx, connregistry.Anonymous,
+	resp := (&connregistry.ListHandler{Registry: r}).Handle(ctx, connregistry.Anonymous(),
 		&connregistry.ListClientConnectionsRequest{ServerNameFilter: sp("*.a.example.com")})
 	require.Zero(t, resp.ErrorCode)
 	var names []string
@@ -253,7 +253,7 @@ func TestServerNameFilter(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Broker-0.A.example.com", "x.broker-1.a.example.com"}, names)
 
 	// A server name alone is enough of a filter to close by.
-	cresp := (&connregistry.CloseHandler{Registry: r}).Handle(ctx, connregistry.Anonymous,
+	cresp := (&connregistry.CloseHandler{Registry: r}).Handle(ctx, connregistry.Anonymous(),
 		&connregistry.CloseClientConnectionsRequest{ServerNameFilter: sp("b.example.com")})
 	require.Zero(t, cresp.ErrorCode, "%v", cresp.ErrorMessage)
 	require.Len(t, cresp.Connections, 1)
@@ -262,5 +262,5 @@ func TestServerNameFilter(t *testing.T) {
 	for _, c := range r.Closed(connregistry.Filter{}) {
 		closed[c.ID] = c.CloseReason
 	}
-	assert.Equal(t, map[string]connregistry.CloseReason{"b": connregistry.ClosedByOperator}, closed)
+	assert.Equal(t, map[string]connregistry.CloseReason{"b": connregistry.CloseByOperator}, closed)
 }

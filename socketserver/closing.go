@@ -15,7 +15,7 @@ import (
 // typically beside [ListClientConnectionsAPI] on an administration
 // listener (a listener's [ListenerConfig.APIs]); the server answers it
 // itself, on the connection's goroutine, and the host's handlers never see
-// it. The connections close with connregistry.ClosedByOperator as their
+// it. The connections close with connregistry.CloseByOperator as their
 // reason, and the requesting connection is never among them.
 //
 // authorize decides who may close: the connection's principal must be

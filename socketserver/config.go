@@ -87,7 +87,7 @@ type Config struct {
 	// this rate or more since the frame's reading first waited for them,
 	// with at most ConnectionsMaxIdle of credit carried from faster
 	// stretches; a frame that falls behind it is closed at the idle limit
-	// with the reason connregistry.SlowRequest, so that a slowloris
+	// with the reason connregistry.CloseSlowRequest, so that a slowloris
 	// (a byte every few seconds) still is. A frame that stops arriving
 	// is idle. Zero means DefaultRequestMinByteRate; negative sets no
 	// floor: every byte counts, as in Kafka.
@@ -119,7 +119,7 @@ type Config struct {
 	// kafkanet's own: with QueuedMaxRequestBytes, a connection that holds
 	// some of the budget for a frame it has begun and sends none of the
 	// frame's next bytes for this long is closed
-	// (connregistry.StalledRequest), since connections waiting for the
+	// (connregistry.CloseStalledRequest), since connections waiting for the
 	// budget may be waiting for it. Zero means DefaultRequestStallTimeout;
 	// negative disables it, as in Kafka, where only ConnectionsMaxIdle
 	// closes such a connection. Without a budget it has no effect.

@@ -669,7 +669,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	frame, size, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis, ls.memory)
 	if err != nil {
 		if !c.peerLeft(err) && !isClosedOrEOF(err) {
-			c.setReason(connregistry.ProtocolError)
+			c.setReason(connregistry.CloseProtocolError)
 			log.Info("closing connection", "conn_id", c.info().ID, "err", err)
 		}
 		return false, time.Time{}
@@ -678,7 +678,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	c.touch(start)
 	h, api, body, rest, info, err := c.decode(frame, size, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
-		c.setReason(connregistry.ProtocolError)
+		c.setReason(connregistry.CloseProtocolError)
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
 		return false, time.Time{}
 	}
@@ -693,7 +693,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	// the request's bookkeeping, under the registry entry's one lock.
 	if exp := info.SessionExpiry; !exp.IsZero() && start.After(exp) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
-			c.setReason(connregistry.SessionExpired)
+			c.setReason(connregistry.CloseSessionExpired)
 			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal)
 			c.ownDone(&q, c.ownStart(), 0, true)
 			return false, time.Time{}
@@ -835,7 +835,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	q.throttle = a.throttle
 	writeStart := time.Now()
 	if a.close {
-		c.setReason(connregistry.HandlerClosed)
+		c.setReason(connregistry.CloseByHandler)
 		if r.Raw.streaming() {
 			c.close() // now: a read of the body the host may still be making then fails
 		}
@@ -1057,7 +1057,7 @@ func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byt
 	if h.version >= 3 {
 		name, version, err := parseClientSoftware(body)
 		if err != nil {
-			c.setReason(connregistry.ProtocolError)
+			c.setReason(connregistry.CloseProtocolError)
 			return fmt.Errorf("%w: ApiVersions: %w", ErrMalformedBody, err)
 		}
 		if !validSoftwareField(name) || !validSoftwareField(version) {
@@ -1299,7 +1299,7 @@ func (c *conn) readSize(limit int32) (int32, error) {
 // frame holds memory, each read that waits for the peer has a deadline of
 // Config.RequestStallTimeout: a peer that holds memory and sends nothing
 // would stop every connection waiting for it, and is closed
-// (connregistry.StalledRequest).
+// (connregistry.CloseStalledRequest).
 type frameMemory struct {
 	c        *conn
 	pool     *memoryPool
@@ -1375,7 +1375,7 @@ func (m *frameMemory) done(err error) error {
 	}
 	c.clearReadDeadline()
 	if isDeadline(err) && !c.draining() {
-		c.setReason(connregistry.StalledRequest)
+		c.setReason(connregistry.CloseStalledRequest)
 		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info().ID,
 			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout)
 	}
@@ -1562,11 +1562,11 @@ func (c *conn) close() {
 		// Unless a reason was given already (the first one wins):
 		switch {
 		case c.p.ls.draining.Load():
-			c.setReason(connregistry.ListenerRemoved)
+			c.setReason(connregistry.CloseListenerRemoved)
 		case c.p.srv.draining.Load():
-			c.setReason(connregistry.ServerShutdown)
+			c.setReason(connregistry.CloseServerShutdown)
 		}
-		c.setReason(connregistry.ClientClosed)
+		c.setReason(connregistry.CloseByClient)
 		if reason := c.reason.Load(); reason == &probeClosed {
 			c.entry.Forget() // kept out of the history, counted (Stats.ProbesClosed)
 			c.p.ls.probes.Add(1)
@@ -1584,7 +1584,7 @@ func (c *conn) close() {
 
 // probeClosed is the reason of a probe's close (see peerLeft): client
 // closed, told apart by its address.
-var probeClosed = connregistry.ClientClosed
+var probeClosed = connregistry.CloseByClient
 
 // peerLeft records that the client went away, if err, the error of a read
 // of the connection's, says so (peerGone): the connection then closes as
@@ -1609,7 +1609,7 @@ func (c *conn) peerLeft(err error) bool {
 		c.reason.CompareAndSwap(nil, &probeClosed) // close logs it
 		return true
 	}
-	if r := connregistry.ClientClosed; c.reason.CompareAndSwap(nil, &r) {
+	if r := connregistry.CloseByClient; c.reason.CompareAndSwap(nil, &r) {
 		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err) // as Kafka logs a disconnection
 	}
 	return true

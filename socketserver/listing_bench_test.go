@@ -33,7 +33,7 @@ func BenchmarkDataPlaneP99WithListing(b *testing.B) {
 					ID: fmt.Sprint("fake-", i), Principal: connregistry.Principal{Type: "User", Name: "u"},
 					ClientAddr: netip.MustParseAddrPort("10.0.0.1:1000"), Listener: "PLAINTEXT", ConnectedAt: time.Now(),
 				}}, nil)
-				defer e.Remove(time.Now(), connregistry.ClientClosed)
+				defer e.Remove(time.Now(), connregistry.CloseByClient)
 			}
 			h := &connregistry.ListHandler{Registry: reg}
 			stop := make(chan struct{})

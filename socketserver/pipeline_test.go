@@ -273,7 +273,7 @@ func TestPipelineClosedWhileQueued(t *testing.T) {
 		return false
 	}, "the third request read")
 	time.Sleep(50 * time.Millisecond) // and waiting for the queue
-	require.Len(t, srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(id), connregistry.ClosedByOperator), 1)
+	require.Len(t, srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(id), connregistry.CloseByOperator), 1)
 	release.open()
 	logs.of(t, id, 3)
 	time.Sleep(100 * time.Millisecond) // a second log of one of them would come meanwhile

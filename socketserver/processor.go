@@ -100,7 +100,7 @@ func (p *processor) closeLeastRecentlyActive() bool {
 	}
 	p.srv.log.Info("closing least recently active connection: broker-wide connection count over max.connections",
 		"conn_id", lru.info().ID, "listener", p.ls.cfg.Name)
-	lru.closeWith(connregistry.Quota)
+	lru.closeWith(connregistry.CloseQuota)
 	return true
 }
 
@@ -180,7 +180,7 @@ func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connr
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
-		Principal:        connregistry.Anonymous,
+		Principal:        connregistry.Anonymous(),
 		ClientAddr:       client,
 		ConnectedAt:      time.Now(),
 	}
@@ -195,9 +195,9 @@ func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connr
 func (p *processor) start(c *conn, info connregistry.Info) bool {
 	c.newContexts(info)
 	c.touch(info.ConnectedAt)
-	state := connregistry.Ready
+	state := connregistry.StateReady
 	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
-		state = connregistry.Authenticating
+		state = connregistry.StateAuthenticating
 	}
 	if !p.add(c, connregistry.Conn{Info: info, State: state}) {
 		c.cancel()
@@ -392,7 +392,7 @@ func (p *processor) expireIdle(now time.Time) {
 	p.mu.Unlock()
 	for _, c := range expired {
 		reason := c.expiryReason()
-		if reason == connregistry.SlowRequest {
+		if reason == connregistry.CloseSlowRequest {
 			p.srv.log.Info("closing connection: its request arrives too slowly", "conn_id", c.info().ID,
 				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate)
 		} else {

@@ -323,7 +323,7 @@ func TestProxyProtocolRefused(t *testing.T) {
 
 			closed := srv.Registry().Closed(connregistry.Filter{})
 			require.Len(t, closed, 1)
-			assert.Equal(t, connregistry.ProxyRefused, closed[0].CloseReason)
+			assert.Equal(t, connregistry.CloseProxyRefused, closed[0].CloseReason)
 			assert.Equal(t, sock, closed[0].ClientAddr)
 			assert.Contains(t, closed[0].ID, "-"+sock.String()+"-")
 			assert.Empty(t, srv.Registry().Snapshot(connregistry.Filter{}))

@@ -74,7 +74,7 @@ func TestRegistryFedByServer(t *testing.T) {
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "alice"}, authed.Principal)
 	assert.Equal(t, "SASL_PLAINTEXT", authed.SecurityProtocol.String())
 	assert.Equal(t, "SCRAM-SHA-256", authed.SASLMechanism)
-	assert.Equal(t, connregistry.Ready, authed.State)
+	assert.Equal(t, connregistry.StateReady, authed.State)
 	assert.Equal(t, "kgo", authed.ClientSoftwareName)
 	assert.Equal(t, "kgo", authed.ClientID)
 	assert.Greater(t, authed.Requests, int64(2))
@@ -85,29 +85,29 @@ func TestRegistryFedByServer(t *testing.T) {
 	assert.Equal(t, "data", authed.Plane.String())
 
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, scanning.Principal)
-	assert.Equal(t, connregistry.Authenticating, scanning.State)
+	assert.Equal(t, connregistry.StateAuthenticating, scanning.State)
 
 	plain := byListener["PLAIN"][0]
 	assert.Equal(t, "raw-test", plain.ClientSoftwareName)
 	assert.Equal(t, "1.0", plain.ClientSoftwareVersion)
 	assert.Equal(t, raw.LocalAddr().String(), plain.ClientAddr.String())
-	assert.Equal(t, connregistry.Ready, plain.State)
+	assert.Equal(t, connregistry.StateReady, plain.State)
 
 	// An operator closes alice's connections; they go to the history with
 	// the reason, and disappear from the live list.
 	f, err := connregistry.NewFilter(strp("User:alice"), nil, nil)
 	require.NoError(t, err)
-	killed := reg.Close(f, connregistry.ClosedByOperator)
+	killed := reg.Close(f, connregistry.CloseByOperator)
 	require.NotEmpty(t, killed)
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Snapshot(f)) == 0 }, "alice's connections are still listed")
 	closed := reg.Closed(f)
 	require.NotEmpty(t, closed)
-	assert.Equal(t, connregistry.ClosedByOperator, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseByOperator, closed[0].CloseReason)
 
 	// The raw connection goes idle: closed with the reason idle.
 	pf, _ := connregistry.NewFilter(nil, strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), strp("plain"))
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Closed(pf)) == 1 }, "the idle connection did not close")
-	assert.Equal(t, connregistry.Idle, reg.Closed(pf)[0].CloseReason)
+	assert.Equal(t, connregistry.CloseIdle, reg.Closed(pf)[0].CloseReason)
 }
 
 // A failed authentication is recorded with its reason.
@@ -127,7 +127,7 @@ func TestRegistryAuthenticationFailed(t *testing.T) {
 	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	require.Error(t, err)
 	waitFor(t, 5*time.Second, func() bool { return len(srv.Registry().Closed(connregistry.Filter{})) > 0 }, "no closed connection recorded")
-	assert.Equal(t, connregistry.AuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
+	assert.Equal(t, connregistry.CloseAuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
 }
 
 // Connections closed by Shutdown are recorded as closed by the server's
@@ -141,7 +141,7 @@ func TestRegistryServerShutdownReason(t *testing.T) {
 	require.NoError(t, srv.Shutdown(ctx))
 	closed := srv.Registry().Closed(connregistry.Filter{})
 	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ServerShutdown, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseServerShutdown, closed[0].CloseReason)
 	assert.Zero(t, srv.Registry().Len())
 }
 

@@ -480,7 +480,7 @@ func (s *Server) handle(h Handler, r *Request) {
 			s.log.Error("handler panicked; closing the connection", "conn_id", r.Conn.ID,
 				"api_key", r.APIKey, "panic", v, "stack", string(debug.Stack()))
 			if r.CloseConnection() != nil { // answered before the panic: close all the same
-				r.conn.closeWith(connregistry.HandlerClosed)
+				r.conn.closeWith(connregistry.CloseByHandler)
 			}
 		}
 	}()

@@ -297,7 +297,7 @@ func TestListIncludeClosed(t *testing.T) {
 		return rec.ClosedAt != 0
 	}, 10*time.Second, 20*time.Millisecond, "alice's closed connection was not listed")
 	assert.Equal(t, aliceAddr, addr(rec))
-	assert.Equal(t, string(connregistry.ClientClosed), rec.CloseReason)
+	assert.Equal(t, string(connregistry.CloseByClient), rec.CloseReason)
 	assert.Equal(t, "closing", rec.State)
 	assert.GreaterOrEqual(t, rec.ClosedAt, closed.UnixMilli())
 	assert.LessOrEqual(t, rec.ClosedAt, time.Now().UnixMilli())
@@ -336,7 +336,7 @@ func TestListOtherAPIKey(t *testing.T) {
 	}
 	for _, b := range c.Brokers {
 		for _, closed := range b.Registry.Closed(connregistry.Filter{}) {
-			assert.NotEqual(t, connregistry.ProtocolError, closed.CloseReason,
+			assert.NotEqual(t, connregistry.CloseProtocolError, closed.CloseReason,
 				"broker %d was sent the key it does not serve", b.ID)
 		}
 	}

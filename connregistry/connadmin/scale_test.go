@@ -151,7 +151,7 @@ func fill(reg connregistry.Registry, n int) {
 			Listener:   "CLIENT", SecurityProtocol: protocolmap.SASLPlaintext, Plane: protocolmap.DataPlane, SASLMechanism: "SCRAM-SHA-256",
 			ClientSoftwareName: "kgo", ClientSoftwareVersion: "v1.22.3",
 			ConnectedAt: now.Add(time.Duration(i) * time.Millisecond), AuthenticatedAt: now,
-		}, ClientID: "bench", State: connregistry.Ready}, nil)
+		}, ClientID: "bench", State: connregistry.StateReady}, nil)
 	}
 }
 

@@ -445,7 +445,7 @@ func checkOps(ops []kmsg.AlterClientQuotasRequestEntryOp) error {
 		}
 		seen[op.Key] = true
 		if op.Remove {
-			if !slices.Contains(quota.Keys, quota.Key(op.Key)) {
+			if !slices.Contains(quota.Keys(), quota.Key(op.Key)) {
 				return errors.New("Invalid configuration key " + op.Key)
 			}
 			continue

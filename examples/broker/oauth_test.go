@@ -196,7 +196,7 @@ func TestOAuthBearerClients(t *testing.T) {
 	failedAuth := func() int {
 		n := 0
 		for _, conn := range c.brokers[0].srv.Registry().Closed(f) {
-			if conn.CloseReason == connregistry.AuthenticationFailed {
+			if conn.CloseReason == connregistry.CloseAuthenticationFailed {
 				n++
 			}
 		}

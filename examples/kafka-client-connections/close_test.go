@@ -50,7 +50,7 @@ func TestClose(t *testing.T) {
 	for _, addr := range []string{bob0, bob2} {
 		row, ok := rowAt(rows, addr)
 		require.True(t, ok, listed.stdout)
-		assert.Equal(t, "closed-by-an-operator", row["CLOSE-REASON"])
+		assert.Equal(t, "closed-by-operator", row["CLOSE-REASON"])
 	}
 
 	// By connection id, in JSON.

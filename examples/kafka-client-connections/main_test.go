@@ -401,7 +401,7 @@ func TestIncludeClosed(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &brokers))
 	require.Len(t, brokers, 1)
 	require.Len(t, brokers[0].Connections, 1)
-	assert.Equal(t, "client closed", brokers[0].Connections[0]["CloseReason"])
+	assert.Equal(t, "client-closed", brokers[0].Connections[0]["CloseReason"])
 	assert.Equal(t, "closing", brokers[0].Connections[0]["State"])
 	assert.NotEmpty(t, brokers[0].Connections[0]["ClosedAt"])
 }

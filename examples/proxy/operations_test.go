@@ -138,7 +138,7 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(p.srv.Registry().Snapshot(bobFilter)) == 0 }, 5*time.Second, 10*time.Millisecond)
 	for _, c := range p.srv.Registry().Closed(bobFilter) {
-		assert.Equal(t, connregistry.ClosedByOperator, c.CloseReason)
+		assert.Equal(t, connregistry.CloseByOperator, c.CloseReason)
 	}
 	// bob's client reconnects.
 	require.NoError(t, bob.ProduceSync(ctxFor(t, 20*time.Second), &kgo.Record{Topic: "ops", Partition: 2, Value: []byte("y")}).FirstErr())

@@ -111,7 +111,7 @@ var errNodeDown = errors.New("the upstream broker is unavailable")
 
 // upstreamCloseReason is why the proxy closes a client connection whose
 // upstream broker went away.
-const upstreamCloseReason connregistry.CloseReason = "upstream broker unavailable"
+const upstreamCloseReason connregistry.CloseReason = "upstream-broker-unavailable"
 
 // session is one client connection of a data listener.
 type session struct {

@@ -112,7 +112,7 @@ func (e *Entry) Update(f func(*connregistry.Info)) {
 	e.mu.Unlock()
 }
 
-// SetState moves the connection to state s (Ready once it has
+// SetState moves the connection to state s (StateReady once it has
 // authenticated).
 func (e *Entry) SetState(s connregistry.State) {
 	e.mu.Lock()
@@ -208,7 +208,7 @@ func (e *Entry) Remove(at time.Time, reason connregistry.CloseReason) {
 	}
 	e.EndThrottle(at)
 	c := e.snapshot()
-	c.ClosedAt, c.CloseReason, c.State = at, reason, connregistry.Closing
+	c.ClosedAt, c.CloseReason, c.State = at, reason, connregistry.StateClosing
 	r := e.reg
 	r.mu.Lock()
 	delete(r.open, e)

@@ -13,11 +13,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 
 var t0 = time.Date(2026, 4, 27, 10, 15, 30, 0, time.UTC)
 
@@ -29,7 +30,7 @@ func conn(id, principal, addr, listener string, at time.Time) connregistry.Conn 
 		ID: id, Principal: connregistry.Principal{Type: typ, Name: name},
 		ClientAddr: netip.MustParseAddrPort(addr), Listener: protocolmap.ListenerName(listener), SecurityProtocol: protocolmap.SASLSSL,
 		ConnectedAt: at,
-	}, State: connregistry.Ready}
+	}, State: connregistry.StateReady}
 }
 
 func TestRegistryLifecycle(t *testing.T) {
@@ -54,24 +55,24 @@ func TestRegistryLifecycle(t *testing.T) {
 	assert.Equal(t, "kgo", got[0].ClientSoftwareName)
 
 	f, _ := connregistry.NewFilter(sp("User:bob"), nil, nil)
-	killed := r.Close(f, connregistry.ClosedByOperator)
+	killed := r.Close(f, connregistry.CloseByOperator)
 	require.Len(t, killed, 1)
 	assert.Equal(t, "b", killed[0].ID)
-	assert.Equal(t, []connregistry.CloseReason{connregistry.ClosedByOperator}, closedWith)
+	assert.Equal(t, []connregistry.CloseReason{connregistry.CloseByOperator}, closedWith)
 
-	b.Remove(t0.Add(5*time.Second), connregistry.ClosedByOperator)
-	b.Remove(t0.Add(6*time.Second), connregistry.Idle) // only the first counts
+	b.Remove(t0.Add(5*time.Second), connregistry.CloseByOperator)
+	b.Remove(t0.Add(6*time.Second), connregistry.CloseIdle) // only the first counts
 	assert.Equal(t, 1, r.Len())
 	closed := r.Closed(connregistry.Filter{})
 	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ClosedByOperator, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseByOperator, closed[0].CloseReason)
 	assert.Equal(t, t0.Add(5*time.Second), closed[0].ClosedAt)
-	assert.Equal(t, connregistry.Closing, closed[0].State)
+	assert.Equal(t, connregistry.StateClosing, closed[0].State)
 
 	// The history is a ring of 2: the oldest goes.
 	for i := range 3 {
 		e := connreg.Add(r, conn(fmt.Sprint("h", i), "User:x", "127.0.0.1:9", "CLIENT", t0), nil)
-		e.Remove(t0.Add(time.Duration(10+i)*time.Second), connregistry.ClientClosed)
+		e.Remove(t0.Add(time.Duration(10+i)*time.Second), connregistry.CloseByClient)
 	}
 	closed = r.Closed(connregistry.Filter{})
 	require.Len(t, closed, 2)
@@ -87,8 +88,8 @@ func TestRegistryForget(t *testing.T) {
 	kept := connreg.Add(r, conn("kept", "User:alice", "127.0.0.1:2", "CLIENT", t0), nil)
 	require.Equal(t, 2, r.Len())
 	probe.Forget()
-	probe.Remove(t0.Add(time.Second), connregistry.ClientClosed)
-	kept.Remove(t0.Add(time.Second), connregistry.ClientClosed)
+	probe.Remove(t0.Add(time.Second), connregistry.CloseByClient)
+	kept.Remove(t0.Add(time.Second), connregistry.CloseByClient)
 	kept.Forget()
 	assert.Zero(t, r.Len())
 	assert.Empty(t, r.Snapshot(connregistry.Filter{}))
@@ -152,7 +153,7 @@ func TestRegistryConcurrentSnapshots(t *testing.T) {
 				name := fmt.Sprint("sw", i)
 				e.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = name, name+"-v" })
 				e.Request(time.Now(), 10, "c")
-				e.Remove(time.Now(), connregistry.ClientClosed)
+				e.Remove(time.Now(), connregistry.CloseByClient)
 			}
 		})
 	}
@@ -186,7 +187,7 @@ func TestRegistryThrottle(t *testing.T) {
 				e.EndThrottle(now)
 			}, 2 * time.Second},
 		{"the connection closes while muted", now.Add(-3 * time.Second), now.Add(time.Hour),
-			func(e *connreg.Entry) { e.Remove(now.Add(-time.Second), connregistry.ClientClosed) }, 2 * time.Second},
+			func(e *connreg.Entry) { e.Remove(now.Add(-time.Second), connregistry.CloseByClient) }, 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := connreg.New(1)

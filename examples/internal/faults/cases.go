@@ -214,7 +214,7 @@ func halfOpen(t *testing.T, tg *Target) {
 		}
 		return false
 	}, tg.Idle+10*time.Second, 10*time.Millisecond, "the half-open connection was not closed")
-	assert.Equal(t, connregistry.Idle, closed.CloseReason)
+	assert.Equal(t, connregistry.CloseIdle, closed.CloseReason)
 	after := closed.ClosedAt.Sub(closed.LastActivity)
 	assert.GreaterOrEqual(t, after, tg.Idle-100*time.Millisecond, "closed before connections.max.idle.ms")
 	assert.Less(t, after, tg.Idle+2*time.Second, "closed long after connections.max.idle.ms")

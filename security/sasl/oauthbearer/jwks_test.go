@@ -58,11 +58,11 @@ func startJWKS(t *testing.T, cfg oauthbearer.JWKSConfig) (*oauthbearer.JWKSValid
 // jose4j's DISALLOW_NONE.
 func TestJWKSValidatorAlgorithms(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, "https://idp.example")
-	for _, alg := range oauthbearertest.Algorithms {
+	for _, alg := range oauthbearertest.Algorithms() {
 		is.AddKey(t, "kid-"+alg, alg)
 	}
 	v, _ := startJWKS(t, oauthbearer.JWKSConfig{URL: is.WriteJWKS(t)})
-	for _, alg := range oauthbearertest.Algorithms {
+	for _, alg := range oauthbearertest.Algorithms() {
 		t.Run(alg, func(t *testing.T) {
 			claims := is.Claims("alice", time.Hour)
 			claims["scope"] = "kafka:read kafka:write"
