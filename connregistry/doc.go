@@ -12,7 +12,7 @@
 // lock, so a listing of 100,000 connections never stalls the data plane and
 // never returns a torn record. [Filter] selects by principal, client address
 // (an IP, or a CIDR prefix) and listener, and by the TLS server name the
-// client asked for ([Filter.WithServerName]), and [Registry.Close] closes
+// client asked for ([Filter.ServerName]), and [Registry.Close] closes
 // what a filter selects, the incident-response "kill" Kafka lacks.
 //
 // # Who writes
@@ -41,11 +41,13 @@
 // as tagged fields, whose numbers docs/connection-listing.md lists for
 // clients in other languages. Their API key defaults to
 // the KIP's 93, which Kafka 4.4 and kmsg have since given to another API
-// (see [DefaultListAPIKey]). [ListHandler] checks the host's authorization
-// (DESCRIBE on CLUSTER) and builds the response.
+// (see [DefaultListAPIKey]). [ListHandler] asks the host's [Authorizer]
+// (an [Action]: DESCRIBE on the CLUSTER) and builds the response.
 //
 // [CloseClientConnectionsRequest] is [Registry.Close] as a request, which
 // Kafka lacks: an operator closes the connections of a principal, an
 // address or a listener, or single connections by id, from a client.
-// [CloseHandler] checks ALTER on CLUSTER and answers with what it closed.
+// [CloseHandler] asks for ALTER on the CLUSTER and answers with what it
+// closed. The requests' filters are a [Filter], the one shape of a filter
+// in the API, connadmin and the CLI.
 package connregistry

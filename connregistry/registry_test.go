@@ -63,8 +63,8 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := connregistry.NewFilter(tt.principal, tt.address, tt.listener)
-			require.NoError(t, err)
+			f := connregistry.Filter{Principal: tt.principal, ClientAddress: tt.address, Listener: tt.listener}
+			require.NoError(t, f.Validate())
 			assert.Equal(t, tt.matchAlice, f.Match(alice))
 			assert.Equal(t, tt.matchBob, f.Match(bob6))
 		})
@@ -73,8 +73,9 @@ func TestFilter(t *testing.T) {
 		{sp("alice"), nil, nil}, {nil, sp("10.0.0.300"), nil}, {nil, sp("host.example"), nil},
 		{nil, sp("10.0.0.0/33"), nil}, {nil, nil, sp(" ")},
 	} {
-		_, err := connregistry.NewFilter(bad.principal, bad.address, bad.listener)
-		assert.ErrorIs(t, err, connregistry.ErrInvalidFilter)
+		f := connregistry.Filter{Principal: bad.principal, ClientAddress: bad.address, Listener: bad.listener}
+		assert.ErrorIs(t, f.Validate(), connregistry.ErrInvalidFilter)
+		assert.False(t, f.Match(conn("a", "User:alice", "10.1.2.3:5000", " ", t0)), "an invalid filter matches nothing")
 	}
 }
 
@@ -142,11 +143,11 @@ func TestRecordProxyAddress(t *testing.T) {
 	assert.Empty(t, connregistry.Record(connregistry.Conn{Info: connregistry.Info{ClientAddr: c.ClientAddr}}).ProxyAddress)
 
 	client, balancer := "203.0.113.0/24", "fd00::5"
-	f, err := connregistry.NewFilter(nil, &client, nil)
-	require.NoError(t, err)
+	f := connregistry.Filter{ClientAddress: &client}
+	require.NoError(t, f.Validate())
 	assert.True(t, f.Match(c))
-	f, err = connregistry.NewFilter(nil, &balancer, nil)
-	require.NoError(t, err)
+	f = connregistry.Filter{ClientAddress: &balancer}
+	require.NoError(t, f.Validate())
 	assert.False(t, f.Match(c), "the filter is on the client's address, not the balancer's")
 }
 
@@ -221,7 +222,7 @@ func TestServerNameFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.filter, func(t *testing.T) {
-			f := connregistry.Filter{}.WithServerName(tt.filter)
+			f := connregistry.Filter{ServerName: new(tt.filter)}
 			var got []string
 			for _, c := range conns {
 				if f.Match(c) {
@@ -232,13 +233,15 @@ func TestServerNameFilter(t *testing.T) {
 		})
 	}
 	// It narrows the other filters and they narrow it.
-	bob, err := connregistry.NewFilter(sp("User:bob"), nil, nil)
-	require.NoError(t, err)
-	assert.False(t, bob.WithServerName("a.example.com").Match(conns[0]))
-	all, err := connregistry.NewFilter(nil, nil, sp("client"))
-	require.NoError(t, err)
-	assert.True(t, all.WithServerName("a.example.com").Match(conns[0]))
+	bob := connregistry.Filter{Principal: sp("User:bob")}
+	require.NoError(t, bob.Validate())
+	bob.ServerName = sp("a.example.com")
+	assert.False(t, bob.Match(conns[0]))
+	all := connregistry.Filter{Listener: sp("client")}
+	require.NoError(t, all.Validate())
 	assert.True(t, all.Match(conns[4]), "no server-name filter: every name matches")
+	all.ServerName = sp("a.example.com")
+	assert.True(t, all.Match(conns[0]))
 
 	// Through the handlers.
 	r := connregistrytest.NewRegistry(10, conns...)
@@ -253,7 +256,7 @@ func TestServerNameFilter(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Broker-0.A.example.com", "x.broker-1.a.example.com"}, names)
 
 	// A server name alone is enough of a filter to close by.
-	cresp := (&connregistry.CloseHandler{Registry: r}).Handle(ctx, connregistry.Anonymous(),
+	cresp := (&connregistry.CloseHandler{Registry: r}).Handle(ctx, connregistry.Anonymous(), "",
 		&connregistry.CloseClientConnectionsRequest{ServerNameFilter: sp("b.example.com")})
 	require.Zero(t, cresp.ErrorCode, "%v", cresp.ErrorMessage)
 	require.Len(t, cresp.Connections, 1)

@@ -26,7 +26,7 @@ const (
 	tagIncludeClosed = 0 // bool: also list recently closed connections
 	// tagServerNameFilter selects by TLS server name (compact string), in
 	// ListClientConnections' and CloseClientConnections' requests: see
-	// [Filter.WithServerName].
+	// [Filter.ServerName].
 	tagServerNameFilter = 1
 
 	// Response.
@@ -63,7 +63,7 @@ type ListClientConnectionsRequest struct {
 	ListenerFilter      *string
 	IncludeClosed       bool // tag 0
 	// ServerNameFilter (tag 1) selects by TLS server name; see
-	// [Filter.WithServerName].
+	// [Filter.ServerName].
 	ServerNameFilter *string
 }
 
@@ -170,6 +170,11 @@ func (r *ListClientConnectionsRequest) AppendTo(dst []byte) []byte {
 		dst = append(dst, 1)
 	}
 	return appendServerNameFilter(dst, r.ServerNameFilter)
+}
+
+// Filter returns the request's filters.
+func (r *ListClientConnectionsRequest) Filter() Filter {
+	return Filter{Principal: r.PrincipalFilter, ClientAddress: r.ClientAddressFilter, Listener: r.ListenerFilter, ServerName: r.ServerNameFilter}
 }
 
 // appendServerNameFilter appends the tagServerNameFilter field, nothing

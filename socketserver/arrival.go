@@ -119,8 +119,8 @@ func (c *conn) arrived(n int) {
 }
 
 // expiryReason is why the processor closes a connection it found idle:
-// SlowRequest when the frame it was reading had fallen behind the floor
-// at its last read, Idle otherwise.
+// CloseSlowRequest when the frame it was reading had fallen behind the floor
+// at its last read, CloseIdle otherwise.
 func (c *conn) expiryReason() connregistry.CloseReason {
 	if c.pace.Load() < 0 {
 		return connregistry.CloseSlowRequest

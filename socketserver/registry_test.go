@@ -95,8 +95,8 @@ func TestRegistryFedByServer(t *testing.T) {
 
 	// An operator closes alice's connections; they go to the history with
 	// the reason, and disappear from the live list.
-	f, err := connregistry.NewFilter(strp("User:alice"), nil, nil)
-	require.NoError(t, err)
+	f := connregistry.Filter{Principal: strp("User:alice")}
+	require.NoError(t, f.Validate())
 	killed := reg.Close(f, connregistry.CloseByOperator)
 	require.NotEmpty(t, killed)
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Snapshot(f)) == 0 }, "alice's connections are still listed")
@@ -105,7 +105,7 @@ func TestRegistryFedByServer(t *testing.T) {
 	assert.Equal(t, connregistry.CloseByOperator, closed[0].CloseReason)
 
 	// The raw connection goes idle: closed with the reason idle.
-	pf, _ := connregistry.NewFilter(nil, strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), strp("plain"))
+	pf := connregistry.Filter{ClientAddress: strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), Listener: strp("plain")}
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Closed(pf)) == 1 }, "the idle connection did not close")
 	assert.Equal(t, connregistry.CloseIdle, reg.Closed(pf)[0].CloseReason)
 }

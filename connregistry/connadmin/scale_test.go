@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/connregistry/connadmin"
 	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -118,7 +117,7 @@ func TestListTenThousand(t *testing.T) {
 	var took []time.Duration
 	for range 5 {
 		start := time.Now()
-		rs, err := admin.List(ctxTimeout(t, 30*time.Second), connadmin.ListFilters{})
+		rs, err := admin.List(ctxTimeout(t, 30*time.Second), connregistry.Filter{}, false)
 		took = append(took, time.Since(start))
 		require.NoError(t, err)
 		require.NoError(t, rs[0].Err)
@@ -168,7 +167,7 @@ func BenchmarkList(b *testing.B) {
 			ctx := ctxTimeout(b, 10*time.Minute)
 			b.ReportAllocs()
 			for b.Loop() {
-				rs, err := admin.List(ctx, connadmin.ListFilters{})
+				rs, err := admin.List(ctx, connregistry.Filter{}, false)
 				if err != nil || rs[0].Err != nil || len(rs[0].Connections) < n {
 					b.Fatal(err, rs[0].Err, len(rs[0].Connections))
 				}

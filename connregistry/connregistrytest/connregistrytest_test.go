@@ -46,7 +46,7 @@ func TestNewRegistry(t *testing.T) {
 
 	// Closing through the registry closes as a server does: into the
 	// history, with the reason given.
-	got := r.Close(connregistry.Filter{}.WithConnectionIDs("a"), connregistry.CloseByOperator)
+	got := r.Close(connregistry.Filter{ConnectionIDs: []string{"a"}}, connregistry.CloseByOperator)
 	require.Len(t, got, 1)
 	assert.Equal(t, "a", got[0].ID)
 	assert.Equal(t, 1, r.Len())

@@ -120,7 +120,7 @@ func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
 	require.Len(t, md.Topics, 1, "the topic asked for is answered")
 	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, md.Topics[0].ErrorCode)
 
-	res, err := connadmin.New(cl, connregistry.DefaultListAPIKey).List(ctx, connadmin.ListFilters{})
+	res, err := connadmin.New(cl, connregistry.DefaultListAPIKey, 0).List(ctx, connregistry.Filter{}, false)
 	require.NoError(t, err)
 	require.Len(t, res, 1)
 	require.NoError(t, res[0].Err)

@@ -762,7 +762,7 @@ func (p *proxy) closeIdle(sessions []*session) {
 		s.mu.Unlock()
 	}
 	if len(ids) > 0 {
-		p.srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(ids...), upstreamCloseReason)
+		p.srv.Registry().Close(connregistry.Filter{ConnectionIDs: ids}, upstreamCloseReason)
 	}
 }
 

@@ -325,7 +325,7 @@ func (s *session) timedOut(r *socketserver.Request, up *upConn, reason connregis
 // server's registry (the first reason given is the one listed), and drops
 // up (nil: the current upstream connection).
 func (s *session) closeFor(reason connregistry.CloseReason, up *upConn) {
-	s.p.srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(s.id), reason)
+	s.p.srv.Registry().Close(connregistry.Filter{ConnectionIDs: []string{s.id}}, reason)
 	s.drop(up)
 }
 

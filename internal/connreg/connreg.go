@@ -254,6 +254,10 @@ func (e *Entry) snapshot() connregistry.Conn {
 // stalled for the whole listing; a connection that opens or closes meanwhile
 // may be missed or included, but no record is torn.
 func (r *Registry) Snapshot(f connregistry.Filter) []connregistry.Conn {
+	match, err := f.Matcher()
+	if err != nil {
+		return nil // a filter that does not validate matches nothing
+	}
 	r.mu.RLock()
 	entries := make([]*Entry, 0, len(r.open))
 	for e := range r.open {
@@ -270,7 +274,7 @@ func (r *Registry) Snapshot(f connregistry.Filter) []connregistry.Conn {
 	})
 	out := make([]connregistry.Conn, 0, len(entries))
 	for _, e := range entries {
-		if c := e.snapshot(); f.Match(c) {
+		if c := e.snapshot(); match(c) {
 			out = append(out, c)
 		}
 	}
@@ -280,6 +284,10 @@ func (r *Registry) Snapshot(f connregistry.Filter) []connregistry.Conn {
 // Closed returns the remembered closed connections that match f, oldest
 // first.
 func (r *Registry) Closed(f connregistry.Filter) []connregistry.Conn {
+	match, err := f.Matcher()
+	if err != nil {
+		return nil
+	}
 	r.mu.RLock()
 	var all []connregistry.Conn
 	if r.full {
@@ -287,7 +295,7 @@ func (r *Registry) Closed(f connregistry.Filter) []connregistry.Conn {
 	}
 	all = append(all, r.history[:r.next]...)
 	r.mu.RUnlock()
-	return slices.DeleteFunc(all, func(c connregistry.Conn) bool { return !f.Match(c) })
+	return slices.DeleteFunc(all, func(c connregistry.Conn) bool { return !match(c) })
 }
 
 // Len returns the number of open connections.
@@ -302,16 +310,23 @@ func (r *Registry) Len() int {
 // close_all_user_connections offer), and returns what it closed. A filter
 // that matches everything closes everything.
 func (r *Registry) Close(f connregistry.Filter, reason connregistry.CloseReason) []connregistry.Conn {
+	match, err := f.Matcher()
+	if err != nil {
+		return nil
+	}
 	r.mu.RLock()
 	var victims []*Entry
 	for e := range r.open {
+		if f.ConnectionIDs != nil && !slices.Contains(f.ConnectionIDs, e.id) {
+			continue // by its id alone: closing one connection reads no other
+		}
 		victims = append(victims, e)
 	}
 	r.mu.RUnlock()
 	var closed []connregistry.Conn
 	for _, e := range victims {
 		c := e.snapshot()
-		if !f.Match(c) || e.closer == nil {
+		if !match(c) || e.closer == nil {
 			continue
 		}
 		e.closer(reason)

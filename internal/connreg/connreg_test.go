@@ -54,7 +54,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	assert.True(t, t0.Add(3*time.Second).Equal(got[0].LastActivity))
 	assert.Equal(t, "kgo", got[0].ClientSoftwareName)
 
-	f, _ := connregistry.NewFilter(sp("User:bob"), nil, nil)
+	f := connregistry.Filter{Principal: sp("User:bob")}
 	killed := r.Close(f, connregistry.CloseByOperator)
 	require.Len(t, killed, 1)
 	assert.Equal(t, "b", killed[0].ID)
