@@ -462,7 +462,8 @@ func (c *conn) run(deadline time.Time) {
 //go:noinline
 func (c *conn) authenticationFailed(err error) {
 	if !c.peerLeft(err) && !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
-		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
+		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err,
+			"reason", string(connregistry.CloseAuthenticationFailed))
 	}
 	c.finish()
 }
@@ -670,7 +671,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	if err != nil {
 		if !c.peerLeft(err) && !isClosedOrEOF(err) {
 			c.setReason(connregistry.CloseProtocolError)
-			log.Info("closing connection", "conn_id", c.info().ID, "err", err)
+			log.Info("closing connection", "conn_id", c.info().ID, "err", err, "reason", string(connregistry.CloseProtocolError))
 		}
 		return false, time.Time{}
 	}
@@ -679,7 +680,8 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	h, api, body, rest, info, err := c.decode(frame, size, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
 		c.setReason(connregistry.CloseProtocolError)
-		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
+		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version,
+			"reason", string(connregistry.CloseProtocolError))
 		return false, time.Time{}
 	}
 	q := logged{h: h, size: size, received: start, peeked: peeked > 0}
@@ -694,7 +696,8 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	if exp := info.SessionExpiry; !exp.IsZero() && start.After(exp) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
 			c.setReason(connregistry.CloseSessionExpired)
-			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal)
+			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal,
+				"reason", string(connregistry.CloseSessionExpired))
 			c.ownDone(&q, c.ownStart(), 0, true)
 			return false, time.Time{}
 		}
@@ -1377,7 +1380,7 @@ func (m *frameMemory) done(err error) error {
 	if isDeadline(err) && !c.draining() {
 		c.setReason(connregistry.CloseStalledRequest)
 		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info().ID,
-			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout)
+			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout, "reason", string(connregistry.CloseStalledRequest))
 	}
 	return err
 }
@@ -1610,7 +1613,7 @@ func (c *conn) peerLeft(err error) bool {
 		return true
 	}
 	if r := connregistry.CloseByClient; c.reason.CompareAndSwap(nil, &r) {
-		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err) // as Kafka logs a disconnection
+		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err, "reason", string(connregistry.CloseByClient)) // as Kafka logs a disconnection
 	}
 	return true
 }

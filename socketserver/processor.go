@@ -394,9 +394,9 @@ func (p *processor) expireIdle(now time.Time) {
 		reason := c.expiryReason()
 		if reason == connregistry.CloseSlowRequest {
 			p.srv.log.Info("closing connection: its request arrives too slowly", "conn_id", c.info().ID,
-				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate)
+				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate, "reason", string(connregistry.CloseSlowRequest))
 		} else {
-			p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit)
+			p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit, "reason", string(connregistry.CloseIdle))
 		}
 		c.closeWith(reason)
 	}
