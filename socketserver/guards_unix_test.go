@@ -118,7 +118,7 @@ type footprint struct{ goroutines, stack, frames, heap uint64 }
 // connections to its listener with dial, which has each send two
 // ApiVersions requests (answered by the server: no peer watcher; the
 // second shares the description the first left, see
-// connregistry.Entry.Request, which a connection lets go of when it
+// connreg.Entry.Request, which a connection lets go of when it
 // parks) and returns its socket's descriptor, waits until all have parked
 // on the runtime's smallest stack, and returns what each keeps. A
 // plaintext connection is then served again.

@@ -26,7 +26,7 @@ import (
 //     deadline (under wakeMu, so after the processor has set it), stops its
 //     peer watcher, gives its read buffer back to the server, has its
 //     registry entry drop the copy of its description that its requests
-//     shared (connregistry.Entry.Idle), starts a fresh goroutine in parked
+//     shared (connreg.Entry.Idle), starts a fresh goroutine in parked
 //     and ends (parkRequested, goPark).
 //  3. parked, with the smallest stack the runtime gives, reads the first
 //     bytes of the next request (at most the 4 size bytes) into the

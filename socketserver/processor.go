@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 )
 
 // processor is one of a listener's network threads (Kafka's Processor). It
@@ -104,7 +105,7 @@ func (p *processor) closeLeastRecentlyActive() bool {
 	}
 	p.srv.log.Info("closing least recently active connection: broker-wide connection count over max.connections",
 		"conn_id", lru.info().ID, "listener", p.ls.cfg.Name)
-	lru.closeWith(connregistry.Quota)
+	lru.closeWith(connregistry.CloseQuota)
 	return true
 }
 
@@ -184,7 +185,7 @@ func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connr
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
-		Principal:        connregistry.Anonymous,
+		Principal:        connregistry.Anonymous(),
 		ClientAddr:       client,
 		ConnectedAt:      time.Now(),
 	}
@@ -199,9 +200,9 @@ func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connr
 func (p *processor) start(c *conn, info connregistry.Info) bool {
 	c.newContexts(info)
 	c.touch(info.ConnectedAt)
-	state := connregistry.Ready
+	state := connregistry.StateReady
 	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
-		state = connregistry.Authenticating
+		state = connregistry.StateAuthenticating
 	}
 	if !p.add(c, connregistry.Conn{Info: info, State: state}) {
 		c.cancel()
@@ -229,7 +230,7 @@ func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 	if p.srv.draining.Load() || p.ls.draining.Load() {
 		return false
 	}
-	c.entry = p.srv.registry.Add(rec, c.closeWith)
+	c.entry = connreg.Add(p.srv.registry, rec, c.closeWith)
 	delete(p.pending, c.nc)
 	p.conns[c] = struct{}{}
 	return true
@@ -405,11 +406,11 @@ func (p *processor) expireIdle(now time.Time) {
 	p.mu.Unlock()
 	for _, c := range expired {
 		reason := c.expiryReason()
-		if reason == connregistry.SlowRequest {
+		if reason == connregistry.CloseSlowRequest {
 			p.srv.log.Info("closing connection: its request arrives too slowly", "conn_id", c.info().ID,
-				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate)
+				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate, "reason", string(connregistry.CloseSlowRequest))
 		} else {
-			p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit)
+			p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit, "reason", string(connregistry.CloseIdle))
 		}
 		c.closeWith(reason)
 	}

@@ -71,7 +71,7 @@ const produceKey = 0
 // its bytes keep the connection active while they arrive at the server's
 // floor (Config.RequestMinByteRate) or faster, read or spliced; a body
 // that arrives slower is closed at the limit, failing the host's read,
-// with the reason connregistry.SlowRequest. The host may tighten this
+// with the reason connregistry.CloseSlowRequest. The host may tighten this
 // with SetReadDeadline, never loosen it.
 //
 // Experimental: proven by one host so far (examples/proxy); it may change
@@ -395,7 +395,7 @@ func (b *RawRequest) fail(err error) error {
 	b.finish()
 	switch {
 	case tooSlow:
-		c.setReason(connregistry.SlowRequest)
+		c.setReason(connregistry.CloseSlowRequest)
 		c.p.srv.log.Info("closing connection: its streamed request body did not arrive by the host's deadline",
 			"conn_id", c.info().ID, "unread_bytes", b.bodyLen-b.pos)
 	case !isClosedOrEOF(err):
@@ -409,7 +409,7 @@ func (b *RawRequest) fail(err error) error {
 // of the body (Read, WriteTo, or the server's, which drops the bytes the
 // host left unread once it has answered) that has to wait for the client
 // past t fails with an error that wraps os.ErrDeadlineExceeded, and the
-// connection closes, with the reason connregistry.SlowRequest, as the
+// connection closes, with the reason connregistry.CloseSlowRequest, as the
 // rest of its frame can no longer be read. It only tightens what the
 // server enforces: connections.max.idle.ms and the floor of
 // Config.RequestMinByteRate go on applying to the body's arrival whatever
