@@ -429,7 +429,7 @@ func (c *conn) clearReadDeadlineLocked() {
 // read buffer. serveRequest does the deep work.
 func (c *conn) serve() {
 	c.rw = c.nc
-	c.pre.r = c.nc
+	c.pre.r = takeSocket(c.nc)
 	c.br = c.p.srv.readBuf(c.socket())
 	c.run(time.Now().Add(c.p.ls.sec.timeout))
 }
@@ -1401,7 +1401,13 @@ func (c *conn) writeFrame(b []byte) error {
 	}
 	if len(b) > 0 {
 		c.moveWriteDeadline()
-		if _, err := c.rw.Write(b); err != nil {
+		var err error
+		if c.rw == c.nc {
+			_, err = c.writeSocket(b)
+		} else {
+			_, err = c.rw.Write(b)
+		}
+		if err != nil {
 			c.writeFailed(err)
 			return err
 		}
@@ -1430,7 +1436,7 @@ func (c *conn) writeInTurn(b []byte) ([]byte, error) {
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(turnWriteWait))
 	c.writeDeadline = 0 // moveWriteDeadline sets connections.max.idle.ms again
-	n, err := c.nc.Write(b)
+	n, err := c.writeSocket(b)
 	if c.p.srv.cfg.ConnectionsMaxIdle > 0 {
 		c.moveWriteDeadline()
 	} else {
