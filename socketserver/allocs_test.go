@@ -119,23 +119,24 @@ func TestGuardAllocationsPerRawRequest(t *testing.T) {
 	}
 }
 
-// TestAllocationsPerFetch holds a Fetch answered with records by
-// reference (FetchResponse) to the request's own allocations: writing
-// the response, header and field pieces and the host's batches in
-// vectored writes, allocates nothing, however many pieces it has (more
-// than one writev takes, 1024, too). The handler answers inline, reusing
-// one response, so that every allocation counted is the server's.
-func TestAllocationsPerFetch(t *testing.T) {
-	batches := [][]byte{bytes.Repeat([]byte{'a'}, 1000), bytes.Repeat([]byte{'b'}, 10), bytes.Repeat([]byte{'c'}, 300)}
+// TestGuardAllocationsPerFetch holds a Fetch answered with records by
+// reference (FetchResponse) to the request's own allocations: writing the
+// response, its header and field pieces and the host's batches in vectored
+// writes, allocates nothing, however many pieces it has (more than one
+// writev takes, 1,024, too). The handler answers inline, reusing one
+// response, so that every allocation counted is the server's.
+func TestGuardAllocationsPerFetch(t *testing.T) {
+	if raceEnabled {
+		t.Skip(raceSkip)
+	}
 	for _, tt := range []struct {
 		name       string
 		partitions int
-		max        float64
+		batches    [][]byte
+		budget     perRequest
 	}{
-		{"one partition of 3 batches", 1, fetchAllocs},
-		// The request's frame, of 10 KiB, is read in two steps (see
-		// conn.nextFrame): one allocation more.
-		{"400 partitions of 3 batches: 1,601 pieces", 400, fetchAllocs + 1},
+		{"one partition of 3 batches", 1, [][]byte{bytes.Repeat([]byte{'a'}, 1000), bytes.Repeat([]byte{'b'}, 10), bytes.Repeat([]byte{'c'}, 300)}, fetchByReference},
+		{"400 partitions of 3 batches: 1,601 pieces", 400, [][]byte{{'a'}, {'b'}, {'c'}}, fetchByReference400},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := kmsg.NewPtrFetchRequest()
@@ -154,7 +155,7 @@ func TestAllocationsPerFetch(t *testing.T) {
 				sp := kmsg.NewFetchResponseTopicPartition()
 				sp.Partition = int32(i)
 				st.Partitions = append(st.Partitions, sp)
-				recs = append(recs, socketserver.Records{Batches: batches})
+				recs = append(recs, socketserver.Records{Batches: tt.batches})
 			}
 			req.Topics = []kmsg.FetchRequestTopic{rt}
 			resp.Topics = []kmsg.FetchResponseTopic{st}
@@ -163,32 +164,7 @@ func TestAllocationsPerFetch(t *testing.T) {
 			srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
 				c.APIs = socketserver.Inline(reuse, socketserver.KmsgAPI(kmsg.Fetch, 4, 12))
 			}, reuse)
-			bc := newBenchClient(socketservertest.Dial(t, srv, "PLAINTEXT"), req)
-			for range 20 {
-				if err := bc.roundTrip(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got := testing.AllocsPerRun(200, func() {
-				if err := bc.roundTrip(); err != nil {
-					t.Fatal(err)
-				}
-			})
-			t.Logf("%.2f allocations per Fetch of %d bytes", got, len(bc.resp)+4)
-			// Counted without the race detector, under which kmsg copies
-			// the request's strings and the pools drop a quarter of what
-			// they are given: the counts move from run to run.
-			if !raceEnabled && got > tt.max {
-				t.Errorf("%.2f allocations per Fetch, want at most %v", got, tt.max)
-			}
+			requirePerRequest(t, newBenchClient(socketservertest.Dial(t, srv, "PLAINTEXT"), req), tt.budget)
 		})
 	}
 }
-
-// fetchAllocs is the allocations of a small Fetch request of one topic
-// answered with records by reference: the request, its frame, its decoded
-// body and the body's topics and partitions, and the response's cuts (one
-// per partition with records, allocated at once). Writing the response
-// allocated 5 more before issue 36 (net.Buffers growing with each piece;
-// the cuts grew too: 29 allocations with 400 partitions).
-const fetchAllocs = 6

@@ -158,7 +158,8 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 	c.p.srv.putReadBuf(c.br)
 	c.br = nil
 	c.entry.Idle() // the copy of its description its requests shared goes too
-	c.pre.r = releaseSocket(c.pre.r, c.nc) // the parked goroutine reads the socket itself
+	// The parked goroutine reads the socket itself.
+	c.pre.r = releaseSocket(c.pre.r, c.nc)
 	c.p.srv.parked.Add(1)
 	c.parkMoved.Store(int64(time.Since(c.p.srv.epoch)))
 	c.goPark()

@@ -206,7 +206,9 @@ func (s *rawSocket) add(b []byte) error {
 			return err
 		}
 	}
-	wr.iov = append(wr.iov, syscall.Iovec{Base: &b[0], Len: uint64(len(b))})
+	v := syscall.Iovec{Base: &b[0]}
+	v.SetLen(len(b))
+	wr.iov = append(wr.iov, v)
 	return nil
 }
 
@@ -272,12 +274,12 @@ func (wr *rawWrite) writev(fd uintptr) bool {
 func (wr *rawWrite) consume(n uint64) {
 	for n > 0 {
 		v := &wr.iov[0]
-		if n < v.Len {
+		if l := uint64(v.Len); n < l {
 			v.Base = (*byte)(unsafe.Add(unsafe.Pointer(v.Base), n))
-			v.Len -= n
+			v.SetLen(int(l - n))
 			return
 		}
-		n -= v.Len
+		n -= uint64(v.Len)
 		*v = syscall.Iovec{}
 		wr.iov = wr.iov[1:]
 	}
