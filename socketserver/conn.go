@@ -56,16 +56,15 @@ import (
 // goroutine writes to the socket, and reads it but for the peer watcher
 // and a streamed body's reads (see the concurrency core).
 //
-// Its fields are laid out to fit the 240-byte size class (TestGuardConnSize):
+// Its fields are laid out to fit the 224-byte size class (TestGuardConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
-	nc        net.Conn // the connection: closed and given deadlines from any goroutine
-	p         *processor
-	ctx       context.Context    // the connection's life: cancelled when it closes; the server's waits watch it
-	cancel    context.CancelFunc // cancels ctx (close cancels reqCtx too)
-	reqCtx    context.Context    // Request.Context: from the host's BaseContext and ConnContext; cancelled when the peer sends EOF or the connection closes
-	cancelReq context.CancelFunc // cancels reqCtx alone: the peer's EOF
-	answers   chan answer        // made with the first request the host answers
+	nc      net.Conn // the connection: closed and given deadlines from any goroutine
+	p       *processor
+	ctx     context.Context            // the connection's life: cancelled when it closes; the server's waits watch it
+	cancel  context.CancelFunc         // cancels ctx (close cancels reqCtx too)
+	req     atomic.Pointer[reqContext] // Request.Context and its cancel (see requestContext): nil until a request asks for it, unless the host's BaseContext or ConnContext made it at the start
+	answers chan answer                // made with the first request the host answers
 
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
