@@ -577,7 +577,8 @@ func (c *conn) endTurn() {
 }
 
 // finish ends the connection: it lingers when Shutdown drains it, closes
-// it, stops its peer watcher and gives its read buffer back. When Shutdown
+// it, stops its peer watcher and gives its read buffer back, and its
+// socket's state (rawSocket) unless a pipeline may still write. When Shutdown
 // drains it, the pipelined requests the host holds are answered first,
 // whatever woke it (the wake may cut a frame short: serveRequest fails).
 func (c *conn) finish() {
@@ -597,6 +598,9 @@ func (c *conn) finish() {
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
+	}
+	if c.pipe == nil { // else a pipelined answer's writer may still be writing
+		c.pre.r = releaseSocket(c.pre.r, c.nc)
 	}
 	if hooks := c.p.srv.hooks.connClosed; len(hooks) > 0 {
 		info := c.info()
