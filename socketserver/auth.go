@@ -270,7 +270,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 			if len(rest.rest) > 0 {
 				return fmt.Errorf("%w: %d bytes that came with the PROXY header are still unread", ErrHandshake, len(rest.rest))
 			}
-			c.pre.r = c.nc
+			c.pre.r = takeSocket(c.nc)
 		}
 		state := tc.ConnectionState()
 		c.rw = tc

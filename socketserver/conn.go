@@ -57,16 +57,15 @@ import (
 // goroutine writes to the socket, and reads it but for the peer watcher
 // and a streamed body's reads (see the concurrency core).
 //
-// Its fields are laid out to fit the 240-byte size class (TestGuardConnSize):
+// Its fields are laid out to fit the 224-byte size class (TestGuardConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
-	nc        net.Conn // the connection: closed and given deadlines from any goroutine
-	p         *processor
-	ctx       context.Context    // the connection's life: cancelled when it closes; the server's waits watch it
-	cancel    context.CancelFunc // cancels ctx (close cancels reqCtx too)
-	reqCtx    context.Context    // Request.Context: from the host's BaseContext and ConnContext; cancelled when the peer sends EOF or the connection closes
-	cancelReq context.CancelFunc // cancels reqCtx alone: the peer's EOF
-	answers   chan answer        // made with the first request the host answers
+	nc      net.Conn // the connection: closed and given deadlines from any goroutine
+	p       *processor
+	ctx     context.Context            // the connection's life: cancelled when it closes; the server's waits watch it
+	cancel  context.CancelFunc         // cancels ctx (close cancels reqCtx too)
+	req     atomic.Pointer[reqContext] // Request.Context and its cancel (see requestContext): nil until a request asks for it, unless the host's BaseContext or ConnContext made it at the start
+	answers chan answer                // made with the first request the host answers
 
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
@@ -430,7 +429,7 @@ func (c *conn) clearReadDeadlineLocked() {
 // read buffer. serveRequest does the deep work.
 func (c *conn) serve() {
 	c.rw = c.nc
-	c.pre.r = c.nc
+	c.pre.r = takeSocket(c.nc)
 	c.br = c.p.srv.readBuf(c.socket())
 	c.run(time.Now().Add(c.p.ls.sec.timeout))
 }
@@ -613,10 +612,11 @@ func (c *conn) finish() { c.end(true) }
 
 // end ends the connection: it lingers when Shutdown drains it, or it is
 // closed for its age, closes it, stops its peer watcher, gives its read
-// buffer back and, if counted is true, its principal's count. When
-// Shutdown drains it, or it is closed for its age, the pipelined requests
-// the host holds are answered first, whatever woke it (the wake may cut a
-// frame short: serveRequest fails).
+// buffer back, its socket's state (rawSocket) unless a pipeline may still
+// write, and, if counted is true, its principal's count. When Shutdown
+// drains it, or it is closed for its age, the pipelined requests the host
+// holds are answered first, whatever woke it (the wake may cut a frame
+// short: serveRequest fails).
 func (c *conn) end(counted bool) {
 	c.endTurn()
 	leaving := c.draining() || c.aged()
@@ -638,6 +638,9 @@ func (c *conn) end(counted bool) {
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
+	}
+	if c.pipe == nil { // else a pipelined answer's writer may still be writing
+		c.pre.r = releaseSocket(c.pre.r, c.nc)
 	}
 	if hooks := c.p.srv.hooks.connClosed; len(hooks) > 0 {
 		info := c.info()
@@ -1433,7 +1436,13 @@ func (c *conn) writeFrame(b []byte) error {
 	}
 	if len(b) > 0 {
 		c.moveWriteDeadline()
-		if _, err := c.rw.Write(b); err != nil {
+		var err error
+		if c.rw == c.nc {
+			_, err = c.writeSocket(b)
+		} else {
+			_, err = c.rw.Write(b)
+		}
+		if err != nil {
 			c.writeFailed(err)
 			return err
 		}
@@ -1462,7 +1471,7 @@ func (c *conn) writeInTurn(b []byte) ([]byte, error) {
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(turnWriteWait))
 	c.writeDeadline = 0 // moveWriteDeadline sets connections.max.idle.ms again
-	n, err := c.nc.Write(b)
+	n, err := c.writeSocket(b)
 	if c.p.srv.cfg.ConnectionsMaxIdle > 0 {
 		c.moveWriteDeadline()
 	} else {

@@ -237,15 +237,21 @@ func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 }
 
 // newContexts makes the connection's contexts: its own, cancelled when it
-// closes, which the server's waits watch; and the one its requests carry
-// (Request.Context), derived from the host's BaseContext and ConnContext
-// (Background without them) and cancelled with it (close cancels both). The
-// second is never derived from the first: a child of a cancelable context
-// costs the parent a done channel and a map of its children, about 350
-// bytes a connection, held as long as the connection.
+// closes, which the server's waits watch; and, when the host has a
+// BaseContext or a ConnContext, the one its requests carry
+// (Request.Context), derived from them and cancelled with it (close
+// cancels both). Without them the second is made when a request first
+// asks for it (requestContext): a connection whose requests the server
+// answers itself (ApiVersions), or whose host never asks, keeps none (96
+// bytes). The second is never derived from the first: a child of a
+// cancelable context costs the parent a done channel and a map of its
+// children, about 350 bytes a connection, held as long as the connection.
 func (c *conn) newContexts(info connregistry.Info) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	base, connContext := c.p.ls.base, c.p.srv.cfg.ConnContext
+	if base == nil && connContext == nil {
+		return
+	}
 	if base == nil {
 		base = context.Background()
 	}
@@ -254,7 +260,60 @@ func (c *conn) newContexts(info connregistry.Info) {
 			base = ctx
 		}
 	}
-	c.reqCtx, c.cancelReq = context.WithCancel(base)
+	ctx, cancel := context.WithCancel(base)
+	c.req.Store(&reqContext{ctx, cancel})
+}
+
+// reqContext is a connection's request context (Request.Context) and
+// its cancel.
+type reqContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// reqCancelled stands for a request context cancelled before any request
+// asked for it (cancelReq): the one requestContext makes then is
+// cancelled at once.
+var reqCancelled reqContext
+
+// requestContext returns the context of c's requests (Request.Context),
+// making it, from context.Background(), at the first call (the host did
+// not give newContexts a base): cancelled at once if the connection has
+// closed, or its client has sent EOF, before. Any goroutine may call it.
+func (c *conn) requestContext() context.Context {
+	for {
+		old := c.req.Load()
+		if old != nil && old != &reqCancelled {
+			return old.ctx
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if !c.req.CompareAndSwap(old, &reqContext{ctx, cancel}) {
+			cancel()
+			continue // another goroutine made it, or cancelReq marked it
+		}
+		if old == &reqCancelled || c.ctx.Err() != nil { // close cancels ctx before it calls cancelReq
+			cancel()
+		}
+		return ctx
+	}
+}
+
+// cancelReq cancels the context of c's requests alone (the client's EOF;
+// close calls it after cancelling ctx), or marks it to be cancelled when
+// it is made.
+func (c *conn) cancelReq() {
+	for {
+		old := c.req.Load()
+		switch {
+		case old == &reqCancelled:
+			return
+		case old != nil:
+			old.cancel()
+			return
+		case c.req.CompareAndSwap(nil, &reqCancelled):
+			return
+		}
+	}
 }
 
 // connectionID formats Kafka's connection id,

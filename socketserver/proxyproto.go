@@ -571,6 +571,8 @@ func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, dea
 		rest := make([]byte, c.br.Buffered())
 		_, _ = io.ReadFull(c.br, rest)
 		c.pre.r = &restReader{rest: rest, r: nc}
+	} else {
+		c.pre.r = takeSocket(nc)
 	}
 	info := p.newInfo(nc.LocalAddr(), net.TCPAddrFromAddrPort(client), client)
 	info.ConnectedAt, info.ProxyAddr, info.ProxyTLVs = accepted, sock, h.tlvs

@@ -778,7 +778,7 @@ func (c *conn) writeRaw(r *Request, ra *rawAnswer) (int, error) {
 	var err error
 	if tc, ok := c.rw.(*net.TCPConn); ok && ra.src == nil {
 		ra.bufs[0] = hdr
-		_, err = ra.bufs.WriteTo(tc)
+		err = c.writeBuffers(tc, ra.bufs)
 	} else {
 		err = c.writeRawCopying(tc, hdr, ra)
 	}
@@ -791,6 +791,22 @@ func (c *conn) writeRaw(r *Request, ra *rawAnswer) (int, error) {
 	c.wrote(n)
 	c.responseSent(r.APIKey, n)
 	return n, nil
+}
+
+// writeBuffers writes bufs to a plaintext TCP connection, whose socket is
+// tc, in one vectored write when the socket takes it.
+func (c *conn) writeBuffers(tc *net.TCPConn, bufs net.Buffers) error {
+	w, err := c.vecWriter(tc)
+	if err != nil {
+		return err
+	}
+	defer w.done()
+	for _, b := range bufs {
+		if err := w.add(b); err != nil {
+			return err
+		}
+	}
+	return w.flush()
 }
 
 // writeRawCopying writes a raw answer's header and bytes through a pooled

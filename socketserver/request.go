@@ -128,7 +128,7 @@ type throttled interface {
 // the requests it read before the EOF. A host may as well close the
 // connection (CloseConnection): after the client's EOF, the close is the
 // client's (connregistry.CloseByClient), not the host's.
-func (r *Request) Context() context.Context { return r.conn.reqCtx }
+func (r *Request) Context() context.Context { return r.conn.requestContext() }
 
 // Respond sends resp as the answer. resp's version is set to the request's.
 // It returns an error, and leaves the request unanswered, when resp is of
