@@ -45,9 +45,11 @@ const (
 	AuditReauthenticationFailed
 	// AuditConnectionRefused: a new connection was closed before it was
 	// served, by the per-address connection quotas (max.connections.per.ip
-	// and its overrides, the per-address creation rate) or by the PROXY
-	// protocol's rules (an untrusted peer, a bad header):
-	// "connection-refused".
+	// and its overrides, the per-address creation rate), by the PROXY
+	// protocol's rules (an untrusted peer, a bad header), or, once
+	// authenticated, by its principal's limit
+	// (kafkanet.max.connections.per.principal and its overrides; then
+	// ConnID and Principal name it): "connection-refused".
 	AuditConnectionRefused
 	// AuditConnectionsClosed: an operator asked to close connections
 	// (CloseClientConnectionsAPI): who asked, with which filter, how many

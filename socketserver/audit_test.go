@@ -367,6 +367,28 @@ func TestAuditConnectionRefused(t *testing.T) {
 		assert.False(t, e.ClientAddr.IsValid(), "the client is unknown")
 		assert.Contains(t, e.Reason, socketserver.ErrProxyHeader.Error())
 	})
+	t.Run("principal limit", func(t *testing.T) {
+		rec := &auditRecorder{}
+		srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+			socketserver.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:1",
+		}), func(c *socketserver.Config) {
+			withUsers(newUsers(t))(c)
+			withAudit(rec, 0)(c)
+		}, echoMetadata)
+		first := loggedIn(t, srv, "alice", alicePassword)
+		require.True(t, servesMetadata(t, first))
+		over := loggedIn(t, srv, "alice", alicePassword)
+		require.False(t, servesMetadata(t, over))
+		require.Eventually(t, func() bool { return len(rec.of(socketserver.AuditConnectionRefused)) == 1 }, 5*time.Second, 5*time.Millisecond)
+		e := rec.of(socketserver.AuditConnectionRefused)[0]
+		assert.Equal(t, addrPortOf(t, over.c.LocalAddr().String()), e.ClientAddr)
+		assert.Equal(t, "User:alice", e.Principal)
+		assert.Equal(t, "PLAIN", e.Mechanism)
+		assert.NotEmpty(t, e.ConnID)
+		assert.Equal(t, "SASL_PLAINTEXT", string(e.Listener))
+		assert.NotEmpty(t, e.Reason)
+		assert.Len(t, rec.of(socketserver.AuditAuthenticated), 2, "both logins succeeded")
+	})
 }
 
 // An operator's close is audited: who asked, from which connection, with

@@ -458,8 +458,8 @@ func (c *conn) run(deadline time.Time) {
 
 // admitPrincipal counts the connection under its principal, now known,
 // against the connection quotas' PrincipalLimits. Over a limit, it logs
-// the refusal (without flooding), sets the close reason and reports
-// false: the connection is closed before any request is read, as Kafka
+// the refusal (without flooding), records it in the audit trail, sets the
+// close reason and reports false: the connection is closed before any request is read, as Kafka
 // closes one over max.connections.per.ip. Never inlined, as
 // authenticationFailed.
 //
@@ -472,6 +472,7 @@ func (c *conn) admitPrincipal() bool {
 		return true
 	}
 	c.setReason(connregistry.ClosePrincipalLimit)
+	c.auditConn(AuditConnectionRefused, func(e *AuditEvent) { e.Reason = err.Error() })
 	if ok, held := srv.principalRefusals.allow(time.Now()); ok {
 		srv.log.Info("closing connection: its principal already has the configured maximum of connections",
 			"conn_id", info.ID, "listener", info.Listener, "principal", info.Principal, "address", info.ClientAddr,

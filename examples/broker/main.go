@@ -326,20 +326,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		load = func() (*listener.Set, error) { return resolve(path, o.sets) }
 	}
 	logger := o.logLevel.Logger(stderr)
-	var audit *auditlog.Writer
-	switch o.auditLog {
-	case "":
-	case "-":
-		audit = auditlog.New(stderr, auditProduct, logger)
-	default:
-		f, err := os.OpenFile(o.auditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			fmt.Fprintf(stderr, "broker: -audit-log: %v\n", err)
-			return 1
-		}
-		defer f.Close() // after serve: the brokers' Shutdown has written every event
-		audit = auditlog.New(f, auditProduct, logger)
+	audit, closeAudit, err := auditlog.Open(o.auditLog, stderr, auditProduct, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "broker: -audit-log: %v\n", err)
+		return 1
 	}
+	defer closeAudit() // after serve: the brokers' Shutdown has written every event
 	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, logger, audit)
 }
 

@@ -11,13 +11,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
+// TestMain checks for leaked goroutines and removes the example broker
+// built for the tests that run it (exampleproc).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(bindcheck.Wrap(m), goleak.Cleanup(func(code int) {
+		exampleproc.Cleanup()
+		os.Exit(code)
+	}))
+}
 
 // The users of every broker's CLIENT listener.
 var passwords = map[string]string{"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
@@ -146,8 +147,10 @@ type sessionKey struct{}
 // proxy's settings, asks the upstream cluster for its brokers and the API
 // versions they support, and builds the socket server, which logs to log
 // (with the request log when log logs at debug level) and traces and
-// measures with tel (nil: not). Nothing is bound.
-func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *otelenv.Telemetry, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proxy, error) {
+// measures with tel (nil: not), and writes its audit trail to audit (nil:
+// none). Nothing is bound.
+func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *otelenv.Telemetry, dial func(ctx context.Context, network, addr string) (net.Conn, error),
+	audit *auditlog.Writer) (*proxy, error) {
 	set, err := readSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -235,6 +238,9 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 	}
 	scfg.Hooks = append(scfg.Hooks, otel.Hooks()...)
 	scfg.Hooks = append(scfg.Hooks, loglevel.RequestLog(log)...)
+	if audit != nil {
+		scfg.Hooks = append(scfg.Hooks, audit.Hook(set.nodeID))
+	}
 	if p.srv, err = socketserver.New(scfg); err != nil {
 		cancel()
 		return nil, err
@@ -728,6 +734,9 @@ func (p *proxy) setDown(n *node, err error) {
 	p.mu.Unlock()
 	p.log.Warn("upstream broker unavailable; closing its client connections", "cluster", n.c.name, "node", n.id, "addr", n.addr,
 		"connections", len(sessions), "err", err)
+	if len(sessions) > 0 {
+		p.auditUpstreamDown(n.c.name, n.id, n.addr, len(sessions))
+	}
 	p.closeIdle(sessions)
 	// A response handed to the socket server a moment ago may still be on
 	// its way to the client: those sessions are closed a little later.

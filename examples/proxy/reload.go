@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -22,7 +24,8 @@ import (
 // (kafkanet.max.connections.per.principal and its overrides, also per
 // listener) to new connections; open ones stay. Other settings need a
 // restart. A configuration that does not load or is refused is logged and
-// changes nothing; the returned error is what was logged.
+// changes nothing; the returned error is what was logged. The audit trail
+// records the reload, applied or refused (auditReload).
 func (p *proxy) reload(load func() (*listener.Set, error)) error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
@@ -39,6 +42,7 @@ func (p *proxy) reload(load func() (*listener.Set, error)) error {
 	}
 	if err != nil {
 		p.log.Error("reload failed: the configuration is invalid or refused; the TLS settings stay as they were", "err", err)
+		p.audit(auditReload, "nothing applied", err)
 		return err
 	}
 	p.log.Info("reload: TLS settings applied")
@@ -46,12 +50,14 @@ func (p *proxy) reload(load func() (*listener.Set, error)) error {
 	defer cancel()
 	if err := p.srv.SetConnectionQuotas(ctx, *scfg.ConnectionQuotas); err != nil {
 		p.log.Error("reload failed: the connection quotas stay as they were", "err", err)
+		p.audit(auditReload, "tls-settings applied, connection-quotas unchanged", err)
 		return err
 	}
 	q := scfg.ConnectionQuotas
 	p.log.Info("reload: connection quotas applied", "max_connections_per_principal", q.MaxConnectionsPerPrincipal.Max,
 		"max_connections_per_principal_overrides", len(q.MaxConnectionsPerPrincipal.Overrides),
 		"listener_max_connections_per_principal", len(q.ListenerMaxConnectionsPerPrincipal))
+	p.audit(auditReload, "tls-settings applied, connection-quotas applied", nil)
 	return nil
 }
 
@@ -63,7 +69,11 @@ func (p *proxy) watchTLS(interval time.Duration) {
 	if interval <= 0 || !usesTLS(p.cfg) {
 		return
 	}
-	w := security.NewTLSWatcher(p.cfg, p.srv.ReloadTLS)
+	w := security.NewTLSWatcher(p.cfg, func(name protocolmap.ListenerName, cfg *tls.Config) error {
+		err := p.srv.ReloadTLS(name, cfg)
+		p.auditTLSReload(name, err)
+		return err
+	})
 	w.Interval = interval
 	w.Logger = p.log
 	p.reloading.Lock()

@@ -303,6 +303,9 @@ func (s *session) unreachable(r *socketserver.Request, err error) {
 		s.p.log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id,
 			"server_name", r.Conn.ServerName, "node", s.target, "err", err)
 	}
+	if errors.Is(err, errNoCluster) && r.Context().Err() == nil {
+		s.p.auditRefused(r.Conn, err)
+	}
 	if errors.Is(err, errNoCluster) || r.Context().Err() != nil {
 		s.drop(nil)
 	} else {

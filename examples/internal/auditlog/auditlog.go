@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,25 @@ type Writer struct {
 // metadata, and a failed write is logged to log, once.
 func New(w io.Writer, product string, log *slog.Logger) *Writer {
 	return &Writer{w: w, product: product, log: log}
+}
+
+// Open returns the Writer a program's -audit-log flag asks for: none for
+// path "" (nil, and a close that does nothing), stderr for "-", else the
+// file path, appended to and created with mode 0600 if missing. The
+// program calls close once its servers have shut down, when every event
+// has been written.
+func Open(path string, stderr io.Writer, product string, log *slog.Logger) (w *Writer, close func() error, err error) {
+	switch path {
+	case "":
+		return nil, func() error { return nil }, nil
+	case "-":
+		return New(stderr, product, log), func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	return New(f, product, log), f.Close, nil
 }
 
 // Hook returns the HookAudit of the server of node id (the records'
