@@ -184,7 +184,7 @@ func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configErr
 	}
 	return configError(noImplementationRule(l, oauthBearer) + fmt.Sprintf(
 		"; package %s implements it over a token validator of the host's (oauthbearer.New) or, from the listener's properties, "+
-			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings socketserver.ConfigFromProperties reads)", pkg))
+			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings config.Server reads)", pkg))
 }
 
 // enabledMechanismsSetting returns the key a listener's

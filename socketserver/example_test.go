@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -21,7 +22,7 @@ import (
 // ListClientConnections through ListClientConnectionsAPI.
 func Example() {
 	// Kafka's defaults for the keys not given.
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	if err != nil {
 		panic(err)
 	}
@@ -79,7 +80,7 @@ func Example() {
 // the balancers' network; the others are left as they are. A host that
 // builds its Config in code sets ListenerConfig.ProxyProtocol itself.
 func ExampleProxyProtocol() {
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{
+	cfg, err := config.Server(listener.Properties{
 		"listeners":                                                     "CLIENT://:9092,REPLICATION://:9093",
 		"listener.security.protocol.map":                                "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name":                                    "REPLICATION",
@@ -94,9 +95,9 @@ func ExampleProxyProtocol() {
 		fmt.Println(name, p.Mode, p.TrustedNetworks)
 	}
 
-	_, err = socketserver.ConfigFromProperties(listener.Properties{
-		"listeners":                   "PLAINTEXT://:9092",
-		socketserver.KeyProxyProtocol: "required",
+	_, err = config.Server(listener.Properties{
+		"listeners":             "PLAINTEXT://:9092",
+		config.KeyProxyProtocol: "required",
 	})
 	fmt.Println(err)
 	// Output:

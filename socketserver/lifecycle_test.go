@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -34,7 +35,7 @@ func newUnstarted(t testing.TB, props listener.Properties, configure ...func(*so
 	for k, v := range props {
 		all[k] = v
 	}
-	cfg, err := socketserver.ConfigFromProperties(all)
+	cfg, err := config.Server(all)
 	require.NoError(t, err)
 	cfg.APIs = allAPIs()
 	for _, f := range configure {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -188,7 +189,7 @@ func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 		if tc.value != "" {
 			props["queued.max.request.bytes"] = tc.value
 		}
-		cfg, err := socketserver.ConfigFromProperties(props)
+		cfg, err := config.Server(props)
 		if tc.wantErr {
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce, tc.value)

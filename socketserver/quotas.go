@@ -70,15 +70,16 @@ type Quotas struct {
 }
 
 // DefaultQuotas returns Kafka's defaults: nothing limited, rates measured
-// over 11 windows of one second.
+// over quota.DefaultSamples (11) windows of quota.DefaultWindow (one
+// second).
 func DefaultQuotas() Quotas {
 	return Quotas{
 		MaxConnections:            Unlimited,
 		MaxConnectionsPerIP:       Unlimited,
 		MaxConnectionCreationRate: Unlimited,
 		IPConnectionCreationRate:  Unlimited,
-		WindowNum:                 11,
-		WindowSize:                time.Second,
+		WindowNum:                 quota.DefaultSamples,
+		WindowSize:                quota.DefaultWindow,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -349,14 +350,14 @@ func TestQuotaConfigErrors(t *testing.T) {
 			for k, v := range tc.props {
 				props[k] = v
 			}
-			_, err := socketserver.ConfigFromProperties(props)
+			_, err := config.Server(props)
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 		})
 	}
 	// Zero per IP is valid with overrides.
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
+	cfg, err := config.Server(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"::1": 5, "localhost": 2}, cfg.Quotas.MaxConnectionsPerIPOverrides)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -428,7 +429,7 @@ func TestRawAPIConfig(t *testing.T) {
 		{"versions kmsg does not decode", socketserver.API{Key: 3, MaxVersion: 99, Raw: true}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+			cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 			require.NoError(t, err)
 			cfg.APIs = []socketserver.API{tt.api}
 			_, err = socketserver.New(cfg)

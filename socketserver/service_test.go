@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -107,7 +108,7 @@ func TestMechanismServiceLifecycle(t *testing.T) {
 		c.Logger = logger
 	}
 
-	cfg, err := socketserver.ConfigFromProperties(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
+	cfg, err := config.Server(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
 	require.NoError(t, err)
 	configure(&cfg)
 	unstarted, err := socketserver.New(cfg)
@@ -155,7 +156,7 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 		"sasl.enabled.mechanisms":        "TOKEN-TOY",
 	}
 	build := func(mechs map[protocolmap.ListenerName][]sasl.Mechanism) *socketserver.Server {
-		cfg, err := socketserver.ConfigFromProperties(props)
+		cfg, err := config.Server(props)
 		require.NoError(t, err)
 		cfg.APIs = allAPIs()
 		for name, m := range mechs {

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -514,7 +515,7 @@ func createTopicsExist(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
 // defaults for every socket-server key (3 network threads, 8 handler
 // goroutines, a data-plane queue of 500), until ctx ends.
 func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout io.Writer) error {
-	cfg, err := socketserver.ConfigFromProperties(kafkanetProperties(spec))
+	cfg, err := config.Server(kafkanetProperties(spec))
 	if err != nil {
 		return err
 	}

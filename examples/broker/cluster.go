@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
@@ -74,7 +75,7 @@ type brokerSettings struct {
 // from them (serving nothing), so that -check rejects whatever serving
 // would.
 func readSettings(cfg *listener.Set) (brokerSettings, error) {
-	if _, err := socketserver.ConfigFromProperties(cfg.Properties()); err != nil {
+	if _, err := config.Server(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
 	var s brokerSettings
@@ -174,11 +175,11 @@ func boolSetting(props listener.Properties, key string, def bool) (bool, error) 
 // cfg and s: the socket server's keys, the broker's APIs, with h answering
 // those that are inline (see dataPlaneAPIs), and the SASL users.
 func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
-	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
+	scfg, err := config.Server(cfg.Properties())
 	if err != nil {
 		return socketserver.Config{}, err
 	}
-	if _, set := cfg.Properties().Get(socketserver.KeyQueuedMaxRequestBytes); !set {
+	if _, set := cfg.Properties().Get(config.KeyQueuedMaxRequestBytes); !set {
 		// Kafka sets no limit by default; the example, which keeps its log
 		// in memory, bounds the requests in hand too.
 		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)

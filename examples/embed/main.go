@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -41,7 +42,7 @@ func main() {
 func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	// Listeners, checked with Kafka's rules, and the socket server's
 	// settings at Kafka's defaults.
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": listeners})
+	cfg, err := config.Server(listener.Properties{"listeners": listeners})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
@@ -198,7 +199,7 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 	}
 	p.apis = forwardedAPIs(versions, set, socketserver.HandlerFunc(p.forward))
 
-	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
+	scfg, err := config.Server(cfg.Properties())
 	if err != nil {
 		cancel()
 		return nil, err

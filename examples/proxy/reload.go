@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -25,7 +26,7 @@ func (p *proxy) reload(load func() (*listener.Set, error)) error {
 	cfg, err := load()
 	var scfg socketserver.Config
 	if err == nil {
-		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
+		scfg, err = config.Server(cfg.Properties())
 	}
 	if err == nil {
 		if p.watcher != nil {

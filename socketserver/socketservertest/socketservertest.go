@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -80,7 +81,7 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	for k, v := range props {
 		all[k] = v
 	}
-	cfg, err := socketserver.ConfigFromProperties(all)
+	cfg, err := config.Server(all)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,18 +1,18 @@
-package socketserver_test
+package config_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 // FuzzConfig runs a server.properties text through the whole configuration
 // path a host uses, listener.ParseProperties, listener.Resolve and
-// ConfigFromProperties, and checks that it never panics, that every error
+// Server, and checks that it never panics, that every error
 // after reading names the key and value it refuses (a
 // *protocolmap.ConfigError, or a plain error naming a key), and that an
 // accepted configuration has sane values.
@@ -55,13 +55,13 @@ func FuzzConfig(f *testing.F) {
 		if len(cfg.Listeners) == 0 {
 			t.Fatalf("Resolve accepted %q with no listeners", text)
 		}
-		sc, err := socketserver.ConfigFromProperties(props)
+		sc, err := config.Server(props)
 		if err != nil {
 			checkConfigError(t, props, err)
 			return
 		}
 		if sc.RequestMaxBytes < 0 || sc.QueuedMaxRequests < 1 || sc.ConnectionsMaxIdle < 0 || sc.SASLMaxReceiveSize < 0 {
-			t.Fatalf("ConfigFromProperties accepted out-of-range values from %q: %+v", text, sc)
+			t.Fatalf("Server accepted out-of-range values from %q: %+v", text, sc)
 		}
 		for name, l := range sc.PerListener {
 			if l.NetworkThreads < 1 {

@@ -1,4 +1,4 @@
-package socketserver_test
+package config_test
 
 import (
 	"testing"
@@ -6,15 +6,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
-// Configuration is parsed once: ConfigFromProperties reads the keys, and
-// New consumes the typed values it returned (or a host's) and reads no
-// property. Keys that ConfigFromProperties refuses do not reach New.
+// Configuration is parsed once: Server reads the keys, and
+// socketserver.New consumes the typed values it returned (or a host's) and
+// reads no property. Keys that Server refuses do not reach New.
 func TestNewReadsNoProperty(t *testing.T) {
 	for _, tc := range []struct {
 		key, value string
@@ -27,7 +29,7 @@ func TestNewReadsNoProperty(t *testing.T) {
 		{"listener.name.sasl_plaintext.connections.max.reauth.ms", "soon"},
 		{"kafkanet.proxy.protocol", "required"}, // without trusted networks
 		{"listener.name.plaintext.kafkanet.proxy.protocol.trusted.networks", "10.0.0.0/99"},
-		{socketserver.KeyRequestMinByteRate, "fast"},
+		{config.KeyRequestMinByteRate, "fast"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			props := listener.Properties{
@@ -36,14 +38,16 @@ func TestNewReadsNoProperty(t *testing.T) {
 			}
 			lc, err := listener.Resolve(props)
 			require.NoError(t, err)
-			_, err = socketserver.ConfigFromProperties(props)
-			require.Error(t, err, "ConfigFromProperties refuses %s=%q", tc.key, tc.value)
+			_, err = config.Server(props)
+			require.Error(t, err, "Server refuses %s=%q", tc.key, tc.value)
 
+			users, err := sasl.NewUsers(map[string]string{"alice": "alice-secret"})
+			require.NoError(t, err)
 			srv, err := socketserver.New(socketserver.Config{Listeners: lc,
 				PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
 					"SASL_PLAINTEXT": {Security: security.Settings{EnabledMechanisms: []string{"PLAIN"}}},
 				},
-				Credentials: newUsers(t),
+				Credentials: users,
 			})
 			require.NoError(t, err, "New reads no property")
 			assert.NoError(t, srv.Close())
@@ -71,13 +75,13 @@ func TestRequestMinByteRateKey(t *testing.T) {
 		t.Run(tc.value, func(t *testing.T) {
 			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 			if tc.value != "" {
-				props[socketserver.KeyRequestMinByteRate] = tc.value
+				props[config.KeyRequestMinByteRate] = tc.value
 			}
-			cfg, err := socketserver.ConfigFromProperties(props)
+			cfg, err := config.Server(props)
 			if tc.want == 0 {
 				var ce *protocolmap.ConfigError
 				require.ErrorAs(t, err, &ce)
-				assert.Equal(t, socketserver.KeyRequestMinByteRate, ce.Key)
+				assert.Equal(t, config.KeyRequestMinByteRate, ce.Key)
 				assert.Equal(t, tc.value, ce.Value)
 				return
 			}
