@@ -28,4 +28,15 @@
 // it was written (with its listener.name.<listener>. prefix when the value
 // came from one), the value and the rule broken, and wrap a sentinel such
 // as listener.ErrInvalidValue for errors.Is.
+//
+// # Default and off
+//
+// One convention holds for the Go values and for the keys of kafkanet's
+// own, documented once in docs/configuration.md: a Go value's zero means
+// the default and a negative value turns the feature off; a kafkanet. key
+// unset is the default, -1 turns the feature off, and 0 is refused where
+// it has no literal meaning. Kafka's own keys keep Kafka's meanings, which
+// this package translates (connections.max.idle.ms=-1 is no idle limit,
+// socket.send.buffer.bytes=-1 the operating system's default,
+// connections.max.reauth.ms=0 no re-authentication). Byte sizes are ints.
 package config

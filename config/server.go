@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -42,11 +43,9 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 		return socketserver.Config{}, err
 	}
 	c := socketserver.Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*socketserver.ListenerConfig, len(cfg.Listeners))}
-	maxBytes, err := props.Int(KeySocketRequestMaxBytes, socketserver.DefaultRequestMaxBytes, 1)
-	if err != nil {
+	if c.RequestMaxBytes, err = frameSize(props, KeySocketRequestMaxBytes, socketserver.DefaultRequestMaxBytes); err != nil {
 		return socketserver.Config{}, err
 	}
-	c.RequestMaxBytes = int32(min(maxBytes, 1<<31-1))
 	idleMS, err := props.Int(listener.KeyConnectionsMaxIdleMs, int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
 	if err != nil {
 		return socketserver.Config{}, err
@@ -55,13 +54,8 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 	if idleMS < 0 {
 		c.ConnectionsMaxIdle = -1
 	}
-	rate, err := props.Int(KeyRequestMinByteRate, socketserver.DefaultRequestMinByteRate, -1<<62)
-	if err != nil {
+	if c.RequestMinByteRate, err = optional(props, KeyRequestMinByteRate, socketserver.DefaultRequestMinByteRate); err != nil {
 		return socketserver.Config{}, err
-	}
-	c.RequestMinByteRate = int64(rate)
-	if rate <= 0 {
-		c.RequestMinByteRate = -1
 	}
 	if c.QueuedMaxRequests, err = props.Int(KeyQueuedMaxRequests, socketserver.DefaultQueuedMaxRequests, 1); err != nil {
 		return socketserver.Config{}, err
@@ -69,12 +63,12 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(props, c.RequestMaxBytes); err != nil {
 		return socketserver.Config{}, err
 	}
-	stallMS, err := props.Int(KeyRequestStallMs, int(socketserver.DefaultRequestStallTimeout/time.Millisecond), -1<<62)
+	stallMS, err := optional(props, KeyRequestStallMs, int(socketserver.DefaultRequestStallTimeout/time.Millisecond))
 	if err != nil {
 		return socketserver.Config{}, err
 	}
 	c.RequestStallTimeout = time.Duration(stallMS) * time.Millisecond
-	if stallMS <= 0 {
+	if stallMS < 0 {
 		c.RequestStallTimeout = -1
 	}
 	if c.SendBufferBytes, err = props.Int(KeySocketSendBufferBytes, socketserver.DefaultSocketBufferBytes, -1); err != nil {
@@ -89,11 +83,9 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 	if c.FailedAuthenticationDelay == 0 {
 		c.FailedAuthenticationDelay = -1 // set to 0 on purpose: no delay
 	}
-	saslMax, err := props.Int(KeySASLServerMaxReceiveSize, socketserver.DefaultSASLMaxReceiveSize, 1)
-	if err != nil {
+	if c.SASLMaxReceiveSize, err = frameSize(props, KeySASLServerMaxReceiveSize, socketserver.DefaultSASLMaxReceiveSize); err != nil {
 		return socketserver.Config{}, err
 	}
-	c.SASLMaxReceiveSize = int32(min(saslMax, 1<<31-1))
 	if c.Quotas, err = quotas(cfg); err != nil {
 		return socketserver.Config{}, err
 	}
@@ -117,19 +109,51 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 
 // queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
 // with Kafka's rule that a limit is at least socket.request.max.bytes.
-func queuedMaxRequestBytes(props listener.Properties, requestMax int32) (int64, error) {
+func queuedMaxRequestBytes(props listener.Properties, requestMax int) (int, error) {
 	v, ok := props.Get(KeyQueuedMaxRequestBytes)
 	if !ok {
 		return -1, nil
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
 		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
-			Rule: "Expected value to be a 64-bit integer"}
+			Rule: fmt.Sprintf("Expected value to be a %d-bit integer", strconv.IntSize)}
 	}
-	if n > 0 && n < int64(requestMax) {
+	if n > 0 && n < requestMax {
 		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
 			Rule: fmt.Sprintf("a limit must be at least %s (%d), or -1 for none", KeySocketRequestMaxBytes, requestMax)}
+	}
+	return n, nil
+}
+
+// frameSize reads a key that bounds a frame, an int in Kafka: from 1 to
+// math.MaxInt32, Kafka's largest frame.
+func frameSize(props listener.Properties, key string, def int) (int, error) {
+	n, err := props.Int(key, def, 1)
+	if err == nil && n > math.MaxInt32 {
+		v, _ := props.Get(key)
+		return 0, &protocolmap.ConfigError{Key: key, Value: v, Err: listener.ErrInvalidValue,
+			Rule: fmt.Sprintf("Expected value to be a 32-bit integer, at most %d", math.MaxInt32)}
+	}
+	return n, err
+}
+
+// optional reads a kafkanet. key of a feature that can be off, by the
+// convention of docs/configuration.md: unset is def, -1 turns the feature
+// off (the result is -1), a positive value is the value. 0 is refused, so
+// that nobody reads it as a default or as off: the error says to use -1.
+func optional(props listener.Properties, key string, def int) (int, error) {
+	v, ok := props.Get(key)
+	if !ok {
+		return def, nil
+	}
+	n, err := props.Int(key, def, -1)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, &protocolmap.ConfigError{Key: key, Value: v, Err: listener.ErrInvalidValue,
+			Rule: "Value must be positive, or -1 to turn the feature off (0 is not accepted)"}
 	}
 	return n, nil
 }

@@ -1,7 +1,9 @@
 package config_test
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,18 +59,19 @@ func TestNewReadsNoProperty(t *testing.T) {
 
 // kafkanet.request.min.byte.rate is the floor of a request still
 // arriving, in bytes a second: Kafka's behaviour (every byte counts) is
-// zero or negative, which sets no floor (-1); a value that is no integer
-// is refused with the key named.
+// -1, which sets no floor; 0, which once meant the same, and a value that
+// is no integer are refused with the key named.
 func TestRequestMinByteRateKey(t *testing.T) {
 	for _, tc := range []struct {
 		value string // "": unset
-		want  int64
+		want  int
 	}{
 		{"", socketserver.DefaultRequestMinByteRate},
 		{"4096", 4096},
 		{"1", 1},
-		{"0", -1},
 		{"-1", -1},
+		{"0", 0},
+		{"-2", 0},
 		{"fast", 0},
 		{"1.5", 0},
 	} {
@@ -88,5 +91,91 @@ func TestRequestMinByteRateKey(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, cfg.RequestMinByteRate)
 		})
+	}
+}
+
+// The keys of kafkanet's own that turn a feature off take -1 for off and
+// refuse 0, which has no literal meaning for them, with an error that
+// says to use -1 (docs/configuration.md); unset is the default.
+func TestKafkanetKeysOffIsMinusOne(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       func(socketserver.Config) bool
+		refused    bool
+	}{
+		{key: config.KeyRequestStallMs, want: func(c socketserver.Config) bool {
+			return c.RequestStallTimeout == socketserver.DefaultRequestStallTimeout
+		}},
+		{key: config.KeyRequestStallMs, value: "-1", want: func(c socketserver.Config) bool { return c.RequestStallTimeout < 0 }},
+		{key: config.KeyRequestStallMs, value: "250", want: func(c socketserver.Config) bool { return c.RequestStallTimeout == 250*time.Millisecond }},
+		{key: config.KeyRequestStallMs, value: "0", refused: true},
+		{key: config.KeyRequestStallMs, value: "-5", refused: true},
+		{key: config.KeyRequestMinByteRate, value: "-1", want: func(c socketserver.Config) bool { return c.RequestMinByteRate < 0 }},
+		{key: config.KeyRequestMinByteRate, value: "0", refused: true},
+	} {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			if tc.value != "" {
+				props[tc.key] = tc.value
+			}
+			cfg, err := config.Server(props)
+			if tc.refused {
+				var ce *protocolmap.ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, tc.key, ce.Key)
+				assert.Equal(t, tc.value, ce.Value)
+				assert.ErrorIs(t, err, listener.ErrInvalidValue)
+				if tc.value == "0" {
+					assert.Contains(t, err.Error(), "-1")
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, tc.want(cfg), "%+v", cfg)
+		})
+	}
+}
+
+// Byte sizes are ints; the keys that bound a frame are Kafka ints, at
+// most math.MaxInt32, and a larger value is refused with the key named
+// (it was cut down to math.MaxInt32 before).
+func TestFrameSizeKeys(t *testing.T) {
+	for _, key := range []string{config.KeySocketRequestMaxBytes, config.KeySASLServerMaxReceiveSize} {
+		for _, tc := range []struct {
+			value   string
+			want    int
+			refused bool
+		}{
+			{value: "2147483647", want: math.MaxInt32},
+			{value: "1", want: 1},
+			{value: "2147483648", refused: true},
+			{value: "0", refused: true},
+		} {
+			t.Run(key+"="+tc.value, func(t *testing.T) {
+				cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", key: tc.value})
+				if tc.refused {
+					var ce *protocolmap.ConfigError
+					require.ErrorAs(t, err, &ce)
+					assert.Equal(t, key, ce.Key)
+					return
+				}
+				require.NoError(t, err)
+				got := cfg.RequestMaxBytes
+				if key == config.KeySASLServerMaxReceiveSize {
+					got = cfg.SASLMaxReceiveSize
+				}
+				assert.Equal(t, tc.want, got)
+			})
+		}
+	}
+	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	require.NoError(t, err)
+	for _, c := range []socketserver.Config{
+		{Listeners: lc, RequestMaxBytes: math.MaxInt32 + 1},
+		{Listeners: lc, SASLMaxReceiveSize: math.MaxInt32 + 1},
+		{Listeners: lc, SASLMaxReceiveSize: -1},
+	} {
+		_, err := socketserver.New(c)
+		assert.Error(t, err, "New checks Kafka's frame limit on a value built in code")
 	}
 }

@@ -320,7 +320,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	c.pre.heard = true
 	sawAPIVersions := false
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
+		frame, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
@@ -399,7 +399,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 	defer cancel()
 	var told *sasl.Error // a failure whose challenge the client has been sent
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
+		frame, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil)
 		if err != nil {
 			return "", c.refuse(err)
 		}
@@ -688,7 +688,7 @@ func (c *conn) reauthenticate(q *logged, req *kmsg.SASLHandshakeRequest, deadlin
 		return err
 	}
 	if current := c.info().SASLMechanism; mech.Name() != current {
-		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil); err != nil && isClosedOrEOF(err) {
+		if _, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil); err != nil && isClosedOrEOF(err) {
 			return err
 		}
 		c.failAuthentication()

@@ -90,7 +90,7 @@ func TestHostileClaims(t *testing.T) {
 	grew := int64(procStatusKB(t, "VmHWM")) - int64(before)
 	used := srv.Stats().RequestMemory[protocolmap.DataPlane].Used
 	t.Logf("three claims of 100 MB: %d bytes of the budget held, peak RSS +%d KiB", used, grew>>10)
-	assert.LessOrEqual(t, used, int64(3*4096), "the claims hold more than their first buffers")
+	assert.LessOrEqual(t, used, 3*4096, "the claims hold more than their first buffers")
 	assert.Less(t, grew, int64(20<<20), "the process's peak RSS grew by 20 MiB or more")
 }
 

@@ -46,7 +46,10 @@ const (
 )
 
 // Config configures a [Server]. Build it with config.Server (package github.com/kafkanet/kafkanet/config) to read
-// Kafka's keys, or fill it directly; zero fields take Kafka's defaults.
+// Kafka's keys, or fill it directly. One convention holds for its fields
+// (docs/configuration.md, "Default and off"): zero means the default, and
+// a negative value turns a feature off where it can be off. Byte sizes are
+// ints.
 type Config struct {
 	// Listeners is the resolved listener configuration (required).
 	Listeners *listener.Set
@@ -68,8 +71,9 @@ type Config struct {
 	PerListener map[protocolmap.ListenerName]*ListenerConfig
 
 	// RequestMaxBytes is socket.request.max.bytes: a larger frame closes
-	// the connection. Zero means DefaultRequestMaxBytes.
-	RequestMaxBytes int32
+	// the connection. Zero means DefaultRequestMaxBytes; at most
+	// math.MaxInt32, Kafka's largest frame.
+	RequestMaxBytes int
 	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
 	// complete request received or response sent for this long, and no
 	// request arriving at RequestMinByteRate or faster, is closed, as in
@@ -88,7 +92,7 @@ type Config struct {
 	// (a byte every few seconds) still is. A frame that stops arriving
 	// is idle. Zero means DefaultRequestMinByteRate; negative sets no
 	// floor: every byte counts, as in Kafka.
-	RequestMinByteRate int64
+	RequestMinByteRate int
 	// QueuedMaxRequests is the data plane's request queue capacity
 	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
 	QueuedMaxRequests int
@@ -111,7 +115,7 @@ type Config struct {
 	// sends little cannot spend the budget; a frame of at most 64 KiB
 	// never waits for it; and while the budget is spent, frames nearest to
 	// whole are read first. See RequestStallTimeout.
-	QueuedMaxRequestBytes int64
+	QueuedMaxRequestBytes int
 	// RequestStallTimeout is kafkanet.request.stall.ms, a key of
 	// kafkanet's own: with QueuedMaxRequestBytes, a connection that holds
 	// some of the budget for a frame it has begun and sends none of the
@@ -142,8 +146,8 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest frame
 	// accepted before authentication completes. Zero means
-	// DefaultSASLMaxReceiveSize.
-	SASLMaxReceiveSize int32
+	// DefaultSASLMaxReceiveSize; at most math.MaxInt32.
+	SASLMaxReceiveSize int
 
 	// Quotas are the connection quotas; nil means DefaultQuotas (nothing
 	// limited). config.Server reads them from Kafka's keys.

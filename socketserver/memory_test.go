@@ -175,7 +175,7 @@ func TestLargeFrameReadOnce(t *testing.T) {
 func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 	for _, tc := range []struct {
 		value   string
-		want    int64
+		want    int
 		wantErr bool
 	}{
 		{"", -1, false},

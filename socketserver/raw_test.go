@@ -34,7 +34,7 @@ func ownKey(key int16) bool { return key == 17 || key == 18 || key == 36 }
 // rawAPIs serves every API kmsg knows raw, at every version it knows, but
 // those the server answers itself; frames larger than streamAbove are
 // streamed (0: none).
-func rawAPIs(streamAbove int32) []socketserver.API {
+func rawAPIs(streamAbove int) []socketserver.API {
 	var apis []socketserver.API
 	for key := int16(0); key <= kmsg.MaxKey; key++ {
 		if r := kmsg.RequestForKey(key); r != nil && !ownKey(key) {
@@ -119,7 +119,7 @@ func recvSeen(t testing.TB, ch <-chan rawSeen) rawSeen {
 // header the server writes (with a tag section exactly for the flexible
 // versions). Read whole, and streamed (every frame over 1 byte).
 func TestRawRequestAsSent(t *testing.T) {
-	for _, stream := range []int32{0, 1} {
+	for _, stream := range []int{0, 1} {
 		t.Run(fmt.Sprintf("StreamAbove=%d", stream), func(t *testing.T) {
 			seen := make(chan rawSeen, 1)
 			srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = rawAPIs(stream) },
@@ -713,7 +713,7 @@ func TestRawStreamedBodies(t *testing.T) {
 				reqs[r.CorrelationID] = r
 			}
 			used := srv.Stats().RequestMemory[protocolmap.DataPlane].Used
-			require.Less(t, used, int64(4096), "three streamed requests held take only their headers' memory")
+			require.Less(t, used, 4096, "three streamed requests held take only their headers' memory")
 
 			var got [3]bytes.Buffer
 			var wg sync.WaitGroup

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -163,8 +164,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 {
 		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)
 	}
+	if cfg.RequestMaxBytes > math.MaxInt32 || cfg.SASLMaxReceiveSize > math.MaxInt32 || cfg.SASLMaxReceiveSize < 0 {
+		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and SASLMaxReceiveSize (%d) must be from 0 to %d, Kafka's largest frame",
+			cfg.RequestMaxBytes, cfg.SASLMaxReceiveSize, math.MaxInt32)
+	}
 	cfg = cfg.withDefaults()
-	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.RequestMaxBytes) {
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < cfg.RequestMaxBytes {
 		return nil, fmt.Errorf("socketserver: QueuedMaxRequestBytes (%d) must be at least RequestMaxBytes (%d), or 0 for no limit",
 			cfg.QueuedMaxRequestBytes, cfg.RequestMaxBytes)
 	}
@@ -189,7 +194,7 @@ func New(cfg Config) (*Server, error) {
 		s.turns[protocolmap.ControlPlane] = make(chan struct{}, 1) // its one processor serves one at a time
 	}
 	if cfg.QueuedMaxRequestBytes > 0 {
-		s.memory[protocolmap.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)
+		s.memory[protocolmap.DataPlane] = newMemoryPool(int64(cfg.QueuedMaxRequestBytes))
 		if cfg.Listeners.ControlPlaneListener != "" {
 			s.memory[protocolmap.ControlPlane] = newMemoryPool(int64(cfg.RequestMaxBytes))
 		}

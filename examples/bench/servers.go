@@ -562,7 +562,7 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 		cs := childStats{DataQueue: st.RequestQueueSize[protocolmap.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load()),
 			MemoryLimit: debug.SetMemoryLimit(-1)}
 		if m, ok := st.RequestMemory[protocolmap.DataPlane]; ok {
-			cs.RequestMemorySize, cs.RequestMemoryUsed = m.Size, m.Used
+			cs.RequestMemorySize, cs.RequestMemoryUsed = int64(m.Size), int64(m.Used)
 			cs.RequestMemoryDepleted = float64(m.Depleted) / float64(time.Millisecond)
 		}
 		for _, n := range st.ConnectionCount {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,7 +133,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if err != nil {
 		return brokerSettings{}, err
 	}
-	s.requestBudget = scfg.QueuedMaxRequestBytes
+	s.requestBudget = int64(scfg.QueuedMaxRequestBytes)
 	if s.memoryLimit, err = readMemoryLimit(cfg); err != nil {
 		return brokerSettings{}, err
 	}
@@ -217,7 +218,9 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 // queued.max.request.bytes when the configuration sets none: twice
 // socket.request.max.bytes (200 MiB with Kafka's default), so that two of
 // the largest requests fit at once.
-func defaultQueuedMaxRequestBytes(requestMax int32) int64 { return 2 * int64(requestMax) }
+func defaultQueuedMaxRequestBytes(requestMax int) int {
+	return int(min(2*int64(requestMax), math.MaxInt))
+}
 
 // brokerProperties returns the properties of broker i of the process: those
 // of cfg with every port of listeners and advertised.listeners moved up by
