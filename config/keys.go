@@ -22,6 +22,8 @@ const (
 	// KeyRequestStallMs is kafkanet.request.stall.ms
 	// (socketserver.Config.RequestStallTimeout), in milliseconds.
 	KeyRequestStallMs = "kafkanet.request.stall.ms"
+	// KeyNumIOThreads is num.io.threads (socketserver.Config.IOThreads).
+	KeyNumIOThreads = "num.io.threads"
 	// KeyNumNetworkThreads is num.network.threads, also read with a
 	// listener's prefix (socketserver.ListenerConfig.NetworkThreads).
 	KeyNumNetworkThreads = "num.network.threads"

@@ -21,7 +21,7 @@ import (
 // listeners, advertised.listeners, listener.security.protocol.map, the
 // inter-broker and control-plane listeners), then socket.request.max.bytes,
 // connections.max.idle.ms, kafkanet.request.min.byte.rate,
-// queued.max.requests, queued.max.request.bytes,
+// queued.max.requests, num.io.threads, queued.max.request.bytes,
 // kafkanet.request.stall.ms, num.network.threads (and its listener-prefixed
 // form), socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
@@ -58,6 +58,9 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 		return socketserver.Config{}, err
 	}
 	if c.QueuedMaxRequests, err = props.Int(KeyQueuedMaxRequests, socketserver.DefaultQueuedMaxRequests, 1); err != nil {
+		return socketserver.Config{}, err
+	}
+	if c.IOThreads, err = props.Int(KeyNumIOThreads, socketserver.DefaultNumIOThreads, 1); err != nil {
 		return socketserver.Config{}, err
 	}
 	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(props, c.RequestMaxBytes); err != nil {

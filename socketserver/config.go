@@ -96,6 +96,11 @@ type Config struct {
 	// QueuedMaxRequests is the data plane's request queue capacity
 	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
 	QueuedMaxRequests int
+	// IOThreads is the number of the data plane's workers that
+	// Server.Serve runs, the goroutines that hand its requests to the
+	// host's Handler (num.io.threads). Zero means DefaultNumIOThreads. The
+	// control plane has one, as in Kafka.
+	IOThreads int
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
 	// requests read but not yet answered, across the data plane's
 	// connections. When they are spent, connections read no more until
@@ -299,6 +304,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueuedMaxRequests == 0 {
 		c.QueuedMaxRequests = DefaultQueuedMaxRequests
+	}
+	if c.IOThreads == 0 {
+		c.IOThreads = DefaultNumIOThreads
 	}
 	if c.RequestStallTimeout == 0 {
 		c.RequestStallTimeout = DefaultRequestStallTimeout

@@ -27,6 +27,7 @@ func Example() {
 		panic(err)
 	}
 	cfg.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
+	cfg.IOThreads = 4 // num.io.threads
 	srv, err := socketserver.New(cfg)
 	if err != nil {
 		panic(err)
@@ -38,7 +39,7 @@ func Example() {
 	self := []socketserver.Broker{srv.Broker(0, "")}
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), protocolmap.DataPlane, 4, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch req := r.Body.(type) {
 			case *kmsg.MetadataRequest:
 				resp := req.ResponseKind().(*kmsg.MetadataResponse)

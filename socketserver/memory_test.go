@@ -67,7 +67,7 @@ func TestRequestMemoryBudget(t *testing.T) {
 	}
 	st := srv.Stats().RequestMemory[protocolmap.DataPlane]
 	assert.EqualValues(t, budget, st.Size)
-	assert.Greater(t, st.Used, int64(budget), "two requests in, the second overshooting")
+	assert.Greater(t, st.Used, budget, "two requests in, the second overshooting")
 
 	// The control plane has its own allowance.
 	ctl := socketservertest.Dial(t, srv, "CONTROL")

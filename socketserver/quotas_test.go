@@ -472,7 +472,7 @@ func TestSetQuotasResolvesHostNames(t *testing.T) {
 		"old.example": {netip.MustParseAddr("127.0.0.9")},
 		"new.example": {netip.MustParseAddr("127.0.0.10")},
 	}}
-	srv := newUnstarted(t, listener.Properties{
+	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1",
 		"listeners":                        "PLAINTEXT://127.0.0.1:0",
 		"max.connections.per.ip.overrides": "old.example:1",
 	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })
@@ -480,7 +480,7 @@ func TestSetQuotasResolvesHostNames(t *testing.T) {
 	q.MaxConnectionsPerIPOverrides = map[string]int{"new.example": 1}
 	require.NoError(t, srv.SetQuotas(context.Background(), q))
 	require.NoError(t, srv.Start(context.Background()))
-	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, 1, answerAll) }()
+	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, answerAll) }()
 	assert.Equal(t, []string{"new.example"}, res.lookups, "Start resolved quotas that SetQuotas had replaced")
 	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"), 1, 5*time.Second))
 	requireClosedNoResponse(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"))

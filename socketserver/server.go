@@ -161,8 +161,9 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Listeners.Validate(); err != nil { // a Config built in code gets Resolve's checks too
 		return nil, fmt.Errorf("socketserver: %w", err)
 	}
-	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 {
-		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)
+	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 || cfg.IOThreads < 0 {
+		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d), QueuedMaxRequests (%d) and IOThreads (%d) must not be negative",
+			cfg.RequestMaxBytes, cfg.QueuedMaxRequests, cfg.IOThreads)
 	}
 	if cfg.RequestMaxBytes > math.MaxInt32 || cfg.SASLMaxReceiveSize > math.MaxInt32 || cfg.SASLMaxReceiveSize < 0 {
 		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and SASLMaxReceiveSize (%d) must be from 0 to %d, Kafka's largest frame",
@@ -442,18 +443,23 @@ type HandlerFunc func(*Request)
 // ServeKafka calls f(r).
 func (f HandlerFunc) ServeKafka(r *Request) { f(r) }
 
-// Serve runs workers goroutines (Kafka's num.io.threads; at least one) that
-// hand the plane's requests to h, until the server has stopped (it then
-// returns ErrServerClosed) or ctx ends (ctx.Err()). A handler that panics
-// has its request's connection closed and the panic logged with its stack;
-// the others go on.
-func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, workers int, h Handler) error {
+// Serve runs the plane's workers, goroutines that hand its requests to h,
+// until the server has stopped (it then returns ErrServerClosed) or ctx
+// ends (ctx.Err()): Config.IOThreads of them on the data plane (Kafka's
+// num.io.threads), one on the control plane, as in Kafka. A handler that
+// panics has its request's connection closed and the panic logged with
+// its stack; the others go on.
+func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, h Handler) error {
 	queue := s.requests(plane)
 	if queue == nil {
 		return fmt.Errorf("socketserver: no %s plane", plane)
 	}
+	workers := 1
+	if plane == protocolmap.DataPlane {
+		workers = s.cfg.IOThreads
+	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range workers {
 		wg.Go(func() {
 			for {
 				select {

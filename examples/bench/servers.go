@@ -535,9 +535,9 @@ func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout 
 	defer srv.Close()
 	go answerStats(stdin, stdout, srv, h, cfg.QueuedMaxRequests)
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, socketserver.DefaultNumIOThreads, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, h) }()
 	if cfg.Listeners.ControlPlaneListener != "" {
-		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, 1, h) }()
+		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, h) }()
 	} else {
 		served <- nil
 	}

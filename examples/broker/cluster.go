@@ -41,7 +41,6 @@ const portStep = 100
 type brokerSettings struct {
 	nodeID        int32  // node.id, else broker.id; 0 when neither is set
 	rack          string // broker.rack
-	ioThreads     int    // num.io.threads: data-plane handler goroutines
 	numPartitions int32  // num.partitions: partitions of an auto-created topic
 	autoCreate    bool   // auto.create.topics.enable
 	deleteTopics  bool   // delete.topic.enable: DeleteTopics deletes
@@ -94,9 +93,6 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	}
 	s.nodeID = int32(id)
 	s.rack, _ = cfg.Properties().Get("broker.rack")
-	if s.ioThreads, err = cfg.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
-		return brokerSettings{}, err
-	}
 	partitions, err := boundedInt(cfg.Properties(), "num.partitions", 1, 1, maxPartitions)
 	if err != nil {
 		return brokerSettings{}, err
@@ -374,9 +370,9 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	}
 	close(c.ready)
 	for _, b := range c.brokers {
-		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.DataPlane, set.ioThreads, b) })
+		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.DataPlane, b) })
 		if b.cfg.ControlPlaneListener != "" {
-			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.ControlPlane, 1, b) })
+			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.ControlPlane, b) })
 		}
 	}
 	return c, nil

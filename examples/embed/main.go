@@ -77,7 +77,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	})
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), protocolmap.DataPlane, socketserver.DefaultNumIOThreads, handler)
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, handler)
 	}()
 
 	<-ctx.Done() // a signal: answer what has arrived, then close

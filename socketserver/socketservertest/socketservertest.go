@@ -89,10 +89,6 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	if configure != nil {
 		configure(&cfg)
 	}
-	ioThreads, err := lc.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1)
-	if err != nil {
-		return nil, nil, err
-	}
 	srv, err = socketserver.New(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -107,9 +103,9 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, ioThreads, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, h) }()
 	if lc.ControlPlaneListener != "" {
-		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, 1, h) }()
+		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, h) }()
 	} else {
 		served <- socketserver.ErrServerClosed
 	}
