@@ -52,7 +52,7 @@ func FuzzConfig(f *testing.F) {
 			checkConfigError(t, props, err)
 			return
 		}
-		if len(cfg.Listeners) == 0 {
+		if len(cfg.All) == 0 {
 			t.Fatalf("Resolve accepted %q with no listeners", text)
 		}
 		sc, err := config.Server(props)

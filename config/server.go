@@ -42,7 +42,7 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 	if err != nil {
 		return socketserver.Config{}, err
 	}
-	c := socketserver.Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*socketserver.ListenerConfig, len(cfg.Listeners))}
+	c := socketserver.Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*socketserver.ListenerConfig, len(cfg.All))}
 	if c.RequestMaxBytes, err = frameSize(props, KeySocketRequestMaxBytes, socketserver.DefaultRequestMaxBytes); err != nil {
 		return socketserver.Config{}, err
 	}
@@ -92,7 +92,7 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 	if c.Quotas, err = quotas(cfg); err != nil {
 		return socketserver.Config{}, err
 	}
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		n, err := props.ListenerInt(l.Name, KeyNumNetworkThreads, socketserver.DefaultNumNetworkThreads, 1)
 		if err != nil {
 			return socketserver.Config{}, err
@@ -273,7 +273,7 @@ func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Add
 // applies).
 func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerName]int, error) {
 	var out map[protocolmap.ListenerName]int
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		if _, from, ok := cfg.Properties().ListenerValue(l.Name, key); !ok || from == key {
 			continue
 		}

@@ -87,7 +87,7 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 			"Cannot update %s dynamically: the control-plane listener is %q until a restart", KeyControlPlaneListenerName, s.ControlPlaneListener))
 	}
 	var c Changes
-	for _, n := range next.Listeners {
+	for _, n := range next.All {
 		old, ok := s.Listener(n.Name)
 		switch {
 		case !ok:
@@ -103,7 +103,7 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 			c.Readvertised = append(c.Readvertised, n)
 		}
 	}
-	for _, o := range s.Listeners {
+	for _, o := range s.All {
 		if _, ok := next.Listener(o.Name); !ok {
 			c.Removed = append(c.Removed, o)
 		}
@@ -141,7 +141,7 @@ func (s *Set) WithListener(l Listener) (*Set, error) {
 		return nil, fmt.Errorf("adding listener %q: %w: the name must be given as protocolmap.ParseListenerName gives it (upper case, trimmed)", l.Name, ErrInconsistent)
 	}
 	next := s.clone()
-	next.Listeners = append(next.Listeners, l)
+	next.All = append(next.All, l)
 	if next.advertised != nil && l.IsAdvertised() {
 		next.advertised = append(next.advertised, l.Advertised)
 	}
@@ -174,7 +174,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 			Rule: fmt.Sprintf("no listener %s to remove", name)})
 	}
 	var rest []string // listeners as it would be
-	for _, x := range s.Listeners {
+	for _, x := range s.All {
 		if x.Name != l.Name {
 			rest = append(rest, x.Bind.String())
 		}
@@ -189,7 +189,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 				KeyControlPlaneListenerName, KeyAdvertisedListeners, l.Name)})
 	}
 	next := s.clone()
-	next.Listeners = slices.DeleteFunc(next.Listeners, func(x Listener) bool { return x.Name == l.Name })
+	next.All = slices.DeleteFunc(next.All, func(x Listener) bool { return x.Name == l.Name })
 	if next.advertised != nil {
 		next.advertised = slices.DeleteFunc(next.advertised, func(ep EndPoint) bool { return ep.Name == l.Name })
 	}
@@ -203,7 +203,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 // it was.
 func (s *Set) clone() *Set {
 	c := *s
-	c.Listeners = slices.Clone(s.Listeners)
+	c.All = slices.Clone(s.All)
 	c.advertised = slices.Clone(s.advertised)
 	return &c
 }

@@ -56,8 +56,8 @@ func (l Listener) IsAdvertised() bool { return l.Advertised.Name != "" }
 
 // Set is a broker's resolved and validated listener configuration.
 type Set struct {
-	// Listeners holds every listener, in the order of the listeners key.
-	Listeners []Listener
+	// All holds every listener, in the order of the listeners key.
+	All []Listener
 	// SecurityProtocolMap is the effective listener.security.protocol.map.
 	SecurityProtocolMap protocolmap.Map
 	// InterBrokerListener names the listener brokers use among themselves.
@@ -76,7 +76,7 @@ type Set struct {
 // case).
 func (s *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
 	n := protocolmap.ListenerName(strings.ToUpper(strings.TrimSpace(string(name))))
-	for _, l := range s.Listeners {
+	for _, l := range s.All {
 		if l.Name == n {
 			return l, true
 		}
@@ -89,7 +89,7 @@ func (s *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
 func (s *Set) AdvertisedEndPoints() []EndPoint {
 	if s.advertised == nil { // built in code: the listeners' order
 		var eps []EndPoint
-		for _, l := range s.Listeners {
+		for _, l := range s.All {
 			if l.IsAdvertised() {
 				eps = append(eps, l.Advertised)
 			}
@@ -235,7 +235,7 @@ func Resolve(props Properties) (*Set, error) {
 		if b.Name == c.ControlPlaneListener {
 			l.Plane = protocolmap.ControlPlane
 		}
-		c.Listeners = append(c.Listeners, l)
+		c.All = append(c.All, l)
 	}
 	c.advertised = advertised
 	return c, nil
@@ -356,7 +356,7 @@ var ErrInconsistent = errors.New("inconsistent listener configuration")
 // A Set that Resolve returned is valid. socketserver.New calls
 // Validate, so that configuring in code skips none of Kafka's checks.
 func (s *Set) Validate() error {
-	if s == nil || len(s.Listeners) == 0 {
+	if s == nil || len(s.All) == 0 {
 		return fmt.Errorf("%w: no listeners", ErrInconsistent)
 	}
 	props, err := s.asProperties()
@@ -385,8 +385,8 @@ func (s *Set) check(props Properties) error {
 	if p := s.InterBrokerSecurityProtocol; p != protocolmap.Plaintext && p != r.InterBrokerSecurityProtocol {
 		return bad("the inter-broker listener %s speaks %s, not %s", r.InterBrokerListener, r.InterBrokerSecurityProtocol, s.InterBrokerSecurityProtocol)
 	}
-	for i, l := range s.Listeners {
-		want := r.Listeners[i]
+	for i, l := range s.All {
+		want := r.All[i]
 		switch {
 		case l.SecurityProtocol != want.SecurityProtocol:
 			return bad("listener %s speaks %s, but %s maps it to %s", l.Name, l.SecurityProtocol, KeySecurityProtocolMap, want.SecurityProtocol)
@@ -406,12 +406,12 @@ func (s *Set) asProperties() (Properties, error) {
 	m := s.SecurityProtocolMap
 	if m == nil {
 		m = protocolmap.Map{}
-		for _, l := range s.Listeners {
+		for _, l := range s.All {
 			m[l.Name] = l.SecurityProtocol
 		}
 	}
 	var bind, advertised []string
-	for _, l := range s.Listeners {
+	for _, l := range s.All {
 		if l.Bind.Name != l.Name || l.IsAdvertised() && l.Advertised.Name != l.Name {
 			return nil, fmt.Errorf("%w: listener %s has endpoints named %q and %q",
 				ErrInconsistent, l.Name, l.Bind.Name, l.Advertised.Name)

@@ -27,7 +27,7 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 	ctrl := codeListener("CONTROLLER", protocolmap.Plaintext, "127.0.0.1", 9095)
 	ctrl.Plane = protocolmap.ControlPlane
 	valid := func() *listener.Set {
-		return &listener.Set{Listeners: []listener.Listener{client, repl, ctrl},
+		return &listener.Set{All: []listener.Listener{client, repl, ctrl},
 			InterBrokerListener: "REPLICATION", ControlPlaneListener: "CONTROLLER"}
 	}
 	for _, tc := range []struct {
@@ -41,31 +41,31 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 			c.SecurityProtocolMap = protocolmap.Map{"CLIENT": protocolmap.SASLPlaintext, "REPLICATION": protocolmap.Plaintext,
 				"CONTROLLER": protocolmap.Plaintext, "UNUSED": protocolmap.SSL}
 		}},
-		{name: "two listeners on one port", change: func(c *listener.Set) { c.Listeners[1].Bind.Port = 9092 },
+		{name: "two listeners on one port", change: func(c *listener.Set) { c.All[1].Bind.Port = 9092 },
 			wantKey: "listeners", wantErr: listener.ErrDuplicatePort},
 		{name: "a listener missing from the map", change: func(c *listener.Set) {
 			c.SecurityProtocolMap = protocolmap.Map{"CLIENT": protocolmap.SASLPlaintext, "REPLICATION": protocolmap.Plaintext}
 		}, wantKey: "listeners"},
 		{name: "no inter-broker listener named: Kafka's default PLAINTEXT is absent", change: func(c *listener.Set) {
-			c.InterBrokerListener, c.Listeners[1].InterBroker = "", false
+			c.InterBrokerListener, c.All[1].InterBroker = "", false
 		}, wantKey: "security.inter.broker.protocol", wantErr: listener.ErrNotAdvertised},
 		{name: "the control plane is the inter-broker listener", change: func(c *listener.Set) {
-			c.ControlPlaneListener, c.Listeners[2].Plane = "REPLICATION", protocolmap.DataPlane
-			c.Listeners[1].Plane = protocolmap.ControlPlane
+			c.ControlPlaneListener, c.All[2].Plane = "REPLICATION", protocolmap.DataPlane
+			c.All[1].Plane = protocolmap.ControlPlane
 		}, wantKey: "control.plane.listener.name", wantErr: listener.ErrSameListener},
-		{name: "advertising 0.0.0.0", change: func(c *listener.Set) { c.Listeners[0].Advertised.Host = "0.0.0.0" },
+		{name: "advertising 0.0.0.0", change: func(c *listener.Set) { c.All[0].Advertised.Host = "0.0.0.0" },
 			wantKey: "advertised.listeners", wantErr: listener.ErrNonRoutable},
-		{name: "an unadvertised inter-broker listener", change: func(c *listener.Set) { c.Listeners[1].Advertised = listener.EndPoint{} },
+		{name: "an unadvertised inter-broker listener", change: func(c *listener.Set) { c.All[1].Advertised = listener.EndPoint{} },
 			wantKey: "inter.broker.listener.name", wantErr: listener.ErrNotAdvertised},
-		{name: "a bad port", change: func(c *listener.Set) { c.Listeners[0].Bind.Port = 70000 }, wantKey: "listeners"},
+		{name: "a bad port", change: func(c *listener.Set) { c.All[0].Bind.Port = 70000 }, wantKey: "listeners"},
 		{name: "a protocol the map contradicts", change: func(c *listener.Set) {
 			c.SecurityProtocolMap = protocolmap.Map{"CLIENT": protocolmap.SSL, "REPLICATION": protocolmap.Plaintext, "CONTROLLER": protocolmap.Plaintext}
 		}, wantErr: listener.ErrInconsistent},
-		{name: "a control-plane listener marked data", change: func(c *listener.Set) { c.Listeners[2].Plane = protocolmap.DataPlane },
+		{name: "a control-plane listener marked data", change: func(c *listener.Set) { c.All[2].Plane = protocolmap.DataPlane },
 			wantErr: listener.ErrInconsistent},
-		{name: "two inter-broker marks", change: func(c *listener.Set) { c.Listeners[0].InterBroker = true },
+		{name: "two inter-broker marks", change: func(c *listener.Set) { c.All[0].InterBroker = true },
 			wantErr: listener.ErrInconsistent},
-		{name: "an endpoint named after another listener", change: func(c *listener.Set) { c.Listeners[0].Bind.Name = "OTHER" },
+		{name: "an endpoint named after another listener", change: func(c *listener.Set) { c.All[0].Bind.Name = "OTHER" },
 			wantErr: listener.ErrInconsistent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,7 +33,7 @@ func TestHandshakeTimeoutKeyAndDefault(t *testing.T) {
 		lc, err := listener.Resolve(all)
 		require.NoError(t, err)
 		cfg := Config{Listeners: lc, PerListener: map[protocolmap.ListenerName]*ListenerConfig{}}
-		for _, l := range lc.Listeners {
+		for _, l := range lc.All {
 			sec, err := security.ForListener(lc, l.Name)
 			require.NoError(t, err)
 			cfg.PerListener[l.Name] = &ListenerConfig{Security: sec}

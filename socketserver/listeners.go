@@ -147,7 +147,7 @@ func (s *Server) SetListeners(ctx context.Context, next *listener.Set, perListen
 		return fmt.Errorf("socketserver: %w", err)
 	}
 	for name := range perListener {
-		if !slices.ContainsFunc(next.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+		if !slices.ContainsFunc(next.All, func(l listener.Listener) bool { return l.Name == name }) {
 			s.change.Unlock()
 			return fmt.Errorf("socketserver: SetListeners' perListener names listener %s, which is not configured", name)
 		}

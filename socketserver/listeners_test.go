@@ -658,7 +658,7 @@ func TestConcurrentListenerChanges(t *testing.T) {
 	wg.Go(func() { // readers of the listeners
 		for ctx.Err() == nil {
 			set := srv.Listeners()
-			for _, l := range set.Listeners {
+			for _, l := range set.All {
 				_ = srv.Addr(l.Name)
 			}
 			st := srv.Stats()

@@ -155,7 +155,7 @@ type listenerState struct {
 // listener.Resolve (see listener.Set.Validate), and builds a server. It
 // binds nothing and resolves nothing: Start does both.
 func New(cfg Config) (*Server, error) {
-	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
+	if cfg.Listeners == nil || len(cfg.Listeners.All) == 0 {
 		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
 	}
 	if err := cfg.Listeners.Validate(); err != nil { // a Config built in code gets Resolve's checks too
@@ -185,7 +185,7 @@ func New(cfg Config) (*Server, error) {
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
-	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
+	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.All))
 	s.queues[protocolmap.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	s.inline[protocolmap.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
 	s.turns[protocolmap.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
@@ -201,7 +201,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	for name := range cfg.PerListener {
-		if !slices.ContainsFunc(cfg.Listeners.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+		if !slices.ContainsFunc(cfg.Listeners.All, func(l listener.Listener) bool { return l.Name == name }) {
 			return nil, fmt.Errorf("socketserver: Config.PerListener names listener %s, which is not configured", name)
 		}
 	}
@@ -214,7 +214,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Listeners.ControlPlaneListener != "" {
 		dataPlaneID = 1
 	}
-	for _, l := range cfg.Listeners.Listeners {
+	for _, l := range cfg.Listeners.All {
 		first := 0
 		if l.Plane == protocolmap.DataPlane {
 			first = dataPlaneID

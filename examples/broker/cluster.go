@@ -366,7 +366,7 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	// requests be served.
 	c.updateInfos()
 	for i, b := range c.brokers {
-		b.logListeners(c.brokerInfos()[i], b.cfg.Listeners)
+		b.logListeners(c.brokerInfos()[i], b.cfg.All)
 	}
 	close(c.ready)
 	for _, b := range c.brokers {

@@ -59,7 +59,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	for _, l := range cfg.Listeners.Listeners {
+	for _, l := range cfg.Listeners.All {
 		log.Info("listening", "listener", l.Name, "addr", srv.Addr(l.Name))
 	}
 

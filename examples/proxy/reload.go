@@ -61,7 +61,7 @@ func (p *proxy) watchTLS(interval time.Duration) {
 
 // usesTLS reports whether a listener of cfg speaks SSL or SASL_SSL.
 func usesTLS(cfg *listener.Set) bool {
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		if l.SecurityProtocol.UsesTLS() {
 			return true
 		}

@@ -224,7 +224,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		s.adminListener = l.Name
 	}
 	s.ports = map[protocolmap.ListenerName]portPlan{}
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		if l.Name == s.adminListener || l.Plane == protocolmap.ControlPlane {
 			continue
 		}
@@ -255,7 +255,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 	if len(s.ports) == 0 {
 		return settings{}, invalid(listener.KeyListeners, "", "the proxy needs a data-plane listener besides the admin listener")
 	}
-	if len(s.virtual) > 0 && !slices.ContainsFunc(cfg.Listeners, func(l listener.Listener) bool {
+	if len(s.virtual) > 0 && !slices.ContainsFunc(cfg.All, func(l listener.Listener) bool {
 		_, data := s.ports[l.Name]
 		return data && l.SecurityProtocol.UsesTLS()
 	}) {

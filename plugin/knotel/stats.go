@@ -95,7 +95,7 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		for l, n := range st.ProbesClosed {
 			o.ObserveInt64(probes, n, metric.WithAttributes(keyListener.String(string(l))))
 		}
-		for _, l := range srv.Listeners().Listeners {
+		for _, l := range srv.Listeners().All {
 			cfg := srv.TLSConfig(l.Name)
 			if cfg == nil {
 				continue
