@@ -69,7 +69,7 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 	if err := next.Validate(); err != nil {
 		return Changes{}, err
 	}
-	props, err := next.asProperties()
+	props, err := next.keyValues()
 	if err != nil {
 		return Changes{}, err
 	}
@@ -142,9 +142,6 @@ func (s *Set) WithListener(l Listener) (*Set, error) {
 	}
 	next := s.clone()
 	next.All = append(next.All, l)
-	if next.advertised != nil && l.IsAdvertised() {
-		next.advertised = append(next.advertised, l.Advertised)
-	}
 	if err := next.finish(); err != nil {
 		return nil, fmt.Errorf("adding listener %s: %w", l.Name, err)
 	}
@@ -164,7 +161,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no listeners", ErrInconsistent)
 	}
-	props, err := s.asProperties()
+	props, err := s.keyValues()
 	if err != nil {
 		return nil, err
 	}
@@ -190,9 +187,6 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	}
 	next := s.clone()
 	next.All = slices.DeleteFunc(next.All, func(x Listener) bool { return x.Name == l.Name })
-	if next.advertised != nil {
-		next.advertised = slices.DeleteFunc(next.advertised, func(ep EndPoint) bool { return ep.Name == l.Name })
-	}
 	if err := next.finish(); err != nil {
 		return nil, fmt.Errorf("removing listener %s: %w", l.Name, err)
 	}
@@ -204,7 +198,6 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 func (s *Set) clone() *Set {
 	c := *s
 	c.All = slices.Clone(s.All)
-	c.advertised = slices.Clone(s.advertised)
 	return &c
 }
 
@@ -212,11 +205,11 @@ func (s *Set) clone() *Set {
 // and advertised listeners into its properties (a copy), so that they say
 // what it was resolved from.
 func (s *Set) finish() error {
-	props, err := s.asProperties()
-	if err != nil {
+	if err := s.check(); err != nil {
 		return err
 	}
-	if err := s.check(props); err != nil {
+	props, err := s.keyValues()
+	if err != nil {
 		return err
 	}
 	if s.props != nil {
