@@ -22,7 +22,7 @@
 // The keys are constants (KeySocketRequestMaxBytes,
 // KeyQuotaWindowNum, ...), with Kafka's names, or kafkanet.-prefixed for
 // kafkanet's own. Each default is written once, as the runtime's default
-// (socketserver.DefaultQueuedMaxRequests, socketserver.DefaultQuotas,
+// (socketserver.DefaultQueuedMaxRequests, socketserver.DefaultConnectionQuotas,
 // quota.DefaultSamples), and this package reads an unset key as that
 // value. Errors are *protocolmap.ConfigError values that name the key as
 // it was written (with its listener.name.<listener>. prefix when the value

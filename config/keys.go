@@ -38,7 +38,7 @@ const (
 	KeySASLServerMaxReceiveSize = "sasl.server.max.receive.size"
 )
 
-// The connection quota keys (socketserver.Quotas), Kafka's and kafkanet's
+// The connection quota keys (socketserver.ConnectionQuotas), Kafka's and kafkanet's
 // own. KeyMaxConnections and KeyMaxConnectionCreationRate are also read
 // with a listener's prefix.
 const (
@@ -77,4 +77,32 @@ const (
 	// kafkanet.proxy.protocol=required. 0.0.0.0/0,::/0 trusts every address,
 	// and so lets any client claim any address.
 	KeyProxyProtocolTrustedNetworks = "kafkanet.proxy.protocol.trusted.networks"
+)
+
+// The keys of kafkanet's own connection controls: the limits of
+// socketserver.PrincipalLimits, read into
+// ConnectionQuotas.MaxConnectionsPerPrincipal and
+// ConnectionQuotas.ListenerMaxConnectionsPerPrincipal (each key also per listener,
+// with the listener.name.<listener>. prefix), and socketserver.Config.ConnectionsMaxAge
+// and socketserver.Config.ConnectionsMaxAgeJitter.
+const (
+	// KeyMaxConnectionsPerPrincipal is the limit of every principal but
+	// User:ANONYMOUS: an integer, 2147483647 (no limit) by default; 0 is
+	// valid only with KeyMaxConnectionsPerPrincipalOverrides, which then
+	// names the only principals admitted.
+	KeyMaxConnectionsPerPrincipal = "kafkanet.max.connections.per.principal"
+	// KeyMaxConnectionsPerPrincipalOverrides gives single principals their
+	// own limit: principal:count entries separated by semicolons, as
+	// super.users separates principals, each count after the entry's last
+	// colon, so that a TLS distinguished name with commas can be named:
+	// User:alice:2;User:CN=bob,O=acme:50. User:ANONYMOUS is limited only
+	// here.
+	KeyMaxConnectionsPerPrincipalOverrides = "kafkanet.max.connections.per.principal.overrides"
+	// KeyConnectionsMaxAgeMs is the maximum age of a connection in
+	// milliseconds; unset or -1: none (the default); 0 is refused.
+	KeyConnectionsMaxAgeMs = "kafkanet.connections.max.age.ms"
+	// KeyConnectionsMaxAgeJitter spreads each connection's maximum age by
+	// up to this fraction of it either way: a number from 0 (none) to
+	// below 1; 0.1 by default.
+	KeyConnectionsMaxAgeJitter = "kafkanet.connections.max.age.jitter"
 )

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -89,7 +90,10 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 	if c.SASLMaxReceiveSize, err = frameSize(props, KeySASLServerMaxReceiveSize, socketserver.DefaultSASLMaxReceiveSize); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.Quotas, err = quotas(cfg); err != nil {
+	if c.ConnectionQuotas, err = quotas(cfg); err != nil {
+		return socketserver.Config{}, err
+	}
+	if c.ConnectionsMaxAge, c.ConnectionsMaxAgeJitter, err = maxAge(props); err != nil {
 		return socketserver.Config{}, err
 	}
 	for _, l := range cfg.All {
@@ -168,8 +172,8 @@ func optional(props listener.Properties, key string, def int) (int, error) {
 // kafkanet.ip.connection.creation.rate and
 // kafkanet.ip.connection.creation.rate.overrides (see
 // ipConnectionCreationRateOverrides).
-func quotas(cfg *listener.Set) (*socketserver.Quotas, error) {
-	q := socketserver.DefaultQuotas()
+func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
+	q := socketserver.DefaultConnectionQuotas()
 	props := cfg.Properties()
 	var err error
 	if q.MaxConnections, err = props.Int(KeyMaxConnections, socketserver.Unlimited, 0); err != nil {
@@ -211,14 +215,14 @@ func quotas(cfg *listener.Set) (*socketserver.Quotas, error) {
 			}
 		}
 		if len(invalid) > 0 {
-			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: overridesKey + " contains invalid addresses : " + strings.Join(invalid, ",")}
 		}
 		q.MaxConnectionsPerIPOverrides = map[string]int{}
 		for _, e := range entries {
 			n, err := strconv.Atoi(e.Value)
 			if err != nil || n < 0 {
-				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidQuotas,
+				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative integer", e.Value, e.Key)}
 			}
 			q.MaxConnectionsPerIPOverrides[e.Key] = n
@@ -227,11 +231,129 @@ func quotas(cfg *listener.Set) (*socketserver.Quotas, error) {
 	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(props); err != nil {
 		return nil, err
 	}
+	if q.MaxConnectionsPerPrincipal, q.ListenerMaxConnectionsPerPrincipal, err = principalLimits(cfg); err != nil {
+		return nil, err
+	}
 	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
-		return nil, &protocolmap.ConfigError{Key: KeyMaxConnectionsPerIP, Value: "0", Err: socketserver.ErrInvalidQuotas,
+		return nil, &protocolmap.ConfigError{Key: KeyMaxConnectionsPerIP, Value: "0", Err: socketserver.ErrInvalidConnectionQuotas,
 			Rule: KeyMaxConnectionsPerIP + " can be set to zero only if " + KeyMaxConnectionsPerIPOverrides + " property is set."}
 	}
 	return &q, nil
+}
+
+// maxAge reads kafkanet.connections.max.age.ms (unset or -1: no maximum;
+// 0 is refused, see optional) and kafkanet.connections.max.age.jitter
+// into Config's values: no maximum is -1, no jitter (0) -1.
+func maxAge(props listener.Properties) (time.Duration, float64, error) {
+	ms, err := optional(props, KeyConnectionsMaxAgeMs, -1)
+	if err != nil {
+		return 0, 0, err
+	}
+	age := time.Duration(-1)
+	if ms > 0 {
+		age = time.Duration(min(ms, int(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	}
+	jitter := socketserver.DefaultConnectionsMaxAgeJitter
+	if v, ok := props.Get(KeyConnectionsMaxAgeJitter); ok {
+		j, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(j >= 0 && j < 1) {
+			return 0, 0, &protocolmap.ConfigError{Key: KeyConnectionsMaxAgeJitter, Value: v, Err: listener.ErrInvalidValue,
+				Rule: "Expected a number from 0 to less than 1"}
+		}
+		jitter = j
+		if j == 0 {
+			jitter = -1 // set to 0 on purpose: none
+		}
+	}
+	return age, jitter, nil
+}
+
+// principalLimitsFromProperties reads kafkanet.max.connections.per.principal
+// and its overrides, broker-wide and per listener (listener.name.<l>.
+// prefixed: a listener that sets neither has no entry).
+func principalLimits(cfg *listener.Set) (socketserver.PrincipalLimits, map[protocolmap.ListenerName]socketserver.PrincipalLimits, error) {
+	props := cfg.Properties()
+	read := func(maxKey, overridesKey string, maxSet bool) (socketserver.PrincipalLimits, error) {
+		pl := socketserver.PrincipalLimits{Max: socketserver.Unlimited}
+		var err error
+		if maxSet {
+			if pl.Max, err = props.Int(maxKey, socketserver.Unlimited, 0); err != nil {
+				return pl, err
+			}
+		}
+		if v, ok := props.Get(overridesKey); ok {
+			if pl.Overrides, err = parsePrincipalOverrides(overridesKey, v); err != nil {
+				return pl, err
+			}
+		}
+		if pl.Max == 0 && len(pl.Overrides) == 0 {
+			return pl, &protocolmap.ConfigError{Key: maxKey, Value: "0", Err: socketserver.ErrInvalidConnectionQuotas,
+				Rule: maxKey + " can be set to zero only if " + overridesKey + " is set"}
+		}
+		return pl, nil
+	}
+	all, err := read(KeyMaxConnectionsPerPrincipal, KeyMaxConnectionsPerPrincipalOverrides, true)
+	if err != nil {
+		return socketserver.PrincipalLimits{}, nil, err
+	}
+	var byListener map[protocolmap.ListenerName]socketserver.PrincipalLimits
+	for _, l := range cfg.All {
+		prefix := l.Name.ConfigPrefix()
+		_, maxSet := props.Get(prefix + KeyMaxConnectionsPerPrincipal)
+		_, overridesSet := props.Get(prefix + KeyMaxConnectionsPerPrincipalOverrides)
+		if !maxSet && !overridesSet {
+			continue
+		}
+		pl, err := read(prefix+KeyMaxConnectionsPerPrincipal, prefix+KeyMaxConnectionsPerPrincipalOverrides, maxSet)
+		if err != nil {
+			return socketserver.PrincipalLimits{}, nil, err
+		}
+		if byListener == nil {
+			byListener = map[protocolmap.ListenerName]socketserver.PrincipalLimits{}
+		}
+		byListener[l.Name] = pl
+	}
+	return all, byListener, nil
+}
+
+// parsePrincipalOverrides parses the value v of key, a
+// kafkanet.max.connections.per.principal.overrides: principal:count
+// entries separated by semicolons (blank ones skipped), each principal
+// Type:name as in super.users, its count after the entry's last colon, an
+// integer from 0 to 2147483647. Each principal may be named once.
+func parsePrincipalOverrides(key, v string) (map[connregistry.Principal]int, error) {
+	bad := func(format string, args ...any) error {
+		return &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas, Rule: fmt.Sprintf(format, args...)}
+	}
+	var out map[connregistry.Principal]int
+	for entry := range strings.SplitSeq(v, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		i := strings.LastIndexByte(entry, ':')
+		if i < 0 {
+			return nil, bad("the entry %q is not principal:count, such as User:alice:2", entry)
+		}
+		name, count := strings.TrimSpace(entry[:i]), strings.TrimSpace(entry[i+1:])
+		typ, pname, ok := strings.Cut(name, ":")
+		if !ok || typ == "" || pname == "" {
+			return nil, bad("%q is not a principal: Type:name, such as User:alice", name)
+		}
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 0 || n > socketserver.Unlimited {
+			return nil, bad("the limit %q of %s is not an integer from 0 to %d", count, name, socketserver.Unlimited)
+		}
+		p := connregistry.Principal{Type: typ, Name: pname}
+		if _, dup := out[p]; dup {
+			return nil, bad("principal %s is given more than once", p)
+		}
+		if out == nil {
+			out = map[connregistry.Principal]int{}
+		}
+		out[p] = n
+	}
+	return out, nil
 }
 
 // ipConnectionCreationRateOverrides reads
@@ -250,17 +372,17 @@ func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Add
 	for _, e := range entries {
 		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e.Key, "["), "]"))
 		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("%q is not an IP address (host names are not accepted)", e.Key)}
 		}
 		ip = ip.Unmap().WithZone("") // a zone does not tell addresses apart, as in Java
 		if _, dup := out[ip]; dup {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("address %s is given more than once", ip)}
 		}
 		n, err := strconv.Atoi(e.Value)
 		if err != nil || n < 0 || n > socketserver.Unlimited {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidQuotas,
+			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("the rate %q of %s is not an integer from 0 to %d", e.Value, e.Key, socketserver.Unlimited)}
 		}
 		out[ip] = n

@@ -92,10 +92,23 @@ const (
 	// server ran (socketserver's Server.RemoveListener), which drains its
 	// connections as a shutdown does.
 	ListenerRemoved CloseReason = "listener removed"
+	// ClosePrincipalLimit: the connection's principal already had the most
+	// connections its limit allows (socketserver's
+	// Quotas.MaxConnectionsPerPrincipal and its overrides), so the
+	// connection was closed as soon as its principal was known, before any
+	// request was read, as Kafka closes a connection over
+	// max.connections.per.ip: the client retries after its reconnect
+	// backoff. Its value is a token, as all reasons will be.
+	ClosePrincipalLimit CloseReason = "principal-limit"
+	// CloseMaxAge: the connection outlived its maximum age (socketserver's
+	// Config.ConnectionsMaxAge) and was closed between requests: every
+	// request it had read was answered first, and no later one was read.
+	CloseMaxAge CloseReason = "max-age"
 )
 
 // Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
-// (User) and a name. socketserver.Principal is this type.
+// (User) and a name: a connection's (Info.Principal), and what a
+// socketserver.PrincipalBuilder builds.
 type Principal struct {
 	Type string
 	Name string
@@ -281,10 +294,12 @@ func (e *Entry) SetState(s State) {
 
 // Request records a complete request of size bytes, at t, from clientID,
 // and returns the connection's description as the request found it (what
-// Info returns), read under the same lock. The requests read between two
-// changes of the description (Update) share one copy: read it, never
-// change it. Idle lets go of it.
-func (e *Entry) Request(t time.Time, size int, clientID string) *Info {
+// Info returns), read under the same lock, and the entry's copy of
+// clientID, which does not share the memory of the caller's (a request
+// frame's) and is copied only when the connection's client id changes.
+// The requests read between two changes of the description (Update) share
+// one copy of it: read it, never change it. Idle lets go of it.
+func (e *Entry) Request(t time.Time, size int, clientID string) (*Info, string) {
 	e.requests.Add(1)
 	e.bytesIn.Add(int64(size))
 	e.lastActivity.Store(t.UnixNano())
@@ -298,8 +313,9 @@ func (e *Entry) Request(t time.Time, size int, clientID string) *Info {
 		*info = e.c.Info
 		e.shared = info
 	}
+	clientID = e.c.ClientID
 	e.mu.Unlock()
-	return info
+	return info, clientID
 }
 
 // Idle records that the connection waits, idle, for its next request: the

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,22 +151,40 @@ func TestRegistryForget(t *testing.T) {
 func TestRequestsShareTheDescriptionTheyFound(t *testing.T) {
 	r := connregistry.New(0)
 	e := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
-	first := e.Request(t0, 10, "kgo")
+	request := func() *connregistry.Info {
+		info, _ := e.Request(t0, 10, "kgo")
+		return info
+	}
+	first := request()
 	assert.Equal(t, "User:alice", first.Principal.String())
-	assert.Same(t, first, e.Request(t0, 10, "kgo"), "no change: the same copy")
+	assert.Same(t, first, request(), "no change: the same copy")
 
 	e.Update(func(i *connregistry.Info) { i.Principal = connregistry.Principal{Type: "User", Name: "bob"} })
-	second := e.Request(t0, 10, "kgo")
+	second := request()
 	assert.NotSame(t, first, second)
 	assert.Equal(t, "User:alice", first.Principal.String(), "an earlier request keeps what it found")
 	assert.Equal(t, "User:bob", second.Principal.String())
 	assert.Equal(t, "User:bob", e.Info().Principal.String())
 
 	e.Idle()
-	third := e.Request(t0, 10, "kgo")
+	third := request()
 	assert.NotSame(t, second, third, "a rest lets go of the copy")
 	assert.Equal(t, *second, *third)
-	assert.Same(t, third, e.Request(t0, 10, "kgo"))
+	assert.Same(t, third, request())
+}
+
+// Request returns the entry's copy of the client id, which shares no
+// memory with the caller's (a request frame's, which the server reuses),
+// made once per change of the connection's client id.
+func TestRequestCopiesTheClientID(t *testing.T) {
+	r := connregistry.New(0)
+	e := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
+	frame := []byte("kgo")
+	_, id := e.Request(t0, 10, unsafe.String(&frame[0], len(frame)))
+	copy(frame, "xyz") // the frame's memory, reused
+	assert.Equal(t, "kgo", id)
+	_, again := e.Request(t0, 10, "kgo")
+	assert.Same(t, unsafe.StringData(id), unsafe.StringData(again), "the same client id: the same copy")
 }
 
 // Snapshots taken in a loop while thousands of connections open, change

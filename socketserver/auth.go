@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -41,10 +42,17 @@ const (
 	saslAuthenticateKey = 36
 )
 
-// AuthInfo is what a connection's transport and authentication established,
-// the input of a [PrincipalBuilder].
-type AuthInfo struct {
-	Listener      protocolmap.ListenerName
+// Authentication is what a connection's TLS handshake and SASL exchange
+// established: the input of a [PrincipalBuilder], as Kafka's
+// AuthenticationContext is of its KafkaPrincipalBuilder. It is built once
+// per authentication (and re-authentication), never kept: the
+// connection's description, principal included, is its
+// [connregistry.Info].
+type Authentication struct {
+	Listener         protocolmap.ListenerName
+	SecurityProtocol protocolmap.SecurityProtocol
+	// ClientAddr is the client's address, as connregistry.Info.ClientAddr.
+	ClientAddr    netip.AddrPort
 	TLS           *tls.ConnectionState // nil without TLS
 	SASLMechanism string               // "" without SASL
 	SASLIdentity  string               // the authenticated SASL user name
@@ -53,25 +61,25 @@ type AuthInfo struct {
 // PrincipalBuilder turns what a connection established into its principal,
 // as Kafka's KafkaPrincipalBuilder does. The default, [DefaultPrincipal],
 // is Kafka's DefaultKafkaPrincipalBuilder.
-type PrincipalBuilder func(AuthInfo, *security.PrincipalMapper) (Principal, error)
+type PrincipalBuilder func(Authentication, *security.PrincipalMapper) (connregistry.Principal, error)
 
 // DefaultPrincipal builds Kafka's default principals: User:<SASL identity>
 // after SASL; User:<mapped subject DN> for a TLS client certificate (mapped
 // with ssl.principal.mapping.rules); User:ANONYMOUS otherwise.
-func DefaultPrincipal(info AuthInfo, mapper *security.PrincipalMapper) (Principal, error) {
+func DefaultPrincipal(a Authentication, mapper *security.PrincipalMapper) (connregistry.Principal, error) {
 	switch {
-	case info.SASLMechanism != "":
-		return Principal{Type: "User", Name: info.SASLIdentity}, nil
-	case info.TLS != nil && len(info.TLS.PeerCertificates) > 0:
-		dn := security.SubjectDN(info.TLS.PeerCertificates[0])
+	case a.SASLMechanism != "":
+		return connregistry.Principal{Type: "User", Name: a.SASLIdentity}, nil
+	case a.TLS != nil && len(a.TLS.PeerCertificates) > 0:
+		dn := security.SubjectDN(a.TLS.PeerCertificates[0])
 		if mapper == nil {
-			return Principal{Type: "User", Name: dn}, nil
+			return connregistry.Principal{Type: "User", Name: dn}, nil
 		}
 		name, err := mapper.Name(dn)
 		if err != nil {
-			return Principal{}, fmt.Errorf("failed to map name for '%s' based on SSL principal mapping rules: %w", dn, err)
+			return connregistry.Principal{}, fmt.Errorf("failed to map name for '%s' based on SSL principal mapping rules: %w", dn, err)
 		}
-		return Principal{Type: "User", Name: name}, nil
+		return connregistry.Principal{Type: "User", Name: name}, nil
 	}
 	return connregistry.Anonymous, nil
 }
@@ -247,7 +255,6 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 	if c.draining() { // Shutdown's wake, if it came before the move, is undone by it
 		return errDraining
 	}
-	var info AuthInfo
 	if sec.tls != nil {
 		tc := tls.Server(prefixedConn{c.nc, c.socket()}, sec.tls.config()) // TLS reads what a parked goroutine read first
 		ctx, cancel := context.WithDeadline(c.ctx, deadline)
@@ -266,7 +273,6 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 			c.pre.r = c.nc
 		}
 		state := tc.ConnectionState()
-		info.TLS = &state
 		c.rw = tc
 		c.br.Reset(tc) // nothing is read before the TLS handshake (a PROXY header's leftovers went to restReader)
 
@@ -274,20 +280,19 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 			i.TLSVersion, i.CipherSuite, i.ServerName = state.Version, state.CipherSuite, state.ServerName
 		})
 	}
+	var mechanism, identity string // "" without SASL
 	if len(sec.mechanisms) > 0 {
 		mech, version, err := c.saslHandshake()
 		if err != nil {
 			return err
 		}
 		c.describe(func(i *connregistry.Info) { i.SASLMechanism = mech.Name() }) // for the hooks, should the exchange fail
-		identity, err := c.saslExchange(mech, version, deadline, false)
-		if err != nil {
+		if identity, err = c.saslExchange(mech, version, deadline, false); err != nil {
 			return err
 		}
-		info.SASLMechanism, info.SASLIdentity = mech.Name(), identity
+		mechanism = mech.Name()
 	}
-	info.Listener = ls.cfg.Name
-	p, err := c.p.srv.cfg.PrincipalBuilder(info, sec.mapper)
+	p, err := c.p.srv.cfg.PrincipalBuilder(c.authentication(mechanism, identity), sec.mapper)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
@@ -308,8 +313,8 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 // come in SaslAuthenticate requests, with v0 as raw size-prefixed frames.
 // Frames are limited to sasl.server.max.receive.size. Any other request,
 // and a frame that is not a request, closes the connection without a
-// response after the failed-authentication delay. Each request is logged
-// (HookRequestLogged).
+// response after the failed-authentication delay. Each request is
+// reported (HookRequestDone).
 func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	// The first byte first: a client that leaves before it is a probe
@@ -329,7 +334,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
-		q := logged{h: h, size: len(frame), received: received}
+		q := logged{h: h, size: len(frame), received: received, auth: true}
 		if api.Raw { // left undecoded: not a request of the exchange
 			return nil, 0, c.refuseOwn(&q, fmt.Errorf("%w: Unexpected Kafka request of type %s during SASL handshake.", ErrIllegalSASLState, apiName(h.key)))
 		}
@@ -389,7 +394,7 @@ func (c *conn) answerSASLHandshake(q *logged, req *kmsg.SASLHandshakeRequest) (s
 // principal. On success it returns the authorization id, and the
 // connection's mechanism and session expiry are set.
 func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadline time.Time, reauth bool) (string, error) {
-	server := mech.NewServer(sasl.ConnState{
+	server := mech.NewServer(sasl.Attempt{
 		Listener: c.p.ls.cfg.Name, ClientAddr: c.info().ClientAddr, TLS: c.tlsState(), Reauthentication: reauth,
 	})
 	if cl, ok := server.(io.Closer); ok {
@@ -486,7 +491,7 @@ func (c *conn) saslAuthenticateRequest(q *logged, frame []byte) (*kmsg.SASLAuthe
 	if err != nil {
 		return nil, c.refuse(err)
 	}
-	*q = logged{h: h, size: len(frame), received: received}
+	*q = logged{h: h, size: len(frame), received: received, auth: true}
 	if h.key != saslAuthenticateKey {
 		msg := "Unexpected Kafka request of type " + apiName(h.key) + " during SASL authentication."
 		resp := illegalSASLStateResponse(h, rest, msg)
@@ -531,9 +536,7 @@ func illegalSASLStateResponse(h header, rest []byte, msg string) kmsg.Response {
 // fails it, as Kafka's SaslServerAuthenticator does, if it is not the
 // connection's principal.
 func (c *conn) checkPrincipalUnchanged(mechanism, identity string) error {
-	p, err := c.p.srv.cfg.PrincipalBuilder(AuthInfo{
-		Listener: c.p.ls.cfg.Name, TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
-	}, c.p.ls.sec.mapper)
+	p, err := c.p.srv.cfg.PrincipalBuilder(c.authentication(mechanism, identity), c.p.ls.sec.mapper)
 	if err != nil {
 		return err
 	}
@@ -543,6 +546,16 @@ func (c *conn) checkPrincipalUnchanged(mechanism, identity string) error {
 			"Cannot change principals during re-authentication from %s.%s: %s.%s", old.Type, old.Name, p.Type, p.Name)}
 	}
 	return nil
+}
+
+// authentication is what the connection established, for its
+// PrincipalBuilder: mechanism and identity are "" without SASL.
+func (c *conn) authentication(mechanism, identity string) Authentication {
+	info := c.info()
+	return Authentication{
+		Listener: c.p.ls.cfg.Name, SecurityProtocol: info.SecurityProtocol, ClientAddr: info.ClientAddr,
+		TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
+	}
 }
 
 // tlsState returns the connection's TLS state, or nil without TLS.
@@ -640,8 +653,8 @@ func (c *conn) mayReauthenticate(now time.Time) bool {
 // received after authentication. A SaslHandshake that may start
 // re-authentication (mayReauthenticate) does; otherwise both get
 // ILLEGAL_SASL_STATE (SaslHandshake with no mechanisms) and the connection
-// stays open, as Kafka's KafkaApis answers them. Each request is logged
-// (HookRequestLogged), those of a re-authentication as they are answered.
+// stays open, as Kafka's KafkaApis answers them. Each request is reported
+// (HookRequestDone), those of a re-authentication as they are answered.
 // An error means the connection must close.
 func (c *conn) answerSASLAfterAuthentication(q *logged, req kmsg.Request) error {
 	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && c.mayReauthenticate(q.received) {

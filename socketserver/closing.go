@@ -1,6 +1,8 @@
 package socketserver
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
@@ -38,9 +40,43 @@ func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API
 				r.conn.p.srv.log.Info("connections closed by an operator", "by", r.Conn.Principal, "conn_id", r.Conn.ID,
 					"closed", len(resp.Connections))
 			}
+			if r.conn.p.srv.audit != nil {
+				r.conn.auditConn(AuditConnectionsClosed, func(e *AuditEvent) {
+					e.Filter, e.Count = closeFilterText(req), len(resp.Connections)
+					if resp.ErrorMessage != nil {
+						e.Reason = *resp.ErrorMessage
+					}
+				})
+			}
 			if err := r.Respond(resp); err != nil {
 				_ = r.CloseConnection()
 			}
 		}),
+		own: true,
 	}
+}
+
+// closeFilterText is the filter of req as an audit event gives it:
+// key=value pairs, in the order of the request's fields, the connection
+// ids joined by commas.
+func closeFilterText(req *connregistry.CloseClientConnectionsRequest) string {
+	var b strings.Builder
+	add := func(key string, v *string) {
+		if v == nil {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(key + "=" + *v)
+	}
+	add("principal", req.PrincipalFilter)
+	add("client_address", req.ClientAddressFilter)
+	add("listener", req.ListenerFilter)
+	add("server_name", req.ServerNameFilter)
+	if len(req.ConnectionIDs) > 0 {
+		ids := strings.Join(req.ConnectionIDs, ",")
+		add("connection_ids", &ids)
+	}
+	return b.String()
 }

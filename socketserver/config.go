@@ -37,6 +37,10 @@ const (
 	// work over (a client gives a request up after request.timeout.ms, 30
 	// s), far above a slowloris's byte every few seconds.
 	DefaultRequestMinByteRate = 1024
+	// DefaultConnectionsMaxAgeJitter is kafkanet.connections.max.age.jitter's
+	// default: each connection's maximum age within ±10% of
+	// kafkanet.connections.max.age.ms.
+	DefaultConnectionsMaxAgeJitter = 0.1
 	// ControlPlaneQueueSize is the control plane's fixed request queue
 	// capacity, as in Kafka.
 	ControlPlaneQueueSize = 20
@@ -154,9 +158,10 @@ type Config struct {
 	// DefaultSASLMaxReceiveSize; at most math.MaxInt32.
 	SASLMaxReceiveSize int
 
-	// Quotas are the connection quotas; nil means DefaultQuotas (nothing
-	// limited). config.Server reads them from Kafka's keys.
-	Quotas *Quotas
+	// ConnectionQuotas are the connection quotas; nil means
+	// DefaultConnectionQuotas (nothing limited). config.Server reads them
+	// from Kafka's keys.
+	ConnectionQuotas *ConnectionQuotas
 
 	// Registry receives every connection of the server for listing
 	// (KIP-1329); nil means a new registry remembering
@@ -170,6 +175,11 @@ type Config struct {
 	// authentications. Each hook implements any of the Hook... interfaces
 	// (see [Hook]); one that implements none is an error in New.
 	Hooks []Hook
+	// AuditQueueSize is how many audit events may wait for the HookAudit
+	// hooks before further ones are dropped and counted (see [HookAudit]).
+	// Zero means DefaultAuditQueueSize; negative is an error in New.
+	// Without a HookAudit no queue is made.
+	AuditQueueSize int
 
 	// Listen makes the net.Listener that listener l is served on, as
 	// net/http's Server.Serve takes one: a proxy's listener, an in-memory
@@ -231,6 +241,28 @@ type Config struct {
 	// when it closes, whatever ConnContext returned.
 	ConnContext func(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context
 
+	// ConnectionsMaxAge is kafkanet.connections.max.age.ms, a key of
+	// kafkanet's own: a connection older than this (from its accept, each
+	// connection's age spread by ConnectionsMaxAgeJitter) is closed, with
+	// the reason connregistry.CloseMaxAge, so that clients reconnect and a
+	// load balancer in front spreads them over the instances added since
+	// they came. It is closed between requests: one waiting for a request
+	// (or parked) is closed within a twentieth of the age (at most a
+	// minute) of reaching it; one whose requests keep coming reads no
+	// further request once one it read finds it past its age, and closes
+	// when every request it read has been answered and its response
+	// written, so that nothing it took is lost and the client sends the
+	// rest again on its next connection, as after an idle close. Zero or
+	// negative: no maximum (the default).
+	ConnectionsMaxAge time.Duration
+	// ConnectionsMaxAgeJitter is kafkanet.connections.max.age.jitter: each
+	// connection's maximum age is ConnectionsMaxAge spread by up to this
+	// fraction of it either way (0.1: from 90% to 110%), so that
+	// connections opened together do not all leave together. Zero means
+	// DefaultConnectionsMaxAgeJitter; negative, none; it must be less than
+	// 1.
+	ConnectionsMaxAgeJitter float64
+
 	// ParkAfter is how long an idle connection first waits for its next
 	// request before it parks, giving back its read buffer and all but the
 	// smallest goroutine stack; a connection woken soon after parking
@@ -239,7 +271,7 @@ type Config struct {
 	ParkAfter time.Duration
 
 	// lookupNetIP resolves the host names of
-	// Quotas.MaxConnectionsPerIPOverrides; nil means
+	// ConnectionQuotas.MaxConnectionsPerIPOverrides; nil means
 	// net.DefaultResolver.LookupNetIP. Tests set it.
 	lookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
@@ -326,9 +358,12 @@ func (c Config) withDefaults() Config {
 	if c.SASLMaxReceiveSize == 0 {
 		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
 	}
-	if c.Quotas == nil {
-		q := DefaultQuotas()
-		c.Quotas = &q
+	if c.AuditQueueSize == 0 {
+		c.AuditQueueSize = DefaultAuditQueueSize
+	}
+	if c.ConnectionQuotas == nil {
+		q := DefaultConnectionQuotas()
+		c.ConnectionQuotas = &q
 	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal
@@ -341,6 +376,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ParkAfter == 0 {
 		c.ParkAfter = DefaultParkAfter
+	}
+	if c.ConnectionsMaxAgeJitter == 0 {
+		c.ConnectionsMaxAgeJitter = DefaultConnectionsMaxAgeJitter
 	}
 	if c.lookupNetIP == nil {
 		c.lookupNetIP = net.DefaultResolver.LookupNetIP

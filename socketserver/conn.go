@@ -45,7 +45,7 @@ import (
 //	                     (the peer watcher reads meanwhile once the
 //	                     request is held past peerWatchAfter, and a
 //	                     streamed body has been read), writes,
-//	                     logs it (HookRequestLogged, requestlog.go)
+//	                     reports it (HookRequestDone, requestlog.go)
 //	  mute               a throttled request's connection reads nothing    waitBusy
 //	                     until the throttle has passed (Request.Throttle)
 //	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
@@ -449,7 +449,35 @@ func (c *conn) run(deadline time.Time) {
 		c.authenticationFailed(err)
 		return
 	}
+	if !c.admitPrincipal() {
+		c.end(false)
+		return
+	}
 	c.loop()
+}
+
+// admitPrincipal counts the connection under its principal, now known,
+// against the connection quotas' PrincipalLimits. Over a limit, it logs
+// the refusal (without flooding), sets the close reason and reports
+// false: the connection is closed before any request is read, as Kafka
+// closes one over max.connections.per.ip. Never inlined, as
+// authenticationFailed.
+//
+//go:noinline
+func (c *conn) admitPrincipal() bool {
+	srv := c.p.srv
+	info := c.info()
+	err := srv.quotas.acquirePrincipal(info.Listener, info.Principal, &c.p.ls.anonymous)
+	if err == nil {
+		return true
+	}
+	c.setReason(connregistry.ClosePrincipalLimit)
+	if ok, held := srv.principalRefusals.allow(time.Now()); ok {
+		srv.log.Info("closing connection: its principal already has the configured maximum of connections",
+			"conn_id", info.ID, "listener", info.Listener, "principal", info.Principal, "address", info.ClientAddr,
+			"refused_unlogged", held, "err", err)
+	}
+	return false
 }
 
 // authenticationFailed logs why the connection's authentication failed,
@@ -463,7 +491,7 @@ func (c *conn) authenticationFailed(err error) {
 	if !c.peerLeft(err) && !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
 		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
 	}
-	c.finish()
+	c.end(false)
 }
 
 // loop serves requests until the connection closes, or parks: then a
@@ -492,7 +520,7 @@ func (c *conn) loop() {
 		}
 		if !ok {
 			if c.pipe != nil { // the requests read before the EOF, or the drain, are answered first
-				if !c.draining() {
+				if !c.draining() && !c.aged() {
 					c.cancelReq() // the client has gone, or half-closed: the host may stop
 				}
 				c.pipe.await(1)
@@ -507,7 +535,7 @@ func (c *conn) loop() {
 			}
 		}
 		served, muteUntil := c.serveRequest()
-		if !served {
+		if !served || c.aged() { // an aged connection reads no further request (see Config.ConnectionsMaxAge)
 			c.finish()
 			return
 		}
@@ -577,19 +605,29 @@ func (c *conn) endTurn() {
 	}
 }
 
-// finish ends the connection: it lingers when Shutdown drains it, closes
-// it, stops its peer watcher and gives its read buffer back. When Shutdown
-// drains it, the pipelined requests the host holds are answered first,
-// whatever woke it (the wake may cut a frame short: serveRequest fails).
-func (c *conn) finish() {
+// finish ends a connection that was counted under its principal
+// (admitPrincipal): see end.
+func (c *conn) finish() { c.end(true) }
+
+// end ends the connection: it lingers when Shutdown drains it, or it is
+// closed for its age, closes it, stops its peer watcher, gives its read
+// buffer back and, if counted is true, its principal's count. When
+// Shutdown drains it, or it is closed for its age, the pipelined requests
+// the host holds are answered first, whatever woke it (the wake may cut a
+// frame short: serveRequest fails).
+func (c *conn) end(counted bool) {
 	c.endTurn()
-	if c.pipe != nil && c.draining() {
+	leaving := c.draining() || c.aged()
+	if c.pipe != nil && leaving {
 		c.pipe.await(1) // false once the connection is closed: Close, or Shutdown's deadline
 	}
-	if !c.watchingPeer() && c.draining() {
+	if !c.watchingPeer() && leaving {
 		c.lingerClose()
 	}
 	c.close()
+	if counted {
+		c.p.srv.quotas.releasePrincipal(c.p.ls.cfg.Name, c.info().Principal, &c.p.ls.anonymous) // the principal never changes once counted (re-authentication keeps it)
+	}
 	if c.pipe != nil {
 		c.pipe.close()
 	}
@@ -655,7 +693,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 // it, and answers it or hands it to the host and writes the host's answer.
 // It reports ok false when the connection must close, and when the host
 // throttled the request (Request.Throttle), until when it must stay muted.
-// Every request it decodes is logged once (HookRequestLogged), when it is
+// Every request it decodes is reported once (HookRequestDone), when it is
 // done: the server's own answers where they are written (ownDone), the
 // host's here (hostDone).
 func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
@@ -681,7 +719,10 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
 		return false, time.Time{}
 	}
-	q := logged{h: h, size: size, received: start, peeked: peeked > 0}
+	q := logged{h: h, size: size, received: start}
+	if srv.cfg.ConnectionsMaxAge > 0 && !start.Before(c.ageLimit(info.ConnectedAt)) {
+		c.closeForAge() // this request is served; the loop then closes (aged)
+	}
 	if c.pipe != nil && api.Pipeline == 0 && !c.pipe.await(1) { // answers leave in order: the pipelined ones first
 		return false, time.Time{}
 	}
@@ -715,11 +756,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		// whole request costs the server 5 to 6 µs). Never negative: a
 		// pipelined answer written meanwhile by another goroutine may
 		// record an earlier time.
-		took := max(c.lastActive().Sub(start), 0)
-		c.p.busy.Add(int64(took))
-		for _, hook := range srv.hooks.requestsDone {
-			hook.OnRequestDone(c.p.ls.cfg.Name, h.key, RequestLatency{Total: took})
-		}
+		c.p.busy.Add(int64(max(c.lastActive().Sub(start), 0)))
 		return true, time.Time{}
 	}
 
@@ -911,6 +948,9 @@ func (c *conn) mute(until time.Time) bool {
 	}
 	c.touch(until)
 	c.entry.Throttle(now, until)
+	if c.p.srv.audit != nil {
+		c.auditConn(AuditThrottled, func(e *AuditEvent) { e.Throttle = until.Sub(now) })
+	}
 	if c.peer == nil { // only pipelined requests so far: none waited
 		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
 	}
@@ -932,31 +972,19 @@ func (c *conn) mute(until time.Time) bool {
 // hostDone ends q, a request handed to the host as r, whose answer the
 // connection took up at writeStart with a response of sent bytes (0:
 // none): it counts the write as the processor's busy time, records the
-// activity, and reports the request to the HookRequestDone hooks (unless
-// the connection closes: closed) and the request log.
+// activity (unless the connection closes: closed), and reports the
+// request to the HookRequestDone hooks.
 func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, closed bool) {
 	end := writeStart
 	if sent > 0 {
 		end = time.Now()
 		c.p.busy.Add(int64(end.Sub(writeStart)))
 	}
-	if closed {
-		if c.p.srv.logging() {
-			c.logRequest(q, c.latency(r, q.received, writeStart, end), sent, true)
-		}
-		return
+	if !closed {
+		c.touch(end)
 	}
-	c.touch(end)
-	hooks := &c.p.srv.hooks
-	if !hooks.timed() {
-		return
-	}
-	t := c.latency(r, q.received, writeStart, end)
-	for _, h := range hooks.requestsDone {
-		h.OnRequestDone(c.p.ls.cfg.Name, r.APIKey, t)
-	}
-	if len(hooks.requestLogged) > 0 {
-		c.logRequest(q, t, sent, false)
+	if c.p.srv.hooks.timed() {
+		c.requestDone(q, c.latency(r, q.received, writeStart, end), sent, closed)
 	}
 }
 
@@ -974,7 +1002,7 @@ func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions
 	if err != nil {
 		return h, api, nil, nil, info, err
 	}
-	info = c.entry.Request(received, size, h.clientID)
+	info, h.clientID = c.entry.Request(received, size, h.clientID) // the entry's copy: a HookRequestDone may keep it
 	api, ok := apis.lookup(h.key)
 	if !ok {
 		return h, api, nil, nil, info, ErrUnknownAPI
@@ -1045,7 +1073,7 @@ func (c *conn) answerInServer(q *logged, found *connregistry.Info, api API, body
 // otherwise with the listener's encoded answer, recording the client
 // software (KIP-511) when it differs from found's, the description the
 // request found. Nothing is allocated for a client that sends the same
-// software as before (and no request log hook is set), and the requests
+// software as before, and the requests
 // that follow keep sharing found.
 func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byte) error {
 	apis := c.p.ls.apis
@@ -1542,6 +1570,53 @@ func (c *conn) lingerClose() {
 			return
 		}
 	}
+}
+
+// maxAgeClose is the reason of a connection closed for its age: set
+// before the close, as the connection stops reading requests (aged), and
+// told apart by its address.
+var maxAgeClose = connregistry.CloseMaxAge
+
+// aged reports whether the connection is past its maximum age and must
+// read no further request (Config.ConnectionsMaxAge): its reason is set
+// to maxAgeClose, by its goroutine, when it is found past its age after a
+// request it read, or on a wake of the processor's between requests.
+func (c *conn) aged() bool { return c.reason.Load() == &maxAgeClose }
+
+// ageLimit is when a connection made at connectedAt reaches its maximum
+// age: Config.ConnectionsMaxAge, spread by up to ConnectionsMaxAgeJitter
+// of it either way, by an amount drawn from connectedAt (so that
+// connections do not all leave at once, and the draw needs no field of
+// the connection's).
+func (c *conn) ageLimit(connectedAt time.Time) time.Time {
+	cfg := &c.p.srv.cfg
+	age := cfg.ConnectionsMaxAge
+	if j := cfg.ConnectionsMaxAgeJitter; j > 0 {
+		u := float64(splitmix64(uint64(connectedAt.UnixNano()))>>11) / (1 << 53) // uniform in [0, 1)
+		age += time.Duration(float64(age) * j * (2*u - 1))
+	}
+	return connectedAt.Add(age)
+}
+
+// pastAge reports whether the connection has reached its maximum age at
+// now; false when there is none. It reads the connection's description:
+// the processor's scans and the wakes they cause call it, not each
+// request.
+func (c *conn) pastAge(now time.Time) bool {
+	return c.p.srv.cfg.ConnectionsMaxAge > 0 && !now.Before(c.ageLimit(c.info().ConnectedAt))
+}
+
+// closeForAge marks the connection closed for its age (aged), unless it
+// has a close reason already.
+func (c *conn) closeForAge() { c.reason.CompareAndSwap(nil, &maxAgeClose) }
+
+// splitmix64 is SplitMix64's output function: it spreads x's bits over
+// all of the result's.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // setReason records why the connection closes, unless a reason was given

@@ -55,10 +55,6 @@ var (
 	// header: the request with its raw form and client id (its 480-byte
 	// size class) and its frame (24); 792 bytes before.
 	smallRaw = perRequest{2, 480 + 24}
-	// loggedClientID is what a request log adds to an ApiVersions request
-	// answered in place: the copy of its client id, six bytes that the
-	// runtime packs into 16-byte blocks with others (4 bytes a request).
-	loggedClientID = perRequest{1, 4}
 )
 
 // measurePerRequest measures bc's round trips after warming the server's

@@ -40,7 +40,7 @@ func (s *Server) Listeners() *listener.Set {
 // mechanisms that are a sasl.Service are started, within ctx, and closed
 // when it is removed or the server stops; then it is bound (Config.Listen,
 // within ctx) and serves. The connection quotas count it as any other:
-// Config.Quotas (or [Server.SetQuotas]) may hold its
+// Config.ConnectionQuotas (or [Server.SetConnectionQuotas]) may hold its
 // ListenerMaxConnections and ListenerMaxConnectionCreationRate entries
 // before it is added, and max.connections counts its connections with
 // every other listener's. Errors name the listener and wrap the rule's

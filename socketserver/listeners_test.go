@@ -26,6 +26,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -50,14 +51,14 @@ func requireTool(t *testing.T, name, install string) string {
 
 // settledBaseline takes a goroutine baseline once the count has stopped
 // changing: a server's Serve workers start on a goroutine of their own.
-func settledBaseline(t *testing.T) socketservertest.GoroutineBaseline {
+func settledBaseline(t *testing.T) testkit.GoroutineBaseline {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for n := runtime.NumGoroutine(); ; {
 		time.Sleep(50 * time.Millisecond)
 		m := runtime.NumGoroutine()
 		if m == n || time.Now().After(deadline) {
-			return socketservertest.TakeGoroutineBaseline()
+			return testkit.TakeGoroutineBaseline()
 		}
 		n = m
 	}
@@ -452,7 +453,7 @@ func TestListenerChangeErrors(t *testing.T) {
 
 // max.connections stays one broker-wide quota: a listener added at run
 // time counts its connections with the others', and its own
-// listener.name.<l>.max.connections (set with SetQuotas before it is
+// listener.name.<l>.max.connections (set with SetConnectionQuotas before it is
 // added) applies to it. Adding a listener also gives the inter-broker
 // listener its protection (it is exempt from the broker-wide limit once
 // the server has more than one listener, as in Kafka), and removing it
@@ -483,10 +484,10 @@ func TestAddedListenerQuotas(t *testing.T) {
 	p1 := dialRaw(t, srv, "PLAINTEXT")
 	p1.roundTrip(kmsg.NewPtrApiVersionsRequest())
 
-	q := socketserver.DefaultQuotas()
+	q := socketserver.DefaultConnectionQuotas()
 	q.MaxConnections = 2
 	q.ListenerMaxConnections = map[protocolmap.ListenerName]int{"EXTRA": 1}
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	l := listener.EndPoint{Name: "EXTRA", Host: "127.0.0.1", SecurityProtocol: protocolmap.Plaintext}
 	require.NoError(t, srv.AddListener(context.Background(), listener.Listener{Name: "EXTRA", SecurityProtocol: protocolmap.Plaintext, Bind: l, Advertised: l}, nil))
 
@@ -500,7 +501,7 @@ func TestAddedListenerQuotas(t *testing.T) {
 	// with EXTRA's own limit raised, its second connection waits on, for
 	// max.connections, until PLAINTEXT's closes.
 	q.ListenerMaxConnections["EXTRA"] = 5
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	time.Sleep(300 * time.Millisecond)
 	assert.Equal(t, map[protocolmap.ListenerName]int{"PLAINTEXT": 1, "EXTRA": 1}, counts(), "EXTRA's second connection waits for a broker-wide slot")
 	p1.c.Close()
@@ -520,7 +521,7 @@ func TestAddedListenerQuotas(t *testing.T) {
 
 	// Alone again, PLAINTEXT is limited like any listener.
 	q.MaxConnections = 1
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	p3 := dialRaw(t, srv, "PLAINTEXT")
 	waits(p3, "without another listener, the inter-broker listener is not protected")
 	p2.c.Close()
@@ -784,7 +785,7 @@ func TestRemoveListenerFromItsOwnGoroutine(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			var srv atomic.Pointer[socketserver.Server]
 			removed := make(chan error, 1)
 			remove := func() {

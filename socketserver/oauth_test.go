@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -301,7 +302,7 @@ func TestOAuthBearerKeyRotation(t *testing.T) {
 	is.AddKey(t, "k2", "ES256")
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: is.Sign(t, "k2", kafkaClaims(is, "bob", time.Hour))}.AsMechanism()))
 	require.NoError(t, kgoMetadata(cl))
-	assert.Equal(t, socketserver.Principal{Type: "User", Name: "bob"}, recv(t, seen).Conn.Principal)
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: "bob"}, recv(t, seen).Conn.Principal)
 	assert.EqualValues(t, 2, is.Fetches(), "one refresh, for the new kid")
 }
 
@@ -330,7 +331,7 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 	tok := oauthbearertest.UnsecuredToken(map[string]any{"user": "carol", "exp": float64(time.Now().Add(time.Hour).UnixMilli()) / 1000})
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()))
 	require.NoError(t, kgoMetadata(cl))
-	assert.Equal(t, socketserver.Principal{Type: "User", Name: "carol"}, recv(t, seen).Conn.Principal)
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: "carol"}, recv(t, seen).Conn.Principal)
 }
 
 // ListClientConnections (KIP-1329) lists an OAUTHBEARER connection with
@@ -502,7 +503,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 // fails, binding nothing, when the key set cannot be read) and ends when
 // the server stops. No goroutine is left.
 func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	is := newOAuthIssuer(t)
 	https := is.Serve(t)
 	ca := filepath.Join(t.TempDir(), "idp-ca.pem")

@@ -152,6 +152,9 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 	case !isDeadline(err):
 		c.readFailed(err)
 		return false, false
+	case c.pastAge(time.Now()): // woken by the processor's age scan, or idle long enough to park: it closes instead
+		c.closeForAge()
+		return false, false
 	}
 	c.stopPeerWatcher()
 	c.p.srv.putReadBuf(c.br)
@@ -206,8 +209,14 @@ func (c *conn) parked() {
 // it again on a fresh goroutine when the processor asked (askToRepark)
 // and no byte had arrived.
 func (c *conn) unpark(n int, err error) {
-	if c.parkEnd() { // the processor asked (askToRepark)
+	if c.parkEnd() { // the processor asked (askToRepark, or its age scan)
 		if n == 0 && isDeadline(err) && !c.draining() {
+			if c.pastAge(time.Now()) {
+				c.p.srv.parked.Add(-1)
+				c.closeForAge()
+				c.finish()
+				return
+			}
 			c.goPark()
 			return
 		}

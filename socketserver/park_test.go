@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -70,7 +71,7 @@ func TestIdleConnectionsPark(t *testing.T) {
 		{"after Metadata", func(t testing.TB, c net.Conn, corr int32) { metadataRoundTrip(t, c, 12, corr) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
 			const n = 20
 			conns := openParked(t, srv, n, tc.last)
@@ -169,7 +170,7 @@ func TestParkedConnectionsClose(t *testing.T) {
 	})
 
 	t.Run("shutdown", func(t *testing.T) {
-		base := socketservertest.TakeGoroutineBaseline()
+		base := testkit.TakeGoroutineBaseline()
 		srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
 		const n = 10
 		conns := openParked(t, srv, n, func(t testing.TB, c net.Conn, corr int32) { metadataRoundTrip(t, c, 12, corr) })

@@ -30,6 +30,8 @@ type processor struct {
 	index   int32                 // next connection index; wraps to 0 after MaxInt32
 
 	busy atomic.Int64 // nanoseconds its connections spent decoding, queueing and writing
+
+	ageScanned time.Time // when expireIdle last looked for connections past their maximum age (the processor's goroutine's)
 }
 
 func newProcessor(s *Server, ls *listenerState, id int) *processor {
@@ -49,6 +51,9 @@ func (p *processor) run() {
 	}
 	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
 		every = min(max(idle/4, 5*time.Millisecond), every)
+	}
+	if age := p.srv.cfg.ConnectionsMaxAge; age > 0 {
+		every = min(max(ageScanEvery(age), 5*time.Millisecond), every)
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -376,9 +381,18 @@ func (p *processor) expireIdle(now time.Time) {
 	if p.srv.parked.Load() > 0 {
 		stack = startingStack()
 	}
-	var expired, idle, repark []*conn
+	var expired, idle, repark, waiting []*conn
+	scanAge := false
+	if age := p.srv.cfg.ConnectionsMaxAge; age > 0 && now.Sub(p.ageScanned) >= ageScanEvery(age) {
+		p.ageScanned, scanAge = now, true
+	}
 	p.mu.Lock()
 	for c := range p.conns {
+		if scanAge {
+			if w := c.wait.Load(); w == waitAwaiting || w == waitParked {
+				waiting = append(waiting, c)
+			}
+		}
 		switch since := now.Sub(c.lastActive()); {
 		case limit > 0 && since > limit:
 			expired = append(expired, c)
@@ -405,7 +419,20 @@ func (p *processor) expireIdle(now time.Time) {
 	for _, c := range repark {
 		c.askToRepark(stack)
 	}
+	// A connection past its maximum age that waits for a request is woken
+	// as to park: its goroutine then closes it (parkRequested, unpark),
+	// unless a request has begun to arrive, which it serves first.
+	for _, c := range waiting {
+		if c.pastAge(now) && !c.wakeReader(wakeToPark) {
+			c.wakeReader(wakeToRepark)
+		}
+	}
 }
+
+// ageScanEvery is how often a processor looks for waiting connections past
+// their maximum age: a twentieth of the age, at most a minute (and no
+// more often than its tick).
+func ageScanEvery(age time.Duration) time.Duration { return min(age/20, time.Minute) }
 
 // reparkPerTick bounds the connections a processor parks again in one
 // tick, so that a fall in the runtime's starting stack with many

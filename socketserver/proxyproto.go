@@ -481,7 +481,7 @@ func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, dea
 		client = h.source
 	}
 	if hold, err := srv.quotas.acquireIP(ls.cfg.Name, client.Addr()); err != nil {
-		srv.connRejected(ls, client.Addr(), err, hold) // the quota gave the listener's slot back
+		srv.connRejected(ls, client, sock, err, hold) // the quota gave the listener's slot back
 		if hold > 0 {
 			t := time.NewTimer(hold)
 			select {
@@ -522,6 +522,11 @@ func (p *processor) refuseProxied(c *conn, sock netip.AddrPort, accepted time.Ti
 	srv.log.Info("refused connection: PROXY protocol", "listener", l, "address", sock, "err", err)
 	for _, h := range srv.hooks.proxyRefused {
 		h.OnProxyRefused(l, sock, err)
+	}
+	if errors.Is(err, ErrProxyUntrusted) { // the peer is the client
+		srv.auditRefused(p.ls, sock, netip.AddrPort{}, err, 0)
+	} else { // a trusted balancer's bad header: the client is unknown
+		srv.auditRefused(p.ls, netip.AddrPort{}, sock, err, 0)
 	}
 	info := p.newInfo(c.nc.LocalAddr(), c.nc.RemoteAddr(), sock)
 	info.ConnectedAt = accepted

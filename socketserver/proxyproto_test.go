@@ -21,6 +21,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -303,7 +304,7 @@ func TestProxyProtocolRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &proxyRecorder{}
-			var logs socketservertest.SyncBuffer
+			var logs testkit.SyncBuffer
 			srv := proxyServer(t, rec, listener.Properties{
 				config.KeyProxyProtocolTrustedNetworks: tc.trusted,
 				"kafkanet.handshake.timeout.ms":        "300",

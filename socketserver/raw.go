@@ -73,6 +73,9 @@ const produceKey = 0
 // that arrives slower is closed at the limit, failing the host's read,
 // with the reason connregistry.SlowRequest. The host may tighten this
 // with SetReadDeadline, never loosen it.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 type RawRequest struct {
 	frame   []byte // the header, then the body's bytes read with it: the whole body, or a streamed body's first bytes
 	tagsAt  int    // where the header's tagged fields begin; hdrLen when the header has none
@@ -616,6 +619,9 @@ func (r *Request) rawAnswer() *rawAnswer {
 // given after this one has been written). For a decoded request it allocates a little; for a raw
 // one nothing. It returns an error, and leaves the request unanswered,
 // for a body over 2 GiB.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 func (r *Request) RespondRaw(body ...[]byte) error {
 	var size int64
 	for _, b := range body {
@@ -676,6 +682,9 @@ func (r *Request) RespondRaw(body ...[]byte) error {
 // every request, even after the close). It returns an error, and leaves the request unanswered, for a
 // decoded request (answer it with RespondRaw), a nil src, or n negative
 // or over 2 GiB.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 func (r *Request) RespondRawFrom(src io.Reader, n int64) error {
 	rr := r.Raw
 	switch {

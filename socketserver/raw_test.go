@@ -395,7 +395,8 @@ func TestRespondRawToDecodedRequests(t *testing.T) {
 }
 
 // New refuses what cannot be served raw: the APIs the server answers
-// itself, its own ListClientConnections handler, a key nothing says the
+// itself, its own ListClientConnections and CloseClientConnections
+// handlers, a key nothing says the
 // flexible versions of, and a stream threshold without Raw or below 0. A
 // key kmsg does not know is served raw with New's request type.
 func TestRawAPIConfig(t *testing.T) {
@@ -409,6 +410,7 @@ func TestRawAPIConfig(t *testing.T) {
 		{"SaslHandshake", socketserver.API{Key: 17, MaxVersion: 1, Raw: true}, "cannot be served raw"},
 		{"SaslAuthenticate", socketserver.API{Key: 36, MaxVersion: 2, Raw: true}, "cannot be served raw"},
 		{"ListClientConnections", socketserver.Raw(lc)[0], "ListClientConnectionsAPI cannot be served raw"},
+		{"CloseClientConnections", socketserver.Raw(socketserver.CloseClientConnectionsAPI(1093, nil))[0], "CloseClientConnectionsAPI cannot be served raw"},
 		{"a key kmsg does not know", socketserver.API{Key: 9999, MaxVersion: 1, Raw: true}, "kmsg does not know"},
 		{"StreamAbove without Raw", func() socketserver.API {
 			a := socketserver.KmsgAPI(kmsg.Produce, 3, 12)
@@ -467,7 +469,7 @@ func TestRawVersionKmsgDoesNotKnow(t *testing.T) {
 // authenticating closes the connection, as any request the SASL exchange
 // does not allow. After it, raw requests carry the principal.
 func TestRawSASL(t *testing.T) {
-	seen := make(chan socketserver.Principal, 1)
+	seen := make(chan connregistry.Principal, 1)
 	srv := socketservertest.NewServer(t, saslProps(nil), func(c *socketserver.Config) {
 		c.APIs = rawAPIs(0)
 		c.Credentials = newUsers(t)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -169,17 +170,24 @@ func TestKeySetterGetsFrameKey(t *testing.T) {
 }
 
 // A host-supplied PrincipalBuilder decides the principal of each
-// connection; the default one's rules no longer apply.
+// connection; the default one's rules no longer apply. It is given what
+// the connection established, as Kafka's AuthenticationContext: listener,
+// security protocol, client address, and the SASL mechanism and identity.
 func TestCustomPrincipalBuilder(t *testing.T) {
 	seen := make(chan *socketserver.Request, 1)
+	built := make(chan socketserver.Authentication, 1)
 	srv := socketservertest.NewServer(t, listener.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
 		"security.inter.broker.protocol": "SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "SCRAM-SHA-256",
 	}, func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
-		c.PrincipalBuilder = func(info socketserver.AuthInfo, _ *security.PrincipalMapper) (socketserver.Principal, error) {
-			return socketserver.Principal{Type: "Service", Name: info.SASLIdentity + "@" + string(info.Listener)}, nil
+		c.PrincipalBuilder = func(info socketserver.Authentication, _ *security.PrincipalMapper) (connregistry.Principal, error) {
+			select {
+			case built <- info:
+			default:
+			}
+			return connregistry.Principal{Type: "Service", Name: info.SASLIdentity + "@" + string(info.Listener)}, nil
 		}
 	}, queueHandler(seen))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("SASL_PLAINTEXT").String()),
@@ -192,9 +200,15 @@ func TestCustomPrincipalBuilder(t *testing.T) {
 		_, _ = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	}()
 	r := recv(t, seen)
-	assert.Equal(t, socketserver.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, r.Conn.Principal)
+	assert.Equal(t, connregistry.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, r.Conn.Principal)
 	require.NoError(t, respondEmpty(r))
 	list := srv.Registry().Snapshot(connregistry.Filter{})
 	require.NotEmpty(t, list)
 	assert.Equal(t, connregistry.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, list[0].Principal)
+	a := <-built
+	assert.Equal(t, protocolmap.SASLPlaintext, a.SecurityProtocol)
+	assert.Equal(t, list[0].ClientAddr, a.ClientAddr)
+	assert.True(t, a.ClientAddr.IsValid())
+	assert.Equal(t, "SCRAM-SHA-256", a.SASLMechanism)
+	assert.Nil(t, a.TLS)
 }

@@ -64,24 +64,28 @@ type Server struct {
 	removing map[protocolmap.ListenerName]*listenerState
 
 	hooks        hooks
+	audit        *auditor      // the audit queue; nil without a HookAudit
 	startedAt    atomic.Int64  // when Start succeeded: nanoseconds since epoch; 0 before
 	draining     atomic.Bool   // Shutdown began: finish requests in flight, read no more
 	drainStarted chan struct{} // closed by Shutdown once draining is set: wakes muted connections (conn.mute)
 	drainOnce    sync.Once
 	epoch        time.Time // with a monotonic reading: connections' activity is kept relative to it
 	quotas       *connectionQuotas
-	registry     *connregistry.Registry
-	quit         chan struct{} // closed by Close: stop everything now
-	closeOnce    sync.Once
-	conns        sync.WaitGroup // connection goroutines
-	workers      sync.WaitGroup // acceptors and processors
-	done         chan struct{}  // closed when every goroutine has ended
-	writeBufs    sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
-	readBufs     sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
-	parked       atomic.Int64   // connections parked now
+	// principalRefusals logs the connections closed over their principal's
+	// limit without flooding (admitPrincipal).
+	principalRefusals logLimiter
+	registry          *connregistry.Registry
+	quit              chan struct{} // closed by Close: stop everything now
+	closeOnce         sync.Once
+	conns             sync.WaitGroup // connection goroutines
+	workers           sync.WaitGroup // acceptors and processors
+	done              chan struct{}  // closed when every goroutine has ended
+	writeBufs         sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
+	readBufs          sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
+	parked            atomic.Int64   // connections parked now
 
-	requestLogs sync.Pool // of *RequestLog: lent to the request log hooks for one call (conn.logRequest)
-	pipeEntries sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
+	requestsDone sync.Pool // of *RequestDone: lent to the HookRequestDone hooks for one call (conn.requestDone)
+	pipeEntries  sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
 }
 
 // readBuf lends a read buffer over r.
@@ -149,6 +153,9 @@ type listenerState struct {
 	workers      sync.WaitGroup // its acceptor, processors and held connections (Server.admit), also in Server.workers
 
 	probes atomic.Int64 // probes closed (Stats.ProbesClosed)
+	// anonymous counts its connections of User:ANONYMOUS, for
+	// ListenerMaxConnectionsPerPrincipal (connectionQuotas.acquirePrincipal).
+	anonymous atomic.Int64
 }
 
 // New validates cfg, including cfg.Listeners with the rules of
@@ -174,18 +181,24 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("socketserver: QueuedMaxRequestBytes (%d) must be at least RequestMaxBytes (%d), or 0 for no limit",
 			cfg.QueuedMaxRequestBytes, cfg.RequestMaxBytes)
 	}
-	if err := cfg.Quotas.validate(); err != nil {
+	if j := cfg.ConnectionsMaxAgeJitter; j >= 1 || j != j {
+		return nil, fmt.Errorf("socketserver: ConnectionsMaxAgeJitter (%v) must be less than 1", j)
+	}
+	if err := cfg.ConnectionQuotas.validate(); err != nil {
 		return nil, err
 	}
 	h, err := newHooks(cfg.Hooks)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
+	if cfg.AuditQueueSize < 0 {
+		return nil, fmt.Errorf("socketserver: AuditQueueSize (%d) must not be negative", cfg.AuditQueueSize)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, audit: newAuditor(h.audit, cfg.AuditQueueSize), registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
-	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.All))
+	s.quotas = newConnectionQuotas(*cfg.ConnectionQuotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.All))
 	s.queues[protocolmap.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	s.inline[protocolmap.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
 	s.turns[protocolmap.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
@@ -267,6 +280,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.startedAt.Store(max(int64(time.Since(s.epoch)), 1))
+	if s.audit != nil {
+		s.audit.start()
+	}
 	for _, ls := range s.listeners {
 		s.serveListener(ls)
 	}
@@ -280,6 +296,9 @@ func (s *Server) Start(ctx context.Context) error {
 		// drain (a worker) has closed its own.
 		closeServices(s.serving(), s.log)
 		s.closeQueues()
+		if s.audit != nil { // delivered all already, after Shutdown
+			s.audit.stop()
+		}
 		close(s.done)
 	}()
 	return nil
@@ -535,13 +554,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.conns.Wait(); close(idle) }()
 	select {
 	case <-idle:
-		s.Close()
-		<-s.done
-		return nil
 	case <-ctx.Done():
 		s.Close()
 		return ctx.Err()
 	}
+	if s.audit != nil && !s.audit.drain(ctx.Done()) { // every connection has recorded its last event
+		s.Close()
+		return ctx.Err()
+	}
+	s.Close()
+	<-s.done
+	return nil
 }
 
 // Close stops the server at once: listeners and connections close, and
@@ -559,6 +582,9 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		if !started {
 			s.closeQueues()
+			if s.audit != nil { // events the host recorded: never delivered
+				s.audit.stop()
+			}
 			close(s.done)
 			return
 		}
@@ -652,10 +678,10 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 		}
 		return true
 	case errors.Is(err, ErrTooManyConnections):
-		s.connRejected(ls, ip, err, 0)
+		s.connRejected(ls, addrPort(nc.RemoteAddr()), netip.AddrPort{}, err, 0)
 		nc.Close()
 	case errors.Is(err, ErrConnectionThrottled):
-		s.connRejected(ls, ip, err, res.ipHold)
+		s.connRejected(ls, addrPort(nc.RemoteAddr()), netip.AddrPort{}, err, res.ipHold)
 		s.goWorker(ls, func() { // the acceptor is a worker, so the groups cannot be waited to zero here
 			t := time.NewTimer(res.ipHold)
 			defer t.Stop()
@@ -672,10 +698,12 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 	return false
 }
 
-// connRejected logs and reports a connection from ip that a per-address
-// quota closed (err wraps ErrTooManyConnections, or
-// ErrConnectionThrottled after hold).
-func (s *Server) connRejected(ls *listenerState, ip netip.Addr, err error, hold time.Duration) {
+// connRejected logs, reports and audits a connection from client (through
+// the load balancer at proxy, on a PROXY listener) that a per-address quota
+// closed (err wraps ErrTooManyConnections, or ErrConnectionThrottled after
+// hold).
+func (s *Server) connRejected(ls *listenerState, client, proxy netip.AddrPort, err error, hold time.Duration) {
+	ip := client.Addr()
 	if errors.Is(err, ErrConnectionThrottled) {
 		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
 			"listener", ls.cfg.Name, "address", ip, "delay", hold, "err", err)
@@ -686,6 +714,7 @@ func (s *Server) connRejected(ls *listenerState, ip netip.Addr, err error, hold 
 	for _, h := range s.hooks.connRejected {
 		h.OnConnRejected(ls.cfg.Name, ip, err, hold)
 	}
+	s.auditRefused(ls, client, proxy, err, hold)
 }
 
 // acceptAddr is the address the acceptor counts nc under: its peer's, or
@@ -705,11 +734,11 @@ func (s *Server) discard(ls *listenerState, nc net.Conn) {
 	s.quotas.release(ls.cfg.Name, ls.acceptAddr(nc))
 }
 
-// SetQuotas changes the connection quotas while the server runs, as Kafka
+// SetConnectionQuotas changes the connection quotas while the server runs, as Kafka
 // reconfigures them dynamically: a raised limit lets waiting acceptors go
 // on; a lowered one applies to new connections. Host names in the per-IP
-// overrides are resolved now, within ctx (see [Quotas]).
-func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
+// overrides are resolved now, within ctx (see [ConnectionQuotas]).
+func (s *Server) SetConnectionQuotas(ctx context.Context, q ConnectionQuotas) error {
 	if err := q.validate(); err != nil {
 		return err
 	}

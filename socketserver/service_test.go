@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -35,7 +36,7 @@ type serviceMechanism struct {
 	inFlight int
 }
 
-func (m *serviceMechanism) NewServer(c sasl.ConnState) sasl.Server {
+func (m *serviceMechanism) NewServer(c sasl.Attempt) sasl.Server {
 	return &trackedServer{Server: m.tokenMechanism.NewServer(c), m: m}
 }
 
@@ -99,7 +100,7 @@ func (m *serviceMechanism) Calls() []string {
 // connection: nothing it started outlives the server. New and a server
 // that never starts call neither.
 func TestMechanismServiceLifecycle(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	logs, logger := newLogCapture()
 	m := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
 	props := saslProps(listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY", "connection.failed.authentication.delay.ms": "0"})
@@ -145,7 +146,7 @@ func TestMechanismServiceLifecycle(t *testing.T) {
 // listener and mechanism, binds nothing, and closes the mechanisms it
 // had started; so does a listener that fails to bind.
 func TestMechanismServiceStartFailure(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	good := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
 	bad := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY"), startErr: errors.New("the key server is down")}
 	port := freePort(t)

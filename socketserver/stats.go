@@ -58,6 +58,10 @@ type Stats struct {
 	// MemoryPoolUsed and, as a running total, the time the pool has been
 	// spent (MemoryPoolDepletedTimeTotal). Empty without a limit.
 	RequestMemory map[protocolmap.Plane]RequestMemory
+	// AuditDropped is how many audit events have been dropped since New
+	// because the audit queue was full (see [HookAudit]); 0 without a
+	// HookAudit.
+	AuditDropped int64
 }
 
 // RequestMemory is one plane's request memory pool (see
@@ -105,6 +109,9 @@ func (s *Server) Stats() Stats {
 		ProcessorBusy:     map[int]time.Duration{},
 		ParkedConnections: int(s.parked.Load()),
 		ProbesClosed:      map[protocolmap.ListenerName]int64{},
+	}
+	if s.audit != nil {
+		st.AuditDropped = s.audit.dropped.Load()
 	}
 	if started := s.startedAt.Load(); started > 0 {
 		st.Started = s.epoch.Add(time.Duration(started))

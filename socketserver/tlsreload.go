@@ -138,7 +138,7 @@ func (t *listenerTLS) check(ls *listenerState, cfg *tls.Config, settings securit
 // A TLS listener that cfg does not configure with TLS (it is missing from
 // cfg.PerListener, or speaks another protocol there: a change of
 // listeners, which this method does not make) keeps its configuration.
-// Nothing else of cfg is applied: [Server.SetQuotas] applies its quotas.
+// Nothing else of cfg is applied: [Server.SetConnectionQuotas] applies its quotas.
 func (s *Server) ReloadTLSFrom(cfg Config) error {
 	type change struct {
 		ls       *listenerState

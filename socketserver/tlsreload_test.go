@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -118,7 +119,7 @@ func sslProps(p *testPKI, extra listener.Properties) listener.Properties {
 // the key.
 func TestReloadTLS(t *testing.T) {
 	pki := newTestPKI(t)
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	srv := socketservertest.NewServer(t, sslProps(pki, nil), func(c *socketserver.Config) {
 		withAPIs(c)
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))

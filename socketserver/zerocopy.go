@@ -30,7 +30,7 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) (int, error) {
 	*buf = seg.buf
 	defer c.p.srv.putWriteBuf(buf)
 	if seg.size-4 > math.MaxInt32 {
-		return 0, fmt.Errorf("%w: a response of %d bytes", ErrRecords, seg.size-4)
+		return 0, fmt.Errorf("%w: a response of %d bytes", ErrFetchRecords, seg.size-4)
 	}
 	binary.BigEndian.PutUint32(seg.buf, uint32(seg.size-4))
 	c.moveWriteDeadline()
@@ -113,7 +113,7 @@ func writeSegmentsCopying(w io.Writer, seg segmented) error {
 			return err
 		}
 		if n < r.Length {
-			return fmt.Errorf("%w: the file section at %d holds %d of its %d bytes", ErrRecords, r.Offset, n, r.Length)
+			return fmt.Errorf("%w: the file section at %d holds %d of its %d bytes", ErrFetchRecords, r.Offset, n, r.Length)
 		}
 	}
 	if _, err := bw.Write(seg.buf[prev:]); err != nil {

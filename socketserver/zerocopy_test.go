@@ -60,17 +60,17 @@ func fetchAnswer(req *kmsg.FetchRequest, fx *fetchFixture, mode string) kmsg.Res
 		t.Partitions = append(t.Partitions, p)
 		resp.Topics = append(resp.Topics, t)
 	}
-	var recs socketserver.Records
+	var recs socketserver.FetchRecords
 	switch mode {
 	case "kmsg":
 		resp.Topics[0].Partitions[0].RecordBatches = fx.joined
 		return resp
 	case "memory":
-		recs = socketserver.Records{Batches: fx.batches}
+		recs = socketserver.FetchRecords{Batches: fx.batches}
 	case "file":
-		recs = socketserver.Records{File: fx.file, Offset: int64(len("HEADER")), Length: int64(len(fx.joined))}
+		recs = socketserver.FetchRecords{File: fx.file, Offset: int64(len("HEADER")), Length: int64(len(fx.joined))}
 	}
-	return &socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.Records{{recs}}}
+	return &socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.FetchRecords{{recs}}}
 }
 
 // A Fetch answered with records by reference, from memory (writev) or a
@@ -172,14 +172,14 @@ func TestFetchRecordsMismatchRefused(t *testing.T) {
 	got := make(chan error, 1)
 	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = allAPIs() },
 		socketserver.HandlerFunc(func(r *socketserver.Request) {
-			got <- r.Respond(&socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.Records{{{Batches: [][]byte{{1}}}}}})
+			got <- r.Respond(&socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.FetchRecords{{{Batches: [][]byte{{1}}}}}})
 			_ = r.Respond(kmsg.NewPtrFetchResponse())
 		}))
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
 	send(t, c, req, 1)
-	require.ErrorIs(t, <-got, socketserver.ErrRecords)
+	require.ErrorIs(t, <-got, socketserver.ErrFetchRecords)
 	r := kmsg.NewPtrFetchResponse()
 	r.Version = 12
 	readResponse(t, c, r, 1)

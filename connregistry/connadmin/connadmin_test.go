@@ -15,7 +15,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
 // addr is a record's client address and port as net.Conn.LocalAddr
@@ -57,7 +57,7 @@ func TestListEveryBroker(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	start := time.Now()
 	_, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
-	anonDialer := &socketservertest.RecordingDialer{}
+	anonDialer := &testkit.RecordingDialer{}
 	anon := newClient(t, c.Brokers[1].Plain, kgo.Dialer(anonDialer.Dial), kgo.ConnIdleTimeout(time.Minute))
 	_, err := anon.SeedBrokers()[0].Request(ctxTimeout(t, 10*time.Second), newMetadata())
 	require.NoError(t, err)

@@ -383,6 +383,9 @@ func (b *broker) alterClientQuotas(r *socketserver.Request, req *kmsg.AlterClien
 		if err == nil {
 			err = checkOps(entry.Ops)
 		}
+		if !req.ValidateOnly {
+			b.auditQuotaChange(r, entry, err)
+		}
 		if err == nil && !req.ValidateOnly {
 			for _, broker := range b.c.brokers {
 				for _, op := range entry.Ops {
@@ -405,6 +408,28 @@ func (b *broker) alterClientQuotas(r *socketserver.Request, req *kmsg.AlterClien
 		resp.Entries = append(resp.Entries, re)
 	}
 	return resp
+}
+
+// auditQuotaChange records an AlterClientQuotas entry in the audit trail
+// (-audit-log): who changed which entity's quotas how, or was refused
+// (err).
+func (b *broker) auditQuotaChange(r *socketserver.Request, entry kmsg.AlterClientQuotasRequestEntry, err error) {
+	var parts []string
+	for _, p := range entry.Entity {
+		name := "<default>"
+		if p.Name != nil {
+			name = *p.Name
+		}
+		parts = append(parts, p.Type+"="+name)
+	}
+	e := socketserver.AuditEvent{
+		Kind: socketserver.AuditHostAction, Action: "alter-client-quotas", Detail: strings.Join(parts, ",") + " " + opsString(entry.Ops),
+		Listener: r.Conn.Listener, ConnID: r.Conn.ID, ClientAddr: r.Conn.ClientAddr, ProxyAddr: r.Conn.ProxyAddr, Principal: r.Conn.Principal.String(),
+	}
+	if err != nil {
+		e.Reason = err.Error()
+	}
+	b.srv.Audit(e)
 }
 
 // alterEntity reads an AlterClientQuotas entity: user and client-id parts,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
@@ -294,6 +295,8 @@ type cluster struct {
 	// reload reaches every broker at once.
 	users     *security.JAASUsers
 	reloading sync.Mutex // one reload at a time
+	// audit writes each broker's audit trail (-audit-log); nil: none.
+	audit *auditlog.Writer
 	// watcher reloads the TLS listeners when their PEM files change (see
 	// watchTLS); nil when it does not run.
 	watcher *security.TLSWatcher
@@ -321,12 +324,19 @@ type broker struct {
 	quotas *quota.Manager
 }
 
+// clusterOption sets an optional part of a cluster before its brokers
+// start.
+type clusterOption func(*cluster)
+
+// withAuditLog writes the brokers' audit trail to w.
+func withAuditLog(w *auditlog.Writer) clusterOption { return func(c *cluster) { c.audit = w } }
+
 // startCluster starts n brokers that share one in-memory state. Broker 0
 // uses props as they are; broker i moves every port by i*portStep and has
 // node id node.id+i. Each logs to logger, with the request log when it
 // logs at debug level, and traces and measures with tel (nil: not). It
 // returns once every listener of every broker is bound and served.
-func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger, tel *otelenv.Telemetry) (*cluster, error) {
+func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger, tel *otelenv.Telemetry, opts ...clusterOption) (*cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("want at least 1 broker, not %d", n)
 	}
@@ -349,6 +359,9 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	c := &cluster{
 		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger, tel: tel,
 		users: set.users, ready: make(chan struct{}), stopping: make(chan struct{}), serveCtx: serveCtx, cancel: cancel,
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.groups = newCoordinator(set.groups, c.state, logger, c.stopping)
@@ -401,6 +414,9 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) 
 	scfg.Hooks = append(scfg.Hooks, metrics)
 	scfg.Hooks = append(scfg.Hooks, otel.Hooks()...)
 	scfg.Hooks = append(scfg.Hooks, loglevel.RequestLog(scfg.Logger)...)
+	if c.audit != nil {
+		scfg.Hooks = append(scfg.Hooks, c.audit.Hook(id))
+	}
 	srv, err := socketserver.New(scfg)
 	if err != nil {
 		return nil, err

@@ -22,8 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // freePort returns a port of 127.0.0.1 that nothing listens on now.
@@ -42,7 +42,7 @@ func freePort(t *testing.T) int {
 // configuration is written in the test's temporary directory, with lines
 // added to the backend section; it is killed when the test ends. It
 // returns the frontend's address and HAProxy's log.
-func startHAProxy(t *testing.T, port int, backend, server string, lines ...string) (string, *socketservertest.SyncBuffer) {
+func startHAProxy(t *testing.T, port int, backend, server string, lines ...string) (string, *testkit.SyncBuffer) {
 	t.Helper()
 	haproxy := requireTool(t, "haproxy", "apt-get install haproxy")
 	frontend := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -66,7 +66,7 @@ backend broker
 	out, err := exec.Command(haproxy, "-c", "-f", cfg).CombinedOutput()
 	require.NoError(t, err, "haproxy -c: %s", out)
 	cmd := exec.Command(haproxy, "-db", "-f", cfg)
-	logs := &socketservertest.SyncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
@@ -350,7 +350,7 @@ func TestHAProxyHealthChecks(t *testing.T) {
 			}
 			props, err := listener.Properties{}.With(sets...)
 			require.NoError(t, err)
-			logs := &socketservertest.SyncBuffer{}
+			logs := &testkit.SyncBuffer{}
 			c, err := startCluster(context.Background(), props, 1, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 			require.NoError(t, err)
 			t.Cleanup(c.Close)

@@ -86,13 +86,13 @@ func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)
 		// it binds.
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		for _, b := range c.brokers {
-			if err = b.srv.SetQuotas(qctx, *scfg.Quotas); err != nil {
+			if err = b.srv.SetConnectionQuotas(qctx, *scfg.ConnectionQuotas); err != nil {
 				break
 			}
 		}
 		cancel()
 		if err == nil {
-			q := scfg.Quotas
+			q := scfg.ConnectionQuotas
 			c.log.Info("reload: connection quotas applied", "max_connections", q.MaxConnections,
 				"max_connections_per_ip", q.MaxConnectionsPerIP, "max_connection_creation_rate", q.MaxConnectionCreationRate,
 				"ip_connection_creation_rate", q.IPConnectionCreationRate, "ip_connection_creation_rate_overrides", len(q.IPConnectionCreationRateOverrides))

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -48,7 +49,7 @@ func listenersFile(pki *socketservertest.PKI, listeners string, extra ...string)
 func TestReloadChangesListeners(t *testing.T) {
 	kcat := requireTool(t, "kcat", "apt-get install kcat")
 	pki := socketservertest.NewPKI(t)
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	path := writeProperties(t, listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,OLD://127.0.0.1:0"))
 	c, load := startFromFile(t, path, 2, &log)
 	alice := kgo.SASL(saslMechanism("SCRAM-SHA-256", "alice", "alice-secret"))

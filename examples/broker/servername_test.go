@@ -16,6 +16,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -99,7 +100,7 @@ func TestServerNameCertificatesKcat(t *testing.T) {
 	defer stop()
 	consumer := command(ctx, "localhost", local.CAFile, "-C", "-t", "named", "-o", "end", "-q")
 	consumer.WaitDelay = 5 * time.Second
-	var consumerOut socketservertest.SyncBuffer
+	var consumerOut testkit.SyncBuffer
 	consumer.Stdout, consumer.Stderr = &consumerOut, &consumerOut
 	require.NoError(t, consumer.Start())
 	exited := make(chan error, 1)

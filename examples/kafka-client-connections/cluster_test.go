@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -22,17 +23,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 var passwords = map[string]string{"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 type (
-	cluster       = socketservertest.ListingCluster
-	testBroker    = socketservertest.ListingBroker
-	brokerOptions = socketservertest.ListingOptions
+	cluster       = testkit.ListingCluster
+	testBroker    = testkit.ListingBroker
+	brokerOptions = testkit.ListingOptions
 )
 
-// startCluster starts n brokers (socketservertest.NewListingCluster) with
+// startCluster starts n brokers (testkit.NewListingCluster) with
 // the users above; so that a real consumer (kcat) stays connected, ListOffsets answers offset 0 and Fetch waits and returns nothing. opt, which may be nil, changes broker i's
 // options.
 func startCluster(t testing.TB, n int, opt func(i int, o *brokerOptions)) *cluster {
 	t.Helper()
-	return socketservertest.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
+	return testkit.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
 		o.APIs = append(o.APIs,
 			socketserver.KmsgAPI(kmsg.ListOffsets, 1, 5),
 			socketserver.KmsgAPI(kmsg.Fetch, 4, 11), // by topic name

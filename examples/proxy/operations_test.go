@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -86,7 +87,7 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 
 	// bob holds connections to the bootstrap port and the brokers' ports,
 	// alice one.
-	bobDialer := &socketservertest.RecordingDialer{}
+	bobDialer := &testkit.RecordingDialer{}
 	bob := newClient(t, data, socketservertest.KgoSASL("SCRAM-SHA-256", "bob", "bob-secret"), kgo.Dialer(bobDialer.Dial),
 		kgo.ConnIdleTimeout(time.Minute), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceConsume(t, data, "ops", "ops-group", socketservertest.KgoSASL("PLAIN", "alice", "alice-secret"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/kafkanet/kafkanet/config"
@@ -17,9 +18,12 @@ import (
 // in Kafka, a certificate for another subject DN, or without some of the
 // names of the one in force, is refused unless ssl.allow.dn.changes or
 // ssl.allow.san.changes allows it. The TLS watcher then watches the files
-// the new reading names. Other settings need a restart. A configuration
-// that does not load or is refused is logged and changes nothing; the
-// returned error is what was logged.
+// the new reading names. Then it applies the connection quotas
+// (Server.SetQuotas), among them the per-principal limits
+// (kafkanet.max.connections.per.principal and its overrides, also per
+// listener) to new connections; open ones stay. Other settings need a
+// restart. A configuration that does not load or is refused is logged and
+// changes nothing; the returned error is what was logged.
 func (p *proxy) reload(load func() (*listener.Set, error)) error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
@@ -39,6 +43,16 @@ func (p *proxy) reload(load func() (*listener.Set, error)) error {
 		return err
 	}
 	p.log.Info("reload: TLS settings applied")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // the per-IP overrides' host names are resolved
+	defer cancel()
+	if err := p.srv.SetConnectionQuotas(ctx, *scfg.ConnectionQuotas); err != nil {
+		p.log.Error("reload failed: the connection quotas stay as they were", "err", err)
+		return err
+	}
+	q := scfg.ConnectionQuotas
+	p.log.Info("reload: connection quotas applied", "max_connections_per_principal", q.MaxConnectionsPerPrincipal.Max,
+		"max_connections_per_principal_overrides", len(q.MaxConnectionsPerPrincipal.Overrides),
+		"listener_max_connections_per_principal", len(q.ListenerMaxConnectionsPerPrincipal))
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -129,7 +130,7 @@ func TestCommandReloadsTLSOnSIGHUP(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "proxy.properties")
 	require.NoError(t, os.WriteFile(config, []byte(strings.Join(tlsProxySettings(pki), "\n")+"\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr socketservertest.SyncBuffer
+	var stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-upstream", up.Addr(0, "INTERNAL"), "-config", config, "-tls-watch-interval", "0"}, &stderr)

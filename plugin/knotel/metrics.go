@@ -133,7 +133,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		return c
 	}
 	m.callDuration = fhist("rpc.server.call.duration", "s",
-		"Time from a request read to its response written, or to the answer without one (Kafka's TotalTimeMs).", DurationBuckets)
+		"Time from a request read to its response written, to the answer without one, or to the close that ended it (Kafka's TotalTimeMs); the SASL exchange is not timed, as in Kafka.", DurationBuckets)
 	m.requestSize = ihist("rpc.server.request.size", "By",
 		"Size of the requests received, without the size prefix (Kafka's RequestsPerSec and incoming-byte-total).", SizeBuckets)
 	m.responseSize = ihist("rpc.server.response.size", "By",
@@ -204,13 +204,22 @@ func (m *Metrics) OnResponseSent(l protocolmap.ListenerName, apiKey int16, bytes
 	m.responseSize.Record(context.Background(), int64(bytes), m.opts(l, apiKey).record...)
 }
 
-// OnRequestDone implements [socketserver.HookRequestDone].
-func (m *Metrics) OnRequestDone(l protocolmap.ListenerName, apiKey int16, t socketserver.RequestLatency) {
+// OnRequestDone implements [socketserver.HookRequestDone], as Kafka's
+// RequestMetrics: the duration of every request but those of a SASL
+// exchange (RequestDone.Authenticating), which Kafka's authenticator
+// answers outside its request metrics, and the phases of those the host
+// answered (not the server itself) without the connection closing
+// instead.
+func (m *Metrics) OnRequestDone(r *socketserver.RequestDone) {
+	if r.Authenticating {
+		return
+	}
 	ctx := context.Background()
-	o := m.opts(l, apiKey)
+	t := r.Latency
+	o := m.opts(r.Conn.Listener, r.APIKey)
 	m.callDuration.Record(ctx, t.Total.Seconds(), o.record...)
-	if t == (socketserver.RequestLatency{Total: t.Total}) {
-		return // answered by the server itself: no phases
+	if r.ServerAnswered || r.Closed && r.ResponseBytes == 0 {
+		return // no phases: the server's own work, or an answer never written
 	}
 	for i, d := range [4]time.Duration{t.Queue, t.Handler, t.ResponseQueue, t.Send} {
 		m.phaseDuration.Record(ctx, d.Seconds(), o.phases[i]...)

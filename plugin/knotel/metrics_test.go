@@ -20,6 +20,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knotel"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -174,18 +175,18 @@ func TestMetricsKgoSession(t *testing.T) {
 // are no PROXY header; a socket whose header is still coming is pending.
 func TestProxyRefused(t *testing.T) {
 	m, reader := newMetrics(t)
-	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, testkit.ProxyProtocolListeners(), func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 		c.Hooks = append(c.Hooks, m)
 	}, answerMetadata)
-	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
-	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
+	testkit.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	testkit.SendNoProxyHeader(t, srv, "LOOPBACK")
 	// A socket from a trusted address whose header is cut short waits:
 	// pending, not refused.
 	reg, err := m.ObserveStats(srv)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
-	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
+	testkit.DialProxyPending(t, srv, "LOOPBACK")
 	want := map[string]float64{
 		`kafka.server.proxy_protocol.refused{error.type=untrusted,kafka.listener=ELSEWHERE}`: 1,
 		`kafka.server.proxy_protocol.refused{error.type=header,kafka.listener=LOOPBACK}`:     1,
@@ -230,8 +231,8 @@ func TestProbes(t *testing.T) {
 func TestCertificateNotAfter(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := socketservertest.ServerNameListeners(pki.ServerFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
+	props := testkit.ServerNameListeners(pki.ServerFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 	}, answerMetadata)

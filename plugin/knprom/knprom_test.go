@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -245,16 +246,16 @@ func TestProxyRefused(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m, err := knprom.NewMetrics(reg)
 	require.NoError(t, err)
-	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, testkit.ProxyProtocolListeners(), func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 		c.Hooks = append(c.Hooks, m)
 	}, answerMetadata)
-	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
-	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
+	testkit.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	testkit.SendNoProxyHeader(t, srv, "LOOPBACK")
 	// A socket from a trusted address whose header is cut short waits:
 	// pending, not refused.
 	require.NoError(t, reg.Register(knprom.NewStats(srv)))
-	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
+	testkit.DialProxyPending(t, srv, "LOOPBACK")
 	want := map[string]float64{
 		`kafkanet_proxy_protocol_refused_total{listener="ELSEWHERE",reason="untrusted"}`: 1,
 		`kafkanet_proxy_protocol_refused_total{listener="LOOPBACK",reason="header"}`:     1,
@@ -278,8 +279,8 @@ func TestProxyRefused(t *testing.T) {
 func TestCertificateNotAfter(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := socketservertest.ServerNameListeners(pki.ServerFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
+	props := testkit.ServerNameListeners(pki.ServerFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 	}, answerMetadata)

@@ -1,11 +1,12 @@
-// Package socketservertest starts socket servers for tests: on 127.0.0.1,
-// ephemeral ports, with a handler, cleaned up when the test ends
-// ([NewServer]; [NewServerFunc] when the handler needs the server it
-// serves, [Start] and [StartFunc] outside a test). It also connects kgo
-// clients ([ConnectKgo], [KgoSASL]), serves listeners in memory
-// ([PipeListener]), makes throwaway certificates ([NewPKI]; [NewPKIDir]
-// outside a test) and starts clusters of brokers that list connections
-// ([NewListingCluster]).
+// Package socketservertest starts socket servers for a host's tests, as
+// net/http/httptest starts HTTP servers: on 127.0.0.1, ephemeral ports,
+// with a handler, cleaned up when the test ends ([NewServer];
+// [NewServerFunc] when the handler needs the server it serves, [Start] and
+// [StartFunc] outside a test). It also dials a listener ([Dial]), connects
+// kgo clients ([ConnectKgo], [KgoSASL]), serves listeners in memory
+// ([PipeListener]) and makes throwaway certificates ([NewPKI], [NewPKIDir]
+// outside a test, and [NewServerCert] for a certificate per TLS server
+// name).
 package socketservertest
 
 import (

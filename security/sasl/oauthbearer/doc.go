@@ -49,6 +49,16 @@
 //		}
 //	}
 //
+// Each validator has one settings type, whether read from Kafka's keys or
+// built in code: security.OAuthBearerJWKS for [NewJWKSValidator] and
+// security.OAuthBearerUnsecured for [NewUnsecuredValidator]. Their zero
+// fields mean Kafka's defaults and negative durations turn a feature off:
+//
+//	v, err := oauthbearer.NewJWKSValidator(security.OAuthBearerJWKS{
+//		URL:              "https://idp.example/.well-known/jwks.json",
+//		ExpectedAudience: []string{"kafka"},
+//	}) // refreshed hourly, 30 s of clock skew: Kafka's defaults
+//
 // Neither the security package nor the socket server imports this one, so
 // a program that serves no OAUTHBEARER links neither go-jose (the JWKS
 // validator's) nor an HTTP client; the socket server refuses to start a

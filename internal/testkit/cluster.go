@@ -1,4 +1,4 @@
-package socketservertest
+package testkit
 
 import (
 	"net"
@@ -13,6 +13,7 @@ import (
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // ListingBroker is one broker of a [ListingCluster].
@@ -57,7 +58,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 	t.Helper()
 	store, err := sasl.NewUsers(users)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		t.Fatalf("testkit: %v", err)
 	}
 	c := &ListingCluster{}
 	for i := range n {
@@ -69,7 +70,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 		apis := append([]socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion()),
 			socketserver.ListClientConnectionsAPI(o.APIKey, connregistry.SuperUsers(o.SuperUsers))}, o.APIs...)
 		extra := o.Handler
-		srv := NewServer(t, listener.Properties{
+		srv := socketservertest.NewServer(t, listener.Properties{
 			"listeners":                      "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
 			"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
 			"inter.broker.listener.name":     "PLAIN",
@@ -107,11 +108,11 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 func endPoint(t testing.TB, name, addr string, protocol protocolmap.SecurityProtocol) listener.EndPoint {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		t.Fatalf("testkit: %v", err)
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		t.Fatalf("testkit: %v", err)
 	}
 	return listener.EndPoint{Name: protocolmap.ListenerName(name), Host: host, Port: p, SecurityProtocol: protocol}
 }
