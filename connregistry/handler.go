@@ -8,21 +8,49 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Authorizer reports whether principal may perform an API's operation on
-// the CLUSTER resource: DESCRIBE for [ListHandler] (KIP-1329's permission to
-// list connections), ALTER for [CloseHandler]. A host gives each API the
-// authorizer of its operation.
-type Authorizer func(ctx context.Context, principal Principal) bool
+// Action is the question an administrative API asks the host: may a
+// principal perform Operation on the resource of type ResourceType named
+// ResourceName? It is the question Kafka's Authorizer answers (its Action:
+// an AclOperation on a ResourcePattern), in kmsg's values, which are
+// Kafka's: [ListHandler] asks for DESCRIBE on the CLUSTER (KIP-1329's
+// permission to list connections), [CloseHandler] for ALTER on the CLUSTER,
+// as Kafka requires of operations that change the cluster's state. A host
+// with ACLs of its own answers from them, in one Authorizer for every API.
+type Action struct {
+	Operation    kmsg.ACLOperation
+	ResourceType kmsg.ACLResourceType
+	// ResourceName is the resource's name: ClusterResourceName for the
+	// CLUSTER.
+	ResourceName string
+}
+
+// ClusterResourceName is the name of the CLUSTER resource, Kafka's
+// kafka-cluster.
+const ClusterResourceName = "kafka-cluster"
+
+// describeCluster and alterCluster are the actions of the listing and the
+// close.
+var (
+	describeCluster = Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: ClusterResourceName}
+	alterCluster    = Action{Operation: kmsg.ACLOperationAlter, ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: ClusterResourceName}
+)
+
+// Authorizer reports whether principal may perform action. Where an
+// Authorizer is taken, nil lets everyone, as Kafka does without an
+// authorizer (authorizer.class.name unset); [SuperUsers] is Kafka's
+// super.users.
+type Authorizer func(ctx context.Context, principal Principal, action Action) bool
 
 // ListHandler answers ListClientConnections requests from a Registry. Host
 // applications call Handle from their own request loop with the request and
 // the principal of the connection it came on.
 type ListHandler struct {
-	Registry *Registry
-	// Authorize decides who may list; nil lets everyone, as Kafka does
-	// without an authorizer.
+	Registry Registry
+	// Authorize decides who may list (DESCRIBE on the CLUSTER); nil lets
+	// everyone, as Kafka does without an authorizer.
 	Authorize Authorizer
 }
 
@@ -34,21 +62,18 @@ type ListHandler struct {
 // recently closed ones too.
 func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
 	resp := &ListClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
-	if h.Authorize != nil && !h.Authorize(ctx, principal) {
+	if h.Authorize != nil && !h.Authorize(ctx, principal, describeCluster) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		msg := "Cluster authorization failed: " + principal.String() + " may not DESCRIBE the CLUSTER"
 		resp.ErrorMessage = &msg
 		return resp
 	}
-	f, err := NewFilter(req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter)
-	if err != nil {
+	f := req.Filter()
+	if err := f.Validate(); err != nil {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		msg := err.Error()
 		resp.ErrorMessage = &msg
 		return resp
-	}
-	if req.ServerNameFilter != nil {
-		f = f.WithServerName(*req.ServerNameFilter)
 	}
 	conns := h.Registry.Snapshot(f)
 	if req.IncludeClosed {
@@ -139,8 +164,15 @@ func millisOrZero(t time.Time) int64 {
 
 // SuperUsers returns an Authorizer that allows the principals listed in
 // Kafka's super.users format ("User:alice;User:bob", separated by
-// semicolons), and everyone when the list is empty (Kafka without an
-// authorizer).
+// semicolons) every action, and refuses everyone else.
+//
+// An empty list names no super user, so the Authorizer refuses everyone:
+// as Kafka's authorizers (StandardAuthorizer, AclAuthorizer) do for the
+// cluster's administrative operations when no super user and no ACL allows
+// them (allow.everyone.if.no.acl.found=false). Kafka without an authorizer
+// (authorizer.class.name unset) lets everyone, super.users or not: that is
+// a nil Authorizer, which a host gives on purpose (the example broker and
+// proxy do when super.users is unset).
 func SuperUsers(value string) Authorizer {
 	allowed := map[Principal]bool{}
 	for _, s := range strings.Split(value, ";") {
@@ -148,8 +180,5 @@ func SuperUsers(value string) Authorizer {
 			allowed[Principal{Type: typ, Name: name}] = true
 		}
 	}
-	if len(allowed) == 0 {
-		return nil
-	}
-	return func(_ context.Context, p Principal) bool { return allowed[p] }
+	return func(_ context.Context, p Principal, _ Action) bool { return allowed[p] }
 }

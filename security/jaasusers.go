@@ -341,7 +341,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 		if err != nil {
 			return nil, warnings, err
 		}
-		if !slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(sasl.Builtins, m) }) {
+		if !slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(sasl.Builtins(), m) }) {
 			continue
 		}
 		plainKey := KeyPlainJAASConfig(l.Name)

@@ -13,7 +13,7 @@ import (
 // Selector counts any byte read; here the bytes of a frame count as long
 // as they keep a pace of Config.RequestMinByteRate (the floor), so that a
 // frame that trickles slower, a slowloris, is still closed at the limit,
-// with a reason of its own (connregistry.SlowRequest).
+// with a reason of its own (connregistry.CloseSlowRequest).
 //
 // The pace is a credit of time: when the frame's reading first has to wait
 // for the socket (beginArrival, in nextFrame: a frame that came whole with
@@ -119,11 +119,11 @@ func (c *conn) arrived(n int) {
 }
 
 // expiryReason is why the processor closes a connection it found idle:
-// SlowRequest when the frame it was reading had fallen behind the floor
-// at its last read, Idle otherwise.
+// CloseSlowRequest when the frame it was reading had fallen behind the floor
+// at its last read, CloseIdle otherwise.
 func (c *conn) expiryReason() connregistry.CloseReason {
 	if c.pace.Load() < 0 {
-		return connregistry.SlowRequest
+		return connregistry.CloseSlowRequest
 	}
-	return connregistry.Idle
+	return connregistry.CloseIdle
 }

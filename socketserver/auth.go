@@ -81,7 +81,7 @@ func DefaultPrincipal(a Authentication, mapper *security.PrincipalMapper) (connr
 		}
 		return connregistry.Principal{Type: "User", Name: name}, nil
 	}
-	return connregistry.Anonymous, nil
+	return connregistry.Anonymous(), nil
 }
 
 // listenerSecurity is one listener's resolved security.
@@ -144,7 +144,7 @@ func newListenerSecurity(l listener.Listener, lc ListenerConfig, cfg Config) (li
 			if name == oauthBearer {
 				return sec, noOAuthBearer(l.Name, conf, configError)
 			}
-			if !slices.Contains(sasl.Builtins, name) {
+			if !slices.Contains(sasl.Builtins(), name) {
 				return sec, configError(noImplementationRule(l.Name, name))
 			}
 			store := lc.Credentials
@@ -210,8 +210,8 @@ func enabledMechanismsSetting(conf security.Settings) (key, value string) {
 // nothing implements.
 func noImplementationRule(l protocolmap.ListenerName, name string) string {
 	rule := fmt.Sprintf("listener %s enables SASL mechanism %s, which is neither built in (%s) nor given in the listener's ListenerConfig.Mechanisms",
-		l, name, strings.Join(sasl.Builtins, ", "))
-	for _, b := range sasl.Builtins {
+		l, name, strings.Join(sasl.Builtins(), ", "))
+	for _, b := range sasl.Builtins() {
 		if strings.EqualFold(b, name) {
 			return rule + "; mechanism names are case-sensitive, as in Kafka: " + b + ", not " + name
 		}
@@ -270,7 +270,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 			if len(rest.rest) > 0 {
 				return fmt.Errorf("%w: %d bytes that came with the PROXY header are still unread", ErrHandshake, len(rest.rest))
 			}
-			c.pre.r = c.nc
+			c.pre.r = takeSocket(c.nc)
 		}
 		state := tc.ConnectionState()
 		c.rw = tc
@@ -297,7 +297,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
 	c.describe(func(i *connregistry.Info) { i.Principal = p })
-	c.entry.SetState(connregistry.Ready)
+	c.entry.SetState(connregistry.StateReady)
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining
 	}
@@ -436,7 +436,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 			// formality (OAUTHBEARER's KIP-255 error challenge), and a
 			// client that leaves instead (kafka-python) was refused all
 			// the same, not closed of its own accord.
-			c.setReason(connregistry.AuthenticationFailed)
+			c.setReason(connregistry.CloseAuthenticationFailed)
 		}
 		if err != nil {
 			c.failAuthentication()
@@ -618,7 +618,7 @@ func (c *conn) refuse(err error) error {
 // retrying bad credentials cannot hammer the server; Close, Shutdown and
 // the listener's removal cut it short.
 func (c *conn) failAuthentication() {
-	c.setReason(connregistry.AuthenticationFailed)
+	c.setReason(connregistry.CloseAuthenticationFailed)
 	d := c.p.srv.cfg.FailedAuthenticationDelay
 	if d <= 0 {
 		return

@@ -286,7 +286,7 @@ func TestKgoAuthentication(t *testing.T) {
 		tc{name: "SSL with a client certificate, TLS 1.2", listener: "SSL", principal: alice, version: tls.VersionTLS12,
 			tls: withVersions(pki.clientConfig(pki.clientCert(aliceDN)), tls.VersionTLS12, tls.VersionTLS12)},
 		tc{name: "SSL without a client certificate", listener: "SSL", tls: pki.clientConfig(),
-			principal: connregistry.Anonymous, version: tls.VersionTLS13},
+			principal: connregistry.Anonymous(), version: tls.VersionTLS13},
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

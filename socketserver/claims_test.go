@@ -185,7 +185,7 @@ func TestStalledRequestClosed(t *testing.T) {
 					reasons = append(reasons, r.CloseReason)
 				}
 			}
-			assert.Equal(t, []string{string(connregistry.StalledRequest)}, reasons)
+			assert.Equal(t, []string{string(connregistry.CloseStalledRequest)}, reasons)
 			waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used == 0 },
 				"the stalled frame's memory came back")
 		})

@@ -17,13 +17,14 @@ import (
 // typically beside [ListClientConnectionsAPI] on an administration
 // listener (a listener's [ListenerConfig.APIs]); the server answers it
 // itself, on the connection's goroutine, and the host's handlers never see
-// it. The connections close with connregistry.ClosedByOperator as their
+// it. The connections close with connregistry.CloseByOperator as their
 // reason, and the requesting connection is never among them.
 //
 // authorize decides who may close: the connection's principal must be
-// allowed to ALTER the CLUSTER, and a refused principal gets
-// CLUSTER_AUTHORIZATION_FAILED. nil lets everyone, as Kafka does without an
-// authorizer; [connregistry.SuperUsers] builds one from Kafka's super.users.
+// allowed to ALTER the CLUSTER (connregistry.Action), and a refused
+// principal gets CLUSTER_AUTHORIZATION_FAILED. nil lets everyone, as Kafka
+// does without an authorizer; [connregistry.SuperUsers] builds one from
+// Kafka's super.users.
 func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API {
 	return API{
 		Key: key, MinVersion: 0, MaxVersion: 0,
@@ -34,8 +35,8 @@ func CloseClientConnectionsAPI(key int16, authorize connregistry.Authorizer) API
 				_ = r.CloseConnection()
 				return
 			}
-			h := connregistry.CloseHandler{Registry: r.conn.p.srv.registry, Authorize: authorize, Self: r.Conn.ID}
-			resp := h.Handle(r.Context(), r.Conn.Principal, req)
+			h := connregistry.CloseHandler{Registry: r.conn.p.srv.registry, Authorize: authorize}
+			resp := h.Handle(r.Context(), r.Conn.Principal, r.Conn.ID, req)
 			if len(resp.Connections) > 0 {
 				r.conn.p.srv.log.Info("connections closed by an operator", "by", r.Conn.Principal, "conn_id", r.Conn.ID,
 					"closed", len(resp.Connections))

@@ -92,7 +92,7 @@ type Config struct {
 	// this rate or more since the frame's reading first waited for them,
 	// with at most ConnectionsMaxIdle of credit carried from faster
 	// stretches; a frame that falls behind it is closed at the idle limit
-	// with the reason connregistry.SlowRequest, so that a slowloris
+	// with the reason connregistry.CloseSlowRequest, so that a slowloris
 	// (a byte every few seconds) still is. A frame that stops arriving
 	// is idle. Zero means DefaultRequestMinByteRate; negative sets no
 	// floor: every byte counts, as in Kafka.
@@ -129,7 +129,7 @@ type Config struct {
 	// kafkanet's own: with QueuedMaxRequestBytes, a connection that holds
 	// some of the budget for a frame it has begun and sends none of the
 	// frame's next bytes for this long is closed
-	// (connregistry.StalledRequest), since connections waiting for the
+	// (connregistry.CloseStalledRequest), since connections waiting for the
 	// budget may be waiting for it. Zero means DefaultRequestStallTimeout;
 	// negative disables it, as in Kafka, where only ConnectionsMaxIdle
 	// closes such a connection. Without a budget it has no effect.
@@ -163,10 +163,11 @@ type Config struct {
 	// from Kafka's keys.
 	ConnectionQuotas *ConnectionQuotas
 
-	// Registry receives every connection of the server for listing
-	// (KIP-1329); nil means a new registry remembering
-	// connregistry.DefaultHistorySize closed connections.
-	Registry *connregistry.Registry
+	// RegistryHistory is how many recently closed connections the
+	// server's registry of connections (Server.Registry, listed by
+	// KIP-1329's ListClientConnections) remembers: 0 means
+	// connregistry.DefaultHistorySize, a negative value none.
+	RegistryHistory int
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
@@ -367,9 +368,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal
-	}
-	if c.Registry == nil {
-		c.Registry = connregistry.New(0)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

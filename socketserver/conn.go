@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 )
 
 // conn is one client connection. Its goroutine, serve, is the whole
@@ -56,16 +57,15 @@ import (
 // goroutine writes to the socket, and reads it but for the peer watcher
 // and a streamed body's reads (see the concurrency core).
 //
-// Its fields are laid out to fit the 240-byte size class (TestGuardConnSize):
+// Its fields are laid out to fit the 224-byte size class (TestGuardConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
-	nc        net.Conn // the connection: closed and given deadlines from any goroutine
-	p         *processor
-	ctx       context.Context    // the connection's life: cancelled when it closes; the server's waits watch it
-	cancel    context.CancelFunc // cancels ctx (close cancels reqCtx too)
-	reqCtx    context.Context    // Request.Context: from the host's BaseContext and ConnContext; cancelled when the peer sends EOF or the connection closes
-	cancelReq context.CancelFunc // cancels reqCtx alone: the peer's EOF
-	answers   chan answer        // made with the first request the host answers
+	nc      net.Conn // the connection: closed and given deadlines from any goroutine
+	p       *processor
+	ctx     context.Context            // the connection's life: cancelled when it closes; the server's waits watch it
+	cancel  context.CancelFunc         // cancels ctx (close cancels reqCtx too)
+	req     atomic.Pointer[reqContext] // Request.Context and its cancel (see requestContext): nil until a request asks for it, unless the host's BaseContext or ConnContext made it at the start
+	answers chan answer                // made with the first request the host answers
 
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
@@ -89,7 +89,7 @@ type conn struct {
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning; while muted, the throttle's end (mute)
 	closeOnce sync.Once
 	held      int32 // owned by the connection's goroutine: bytes of the request in flight taken from the listener's memory pool (nextFrame), beside closeOnce to fill its padding
-	entry     *connregistry.Entry
+	entry     *connreg.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
 }
 
@@ -429,7 +429,7 @@ func (c *conn) clearReadDeadlineLocked() {
 // read buffer. serveRequest does the deep work.
 func (c *conn) serve() {
 	c.rw = c.nc
-	c.pre.r = c.nc
+	c.pre.r = takeSocket(c.nc)
 	c.br = c.p.srv.readBuf(c.socket())
 	c.run(time.Now().Add(c.p.ls.sec.timeout))
 }
@@ -489,7 +489,8 @@ func (c *conn) admitPrincipal() bool {
 //go:noinline
 func (c *conn) authenticationFailed(err error) {
 	if !c.peerLeft(err) && !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
-		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
+		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err,
+			"reason", string(connregistry.CloseAuthenticationFailed))
 	}
 	c.end(false)
 }
@@ -611,10 +612,11 @@ func (c *conn) finish() { c.end(true) }
 
 // end ends the connection: it lingers when Shutdown drains it, or it is
 // closed for its age, closes it, stops its peer watcher, gives its read
-// buffer back and, if counted is true, its principal's count. When
-// Shutdown drains it, or it is closed for its age, the pipelined requests
-// the host holds are answered first, whatever woke it (the wake may cut a
-// frame short: serveRequest fails).
+// buffer back, its socket's state (rawSocket) unless a pipeline may still
+// write, and, if counted is true, its principal's count. When Shutdown
+// drains it, or it is closed for its age, the pipelined requests the host
+// holds are answered first, whatever woke it (the wake may cut a frame
+// short: serveRequest fails).
 func (c *conn) end(counted bool) {
 	c.endTurn()
 	leaving := c.draining() || c.aged()
@@ -636,6 +638,9 @@ func (c *conn) end(counted bool) {
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
+	}
+	if c.pipe == nil { // else a pipelined answer's writer may still be writing
+		c.pre.r = releaseSocket(c.pre.r, c.nc)
 	}
 	if hooks := c.p.srv.hooks.connClosed; len(hooks) > 0 {
 		info := c.info()
@@ -706,8 +711,8 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	frame, size, peeked, err := c.nextFrame(int32(srv.cfg.RequestMaxBytes), ls.apis, ls.memory)
 	if err != nil {
 		if !c.peerLeft(err) && !isClosedOrEOF(err) {
-			c.setReason(connregistry.ProtocolError)
-			log.Info("closing connection", "conn_id", c.info().ID, "err", err)
+			c.setReason(connregistry.CloseProtocolError)
+			log.Info("closing connection", "conn_id", c.info().ID, "err", err, "reason", string(connregistry.CloseProtocolError))
 		}
 		return false, time.Time{}
 	}
@@ -715,8 +720,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	c.touch(start)
 	h, api, body, rest, info, err := c.decode(frame, size, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
-		c.setReason(connregistry.ProtocolError)
-		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
+		c.setReason(connregistry.CloseProtocolError)
+		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version,
+			"reason", string(connregistry.CloseProtocolError))
 		return false, time.Time{}
 	}
 	q := logged{h: h, size: size, received: start}
@@ -733,8 +739,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	// the request's bookkeeping, under the registry entry's one lock.
 	if exp := info.SessionExpiry; !exp.IsZero() && start.After(exp) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
-			c.setReason(connregistry.SessionExpired)
-			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal)
+			c.setReason(connregistry.CloseSessionExpired)
+			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal,
+				"reason", string(connregistry.CloseSessionExpired))
 			c.ownDone(&q, c.ownStart(), 0, true)
 			return false, time.Time{}
 		}
@@ -871,7 +878,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	q.throttle = a.throttle
 	writeStart := time.Now()
 	if a.close {
-		c.setReason(connregistry.HandlerClosed)
+		c.setReason(connregistry.CloseByHandler)
 		if r.Raw.streaming() {
 			c.close() // now: a read of the body the host may still be making then fails
 		}
@@ -1084,7 +1091,7 @@ func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byt
 	if h.version >= 3 {
 		name, version, err := parseClientSoftware(body)
 		if err != nil {
-			c.setReason(connregistry.ProtocolError)
+			c.setReason(connregistry.CloseProtocolError)
 			return fmt.Errorf("%w: ApiVersions: %w", ErrMalformedBody, err)
 		}
 		if !validSoftwareField(name) || !validSoftwareField(version) {
@@ -1326,7 +1333,7 @@ func (c *conn) readSize(limit int32) (int32, error) {
 // frame holds memory, each read that waits for the peer has a deadline of
 // Config.RequestStallTimeout: a peer that holds memory and sends nothing
 // would stop every connection waiting for it, and is closed
-// (connregistry.StalledRequest).
+// (connregistry.CloseStalledRequest).
 type frameMemory struct {
 	c        *conn
 	pool     *memoryPool
@@ -1402,9 +1409,9 @@ func (m *frameMemory) done(err error) error {
 	}
 	c.clearReadDeadline()
 	if isDeadline(err) && !c.draining() {
-		c.setReason(connregistry.StalledRequest)
+		c.setReason(connregistry.CloseStalledRequest)
 		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info().ID,
-			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout)
+			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout, "reason", string(connregistry.CloseStalledRequest))
 	}
 	return err
 }
@@ -1429,7 +1436,13 @@ func (c *conn) writeFrame(b []byte) error {
 	}
 	if len(b) > 0 {
 		c.moveWriteDeadline()
-		if _, err := c.rw.Write(b); err != nil {
+		var err error
+		if c.rw == c.nc {
+			_, err = c.writeSocket(b)
+		} else {
+			_, err = c.rw.Write(b)
+		}
+		if err != nil {
 			c.writeFailed(err)
 			return err
 		}
@@ -1458,7 +1471,7 @@ func (c *conn) writeInTurn(b []byte) ([]byte, error) {
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(turnWriteWait))
 	c.writeDeadline = 0 // moveWriteDeadline sets connections.max.idle.ms again
-	n, err := c.nc.Write(b)
+	n, err := c.writeSocket(b)
 	if c.p.srv.cfg.ConnectionsMaxIdle > 0 {
 		c.moveWriteDeadline()
 	} else {
@@ -1501,7 +1514,7 @@ func (c *conn) wrote(n int) {
 // noteClientSoftware records KIP-511's client software name and version
 // from a valid ApiVersions v3+ request, when they differ from found's, the
 // description the request found: the same software changes nothing, and
-// the requests that follow keep sharing found (connregistry.Entry.Request).
+// the requests that follow keep sharing found (connreg.Entry.Request).
 func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest, found *connregistry.Info) {
 	if req.Version >= 3 && validClientSoftware(req) && !sameSoftware(found, req.ClientSoftwareName, req.ClientSoftwareVersion) {
 		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
@@ -1636,11 +1649,11 @@ func (c *conn) close() {
 		// Unless a reason was given already (the first one wins):
 		switch {
 		case c.p.ls.draining.Load():
-			c.setReason(connregistry.ListenerRemoved)
+			c.setReason(connregistry.CloseListenerRemoved)
 		case c.p.srv.draining.Load():
-			c.setReason(connregistry.ServerShutdown)
+			c.setReason(connregistry.CloseServerShutdown)
 		}
-		c.setReason(connregistry.ClientClosed)
+		c.setReason(connregistry.CloseByClient)
 		if reason := c.reason.Load(); reason == &probeClosed {
 			c.entry.Forget() // kept out of the history, counted (Stats.ProbesClosed)
 			c.p.ls.probes.Add(1)
@@ -1658,7 +1671,7 @@ func (c *conn) close() {
 
 // probeClosed is the reason of a probe's close (see peerLeft): client
 // closed, told apart by its address.
-var probeClosed = connregistry.ClientClosed
+var probeClosed = connregistry.CloseByClient
 
 // peerLeft records that the client went away, if err, the error of a read
 // of the connection's, says so (peerGone): the connection then closes as
@@ -1683,8 +1696,8 @@ func (c *conn) peerLeft(err error) bool {
 		c.reason.CompareAndSwap(nil, &probeClosed) // close logs it
 		return true
 	}
-	if r := connregistry.ClientClosed; c.reason.CompareAndSwap(nil, &r) {
-		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err) // as Kafka logs a disconnection
+	if r := connregistry.CloseByClient; c.reason.CompareAndSwap(nil, &r) {
+		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err, "reason", string(connregistry.CloseByClient)) // as Kafka logs a disconnection
 	}
 	return true
 }

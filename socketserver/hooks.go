@@ -218,7 +218,7 @@ func (h *hooks) timed() bool { return len(h.requestsDone) > 0 }
 // authDone reports the outcome of an authentication or re-authentication
 // to the authentication hooks: err nil is a success; an error is a failure
 // unless the client went away or the server is shutting down, and the
-// connection then closes for connregistry.AuthenticationFailed.
+// connection then closes for connregistry.CloseAuthenticationFailed.
 func (c *conn) authDone(err error, reauthentication bool) {
 	h := &c.p.srv.hooks
 	switch {
@@ -229,7 +229,7 @@ func (c *conn) authDone(err error, reauthentication bool) {
 		c.auditAuth(nil, reauthentication)
 	case peerGone(err) || errors.Is(err, net.ErrClosed) || errors.Is(err, errDraining) || c.draining():
 	default:
-		c.setReason(connregistry.AuthenticationFailed) // a TLS handshake's failure too (a SASL exchange's set it already)
+		c.setReason(connregistry.CloseAuthenticationFailed) // a TLS handshake's failure too (a SASL exchange's set it already)
 		for _, x := range h.authFailed {
 			x.OnAuthenticationFailed(c.info(), reauthentication, err)
 		}

@@ -190,10 +190,10 @@ func TestHooks(t *testing.T) {
 	}
 	for _, e := range created {
 		assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), e.Listener)
-		assert.Equal(t, connregistry.Anonymous, e.Info.Principal)
+		assert.Equal(t, connregistry.Anonymous(), e.Info.Principal)
 		assert.Contains(t, reasons, e.Info.ID, "a created connection closes with the same id")
 	}
-	assert.Equal(t, []connregistry.CloseReason{connregistry.ClientClosed, connregistry.ClientClosed, connregistry.HandlerClosed},
+	assert.Equal(t, []connregistry.CloseReason{connregistry.CloseByClient, connregistry.CloseByClient, connregistry.CloseByHandler},
 		sortedReasons(reasons))
 	software := map[string]string{}
 	for _, e := range closed { // the connection as it ended: c1 sent its software
@@ -440,7 +440,7 @@ func TestHookAuthentication(t *testing.T) {
 	sasl := byListener["SASL_PLAINTEXT"]
 	assert.ErrorIs(t, sasl.Err, socketserver.ErrAuthentication)
 	assert.Equal(t, "PLAIN", sasl.Info.SASLMechanism, "the mechanism the client chose")
-	assert.Equal(t, connregistry.Anonymous, sasl.Info.Principal)
+	assert.Equal(t, connregistry.Anonymous(), sasl.Info.Principal)
 	assert.False(t, sasl.Reauth)
 	assert.ErrorIs(t, byListener["SSL"].Err, socketserver.ErrHandshake)
 	time.Sleep(100 * time.Millisecond) // the clients that went away are not reported late

@@ -63,7 +63,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 			assert.Empty(t, srv.Registry().Snapshot(connregistry.Filter{}), "the registry still lists the connection")
 			closed := srv.Registry().Closed(connregistry.Filter{})
 			require.Len(t, closed, 1)
-			assert.Equal(t, connregistry.Idle, closed[0].CloseReason)
+			assert.Equal(t, connregistry.CloseIdle, closed[0].CloseReason)
 			assert.Equal(t, r.Conn.ID, closed[0].ID)
 
 			// The quota slot is free: max.connections.per.ip is 1.

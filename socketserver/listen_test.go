@@ -273,7 +273,7 @@ func TestConnectionContexts(t *testing.T) {
 	require.Len(t, conns, 1, "ConnContext sees each connection once")
 	assert.Equal(t, c.LocalAddr().String(), conns[0].remote)
 	assert.Equal(t, "PLAINTEXT@"+srv.Addr("PLAINTEXT").String(), conns[0].base, "ConnContext derives from the base")
-	assert.Equal(t, connregistry.Anonymous, conns[0].info.Principal)
+	assert.Equal(t, connregistry.Anonymous(), conns[0].info.Principal)
 	mu.Unlock()
 
 	send(t, c, metadataReq(1), 9)

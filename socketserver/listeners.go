@@ -74,7 +74,7 @@ func (s *Server) AddListener(ctx context.Context, l listener.Listener, lc *Liste
 // as [Server.Shutdown] drains the server's: it stops accepting (its
 // socket closes at once, so that its port is free), each connection
 // finishes the request it is serving, its response is written, and then
-// it closes, listed as closed for connregistry.ListenerRemoved
+// it closes, listed as closed for connregistry.CloseListenerRemoved
 // (ListClientConnections' recently closed connections). The other
 // listeners and their connections are untouched. When every connection has
 // closed, its processors stop, its SASL mechanisms that are a sasl.Service

@@ -217,7 +217,7 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 		require.NotZero(t, rec.ClosedAt, "connection %s of the removed listener is open", rec.ConnectionID)
 		if rec.ClientID == "kgo" {
 			kgoClosed++
-			assert.Equal(t, string(connregistry.ListenerRemoved), rec.CloseReason, "connection %s", rec.ConnectionID)
+			assert.Equal(t, string(connregistry.CloseListenerRemoved), rec.CloseReason, "connection %s", rec.ConnectionID)
 		}
 	}
 	assert.Positive(t, kgoClosed)
@@ -297,7 +297,7 @@ func TestRemoveListenerDeadline(t *testing.T) {
 	assert.NoError(t, respondEmpty(r), "a late answer is dropped")
 
 	for _, rec := range srv.Registry().Closed(connregistry.Filter{}) {
-		assert.Equal(t, connregistry.ListenerRemoved, rec.CloseReason, "connection %s", rec.ID)
+		assert.Equal(t, connregistry.CloseListenerRemoved, rec.CloseReason, "connection %s", rec.ID)
 	}
 	base.RequireReturned(t)
 
@@ -575,7 +575,7 @@ func TestSetListeners(t *testing.T) {
 	for _, rec := range srv.Registry().Closed(connregistry.Filter{}) {
 		reasons = append(reasons, string(rec.Listener)+": "+string(rec.CloseReason))
 	}
-	assert.Equal(t, []string{"OLD: listener removed"}, reasons)
+	assert.Equal(t, []string{"OLD: listener-removed"}, reasons)
 
 	// Nothing to change is no change.
 	require.NoError(t, srv.SetListeners(context.Background(), next.Listeners, nil))
@@ -686,7 +686,7 @@ func TestConcurrentListenerChanges(t *testing.T) {
 	require.NoError(t, stop())
 	requireQuotasReleased(t, srv)
 	for _, rec := range srv.Registry().Closed(connregistry.Filter{}) {
-		assert.True(t, slices.Contains([]connregistry.CloseReason{connregistry.ListenerRemoved, connregistry.ServerShutdown, connregistry.ClientClosed}, rec.CloseReason),
+		assert.True(t, slices.Contains([]connregistry.CloseReason{connregistry.CloseListenerRemoved, connregistry.CloseServerShutdown, connregistry.CloseByClient}, rec.CloseReason),
 			"connection %s of %s closed for %q", rec.ID, rec.Listener, rec.CloseReason)
 	}
 	for _, name := range names {
@@ -729,7 +729,7 @@ func TestAddAndRemoveProxyListener(t *testing.T) {
 	assert.Error(t, err, "the socket awaiting its header is closed")
 	closed := srv.Registry().Closed(connregistry.Filter{})
 	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ListenerRemoved, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseListenerRemoved, closed[0].CloseReason)
 	_, byListener, byIP := socketserver.QuotaCounts(srv)
 	assert.Empty(t, byIP)
 	assert.NotContains(t, byListener, protocolmap.ListenerName("LB"))

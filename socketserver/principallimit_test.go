@@ -114,7 +114,7 @@ func TestPrincipalLimit(t *testing.T) {
 	q := socketserver.DefaultConnectionQuotas()
 	q.MaxConnectionsPerPrincipal = socketserver.PrincipalLimits{Max: 3, Overrides: map[connregistry.Principal]int{alice: 3}}
 	q.ListenerMaxConnectionsPerPrincipal = map[protocolmap.ListenerName]socketserver.PrincipalLimits{
-		"PLAINTEXT": {Max: socketserver.Unlimited, Overrides: map[connregistry.Principal]int{connregistry.Anonymous: 1}},
+		"PLAINTEXT": {Max: socketserver.Unlimited, Overrides: map[connregistry.Principal]int{connregistry.Anonymous(): 1}},
 	}
 	require.NoError(t, srv.SetConnectionQuotas(t.Context(), q))
 	assert.True(t, servesMetadata(t, loggedIn(t, srv, "alice", alicePassword)), "a raised limit does not apply")
@@ -147,13 +147,13 @@ func TestPrincipalLimitLeavesAnonymous(t *testing.T) {
 		require.True(t, servesMetadata(t, rc))
 		conns = append(conns, rc)
 	}
-	assert.Equal(t, map[connregistry.Principal]int{connregistry.Anonymous: 3}, socketserver.PrincipalCounts(srv))
+	assert.Equal(t, map[connregistry.Principal]int{connregistry.Anonymous(): 3}, socketserver.PrincipalCounts(srv))
 	q := socketserver.DefaultConnectionQuotas()
-	q.MaxConnectionsPerPrincipal = socketserver.PrincipalLimits{Max: 1, Overrides: map[connregistry.Principal]int{connregistry.Anonymous: 3}}
+	q.MaxConnectionsPerPrincipal = socketserver.PrincipalLimits{Max: 1, Overrides: map[connregistry.Principal]int{connregistry.Anonymous(): 3}}
 	require.NoError(t, srv.SetConnectionQuotas(t.Context(), q))
 	assert.False(t, servesMetadata(t, dialRaw(t, srv, "PLAINTEXT")), "the run-time override does not count the connections open")
 	require.NoError(t, conns[0].c.Close())
-	require.Eventually(t, func() bool { return socketserver.PrincipalCounts(srv)[connregistry.Anonymous] == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return socketserver.PrincipalCounts(srv)[connregistry.Anonymous()] == 2 }, 10*time.Second, 10*time.Millisecond)
 	assert.True(t, servesMetadata(t, dialRaw(t, srv, "PLAINTEXT")))
 }
 
@@ -191,7 +191,7 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 	}{
 		{"User:alice:2;User:CN=bob,O=acme:50", map[connregistry.Principal]int{
 			alice: 2, {Type: "User", Name: "CN=bob,O=acme"}: 50}, ""},
-		{" User:alice:0 ; ;User:ANONYMOUS: 3 ;", map[connregistry.Principal]int{alice: 0, connregistry.Anonymous: 3}, ""},
+		{" User:alice:0 ; ;User:ANONYMOUS: 3 ;", map[connregistry.Principal]int{alice: 0, connregistry.Anonymous(): 3}, ""},
 		{"User:a:b:c:7", map[connregistry.Principal]int{{Type: "User", Name: "a:b:c"}: 7}, ""},
 		{"User:alice:2147483647", map[connregistry.Principal]int{alice: socketserver.Unlimited}, ""},
 		{"", nil, ""},

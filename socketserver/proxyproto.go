@@ -16,6 +16,7 @@ import (
 	"github.com/pires/go-proxyproto"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -51,7 +52,7 @@ import (
 // conn, under processor.mu, only while the server is not draining. A
 // refused connection (ErrProxyUntrusted, ErrProxyHeader) is closed,
 // logged once at Info, reported to the HookProxyRefused hooks and kept in
-// the registry's history of closed connections (connregistry.ProxyRefused)
+// the registry's history of closed connections (connregistry.CloseProxyRefused)
 // under the socket's addresses; it never reaches HookConnCreated.
 
 // ProxyProtocolMode says whether a listener's connections begin with a
@@ -185,7 +186,7 @@ func noTrustedNetworks(key, value string) error {
 // the socket's peer: the balancer, or whoever connected. The connection
 // was never registered, so HookConnCreated and HookConnClosed do not see
 // it; the registry keeps it among the closed connections
-// (connregistry.ProxyRefused).
+// (connregistry.CloseProxyRefused).
 type HookProxyRefused interface {
 	OnProxyRefused(l protocolmap.ListenerName, addr netip.AddrPort, err error)
 }
@@ -501,6 +502,8 @@ func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, dea
 		rest := make([]byte, c.br.Buffered())
 		_, _ = io.ReadFull(c.br, rest)
 		c.pre.r = &restReader{rest: rest, r: nc}
+	} else {
+		c.pre.r = takeSocket(nc)
 	}
 	info := p.newInfo(nc.LocalAddr(), net.TCPAddrFromAddrPort(client), client)
 	info.ConnectedAt, info.ProxyAddr, info.ProxyTLVs = accepted, sock, h.tlvs
@@ -515,7 +518,7 @@ func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, dea
 // refuseProxied closes a pending connection that the PROXY protocol
 // refuses (err), from the socket's peer sock, accepted at accepted: it
 // logs it once, tells the HookProxyRefused hooks, and records it in the
-// registry's history as closed (connregistry.ProxyRefused) under the
+// registry's history as closed (connregistry.CloseProxyRefused) under the
 // socket's addresses.
 func (p *processor) refuseProxied(c *conn, sock netip.AddrPort, accepted time.Time, err error) {
 	srv, l := p.srv, p.ls.cfg.Name
@@ -530,7 +533,7 @@ func (p *processor) refuseProxied(c *conn, sock netip.AddrPort, accepted time.Ti
 	}
 	info := p.newInfo(c.nc.LocalAddr(), c.nc.RemoteAddr(), sock)
 	info.ConnectedAt = accepted
-	srv.registry.Add(connregistry.Conn{Info: info, State: connregistry.Closing}, nil).Remove(time.Now(), connregistry.ProxyRefused)
+	connreg.Add(srv.registry, connregistry.Conn{Info: info, State: connregistry.StateClosing}, nil).Remove(time.Now(), connregistry.CloseProxyRefused)
 	p.dropPending(c, true)
 }
 

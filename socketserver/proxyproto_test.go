@@ -210,11 +210,11 @@ func TestProxyProtocolRealAddress(t *testing.T) {
 			assert.Equal(t, balancer, got.requests[0].ProxyAddr)
 
 			// The address filter of a listing and of a close selects by the client's.
-			f, err := connregistry.NewFilter(nil, strp(client.Addr().String()), nil)
-			require.NoError(t, err)
+			f := connregistry.Filter{ClientAddress: strp(client.Addr().String())}
+			require.NoError(t, f.Validate())
 			assert.Len(t, srv.Registry().Snapshot(f), 1)
-			f, err = connregistry.NewFilter(nil, strp("127.0.0.1"), nil)
-			require.NoError(t, err)
+			f = connregistry.Filter{ClientAddress: strp("127.0.0.1")}
+			require.NoError(t, f.Validate())
 			assert.Empty(t, srv.Registry().Snapshot(f), "the balancer's address selects nothing")
 
 			c.Close()
@@ -325,7 +325,7 @@ func TestProxyProtocolRefused(t *testing.T) {
 
 			closed := srv.Registry().Closed(connregistry.Filter{})
 			require.Len(t, closed, 1)
-			assert.Equal(t, connregistry.ProxyRefused, closed[0].CloseReason)
+			assert.Equal(t, connregistry.CloseProxyRefused, closed[0].CloseReason)
 			assert.Equal(t, sock, closed[0].ClientAddr)
 			assert.Contains(t, closed[0].ID, "-"+sock.String()+"-")
 			assert.Empty(t, srv.Registry().Snapshot(connregistry.Filter{}))

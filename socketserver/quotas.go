@@ -116,7 +116,7 @@ func (pl PrincipalLimits) limit(p connregistry.Principal) int {
 	if n, ok := pl.Overrides[p]; ok {
 		return n
 	}
-	if p == connregistry.Anonymous {
+	if p == connregistry.Anonymous() {
 		return Unlimited
 	}
 	return pl.Max
@@ -593,7 +593,7 @@ type listenerPrincipal struct {
 // of plaintext connections then neither waits on the lock the acceptors
 // take nor hashes a key each.
 func (cq *connectionQuotas) acquirePrincipal(l protocolmap.ListenerName, p connregistry.Principal, onListener *atomic.Int64) error {
-	anonymous := p == connregistry.Anonymous
+	anonymous := p == connregistry.Anonymous()
 	if anonymous && !cq.anonymousLimited.Load() {
 		cq.anonymous.Add(1)
 		onListener.Add(1)
@@ -626,7 +626,7 @@ func (cq *connectionQuotas) acquirePrincipal(l protocolmap.ListenerName, p connr
 
 // releasePrincipal uncounts a connection acquirePrincipal counted.
 func (cq *connectionQuotas) releasePrincipal(l protocolmap.ListenerName, p connregistry.Principal, onListener *atomic.Int64) {
-	if p == connregistry.Anonymous {
+	if p == connregistry.Anonymous() {
 		cq.anonymous.Add(-1)
 		onListener.Add(-1)
 		return
@@ -668,11 +668,11 @@ func clonePrincipalLimits(q ConnectionQuotas) ConnectionQuotas {
 // limitsAnonymous reports whether q limits User:ANONYMOUS anywhere: only
 // an override names it.
 func limitsAnonymous(q ConnectionQuotas) bool {
-	if _, ok := q.MaxConnectionsPerPrincipal.Overrides[connregistry.Anonymous]; ok {
+	if _, ok := q.MaxConnectionsPerPrincipal.Overrides[connregistry.Anonymous()]; ok {
 		return true
 	}
 	for _, pl := range q.ListenerMaxConnectionsPerPrincipal {
-		if _, ok := pl.Overrides[connregistry.Anonymous]; ok {
+		if _, ok := pl.Overrides[connregistry.Anonymous()]; ok {
 			return true
 		}
 	}
@@ -686,7 +686,7 @@ func (cq *connectionQuotas) principalCounts() map[connregistry.Principal]int {
 	defer cq.mu.Unlock()
 	out := maps.Clone(cq.byPrincipal)
 	if n := cq.anonymous.Load(); n > 0 {
-		out[connregistry.Anonymous] = int(n)
+		out[connregistry.Anonymous()] = int(n)
 	}
 	return out
 }

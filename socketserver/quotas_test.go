@@ -239,7 +239,7 @@ func TestInterBrokerListenerProtected(t *testing.T) {
 	}, "no connection was closed for the broker-wide limit")
 	assert.Less(t, time.Since(start), time.Second, "the excess connection must be closed promptly")
 	require.Len(t, shed, 1, "one connection closed, one at a time")
-	assert.Equal(t, connregistry.Quota, shed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseQuota, shed[0].CloseReason)
 	assert.Equal(t, protocolmap.ListenerName("CLIENT"), shed[0].Listener)
 	open := 0
 	for i, c := range clients {

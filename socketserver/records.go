@@ -78,6 +78,20 @@ func (f *FetchResponse) records(t, p int) *FetchRecords {
 	return r
 }
 
+// withRecords is how many partitions have records by reference: the cuts
+// of the response, allocated at once.
+func (f *FetchResponse) withRecords() int {
+	n := 0
+	for t := range f.Records {
+		for p := range f.Records[t] {
+			if f.records(t, p) != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // check reports records that cannot be written: a file section with a
 // negative offset or length, or both Batches and File set.
 func (f *FetchResponse) check() error {
@@ -122,7 +136,7 @@ func appendFetchResponse(dst []byte, f *FetchResponse) segmented {
 	v := f.FetchResponse
 	version := v.Version
 	flexible := version >= 12
-	s := segmented{}
+	s := segmented{cuts: make([]recordsCut, 0, f.withRecords())}
 	if version >= 1 {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(v.ThrottleMillis))
 	}

@@ -75,7 +75,7 @@ func TestRegistryFedByServer(t *testing.T) {
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "alice"}, authed.Principal)
 	assert.Equal(t, "SASL_PLAINTEXT", authed.SecurityProtocol.String())
 	assert.Equal(t, "SCRAM-SHA-256", authed.SASLMechanism)
-	assert.Equal(t, connregistry.Ready, authed.State)
+	assert.Equal(t, connregistry.StateReady, authed.State)
 	assert.Equal(t, "kgo", authed.ClientSoftwareName)
 	assert.Equal(t, "kgo", authed.ClientID)
 	assert.Greater(t, authed.Requests, int64(2))
@@ -86,29 +86,29 @@ func TestRegistryFedByServer(t *testing.T) {
 	assert.Equal(t, "data", authed.Plane.String())
 
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, scanning.Principal)
-	assert.Equal(t, connregistry.Authenticating, scanning.State)
+	assert.Equal(t, connregistry.StateAuthenticating, scanning.State)
 
 	plain := byListener["PLAIN"][0]
 	assert.Equal(t, "raw-test", plain.ClientSoftwareName)
 	assert.Equal(t, "1.0", plain.ClientSoftwareVersion)
 	assert.Equal(t, raw.LocalAddr().String(), plain.ClientAddr.String())
-	assert.Equal(t, connregistry.Ready, plain.State)
+	assert.Equal(t, connregistry.StateReady, plain.State)
 
 	// An operator closes alice's connections; they go to the history with
 	// the reason, and disappear from the live list.
-	f, err := connregistry.NewFilter(strp("User:alice"), nil, nil)
-	require.NoError(t, err)
-	killed := reg.Close(f, connregistry.ClosedByOperator)
+	f := connregistry.Filter{Principal: strp("User:alice")}
+	require.NoError(t, f.Validate())
+	killed := reg.Close(f, connregistry.CloseByOperator)
 	require.NotEmpty(t, killed)
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Snapshot(f)) == 0 }, "alice's connections are still listed")
 	closed := reg.Closed(f)
 	require.NotEmpty(t, closed)
-	assert.Equal(t, connregistry.ClosedByOperator, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseByOperator, closed[0].CloseReason)
 
 	// The raw connection goes idle: closed with the reason idle.
-	pf, _ := connregistry.NewFilter(nil, strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), strp("plain"))
+	pf := connregistry.Filter{ClientAddress: strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), Listener: strp("plain")}
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Closed(pf)) == 1 }, "the idle connection did not close")
-	assert.Equal(t, connregistry.Idle, reg.Closed(pf)[0].CloseReason)
+	assert.Equal(t, connregistry.CloseIdle, reg.Closed(pf)[0].CloseReason)
 }
 
 // A failed authentication is recorded with its reason.
@@ -128,7 +128,7 @@ func TestRegistryAuthenticationFailed(t *testing.T) {
 	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	require.Error(t, err)
 	waitFor(t, 5*time.Second, func() bool { return len(srv.Registry().Closed(connregistry.Filter{})) > 0 }, "no closed connection recorded")
-	assert.Equal(t, connregistry.AuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
+	assert.Equal(t, connregistry.CloseAuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
 }
 
 // Connections closed by Shutdown are recorded as closed by the server's
@@ -142,7 +142,7 @@ func TestRegistryServerShutdownReason(t *testing.T) {
 	require.NoError(t, srv.Shutdown(ctx))
 	closed := srv.Registry().Closed(connregistry.Filter{})
 	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ServerShutdown, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseServerShutdown, closed[0].CloseReason)
 	assert.Zero(t, srv.Registry().Len())
 }
 
@@ -150,13 +150,12 @@ func TestRegistryServerShutdownReason(t *testing.T) {
 // frame's key, so its response carries the same key.
 func TestKeySetterGetsFrameKey(t *testing.T) {
 	const key = 200
-	reg := connregistry.New(0)
-	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
-		c.Registry = reg
+	var srv *socketserver.Server
+	srv = socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{{Key: key, MaxVersion: 0,
 			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} }}}
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
-		h := &connregistry.ListHandler{Registry: reg}
+		h := &connregistry.ListHandler{Registry: srv.Registry()}
 		if err := r.Respond(h.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), r.Body.(*connregistry.ListClientConnectionsRequest))); err != nil {
 			t.Error(err)
 			_ = r.CloseConnection()

@@ -127,8 +127,8 @@ type throttled interface {
 // given after the cancellation is written, as Kafka writes the responses to
 // the requests it read before the EOF. A host may as well close the
 // connection (CloseConnection): after the client's EOF, the close is the
-// client's (connregistry.ClientClosed), not the host's.
-func (r *Request) Context() context.Context { return r.conn.reqCtx }
+// client's (connregistry.CloseByClient), not the host's.
+func (r *Request) Context() context.Context { return r.conn.requestContext() }
 
 // Respond sends resp as the answer. resp's version is set to the request's.
 // It returns an error, and leaves the request unanswered, when resp is of
@@ -158,8 +158,8 @@ func (r *Request) NoResponse() error { return r.answer(answer{}) }
 
 // CloseConnection closes the connection instead of answering. The
 // registry records it as closed by the request handler
-// (connregistry.HandlerClosed), or as closed by its client
-// (connregistry.ClientClosed) when the client had gone already: its EOF,
+// (connregistry.CloseByHandler), or as closed by its client
+// (connregistry.CloseByClient) when the client had gone already: its EOF,
 // which cancels the request's context, came first.
 func (r *Request) CloseConnection() error { return r.answer(answer{close: true}) }
 

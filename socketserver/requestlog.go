@@ -34,7 +34,7 @@ import (
 // Not reported: a frame that is not a request (its header does not parse,
 // its API or version is not enabled on the listener, or its body does not
 // decode: the connection closes without a response, with
-// connregistry.ProtocolError), the raw token frames of a SaslHandshake v0
+// connregistry.CloseProtocolError), the raw token frames of a SaslHandshake v0
 // exchange, which have no request header, and the message that fails a
 // re-authentication with another mechanism, which is not read as a
 // request.

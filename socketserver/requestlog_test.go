@@ -175,7 +175,7 @@ func TestRequestLog(t *testing.T) {
 		assert.Equal(t, id, l.Conn.ID, name)
 		assert.Equal(t, "PLAINTEXT", string(l.Conn.Listener), name)
 		assert.Equal(t, c.LocalAddr().String(), l.Conn.ClientAddr.String(), name)
-		assert.Equal(t, connregistry.Anonymous, l.Conn.Principal, name)
+		assert.Equal(t, connregistry.Anonymous(), l.Conn.Principal, name)
 		assert.Equal(t, s.softwareIs, l.Conn.ClientSoftwareName, name)
 		lat := l.Latency
 		assert.Positive(t, lat.Total, name)
@@ -318,7 +318,7 @@ func TestRequestLogConnectionClosedBeforeTheAnswer(t *testing.T) {
 	send(t, c, metadataReq(12), 7)
 	r := recv(t, held)
 
-	srv.Registry().Close(connregistry.Filter{}, connregistry.ClosedByOperator)
+	srv.Registry().Close(connregistry.Filter{}, connregistry.CloseByOperator)
 	got := logs.of(t, id, 1)
 	require.Len(t, got, 1)
 	l := got[0]
@@ -351,7 +351,7 @@ func TestRequestLogConnectionClosedWhileAWorkerHolds(t *testing.T) {
 	id := connID(t, srv, c)
 	send(t, c, metadataReq(12), 7)
 	time.Sleep(50 * time.Millisecond) // a worker has taken the request
-	srv.Registry().Close(connregistry.Filter{}, connregistry.ClosedByOperator)
+	srv.Registry().Close(connregistry.Filter{}, connregistry.CloseByOperator)
 	got := logs.of(t, id, 1)
 	require.Len(t, got, 1)
 	assert.True(t, got[0].Closed)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -74,7 +75,7 @@ type Server struct {
 	// principalRefusals logs the connections closed over their principal's
 	// limit without flooding (admitPrincipal).
 	principalRefusals logLimiter
-	registry          *connregistry.Registry
+	registry          *connreg.Registry
 	quit              chan struct{} // closed by Close: stop everything now
 	closeOnce         sync.Once
 	conns             sync.WaitGroup // connection goroutines
@@ -194,7 +195,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AuditQueueSize < 0 {
 		return nil, fmt.Errorf("socketserver: AuditQueueSize (%d) must not be negative", cfg.AuditQueueSize)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, audit: newAuditor(h.audit, cfg.AuditQueueSize), registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, audit: newAuditor(h.audit, cfg.AuditQueueSize), registry: connreg.New(cfg.RegistryHistory), epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
@@ -509,7 +510,7 @@ func (s *Server) handle(h Handler, r *Request) {
 			s.log.Error("handler panicked; closing the connection", "conn_id", r.Conn.ID,
 				"api_key", r.APIKey, "panic", v, "stack", string(debug.Stack()))
 			if r.CloseConnection() != nil { // answered before the panic: close all the same
-				r.conn.closeWith(connregistry.HandlerClosed)
+				r.conn.closeWith(connregistry.CloseByHandler)
 			}
 		}
 	}()
@@ -795,8 +796,9 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 
 // Registry returns the registry of the server's connections, for listing
 // them (connregistry.Registry.Snapshot, the ListClientConnections handler)
-// and closing them by filter.
-func (s *Server) Registry() *connregistry.Registry { return s.registry }
+// and closing them by filter. It is the server's to write: the host reads
+// it.
+func (s *Server) Registry() connregistry.Registry { return s.registry }
 
 func normalise(name protocolmap.ListenerName) string {
 	n, err := protocolmap.ParseListenerName(string(name))

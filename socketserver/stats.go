@@ -46,7 +46,7 @@ type Stats struct {
 	// sent. Health checks and port scans do that every few seconds: a
 	// probe is logged at Debug only, and kept out of the registry's
 	// history of closed connections, so that it does not push real closes
-	// out; HookConnClosed still sees it, as connregistry.ClientClosed. A
+	// out; HookConnClosed still sees it, as connregistry.CloseByClient. A
 	// socket of a listener that requires the PROXY protocol, closed
 	// before a byte of its header, counts too. A connection that sent
 	// part of a request, or part of a TLS handshake, or that the server

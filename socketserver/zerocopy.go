@@ -36,7 +36,7 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) (int, error) {
 	c.moveWriteDeadline()
 	var err error
 	if tc, ok := c.rw.(*net.TCPConn); ok {
-		err = writeSegmentsTCP(tc, seg)
+		err = c.writeSegmentsTCP(tc, seg)
 	} else {
 		err = writeSegmentsCopying(c.rw, seg)
 	}
@@ -49,34 +49,41 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) (int, error) {
 	return int(seg.size), nil
 }
 
-// writeSegmentsTCP writes seg to a plaintext TCP connection: memory with
-// writev (net.Buffers), file sections with sendfile.
-func writeSegmentsTCP(tc *net.TCPConn, seg segmented) error {
-	var pending net.Buffers
+// writeSegmentsTCP writes seg to a plaintext TCP connection: memory in
+// vectored writes (vecWriter: one for the whole response when the socket
+// takes it), file sections with sendfile.
+func (c *conn) writeSegmentsTCP(tc *net.TCPConn, seg segmented) error {
+	w, err := c.vecWriter(tc)
+	if err != nil {
+		return err
+	}
+	defer w.done()
 	prev := 0
 	for _, cut := range seg.cuts {
-		pending = append(pending, seg.buf[prev:cut.at])
+		if err := w.add(seg.buf[prev:cut.at]); err != nil {
+			return err
+		}
 		prev = cut.at
 		r := cut.records
 		if r.File == nil {
 			for _, b := range r.Batches {
-				if len(b) > 0 {
-					pending = append(pending, b)
+				if err := w.add(b); err != nil {
+					return err
 				}
 			}
 			continue
 		}
-		if _, err := pending.WriteTo(tc); err != nil {
+		if err := w.flush(); err != nil {
 			return err
 		}
-		pending = pending[:0]
 		if err := sendFileSection(tc, r); err != nil {
 			return err
 		}
 	}
-	pending = append(pending, seg.buf[prev:])
-	_, err := pending.WriteTo(tc)
-	return err
+	if err := w.add(seg.buf[prev:]); err != nil {
+		return err
+	}
+	return w.flush()
 }
 
 // copyBufs are the writers that gather a response's pieces for crypto/tls

@@ -67,7 +67,7 @@ func connectClient(t testing.TB, b *testBroker, mechanism, user string) (*kgo.Cl
 func adminClient(t testing.TB, c *cluster, key int16, opts ...kgo.Opt) *connadmin.Client {
 	t.Helper()
 	cl := newClient(t, c.Brokers[0].Client, append([]kgo.Opt{sasl("PLAIN", "admin"), connadmin.VersionsOpt(key)}, opts...)...)
-	return connadmin.New(cl, key)
+	return connadmin.New(cl, key, 0)
 }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {

@@ -35,30 +35,24 @@ func VersionsOpt(keys ...int16) kgo.Opt {
 	return kgo.MaxVersions(vs)
 }
 
-// Client lists connections through a kgo client built with [VersionsOpt].
+// Client lists and closes connections through a kgo client built with
+// [VersionsOpt].
 type Client struct {
-	cl  *kgo.Client
-	key int16
+	cl                *kgo.Client
+	listKey, closeKey int16
 }
 
-// New returns a Client sending key (0 means connregistry.DefaultListAPIKey).
-func New(cl *kgo.Client, key int16) *Client {
-	if key == 0 {
-		key = connregistry.DefaultListAPIKey
+// New returns a Client sending ListClientConnections under listKey and
+// CloseClientConnections under closeKey (0 means
+// connregistry.DefaultListAPIKey and connregistry.DefaultCloseAPIKey).
+func New(cl *kgo.Client, listKey, closeKey int16) *Client {
+	if listKey == 0 {
+		listKey = connregistry.DefaultListAPIKey
 	}
-	return &Client{cl: cl, key: key}
-}
-
-// ListFilters are KIP-1329's filters (nil means no filter), the request for
-// recently closed connections, and kafkanet's filter by TLS server name
-// (see connregistry.Filter.WithServerName; "" selects the connections
-// without one).
-type ListFilters struct {
-	Principal     *string
-	ClientAddress *string
-	Listener      *string
-	IncludeClosed bool
-	ServerName    *string
+	if closeKey == 0 {
+		closeKey = connregistry.DefaultCloseAPIKey
+	}
+	return &Client{cl: cl, listKey: listKey, closeKey: closeKey}
 }
 
 // BrokerResult is one broker's answer.
@@ -102,11 +96,14 @@ func (e *ErrorMessage) Unwrap() error { return e.Code }
 var ErrNotAdvertised = errors.New("connadmin: the broker does not advertise API key")
 
 // List asks every broker of the cluster, found through a Metadata request,
-// and returns their results ordered by node id. It fails as a whole only
-// when the brokers cannot be found.
-func (c *Client) List(ctx context.Context, f ListFilters) ([]BrokerResult, error) {
+// for its connections that match f, and with includeClosed its recently
+// closed ones too, and returns their results ordered by node id. The
+// brokers apply f's filters (ListClientConnections carries them), but its
+// ConnectionIDs, which the Client applies to what they return. It fails as
+// a whole only when the brokers cannot be found.
+func (c *Client) List(ctx context.Context, f connregistry.Filter, includeClosed bool) ([]BrokerResult, error) {
 	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
-		return c.listBroker(ctx, nodeID, f)
+		return c.listBroker(ctx, nodeID, f, includeClosed)
 	})
 }
 
@@ -130,30 +127,17 @@ func (c *Client) everyBroker(ctx context.Context, ask func(nodeID int32) ([]conn
 	return results, nil
 }
 
-// CloseFilters select the connections [Client.CloseConnections] closes: every field
-// set must match, and at least one must be set (the servers refuse a
-// request that would close every connection).
-type CloseFilters struct {
-	Principal     *string
-	ClientAddress *string
-	Listener      *string
-	ConnectionIDs []string
-	ServerName    *string
-}
-
 // CloseConnections asks every broker of the cluster, found through a Metadata
-// request, to close its client connections that match f, sending
-// CloseClientConnections under key (0 means
-// connregistry.DefaultCloseAPIKey; the kgo client must be built with
-// [VersionsOpt] naming it). Each result lists the connections that broker
-// closed (never the one the request came on); a broker that refuses the
-// client's principal fails with kerr.ClusterAuthorizationFailed (ALTER on
-// CLUSTER is required). It fails as a whole only when the brokers cannot
-// be found.
-func (c *Client) CloseConnections(ctx context.Context, key int16, f CloseFilters) ([]BrokerResult, error) {
-	if key == 0 {
-		key = connregistry.DefaultCloseAPIKey
-	}
+// request, to close its client connections that match f (at least one
+// filter must be set: the servers refuse a request that would close every
+// connection), sending CloseClientConnections under the Client's close key
+// (the kgo client must be built with [VersionsOpt] naming it). Each result
+// lists the connections that broker closed (never the one the request came
+// on); a broker that refuses the client's principal fails with
+// kerr.ClusterAuthorizationFailed (ALTER on CLUSTER is required). It fails
+// as a whole only when the brokers cannot be found.
+func (c *Client) CloseConnections(ctx context.Context, f connregistry.Filter) ([]BrokerResult, error) {
+	key := c.closeKey
 	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
 		req := &connregistry.CloseClientConnectionsRequest{APIKey: key, PrincipalFilter: f.Principal,
 			ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, ConnectionIDs: f.ConnectionIDs, ServerNameFilter: f.ServerName}
@@ -172,16 +156,16 @@ func (c *Client) CloseConnections(ctx context.Context, key int16, f CloseFilters
 	})
 }
 
-// ListBroker asks one broker.
-func (c *Client) ListBroker(ctx context.Context, nodeID int32, f ListFilters) BrokerResult {
-	conns, err := c.listBroker(ctx, nodeID, f)
+// ListBroker asks one broker, as List asks each.
+func (c *Client) ListBroker(ctx context.Context, nodeID int32, f connregistry.Filter, includeClosed bool) BrokerResult {
+	conns, err := c.listBroker(ctx, nodeID, f, includeClosed)
 	return BrokerResult{NodeID: nodeID, Connections: conns, Err: err}
 }
 
-func (c *Client) listBroker(ctx context.Context, nodeID int32, f ListFilters) ([]connregistry.ConnectionRecord, error) {
-	req := &connregistry.ListClientConnectionsRequest{APIKey: c.key, PrincipalFilter: f.Principal,
-		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed, ServerNameFilter: f.ServerName}
-	raw, err := c.send(ctx, nodeID, c.key, "ListClientConnections", req)
+func (c *Client) listBroker(ctx context.Context, nodeID int32, f connregistry.Filter, includeClosed bool) ([]connregistry.ConnectionRecord, error) {
+	req := &connregistry.ListClientConnectionsRequest{APIKey: c.listKey, PrincipalFilter: f.Principal,
+		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: includeClosed, ServerNameFilter: f.ServerName}
+	raw, err := c.send(ctx, nodeID, c.listKey, "ListClientConnections", req)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +176,12 @@ func (c *Client) listBroker(ctx context.Context, nodeID int32, f ListFilters) ([
 	if err := errorOf(resp.ErrorCode, resp.ErrorMessage); err != nil {
 		return nil, err
 	}
-	return resp.Connections, nil
+	if f.ConnectionIDs == nil {
+		return resp.Connections, nil
+	}
+	return slices.DeleteFunc(resp.Connections, func(r connregistry.ConnectionRecord) bool {
+		return !slices.Contains(f.ConnectionIDs, r.ConnectionID)
+	}), nil
 }
 
 // send sends req, of the API named api under key, to one broker once the

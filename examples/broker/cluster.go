@@ -71,6 +71,17 @@ type brokerSettings struct {
 	quotas quotaSettings
 }
 
+// authorizer is who may call the broker's administrative APIs (listing
+// connections, client quotas): super.users when it is set, everyone when
+// it is not, as Kafka without an authorizer (authorizer.class.name unset)
+// lets everyone: connregistry.SuperUsers of an empty list would let no one.
+func (s *brokerSettings) authorizer() connregistry.Authorizer {
+	if s.superUsers == "" {
+		return nil
+	}
+	return connregistry.SuperUsers(s.superUsers)
+}
+
 // readSettings reads the broker's settings from cfg's properties and checks
 // the socket server's keys and the SASL users, and builds a socket server
 // from them (serving nothing), so that -check rejects whatever serving
@@ -194,7 +205,7 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 	}
 	// ListClientConnections (KIP-1329), answered by the server from its
 	// registry, on the data plane and the control plane.
-	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, connregistry.SuperUsers(s.superUsers))
+	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, s.authorizer())
 	scfg.APIs = append(dataPlaneAPIs(h), lcc)
 	if cp := cfg.ControlPlaneListener; cp != "" {
 		scfg.PerListener[cp].APIs = append(controlPlaneAPIs(), lcc)

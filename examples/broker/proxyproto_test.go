@@ -300,7 +300,7 @@ func TestHAProxy(t *testing.T) {
 			closed := listing(t, kcc, lb, "--include-closed")
 			refused := map[string]int{}
 			for _, conn := range closed {
-				if conn.CloseReason == string(connregistry.ProxyRefused) {
+				if conn.CloseReason == string(connregistry.CloseProxyRefused) {
 					refused[conn.ClientAddress]++
 				}
 			}

@@ -83,7 +83,7 @@ func TestReloadChangesListeners(t *testing.T) {
 	require.NotEmpty(t, closed)
 	for _, rec := range closed {
 		if rec.Listener == "OLD" {
-			assert.Equal(t, connregistry.ListenerRemoved, rec.CloseReason)
+			assert.Equal(t, connregistry.CloseListenerRemoved, rec.CloseReason)
 		}
 	}
 	if conn, err := net.DialTimeout("tcp", oldAddr, time.Second); err == nil {

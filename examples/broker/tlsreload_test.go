@@ -254,7 +254,7 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 		}
 		for _, closed := range registry.Closed(connregistry.Filter{}) {
 			if closed.ID == conn.ID {
-				assert.Equal(t, connregistry.ClientClosed, closed.CloseReason, "connection %s of %s", conn.ID, conn.ClientID)
+				assert.Equal(t, connregistry.CloseByClient, closed.CloseReason, "connection %s of %s", conn.ID, conn.ClientID)
 			}
 		}
 	}

@@ -121,7 +121,7 @@ func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
 	require.Len(t, md.Topics, 1, "the topic asked for is answered")
 	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, md.Topics[0].ErrorCode)
 
-	res, err := connadmin.New(cl, connregistry.DefaultListAPIKey).List(ctx, connadmin.ListFilters{})
+	res, err := connadmin.New(cl, connregistry.DefaultListAPIKey, 0).List(ctx, connregistry.Filter{}, false)
 	require.NoError(t, err)
 	require.Len(t, res, 1)
 	require.NoError(t, res[0].Err)
@@ -183,7 +183,7 @@ func TestREADMESASLListener(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, md.Brokers, 1)
 			assert.Equal(t, addr, net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))))
-			res, err := connadmin.New(cl, connregistry.DefaultListAPIKey).List(ctx, connadmin.ListFilters{})
+			res, err := connadmin.New(cl, connregistry.DefaultListAPIKey, 0).List(ctx, connregistry.Filter{}, false)
 			require.NoError(t, err)
 			require.Len(t, res, 1)
 			require.NoError(t, res[0].Err)

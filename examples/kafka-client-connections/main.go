@@ -220,18 +220,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer cl.Close()
-	admin := connadmin.New(cl, int16(o.apiKey))
+	admin := connadmin.New(cl, int16(o.apiKey), int16(o.closeAPIKey))
 	var results []connadmin.BrokerResult
 	if o.close {
-		results, err = admin.CloseConnections(ctx, int16(o.closeAPIKey), connadmin.CloseFilters{
+		results, err = admin.CloseConnections(ctx, connregistry.Filter{
 			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), ConnectionIDs: o.connectionIDs,
 			ServerName: o.serverName.ptr(),
 		})
 	} else {
-		results, err = admin.List(ctx, connadmin.ListFilters{
-			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), IncludeClosed: o.includeClosed,
+		results, err = admin.List(ctx, connregistry.Filter{
+			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(),
 			ServerName: o.serverName.ptr(),
-		})
+		}, o.includeClosed)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kafka-client-connections:", describe(err, principal, "the cluster", o.close))

@@ -369,8 +369,8 @@ func TestIncludeClosed(t *testing.T) {
 	start := time.Now()
 	alice, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
 	alice.Close()
-	f, err := connregistry.NewFilter(ptr("User:alice"), nil, nil)
-	require.NoError(t, err)
+	f := connregistry.Filter{Principal: ptr("User:alice")}
+	require.NoError(t, f.Validate())
 	require.Eventually(t, func() bool { return len(c.Brokers[0].Registry.Closed(f)) == 1 }, 10*time.Second, 10*time.Millisecond)
 
 	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--include-closed", "--command-config", commandConfig(t, "PLAIN", "admin"))
@@ -401,7 +401,7 @@ func TestIncludeClosed(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &brokers))
 	require.Len(t, brokers, 1)
 	require.Len(t, brokers[0].Connections, 1)
-	assert.Equal(t, "client closed", brokers[0].Connections[0]["CloseReason"])
+	assert.Equal(t, "client-closed", brokers[0].Connections[0]["CloseReason"])
 	assert.Equal(t, "closing", brokers[0].Connections[0]["State"])
 	assert.NotEmpty(t, brokers[0].Connections[0]["ClosedAt"])
 }

@@ -135,11 +135,11 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 	for _, c := range brokers[0].Connections {
 		assert.Equal(t, "User:bob", c.Principal)
 	}
-	bobFilter, err := connregistry.NewFilter(strp("User:bob"), nil, nil)
-	require.NoError(t, err)
+	bobFilter := connregistry.Filter{Principal: strp("User:bob")}
+	require.NoError(t, bobFilter.Validate())
 	require.Eventually(t, func() bool { return len(p.srv.Registry().Snapshot(bobFilter)) == 0 }, 5*time.Second, 10*time.Millisecond)
 	for _, c := range p.srv.Registry().Closed(bobFilter) {
-		assert.Equal(t, connregistry.ClosedByOperator, c.CloseReason)
+		assert.Equal(t, connregistry.CloseByOperator, c.CloseReason)
 	}
 	// bob's client reconnects.
 	require.NoError(t, bob.ProduceSync(ctxFor(t, 20*time.Second), &kgo.Record{Topic: "ops", Partition: 2, Value: []byte("y")}).FirstErr())
@@ -148,8 +148,8 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 	// connection is never closed anyway).
 	code, _, stderr = kcc(t, "--bootstrap-server", admin, "--close", "--client-address", "127.0.0.0/8", "--listener", "SASL", "--command-config", adminConfig)
 	require.Equal(t, 0, code, stderr)
-	all, err := connregistry.NewFilter(nil, nil, strp("SASL"))
-	require.NoError(t, err)
+	all := connregistry.Filter{Listener: strp("SASL")}
+	require.NoError(t, all.Validate())
 	require.Eventually(t, func() bool { return len(p.srv.Registry().Snapshot(all)) == 0 }, 5*time.Second, 10*time.Millisecond)
 
 	// alice is no super user.

@@ -112,7 +112,7 @@ var errNodeDown = errors.New("the upstream broker is unavailable")
 
 // upstreamCloseReason is why the proxy closes a client connection whose
 // upstream broker went away.
-const upstreamCloseReason connregistry.CloseReason = "upstream broker unavailable"
+const upstreamCloseReason connregistry.CloseReason = "upstream-broker-unavailable"
 
 // session is one client connection of a data listener.
 type session struct {
@@ -767,7 +767,7 @@ func (p *proxy) closeIdle(sessions []*session) {
 		s.mu.Unlock()
 	}
 	if len(ids) > 0 {
-		p.srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(ids...), upstreamCloseReason)
+		p.srv.Registry().Close(connregistry.Filter{ConnectionIDs: ids}, upstreamCloseReason)
 	}
 }
 

@@ -161,10 +161,10 @@ func TestVirtualClustersByServerName(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	admin := connadmin.New(newClient(t, p.addr(t, "ADMIN"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey)), 0)
+	admin := connadmin.New(newClient(t, p.addr(t, "ADMIN"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey)), 0, 0)
 	list := func(name string) []string {
 		t.Helper()
-		res, err := admin.List(ctxFor(t, 10*time.Second), connadmin.ListFilters{Listener: kmsg.StringPtr("SECURE"), ServerName: &name})
+		res, err := admin.List(ctxFor(t, 10*time.Second), connregistry.Filter{Listener: kmsg.StringPtr("SECURE"), ServerName: &name}, false)
 		require.NoError(t, err)
 		require.Len(t, res, 1)
 		require.NoError(t, res[0].Err)

@@ -20,7 +20,7 @@ import (
 type ListingBroker struct {
 	ID       int32
 	Server   *socketserver.Server
-	Registry *connregistry.Registry
+	Registry connregistry.Registry
 	Client   string // bound address of CLIENT (SASL_PLAINTEXT: PLAIN and SCRAM-SHA-256)
 	Plain    string // bound address of PLAIN (PLAINTEXT, inter-broker)
 }
@@ -66,7 +66,6 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 		if opt != nil {
 			opt(i, &o)
 		}
-		reg := connregistry.New(0)
 		apis := append([]socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion()),
 			socketserver.ListClientConnectionsAPI(o.APIKey, connregistry.SuperUsers(o.SuperUsers))}, o.APIs...)
 		extra := o.Handler
@@ -78,7 +77,6 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 		}, func(cfg *socketserver.Config) {
 			cfg.APIs = apis
 			cfg.Credentials = store
-			cfg.Registry = reg
 		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch body := r.Body.(type) {
 			case *kmsg.MetadataRequest:
@@ -91,7 +89,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 				extra.ServeKafka(r)
 			}
 		}))
-		c.Brokers = append(c.Brokers, &ListingBroker{ID: int32(i), Server: srv, Registry: reg,
+		c.Brokers = append(c.Brokers, &ListingBroker{ID: int32(i), Server: srv, Registry: srv.Registry(),
 			Client: srv.Addr("CLIENT").String(), Plain: srv.Addr("PLAIN").String()})
 	}
 	c.mu.Lock()

@@ -45,7 +45,8 @@
 // protocol like Kafka's, so the others are named after Kafka's
 // socket-server metrics under kafka.server, with OpenTelemetry's units:
 // kafka.server.connection.accepted, .created, .closed (with
-// kafka.connection.close_reason) and .rejected (with error.type naming the
+// kafka.connection.close_reason, a connregistry.CloseReason token such as
+// client-closed) and .rejected (with error.type naming the
 // quota), kafka.server.acceptor.blocked.time,
 // kafka.server.connection.accept.throttle.time,
 // kafka.server.ip.connection.accept.throttle.time and

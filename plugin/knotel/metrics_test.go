@@ -93,7 +93,7 @@ func TestMetricsKgoSession(t *testing.T) {
 	// The server calls the hooks of a response after writing it, and of a
 	// close after closing, and counts a closed connection out of its gauge
 	// after the close's hooks: wait until the last of each has been seen.
-	failedClose := `kafka.server.connection.closed{kafka.connection.close_reason=authentication failed,kafka.listener=CLIENT}`
+	failedClose := `kafka.server.connection.closed{kafka.connection.close_reason=authentication-failed,kafka.listener=CLIENT}`
 	metadataDone := `kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=response_send,rpc.method=Metadata,rpc.system.name=kafka}`
 	open := `kafka.server.connection.count{kafka.listener=CLIENT}`
 	var values map[string]float64
@@ -167,7 +167,7 @@ func TestMetricsKgoSession(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the client's connection stays open:\n%s", dump(collect(t, reader)))
 	}
-	assert.Equal(t, 1.0, values[`kafka.server.connection.closed{kafka.connection.close_reason=client closed,kafka.listener=CLIENT}`], dump(values))
+	assert.Equal(t, 1.0, values[`kafka.server.connection.closed{kafka.connection.close_reason=client-closed,kafka.listener=CLIENT}`], dump(values))
 }
 
 // Connections refused on listeners that require the PROXY protocol count

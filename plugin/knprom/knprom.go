@@ -55,9 +55,9 @@ var (
 	_ socketserver.HookAuthenticationFailed = (*Metrics)(nil)
 )
 
-// LatencyBuckets are the request-time histograms' buckets, in seconds:
-// from 100 µs to 26 s, four times apart.
-var LatencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 10)
+// LatencyBuckets returns the request-time histograms' buckets, in seconds:
+// from 100 µs to 26 s, four times apart, in a new slice.
+func LatencyBuckets() []float64 { return prometheus.ExponentialBuckets(0.0001, 4, 10) }
 
 // NewMetrics makes the counters and histograms and registers them with
 // reg. It fails if reg already holds metrics of the same names (and
@@ -67,13 +67,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets}, labels)
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets()}, labels)
 	}
 	m := &Metrics{
 		connectionsCreated: counter("kafka_server_socket_server_metrics_connection_creation_total",
 			"Connections accepted (connection-creation-total).", "listener"),
 		connectionsClosed: counter("kafka_server_socket_server_metrics_connection_close_total",
-			"Connections closed (connection-close-total), by why they closed.", "listener", "reason"),
+			"Connections closed (connection-close-total), by why they closed: reason is a connregistry.CloseReason token (client-closed, idle, ...).", "listener", "reason"),
 		requests: counter("kafka_network_request_metrics_requests_total",
 			"Requests received (RequestsPerSec), by API.", "listener", "api_key", "request"),
 		bytesIn: counter("kafka_server_socket_server_metrics_incoming_byte_total",

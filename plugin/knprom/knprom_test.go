@@ -88,7 +88,7 @@ func TestKgoSession(t *testing.T) {
 	var values map[string]float64
 	if !assert.Eventually(t, func() bool {
 		values = gather(t, reg)
-		return values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication failed"}`] == 1 &&
+		return values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication-failed"}`] == 1 &&
 			values[`kafka_network_request_metrics_phase_time_seconds_count{listener="CLIENT",phase="response_send",request="Metadata"}`] == 1
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the failed login's close or the Metadata response is not counted:\n%s", dump(gather(t, reg)))
@@ -122,7 +122,7 @@ func TestKgoSession(t *testing.T) {
 		{`kafka_network_request_metrics_phase_time_seconds_count{listener="CLIENT",phase="response_send",request="Metadata"}`, eq(1)},
 		{`kafka_server_socket_server_metrics_successful_authentication_total{listener="CLIENT",mechanism="PLAIN"}`, eq(1)},
 		{`kafka_server_socket_server_metrics_failed_authentication_total{listener="CLIENT"}`, eq(1)},
-		{`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication failed"}`, eq(1)},
+		{`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication-failed"}`, eq(1)},
 		// Gauges (Stats): the good client's connection is open.
 		{`kafka_server_socket_server_metrics_connection_count{listener="CLIENT"}`, eq(1)},
 		{`kafka_network_request_channel_request_queue_size{plane="data"}`, eq(0)},
@@ -156,8 +156,8 @@ func TestKgoSession(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the client's connection stays open:\n%s", dump(gather(t, reg)))
 	}
-	assert.Equal(t, 2.0, values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="client closed"}`]+
-		values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication failed"}`], dump(values))
+	assert.Equal(t, 2.0, values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="client-closed"}`]+
+		values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication-failed"}`], dump(values))
 }
 
 // Connections closed by their client before a request, with a FIN or a

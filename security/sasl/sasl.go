@@ -34,8 +34,9 @@ const (
 	SCRAMSHA512 = "SCRAM-SHA-512"
 )
 
-// Builtins lists the names of the mechanisms [Builtin] implements.
-var Builtins = []string{Plain, SCRAMSHA256, SCRAMSHA512}
+// Builtins returns the names of the mechanisms [Builtin] implements, in a
+// new slice.
+func Builtins() []string { return []string{Plain, SCRAMSHA256, SCRAMSHA512} }
 
 const genericFailStart = "Authentication failed during "
 

@@ -66,7 +66,7 @@ func TestProxyProtocolHelpers(t *testing.T) {
 	require.Eventually(t, func() bool {
 		refused := 0
 		for _, c := range srv.Registry().Closed(connregistry.Filter{}) {
-			if c.CloseReason == connregistry.ProxyRefused {
+			if c.CloseReason == connregistry.CloseProxyRefused {
 				refused++
 			}
 		}

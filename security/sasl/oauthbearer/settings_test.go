@@ -253,7 +253,7 @@ func TestFromSettings(t *testing.T) {
 // error names the listener.
 func TestAddMechanism(t *testing.T) {
 	unsecured := &security.OAuthBearerSettings{Listener: "A", Unsecured: &security.OAuthBearerUnsecured{}}
-	plain := sasl.Builtins[0]
+	plain := sasl.Builtins()[0]
 	store, err := sasl.NewUsers(map[string]string{"alice": "pw"})
 	require.NoError(t, err)
 	p, err := sasl.Builtin(plain, store)
