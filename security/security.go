@@ -95,8 +95,13 @@ type Settings struct {
 	// builds the mechanism with the oauthbearer package
 	// (security/sasl/oauthbearer), which only such a host links.
 	OAuthBearer *OAuthBearerSettings
+	// ReauthMaxByMechanism holds, by mechanism name (as EnabledMechanisms
+	// names it), the connections.max.reauth.ms of the mechanisms whose
+	// listener.name.<listener>.<mechanism>.connections.max.reauth.ms is
+	// set; a mechanism missing here takes ReauthMax (see
+	// [Settings.ReauthMaxFor]). Nil unless the listener speaks SASL.
+	ReauthMaxByMechanism map[string]time.Duration
 
-	reauthByMechanism        map[string]time.Duration
 	oauthBearerNotConfigured error
 	// allowDNKey and allowSANKey are the keys AllowDNChanges and
 	// AllowSANChanges were read from, for errors; empty when set in code.
@@ -120,7 +125,7 @@ func (s Settings) OAuthBearerNotConfigured() error { return s.oauthBearerNotConf
 // listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms) if set, else
 // [Settings.ReauthMax].
 func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
-	if d, ok := s.reauthByMechanism[mechanism]; ok {
+	if d, ok := s.ReauthMaxByMechanism[mechanism]; ok {
 		return d
 	}
 	return s.ReauthMax
@@ -187,10 +192,10 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 			if err != nil {
 				return Settings{}, err
 			}
-			if s.reauthByMechanism == nil {
-				s.reauthByMechanism = map[string]time.Duration{}
+			if s.ReauthMaxByMechanism == nil {
+				s.ReauthMaxByMechanism = map[string]time.Duration{}
 			}
-			s.reauthByMechanism[mech] = d
+			s.ReauthMaxByMechanism[mech] = d
 		}
 	}
 	if proto == protocolmap.SSL {
