@@ -102,10 +102,15 @@ type Settings struct {
 	// [Settings.ReauthMaxFor]). Nil unless the listener speaks SASL.
 	ReauthMaxByMechanism map[string]time.Duration
 
+	// AllowDNChangesKey and AllowSANChangesKey are the keys
+	// AllowDNChanges and AllowSANChanges were read from (with the
+	// listener's prefix when the value, or else the listener's key store,
+	// came from a prefixed key), so that a refused certificate change
+	// names the key to set ([Settings.CheckCertificateChange]); empty,
+	// ssl.allow.dn.changes and ssl.allow.san.changes.
+	AllowDNChangesKey, AllowSANChangesKey string
+
 	oauthBearerNotConfigured error
-	// allowDNKey and allowSANKey are the keys AllowDNChanges and
-	// AllowSANChanges were read from, for errors; empty when set in code.
-	allowDNKey, allowSANKey string
 }
 
 // OAuthBearerNotConfigured returns, for a listener that enables
