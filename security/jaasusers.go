@@ -333,7 +333,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 			warnings = append(warnings, w)
 		}
 	}
-	for _, l := range set.Listeners {
+	for _, l := range set.All {
 		if !l.SecurityProtocol.UsesSASL() {
 			continue
 		}

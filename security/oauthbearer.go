@@ -217,8 +217,8 @@ type OAuthBearerUnsecured struct {
 //
 // OAuthBearer reads no key set (a file: URL is only checked to be a
 // readable file) and builds nothing. [ForListener] calls it for a
-// listener that enables OAUTHBEARER, so the socket server's
-// ConfigFromProperties reads the settings once, into
+// listener that enables OAUTHBEARER, so the configuration's
+// config.Server reads the settings once, into
 // [Settings.OAuthBearer].
 func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
 	c := view(set)

@@ -77,7 +77,7 @@ type API struct {
 	//
 	// Experimental: proven by one host so far (examples/proxy); it may change
 	// or go in a minor release, as CONTRIBUTING.md says.
-	StreamAbove int32
+	StreamAbove int
 	// Pipeline, for an API served raw, lets a connection go on reading
 	// while the host holds this API's requests, up to Pipeline of them at
 	// once: the next request is read as soon as the host has the one
@@ -234,7 +234,7 @@ type apiTable struct {
 	// streamAbove is the smallest API.StreamAbove of the listener's
 	// APIs that stream; 0 when none does, and no frame's key is looked at
 	// before it is read.
-	streamAbove int32
+	streamAbove int
 	// versions is the ApiVersions response's key list, ready to copy.
 	versions []kmsg.ApiVersionsResponseApiKey
 	// serverAnswersAPIVersions is false when the host listed ApiVersions
@@ -325,6 +325,8 @@ func (a *API) checkRaw() error {
 	switch {
 	case a.StreamAbove < 0:
 		return fmt.Errorf("socketserver: API key %d: StreamAbove %d is negative", a.Key, a.StreamAbove)
+	case a.StreamAbove > math.MaxInt32:
+		return fmt.Errorf("socketserver: API key %d: StreamAbove %d is above %d, Kafka's largest frame", a.Key, a.StreamAbove, math.MaxInt32)
 	case !a.Raw && a.StreamAbove > 0:
 		return fmt.Errorf("socketserver: API key %d: StreamAbove is set but not Raw: only a raw API's frames are streamed", a.Key)
 	case a.Pipeline < 0 || a.Pipeline > MaxPipeline:

@@ -104,7 +104,7 @@ func (c *conn) arrived(n int) {
 		credit = -credit
 	}
 	if rate := srv.cfg.RequestMinByteRate; rate > 0 {
-		credit = min(credit+int64(n)*int64(time.Second)/rate, now+idle)
+		credit = min(credit+int64(n)*int64(time.Second)/int64(rate), now+idle)
 	} else { // no floor: every byte counts, as in Kafka
 		credit = now
 	}

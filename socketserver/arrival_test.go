@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -123,10 +124,10 @@ func TestRequestArrival(t *testing.T) {
 	answered := func(r *socketserver.Request) { _ = r.Respond(kmsg.NewPtrMetadataResponse()) }
 	newServer := func(t *testing.T, rate string) *socketserver.Server {
 		props := merge(pki.props(""), listener.Properties{
-			"listeners":                        "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-			"connections.max.idle.ms":          strconv.Itoa(int(arrivalIdle / time.Millisecond)),
-			socketserver.KeyRequestMinByteRate: rate,
-			"kafkanet.handshake.timeout.ms":    "10000",
+			"listeners":                     "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+			"connections.max.idle.ms":       strconv.Itoa(int(arrivalIdle / time.Millisecond)),
+			config.KeyRequestMinByteRate:    rate,
+			"kafkanet.handshake.timeout.ms": "10000",
 		})
 		return socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 			c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}

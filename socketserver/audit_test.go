@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -347,7 +348,7 @@ func TestAuditConnectionRefused(t *testing.T) {
 	})
 	t.Run("PROXY untrusted", func(t *testing.T) {
 		rec := &auditRecorder{}
-		srv := proxyServer(t, &proxyRecorder{}, listener.Properties{socketserver.KeyProxyProtocolTrustedNetworks: "127.0.0.2/32"}, withAudit(rec, 0))
+		srv := proxyServer(t, &proxyRecorder{}, listener.Properties{config.KeyProxyProtocolTrustedNetworks: "127.0.0.2/32"}, withAudit(rec, 0))
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		requireClosedNoResponse(t, c)
 		require.Eventually(t, func() bool { return len(rec.of(socketserver.AuditConnectionRefused)) == 1 }, 5*time.Second, 5*time.Millisecond)

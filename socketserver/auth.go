@@ -192,7 +192,7 @@ func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configErr
 	}
 	return configError(noImplementationRule(l, oauthBearer) + fmt.Sprintf(
 		"; package %s implements it over a token validator of the host's (oauthbearer.New) or, from the listener's properties, "+
-			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings socketserver.ConfigFromProperties reads)", pkg))
+			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings config.Server reads)", pkg))
 }
 
 // enabledMechanismsSetting returns the key a listener's
@@ -325,7 +325,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	c.pre.heard = true
 	sawAPIVersions := false
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
+		frame, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
@@ -404,7 +404,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 	defer cancel()
 	var told *sasl.Error // a failure whose challenge the client has been sent
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
+		frame, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil)
 		if err != nil {
 			return "", c.refuse(err)
 		}
@@ -701,7 +701,7 @@ func (c *conn) reauthenticate(q *logged, req *kmsg.SASLHandshakeRequest, deadlin
 		return err
 	}
 	if current := c.info().SASLMechanism; mech.Name() != current {
-		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil); err != nil && isClosedOrEOF(err) {
+		if _, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil); err != nil && isClosedOrEOF(err) {
 			return err
 		}
 		c.failAuthentication()

@@ -2,13 +2,9 @@ package socketserver
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
@@ -53,8 +49,11 @@ const (
 	processorQueueSize = 20
 )
 
-// Config configures a [Server]. Build it with [ConfigFromProperties] to read
-// Kafka's keys, or fill it directly; zero fields take Kafka's defaults.
+// Config configures a [Server]. Build it with config.Server (package github.com/kafkanet/kafkanet/config) to read
+// Kafka's keys, or fill it directly. One convention holds for its fields
+// (docs/configuration.md, "Default and off"): zero means the default, and
+// a negative value turns a feature off where it can be off. Byte sizes are
+// ints.
 type Config struct {
 	// Listeners is the resolved listener configuration (required).
 	Listeners *listener.Set
@@ -69,15 +68,16 @@ type Config struct {
 	// security settings, SASL mechanisms and credentials. A listener
 	// missing here takes APIs, DefaultNumNetworkThreads processors, no
 	// security settings (a PLAINTEXT listener needs none) and Credentials.
-	// ConfigFromProperties fills an entry for every listener. New reads
+	// config.Server fills an entry for every listener. New reads
 	// the entries and keeps no pointer to them. A listener added later
 	// gets its ListenerConfig from Server.AddListener or
 	// Server.SetListeners.
 	PerListener map[protocolmap.ListenerName]*ListenerConfig
 
 	// RequestMaxBytes is socket.request.max.bytes: a larger frame closes
-	// the connection. Zero means DefaultRequestMaxBytes.
-	RequestMaxBytes int32
+	// the connection. Zero means DefaultRequestMaxBytes; at most
+	// math.MaxInt32, Kafka's largest frame.
+	RequestMaxBytes int
 	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
 	// complete request received or response sent for this long, and no
 	// request arriving at RequestMinByteRate or faster, is closed, as in
@@ -96,10 +96,15 @@ type Config struct {
 	// (a byte every few seconds) still is. A frame that stops arriving
 	// is idle. Zero means DefaultRequestMinByteRate; negative sets no
 	// floor: every byte counts, as in Kafka.
-	RequestMinByteRate int64
+	RequestMinByteRate int
 	// QueuedMaxRequests is the data plane's request queue capacity
 	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
 	QueuedMaxRequests int
+	// IOThreads is the number of the data plane's workers that
+	// Server.Serve runs, the goroutines that hand its requests to the
+	// host's Handler (num.io.threads). Zero means DefaultNumIOThreads. The
+	// control plane has one, as in Kafka.
+	IOThreads int
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
 	// requests read but not yet answered, across the data plane's
 	// connections. When they are spent, connections read no more until
@@ -119,7 +124,7 @@ type Config struct {
 	// sends little cannot spend the budget; a frame of at most 64 KiB
 	// never waits for it; and while the budget is spent, frames nearest to
 	// whole are read first. See RequestStallTimeout.
-	QueuedMaxRequestBytes int64
+	QueuedMaxRequestBytes int
 	// RequestStallTimeout is kafkanet.request.stall.ms, a key of
 	// kafkanet's own: with QueuedMaxRequestBytes, a connection that holds
 	// some of the budget for a frame it has begun and sends none of the
@@ -150,11 +155,12 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest frame
 	// accepted before authentication completes. Zero means
-	// DefaultSASLMaxReceiveSize.
-	SASLMaxReceiveSize int32
+	// DefaultSASLMaxReceiveSize; at most math.MaxInt32.
+	SASLMaxReceiveSize int
 
 	// ConnectionQuotas are the connection quotas; nil means
-	// DefaultConnectionQuotas (nothing limited). ConfigFromProperties reads them from Kafka's keys.
+	// DefaultConnectionQuotas (nothing limited). config.Server reads them
+	// from Kafka's keys.
 	ConnectionQuotas *ConnectionQuotas
 
 	// RegistryHistory is how many recently closed connections the
@@ -287,7 +293,7 @@ type ListenerConfig struct {
 	// Security is how the listener authenticates its connections: TLS,
 	// the SASL mechanisms it enables, principal mapping,
 	// re-authentication, the handshake timeout, and OAUTHBEARER's settings
-	// when its properties configure them (ConfigFromProperties reads them
+	// when its properties configure them (config.Server reads them
 	// with security.ForListener). The zero value suits PLAINTEXT.
 	Security security.Settings
 	// Mechanisms are the host's implementations of SASL mechanisms for the
@@ -321,139 +327,6 @@ type ListenerConfig struct {
 	ProxyProtocol ProxyProtocol
 }
 
-// ConfigFromProperties reads a server's configuration from Kafka's keys,
-// once, into typed and checked values: the listeners (listener.Resolve:
-// listeners, advertised.listeners, listener.security.protocol.map, the
-// inter-broker and control-plane listeners), then socket.request.max.bytes,
-// connections.max.idle.ms, kafkanet.request.min.byte.rate,
-// queued.max.requests, queued.max.request.bytes,
-// kafkanet.request.stall.ms, num.network.threads (and its listener-prefixed form),
-// socket.send.buffer.bytes, socket.receive.buffer.bytes,
-// connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// the connection quotas (with kafkanet's per-principal limits),
-// kafkanet.connections.max.age.ms and its jitter, each listener's use of the PROXY protocol
-// (kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks,
-// see ProxyProtocol), and each listener's TLS and SASL settings
-// (security.ForListener) into its ListenerConfig, among them, for a
-// listener whose sasl.enabled.mechanisms holds OAUTHBEARER, its OAUTHBEARER
-// settings (security.OAuthBearer). It builds no mechanism from them: the
-// host does (see ListenerConfig.Mechanisms), so that only a host that
-// serves OAUTHBEARER links its validators. Credentials are the host's to
-// set (security.NewJAASUsers builds them from Kafka's JAAS keys). Errors
-// name the offending key. New reads no property: a host may change any
-// value between the two.
-func ConfigFromProperties(props listener.Properties) (Config, error) {
-	cfg, err := listener.Resolve(props)
-	if err != nil {
-		return Config{}, err
-	}
-	c := Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*ListenerConfig, len(cfg.Listeners))}
-	maxBytes, err := props.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
-	if err != nil {
-		return Config{}, err
-	}
-	c.RequestMaxBytes = int32(min(maxBytes, 1<<31-1))
-	idleMS, err := props.Int("connections.max.idle.ms", int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
-	if err != nil {
-		return Config{}, err
-	}
-	c.ConnectionsMaxIdle = time.Duration(idleMS) * time.Millisecond
-	if idleMS < 0 {
-		c.ConnectionsMaxIdle = -1
-	}
-	rate, err := props.Int(KeyRequestMinByteRate, DefaultRequestMinByteRate, -1<<62)
-	if err != nil {
-		return Config{}, err
-	}
-	c.RequestMinByteRate = int64(rate)
-	if rate <= 0 {
-		c.RequestMinByteRate = -1
-	}
-	if c.QueuedMaxRequests, err = props.Int("queued.max.requests", DefaultQueuedMaxRequests, 1); err != nil {
-		return Config{}, err
-	}
-	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(props, c.RequestMaxBytes); err != nil {
-		return Config{}, err
-	}
-	stallMS, err := props.Int(KeyRequestStallMs, int(DefaultRequestStallTimeout/time.Millisecond), -1<<62)
-	if err != nil {
-		return Config{}, err
-	}
-	c.RequestStallTimeout = time.Duration(stallMS) * time.Millisecond
-	if stallMS <= 0 {
-		c.RequestStallTimeout = -1
-	}
-	if c.SendBufferBytes, err = props.Int("socket.send.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
-		return Config{}, err
-	}
-	if c.ReceiveBufferBytes, err = props.Int("socket.receive.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
-		return Config{}, err
-	}
-	if c.FailedAuthenticationDelay, err = security.FailedAuthenticationDelay(cfg); err != nil {
-		return Config{}, err
-	}
-	if c.FailedAuthenticationDelay == 0 {
-		c.FailedAuthenticationDelay = -1 // set to 0 on purpose: no delay
-	}
-	saslMax, err := props.Int("sasl.server.max.receive.size", DefaultSASLMaxReceiveSize, 1)
-	if err != nil {
-		return Config{}, err
-	}
-	c.SASLMaxReceiveSize = int32(min(saslMax, 1<<31-1))
-	if c.ConnectionQuotas, err = quotasFromProperties(cfg); err != nil {
-		return Config{}, err
-	}
-	if c.ConnectionsMaxAge, c.ConnectionsMaxAgeJitter, err = maxAgeFromProperties(props); err != nil {
-		return Config{}, err
-	}
-	for _, l := range cfg.Listeners {
-		n, err := props.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
-		if err != nil {
-			return Config{}, err
-		}
-		sec, err := security.ForListener(cfg, l.Name)
-		if err != nil {
-			return Config{}, err
-		}
-		proxy, err := proxyProtocolFromProperties(props, l.Name)
-		if err != nil {
-			return Config{}, err
-		}
-		c.PerListener[l.Name] = &ListenerConfig{NetworkThreads: n, Security: sec, ProxyProtocol: proxy}
-	}
-	return c, nil
-}
-
-// KeyQueuedMaxRequestBytes is the key of [Config.QueuedMaxRequestBytes].
-const KeyQueuedMaxRequestBytes = "queued.max.request.bytes"
-
-// KeyRequestStallMs is the key of [Config.RequestStallTimeout], in
-// milliseconds; zero or negative disables it.
-const KeyRequestStallMs = "kafkanet.request.stall.ms"
-
-// KeyRequestMinByteRate is the key of [Config.RequestMinByteRate], in
-// bytes a second; zero or negative sets no floor.
-const KeyRequestMinByteRate = "kafkanet.request.min.byte.rate"
-
-// queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
-// with Kafka's rule that a limit is at least socket.request.max.bytes.
-func queuedMaxRequestBytes(props listener.Properties, requestMax int32) (int64, error) {
-	v, ok := props.Get(KeyQueuedMaxRequestBytes)
-	if !ok {
-		return -1, nil
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil {
-		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
-			Rule: "Expected value to be a 64-bit integer"}
-	}
-	if n > 0 && n < int64(requestMax) {
-		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
-			Rule: fmt.Sprintf("a limit must be at least socket.request.max.bytes (%d), or -1 for none", requestMax)}
-	}
-	return n, nil
-}
-
 // withDefaults returns c with zero fields set to Kafka's defaults.
 func (c Config) withDefaults() Config {
 	if c.RequestMaxBytes == 0 {
@@ -464,6 +337,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueuedMaxRequests == 0 {
 		c.QueuedMaxRequests = DefaultQueuedMaxRequests
+	}
+	if c.IOThreads == 0 {
+		c.IOThreads = DefaultNumIOThreads
 	}
 	if c.RequestStallTimeout == 0 {
 		c.RequestStallTimeout = DefaultRequestStallTimeout
@@ -527,289 +403,4 @@ func networkThreads(l listener.Listener, lc ListenerConfig) int {
 		return lc.NetworkThreads
 	}
 	return DefaultNumNetworkThreads
-}
-
-// quotasFromProperties reads Kafka's connection quota keys: max.connections
-// and max.connection.creation.rate (each also per listener),
-// max.connections.per.ip, max.connections.per.ip.overrides,
-// quota.window.num, quota.window.size.seconds, and this library's
-// kafkanet.ip.connection.creation.rate and
-// kafkanet.ip.connection.creation.rate.overrides (see
-// ipConnectionCreationRateOverrides).
-func quotasFromProperties(cfg *listener.Set) (*ConnectionQuotas, error) {
-	q := DefaultConnectionQuotas()
-	props := cfg.Properties()
-	var err error
-	if q.MaxConnections, err = props.Int("max.connections", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.MaxConnectionsPerIP, err = props.Int("max.connections.per.ip", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.MaxConnectionCreationRate, err = props.Int("max.connection.creation.rate", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.IPConnectionCreationRate, err = props.Int("kafkanet.ip.connection.creation.rate", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.WindowNum, err = props.Int("quota.window.num", 11, 1); err != nil {
-		return nil, err
-	}
-	seconds, err := props.Int("quota.window.size.seconds", 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	q.WindowSize = time.Duration(seconds) * time.Second
-	if q.ListenerMaxConnections, err = listenerOverrides(cfg, "max.connections"); err != nil {
-		return nil, err
-	}
-	if q.ListenerMaxConnectionCreationRate, err = listenerOverrides(cfg, "max.connection.creation.rate"); err != nil {
-		return nil, err
-	}
-	const overridesKey = "max.connections.per.ip.overrides"
-	if v, ok := props.Get(overridesKey); ok {
-		entries, err := protocolmap.ParseCSVMap(overridesKey, v)
-		if err != nil {
-			return nil, err
-		}
-		var invalid []string
-		for _, e := range entries {
-			if !listener.ValidHost(e.Key) {
-				invalid = append(invalid, e.Key)
-			}
-		}
-		if len(invalid) > 0 {
-			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidConnectionQuotas,
-				Rule: overridesKey + " contains invalid addresses : " + strings.Join(invalid, ",")}
-		}
-		q.MaxConnectionsPerIPOverrides = map[string]int{}
-		for _, e := range entries {
-			n, err := strconv.Atoi(e.Value)
-			if err != nil || n < 0 {
-				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidConnectionQuotas,
-					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative integer", e.Value, e.Key)}
-			}
-			q.MaxConnectionsPerIPOverrides[e.Key] = n
-		}
-	}
-	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(props); err != nil {
-		return nil, err
-	}
-	if q.MaxConnectionsPerPrincipal, q.ListenerMaxConnectionsPerPrincipal, err = principalLimitsFromProperties(cfg); err != nil {
-		return nil, err
-	}
-	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
-		return nil, &protocolmap.ConfigError{Key: "max.connections.per.ip", Value: "0", Err: ErrInvalidConnectionQuotas,
-			Rule: "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}
-	}
-	return &q, nil
-}
-
-// KeyIPConnectionCreationRateOverrides is this library's key for per-address
-// connection creation rates, which Kafka sets as the connection_creation_rate
-// quota of named ip entities (kafka-configs --entity-type ips): a
-// comma-separated list of address:rate, in the syntax of
-// max.connections.per.ip.overrides (each entry split at its last colon, so
-// ::1:5 gives ::1 five per second), for example
-// 10.0.0.7:5,192.168.1.9:0,2001:db8::1:20. Addresses are IP literals (a
-// bracketed IPv6 address is accepted; a host name is not), each given once;
-// rates are connections per second, 0 admitting none and 2147483647 none
-// limited (exempt from kafkanet.ip.connection.creation.rate).
-const KeyIPConnectionCreationRateOverrides = "kafkanet.ip.connection.creation.rate.overrides"
-
-// ipConnectionCreationRateOverrides reads
-// kafkanet.ip.connection.creation.rate.overrides; nil when it is not set.
-func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Addr]int, error) {
-	const key = KeyIPConnectionCreationRateOverrides
-	v, ok := props.Get(key)
-	if !ok {
-		return nil, nil
-	}
-	entries, err := protocolmap.ParseCSVMap(key, v)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[netip.Addr]int, len(entries))
-	for _, e := range entries {
-		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e.Key, "["), "]"))
-		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas,
-				Rule: fmt.Sprintf("%q is not an IP address (host names are not accepted)", e.Key)}
-		}
-		ip = ip.Unmap().WithZone("") // a zone does not tell addresses apart, as in Java
-		if _, dup := out[ip]; dup {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas,
-				Rule: fmt.Sprintf("address %s is given more than once", ip)}
-		}
-		n, err := strconv.Atoi(e.Value)
-		if err != nil || n < 0 || n > Unlimited {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas,
-				Rule: fmt.Sprintf("the rate %q of %s is not an integer from 0 to %d", e.Value, e.Key, Unlimited)}
-		}
-		out[ip] = n
-	}
-	return out, nil
-}
-
-// listenerOverrides reads listener.name.<l>.<key> for every listener that
-// sets it; listeners without it are left out (the broker-wide value
-// applies).
-func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerName]int, error) {
-	var out map[protocolmap.ListenerName]int
-	for _, l := range cfg.Listeners {
-		if _, from, ok := cfg.Properties().ListenerValue(l.Name, key); !ok || from == key {
-			continue
-		}
-		n, err := cfg.Properties().ListenerInt(l.Name, key, Unlimited, 0)
-		if err != nil {
-			return nil, err
-		}
-		if out == nil {
-			out = map[protocolmap.ListenerName]int{}
-		}
-		out[l.Name] = n
-	}
-	return out, nil
-}
-
-// The keys of kafkanet's own connection controls: the limits of
-// [PrincipalLimits], read into Quotas.MaxConnectionsPerPrincipal and
-// Quotas.ListenerMaxConnectionsPerPrincipal (each key also per listener,
-// with the listener.name.<listener>. prefix), and [Config.ConnectionsMaxAge]
-// and [Config.ConnectionsMaxAgeJitter].
-const (
-	// KeyMaxConnectionsPerPrincipal is the limit of every principal but
-	// User:ANONYMOUS: an integer, 2147483647 (no limit) by default; 0 is
-	// valid only with KeyMaxConnectionsPerPrincipalOverrides, which then
-	// names the only principals admitted.
-	KeyMaxConnectionsPerPrincipal = "kafkanet.max.connections.per.principal"
-	// KeyMaxConnectionsPerPrincipalOverrides gives single principals their
-	// own limit: principal:count entries separated by semicolons, as
-	// super.users separates principals, each count after the entry's last
-	// colon, so that a TLS distinguished name with commas can be named:
-	// User:alice:2;User:CN=bob,O=acme:50. User:ANONYMOUS is limited only
-	// here.
-	KeyMaxConnectionsPerPrincipalOverrides = "kafkanet.max.connections.per.principal.overrides"
-	// KeyConnectionsMaxAgeMs is the maximum age of a connection in
-	// milliseconds; unset, zero or negative: none (the default).
-	KeyConnectionsMaxAgeMs = "kafkanet.connections.max.age.ms"
-	// KeyConnectionsMaxAgeJitter spreads each connection's maximum age by
-	// up to this fraction of it either way: a number from 0 (none) to
-	// below 1; 0.1 by default.
-	KeyConnectionsMaxAgeJitter = "kafkanet.connections.max.age.jitter"
-)
-
-// maxAgeFromProperties reads kafkanet.connections.max.age.ms and
-// kafkanet.connections.max.age.jitter into Config's values: no maximum is
-// -1, no jitter -1.
-func maxAgeFromProperties(props listener.Properties) (time.Duration, float64, error) {
-	ms, err := props.Int(KeyConnectionsMaxAgeMs, -1, -1<<62)
-	if err != nil {
-		return 0, 0, err
-	}
-	age := time.Duration(-1)
-	if ms > 0 {
-		age = time.Duration(min(ms, int(math.MaxInt64/time.Millisecond))) * time.Millisecond
-	}
-	jitter := DefaultConnectionsMaxAgeJitter
-	if v, ok := props.Get(KeyConnectionsMaxAgeJitter); ok {
-		j, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || !(j >= 0 && j < 1) {
-			return 0, 0, &protocolmap.ConfigError{Key: KeyConnectionsMaxAgeJitter, Value: v, Err: listener.ErrInvalidValue,
-				Rule: "Expected a number from 0 to less than 1"}
-		}
-		jitter = j
-		if j == 0 {
-			jitter = -1 // set to 0 on purpose: none
-		}
-	}
-	return age, jitter, nil
-}
-
-// principalLimitsFromProperties reads kafkanet.max.connections.per.principal
-// and its overrides, broker-wide and per listener (listener.name.<l>.
-// prefixed: a listener that sets neither has no entry).
-func principalLimitsFromProperties(cfg *listener.Set) (PrincipalLimits, map[protocolmap.ListenerName]PrincipalLimits, error) {
-	props := cfg.Properties()
-	read := func(maxKey, overridesKey string, maxSet bool) (PrincipalLimits, error) {
-		pl := PrincipalLimits{Max: Unlimited}
-		var err error
-		if maxSet {
-			if pl.Max, err = props.Int(maxKey, Unlimited, 0); err != nil {
-				return pl, err
-			}
-		}
-		if v, ok := props.Get(overridesKey); ok {
-			if pl.Overrides, err = parsePrincipalOverrides(overridesKey, v); err != nil {
-				return pl, err
-			}
-		}
-		if pl.Max == 0 && len(pl.Overrides) == 0 {
-			return pl, &protocolmap.ConfigError{Key: maxKey, Value: "0", Err: ErrInvalidConnectionQuotas,
-				Rule: maxKey + " can be set to zero only if " + overridesKey + " is set"}
-		}
-		return pl, nil
-	}
-	all, err := read(KeyMaxConnectionsPerPrincipal, KeyMaxConnectionsPerPrincipalOverrides, true)
-	if err != nil {
-		return PrincipalLimits{}, nil, err
-	}
-	var byListener map[protocolmap.ListenerName]PrincipalLimits
-	for _, l := range cfg.Listeners {
-		prefix := l.Name.ConfigPrefix()
-		_, maxSet := props.Get(prefix + KeyMaxConnectionsPerPrincipal)
-		_, overridesSet := props.Get(prefix + KeyMaxConnectionsPerPrincipalOverrides)
-		if !maxSet && !overridesSet {
-			continue
-		}
-		pl, err := read(prefix+KeyMaxConnectionsPerPrincipal, prefix+KeyMaxConnectionsPerPrincipalOverrides, maxSet)
-		if err != nil {
-			return PrincipalLimits{}, nil, err
-		}
-		if byListener == nil {
-			byListener = map[protocolmap.ListenerName]PrincipalLimits{}
-		}
-		byListener[l.Name] = pl
-	}
-	return all, byListener, nil
-}
-
-// parsePrincipalOverrides parses the value v of key, a
-// kafkanet.max.connections.per.principal.overrides: principal:count
-// entries separated by semicolons (blank ones skipped), each principal
-// Type:name as in super.users, its count after the entry's last colon, an
-// integer from 0 to 2147483647. Each principal may be named once.
-func parsePrincipalOverrides(key, v string) (map[connregistry.Principal]int, error) {
-	bad := func(format string, args ...any) error {
-		return &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidConnectionQuotas, Rule: fmt.Sprintf(format, args...)}
-	}
-	var out map[connregistry.Principal]int
-	for entry := range strings.SplitSeq(v, ";") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		i := strings.LastIndexByte(entry, ':')
-		if i < 0 {
-			return nil, bad("the entry %q is not principal:count, such as User:alice:2", entry)
-		}
-		name, count := strings.TrimSpace(entry[:i]), strings.TrimSpace(entry[i+1:])
-		typ, pname, ok := strings.Cut(name, ":")
-		if !ok || typ == "" || pname == "" {
-			return nil, bad("%q is not a principal: Type:name, such as User:alice", name)
-		}
-		n, err := strconv.Atoi(count)
-		if err != nil || n < 0 || n > Unlimited {
-			return nil, bad("the limit %q of %s is not an integer from 0 to %d", count, name, Unlimited)
-		}
-		p := connregistry.Principal{Type: typ, Name: pname}
-		if _, dup := out[p]; dup {
-			return nil, bad("principal %s is given more than once", p)
-		}
-		if out == nil {
-			out = map[connregistry.Principal]int{}
-		}
-		out[p] = n
-	}
-	return out, nil
 }

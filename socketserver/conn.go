@@ -709,7 +709,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	if !c.pre.heard { // the request's first bytes are in the read buffer (awaitRequest)
 		c.pre.heard = true
 	}
-	frame, size, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis, ls.memory)
+	frame, size, peeked, err := c.nextFrame(int32(srv.cfg.RequestMaxBytes), ls.apis, ls.memory)
 	if err != nil {
 		if !c.peerLeft(err) && !isClosedOrEOF(err) {
 			c.setReason(connregistry.CloseProtocolError)
@@ -1284,7 +1284,7 @@ func (c *conn) nextFrame(limit int32, apis *apiTable, pool *memoryPool) (frame [
 	if pool != nil && n > 0 {
 		m = &frameMemory{c: c, pool: pool}
 	}
-	if apis != nil && apis.streamAbove > 0 && n > apis.streamAbove {
+	if apis != nil && apis.streamAbove > 0 && int(n) > apis.streamAbove {
 		if head, err := c.streamHead(n, apis, m); head != nil || err != nil {
 			if err != nil {
 				c.endArrival()

@@ -13,7 +13,7 @@
 // PLAIN and SCRAM-SHA-256/512 or the host's own sasl.Mechanism
 // implementations, KIP-306 failure delay, KIP-368 re-authentication), and
 // shuts down gracefully. A host builds a [Server] from a resolved
-// listener.Set ([ConfigFromProperties] reads Kafka's keys), starts it,
+// listener.Set (config.Server, in package config, reads Kafka's keys), starts it,
 // and answers the [Request] values of each plane with its own handler,
 // which [Server.Serve] runs in a pool of goroutines. The server answers
 // ApiVersions and the SASL exchange itself, and feeds every connection to a

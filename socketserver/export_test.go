@@ -37,9 +37,3 @@ func SetStreamWatchAfter(d time.Duration) (restore func()) {
 // PrincipalCounts exposes the connections counted per principal across
 // listeners (connection quotas' PrincipalLimits) to the external tests.
 func PrincipalCounts(s *Server) map[connregistry.Principal]int { return s.quotas.principalCounts() }
-
-// ParsePrincipalOverrides exposes the parser of
-// kafkanet.max.connections.per.principal.overrides to the external tests.
-func ParsePrincipalOverrides(v string) (map[connregistry.Principal]int, error) {
-	return parsePrincipalOverrides(KeyMaxConnectionsPerPrincipalOverrides, v)
-}

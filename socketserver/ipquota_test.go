@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -112,8 +113,8 @@ func TestSetQuotasChangesIPConnectionCreationRates(t *testing.T) {
 // the syntax of max.connections.per.ip.overrides; bad entries name the key.
 func TestIPConnectionCreationRateOverridesConfig(t *testing.T) {
 	read := func(v string) (*socketserver.ConnectionQuotas, error) {
-		cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
-			socketserver.KeyIPConnectionCreationRateOverrides: v})
+		cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
+			config.KeyIPConnectionCreationRateOverrides: v})
 		return cfg.ConnectionQuotas, err
 	}
 	q, err := read(" 127.0.0.1:5, ::1:0 ,[2001:db8::7]:9,::ffff:10.0.0.1:2147483647,fe80::1%eth0:3 ")
@@ -145,6 +146,6 @@ func TestIPConnectionCreationRateOverridesConfig(t *testing.T) {
 		_, err := read(bad)
 		var ce *protocolmap.ConfigError
 		require.ErrorAs(t, err, &ce, "%q", bad)
-		assert.Equal(t, socketserver.KeyIPConnectionCreationRateOverrides, ce.Key, "%q", bad)
+		assert.Equal(t, config.KeyIPConnectionCreationRateOverrides, ce.Key, "%q", bad)
 	}
 }

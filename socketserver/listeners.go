@@ -117,7 +117,7 @@ func (s *Server) RemoveListener(ctx context.Context, name protocolmap.ListenerNa
 // SetListeners makes next the server's listener configuration, as Kafka
 // applies a dynamic update of listeners, advertised.listeners and
 // listener.security.protocol.map (KIP-226): for a host that re-reads its
-// configuration (next from socketserver.ConfigFromProperties or
+// configuration (next from config.Server or
 // listener.Resolve). The changes are those of [listener.Set.Changes],
 // which also says which changes need a restart (they are refused, and
 // nothing changes): the listeners next lacks are removed and drain as
@@ -147,7 +147,7 @@ func (s *Server) SetListeners(ctx context.Context, next *listener.Set, perListen
 		return fmt.Errorf("socketserver: %w", err)
 	}
 	for name := range perListener {
-		if !slices.ContainsFunc(next.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+		if !slices.ContainsFunc(next.All, func(l listener.Listener) bool { return l.Name == name }) {
 			s.change.Unlock()
 			return fmt.Errorf("socketserver: SetListeners' perListener names listener %s, which is not configured", name)
 		}

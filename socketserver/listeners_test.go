@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
@@ -97,7 +98,7 @@ func processorIDs(srv *socketserver.Server) []int {
 // of a listener it adds.
 func sideListener(t *testing.T, name string, props listener.Properties) (listener.Listener, *socketserver.ListenerConfig) {
 	t.Helper()
-	cfg, err := socketserver.ConfigFromProperties(merge(listener.Properties{
+	cfg, err := config.Server(merge(listener.Properties{
 		"listeners": "PLAINTEXT://127.0.0.1:0," + name + "://127.0.0.1:0",
 	}, props))
 	require.NoError(t, err)
@@ -548,7 +549,7 @@ func TestSetListeners(t *testing.T) {
 		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:0,NEW://127.0.0.1:%d", port),
 		fmt.Sprintf("advertised.listeners=PLAINTEXT://broker.example:9092,NEW://127.0.0.1:%d", port))
 	require.NoError(t, err)
-	next, err := socketserver.ConfigFromProperties(nextProps)
+	next, err := config.Server(nextProps)
 	require.NoError(t, err)
 	ch, err := srv.Listeners().Changes(next.Listeners)
 	require.NoError(t, err)
@@ -658,7 +659,7 @@ func TestConcurrentListenerChanges(t *testing.T) {
 	wg.Go(func() { // readers of the listeners
 		for ctx.Err() == nil {
 			set := srv.Listeners()
-			for _, l := range set.Listeners {
+			for _, l := range set.All {
 				_ = srv.Addr(l.Name)
 			}
 			st := srv.Stats()

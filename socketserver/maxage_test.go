@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -160,29 +161,29 @@ func TestMaxAgeJitter(t *testing.T) {
 	assert.Greater(t, last.Sub(first), 100*time.Millisecond, "the connections all left at once")
 }
 
-// The keys, as ConfigFromProperties reads them.
+// The keys, as config.Server reads them.
 func TestMaxAgeConfig(t *testing.T) {
 	base := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
-	cfg, err := socketserver.ConfigFromProperties(merge(base, listener.Properties{
-		socketserver.KeyConnectionsMaxAgeMs: "2000", socketserver.KeyConnectionsMaxAgeJitter: "0.25",
+	cfg, err := config.Server(merge(base, listener.Properties{
+		config.KeyConnectionsMaxAgeMs: "2000", config.KeyConnectionsMaxAgeJitter: "0.25",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, cfg.ConnectionsMaxAge)
 	assert.InDelta(t, 0.25, cfg.ConnectionsMaxAgeJitter, 1e-9)
-	cfg, err = socketserver.ConfigFromProperties(base)
+	cfg, err = config.Server(base)
 	require.NoError(t, err)
 	assert.Negative(t, cfg.ConnectionsMaxAge, "off by default")
 	assert.InDelta(t, socketserver.DefaultConnectionsMaxAgeJitter, cfg.ConnectionsMaxAgeJitter, 1e-9)
-	cfg, err = socketserver.ConfigFromProperties(merge(base, listener.Properties{socketserver.KeyConnectionsMaxAgeJitter: "0"}))
+	cfg, err = config.Server(merge(base, listener.Properties{config.KeyConnectionsMaxAgeJitter: "0"}))
 	require.NoError(t, err)
 	assert.Negative(t, cfg.ConnectionsMaxAgeJitter, "a jitter of 0 is none, not the default")
 	for _, props := range []listener.Properties{
-		{socketserver.KeyConnectionsMaxAgeMs: "soon"},
-		{socketserver.KeyConnectionsMaxAgeJitter: "1"},
-		{socketserver.KeyConnectionsMaxAgeJitter: "-0.1"},
-		{socketserver.KeyConnectionsMaxAgeJitter: "NaN"},
+		{config.KeyConnectionsMaxAgeMs: "soon"},
+		{config.KeyConnectionsMaxAgeJitter: "1"},
+		{config.KeyConnectionsMaxAgeJitter: "-0.1"},
+		{config.KeyConnectionsMaxAgeJitter: "NaN"},
 	} {
-		_, err := socketserver.ConfigFromProperties(merge(base, props))
+		_, err := config.Server(merge(base, props))
 		var ce *protocolmap.ConfigError
 		require.ErrorAs(t, err, &ce, "%v", props)
 		for k := range props {

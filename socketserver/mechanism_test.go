@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	ksasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -382,7 +383,7 @@ func TestMechanismConfiguration(t *testing.T) {
 			if tc.props["sasl.enabled.mechanisms"] == "" {
 				delete(props, "sasl.enabled.mechanisms")
 			}
-			cfg, err := socketserver.ConfigFromProperties(props)
+			cfg, err := config.Server(props)
 			require.NoError(t, err, "security.ForListener refuses no mechanism name")
 			if !tc.noUsers {
 				cfg.Credentials = users

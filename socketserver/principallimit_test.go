@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"io"
 	"log/slog"
@@ -67,9 +68,9 @@ func isTimeout(err error) bool {
 // override, here on the PLAINTEXT listener alone.
 func TestPrincipalLimit(t *testing.T) {
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
-		socketserver.KeyMaxConnectionsPerPrincipal:                                       "3",
-		socketserver.KeyMaxConnectionsPerPrincipalOverrides:                              "User:alice:2",
-		"listener.name.plaintext." + socketserver.KeyMaxConnectionsPerPrincipalOverrides: "User:ANONYMOUS:1",
+		config.KeyMaxConnectionsPerPrincipal:                                       "3",
+		config.KeyMaxConnectionsPerPrincipalOverrides:                              "User:alice:2",
+		"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "User:ANONYMOUS:1",
 	}), withUsers(newUsers(t)), echoMetadata)
 
 	// Each connection is counted once its login's answer is written, before
@@ -137,8 +138,8 @@ func TestPrincipalLimit(t *testing.T) {
 // so that an override set at run time measures those open.
 func TestPrincipalLimitLeavesAnonymous(t *testing.T) {
 	srv := socketservertest.NewServer(t, listener.Properties{
-		"listeners": "PLAINTEXT://127.0.0.1:0",
-		socketserver.KeyMaxConnectionsPerPrincipal: "1",
+		"listeners":                          "PLAINTEXT://127.0.0.1:0",
+		config.KeyMaxConnectionsPerPrincipal: "1",
 	}, func(c *socketserver.Config) { c.APIs = allAPIs() }, echoMetadata)
 	var conns []*rawClient
 	for range 3 {
@@ -165,8 +166,8 @@ func TestPrincipalLimitPerListener(t *testing.T) {
 		"listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,OTHER:SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "PLAIN",
 		"inter.broker.listener.name":     "OTHER",
-		"listener.name.sasl_plaintext." + socketserver.KeyMaxConnectionsPerPrincipal: "1",
-		socketserver.KeyMaxConnectionsPerPrincipal:                                   "2",
+		"listener.name.sasl_plaintext." + config.KeyMaxConnectionsPerPrincipal: "1",
+		config.KeyMaxConnectionsPerPrincipal:                                   "2",
 	}, withUsers(newUsers(t)), echoMetadata)
 	other := func() *rawClient {
 		rc := &rawClient{t: t, c: socketservertest.Dial(t, srv, "OTHER")}
@@ -205,13 +206,18 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 		{"alice", nil, "is not principal:count"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			got, err := socketserver.ParsePrincipalOverrides(tc.value)
+			cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
+				config.KeyMaxConnectionsPerPrincipalOverrides: tc.value})
+			var got map[connregistry.Principal]int
+			if err == nil {
+				got = cfg.ConnectionQuotas.MaxConnectionsPerPrincipal.Overrides
+			}
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, socketserver.ErrInvalidConnectionQuotas)
 				var ce *protocolmap.ConfigError
 				require.ErrorAs(t, err, &ce)
-				assert.Equal(t, socketserver.KeyMaxConnectionsPerPrincipalOverrides, ce.Key)
+				assert.Equal(t, config.KeyMaxConnectionsPerPrincipalOverrides, ce.Key)
 				assert.Contains(t, err.Error(), tc.err)
 				return
 			}
@@ -221,13 +227,13 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 	}
 }
 
-// The keys, as ConfigFromProperties reads them: errors name the key as
+// The keys, as config.Server reads them: errors name the key as
 // written, its listener prefix included.
 func TestPrincipalLimitConfig(t *testing.T) {
 	base := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"}
-	cfg, err := socketserver.ConfigFromProperties(merge(base, listener.Properties{
-		socketserver.KeyMaxConnectionsPerPrincipalOverrides:                                   "User:alice:2;User:CN=bob,O=acme:50",
-		"listener.name.sasl_plaintext." + socketserver.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:1",
+	cfg, err := config.Server(merge(base, listener.Properties{
+		config.KeyMaxConnectionsPerPrincipalOverrides:                                   "User:alice:2;User:CN=bob,O=acme:50",
+		"listener.name.sasl_plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:1",
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, socketserver.PrincipalLimits{Max: socketserver.Unlimited, Overrides: map[connregistry.Principal]int{
@@ -236,7 +242,7 @@ func TestPrincipalLimitConfig(t *testing.T) {
 		"SASL_PLAINTEXT": {Max: socketserver.Unlimited, Overrides: map[connregistry.Principal]int{alice: 1}},
 	}, cfg.ConnectionQuotas.ListenerMaxConnectionsPerPrincipal)
 
-	cfg, err = socketserver.ConfigFromProperties(base)
+	cfg, err = config.Server(base)
 	require.NoError(t, err)
 	assert.Equal(t, socketserver.DefaultConnectionQuotas().MaxConnectionsPerPrincipal, cfg.ConnectionQuotas.MaxConnectionsPerPrincipal)
 	assert.Nil(t, cfg.ConnectionQuotas.ListenerMaxConnectionsPerPrincipal)
@@ -245,19 +251,19 @@ func TestPrincipalLimitConfig(t *testing.T) {
 		props listener.Properties
 		key   string
 	}{
-		{listener.Properties{socketserver.KeyMaxConnectionsPerPrincipal: "0"}, socketserver.KeyMaxConnectionsPerPrincipal},
-		{listener.Properties{socketserver.KeyMaxConnectionsPerPrincipal: "-1"}, socketserver.KeyMaxConnectionsPerPrincipal},
-		{listener.Properties{"listener.name.plaintext." + socketserver.KeyMaxConnectionsPerPrincipal: "x"}, "listener.name.plaintext." + socketserver.KeyMaxConnectionsPerPrincipal},
-		{listener.Properties{"listener.name.plaintext." + socketserver.KeyMaxConnectionsPerPrincipalOverrides: "alice:1"}, "listener.name.plaintext." + socketserver.KeyMaxConnectionsPerPrincipalOverrides},
+		{listener.Properties{config.KeyMaxConnectionsPerPrincipal: "0"}, config.KeyMaxConnectionsPerPrincipal},
+		{listener.Properties{config.KeyMaxConnectionsPerPrincipal: "-1"}, config.KeyMaxConnectionsPerPrincipal},
+		{listener.Properties{"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipal: "x"}, "listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipal},
+		{listener.Properties{"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "alice:1"}, "listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides},
 	} {
-		_, err := socketserver.ConfigFromProperties(merge(base, tc.props))
+		_, err := config.Server(merge(base, tc.props))
 		var ce *protocolmap.ConfigError
 		require.ErrorAs(t, err, &ce, "%v", tc.props)
 		assert.Equal(t, tc.key, ce.Key)
 	}
 	// With overrides, zero admits only the principals they name.
-	cfg, err = socketserver.ConfigFromProperties(merge(base, listener.Properties{
-		socketserver.KeyMaxConnectionsPerPrincipal: "0", socketserver.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:5",
+	cfg, err = config.Server(merge(base, listener.Properties{
+		config.KeyMaxConnectionsPerPrincipal: "0", config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:5",
 	}))
 	require.NoError(t, err)
 	assert.Zero(t, cfg.ConnectionQuotas.MaxConnectionsPerPrincipal.Max)
@@ -275,7 +281,7 @@ func TestPrincipalLimitConfig(t *testing.T) {
 func TestPrincipalLimitLogsWithoutFlooding(t *testing.T) {
 	var log testkit.SyncBuffer
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
-		socketserver.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:0",
+		config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:0",
 	}), func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -150,7 +151,7 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 			case proxyTLS:
 				srv = socketservertest.NewServer(t, merge(pki.props(""), listener.Properties{
 					"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
-					socketserver.KeyProxyProtocol: "required", socketserver.KeyProxyProtocolTrustedNetworks: "127.0.0.1",
+					config.KeyProxyProtocol: "required", config.KeyProxyProtocolTrustedNetworks: "127.0.0.1",
 				}), configure, answerAll)
 				l = "SSL"
 			}

@@ -138,8 +138,9 @@ func (pl PrincipalLimits) validate(what string) error {
 	return nil
 }
 
-// DefaultConnectionQuotas returns Kafka's defaults: nothing limited, rates measured
-// over 11 windows of one second.
+// DefaultConnectionQuotas returns Kafka's defaults: nothing limited, rates
+// measured over quota.DefaultSamples (11) windows of quota.DefaultWindow
+// (one second).
 func DefaultConnectionQuotas() ConnectionQuotas {
 	return ConnectionQuotas{
 		MaxConnections:             Unlimited,
@@ -147,8 +148,8 @@ func DefaultConnectionQuotas() ConnectionQuotas {
 		MaxConnectionCreationRate:  Unlimited,
 		IPConnectionCreationRate:   Unlimited,
 		MaxConnectionsPerPrincipal: PrincipalLimits{Max: Unlimited},
-		WindowNum:                  11,
-		WindowSize:                 time.Second,
+		WindowNum:                  quota.DefaultSamples,
+		WindowSize:                 quota.DefaultWindow,
 	}
 }
 
@@ -205,11 +206,11 @@ func (q ConnectionQuotas) validate() error {
 	if q.WindowNum < 1 || q.WindowSize <= 0 {
 		return bad("quota.window.num and quota.window.size.seconds must be positive")
 	}
-	if err := q.MaxConnectionsPerPrincipal.validate(KeyMaxConnectionsPerPrincipal); err != nil {
+	if err := q.MaxConnectionsPerPrincipal.validate("kafkanet.max.connections.per.principal"); err != nil {
 		return err
 	}
 	for l, pl := range q.ListenerMaxConnectionsPerPrincipal {
-		if err := pl.validate(KeyMaxConnectionsPerPrincipal + " of listener " + string(l)); err != nil {
+		if err := pl.validate("kafkanet.max.connections.per.principal of listener " + string(l)); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -349,14 +350,14 @@ func TestQuotaConfigErrors(t *testing.T) {
 			for k, v := range tc.props {
 				props[k] = v
 			}
-			_, err := socketserver.ConfigFromProperties(props)
+			_, err := config.Server(props)
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 		})
 	}
 	// Zero per IP is valid with overrides.
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
+	cfg, err := config.Server(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"::1": 5, "localhost": 2}, cfg.ConnectionQuotas.MaxConnectionsPerIPOverrides)
 }
@@ -471,7 +472,7 @@ func TestSetQuotasResolvesHostNames(t *testing.T) {
 		"old.example": {netip.MustParseAddr("127.0.0.9")},
 		"new.example": {netip.MustParseAddr("127.0.0.10")},
 	}}
-	srv := newUnstarted(t, listener.Properties{
+	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1",
 		"listeners":                        "PLAINTEXT://127.0.0.1:0",
 		"max.connections.per.ip.overrides": "old.example:1",
 	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })
@@ -479,7 +480,7 @@ func TestSetQuotasResolvesHostNames(t *testing.T) {
 	q.MaxConnectionsPerIPOverrides = map[string]int{"new.example": 1}
 	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	require.NoError(t, srv.Start(context.Background()))
-	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, 1, answerAll) }()
+	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, answerAll) }()
 	assert.Equal(t, []string{"new.example"}, res.lookups, "Start resolved quotas that SetConnectionQuotas had replaced")
 	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"), 1, 5*time.Second))
 	requireClosedNoResponse(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"))

@@ -911,7 +911,7 @@ func (c *conn) streamHead(size int32, apis *apiTable, m *frameMemory) ([]byte, e
 	for {
 		if len(b) >= 2 {
 			api, ok := apis.lookup(int16(binary.BigEndian.Uint16(b)))
-			if !ok || api.StreamAbove == 0 || size <= api.StreamAbove {
+			if !ok || api.StreamAbove == 0 || int(size) <= api.StreamAbove {
 				return nil, nil
 			}
 			if n, ok := rawHeadLen(b, api.flexible); ok {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -162,17 +163,22 @@ type listenerState struct {
 // listener.Resolve (see listener.Set.Validate), and builds a server. It
 // binds nothing and resolves nothing: Start does both.
 func New(cfg Config) (*Server, error) {
-	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
+	if cfg.Listeners == nil || len(cfg.Listeners.All) == 0 {
 		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
 	}
 	if err := cfg.Listeners.Validate(); err != nil { // a Config built in code gets Resolve's checks too
 		return nil, fmt.Errorf("socketserver: %w", err)
 	}
-	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 {
-		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)
+	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 || cfg.IOThreads < 0 {
+		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d), QueuedMaxRequests (%d) and IOThreads (%d) must not be negative",
+			cfg.RequestMaxBytes, cfg.QueuedMaxRequests, cfg.IOThreads)
+	}
+	if cfg.RequestMaxBytes > math.MaxInt32 || cfg.SASLMaxReceiveSize > math.MaxInt32 || cfg.SASLMaxReceiveSize < 0 {
+		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and SASLMaxReceiveSize (%d) must be from 0 to %d, Kafka's largest frame",
+			cfg.RequestMaxBytes, cfg.SASLMaxReceiveSize, math.MaxInt32)
 	}
 	cfg = cfg.withDefaults()
-	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.RequestMaxBytes) {
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < cfg.RequestMaxBytes {
 		return nil, fmt.Errorf("socketserver: QueuedMaxRequestBytes (%d) must be at least RequestMaxBytes (%d), or 0 for no limit",
 			cfg.QueuedMaxRequestBytes, cfg.RequestMaxBytes)
 	}
@@ -193,7 +199,7 @@ func New(cfg Config) (*Server, error) {
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
-	s.quotas = newConnectionQuotas(*cfg.ConnectionQuotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
+	s.quotas = newConnectionQuotas(*cfg.ConnectionQuotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.All))
 	s.queues[protocolmap.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	s.inline[protocolmap.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
 	s.turns[protocolmap.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
@@ -203,13 +209,13 @@ func New(cfg Config) (*Server, error) {
 		s.turns[protocolmap.ControlPlane] = make(chan struct{}, 1) // its one processor serves one at a time
 	}
 	if cfg.QueuedMaxRequestBytes > 0 {
-		s.memory[protocolmap.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)
+		s.memory[protocolmap.DataPlane] = newMemoryPool(int64(cfg.QueuedMaxRequestBytes))
 		if cfg.Listeners.ControlPlaneListener != "" {
 			s.memory[protocolmap.ControlPlane] = newMemoryPool(int64(cfg.RequestMaxBytes))
 		}
 	}
 	for name := range cfg.PerListener {
-		if !slices.ContainsFunc(cfg.Listeners.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+		if !slices.ContainsFunc(cfg.Listeners.All, func(l listener.Listener) bool { return l.Name == name }) {
 			return nil, fmt.Errorf("socketserver: Config.PerListener names listener %s, which is not configured", name)
 		}
 	}
@@ -222,7 +228,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Listeners.ControlPlaneListener != "" {
 		dataPlaneID = 1
 	}
-	for _, l := range cfg.Listeners.Listeners {
+	for _, l := range cfg.Listeners.All {
 		first := 0
 		if l.Plane == protocolmap.DataPlane {
 			first = dataPlaneID
@@ -457,18 +463,23 @@ type HandlerFunc func(*Request)
 // ServeKafka calls f(r).
 func (f HandlerFunc) ServeKafka(r *Request) { f(r) }
 
-// Serve runs workers goroutines (Kafka's num.io.threads; at least one) that
-// hand the plane's requests to h, until the server has stopped (it then
-// returns ErrServerClosed) or ctx ends (ctx.Err()). A handler that panics
-// has its request's connection closed and the panic logged with its stack;
-// the others go on.
-func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, workers int, h Handler) error {
+// Serve runs the plane's workers, goroutines that hand its requests to h,
+// until the server has stopped (it then returns ErrServerClosed) or ctx
+// ends (ctx.Err()): Config.IOThreads of them on the data plane (Kafka's
+// num.io.threads), one on the control plane, as in Kafka. A handler that
+// panics has its request's connection closed and the panic logged with
+// its stack; the others go on.
+func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, h Handler) error {
 	queue := s.requests(plane)
 	if queue == nil {
 		return fmt.Errorf("socketserver: no %s plane", plane)
 	}
+	workers := 1
+	if plane == protocolmap.DataPlane {
+		workers = s.cfg.IOThreads
+	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range workers {
 		wg.Go(func() {
 			for {
 				select {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
@@ -139,7 +140,7 @@ func TestReloadTLSServerNames(t *testing.T) {
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
 	reload := func(p listener.Properties) error {
 		t.Helper()
-		cfg, err := socketserver.ConfigFromProperties(p)
+		cfg, err := config.Server(p)
 		require.NoError(t, err)
 		return srv.ReloadTLSFrom(cfg)
 	}

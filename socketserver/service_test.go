@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -108,7 +109,7 @@ func TestMechanismServiceLifecycle(t *testing.T) {
 		c.Logger = logger
 	}
 
-	cfg, err := socketserver.ConfigFromProperties(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
+	cfg, err := config.Server(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
 	require.NoError(t, err)
 	configure(&cfg)
 	unstarted, err := socketserver.New(cfg)
@@ -156,7 +157,7 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 		"sasl.enabled.mechanisms":        "TOKEN-TOY",
 	}
 	build := func(mechs map[protocolmap.ListenerName][]sasl.Mechanism) *socketserver.Server {
-		cfg, err := socketserver.ConfigFromProperties(props)
+		cfg, err := config.Server(props)
 		require.NoError(t, err)
 		cfg.APIs = allAPIs()
 		for name, m := range mechs {

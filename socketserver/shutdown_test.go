@@ -49,11 +49,11 @@ func requireQuotasReleased(t testing.TB, srv *socketserver.Server) {
 // the server and a function that waits for Serve to return, bounded.
 func startServing(t *testing.T, props listener.Properties, workers int, h socketserver.Handler) (*socketserver.Server, func()) {
 	t.Helper()
-	srv := newUnstarted(t, props)
+	srv := newUnstarted(t, props, func(c *socketserver.Config) { c.IOThreads = workers })
 	require.NoError(t, srv.Start(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, workers, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, h) }()
 	t.Cleanup(cancel)
 	return srv, func() {
 		t.Helper()

@@ -69,7 +69,7 @@ type Stats struct {
 type RequestMemory struct {
 	// Size is the pool's size; Used the bytes of requests read and not yet
 	// answered, which may exceed Size by one request.
-	Size, Used int64
+	Size, Used int
 	// Depleted is the total time the pool has been spent, so that
 	// connections waited to read.
 	Depleted time.Duration
@@ -127,7 +127,7 @@ func (s *Server) Stats() Stats {
 				st.RequestMemory = map[protocolmap.Plane]RequestMemory{}
 			}
 			used, depleted := pool.stats()
-			st.RequestMemory[protocolmap.Plane(plane)] = RequestMemory{Size: pool.size, Used: used, Depleted: depleted}
+			st.RequestMemory[protocolmap.Plane(plane)] = RequestMemory{Size: int(pool.size), Used: int(used), Depleted: depleted}
 		}
 	}
 	s.mu.Lock()

@@ -377,11 +377,11 @@ func TestThrottleAfterAnswer(t *testing.T) {
 // closes at once.
 func TestShutdownDoesNotWaitForAThrottle(t *testing.T) {
 	seen := make(chan handled, 10)
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1", "listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, srv.Start(t.Context()))
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), protocolmap.DataPlane, 1, throttler(time.Hour, firstCorr, seen))
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, throttler(time.Hour, firstCorr, seen))
 	}()
 	c := dialTCP(t, srv.Addr("PLAINTEXT").String())
 	send(t, c, metadataReq(12), 0)

@@ -126,7 +126,7 @@ func (t *listenerTLS) check(ls *listenerState, cfg *tls.Config, settings securit
 }
 
 // ReloadTLSFrom reloads the TLS configuration of the server's TLS
-// listeners from cfg, a configuration [ConfigFromProperties] read from
+// listeners from cfg, a configuration that config.Server read from
 // Kafka's keys again (the properties changed, or the PEM files they name
 // were rotated): each listener takes cfg.PerListener[name].Security.TLS,
 // as [Server.ReloadTLS] takes a configuration, checked under that entry's

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -242,7 +243,7 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 	if log.file != nil {
 		defer log.file.Close()
 	}
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{
+	cfg, err := config.Server(listener.Properties{
 		listener.KeyListeners:               clientListener + "://" + spec.Addr,
 		listener.KeySecurityProtocolMap:     clientListener + ":PLAINTEXT",
 		listener.KeyInterBrokerListenerName: clientListener,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
@@ -40,7 +42,6 @@ const portStep = 100
 type brokerSettings struct {
 	nodeID        int32  // node.id, else broker.id; 0 when neither is set
 	rack          string // broker.rack
-	ioThreads     int    // num.io.threads: data-plane handler goroutines
 	numPartitions int32  // num.partitions: partitions of an auto-created topic
 	autoCreate    bool   // auto.create.topics.enable
 	deleteTopics  bool   // delete.topic.enable: DeleteTopics deletes
@@ -86,7 +87,7 @@ func (s *brokerSettings) authorizer() connregistry.Authorizer {
 // from them (serving nothing), so that -check rejects whatever serving
 // would.
 func readSettings(cfg *listener.Set) (brokerSettings, error) {
-	if _, err := socketserver.ConfigFromProperties(cfg.Properties()); err != nil {
+	if _, err := config.Server(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
 	var s brokerSettings
@@ -104,9 +105,6 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	}
 	s.nodeID = int32(id)
 	s.rack, _ = cfg.Properties().Get("broker.rack")
-	if s.ioThreads, err = cfg.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
-		return brokerSettings{}, err
-	}
 	partitions, err := boundedInt(cfg.Properties(), "num.partitions", 1, 1, maxPartitions)
 	if err != nil {
 		return brokerSettings{}, err
@@ -143,7 +141,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if err != nil {
 		return brokerSettings{}, err
 	}
-	s.requestBudget = scfg.QueuedMaxRequestBytes
+	s.requestBudget = int64(scfg.QueuedMaxRequestBytes)
 	if s.memoryLimit, err = readMemoryLimit(cfg); err != nil {
 		return brokerSettings{}, err
 	}
@@ -186,11 +184,11 @@ func boolSetting(props listener.Properties, key string, def bool) (bool, error) 
 // cfg and s: the socket server's keys, the broker's APIs, with h answering
 // those that are inline (see dataPlaneAPIs), and the SASL users.
 func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
-	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
+	scfg, err := config.Server(cfg.Properties())
 	if err != nil {
 		return socketserver.Config{}, err
 	}
-	if _, set := cfg.Properties().Get(socketserver.KeyQueuedMaxRequestBytes); !set {
+	if _, set := cfg.Properties().Get(config.KeyQueuedMaxRequestBytes); !set {
 		// Kafka sets no limit by default; the example, which keeps its log
 		// in memory, bounds the requests in hand too.
 		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)
@@ -228,7 +226,9 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 // queued.max.request.bytes when the configuration sets none: twice
 // socket.request.max.bytes (200 MiB with Kafka's default), so that two of
 // the largest requests fit at once.
-func defaultQueuedMaxRequestBytes(requestMax int32) int64 { return 2 * int64(requestMax) }
+func defaultQueuedMaxRequestBytes(requestMax int) int {
+	return int(min(2*int64(requestMax), math.MaxInt))
+}
 
 // brokerProperties returns the properties of broker i of the process: those
 // of cfg with every port of listeners and advertised.listeners moved up by
@@ -390,13 +390,13 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	// requests be served.
 	c.updateInfos()
 	for i, b := range c.brokers {
-		b.logListeners(c.brokerInfos()[i], b.cfg.Listeners)
+		b.logListeners(c.brokerInfos()[i], b.cfg.All)
 	}
 	close(c.ready)
 	for _, b := range c.brokers {
-		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.DataPlane, set.ioThreads, b) })
+		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.DataPlane, b) })
 		if b.cfg.ControlPlaneListener != "" {
-			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.ControlPlane, 1, b) })
+			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.ControlPlane, b) })
 		}
 	}
 	return c, nil

@@ -436,7 +436,7 @@ func resolve(path string, sets []string) (*listener.Set, error) {
 func printListeners(w io.Writer, cfg *listener.Set) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LISTENER\tBIND\tADVERTISED\tPROTOCOL\tPLANE\tINTER-BROKER")
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		advertised := "-"
 		if l.IsAdvertised() {
 			advertised = l.Advertised.Address()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -69,7 +70,7 @@ func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)
 	}
 	var scfg socketserver.Config
 	if err == nil {
-		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
+		scfg, err = config.Server(cfg.Properties())
 	}
 	var plan listenerPlan
 	if err == nil {

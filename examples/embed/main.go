@@ -28,6 +28,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -61,7 +62,7 @@ func main() {
 func run(ctx context.Context, props listener.Properties, log *slog.Logger) error {
 	// Listeners, checked with Kafka's rules, each listener's TLS and SASL
 	// settings, and the socket server's settings, over Kafka's defaults.
-	cfg, err := socketserver.ConfigFromProperties(props)
+	cfg, err := config.Server(props)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func run(ctx context.Context, props listener.Properties, log *slog.Logger) error
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	for _, l := range cfg.Listeners.Listeners {
+	for _, l := range cfg.Listeners.All {
 		log.Info("listening", "listener", l.Name, "addr", srv.Addr(l.Name))
 	}
 
@@ -108,7 +109,7 @@ func run(ctx context.Context, props listener.Properties, log *slog.Logger) error
 	})
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), protocolmap.DataPlane, socketserver.DefaultNumIOThreads, handler)
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, handler)
 	}()
 
 	<-ctx.Done() // a signal: answer what has arrived, then close

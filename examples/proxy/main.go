@@ -288,7 +288,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "proxy: %v\n", err)
 		return 1
 	}
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		log.Info("listening", "listener", l.Name, "addr", p.Addr(l.Name), "protocol", l.SecurityProtocol)
 	}
 	served := make(chan error, 1)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
@@ -201,7 +202,7 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 	}
 	p.apis = forwardedAPIs(versions, set, socketserver.HandlerFunc(p.forward))
 
-	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
+	scfg, err := config.Server(cfg.Properties())
 	if err != nil {
 		cancel()
 		return nil, err
@@ -215,6 +216,10 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 		log.Warn(w.String())
 	}
 	scfg.APIs = p.apis
+	// Every API is answered in place (API.Inline): the data plane's one
+	// worker only closes what no listener should have let through, so
+	// num.io.threads (read and checked by config.Server) sets nothing here.
+	scfg.IOThreads = 1
 	osSocketBuffers(cfg.Properties(), &scfg)
 	stores := users.Stores()
 	for name, l := range scfg.PerListener {
@@ -366,9 +371,9 @@ func (p *proxy) Serve(ctx context.Context) error {
 	refuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.CloseConnection() })
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	wg.Go(func() { errs[0] = p.srv.Serve(ctx, protocolmap.DataPlane, 1, refuse) })
+	wg.Go(func() { errs[0] = p.srv.Serve(ctx, protocolmap.DataPlane, refuse) })
 	if p.cfg.ControlPlaneListener != "" {
-		wg.Go(func() { errs[1] = p.srv.Serve(ctx, protocolmap.ControlPlane, 1, refuse) })
+		wg.Go(func() { errs[1] = p.srv.Serve(ctx, protocolmap.ControlPlane, refuse) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

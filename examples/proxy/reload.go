@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -32,7 +33,7 @@ func (p *proxy) reload(load func() (*listener.Set, error)) error {
 	cfg, err := load()
 	var scfg socketserver.Config
 	if err == nil {
-		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
+		scfg, err = config.Server(cfg.Properties())
 	}
 	if err == nil {
 		if p.watcher != nil {
@@ -84,7 +85,7 @@ func (p *proxy) watchTLS(interval time.Duration) {
 
 // usesTLS reports whether a listener of cfg speaks SSL or SASL_SSL.
 func usesTLS(cfg *listener.Set) bool {
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		if l.SecurityProtocol.UsesTLS() {
 			return true
 		}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
@@ -258,7 +259,7 @@ func TestCertificateNotAfter(t *testing.T) {
 
 	rotated, err := pki.RotateServer("", 90*24*time.Hour)
 	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(props)
+	cfg, err := config.Server(props)
 	require.NoError(t, err)
 	require.NoError(t, srv.ReloadTLSFrom(cfg))
 	assert.Equal(t, map[string]float64{

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
@@ -304,7 +305,7 @@ func TestCertificateNotAfter(t *testing.T) {
 
 	rotated, err := pki.RotateServer("", 90*24*time.Hour)
 	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(props)
+	cfg, err := config.Server(props)
 	require.NoError(t, err)
 	require.NoError(t, srv.ReloadTLSFrom(cfg))
 	assert.Equal(t, map[string]float64{

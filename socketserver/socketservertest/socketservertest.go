@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -81,17 +82,13 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	for k, v := range props {
 		all[k] = v
 	}
-	cfg, err := socketserver.ConfigFromProperties(all)
+	cfg, err := config.Server(all)
 	if err != nil {
 		return nil, nil, err
 	}
 	lc := cfg.Listeners
 	if configure != nil {
 		configure(&cfg)
-	}
-	ioThreads, err := lc.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1)
-	if err != nil {
-		return nil, nil, err
 	}
 	srv, err = socketserver.New(cfg)
 	if err != nil {
@@ -107,9 +104,9 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, ioThreads, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, h) }()
 	if lc.ControlPlaneListener != "" {
-		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, 1, h) }()
+		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, h) }()
 	} else {
 		served <- socketserver.ErrServerClosed
 	}

@@ -36,12 +36,12 @@
 //
 // From Kafka's properties: package security reads a listener's
 // OAUTHBEARER settings (security.OAuthBearer; the socket server's
-// ConfigFromProperties keeps them in each ListenerConfig's
+// config.Server keeps them in each ListenerConfig's
 // Security.OAuthBearer), and [FromSettings] builds the mechanism Kafka
 // would configure from them. A host gives every listener that enables
 // OAUTHBEARER its mechanism with [AddMechanism]:
 //
-//	cfg, err := socketserver.ConfigFromProperties(props)
+//	cfg, err := config.Server(props)
 //	...
 //	for _, l := range cfg.PerListener {
 //		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {

@@ -55,7 +55,7 @@ func FromSettings(s security.OAuthBearerSettings) (*Mechanism, error) {
 // the call with which a host that reads Kafka's properties serves
 // OAUTHBEARER as a Kafka broker does:
 //
-//	cfg, err := socketserver.ConfigFromProperties(props)
+//	cfg, err := config.Server(props)
 //	...
 //	for _, l := range cfg.PerListener {
 //		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {

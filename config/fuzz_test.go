@@ -1,4 +1,4 @@
-package socketserver_test
+package config_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -13,7 +14,7 @@ import (
 
 // FuzzConfig runs a server.properties text through the whole configuration
 // path a host uses, listener.ParseProperties, listener.Resolve and
-// ConfigFromProperties, and checks that it never panics, that every error
+// Server, and checks that it never panics, that every error
 // after reading names the key and value it refuses (a
 // *protocolmap.ConfigError, or a plain error naming a key), and that an
 // accepted configuration has sane values.
@@ -53,16 +54,16 @@ func FuzzConfig(f *testing.F) {
 			checkConfigError(t, props, err)
 			return
 		}
-		if len(cfg.Listeners) == 0 {
+		if len(cfg.All) == 0 {
 			t.Fatalf("Resolve accepted %q with no listeners", text)
 		}
-		sc, err := socketserver.ConfigFromProperties(props)
+		sc, err := config.Server(props)
 		if err != nil {
 			checkConfigError(t, props, err)
 			return
 		}
 		if sc.RequestMaxBytes < 0 || sc.QueuedMaxRequests < 1 || sc.ConnectionsMaxIdle < 0 || sc.SASLMaxReceiveSize < 0 {
-			t.Fatalf("ConfigFromProperties accepted out-of-range values from %q: %+v", text, sc)
+			t.Fatalf("Server accepted out-of-range values from %q: %+v", text, sc)
 		}
 		for name, l := range sc.PerListener {
 			if l.NetworkThreads < 1 {
@@ -113,10 +114,10 @@ func FuzzPrincipalOverrides(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		got, err := socketserver.ParsePrincipalOverrides(v)
+		got, err := config.ParsePrincipalOverrides(v)
 		if err != nil {
 			var ce *protocolmap.ConfigError
-			if !errors.As(err, &ce) || ce.Key != socketserver.KeyMaxConnectionsPerPrincipalOverrides || !errors.Is(err, socketserver.ErrInvalidConnectionQuotas) {
+			if !errors.As(err, &ce) || ce.Key != config.KeyMaxConnectionsPerPrincipalOverrides || !errors.Is(err, socketserver.ErrInvalidConnectionQuotas) {
 				t.Fatalf("%q: error %v is not a ConfigError of the key", v, err)
 			}
 			return
@@ -131,7 +132,7 @@ func FuzzPrincipalOverrides(f *testing.F) {
 			}
 			fmt.Fprintf(&b, "%s:%d;", p, n)
 		}
-		again, err := socketserver.ParsePrincipalOverrides(b.String())
+		again, err := config.ParsePrincipalOverrides(b.String())
 		if err != nil {
 			// A name that ends in blanks, or a type that starts with them,
 			// is trimmed when written back between separators.
