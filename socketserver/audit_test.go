@@ -371,7 +371,7 @@ func TestAuditConnectionRefused(t *testing.T) {
 	t.Run("principal limit", func(t *testing.T) {
 		rec := &auditRecorder{}
 		srv := socketservertest.NewServer(t, saslProps(listener.Properties{
-			socketserver.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:1",
+			config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:1",
 		}), func(c *socketserver.Config) {
 			withUsers(newUsers(t))(c)
 			withAudit(rec, 0)(c)
