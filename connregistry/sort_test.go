@@ -22,7 +22,7 @@ func TestOrderAndRateTags(t *testing.T) {
 	req := &connregistry.ListClientConnectionsRequest{SortBy: connregistry.SortByRequests, Limit: 10}
 	golden := []byte{
 		0x00, 0x00, 0x00, // no KIP-1329 filter
-		0x02,                                                      // two tags
+		0x02,                                                     // two tags
 		0x02, 0x09, 0x09, 'r', 'e', 'q', 'u', 'e', 's', 't', 's', // tag 2: SortBy "requests"
 		0x03, 0x04, 0x00, 0x00, 0x00, 0x0a, // tag 3: Limit 10
 	}
