@@ -13,7 +13,11 @@
 // never returns a torn record. [Filter] selects by principal, client address
 // (an IP, or a CIDR prefix) and listener, and by the TLS server name the
 // client asked for ([Filter.ServerName]), and [Registry.Close] closes
-// what a filter selects, the incident-response "kill" Kafka lacks.
+// what a filter selects, the incident-response "kill" Kafka lacks. Each
+// connection carries its recent rates ([Conn.RequestRate],
+// [Conn.BytesInRate], [Conn.BytesOutRate], per second over about the last
+// minute), and [Registry.Top] returns the busiest first, or the longest
+// idle, or the oldest ([SortKey]), keeping only as many as asked for.
 //
 // # Who writes
 //

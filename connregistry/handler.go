@@ -3,6 +3,7 @@ package connregistry
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -57,9 +58,13 @@ type ListHandler struct {
 // Handle answers req from principal: CLUSTER_AUTHORIZATION_FAILED (31) when
 // the principal may not describe the cluster, INVALID_REQUEST (42) for a
 // filter that does not parse (both with an empty, not null, connection
-// list), else the open connections that match every filter (KIP-1329's
-// three and the server-name tag), and with the IncludeClosed tag the
-// recently closed ones too.
+// list), and for a SortBy that is not a [SortKey] or a negative Limit,
+// else the open connections that match every filter (KIP-1329's three and
+// the server-name tag), in connection-time order or, with SortBy, in its
+// order ([Registry.Top]) and cut to Limit when it is positive, and with
+// the IncludeClosed tag the recently closed ones after them, oldest first.
+// A request without SortBy and Limit (a client that predates them) gets
+// what it got before them.
 func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
 	resp := &ListClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
 	if h.Authorize != nil && !h.Authorize(ctx, principal, describeCluster) {
@@ -75,7 +80,21 @@ func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *List
 		resp.ErrorMessage = &msg
 		return resp
 	}
-	conns := h.Registry.Snapshot(f)
+	if err := validOrder(req); err != nil {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		msg := err.Error()
+		resp.ErrorMessage = &msg
+		return resp
+	}
+	var conns []Conn
+	switch {
+	case req.SortBy != "":
+		conns = h.Registry.Top(f, req.SortBy, int(req.Limit))
+	case req.Limit > 0: // connection time's order, cut
+		conns = h.Registry.Top(f, SortByAge, int(req.Limit))
+	default:
+		conns = h.Registry.Snapshot(f)
+	}
 	if req.IncludeClosed {
 		conns = append(conns, h.Registry.Closed(f)...)
 	}
@@ -84,6 +103,20 @@ func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *List
 		resp.Connections[i] = Record(c)
 	}
 	return resp
+}
+
+// validOrder returns an error wrapping [ErrInvalidFilter] for a SortBy
+// that is not a [SortKey] and for a negative Limit.
+func validOrder(req *ListClientConnectionsRequest) error {
+	if req.SortBy != "" {
+		if err := req.SortBy.Validate(); err != nil {
+			return err
+		}
+	}
+	if req.Limit < 0 {
+		return fmt.Errorf("%w: limit %d: expected 0 (no limit) or more", ErrInvalidFilter, req.Limit)
+	}
+	return nil
 }
 
 // clientAddress is a's text in a record: empty for a connection without
@@ -126,6 +159,9 @@ func Record(c Conn) ConnectionRecord {
 		ThrottleTimeMs:   c.ThrottleTime.Milliseconds(),
 		ProxyAddress:     proxyAddress(c.ProxyAddr),
 		ServerName:       c.ServerName,
+		RequestRate:      c.RequestRate,
+		BytesInRate:      c.BytesInRate,
+		BytesOutRate:     c.BytesOutRate,
 	}
 }
 

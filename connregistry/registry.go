@@ -211,10 +211,28 @@ type Conn struct {
 	// ThrottleTime is how long the connection has been muted by throttles
 	// in all, the current one up to now included.
 	ThrottleTime time.Duration
+	// RequestRate, BytesInRate and BytesOutRate are the connection's
+	// recent rates, per second over about the last minute: requests read,
+	// and the bytes of its requests and of its responses. Each is an
+	// exponentially weighted rate with a time constant of [RateWindow]
+	// (as the Unix 1-minute load average), so a request a minute old
+	// weighs 1/e of one just read, and the rates decay while the
+	// connection is idle: a steady rate shows as itself after a few
+	// minutes (63% of it after one), and a burst of n requests as about
+	// n/60 per second for the minute after it. On a closed connection they
+	// are the rates when it closed.
+	RequestRate  float64
+	BytesInRate  float64
+	BytesOutRate float64
 	// ClosedAt and CloseReason are set on closed connections only.
 	ClosedAt    time.Time
 	CloseReason CloseReason
 }
+
+// RateWindow is the time constant of a connection's rates
+// ([Conn.RequestRate], [Conn.BytesInRate], [Conn.BytesOutRate]): what
+// "over the last minute" means.
+const RateWindow = time.Minute
 
 // DefaultHistorySize is how many closed connections a registry remembers
 // unless told otherwise.
@@ -237,6 +255,13 @@ type Registry interface {
 	// whole listing: a connection that opens or closes meanwhile may be
 	// missed or included, but no record is torn.
 	Snapshot(f Filter) []Conn
+	// Top returns the first n open connections that match f in by's
+	// order (see [SortKey]; the busiest first), in that order; n <= 0
+	// returns all of them in that order. The registry keeps only n of
+	// them while it looks (a bounded heap), so asking for the busiest 10
+	// of 100,000 costs no copy of the other 99,990. A sort key that does
+	// not validate ([SortKey.Validate]) returns none.
+	Top(f Filter, by SortKey, n int) []Conn
 	// Closed returns the remembered closed connections that match f,
 	// oldest first.
 	Closed(f Filter) []Conn

@@ -28,6 +28,12 @@ const (
 	// ListClientConnections' and CloseClientConnections' requests: see
 	// [Filter.ServerName].
 	tagServerNameFilter = 1
+	// tagSortBy (compact string, a [SortKey]) orders the listing;
+	// tagLimit (int32) keeps its first connections only. Both apply to the
+	// open connections: the closed ones (IncludeClosed) follow, all of
+	// them, oldest first.
+	tagSortBy = 2
+	tagLimit  = 3
 
 	// Response.
 	tagErrorMessage = 0 // compact nullable string
@@ -51,6 +57,9 @@ const (
 	tagThrottleTime    = 15 // int64 ms: time muted by throttles in all; sent only when not zero
 	tagProxyAddr       = 16 // compact string host:port: the load balancer that sent the PROXY header; sent only with one
 	tagServerName      = 17 // compact string: the TLS server name the client asked for (SNI); sent only when there is one
+	tagRequestRate     = 18 // float64: requests per second over about the last minute; sent only when not zero
+	tagBytesInRate     = 19 // float64: request bytes per second, likewise
+	tagBytesOutRate    = 20 // float64: response bytes per second, likewise
 )
 
 // ListClientConnectionsRequest is KIP-1329's request, version 0 (flexible).
@@ -65,6 +74,14 @@ type ListClientConnectionsRequest struct {
 	// ServerNameFilter (tag 1) selects by TLS server name; see
 	// [Filter.ServerName].
 	ServerNameFilter *string
+	// SortBy (tag 2) orders the open connections by a [SortKey] (the
+	// busiest first) instead of by connection time; "" is connection
+	// time. Limit (tag 3), when positive, lists only the first Limit open
+	// connections in that order ([Registry.Top]); 0 lists them all. A
+	// server that predates them ignores both: a client that needs the
+	// order applies it to what it gets, as connadmin does.
+	SortBy SortKey
+	Limit  int32
 }
 
 // ListClientConnectionsResponse is KIP-1329's response, version 0.
@@ -118,6 +135,12 @@ type ConnectionRecord struct {
 	// ServerName is the TLS server name the client asked for (SNI); empty
 	// without one.
 	ServerName string
+	// RequestRate, BytesInRate and BytesOutRate are the connection's
+	// recent rates, per second over about the last minute
+	// ([Conn.RequestRate]); 0 from a server that predates them.
+	RequestRate  float64
+	BytesInRate  float64
+	BytesOutRate float64
 }
 
 func keyOr(k int16) int16 {
@@ -157,11 +180,10 @@ func (r *ListClientConnectionsRequest) AppendTo(dst []byte) []byte {
 	dst = appendCompactNullableString(dst, r.ClientAddressFilter)
 	dst = appendCompactNullableString(dst, r.ListenerFilter)
 	n := 0
-	if r.IncludeClosed {
-		n++
-	}
-	if r.ServerNameFilter != nil {
-		n++
+	for _, set := range [...]bool{r.IncludeClosed, r.ServerNameFilter != nil, r.SortBy != "", r.Limit != 0} {
+		if set {
+			n++
+		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	if r.IncludeClosed {
@@ -169,7 +191,14 @@ func (r *ListClientConnectionsRequest) AppendTo(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, 1)
 		dst = append(dst, 1)
 	}
-	return appendServerNameFilter(dst, r.ServerNameFilter)
+	dst = appendServerNameFilter(dst, r.ServerNameFilter)
+	dst = appendStringTag(dst, tagSortBy, string(r.SortBy))
+	if r.Limit != 0 {
+		dst = binary.AppendUvarint(dst, tagLimit)
+		dst = append(dst, 4)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Limit))
+	}
+	return dst
 }
 
 // Filter returns the request's filters.
@@ -192,13 +221,17 @@ func (r *ListClientConnectionsRequest) ReadFrom(src []byte) error {
 	r.PrincipalFilter = d.compactNullableString()
 	r.ClientAddressFilter = d.compactNullableString()
 	r.ListenerFilter = d.compactNullableString()
-	r.IncludeClosed, r.ServerNameFilter = false, nil
+	r.IncludeClosed, r.ServerNameFilter, r.SortBy, r.Limit = false, nil, "", 0
 	d.tags(func(tag uint64, v decoder) error {
 		switch tag {
 		case tagIncludeClosed:
 			r.IncludeClosed = v.bool()
 		case tagServerNameFilter:
 			r.ServerNameFilter = v.compactNullableString()
+		case tagSortBy:
+			r.SortBy = SortKey(v.compactString())
+		case tagLimit:
+			r.Limit = v.int32()
 		}
 		return v.err
 	})
@@ -259,7 +292,7 @@ func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
 
 // maxSize bounds the record's encoded size: its strings, each with up to
 // three varints (tag, size, length) of at most 5 bytes for any string
-// shorter than 2^28 bytes, and 16 fixed-size fields and tags of at most 11
+// shorter than 2^28 bytes, and 19 fixed-size fields and tags of at most 11
 // bytes each, with the tag count.
 func (c *ConnectionRecord) maxSize() int {
 	strs := [...]string{c.ConnectionID, c.Principal, c.PrincipalType, c.ClientAddress, c.ListenerName,
@@ -269,7 +302,7 @@ func (c *ConnectionRecord) maxSize() int {
 	for _, s := range strs {
 		n += len(s)
 	}
-	return n + 16*11 + 5
+	return n + 19*11 + 5
 }
 
 func (c *ConnectionRecord) appendTo(dst []byte) []byte {
@@ -324,6 +357,15 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	if c.ServerName != "" {
 		n++
 	}
+	rates := [...]struct {
+		tag uint64
+		v   float64
+	}{{tagRequestRate, c.RequestRate}, {tagBytesInRate, c.BytesInRate}, {tagBytesOutRate, c.BytesOutRate}}
+	for _, f := range rates {
+		if f.v != 0 {
+			n++
+		}
+	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, f := range strs {
 		dst = appendStringTag(dst, f.tag, f.s)
@@ -344,7 +386,13 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 		dst = appendInt64Tag(dst, tagThrottleTime, c.ThrottleTimeMs)
 	}
 	dst = appendStringTag(dst, tagProxyAddr, c.ProxyAddress)
-	return appendStringTag(dst, tagServerName, c.ServerName)
+	dst = appendStringTag(dst, tagServerName, c.ServerName)
+	for _, f := range rates {
+		if f.v != 0 {
+			dst = appendInt64Tag(dst, f.tag, int64(math.Float64bits(f.v)))
+		}
+	}
+	return dst
 }
 
 // appendStringTag appends a compact-string tagged field, nothing for "".
@@ -443,6 +491,12 @@ func (d *decoder) connectionRecords() []ConnectionRecord {
 				c.ProxyAddress = v.compactString()
 			case tagServerName:
 				c.ServerName = v.compactString()
+			case tagRequestRate:
+				c.RequestRate = v.float64()
+			case tagBytesInRate:
+				c.BytesInRate = v.float64()
+			case tagBytesOutRate:
+				c.BytesOutRate = v.float64()
 			}
 			return v.err
 		})
@@ -531,6 +585,17 @@ func (d *decoder) int64() int64 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(b))
+}
+
+// float64 reads Kafka's float64, an IEEE 754 double, big-endian, as a
+// rate: NaN, which no rate is, reads as 0, so that a peer's bytes cannot
+// make an order that is no order.
+func (d *decoder) float64() float64 {
+	v := math.Float64frombits(uint64(d.int64()))
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
 }
 
 func (d *decoder) bool() bool {

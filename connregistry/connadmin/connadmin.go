@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/topn"
 )
 
 // VersionsOpt returns the kgo option that lets the client send
@@ -163,8 +165,96 @@ func (c *Client) ListBroker(ctx context.Context, nodeID int32, f connregistry.Fi
 }
 
 func (c *Client) listBroker(ctx context.Context, nodeID int32, f connregistry.Filter, includeClosed bool) ([]connregistry.ConnectionRecord, error) {
-	req := &connregistry.ListClientConnectionsRequest{APIKey: c.listKey, PrincipalFilter: f.Principal,
-		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: includeClosed, ServerNameFilter: f.ServerName}
+	return c.ask(ctx, nodeID, f, &connregistry.ListClientConnectionsRequest{IncludeClosed: includeClosed})
+}
+
+// ListTop asks every broker of the cluster, as List does, for its first n
+// open connections that match f in by's order (the busiest first; n <= 0:
+// all of them, in that order), and returns each broker's, ordered by node
+// id; [Top] merges them into the cluster's first n. A broker that
+// predates the order (it ignores ListClientConnections' SortBy and Limit,
+// and sends no rates) answers with all its connections: ListTop orders and
+// cuts them itself, by what the broker sent. It fails as a whole only when
+// the brokers cannot be found, or for a sort key that does not validate.
+func (c *Client) ListTop(ctx context.Context, f connregistry.Filter, by connregistry.SortKey, n int) ([]BrokerResult, error) {
+	if err := by.Validate(); err != nil {
+		return nil, fmt.Errorf("connadmin: %w", err)
+	}
+	limit := int32(min(max(n, 0), math.MaxInt32))
+	if f.ConnectionIDs != nil {
+		limit = 0 // the ids are matched here, after the broker's answer: it must not cut first
+	}
+	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
+		recs, err := c.ask(ctx, nodeID, f, &connregistry.ListClientConnectionsRequest{SortBy: by, Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		return topOf(recs, by, n), nil
+	})
+}
+
+// Ranked is a connection of a cluster's listing: its record and the node
+// id of the broker it is on.
+type Ranked struct {
+	NodeID int32
+	connregistry.ConnectionRecord
+}
+
+// Top merges the brokers' results (ListTop's) into the first n
+// connections of the cluster in by's order (n <= 0: all of them), each
+// with its broker, keeping n at a time in a bounded heap. The brokers'
+// failures (BrokerResult.Err) are left to the caller; a sort key that
+// does not validate merges nothing.
+func Top(results []BrokerResult, by connregistry.SortKey, n int) []Ranked {
+	order, ok := topn.Parse(string(by))
+	if !ok {
+		return nil
+	}
+	total := 0
+	for _, r := range results {
+		total += len(r.Connections)
+	}
+	if n <= 0 || n > total {
+		n = total
+	}
+	if n == 0 {
+		return []Ranked{}
+	}
+	h := topn.New(order, n)
+	kept := make([]Ranked, n)
+	for _, r := range results {
+		for i := range r.Connections {
+			k := key(&r.Connections[i])
+			if slot := h.Offer(&k); slot >= 0 {
+				kept[slot] = Ranked{NodeID: r.NodeID, ConnectionRecord: r.Connections[i]}
+			}
+		}
+	}
+	return kept[:h.Order(func(i, j int) { kept[i], kept[j] = kept[j], kept[i] })]
+}
+
+// topOf returns the first n of one broker's records in by's order (a
+// valid key), all of them for n <= 0.
+func topOf(recs []connregistry.ConnectionRecord, by connregistry.SortKey, n int) []connregistry.ConnectionRecord {
+	ranked := Top([]BrokerResult{{Connections: recs}}, by, n)
+	out := recs[:len(ranked)]
+	for i := range ranked {
+		out[i] = ranked[i].ConnectionRecord
+	}
+	return out
+}
+
+// key is what a record is ranked by; its times are in milliseconds.
+func key(r *connregistry.ConnectionRecord) topn.Key {
+	return topn.Key{RequestRate: r.RequestRate, BytesInRate: r.BytesInRate, BytesOutRate: r.BytesOutRate,
+		LastActivity: r.LastActivity, ConnectedAt: r.ConnectedSince, ID: r.ConnectionID}
+}
+
+// ask sends req, with f's filters, to one broker and returns its
+// connections that match f (the broker applies all but f.ConnectionIDs).
+func (c *Client) ask(ctx context.Context, nodeID int32, f connregistry.Filter, req *connregistry.ListClientConnectionsRequest) ([]connregistry.ConnectionRecord, error) {
+	req.APIKey, req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter, req.ServerNameFilter = c.listKey,
+		f.Principal, f.ClientAddress, f.Listener, f.ServerName
 	raw, err := c.send(ctx, nodeID, c.listKey, "ListClientConnections", req)
 	if err != nil {
 		return nil, err

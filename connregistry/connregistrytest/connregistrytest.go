@@ -20,6 +20,8 @@ import (
 // the history of closed connections, closed at its ClosedAt (now when
 // zero), in the order given. The counters (BytesIn, BytesOut, Requests,
 // LastActivity) are listed as given; a zero LastActivity is ConnectedAt.
+// The rates (RequestRate, BytesInRate, BytesOutRate) are those at
+// LastActivity, and decay from there as a server's do.
 //
 // Closing open connections through the registry (Registry.Close) closes
 // them as a server does: each leaves the open set for the history, with the

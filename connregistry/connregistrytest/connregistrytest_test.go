@@ -66,5 +66,5 @@ func TestRegistryHasNoWriteMethod(t *testing.T) {
 		names = append(names, typ.Method(i).Name)
 	}
 	slices.Sort(names)
-	assert.Equal(t, []string{"Close", "Closed", "Len", "Snapshot"}, names)
+	assert.Equal(t, []string{"Close", "Closed", "Len", "Snapshot", "Top"}, names)
 }

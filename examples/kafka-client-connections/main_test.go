@@ -76,7 +76,7 @@ func rowAt(rows []map[string]string, addr string) (map[string]string, bool) {
 }
 
 var (
-	tableHeader = []string{"BROKER", "CONNECTION-ID", "PRINCIPAL", "CLIENT-ADDRESS", "PORT", "LISTENER", "PROTOCOL", "SERVER-NAME", "SOFTWARE", "CONNECTED-SINCE", "THROTTLED-UNTIL"}
+	tableHeader = []string{"BROKER", "CONNECTION-ID", "PRINCIPAL", "CLIENT-ADDRESS", "PORT", "LISTENER", "PROTOCOL", "SERVER-NAME", "SOFTWARE", "CONNECTED-SINCE", "THROTTLED-UNTIL", "REQ/S", "IN-B/S", "OUT-B/S"}
 	software    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9.-]*/[a-zA-Z0-9][a-zA-Z0-9.-]*$`)
 )
 
@@ -318,6 +318,13 @@ func TestBadFlags(t *testing.T) {
 		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--include-closed"},
 		{"--bootstrap-server", "127.0.0.1:9", "--list", "--connection-id", "x"},
 		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--close-api-key", "40000"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--sort-by", "busiest"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--sort-by", "Requests"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--top", "0"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--top", "-3"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--top", "2", "--include-closed"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--sort-by", "idle", "--include-closed"},
+		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--sort-by", "age"},
 	} {
 		res := runCLI(t, args...)
 		assert.Equal(t, 2, res.code, "%q", args)
