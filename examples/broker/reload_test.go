@@ -62,6 +62,17 @@ func TestReloadChangesListeners(t *testing.T) {
 
 	// A Fetch long poll on OLD is in flight when the reload removes it.
 	fetchCorr := old.send(fetchRequest(1500*time.Millisecond, "reload-listeners", 0, 0))
+	// The broker has read it (its second request) before the reload: on a
+	// loaded machine a fixed pause was once not enough.
+	oldName := "OLD"
+	require.Eventually(t, func() bool {
+		for _, cn := range c.brokers[0].srv.Registry().Snapshot(connregistry.Filter{Listener: &oldName}) {
+			if cn.Requests >= 2 {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "the Fetch reached the broker")
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, os.WriteFile(path, []byte(listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
 		"advertised.listeners=CLIENT://localhost:0,REPLICATION://127.0.0.1:0,EXTERNAL://127.0.0.1:0")), 0o600))

@@ -200,6 +200,6 @@ func TestAuditUpstreamBrokerGone(t *testing.T) {
 	assert.Contains(t, detail, "node=1 ")
 	assert.Contains(t, detail, "addr="+up.Addr(1, "INTERNAL"))
 	assert.Contains(t, detail, "connections=1")
-	assert.Contains(t, detail, "reason=upstream broker unavailable")
+	assert.Contains(t, detail, "reason=upstream-broker-unavailable")
 	assert.EqualValues(t, 1, closes[0]["status_id"])
 }
