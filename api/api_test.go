@@ -63,6 +63,22 @@ func TestAPIBaseline(t *testing.T) {
 	t.Error(msg.String())
 }
 
+// TestNoMutableVariable fails when the library exports a variable other
+// than an error: a variable is state one user may change under every
+// other user of the package; a constant, a function or an option says the
+// same without it.
+func TestNoMutableVariable(t *testing.T) {
+	lines, err := exportedAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if _, decl, ok := strings.Cut(l, ", var "); ok && !strings.HasSuffix(decl, " error") {
+			t.Errorf("exported variable: %s (make it a constant, a function or an option)", l)
+		}
+	}
+}
+
 // diff returns the lines of got not in want, and of want not in got; both
 // are sorted.
 func diff(want, got []string) (added, removed []string) {

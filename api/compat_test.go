@@ -2,6 +2,8 @@ package api
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +123,11 @@ func TestCompatibleWithPromise(t *testing.T) {
 		t.Logf("wrote the API of %d modules to %s; commit it, then record that commit in %s",
 			len(promisedModules), promised, filepath.Join(promised, "commit"))
 		return
+	}
+	if _, err := os.Stat(promised); errors.Is(err, fs.ErrNotExist) {
+		// Before the release there is no promise to keep: the baseline
+		// (TestAPIBaseline) is the only check until api/v1.0.0 exists.
+		t.Skipf("%s is not released yet: no api/%s to check against", promised, promised)
 	}
 	commit, err := os.ReadFile(filepath.Join(promised, "commit"))
 	if err != nil {

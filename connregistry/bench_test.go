@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connregistrytest"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-func filled(n int) *connregistry.Registry {
-	r := connregistry.New(0)
+func filled(n int) connregistry.Registry {
+	conns := make([]connregistry.Conn, n)
 	for i := range n {
-		r.Add(connregistry.Conn{Info: connregistry.Info{
+		conns[i] = connregistry.Conn{Info: connregistry.Info{
 			ID:         fmt.Sprintf("127.0.0.1:9092-127.0.0.1:%d-0-%d", 10000+i%50000, i),
 			Principal:  connregistry.Principal{Type: "User", Name: fmt.Sprint("user", i%100)},
 			ClientAddr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(i)),
 			Listener:   "CLIENT", SecurityProtocol: protocolmap.SASLSSL, ClientSoftwareName: "kgo", ClientSoftwareVersion: "1.22",
 			ConnectedAt: time.Unix(int64(i), 0),
-		}, State: connregistry.Ready}, nil)
+		}, State: connregistry.StateReady}
 	}
-	return r
+	return connregistrytest.NewRegistry(0, conns...)
 }
 
 // BenchmarkSnapshot measures a whole listing (snapshot and wire encoding)
@@ -41,18 +42,5 @@ func BenchmarkSnapshot(b *testing.B) {
 				_ = resp.AppendTo(nil)
 			}
 		})
-	}
-}
-
-// BenchmarkRequestUpdate is the per-request cost the registry adds to the
-// data plane.
-func BenchmarkRequestUpdate(b *testing.B) {
-	r := filled(1)
-	e := r.Add(connregistry.Conn{Info: connregistry.Info{ID: "x", ConnectedAt: time.Now()}}, nil)
-	now := time.Now()
-	b.ReportAllocs()
-	for b.Loop() {
-		e.Request(now, 100, "kgo")
-		e.Response(now, 50)
 	}
 }

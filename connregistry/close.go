@@ -21,7 +21,7 @@ const DefaultCloseAPIKey int16 = 1093
 // [Registry.Close] as a request, for incident response. Its version-0
 // schema is flexible: the three filters of ListClientConnections (nil means
 // no filter), then a list of connection ids (empty means no filter), and
-// the server-name filter as a tagged field (TagServerNameFilter). At least
+// the server-name filter as a tagged field (tag 1). At least
 // one filter must be given: a request without any is refused rather than
 // taken to mean every connection.
 type CloseClientConnectionsRequest struct {
@@ -32,8 +32,14 @@ type CloseClientConnectionsRequest struct {
 	ListenerFilter      *string
 	ConnectionIDs       []string
 	// ServerNameFilter (tag 1) selects by TLS server name; see
-	// [Filter.WithServerName].
+	// [Filter.ServerName].
 	ServerNameFilter *string
+}
+
+// Filter returns the request's filters.
+func (r *CloseClientConnectionsRequest) Filter() Filter {
+	return Filter{Principal: r.PrincipalFilter, ClientAddress: r.ClientAddressFilter, Listener: r.ListenerFilter,
+		ServerName: r.ServerNameFilter, ConnectionIDs: r.ConnectionIDs}
 }
 
 // CloseClientConnectionsResponse is the answer: an error, or the
@@ -114,7 +120,7 @@ func (r *CloseClientConnectionsRequest) ReadFrom(src []byte) error {
 	}
 	r.ServerNameFilter = nil
 	d.tags(func(tag uint64, v decoder) error {
-		if tag == TagServerNameFilter {
+		if tag == tagServerNameFilter {
 			r.ServerNameFilter = v.compactNullableString()
 		}
 		return v.err
@@ -179,63 +185,58 @@ func (r *CloseClientConnectionsResponse) ReadFrom(src []byte) error {
 
 // CloseHandler answers CloseClientConnections requests from a Registry.
 // Host applications call Handle from their own request loop with the
-// request and the principal of the connection it came on, as they call
-// [ListHandler.Handle], having set Self to that connection's id; a
-// CloseHandler is cheap, so a host makes one per request.
+// request, the principal of the connection it came on and that
+// connection's id, as they call [ListHandler.Handle].
 // socketserver.CloseClientConnectionsAPI does it for a socketserver host.
 type CloseHandler struct {
-	Registry *Registry
+	Registry Registry
 	// Authorize decides who may close connections: the principal must be
 	// allowed to ALTER the CLUSTER, as Kafka requires of operations that
 	// change the cluster's state. nil lets everyone, as Kafka does without
 	// an authorizer.
 	Authorize Authorizer
-	// Self is the id of the connection the request came on, which Handle
-	// never closes, so that it gets its answer. Empty names no
-	// connection.
-	Self string
 }
 
-// Handle answers req from principal on the connection h.Self:
+// Handle answers req from principal on the connection whose id is self,
+// which it never closes, so that it gets its answer (empty names no
+// connection):
 // CLUSTER_AUTHORIZATION_FAILED (31) when the principal may not alter the
 // cluster, INVALID_REQUEST (42) for a request without any filter or with
 // one that does not parse (each with an empty connection list), else it
 // closes the open connections that match every filter, giving
-// ClosedByOperator as the reason, and lists them. The requesting
+// CloseByOperator as the reason, and lists them. The requesting
 // connection is never closed, so that it gets its answer.
-func (h *CloseHandler) Handle(ctx context.Context, principal Principal, req *CloseClientConnectionsRequest) *CloseClientConnectionsResponse {
+func (h *CloseHandler) Handle(ctx context.Context, principal Principal, self string, req *CloseClientConnectionsRequest) *CloseClientConnectionsResponse {
 	resp := &CloseClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
 	fail := func(code *kerr.Error, msg string) *CloseClientConnectionsResponse {
 		resp.ErrorCode, resp.ErrorMessage = code.Code, &msg
 		return resp
 	}
-	if h.Authorize != nil && !h.Authorize(ctx, principal) {
+	if h.Authorize != nil && !h.Authorize(ctx, principal, alterCluster) {
 		return fail(kerr.ClusterAuthorizationFailed, "Cluster authorization failed: "+principal.String()+" may not ALTER the CLUSTER")
 	}
 	if req.PrincipalFilter == nil && req.ClientAddressFilter == nil && req.ListenerFilter == nil && len(req.ConnectionIDs) == 0 &&
 		req.ServerNameFilter == nil {
 		return fail(kerr.InvalidRequest, "a filter is required: give a principal, a client address, a listener, a server name or connection ids")
 	}
-	f, err := NewFilter(req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter)
-	if err != nil {
+	f := req.Filter()
+	if len(f.ConnectionIDs) == 0 {
+		f.ConnectionIDs = nil // the wire's empty list is no filter
+	}
+	if err := f.Validate(); err != nil {
 		return fail(kerr.InvalidRequest, err.Error())
-	}
-	if req.ServerNameFilter != nil {
-		f = f.WithServerName(*req.ServerNameFilter)
-	}
-	if len(req.ConnectionIDs) > 0 {
-		f = f.WithConnectionIDs(req.ConnectionIDs...)
 	}
 	var ids []string
 	for _, c := range h.Registry.Snapshot(f) {
-		if c.ID != h.Self {
+		if c.ID != self {
 			ids = append(ids, c.ID)
 		}
 	}
 	if len(ids) == 0 {
 		return resp
 	}
-	for _, c := range h.Registry.Close(f.WithConnectionIDs(ids...), ClosedByOperator) {
+	f.ConnectionIDs = ids
+	for _, c := range h.Registry.Close(f, CloseByOperator) {
 		resp.Connections = append(resp.Connections, Record(c))
 	}
 	return resp

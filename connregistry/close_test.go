@@ -2,7 +2,6 @@ package connregistry_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connregistrytest"
 )
 
 var (
@@ -71,37 +71,22 @@ func TestCloseMalformed(t *testing.T) {
 }
 
 // closeRegistry holds three connections whose closers record the reason.
-type closeRegistry struct {
-	reg    *connregistry.Registry
-	mu     sync.Mutex
-	closed map[string]connregistry.CloseReason
-}
+type closeRegistry struct{ reg connregistry.Registry }
 
 func newCloseRegistry() *closeRegistry {
-	r := &closeRegistry{reg: connregistry.New(0), closed: map[string]connregistry.CloseReason{}}
-	for _, c := range []connregistry.Conn{
+	return &closeRegistry{reg: connregistrytest.NewRegistry(0,
 		conn("admin-conn", "User:admin", "10.0.0.9:1000", "ADMIN", t0),
 		conn("bob-1", "User:bob", "10.0.0.1:1001", "CLIENT", t0.Add(time.Second)),
 		conn("bob-2", "User:bob", "10.0.0.2:1002", "CLIENT", t0.Add(2*time.Second)),
 		conn("alice-1", "User:alice", "10.0.0.1:1003", "CLIENT", t0.Add(3*time.Second)),
-	} {
-		var e *connregistry.Entry
-		e = r.reg.Add(c, func(reason connregistry.CloseReason) {
-			r.mu.Lock()
-			r.closed[c.ID] = reason
-			r.mu.Unlock()
-			e.Remove(time.Now(), reason)
-		})
-	}
-	return r
+	)}
 }
 
+// closedIDs returns the reasons the connections closed, by id.
 func (r *closeRegistry) closedIDs() map[string]connregistry.CloseReason {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	out := map[string]connregistry.CloseReason{}
-	for k, v := range r.closed {
-		out[k] = v
+	for _, c := range r.reg.Closed(connregistry.Filter{}) {
+		out[c.ID] = c.CloseReason
 	}
 	return out
 }
@@ -128,8 +113,8 @@ func TestCloseHandler(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newCloseRegistry()
-			h := &connregistry.CloseHandler{Registry: r.reg, Authorize: connregistry.SuperUsers("User:admin"), Self: "admin-conn"}
-			resp := h.Handle(context.Background(), tt.caller, &tt.req)
+			h := &connregistry.CloseHandler{Registry: r.reg, Authorize: connregistry.SuperUsers("User:admin")}
+			resp := h.Handle(context.Background(), tt.caller, "admin-conn", &tt.req)
 			require.NotNil(t, resp.Connections, "an empty list, never null")
 			var got []string
 			for _, c := range resp.Connections {
@@ -146,7 +131,7 @@ func TestCloseHandler(t *testing.T) {
 			closed := r.closedIDs()
 			assert.Len(t, closed, len(tt.wantClose))
 			for _, id := range tt.wantClose {
-				assert.Equal(t, connregistry.ClosedByOperator, closed[id], id)
+				assert.Equal(t, connregistry.CloseByOperator, closed[id], id)
 			}
 			assert.NotContains(t, closed, "admin-conn")
 			assert.Equal(t, 4-len(tt.wantClose), r.reg.Len())
@@ -157,11 +142,69 @@ func TestCloseHandler(t *testing.T) {
 func TestFilterWithConnectionIDs(t *testing.T) {
 	a := conn("a", "User:alice", "10.1.2.3:5000", "CLIENT", t0)
 	b := conn("b", "User:alice", "10.1.2.3:5001", "CLIENT", t0)
-	f := connregistry.Filter{}.WithConnectionIDs("b")
+	f := connregistry.Filter{ConnectionIDs: []string{"b"}}
 	assert.False(t, f.Match(a))
 	assert.True(t, f.Match(b))
-	assert.False(t, connregistry.Filter{}.WithConnectionIDs().Match(a), "no ids match nothing")
-	alice, err := connregistry.NewFilter(sp("User:bob"), nil, nil)
-	require.NoError(t, err)
-	assert.False(t, alice.WithConnectionIDs("b").Match(b), "the ids narrow the other filters")
+	assert.False(t, connregistry.Filter{ConnectionIDs: []string{}}.Match(a), "no ids match nothing")
+	alice := connregistry.Filter{Principal: sp("User:bob")}
+	require.NoError(t, alice.Validate())
+	alice.ConnectionIDs = []string{"b"}
+	assert.False(t, alice.Match(b), "the ids narrow the other filters")
+}
+
+// The handlers ask the host's authorizer Kafka's question: the principal,
+// the operation (DESCRIBE to list, ALTER to close) and the resource (the
+// CLUSTER, kafka-cluster), so that a host's ACLs plug in once.
+func TestAuthorizerIsAskedKafkasQuestion(t *testing.T) {
+	var asked []connregistry.Action
+	var who []connregistry.Principal
+	authorize := func(_ context.Context, p connregistry.Principal, a connregistry.Action) bool {
+		asked, who = append(asked, a), append(who, p)
+		return a.Operation == kmsg.ACLOperationDescribe // may list, may not close
+	}
+	r := newCloseRegistry()
+	bob := connregistry.Principal{Type: "User", Name: "bob"}
+	ctx := context.Background()
+	lresp := (&connregistry.ListHandler{Registry: r.reg, Authorize: authorize}).Handle(ctx, bob, &connregistry.ListClientConnectionsRequest{})
+	assert.Zero(t, lresp.ErrorCode)
+	assert.Len(t, lresp.Connections, 4)
+	cresp := (&connregistry.CloseHandler{Registry: r.reg, Authorize: authorize}).Handle(ctx, bob, "",
+		&connregistry.CloseClientConnectionsRequest{PrincipalFilter: sp("User:alice")})
+	assert.Equal(t, kerr.ClusterAuthorizationFailed.Code, cresp.ErrorCode)
+	assert.Empty(t, r.closedIDs())
+	cluster := func(op kmsg.ACLOperation) connregistry.Action {
+		return connregistry.Action{Operation: op, ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: "kafka-cluster"}
+	}
+	assert.Equal(t, []connregistry.Action{cluster(kmsg.ACLOperationDescribe), cluster(kmsg.ACLOperationAlter)}, asked)
+	assert.Equal(t, []connregistry.Principal{bob, bob}, who)
+}
+
+// An empty super.users names no super user: nobody may, as with Kafka's
+// authorizers; letting everyone is a nil Authorizer (Kafka without one).
+func TestSuperUsersEmptyLetsNoOneIn(t *testing.T) {
+	ctx := context.Background()
+	for _, value := range []string{"", " ", ";"} {
+		authorize := connregistry.SuperUsers(value)
+		require.NotNil(t, authorize, "%q", value)
+		assert.False(t, authorize(ctx, connregistry.Anonymous(), connregistry.Action{}), "%q", value)
+		resp := (&connregistry.ListHandler{Registry: newCloseRegistry().reg, Authorize: authorize}).Handle(ctx,
+			connregistry.Principal{Type: "User", Name: "admin"}, &connregistry.ListClientConnectionsRequest{})
+		assert.Equal(t, kerr.ClusterAuthorizationFailed.Code, resp.ErrorCode, "%q", value)
+	}
+	admins := connregistry.SuperUsers(" User:admin ; User:ops")
+	assert.True(t, admins(ctx, connregistry.Principal{Type: "User", Name: "ops"}, connregistry.Action{}))
+	assert.False(t, admins(ctx, connregistry.Principal{Type: "User", Name: "bob"}, connregistry.Action{}))
+	resp := (&connregistry.ListHandler{Registry: newCloseRegistry().reg}).Handle(ctx, connregistry.Anonymous(), &connregistry.ListClientConnectionsRequest{})
+	assert.Zero(t, resp.ErrorCode, "no authorizer: everyone")
+}
+
+// A request's filters are a Filter, the one shape: the wire fields map to
+// its fields one to one.
+func TestRequestFilter(t *testing.T) {
+	l := connregistry.ListClientConnectionsRequest{PrincipalFilter: sp("User:a"), ClientAddressFilter: sp("10.0.0.0/8"),
+		ListenerFilter: sp("CLIENT"), ServerNameFilter: sp("*.example.com"), IncludeClosed: true}
+	assert.Equal(t, connregistry.Filter{Principal: sp("User:a"), ClientAddress: sp("10.0.0.0/8"), Listener: sp("CLIENT"),
+		ServerName: sp("*.example.com")}, l.Filter())
+	c := connregistry.CloseClientConnectionsRequest{PrincipalFilter: sp("User:a"), ConnectionIDs: []string{"x"}, ServerNameFilter: sp("")}
+	assert.Equal(t, connregistry.Filter{Principal: sp("User:a"), ConnectionIDs: []string{"x"}, ServerName: sp("")}, c.Filter())
 }

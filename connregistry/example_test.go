@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connregistrytest"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -16,16 +17,17 @@ import (
 // socketserver host does the same in one line with
 // socketserver.ListClientConnectionsAPI.
 func ExampleListHandler() {
-	reg := connregistry.New(0)
-	// The server feeds the registry; here, two connections by hand.
+	// A server feeds its registry (socketserver's Server.Registry); here,
+	// as in a host's unit test, a registry with two connections.
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	reg.Add(connregistry.Conn{Info: connregistry.Info{ID: "10.0.0.1:9092-10.0.0.7:50000-0-0",
-		Principal:  connregistry.Principal{Type: "User", Name: "alice"},
-		ClientAddr: netip.MustParseAddrPort("10.0.0.7:50000"), Listener: "CLIENT", SecurityProtocol: protocolmap.SASLSSL,
-		ConnectedAt: now}, State: connregistry.Ready}, nil)
-	reg.Add(connregistry.Conn{Info: connregistry.Info{ID: "10.0.0.1:9093-10.0.0.2:40000-1-0", Principal: connregistry.Anonymous,
-		ClientAddr: netip.MustParseAddrPort("10.0.0.2:40000"), Listener: "REPLICATION", SecurityProtocol: protocolmap.Plaintext,
-		ConnectedAt: now.Add(time.Second)}, State: connregistry.Ready}, nil)
+	reg := connregistrytest.NewRegistry(0,
+		connregistry.Conn{Info: connregistry.Info{ID: "10.0.0.1:9092-10.0.0.7:50000-0-0",
+			Principal:  connregistry.Principal{Type: "User", Name: "alice"},
+			ClientAddr: netip.MustParseAddrPort("10.0.0.7:50000"), Listener: "CLIENT", SecurityProtocol: protocolmap.SASLSSL,
+			ConnectedAt: now}, State: connregistry.StateReady},
+		connregistry.Conn{Info: connregistry.Info{ID: "10.0.0.1:9093-10.0.0.2:40000-1-0", Principal: connregistry.Anonymous(),
+			ClientAddr: netip.MustParseAddrPort("10.0.0.2:40000"), Listener: "REPLICATION", SecurityProtocol: protocolmap.Plaintext,
+			ConnectedAt: now.Add(time.Second)}, State: connregistry.StateReady})
 
 	h := &connregistry.ListHandler{Registry: reg, Authorize: connregistry.SuperUsers("User:admin")}
 	// In the host's loop, for each ListClientConnectionsRequest:

@@ -3,54 +3,98 @@ package connregistry
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Authorizer reports whether principal may perform an API's operation on
-// the CLUSTER resource: DESCRIBE for [ListHandler] (KIP-1329's permission to
-// list connections), ALTER for [CloseHandler]. A host gives each API the
-// authorizer of its operation.
-type Authorizer func(ctx context.Context, principal Principal) bool
+// Action is the question an administrative API asks the host: may a
+// principal perform Operation on the resource of type ResourceType named
+// ResourceName? It is the question Kafka's Authorizer answers (its Action:
+// an AclOperation on a ResourcePattern), in kmsg's values, which are
+// Kafka's: [ListHandler] asks for DESCRIBE on the CLUSTER (KIP-1329's
+// permission to list connections), [CloseHandler] for ALTER on the CLUSTER,
+// as Kafka requires of operations that change the cluster's state. A host
+// with ACLs of its own answers from them, in one Authorizer for every API.
+type Action struct {
+	Operation    kmsg.ACLOperation
+	ResourceType kmsg.ACLResourceType
+	// ResourceName is the resource's name: ClusterResourceName for the
+	// CLUSTER.
+	ResourceName string
+}
+
+// ClusterResourceName is the name of the CLUSTER resource, Kafka's
+// kafka-cluster.
+const ClusterResourceName = "kafka-cluster"
+
+// describeCluster and alterCluster are the actions of the listing and the
+// close.
+var (
+	describeCluster = Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: ClusterResourceName}
+	alterCluster    = Action{Operation: kmsg.ACLOperationAlter, ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: ClusterResourceName}
+)
+
+// Authorizer reports whether principal may perform action. Where an
+// Authorizer is taken, nil lets everyone, as Kafka does without an
+// authorizer (authorizer.class.name unset); [SuperUsers] is Kafka's
+// super.users.
+type Authorizer func(ctx context.Context, principal Principal, action Action) bool
 
 // ListHandler answers ListClientConnections requests from a Registry. Host
 // applications call Handle from their own request loop with the request and
 // the principal of the connection it came on.
 type ListHandler struct {
-	Registry *Registry
-	// Authorize decides who may list; nil lets everyone, as Kafka does
-	// without an authorizer.
+	Registry Registry
+	// Authorize decides who may list (DESCRIBE on the CLUSTER); nil lets
+	// everyone, as Kafka does without an authorizer.
 	Authorize Authorizer
 }
 
 // Handle answers req from principal: CLUSTER_AUTHORIZATION_FAILED (31) when
 // the principal may not describe the cluster, INVALID_REQUEST (42) for a
 // filter that does not parse (both with an empty, not null, connection
-// list), else the open connections that match every filter (KIP-1329's
-// three and the server-name tag), and with the IncludeClosed tag the
-// recently closed ones too.
+// list), and for a SortBy that is not a [SortKey] or a negative Limit,
+// else the open connections that match every filter (KIP-1329's three and
+// the server-name tag), in connection-time order or, with SortBy, in its
+// order ([Registry.Top]) and cut to Limit when it is positive, and with
+// the IncludeClosed tag the recently closed ones after them, oldest first.
+// A request without SortBy and Limit (a client that predates them) gets
+// what it got before them.
 func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *ListClientConnectionsRequest) *ListClientConnectionsResponse {
 	resp := &ListClientConnectionsResponse{APIKey: req.APIKey, Version: req.Version, Connections: []ConnectionRecord{}}
-	if h.Authorize != nil && !h.Authorize(ctx, principal) {
+	if h.Authorize != nil && !h.Authorize(ctx, principal, describeCluster) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		msg := "Cluster authorization failed: " + principal.String() + " may not DESCRIBE the CLUSTER"
 		resp.ErrorMessage = &msg
 		return resp
 	}
-	f, err := NewFilter(req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter)
-	if err != nil {
+	f := req.Filter()
+	if err := f.Validate(); err != nil {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		msg := err.Error()
 		resp.ErrorMessage = &msg
 		return resp
 	}
-	if req.ServerNameFilter != nil {
-		f = f.WithServerName(*req.ServerNameFilter)
+	if err := validOrder(req); err != nil {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		msg := err.Error()
+		resp.ErrorMessage = &msg
+		return resp
 	}
-	conns := h.Registry.Snapshot(f)
+	var conns []Conn
+	switch {
+	case req.SortBy != "":
+		conns = h.Registry.Top(f, req.SortBy, int(req.Limit))
+	case req.Limit > 0: // connection time's order, cut
+		conns = h.Registry.Top(f, SortByAge, int(req.Limit))
+	default:
+		conns = h.Registry.Snapshot(f)
+	}
 	if req.IncludeClosed {
 		conns = append(conns, h.Registry.Closed(f)...)
 	}
@@ -59,6 +103,20 @@ func (h *ListHandler) Handle(ctx context.Context, principal Principal, req *List
 		resp.Connections[i] = Record(c)
 	}
 	return resp
+}
+
+// validOrder returns an error wrapping [ErrInvalidFilter] for a SortBy
+// that is not a [SortKey] and for a negative Limit.
+func validOrder(req *ListClientConnectionsRequest) error {
+	if req.SortBy != "" {
+		if err := req.SortBy.Validate(); err != nil {
+			return err
+		}
+	}
+	if req.Limit < 0 {
+		return fmt.Errorf("%w: limit %d: expected 0 (no limit) or more", ErrInvalidFilter, req.Limit)
+	}
+	return nil
 }
 
 // clientAddress is a's text in a record: empty for a connection without
@@ -101,6 +159,9 @@ func Record(c Conn) ConnectionRecord {
 		ThrottleTimeMs:   c.ThrottleTime.Milliseconds(),
 		ProxyAddress:     proxyAddress(c.ProxyAddr),
 		ServerName:       c.ServerName,
+		RequestRate:      c.RequestRate,
+		BytesInRate:      c.BytesInRate,
+		BytesOutRate:     c.BytesOutRate,
 	}
 }
 
@@ -139,8 +200,15 @@ func millisOrZero(t time.Time) int64 {
 
 // SuperUsers returns an Authorizer that allows the principals listed in
 // Kafka's super.users format ("User:alice;User:bob", separated by
-// semicolons), and everyone when the list is empty (Kafka without an
-// authorizer).
+// semicolons) every action, and refuses everyone else.
+//
+// An empty list names no super user, so the Authorizer refuses everyone:
+// as Kafka's authorizers (StandardAuthorizer, AclAuthorizer) do for the
+// cluster's administrative operations when no super user and no ACL allows
+// them (allow.everyone.if.no.acl.found=false). Kafka without an authorizer
+// (authorizer.class.name unset) lets everyone, super.users or not: that is
+// a nil Authorizer, which a host gives on purpose (the example broker and
+// proxy do when super.users is unset).
 func SuperUsers(value string) Authorizer {
 	allowed := map[Principal]bool{}
 	for _, s := range strings.Split(value, ";") {
@@ -148,8 +216,5 @@ func SuperUsers(value string) Authorizer {
 			allowed[Principal{Type: typ, Name: name}] = true
 		}
 	}
-	if len(allowed) == 0 {
-		return nil
-	}
-	return func(_ context.Context, p Principal) bool { return allowed[p] }
+	return func(_ context.Context, p Principal, _ Action) bool { return allowed[p] }
 }

@@ -2,9 +2,7 @@ package connregistry_test
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connregistrytest"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -30,7 +29,7 @@ func conn(id, principal, addr, listener string, at time.Time) connregistry.Conn 
 		ID: id, Principal: connregistry.Principal{Type: typ, Name: name},
 		ClientAddr: netip.MustParseAddrPort(addr), Listener: protocolmap.ListenerName(listener), SecurityProtocol: protocolmap.SASLSSL,
 		ConnectedAt: at,
-	}, State: connregistry.Ready}
+	}, State: connregistry.StateReady}
 }
 
 func cutPrincipal(s string) (string, string, bool) {
@@ -64,8 +63,8 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := connregistry.NewFilter(tt.principal, tt.address, tt.listener)
-			require.NoError(t, err)
+			f := connregistry.Filter{Principal: tt.principal, ClientAddress: tt.address, Listener: tt.listener}
+			require.NoError(t, f.Validate())
 			assert.Equal(t, tt.matchAlice, f.Match(alice))
 			assert.Equal(t, tt.matchBob, f.Match(bob6))
 		})
@@ -74,148 +73,17 @@ func TestFilter(t *testing.T) {
 		{sp("alice"), nil, nil}, {nil, sp("10.0.0.300"), nil}, {nil, sp("host.example"), nil},
 		{nil, sp("10.0.0.0/33"), nil}, {nil, nil, sp(" ")},
 	} {
-		_, err := connregistry.NewFilter(bad.principal, bad.address, bad.listener)
-		assert.ErrorIs(t, err, connregistry.ErrInvalidFilter)
+		f := connregistry.Filter{Principal: bad.principal, ClientAddress: bad.address, Listener: bad.listener}
+		assert.ErrorIs(t, f.Validate(), connregistry.ErrInvalidFilter)
+		assert.False(t, f.Match(conn("a", "User:alice", "10.1.2.3:5000", " ", t0)), "an invalid filter matches nothing")
 	}
-}
-
-func TestRegistryLifecycle(t *testing.T) {
-	r := connregistry.New(2)
-	var closedWith []connregistry.CloseReason
-	var mu sync.Mutex
-	closer := func(reason connregistry.CloseReason) { mu.Lock(); closedWith = append(closedWith, reason); mu.Unlock() }
-	a := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), closer)
-	b := r.Add(conn("b", "User:bob", "127.0.0.1:2", "CLIENT", t0.Add(time.Second)), closer)
-	a.Request(t0.Add(2*time.Second), 100, "kgo")
-	a.Response(t0.Add(3*time.Second), 40)
-	a.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = "kgo", "1.22" })
-
-	got := r.Snapshot(connregistry.Filter{})
-	require.Len(t, got, 2)
-	assert.Equal(t, "a", got[0].ID, "ordered by connection time")
-	assert.Equal(t, int64(100), got[0].BytesIn)
-	assert.Equal(t, int64(40), got[0].BytesOut)
-	assert.Equal(t, int64(1), got[0].Requests)
-	assert.Equal(t, "kgo", got[0].ClientID)
-	assert.True(t, t0.Add(3*time.Second).Equal(got[0].LastActivity))
-	assert.Equal(t, "kgo", got[0].ClientSoftwareName)
-
-	f, _ := connregistry.NewFilter(sp("User:bob"), nil, nil)
-	killed := r.Close(f, connregistry.ClosedByOperator)
-	require.Len(t, killed, 1)
-	assert.Equal(t, "b", killed[0].ID)
-	assert.Equal(t, []connregistry.CloseReason{connregistry.ClosedByOperator}, closedWith)
-
-	b.Remove(t0.Add(5*time.Second), connregistry.ClosedByOperator)
-	b.Remove(t0.Add(6*time.Second), connregistry.Idle) // only the first counts
-	assert.Equal(t, 1, r.Len())
-	closed := r.Closed(connregistry.Filter{})
-	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ClosedByOperator, closed[0].CloseReason)
-	assert.Equal(t, t0.Add(5*time.Second), closed[0].ClosedAt)
-	assert.Equal(t, connregistry.Closing, closed[0].State)
-
-	// The history is a ring of 2: the oldest goes.
-	for i := range 3 {
-		e := r.Add(conn(fmt.Sprint("h", i), "User:x", "127.0.0.1:9", "CLIENT", t0), nil)
-		e.Remove(t0.Add(time.Duration(10+i)*time.Second), connregistry.ClientClosed)
-	}
-	closed = r.Closed(connregistry.Filter{})
-	require.Len(t, closed, 2)
-	assert.Equal(t, []string{"h1", "h2"}, []string{closed[0].ID, closed[1].ID})
-}
-
-// A forgotten connection leaves the open set without a trace in the
-// history, and a Remove after it changes nothing; Forget after Remove
-// takes nothing out of the history.
-func TestRegistryForget(t *testing.T) {
-	r := connregistry.New(10)
-	probe := r.Add(conn("probe", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
-	kept := r.Add(conn("kept", "User:alice", "127.0.0.1:2", "CLIENT", t0), nil)
-	require.Equal(t, 2, r.Len())
-	probe.Forget()
-	probe.Remove(t0.Add(time.Second), connregistry.ClientClosed)
-	kept.Remove(t0.Add(time.Second), connregistry.ClientClosed)
-	kept.Forget()
-	assert.Zero(t, r.Len())
-	assert.Empty(t, r.Snapshot(connregistry.Filter{}))
-	closed := r.Closed(connregistry.Filter{})
-	require.Len(t, closed, 1)
-	assert.Equal(t, "kept", closed[0].ID)
-}
-
-// The requests of a connection share one copy of its description until it
-// changes (Update) or the connection rests (Idle): each request carries
-// the description it found, never a later one.
-func TestRequestsShareTheDescriptionTheyFound(t *testing.T) {
-	r := connregistry.New(0)
-	e := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
-	first := e.Request(t0, 10, "kgo")
-	assert.Equal(t, "User:alice", first.Principal.String())
-	assert.Same(t, first, e.Request(t0, 10, "kgo"), "no change: the same copy")
-
-	e.Update(func(i *connregistry.Info) { i.Principal = connregistry.Principal{Type: "User", Name: "bob"} })
-	second := e.Request(t0, 10, "kgo")
-	assert.NotSame(t, first, second)
-	assert.Equal(t, "User:alice", first.Principal.String(), "an earlier request keeps what it found")
-	assert.Equal(t, "User:bob", second.Principal.String())
-	assert.Equal(t, "User:bob", e.Info().Principal.String())
-
-	e.Idle()
-	third := e.Request(t0, 10, "kgo")
-	assert.NotSame(t, second, third, "a rest lets go of the copy")
-	assert.Equal(t, *second, *third)
-	assert.Same(t, third, e.Request(t0, 10, "kgo"))
-}
-
-// Snapshots taken in a loop while thousands of connections open, change
-// and close: no race (under -race), no torn record (the fields written
-// together are seen together), and the count returns to zero.
-func TestRegistryConcurrentSnapshots(t *testing.T) {
-	r := connregistry.New(100)
-	stop := make(chan struct{})
-	var snaps sync.WaitGroup
-	snaps.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			for _, c := range r.Snapshot(connregistry.Filter{}) {
-				// Update writes name and version together.
-				if c.ClientSoftwareName != "" && c.ClientSoftwareVersion != c.ClientSoftwareName+"-v" {
-					t.Errorf("torn record: %q %q", c.ClientSoftwareName, c.ClientSoftwareVersion)
-					return
-				}
-			}
-		}
-	})
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := range 500 {
-				e := r.Add(conn(fmt.Sprint(w, "-", i), "User:u", "127.0.0.1:1", "CLIENT", time.Now()), nil)
-				name := fmt.Sprint("sw", i)
-				e.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = name, name+"-v" })
-				e.Request(time.Now(), 10, "c")
-				e.Remove(time.Now(), connregistry.ClientClosed)
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	snaps.Wait()
-	assert.Zero(t, r.Len())
-	assert.Len(t, r.Closed(connregistry.Filter{}), 100)
 }
 
 func TestListHandler(t *testing.T) {
-	r := connregistry.New(10)
-	r.Add(conn("a", "User:alice", "10.0.0.1:1000", "CLIENT", t0), nil)
-	r.Add(conn("b", "User:bob", "10.0.0.2:2000", "REPLICATION", t0), nil)
-	gone := r.Add(conn("c", "User:carol", "10.0.0.3:3000", "CLIENT", t0), nil)
-	gone.Remove(t0.Add(time.Minute), connregistry.AuthenticationFailed)
+	gone := conn("c", "User:carol", "10.0.0.3:3000", "CLIENT", t0)
+	gone.ClosedAt, gone.CloseReason = t0.Add(time.Minute), connregistry.CloseAuthenticationFailed
+	r := connregistrytest.NewRegistry(10, conn("a", "User:alice", "10.0.0.1:1000", "CLIENT", t0),
+		conn("b", "User:bob", "10.0.0.2:2000", "REPLICATION", t0), gone)
 
 	h := &connregistry.ListHandler{Registry: r, Authorize: connregistry.SuperUsers("User:admin;User:alice")}
 	ctx := context.Background()
@@ -243,7 +111,7 @@ func TestListHandler(t *testing.T) {
 
 	resp = h.Handle(ctx, admin, &connregistry.ListClientConnectionsRequest{ListenerFilter: sp("CLIENT"), IncludeClosed: true})
 	require.Len(t, resp.Connections, 2)
-	assert.Equal(t, "authentication failed", resp.Connections[1].CloseReason)
+	assert.Equal(t, "authentication-failed", resp.Connections[1].CloseReason)
 	assert.Equal(t, t0.Add(time.Minute).UnixMilli(), resp.Connections[1].ClosedAt)
 
 	open := &connregistry.ListHandler{Registry: r}
@@ -261,58 +129,6 @@ func TestRecordWithoutIPAddress(t *testing.T) {
 	assert.Equal(t, "10.0.0.1", connregistry.Record(connregistry.Conn{Info: connregistry.Info{ClientAddr: netip.MustParseAddrPort("10.0.0.1:1")}}).ClientAddress)
 }
 
-// A throttle shows in the listing while it runs (ThrottledUntil) and adds
-// the time it lasted to ThrottleTime when it ends: at its end, earlier
-// when it is cut short, and at the close of a connection closed while
-// muted.
-func TestRegistryThrottle(t *testing.T) {
-	now := time.Now()
-	for _, tc := range []struct {
-		name      string
-		from      time.Time
-		until     time.Time
-		end       func(e *connregistry.Entry)
-		wantTotal time.Duration
-	}{
-		{"ends at its time", now.Add(-3 * time.Second), now.Add(-time.Second),
-			func(e *connregistry.Entry) { e.EndThrottle(now) }, 2 * time.Second},
-		{"ends early", now.Add(-3 * time.Second), now.Add(time.Hour),
-			func(e *connregistry.Entry) { e.EndThrottle(now.Add(-2 * time.Second)) }, time.Second},
-		{"a new throttle ends the running one", now.Add(-3 * time.Second), now.Add(time.Hour),
-			func(e *connregistry.Entry) {
-				e.Throttle(now.Add(-2*time.Second), now.Add(-time.Second))
-				e.EndThrottle(now)
-			}, 2 * time.Second},
-		{"the connection closes while muted", now.Add(-3 * time.Second), now.Add(time.Hour),
-			func(e *connregistry.Entry) { e.Remove(now.Add(-time.Second), connregistry.ClientClosed) }, 2 * time.Second},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := connregistry.New(1)
-			e := r.Add(conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
-			assert.Zero(t, r.Snapshot(connregistry.Filter{})[0].ThrottledUntil)
-
-			e.Throttle(tc.from, tc.until)
-			got := r.Snapshot(connregistry.Filter{})[0]
-			assert.True(t, tc.until.Equal(got.ThrottledUntil), "listed as throttled until %s: %s", tc.until, got.ThrottledUntil)
-			assert.Positive(t, got.ThrottleTime, "the running throttle counts")
-			rec := connregistry.Record(got)
-			assert.Equal(t, tc.until.UnixMilli(), rec.ThrottledUntil)
-			assert.Equal(t, got.ThrottleTime.Milliseconds(), rec.ThrottleTimeMs)
-
-			tc.end(e)
-			var after connregistry.Conn
-			if open := r.Snapshot(connregistry.Filter{}); len(open) == 1 {
-				after = open[0]
-			} else {
-				after = r.Closed(connregistry.Filter{})[0]
-			}
-			assert.Zero(t, after.ThrottledUntil, "no longer throttled")
-			assert.Equal(t, tc.wantTotal, after.ThrottleTime)
-			assert.Zero(t, connregistry.Record(after).ThrottledUntil)
-		})
-	}
-}
-
 // A connection that came through a load balancer is listed with the
 // client's address, from the PROXY header, and the balancer's as
 // ProxyAddress; the address filter selects by the client's.
@@ -327,11 +143,11 @@ func TestRecordProxyAddress(t *testing.T) {
 	assert.Empty(t, connregistry.Record(connregistry.Conn{Info: connregistry.Info{ClientAddr: c.ClientAddr}}).ProxyAddress)
 
 	client, balancer := "203.0.113.0/24", "fd00::5"
-	f, err := connregistry.NewFilter(nil, &client, nil)
-	require.NoError(t, err)
+	f := connregistry.Filter{ClientAddress: &client}
+	require.NoError(t, f.Validate())
 	assert.True(t, f.Match(c))
-	f, err = connregistry.NewFilter(nil, &balancer, nil)
-	require.NoError(t, err)
+	f = connregistry.Filter{ClientAddress: &balancer}
+	require.NoError(t, f.Validate())
 	assert.False(t, f.Match(c), "the filter is on the client's address, not the balancer's")
 }
 
@@ -406,7 +222,7 @@ func TestServerNameFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.filter, func(t *testing.T) {
-			f := connregistry.Filter{}.WithServerName(tt.filter)
+			f := connregistry.Filter{ServerName: new(tt.filter)}
 			var got []string
 			for _, c := range conns {
 				if f.Match(c) {
@@ -417,27 +233,20 @@ func TestServerNameFilter(t *testing.T) {
 		})
 	}
 	// It narrows the other filters and they narrow it.
-	bob, err := connregistry.NewFilter(sp("User:bob"), nil, nil)
-	require.NoError(t, err)
-	assert.False(t, bob.WithServerName("a.example.com").Match(conns[0]))
-	all, err := connregistry.NewFilter(nil, nil, sp("client"))
-	require.NoError(t, err)
-	assert.True(t, all.WithServerName("a.example.com").Match(conns[0]))
+	bob := connregistry.Filter{Principal: sp("User:bob")}
+	require.NoError(t, bob.Validate())
+	bob.ServerName = sp("a.example.com")
+	assert.False(t, bob.Match(conns[0]))
+	all := connregistry.Filter{Listener: sp("client")}
+	require.NoError(t, all.Validate())
 	assert.True(t, all.Match(conns[4]), "no server-name filter: every name matches")
+	all.ServerName = sp("a.example.com")
+	assert.True(t, all.Match(conns[0]))
 
 	// Through the handlers.
-	r := connregistry.New(10)
-	closed := map[string]connregistry.CloseReason{}
-	var mu sync.Mutex
-	for _, c := range conns {
-		r.Add(c, func(reason connregistry.CloseReason) {
-			mu.Lock()
-			closed[c.ID] = reason
-			mu.Unlock()
-		})
-	}
+	r := connregistrytest.NewRegistry(10, conns...)
 	ctx := context.Background()
-	resp := (&connregistry.ListHandler{Registry: r}).Handle(ctx, connregistry.Anonymous,
+	resp := (&connregistry.ListHandler{Registry: r}).Handle(ctx, connregistry.Anonymous(),
 		&connregistry.ListClientConnectionsRequest{ServerNameFilter: sp("*.a.example.com")})
 	require.Zero(t, resp.ErrorCode)
 	var names []string
@@ -447,10 +256,14 @@ func TestServerNameFilter(t *testing.T) {
 	assert.ElementsMatch(t, []string{"Broker-0.A.example.com", "x.broker-1.a.example.com"}, names)
 
 	// A server name alone is enough of a filter to close by.
-	cresp := (&connregistry.CloseHandler{Registry: r}).Handle(ctx, connregistry.Anonymous,
+	cresp := (&connregistry.CloseHandler{Registry: r}).Handle(ctx, connregistry.Anonymous(), "",
 		&connregistry.CloseClientConnectionsRequest{ServerNameFilter: sp("b.example.com")})
 	require.Zero(t, cresp.ErrorCode, "%v", cresp.ErrorMessage)
 	require.Len(t, cresp.Connections, 1)
 	assert.Equal(t, "b", cresp.Connections[0].ConnectionID)
-	assert.Equal(t, map[string]connregistry.CloseReason{"b": connregistry.ClosedByOperator}, closed)
+	closed := map[string]connregistry.CloseReason{}
+	for _, c := range r.Closed(connregistry.Filter{}) {
+		closed[c.ID] = c.CloseReason
+	}
+	assert.Equal(t, map[string]connregistry.CloseReason{"b": connregistry.CloseByOperator}, closed)
 }

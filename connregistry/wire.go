@@ -23,34 +23,43 @@ const DefaultListAPIKey int16 = 93
 // response.
 const (
 	// Request.
-	TagIncludeClosed = 0 // bool: also list recently closed connections
-	// TagServerNameFilter selects by TLS server name (compact string), in
+	tagIncludeClosed = 0 // bool: also list recently closed connections
+	// tagServerNameFilter selects by TLS server name (compact string), in
 	// ListClientConnections' and CloseClientConnections' requests: see
-	// [Filter.WithServerName].
-	TagServerNameFilter = 1
+	// [Filter.ServerName].
+	tagServerNameFilter = 1
+	// tagSortBy (compact string, a [SortKey]) orders the listing;
+	// tagLimit (int32) keeps its first connections only. Both apply to the
+	// open connections: the closed ones (IncludeClosed) follow, all of
+	// them, oldest first.
+	tagSortBy = 2
+	tagLimit  = 3
 
 	// Response.
-	TagErrorMessage = 0 // compact nullable string
+	tagErrorMessage = 0 // compact nullable string
 
 	// Each connection.
-	TagClientID        = 0  // compact string: client id of the last request
-	TagSASLMechanism   = 1  // compact string
-	TagTLSVersion      = 2  // compact string, e.g. TLS 1.3
-	TagCipherSuite     = 3  // compact string
-	TagAuthenticatedAt = 4  // int64 epoch ms, -1 when never
-	TagSessionExpiry   = 5  // int64 epoch ms, -1 when sessions do not expire
-	TagLastActivity    = 6  // int64 epoch ms
-	TagBytesIn         = 7  // int64
-	TagBytesOut        = 8  // int64
-	TagRequests        = 9  // int64
-	TagState           = 10 // compact string: authenticating, ready, closing
-	TagPlane           = 11 // compact string: data or control
-	TagClosedAt        = 12 // int64 epoch ms, closed connections only
-	TagCloseReason     = 13 // compact string, closed connections only
-	TagThrottledUntil  = 14 // int64 epoch ms: when the throttle that mutes the connection ends; sent only while one does
-	TagThrottleTime    = 15 // int64 ms: time muted by throttles in all; sent only when not zero
-	TagProxyAddr       = 16 // compact string host:port: the load balancer that sent the PROXY header; sent only with one
-	TagServerName      = 17 // compact string: the TLS server name the client asked for (SNI); sent only when there is one
+	tagClientID        = 0  // compact string: client id of the last request
+	tagSASLMechanism   = 1  // compact string
+	tagTLSVersion      = 2  // compact string, e.g. TLS 1.3
+	tagCipherSuite     = 3  // compact string
+	tagAuthenticatedAt = 4  // int64 epoch ms, -1 when never
+	tagSessionExpiry   = 5  // int64 epoch ms, -1 when sessions do not expire
+	tagLastActivity    = 6  // int64 epoch ms
+	tagBytesIn         = 7  // int64
+	tagBytesOut        = 8  // int64
+	tagRequests        = 9  // int64
+	tagState           = 10 // compact string: authenticating, ready, closing
+	tagPlane           = 11 // compact string: data or control
+	tagClosedAt        = 12 // int64 epoch ms, closed connections only
+	tagCloseReason     = 13 // compact string, closed connections only
+	tagThrottledUntil  = 14 // int64 epoch ms: when the throttle that mutes the connection ends; sent only while one does
+	tagThrottleTime    = 15 // int64 ms: time muted by throttles in all; sent only when not zero
+	tagProxyAddr       = 16 // compact string host:port: the load balancer that sent the PROXY header; sent only with one
+	tagServerName      = 17 // compact string: the TLS server name the client asked for (SNI); sent only when there is one
+	tagRequestRate     = 18 // float64: requests per second over about the last minute; sent only when not zero
+	tagBytesInRate     = 19 // float64: request bytes per second, likewise
+	tagBytesOutRate    = 20 // float64: response bytes per second, likewise
 )
 
 // ListClientConnectionsRequest is KIP-1329's request, version 0 (flexible).
@@ -63,8 +72,16 @@ type ListClientConnectionsRequest struct {
 	ListenerFilter      *string
 	IncludeClosed       bool // tag 0
 	// ServerNameFilter (tag 1) selects by TLS server name; see
-	// [Filter.WithServerName].
+	// [Filter.ServerName].
 	ServerNameFilter *string
+	// SortBy (tag 2) orders the open connections by a [SortKey] (the
+	// busiest first) instead of by connection time; "" is connection
+	// time. Limit (tag 3), when positive, lists only the first Limit open
+	// connections in that order ([Registry.Top]); 0 lists them all. A
+	// server that predates them ignores both: a client that needs the
+	// order applies it to what it gets, as connadmin does.
+	SortBy SortKey
+	Limit  int32
 }
 
 // ListClientConnectionsResponse is KIP-1329's response, version 0.
@@ -118,6 +135,12 @@ type ConnectionRecord struct {
 	// ServerName is the TLS server name the client asked for (SNI); empty
 	// without one.
 	ServerName string
+	// RequestRate, BytesInRate and BytesOutRate are the connection's
+	// recent rates, per second over about the last minute
+	// ([Conn.RequestRate]); 0 from a server that predates them.
+	RequestRate  float64
+	BytesInRate  float64
+	BytesOutRate float64
 }
 
 func keyOr(k int16) int16 {
@@ -157,28 +180,39 @@ func (r *ListClientConnectionsRequest) AppendTo(dst []byte) []byte {
 	dst = appendCompactNullableString(dst, r.ClientAddressFilter)
 	dst = appendCompactNullableString(dst, r.ListenerFilter)
 	n := 0
-	if r.IncludeClosed {
-		n++
-	}
-	if r.ServerNameFilter != nil {
-		n++
+	for _, set := range [...]bool{r.IncludeClosed, r.ServerNameFilter != nil, r.SortBy != "", r.Limit != 0} {
+		if set {
+			n++
+		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	if r.IncludeClosed {
-		dst = binary.AppendUvarint(dst, TagIncludeClosed)
+		dst = binary.AppendUvarint(dst, tagIncludeClosed)
 		dst = binary.AppendUvarint(dst, 1)
 		dst = append(dst, 1)
 	}
-	return appendServerNameFilter(dst, r.ServerNameFilter)
+	dst = appendServerNameFilter(dst, r.ServerNameFilter)
+	dst = appendStringTag(dst, tagSortBy, string(r.SortBy))
+	if r.Limit != 0 {
+		dst = binary.AppendUvarint(dst, tagLimit)
+		dst = append(dst, 4)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Limit))
+	}
+	return dst
 }
 
-// appendServerNameFilter appends the TagServerNameFilter field, nothing
+// Filter returns the request's filters.
+func (r *ListClientConnectionsRequest) Filter() Filter {
+	return Filter{Principal: r.PrincipalFilter, ClientAddress: r.ClientAddressFilter, Listener: r.ListenerFilter, ServerName: r.ServerNameFilter}
+}
+
+// appendServerNameFilter appends the tagServerNameFilter field, nothing
 // for nil.
 func appendServerNameFilter(dst []byte, f *string) []byte {
 	if f == nil {
 		return dst
 	}
-	return appendTag(dst, TagServerNameFilter, appendCompactString(nil, *f))
+	return appendTag(dst, tagServerNameFilter, appendCompactString(nil, *f))
 }
 
 // ReadFrom decodes the request from src.
@@ -187,13 +221,17 @@ func (r *ListClientConnectionsRequest) ReadFrom(src []byte) error {
 	r.PrincipalFilter = d.compactNullableString()
 	r.ClientAddressFilter = d.compactNullableString()
 	r.ListenerFilter = d.compactNullableString()
-	r.IncludeClosed, r.ServerNameFilter = false, nil
+	r.IncludeClosed, r.ServerNameFilter, r.SortBy, r.Limit = false, nil, "", 0
 	d.tags(func(tag uint64, v decoder) error {
 		switch tag {
-		case TagIncludeClosed:
+		case tagIncludeClosed:
 			r.IncludeClosed = v.bool()
-		case TagServerNameFilter:
+		case tagServerNameFilter:
 			r.ServerNameFilter = v.compactNullableString()
+		case tagSortBy:
+			r.SortBy = SortKey(v.compactString())
+		case tagLimit:
+			r.Limit = v.int32()
 		}
 		return v.err
 	})
@@ -249,12 +287,12 @@ func (r *ListClientConnectionsResponse) AppendTo(dst []byte) []byte {
 		return append(dst, 0)
 	}
 	dst = append(dst, 1)
-	return appendTag(dst, TagErrorMessage, appendCompactNullableString(nil, r.ErrorMessage))
+	return appendTag(dst, tagErrorMessage, appendCompactNullableString(nil, r.ErrorMessage))
 }
 
 // maxSize bounds the record's encoded size: its strings, each with up to
 // three varints (tag, size, length) of at most 5 bytes for any string
-// shorter than 2^28 bytes, and 16 fixed-size fields and tags of at most 11
+// shorter than 2^28 bytes, and 19 fixed-size fields and tags of at most 11
 // bytes each, with the tag count.
 func (c *ConnectionRecord) maxSize() int {
 	strs := [...]string{c.ConnectionID, c.Principal, c.PrincipalType, c.ClientAddress, c.ListenerName,
@@ -264,7 +302,7 @@ func (c *ConnectionRecord) maxSize() int {
 	for _, s := range strs {
 		n += len(s)
 	}
-	return n + 16*11 + 5
+	return n + 19*11 + 5
 }
 
 func (c *ConnectionRecord) appendTo(dst []byte) []byte {
@@ -285,12 +323,12 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	strs := [...]struct {
 		tag uint64
 		s   string
-	}{{TagClientID, c.ClientID}, {TagSASLMechanism, c.SASLMechanism}, {TagTLSVersion, c.TLSVersion}, {TagCipherSuite, c.CipherSuite}}
+	}{{tagClientID, c.ClientID}, {tagSASLMechanism, c.SASLMechanism}, {tagTLSVersion, c.TLSVersion}, {tagCipherSuite, c.CipherSuite}}
 	ints := [...]struct {
 		tag uint64
 		v   int64
-	}{{TagAuthenticatedAt, c.AuthenticatedAt}, {TagSessionExpiry, c.SessionExpiry}, {TagLastActivity, c.LastActivity},
-		{TagBytesIn, c.BytesIn}, {TagBytesOut, c.BytesOut}, {TagRequests, c.Requests}}
+	}{{tagAuthenticatedAt, c.AuthenticatedAt}, {tagSessionExpiry, c.SessionExpiry}, {tagLastActivity, c.LastActivity},
+		{tagBytesIn, c.BytesIn}, {tagBytesOut, c.BytesOut}, {tagRequests, c.Requests}}
 	n := len(ints)
 	for _, f := range strs {
 		if f.s != "" {
@@ -319,6 +357,15 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	if c.ServerName != "" {
 		n++
 	}
+	rates := [...]struct {
+		tag uint64
+		v   float64
+	}{{tagRequestRate, c.RequestRate}, {tagBytesInRate, c.BytesInRate}, {tagBytesOutRate, c.BytesOutRate}}
+	for _, f := range rates {
+		if f.v != 0 {
+			n++
+		}
+	}
 	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, f := range strs {
 		dst = appendStringTag(dst, f.tag, f.s)
@@ -326,20 +373,26 @@ func (c *ConnectionRecord) appendTo(dst []byte) []byte {
 	for _, f := range ints {
 		dst = appendInt64Tag(dst, f.tag, f.v)
 	}
-	dst = appendStringTag(dst, TagState, c.State)
-	dst = appendStringTag(dst, TagPlane, c.Plane)
+	dst = appendStringTag(dst, tagState, c.State)
+	dst = appendStringTag(dst, tagPlane, c.Plane)
 	if closed {
-		dst = appendInt64Tag(dst, TagClosedAt, c.ClosedAt)
-		dst = appendStringTag(dst, TagCloseReason, c.CloseReason)
+		dst = appendInt64Tag(dst, tagClosedAt, c.ClosedAt)
+		dst = appendStringTag(dst, tagCloseReason, c.CloseReason)
 	}
 	if c.ThrottledUntil != 0 {
-		dst = appendInt64Tag(dst, TagThrottledUntil, c.ThrottledUntil)
+		dst = appendInt64Tag(dst, tagThrottledUntil, c.ThrottledUntil)
 	}
 	if c.ThrottleTimeMs != 0 {
-		dst = appendInt64Tag(dst, TagThrottleTime, c.ThrottleTimeMs)
+		dst = appendInt64Tag(dst, tagThrottleTime, c.ThrottleTimeMs)
 	}
-	dst = appendStringTag(dst, TagProxyAddr, c.ProxyAddress)
-	return appendStringTag(dst, TagServerName, c.ServerName)
+	dst = appendStringTag(dst, tagProxyAddr, c.ProxyAddress)
+	dst = appendStringTag(dst, tagServerName, c.ServerName)
+	for _, f := range rates {
+		if f.v != 0 {
+			dst = appendInt64Tag(dst, f.tag, int64(math.Float64bits(f.v)))
+		}
+	}
+	return dst
 }
 
 // appendStringTag appends a compact-string tagged field, nothing for "".
@@ -367,7 +420,7 @@ func (r *ListClientConnectionsResponse) ReadFrom(src []byte) error {
 	r.Connections = d.connectionRecords()
 	r.ErrorMessage = nil
 	d.tags(func(tag uint64, v decoder) error {
-		if tag == TagErrorMessage {
+		if tag == tagErrorMessage {
 			r.ErrorMessage = v.compactNullableString()
 		}
 		return v.err
@@ -402,42 +455,48 @@ func (d *decoder) connectionRecords() []ConnectionRecord {
 		c.ConnectedSince = d.int64()
 		d.tags(func(tag uint64, v decoder) error {
 			switch tag {
-			case TagClientID:
+			case tagClientID:
 				c.ClientID = v.compactString()
-			case TagSASLMechanism:
+			case tagSASLMechanism:
 				c.SASLMechanism = v.compactString()
-			case TagTLSVersion:
+			case tagTLSVersion:
 				c.TLSVersion = v.compactString()
-			case TagCipherSuite:
+			case tagCipherSuite:
 				c.CipherSuite = v.compactString()
-			case TagAuthenticatedAt:
+			case tagAuthenticatedAt:
 				c.AuthenticatedAt = v.int64()
-			case TagSessionExpiry:
+			case tagSessionExpiry:
 				c.SessionExpiry = v.int64()
-			case TagLastActivity:
+			case tagLastActivity:
 				c.LastActivity = v.int64()
-			case TagBytesIn:
+			case tagBytesIn:
 				c.BytesIn = v.int64()
-			case TagBytesOut:
+			case tagBytesOut:
 				c.BytesOut = v.int64()
-			case TagRequests:
+			case tagRequests:
 				c.Requests = v.int64()
-			case TagState:
+			case tagState:
 				c.State = v.compactString()
-			case TagPlane:
+			case tagPlane:
 				c.Plane = v.compactString()
-			case TagClosedAt:
+			case tagClosedAt:
 				c.ClosedAt = v.int64()
-			case TagCloseReason:
+			case tagCloseReason:
 				c.CloseReason = v.compactString()
-			case TagThrottledUntil:
+			case tagThrottledUntil:
 				c.ThrottledUntil = v.int64()
-			case TagThrottleTime:
+			case tagThrottleTime:
 				c.ThrottleTimeMs = v.int64()
-			case TagProxyAddr:
+			case tagProxyAddr:
 				c.ProxyAddress = v.compactString()
-			case TagServerName:
+			case tagServerName:
 				c.ServerName = v.compactString()
+			case tagRequestRate:
+				c.RequestRate = v.float64()
+			case tagBytesInRate:
+				c.BytesInRate = v.float64()
+			case tagBytesOutRate:
+				c.BytesOutRate = v.float64()
 			}
 			return v.err
 		})
@@ -526,6 +585,17 @@ func (d *decoder) int64() int64 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(b))
+}
+
+// float64 reads Kafka's float64, an IEEE 754 double, big-endian, as a
+// rate: NaN, which no rate is, reads as 0, so that a peer's bytes cannot
+// make an order that is no order.
+func (d *decoder) float64() float64 {
+	v := math.Float64frombits(uint64(d.int64()))
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
 }
 
 func (d *decoder) bool() bool {

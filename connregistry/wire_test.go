@@ -230,6 +230,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add((&connregistry.ListClientConnectionsRequest{ServerNameFilter: sp("*.a.io")}).AppendTo(nil))
 	f.Add((&connregistry.CloseClientConnectionsRequest{ServerNameFilter: sp("b.io")}).AppendTo(nil))
 	f.Add((&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a", ServerName: "a.io"}}}).AppendTo(nil))
+	f.Add((&connregistry.ListClientConnectionsRequest{SortBy: connregistry.SortByRequests, Limit: 10}).AppendTo(nil))
+	f.Add((&connregistry.ListClientConnectionsResponse{Connections: []connregistry.ConnectionRecord{{ConnectionID: "a", RequestRate: 1.5, BytesInRate: 3, BytesOutRate: 7}}}).AppendTo(nil))
 	f.Add((&connregistry.CloseClientConnectionsResponse{ErrorMessage: sp("m"), Connections: []connregistry.ConnectionRecord{{ConnectionID: "a"}}}).AppendTo(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var resp connregistry.ListClientConnectionsResponse

@@ -69,7 +69,7 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 	if err := next.Validate(); err != nil {
 		return Changes{}, err
 	}
-	props, err := next.asProperties()
+	props, err := next.keyValues()
 	if err != nil {
 		return Changes{}, err
 	}
@@ -87,7 +87,7 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 			"Cannot update %s dynamically: the control-plane listener is %q until a restart", KeyControlPlaneListenerName, s.ControlPlaneListener))
 	}
 	var c Changes
-	for _, n := range next.Listeners {
+	for _, n := range next.All {
 		old, ok := s.Listener(n.Name)
 		switch {
 		case !ok:
@@ -103,7 +103,7 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 			c.Readvertised = append(c.Readvertised, n)
 		}
 	}
-	for _, o := range s.Listeners {
+	for _, o := range s.All {
 		if _, ok := next.Listener(o.Name); !ok {
 			c.Removed = append(c.Removed, o)
 		}
@@ -141,10 +141,7 @@ func (s *Set) WithListener(l Listener) (*Set, error) {
 		return nil, fmt.Errorf("adding listener %q: %w: the name must be given as protocolmap.ParseListenerName gives it (upper case, trimmed)", l.Name, ErrInconsistent)
 	}
 	next := s.clone()
-	next.Listeners = append(next.Listeners, l)
-	if next.advertised != nil && l.IsAdvertised() {
-		next.advertised = append(next.advertised, l.Advertised)
-	}
+	next.All = append(next.All, l)
 	if err := next.finish(); err != nil {
 		return nil, fmt.Errorf("adding listener %s: %w", l.Name, err)
 	}
@@ -164,7 +161,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no listeners", ErrInconsistent)
 	}
-	props, err := s.asProperties()
+	props, err := s.keyValues()
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +171,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 			Rule: fmt.Sprintf("no listener %s to remove", name)})
 	}
 	var rest []string // listeners as it would be
-	for _, x := range s.Listeners {
+	for _, x := range s.All {
 		if x.Name != l.Name {
 			rest = append(rest, x.Bind.String())
 		}
@@ -189,10 +186,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 				KeyControlPlaneListenerName, KeyAdvertisedListeners, l.Name)})
 	}
 	next := s.clone()
-	next.Listeners = slices.DeleteFunc(next.Listeners, func(x Listener) bool { return x.Name == l.Name })
-	if next.advertised != nil {
-		next.advertised = slices.DeleteFunc(next.advertised, func(ep EndPoint) bool { return ep.Name == l.Name })
-	}
+	next.All = slices.DeleteFunc(next.All, func(x Listener) bool { return x.Name == l.Name })
 	if err := next.finish(); err != nil {
 		return nil, fmt.Errorf("removing listener %s: %w", l.Name, err)
 	}
@@ -203,8 +197,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 // it was.
 func (s *Set) clone() *Set {
 	c := *s
-	c.Listeners = slices.Clone(s.Listeners)
-	c.advertised = slices.Clone(s.advertised)
+	c.All = slices.Clone(s.All)
 	return &c
 }
 
@@ -212,11 +205,11 @@ func (s *Set) clone() *Set {
 // and advertised listeners into its properties (a copy), so that they say
 // what it was resolved from.
 func (s *Set) finish() error {
-	props, err := s.asProperties()
-	if err != nil {
+	if err := s.check(); err != nil {
 		return err
 	}
-	if err := s.check(props); err != nil {
+	props, err := s.keyValues()
+	if err != nil {
 		return err
 	}
 	if s.props != nil {

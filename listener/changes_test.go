@@ -91,17 +91,17 @@ func TestWithListener(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := running(t)
 			if tc.set != nil {
-				cur = &listener.Set{Listeners: cur.Listeners, SecurityProtocolMap: cur.SecurityProtocolMap,
+				cur = &listener.Set{All: cur.All, SecurityProtocolMap: cur.SecurityProtocolMap,
 					InterBrokerListener: cur.InterBrokerListener, ControlPlaneListener: cur.ControlPlaneListener}
 				tc.set(cur)
 			}
-			before := append([]listener.Listener(nil), cur.Listeners...)
+			before := append([]listener.Listener(nil), cur.All...)
 			l := external
 			if tc.change != nil {
 				tc.change(&l)
 			}
 			next, err := cur.WithListener(l)
-			assert.Equal(t, before, cur.Listeners, "the current Set changed")
+			assert.Equal(t, before, cur.All, "the current Set changed")
 			if tc.wantErr != nil {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, tc.wantErr)
@@ -116,7 +116,7 @@ func TestWithListener(t *testing.T) {
 			got, ok := next.Listener(l.Name)
 			require.True(t, ok)
 			assert.Equal(t, l, got)
-			assert.Len(t, next.Listeners, len(before)+1)
+			assert.Len(t, next.All, len(before)+1)
 			if l.IsAdvertised() {
 				eps := next.AdvertisedEndPoints()
 				assert.Equal(t, l.Advertised, eps[len(eps)-1], "advertised last")
@@ -125,7 +125,7 @@ func TestWithListener(t *testing.T) {
 				// The properties say what the Set is resolved from.
 				again, err := listener.Resolve(next.Properties())
 				require.NoError(t, err)
-				assert.Equal(t, next.Listeners, again.Listeners)
+				assert.Equal(t, next.All, again.All)
 				assert.Equal(t, next.AdvertisedEndPoints(), again.AdvertisedEndPoints())
 				v, _ := next.Properties().Get("num.network.threads")
 				assert.Equal(t, "2", v, "the other properties stay")
@@ -152,13 +152,13 @@ func TestWithoutListener(t *testing.T) {
 		t.Run(string(tc.name), func(t *testing.T) {
 			cur := running(t)
 			next, err := cur.WithoutListener(tc.name)
-			assert.Len(t, cur.Listeners, 3, "the current Set changed")
+			assert.Len(t, cur.All, 3, "the current Set changed")
 			if tc.wantErr != nil {
 				requireConfigError(t, err, "listeners", tc.wantErr, string(tc.name))
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, []protocolmap.ListenerName{"REPLICATION", "CONTROLLER"}, names(next.Listeners))
+			assert.Equal(t, []protocolmap.ListenerName{"REPLICATION", "CONTROLLER"}, names(next.All))
 			assert.Equal(t, []protocolmap.ListenerName{"REPLICATION", "CONTROLLER"}, func() (out []protocolmap.ListenerName) {
 				for _, ep := range next.AdvertisedEndPoints() {
 					out = append(out, ep.Name)
@@ -167,7 +167,7 @@ func TestWithoutListener(t *testing.T) {
 			}(), "advertised.listeners' order stays")
 			again, err := listener.Resolve(next.Properties())
 			require.NoError(t, err)
-			assert.Equal(t, next.Listeners, again.Listeners)
+			assert.Equal(t, next.All, again.All)
 		})
 	}
 }
@@ -263,7 +263,7 @@ func TestChanges(t *testing.T) {
 // A Set built in code is checked before its changes are computed.
 func TestChangesOfAnInvalidSet(t *testing.T) {
 	cur := running(t)
-	bad := &listener.Set{Listeners: []listener.Listener{codeListener("CLIENT", protocolmap.SASLSSL, "127.0.0.1", 9092)}}
+	bad := &listener.Set{All: []listener.Listener{codeListener("CLIENT", protocolmap.SASLSSL, "127.0.0.1", 9092)}}
 	_, err := cur.Changes(bad)
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, listener.ErrNotDynamic))

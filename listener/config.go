@@ -56,8 +56,8 @@ func (l Listener) IsAdvertised() bool { return l.Advertised.Name != "" }
 
 // Set is a broker's resolved and validated listener configuration.
 type Set struct {
-	// Listeners holds every listener, in the order of the listeners key.
-	Listeners []Listener
+	// All holds every listener, in the order of the listeners key.
+	All []Listener
 	// SecurityProtocolMap is the effective listener.security.protocol.map.
 	SecurityProtocolMap protocolmap.Map
 	// InterBrokerListener names the listener brokers use among themselves.
@@ -68,15 +68,14 @@ type Set struct {
 	// when control.plane.listener.name is not set.
 	ControlPlaneListener protocolmap.ListenerName
 
-	props      Properties
-	advertised []EndPoint
+	props Properties
 }
 
 // Listener returns the listener called name (compared without regard to
 // case).
 func (s *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
 	n := protocolmap.ListenerName(strings.ToUpper(strings.TrimSpace(string(name))))
-	for _, l := range s.Listeners {
+	for _, l := range s.All {
 		if l.Name == n {
 			return l, true
 		}
@@ -85,18 +84,16 @@ func (s *Set) Listener(name protocolmap.ListenerName) (Listener, bool) {
 }
 
 // AdvertisedEndPoints returns the advertised endpoints, in the order of
-// advertised.listeners, that is the order a broker registers them in.
+// the listeners (All), the order a broker registers them in; a Set read
+// from properties and the same Set built in code give the same list.
 func (s *Set) AdvertisedEndPoints() []EndPoint {
-	if s.advertised == nil { // built in code: the listeners' order
-		var eps []EndPoint
-		for _, l := range s.Listeners {
-			if l.IsAdvertised() {
-				eps = append(eps, l.Advertised)
-			}
+	var eps []EndPoint
+	for _, l := range s.All {
+		if l.IsAdvertised() {
+			eps = append(eps, l.Advertised)
 		}
-		return eps
 	}
-	return slices.Clone(s.advertised)
+	return eps
 }
 
 // Properties returns the properties the configuration was resolved from.
@@ -182,50 +179,17 @@ func Resolve(props Properties) (*Set, error) {
 		c.ControlPlaneListener = name
 	}
 
-	bindNames := names(bind)
+	ibKey, ibValue := KeyInterBrokerListenerName, string(c.InterBrokerListener)
+	if v, ok := props.Get(KeyInterBrokerListenerName); ok {
+		ibValue = v
+	} else {
+		ibKey = KeyInterBrokerSecurityProtocol
+	}
+	cpValue, _ := props.Get(KeyControlPlaneListenerName)
+	if err := checkAdvertised(bind, advertised, advertisedValue, c.InterBrokerListener, ibKey, ibValue, c.ControlPlaneListener, cpValue); err != nil {
+		return nil, err
+	}
 	advertisedNames := names(advertised)
-	if len(advertised) == 0 {
-		return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
-			Rule: "There must be at least one broker advertised listener."}
-	}
-	if !slices.Contains(advertisedNames, c.InterBrokerListener) {
-		key, value := KeyInterBrokerListenerName, string(c.InterBrokerListener)
-		if v, ok := props.Get(KeyInterBrokerListenerName); ok {
-			value = v
-		} else {
-			key = KeyInterBrokerSecurityProtocol
-		}
-		return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: ErrNotAdvertised,
-			Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
-				KeyInterBrokerListenerName, KeyAdvertisedListeners, join(advertisedNames))}
-	}
-	for _, n := range advertisedNames {
-		if !slices.Contains(bindNames, n) {
-			return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
-				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
-					KeyAdvertisedListeners, KeyListeners, join(advertisedNames), join(bindNames))}
-		}
-	}
-	for _, ep := range advertised {
-		if ep.Host == "0.0.0.0" {
-			return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNonRoutable,
-				Rule: fmt.Sprintf("%s cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.", KeyAdvertisedListeners)}
-		}
-	}
-	if c.ControlPlaneListener != "" {
-		v, _ := props.Get(KeyControlPlaneListenerName)
-		if !slices.Contains(advertisedNames, c.ControlPlaneListener) {
-			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: ErrNotAdvertised,
-				Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
-					KeyControlPlaneListenerName, KeyAdvertisedListeners, join(advertisedNames))}
-		}
-		if c.ControlPlaneListener == c.InterBrokerListener {
-			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: ErrSameListener,
-				Rule: fmt.Sprintf("%s, when defined, should have a different value from the inter broker listener name. Currently they both have the value %s",
-					KeyControlPlaneListenerName, c.ControlPlaneListener)}
-		}
-	}
-
 	for _, b := range bind {
 		l := Listener{Name: b.Name, SecurityProtocol: b.SecurityProtocol, Bind: b,
 			InterBroker: b.Name == c.InterBrokerListener}
@@ -235,9 +199,8 @@ func Resolve(props Properties) (*Set, error) {
 		if b.Name == c.ControlPlaneListener {
 			l.Plane = protocolmap.ControlPlane
 		}
-		c.Listeners = append(c.Listeners, l)
+		c.All = append(c.All, l)
 	}
-	c.advertised = advertised
 	return c, nil
 }
 
@@ -345,73 +308,211 @@ func join(ns []protocolmap.ListenerName) string {
 var ErrInconsistent = errors.New("inconsistent listener configuration")
 
 // Validate checks a Set built in code, field by field, with the rules
-// [Resolve] applies to properties: it writes the Set back as Kafka's
-// keys (listeners, advertised.listeners, listener.security.protocol.map,
-// inter.broker.listener.name, control.plane.listener.name), resolves them,
-// and checks that every listener's protocol, plane and inter-broker mark is
-// what the result gives it. A nil SecurityProtocolMap stands for the map of
-// the listeners' own protocols; an empty InterBrokerListener for Kafka's
-// default, the listener named PLAINTEXT. Errors name the key whose rule
-// failed, as Resolve's do, and wrap [ErrInconsistent] for contradictions.
-// A Set that Resolve returned is valid. socketserver.New calls
-// Validate, so that configuring in code skips none of Kafka's checks.
+// [Resolve] applies to properties, over the typed values: every
+// listener's endpoints are well formed (a port from 0 to 65535, a host of
+// the characters Kafka allows, a host with a colon an IPv6 address) and
+// named after it, names are unique and in the map, listeners bind distinct
+// ports (one IPv4 and one IPv6 address may share one; port 0 is exempt),
+// at least one listener is advertised and none at 0.0.0.0, the
+// inter-broker listener is in the map and advertised, the control-plane
+// listener (if any) too and is not the inter-broker listener; and every
+// listener's protocol, plane and inter-broker mark is what its name, the
+// map and those two names give it. A nil SecurityProtocolMap stands for
+// the map of the listeners' own protocols; an empty InterBrokerListener
+// for Kafka's default, the listener named PLAINTEXT. Errors name the key
+// whose rule failed, as Resolve's do (its value shown as the Set would
+// write it), and wrap [ErrInconsistent] for contradictions. A Set that
+// Resolve returned is valid. socketserver.New calls Validate, so that
+// configuring in code skips none of Kafka's checks.
 func (s *Set) Validate() error {
-	if s == nil || len(s.Listeners) == 0 {
+	if s == nil || len(s.All) == 0 {
 		return fmt.Errorf("%w: no listeners", ErrInconsistent)
 	}
-	props, err := s.asProperties()
-	if err != nil {
-		return fmt.Errorf("listener configuration built in code: %w", err)
-	}
-	if err := s.check(props); err != nil {
+	if err := s.check(); err != nil {
 		return fmt.Errorf("listener configuration built in code: %w", err)
 	}
 	return nil
 }
 
-// check resolves props, s written back as Kafka's keys, and checks that
-// every listener's protocol, plane and inter-broker mark is what the
-// result gives it: Validate's rules, its errors unprefixed.
-func (s *Set) check(props Properties) error {
-	r, err := Resolve(props)
+// check is Validate's rules, its errors unprefixed.
+func (s *Set) check() error {
+	values, err := s.keyValues()
 	if err != nil {
 		return err
 	}
+	m := s.protocols()
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInconsistent}, args...)...)
 	}
+	var bind, advertised []EndPoint
+	for _, l := range s.All {
+		if n, err := protocolmap.ParseListenerName(string(l.Name)); err != nil || n != l.Name {
+			return bad("listener %q: the name must be given as protocolmap.ParseListenerName gives it (upper case, trimmed)", l.Name)
+		}
+		if err := checkEndPoint(KeyListeners, values[KeyListeners], l.Bind, m); err != nil {
+			return err
+		}
+		bind = append(bind, l.Bind)
+		if l.IsAdvertised() {
+			if err := checkEndPoint(KeyAdvertisedListeners, values[KeyAdvertisedListeners], l.Advertised, m); err != nil {
+				return err
+			}
+			advertised = append(advertised, l.Advertised)
+		}
+	}
+	for _, key := range []string{KeyListeners, KeyAdvertisedListeners} {
+		eps := bind
+		if key == KeyAdvertisedListeners {
+			eps = advertised
+		}
+		seen := map[protocolmap.ListenerName]bool{}
+		for _, ep := range eps {
+			if seen[ep.Name] {
+				return &protocolmap.ConfigError{Key: key, Value: values[key], Err: ErrDuplicateName,
+					Rule: fmt.Sprintf("Each listener must have a different name, listeners: %s (%s appears twice)", values[key], ep.Name)}
+			}
+			seen[ep.Name] = true
+		}
+	}
+	if err := checkDistinctPorts(values[KeyListeners], bind); err != nil {
+		return err
+	}
+	ib := s.interBroker()
+	ibKey, ibValue := KeyInterBrokerListenerName, string(ib)
+	if s.InterBrokerListener == "" {
+		ibKey = KeyInterBrokerSecurityProtocol
+	}
+	if _, ok := m[ib]; !ok && s.InterBrokerListener != "" { // Kafka's default name is not looked up: it must be advertised, below
+		return &protocolmap.ConfigError{Key: ibKey, Value: ibValue, Err: ErrNoSecurityProtocol,
+			Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", ib, KeyInterBrokerListenerName, KeySecurityProtocolMap)}
+	}
+	if cp := s.ControlPlaneListener; cp != "" {
+		if _, ok := m[cp]; !ok {
+			return &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: string(cp), Err: ErrNoSecurityProtocol,
+				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", cp, KeyControlPlaneListenerName, KeySecurityProtocolMap)}
+		}
+	}
+	if err := checkAdvertised(bind, advertised, values[KeyAdvertisedListeners], ib, ibKey, ibValue, s.ControlPlaneListener, string(s.ControlPlaneListener)); err != nil {
+		return err
+	}
 	// InterBrokerSecurityProtocol is derived; its zero value (PLAINTEXT)
 	// counts as not set.
-	if p := s.InterBrokerSecurityProtocol; p != protocolmap.Plaintext && p != r.InterBrokerSecurityProtocol {
-		return bad("the inter-broker listener %s speaks %s, not %s", r.InterBrokerListener, r.InterBrokerSecurityProtocol, s.InterBrokerSecurityProtocol)
+	if p := s.InterBrokerSecurityProtocol; p != protocolmap.Plaintext && p != m[ib] {
+		return bad("the inter-broker listener %s speaks %s, not %s", ib, m[ib], p)
 	}
-	for i, l := range s.Listeners {
-		want := r.Listeners[i]
+	for _, l := range s.All {
+		want := m[l.Name]
+		plane := protocolmap.DataPlane
+		if l.Name == s.ControlPlaneListener {
+			plane = protocolmap.ControlPlane
+		}
 		switch {
-		case l.SecurityProtocol != want.SecurityProtocol:
-			return bad("listener %s speaks %s, but %s maps it to %s", l.Name, l.SecurityProtocol, KeySecurityProtocolMap, want.SecurityProtocol)
-		case l.Bind.SecurityProtocol != want.SecurityProtocol || l.IsAdvertised() && l.Advertised.SecurityProtocol != want.SecurityProtocol:
-			return bad("listener %s: its endpoints' protocols must be %s", l.Name, want.SecurityProtocol)
-		case l.Plane != want.Plane:
+		case l.SecurityProtocol != want:
+			return bad("listener %s speaks %s, but %s maps it to %s", l.Name, l.SecurityProtocol, KeySecurityProtocolMap, want)
+		case l.Plane != plane:
 			return bad("listener %s is on the %s plane, but %s is %q", l.Name, l.Plane, KeyControlPlaneListenerName, s.ControlPlaneListener)
-		case l.InterBroker != want.InterBroker:
-			return bad("listener %s: InterBroker is %t, but the inter-broker listener is %s", l.Name, l.InterBroker, r.InterBrokerListener)
+		case l.InterBroker != (l.Name == ib):
+			return bad("listener %s: InterBroker is %t, but the inter-broker listener is %s", l.Name, l.InterBroker, ib)
 		}
 	}
 	return nil
 }
 
-// asProperties writes c back as the keys Resolve reads.
-func (s *Set) asProperties() (Properties, error) {
-	m := s.SecurityProtocolMap
-	if m == nil {
-		m = protocolmap.Map{}
-		for _, l := range s.Listeners {
-			m[l.Name] = l.SecurityProtocol
+// protocols returns the SecurityProtocolMap, or for a nil one the map of
+// the listeners' own protocols.
+func (s *Set) protocols() protocolmap.Map {
+	if s.SecurityProtocolMap != nil {
+		return s.SecurityProtocolMap
+	}
+	m := protocolmap.Map{}
+	for _, l := range s.All {
+		m[l.Name] = l.SecurityProtocol
+	}
+	return m
+}
+
+// checkEndPoint applies ParseEndPoint's rules to an endpoint built in
+// code, as an entry of key (whose value is shown as value): a port from 0
+// to 65535, a host of the characters Kafka allows, a host with a colon an
+// IPv6 address, a name in protocols, and the protocol protocols gives it.
+func checkEndPoint(key, value string, ep EndPoint, protocols protocolmap.Map) error {
+	var err error
+	switch p, ok := protocols[ep.Name]; {
+	case ep.Port < 0 || ep.Port > 65535:
+		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: port %d is out of range; a port must be between 0 and 65535", ep, ep.Port), ErrInvalidEndPoint}
+	case !ValidHost(ep.Host):
+		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a character other than letters, digits and - %% . _ :", ep, ep.Host), ErrInvalidEndPoint}
+	case strings.Contains(ep.Host, ":") && !isIPv6(ep.Host):
+		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a colon but is not an IPv6 address", ep, ep.Host), ErrInvalidEndPoint}
+	case !ok:
+		err = &ruleError{"No security protocol defined for listener " + string(ep.Name), ErrNoSecurityProtocol}
+	case ep.SecurityProtocol != p:
+		return fmt.Errorf("%w: listener %s: its endpoints' protocols must be %s", ErrInconsistent, ep.Name, p)
+	default:
+		return nil
+	}
+	return &protocolmap.ConfigError{Key: key, Value: value, Err: err,
+		Rule: fmt.Sprintf("Error creating broker listeners from '%s': %v", value, err)}
+}
+
+func isIPv6(host string) bool {
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.Is6()
+}
+
+// checkAdvertised applies Kafka's rules on the advertised listeners, to
+// Resolve's parsed values and Validate's typed ones alike: at least one
+// is advertised; the inter-broker listener ib (named by ibKey, as
+// ibValue) is; every advertised name is a listener's; none advertises
+// 0.0.0.0; and the control-plane listener cp (as cpValue), if any, is
+// advertised and not the inter-broker listener.
+func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib protocolmap.ListenerName, ibKey, ibValue string,
+	cp protocolmap.ListenerName, cpValue string) error {
+	bindNames := names(bind)
+	advertisedNames := names(advertised)
+	if len(advertised) == 0 {
+		return &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+			Rule: "There must be at least one broker advertised listener."}
+	}
+	if !slices.Contains(advertisedNames, ib) {
+		return &protocolmap.ConfigError{Key: ibKey, Value: ibValue, Err: ErrNotAdvertised,
+			Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
+				KeyInterBrokerListenerName, KeyAdvertisedListeners, join(advertisedNames))}
+	}
+	for _, n := range advertisedNames {
+		if !slices.Contains(bindNames, n) {
+			return &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
+					KeyAdvertisedListeners, KeyListeners, join(advertisedNames), join(bindNames))}
 		}
 	}
+	for _, ep := range advertised {
+		if ep.Host == "0.0.0.0" {
+			return &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNonRoutable,
+				Rule: fmt.Sprintf("%s cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.", KeyAdvertisedListeners)}
+		}
+	}
+	if cp != "" {
+		if !slices.Contains(advertisedNames, cp) {
+			return &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: cpValue, Err: ErrNotAdvertised,
+				Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
+					KeyControlPlaneListenerName, KeyAdvertisedListeners, join(advertisedNames))}
+		}
+		if cp == ib {
+			return &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: cpValue, Err: ErrSameListener,
+				Rule: fmt.Sprintf("%s, when defined, should have a different value from the inter broker listener name. Currently they both have the value %s",
+					KeyControlPlaneListenerName, cp)}
+		}
+	}
+	return nil
+}
+
+// keyValues returns s as the values of the keys Resolve reads, for errors
+// to show and for the properties a changed Set keeps (see finish).
+func (s *Set) keyValues() (Properties, error) {
+	m := s.protocols()
 	var bind, advertised []string
-	for _, l := range s.Listeners {
+	for _, l := range s.All {
 		if l.Bind.Name != l.Name || l.IsAdvertised() && l.Advertised.Name != l.Name {
 			return nil, fmt.Errorf("%w: listener %s has endpoints named %q and %q",
 				ErrInconsistent, l.Name, l.Bind.Name, l.Advertised.Name)
@@ -419,12 +520,6 @@ func (s *Set) asProperties() (Properties, error) {
 		bind = append(bind, l.Bind.String())
 		if l.IsAdvertised() {
 			advertised = append(advertised, l.Advertised.String())
-		}
-	}
-	if eps := s.advertised; eps != nil { // Resolve's order, which may differ from listeners'
-		advertised = advertised[:0]
-		for _, ep := range eps {
-			advertised = append(advertised, ep.String())
 		}
 	}
 	props := Properties{

@@ -41,8 +41,8 @@ func with(p listener.Properties, kv ...string) listener.Properties {
 func TestResolveDefaults(t *testing.T) {
 	c, err := listener.Resolve(listener.Properties{})
 	require.NoError(t, err)
-	require.Len(t, c.Listeners, 1)
-	l := c.Listeners[0]
+	require.Len(t, c.All, 1)
+	l := c.All[0]
 	assert.Equal(t, listener.Listener{
 		Name: "PLAINTEXT", SecurityProtocol: protocolmap.Plaintext,
 		Bind:        listener.EndPoint{Name: "PLAINTEXT", Port: 9092},
@@ -66,7 +66,7 @@ func TestResolveKIP103(t *testing.T) {
 		inter           bool
 	}
 	var got []row
-	for _, l := range c.Listeners {
+	for _, l := range c.All {
 		got = append(got, row{string(l.Name), l.Bind.Address(), l.Advertised.Address(), l.SecurityProtocol, l.Plane, l.InterBroker})
 	}
 	assert.Equal(t, []row{
@@ -97,8 +97,8 @@ func TestResolveValid(t *testing.T) {
 		{"names are case-insensitive",
 			listener.Properties{"listeners": "plaintext://localhost:9091,SsL://localhost:9092"},
 			func(t *testing.T, c *listener.Set) {
-				assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), c.Listeners[0].Name)
-				assert.Equal(t, protocolmap.ListenerName("SSL"), c.Listeners[1].Name)
+				assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), c.All[0].Name)
+				assert.Equal(t, protocolmap.ListenerName("SSL"), c.All[1].Name)
 			}},
 		{"port 0 may repeat",
 			listener.Properties{"listeners": "PLAINTEXT://localhost:0,SSL://localhost:0"}, nil},
@@ -122,13 +122,13 @@ func TestResolveValid(t *testing.T) {
 			func(t *testing.T, c *listener.Set) {
 				assert.Equal(t, protocolmap.ListenerName("B"), c.InterBrokerListener)
 				assert.Equal(t, protocolmap.SASLSSL, c.InterBrokerSecurityProtocol)
-				assert.True(t, c.Listeners[1].InterBroker)
-				assert.False(t, c.Listeners[0].InterBroker)
+				assert.True(t, c.All[1].InterBroker)
+				assert.False(t, c.All[0].InterBroker)
 			}},
 		{"values are trimmed",
 			listener.Properties{"listeners": "  PLAINTEXT://:9092 , SSL://:9093 ", "security.inter.broker.protocol": " SSL "},
 			func(t *testing.T, c *listener.Set) {
-				assert.Len(t, c.Listeners, 2)
+				assert.Len(t, c.All, 2)
 				assert.Equal(t, protocolmap.ListenerName("SSL"), c.InterBrokerListener)
 			}},
 	}

@@ -22,7 +22,7 @@ func ExampleResolve() {
 	if err != nil {
 		panic(err)
 	}
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		fmt.Println(l.Name, l.Bind.Address(), l.Advertised.Address(), l.SecurityProtocol, l.Plane, l.InterBroker)
 	}
 

@@ -333,7 +333,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 			warnings = append(warnings, w)
 		}
 	}
-	for _, l := range set.Listeners {
+	for _, l := range set.All {
 		if !l.SecurityProtocol.UsesSASL() {
 			continue
 		}
@@ -341,7 +341,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 		if err != nil {
 			return nil, warnings, err
 		}
-		if !slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(sasl.Builtins, m) }) {
+		if !slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(sasl.Builtins(), m) }) {
 			continue
 		}
 		plainKey := KeyPlainJAASConfig(l.Name)

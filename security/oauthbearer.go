@@ -112,52 +112,71 @@ type OAuthBearerSettings struct {
 }
 
 // OAuthBearerJWKS are the settings of Kafka's
-// OAuthBearerValidatorCallbackHandler (KIP-768), resolved: each field holds
-// the value in use, Kafka's default when its key is not set.
+// OAuthBearerValidatorCallbackHandler (KIP-768): the one settings type of
+// the JWKS validator, which [OAuthBearer] reads from Kafka's keys and
+// oauthbearer.NewJWKSValidator takes, whether read or built in code.
+// A zero field means Kafka's default, and a negative duration turns its
+// feature off (no wait, no skew); OAuthBearer fills in Kafka's default of
+// each key not set, and turns a key set to 0, which Kafka reads as none,
+// into -1.
 type OAuthBearerJWKS struct {
-	// URL is sasl.oauthbearer.jwks.endpoint.url: https:// or http:// with
-	// a host, or a file: URL with an absolute path, naming a file that
-	// existed and was readable when the settings were read.
+	// URL is sasl.oauthbearer.jwks.endpoint.url, required: https:// or
+	// http:// with a host, or a file: URL with an absolute path (as in
+	// file:///etc/kafka/jwks.json). OAuthBearer checks that the file
+	// existed and was readable.
 	URL string
-	// Refresh is sasl.oauthbearer.jwks.endpoint.refresh.ms (default 1 h),
-	// positive.
+	// Refresh is how often the key set is read again:
+	// sasl.oauthbearer.jwks.endpoint.refresh.ms (zero: 1 h); not negative.
 	Refresh time.Duration
-	// RetryBackoff and RetryBackoffMax are
-	// sasl.oauthbearer.jwks.endpoint.retry.backoff.ms (100 ms) and
-	// ...retry.backoff.max.ms (10 s), RetryBackoffMax no less than
-	// RetryBackoff; zero means no wait, and so no retry.
+	// RetryBackoff is the first wait after a failed refresh; each retry
+	// waits twice as long, until RetryBackoffMax has passed since the
+	// refresh began: sasl.oauthbearer.jwks.endpoint.retry.backoff.ms
+	// (zero: 100 ms) and ...retry.backoff.max.ms (zero: 10 s).
+	// RetryBackoffMax is no less than RetryBackoff. Negative means no
+	// wait, and so no retry.
 	RetryBackoff, RetryBackoffMax time.Duration
-	// ExpectedAudience is sasl.oauthbearer.expected.audience, a list; none
-	// when it is not set.
+	// ExpectedAudience is sasl.oauthbearer.expected.audience: a token's
+	// aud claim must hold one of them. With none, a token with an aud
+	// claim is refused, as Kafka's jose4j refuses it (RFC 7519 section
+	// 4.1.3).
 	ExpectedAudience []string
-	// ExpectedIssuer is sasl.oauthbearer.expected.issuer; "" when it is
-	// not set.
+	// ExpectedIssuer is sasl.oauthbearer.expected.issuer: if set, the
+	// token's iss claim must equal it.
 	ExpectedIssuer string
-	// ClockSkew is sasl.oauthbearer.clock.skew.seconds (30 s); zero means
+	// ClockSkew is the leeway given to exp, nbf and iat:
+	// sasl.oauthbearer.clock.skew.seconds (zero: 30 s); negative means
 	// none.
 	ClockSkew time.Duration
-	// ScopeClaimName and SubClaimName are
-	// sasl.oauthbearer.scope.claim.name (scope) and
-	// sasl.oauthbearer.sub.claim.name (sub), not blank.
+	// ScopeClaimName and SubClaimName name the claims holding the scope
+	// and the principal: sasl.oauthbearer.scope.claim.name and
+	// sasl.oauthbearer.sub.claim.name ("": scope and sub); not blank.
 	ScopeClaimName, SubClaimName string
-	// TLS trusts an https endpoint with the PEM trust store of the JAAS
-	// options (ssl.truststore.type=PEM with ssl.truststore.location or
-	// ssl.truststore.certificates); nil means the system's roots.
+	// TLS is the client TLS configuration for an https URL, such as a
+	// private CA's roots; nil means the system's roots. OAuthBearer reads
+	// it from the PEM trust store of the JAAS options
+	// (ssl.truststore.type=PEM with ssl.truststore.location or
+	// ssl.truststore.certificates).
 	TLS *tls.Config
 }
 
 // OAuthBearerUnsecured are the settings of Kafka's default validator,
 // OAuthBearerUnsecuredValidatorCallbackHandler, from the JAAS options of
-// the listener's OAuthBearerLoginModule, resolved.
+// the listener's OAuthBearerLoginModule: the one settings type of the
+// unsecured validator, which [OAuthBearer] reads and
+// oauthbearer.NewUnsecuredValidator takes. A zero field means Kafka's
+// default.
 type OAuthBearerUnsecured struct {
-	// PrincipalClaimName is unsecuredValidatorPrincipalClaimName (sub) and
-	// ScopeClaimName unsecuredValidatorScopeClaimName (scope), not blank.
+	// PrincipalClaimName is unsecuredValidatorPrincipalClaimName and
+	// ScopeClaimName unsecuredValidatorScopeClaimName ("": sub and
+	// scope); not blank.
 	PrincipalClaimName, ScopeClaimName string
 	// RequiredScope is unsecuredValidatorRequiredScope, split at spaces:
-	// RFC 6749 scope-tokens; none when it is not set.
+	// scopes every token must have, each an RFC 6749 scope-token (one or
+	// more of the characters 0x21, 0x23-0x5B and 0x5D-0x7E).
 	RequiredScope []string
-	// AllowableClockSkew is unsecuredValidatorAllowableClockSkewMs
-	// (default 0), not negative.
+	// AllowableClockSkew is the leeway given to exp and iat:
+	// unsecuredValidatorAllowableClockSkewMs (zero: Kafka's default,
+	// none); not negative, as Kafka refuses it.
 	AllowableClockSkew time.Duration
 }
 
@@ -198,8 +217,8 @@ type OAuthBearerUnsecured struct {
 //
 // OAuthBearer reads no key set (a file: URL is only checked to be a
 // readable file) and builds nothing. [ForListener] calls it for a
-// listener that enables OAUTHBEARER, so the socket server's
-// ConfigFromProperties reads the settings once, into
+// listener that enables OAUTHBEARER, so the configuration's
+// config.Server reads the settings once, into
 // [Settings.OAuthBearer].
 func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
 	c := view(set)
@@ -323,7 +342,7 @@ func (c config) oauthBearerJWKS(name protocolmap.ListenerName, jaasKey string, o
 		}
 		return nil, oauthError(at, fmt.Sprintf("retryBackoffMaxMs value (%d) is less than retryBackoffMs value (%d)", backoffMax.Milliseconds(), backoff.Milliseconds()))
 	}
-	cfg.RetryBackoff, cfg.RetryBackoffMax = backoff, backoffMax
+	cfg.RetryBackoff, cfg.RetryBackoffMax = noneIfZero(backoff), noneIfZero(backoffMax)
 	if s := c.oauthSetting(name, KeySASLOAuthBearerExpectedAudience); s.ok {
 		cfg.ExpectedAudience = protocolmap.SplitList(s.value)
 	}
@@ -337,7 +356,7 @@ func (c config) oauthBearerJWKS(name protocolmap.ListenerName, jaasKey string, o
 		case n < 0:
 			return nil, oauthError(s, "Value must be at least 0")
 		}
-		cfg.ClockSkew = time.Duration(n) * time.Second
+		cfg.ClockSkew = noneIfZero(time.Duration(n) * time.Second)
 	}
 	for _, claim := range []struct {
 		key, def string
@@ -360,6 +379,15 @@ func (c config) oauthBearerJWKS(name protocolmap.ListenerName, jaasKey string, o
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// noneIfZero turns a Kafka key's 0, none, into the settings' negative
+// none (zero there is Kafka's default).
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // checkJWKSFile applies Kafka's ConfigurationUtils.validateFile to the

@@ -75,8 +75,9 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 			})
 			require.NoError(t, err)
 			assert.Equal(t, security.OAuthBearerSettings{Listener: "SASL_PLAINTEXT", JWKS: &security.OAuthBearerJWKS{
-				URL: url, Refresh: time.Hour, RetryBackoff: 0, RetryBackoffMax: 10 * time.Second,
-				ExpectedAudience: []string{"kafka", "kafka-2"}, ExpectedIssuer: "https://idp.example", ClockSkew: 0,
+				// Kafka's 0 is none: negative in the settings, whose zero is Kafka's default.
+				URL: url, Refresh: time.Hour, RetryBackoff: -1, RetryBackoffMax: 10 * time.Second,
+				ExpectedAudience: []string{"kafka", "kafka-2"}, ExpectedIssuer: "https://idp.example", ClockSkew: -1,
 				ScopeClaimName: "scope", SubClaimName: "client_id",
 			}}, s)
 		}

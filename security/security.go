@@ -95,12 +95,22 @@ type Settings struct {
 	// builds the mechanism with the oauthbearer package
 	// (security/sasl/oauthbearer), which only such a host links.
 	OAuthBearer *OAuthBearerSettings
+	// ReauthMaxByMechanism holds, by mechanism name (as EnabledMechanisms
+	// names it), the connections.max.reauth.ms of the mechanisms whose
+	// listener.name.<listener>.<mechanism>.connections.max.reauth.ms is
+	// set; a mechanism missing here takes ReauthMax (see
+	// [Settings.ReauthMaxFor]). Nil unless the listener speaks SASL.
+	ReauthMaxByMechanism map[string]time.Duration
 
-	reauthByMechanism        map[string]time.Duration
+	// AllowDNChangesKey and AllowSANChangesKey are the keys
+	// AllowDNChanges and AllowSANChanges were read from (with the
+	// listener's prefix when the value, or else the listener's key store,
+	// came from a prefixed key), so that a refused certificate change
+	// names the key to set ([Settings.CheckCertificateChange]); empty,
+	// ssl.allow.dn.changes and ssl.allow.san.changes.
+	AllowDNChangesKey, AllowSANChangesKey string
+
 	oauthBearerNotConfigured error
-	// allowDNKey and allowSANKey are the keys AllowDNChanges and
-	// AllowSANChanges were read from, for errors; empty when set in code.
-	allowDNKey, allowSANKey string
 }
 
 // OAuthBearerNotConfigured returns, for a listener that enables
@@ -120,7 +130,7 @@ func (s Settings) OAuthBearerNotConfigured() error { return s.oauthBearerNotConf
 // listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms) if set, else
 // [Settings.ReauthMax].
 func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
-	if d, ok := s.reauthByMechanism[mechanism]; ok {
+	if d, ok := s.ReauthMaxByMechanism[mechanism]; ok {
 		return d
 	}
 	return s.ReauthMax
@@ -187,10 +197,10 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 			if err != nil {
 				return Settings{}, err
 			}
-			if s.reauthByMechanism == nil {
-				s.reauthByMechanism = map[string]time.Duration{}
+			if s.ReauthMaxByMechanism == nil {
+				s.ReauthMaxByMechanism = map[string]time.Duration{}
 			}
-			s.reauthByMechanism[mech] = d
+			s.ReauthMaxByMechanism[mech] = d
 		}
 	}
 	if proto == protocolmap.SSL {

@@ -215,3 +215,33 @@ func TestFailedAuthenticationDelay(t *testing.T) {
 		})
 	}
 }
+
+// Settings built in code with the values ForListener reads from
+// properties are the same value, and behave the same (ReauthMaxFor): the
+// per-mechanism re-authentication limits are a field, not state hidden
+// in a parsed value.
+func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
+	set, err := listener.Resolve(listener.Properties{
+		"listeners":               "SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+		"listener.name.sasl_plaintext.connections.max.reauth.ms":               "600000",
+		"listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms": "60000",
+		"kafkanet.handshake.timeout.ms":                                        "5000",
+		"security.inter.broker.protocol":                                       "SASL_PLAINTEXT",
+	})
+	require.NoError(t, err)
+	parsed, err := security.ForListener(set, "SASL_PLAINTEXT")
+	require.NoError(t, err)
+	code := security.Settings{
+		EnabledMechanisms:    []string{"PLAIN", "SCRAM-SHA-256"},
+		EnabledMechanismsKey: "sasl.enabled.mechanisms",
+		ReauthMax:            10 * time.Minute,
+		ReauthMaxByMechanism: map[string]time.Duration{"SCRAM-SHA-256": time.Minute},
+		HandshakeTimeout:     5 * time.Second,
+	}
+	assert.Equal(t, code, parsed)
+	for _, m := range []string{"PLAIN", "SCRAM-SHA-256", "OAUTHBEARER"} {
+		assert.Equal(t, parsed.ReauthMaxFor(m), code.ReauthMaxFor(m), m)
+	}
+	assert.Equal(t, time.Minute, code.ReauthMaxFor("SCRAM-SHA-256"))
+}

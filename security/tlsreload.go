@@ -36,10 +36,10 @@ var ErrCertificateChange = errors.New("certificate subject change not allowed")
 func (c config) readAllowChanges(name protocolmap.ListenerName, s *Settings) error {
 	store := firstSet(c.setting(name, KeySSLKeystoreLocation), c.setting(name, KeySSLKeystoreKey))
 	var err error
-	if s.AllowDNChanges, s.allowDNKey, err = c.boolean(name, KeySSLAllowDNChanges, store); err != nil {
+	if s.AllowDNChanges, s.AllowDNChangesKey, err = c.boolean(name, KeySSLAllowDNChanges, store); err != nil {
 		return err
 	}
-	s.AllowSANChanges, s.allowSANKey, err = c.boolean(name, KeySSLAllowSANChanges, store)
+	s.AllowSANChanges, s.AllowSANChangesKey, err = c.boolean(name, KeySSLAllowSANChanges, store)
 	return err
 }
 
@@ -101,7 +101,7 @@ func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 	if current == nil || len(current.Certificates) == 0 || len(next.Certificates) == 0 || s.AllowDNChanges && s.AllowSANChanges {
 		return nil
 	}
-	dnKey, sanKey := keyOr(s.allowDNKey, KeySSLAllowDNChanges), keyOr(s.allowSANKey, KeySSLAllowSANChanges)
+	dnKey, sanKey := keyOr(s.AllowDNChangesKey, KeySSLAllowDNChanges), keyOr(s.AllowSANChangesKey, KeySSLAllowSANChanges)
 	if len(next.Certificates) != len(current.Certificates) {
 		key := dnKey
 		if s.AllowDNChanges {

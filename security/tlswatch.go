@@ -133,7 +133,7 @@ func (w *TLSWatcher) Run(ctx context.Context) error {
 // since seen, which it updates.
 func (w *TLSWatcher) poll(set *listener.Set, seen map[protocolmap.ListenerName][sha256.Size]byte, log *slog.Logger) {
 	c := view(set)
-	for _, l := range set.Listeners {
+	for _, l := range set.All {
 		if !l.SecurityProtocol.UsesTLS() {
 			continue
 		}

@@ -118,3 +118,53 @@ func TestGuardAllocationsPerRawRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardAllocationsPerFetch holds a Fetch answered with records by
+// reference (FetchResponse) to the request's own allocations: writing the
+// response, its header and field pieces and the host's batches in vectored
+// writes, allocates nothing, however many pieces it has (more than one
+// writev takes, 1,024, too). The handler answers inline, reusing one
+// response, so that every allocation counted is the server's.
+func TestGuardAllocationsPerFetch(t *testing.T) {
+	if raceEnabled {
+		t.Skip(raceSkip)
+	}
+	for _, tt := range []struct {
+		name       string
+		partitions int
+		batches    [][]byte
+		budget     perRequest
+	}{
+		{"one partition of 3 batches", 1, [][]byte{bytes.Repeat([]byte{'a'}, 1000), bytes.Repeat([]byte{'b'}, 10), bytes.Repeat([]byte{'c'}, 300)}, fetchByReference},
+		{"400 partitions of 3 batches: 1,601 pieces", 400, [][]byte{{'a'}, {'b'}, {'c'}}, fetchByReference400},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := kmsg.NewPtrFetchRequest()
+			req.Version = 12
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "t"
+			resp := &socketserver.FetchResponse{FetchResponse: kmsg.NewPtrFetchResponse()}
+			resp.Version = req.Version
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic = "t"
+			var recs []socketserver.FetchRecords
+			for i := range tt.partitions {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition = int32(i)
+				rt.Partitions = append(rt.Partitions, rp)
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition = int32(i)
+				st.Partitions = append(st.Partitions, sp)
+				recs = append(recs, socketserver.FetchRecords{Batches: tt.batches})
+			}
+			req.Topics = []kmsg.FetchRequestTopic{rt}
+			resp.Topics = []kmsg.FetchResponseTopic{st}
+			resp.Records = [][]socketserver.FetchRecords{recs}
+			reuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.Respond(resp) })
+			srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+				c.APIs = socketserver.Inline(reuse, socketserver.KmsgAPI(kmsg.Fetch, 4, 12))
+			}, reuse)
+			requirePerRequest(t, newBenchClient(socketservertest.Dial(t, srv, "PLAINTEXT"), req), tt.budget)
+		})
+	}
+}

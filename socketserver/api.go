@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkanet/kafkanet/connregistry"
 )
 
 const apiVersionsKey = 18
@@ -38,7 +40,7 @@ type API struct {
 	// later, from any goroutine, as any handler may, and a request it hands
 	// on so (a long poll) gives its slot back when the handler returns, as
 	// a worker moves on to the next request. A panic closes the connection,
-	// as in [Server.Serve]. [ListClientConnectionsAPI] is such an API.
+	// as in [Server.Serve]. [ListClientConnectionsAPI] and [CloseClientConnectionsAPI] are such APIs.
 	// Inline handlers answer from [Server.Start] on, whether Serve runs or
 	// not, so one that needs what the host learns after Start (such as
 	// every bound address) waits for it.
@@ -57,8 +59,11 @@ type API struct {
 	// the request header's tagged fields, the response header's) comes from
 	// kmsg for a key it knows, or else from New's request type, which must
 	// then be set. ApiVersions, SaslHandshake and SaslAuthenticate, which
-	// the server answers itself, and [ListClientConnectionsAPI] cannot be
-	// served raw: New fails.
+	// the server answers itself, and [ListClientConnectionsAPI] and
+	// [CloseClientConnectionsAPI] cannot be served raw: New fails.
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	Raw bool
 	// StreamAbove, for an API served raw, streams its frames larger than
 	// StreamAbove bytes: the server reads the header (and of a Produce the
@@ -69,7 +74,10 @@ type API struct {
 	// request. A frame whose header does not fit the connection's read
 	// buffer (a client id, or a Produce's transactional id, of some 200
 	// bytes or more) is read whole too.
-	StreamAbove int32
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
+	StreamAbove int
 	// Pipeline, for an API served raw, lets a connection go on reading
 	// while the host holds this API's requests, up to Pipeline of them at
 	// once: the next request is read as soon as the host has the one
@@ -91,9 +99,12 @@ type API struct {
 	// the throttled answer has been written) and draining (the pipelined
 	// requests are answered before the connection closes). At most
 	// [MaxPipeline].
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	Pipeline int
 
-	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI): RequestLog.ServerAnswered
+	own      bool  // Inline is the server's own handler (ListClientConnectionsAPI, CloseClientConnectionsAPI): RequestDone.ServerAnswered
 	flexible int16 // Raw: the first version whose headers are flexible (KIP-482); noFlexible when none is
 }
 
@@ -136,6 +147,9 @@ func Inline(h Handler, apis ...API) []API {
 //
 // A whole listener is served raw by listing its APIs through Raw: the
 // server still answers ApiVersions from that list, and the SASL exchange.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 func Raw(apis ...API) []API {
 	out := make([]API, len(apis))
 	for i, a := range apis {
@@ -220,7 +234,7 @@ type apiTable struct {
 	// streamAbove is the smallest API.StreamAbove of the listener's
 	// APIs that stream; 0 when none does, and no frame's key is looked at
 	// before it is read.
-	streamAbove int32
+	streamAbove int
 	// versions is the ApiVersions response's key list, ready to copy.
 	versions []kmsg.ApiVersionsResponseApiKey
 	// serverAnswersAPIVersions is false when the host listed ApiVersions
@@ -299,6 +313,9 @@ func (t *apiTable) lookup(key int16) (API, bool) {
 
 // MaxPipeline is the most requests of an API a connection may have in
 // the host's hands at once (API.Pipeline).
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 const MaxPipeline = 1024
 
 // checkRaw refuses what cannot be served raw: the APIs the server answers
@@ -308,6 +325,8 @@ func (a *API) checkRaw() error {
 	switch {
 	case a.StreamAbove < 0:
 		return fmt.Errorf("socketserver: API key %d: StreamAbove %d is negative", a.Key, a.StreamAbove)
+	case a.StreamAbove > math.MaxInt32:
+		return fmt.Errorf("socketserver: API key %d: StreamAbove %d is above %d, Kafka's largest frame", a.Key, a.StreamAbove, math.MaxInt32)
 	case !a.Raw && a.StreamAbove > 0:
 		return fmt.Errorf("socketserver: API key %d: StreamAbove is set but not Raw: only a raw API's frames are streamed", a.Key)
 	case a.Pipeline < 0 || a.Pipeline > MaxPipeline:
@@ -319,11 +338,20 @@ func (a *API) checkRaw() error {
 	case a.Key == apiVersionsKey || a.Key == saslHandshakeKey || a.Key == saslAuthenticateKey:
 		return fmt.Errorf("socketserver: API key %d (%s) cannot be served raw: the server answers it itself", a.Key, apiName(a.Key))
 	case a.own:
-		return fmt.Errorf("socketserver: API key %d: ListClientConnectionsAPI cannot be served raw: its handler decodes it", a.Key)
+		return fmt.Errorf("socketserver: API key %d: %s cannot be served raw: the server answers it with a handler that decodes it", a.Key, ownAPIName(a))
 	case a.New == nil && kmsg.RequestForKey(a.Key) == nil:
 		return fmt.Errorf("socketserver: raw API key %d: kmsg does not know it; set New to a request type of that key, whose IsFlexible says which versions have flexible headers", a.Key)
 	}
 	return nil
+}
+
+// ownAPIName names the constructor of a, an API the server answers with a
+// handler of its own, for errors.
+func ownAPIName(a *API) string {
+	if _, ok := a.New().(*connregistry.CloseClientConnectionsRequest); ok {
+		return "CloseClientConnectionsAPI"
+	}
+	return "ListClientConnectionsAPI"
 }
 
 // firstFlexible returns the first version of a, a raw API, whose request

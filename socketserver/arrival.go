@@ -13,7 +13,7 @@ import (
 // Selector counts any byte read; here the bytes of a frame count as long
 // as they keep a pace of Config.RequestMinByteRate (the floor), so that a
 // frame that trickles slower, a slowloris, is still closed at the limit,
-// with a reason of its own (connregistry.SlowRequest).
+// with a reason of its own (connregistry.CloseSlowRequest).
 //
 // The pace is a credit of time: when the frame's reading first has to wait
 // for the socket (beginArrival, in nextFrame: a frame that came whole with
@@ -104,7 +104,7 @@ func (c *conn) arrived(n int) {
 		credit = -credit
 	}
 	if rate := srv.cfg.RequestMinByteRate; rate > 0 {
-		credit = min(credit+int64(n)*int64(time.Second)/rate, now+idle)
+		credit = min(credit+int64(n)*int64(time.Second)/int64(rate), now+idle)
 	} else { // no floor: every byte counts, as in Kafka
 		credit = now
 	}
@@ -119,11 +119,11 @@ func (c *conn) arrived(n int) {
 }
 
 // expiryReason is why the processor closes a connection it found idle:
-// SlowRequest when the frame it was reading had fallen behind the floor
-// at its last read, Idle otherwise.
+// CloseSlowRequest when the frame it was reading had fallen behind the floor
+// at its last read, CloseIdle otherwise.
 func (c *conn) expiryReason() connregistry.CloseReason {
 	if c.pace.Load() < 0 {
-		return connregistry.SlowRequest
+		return connregistry.CloseSlowRequest
 	}
-	return connregistry.Idle
+	return connregistry.CloseIdle
 }

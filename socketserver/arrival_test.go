@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -115,7 +116,7 @@ func closedAs(t *testing.T, srv *socketserver.Server, c net.Conn) connregistry.C
 // three times connections.max.idle.ms to arrive, over TLS too, where it is
 // one record, whose bytes count as they arrive, before the record is
 // whole. One that trickles below the floor is still closed at the limit,
-// as too slow (connregistry.SlowRequest), and one that stops half way as
+// as too slow (connregistry.CloseSlowRequest), and one that stops half way as
 // idle. With the floor off (kafkanet.request.min.byte.rate=-1) every byte
 // counts, as in Kafka: the slowloris is served.
 func TestRequestArrival(t *testing.T) {
@@ -123,10 +124,10 @@ func TestRequestArrival(t *testing.T) {
 	answered := func(r *socketserver.Request) { _ = r.Respond(kmsg.NewPtrMetadataResponse()) }
 	newServer := func(t *testing.T, rate string) *socketserver.Server {
 		props := merge(pki.props(""), listener.Properties{
-			"listeners":                        "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-			"connections.max.idle.ms":          strconv.Itoa(int(arrivalIdle / time.Millisecond)),
-			socketserver.KeyRequestMinByteRate: rate,
-			"kafkanet.handshake.timeout.ms":    "10000",
+			"listeners":                     "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+			"connections.max.idle.ms":       strconv.Itoa(int(arrivalIdle / time.Millisecond)),
+			config.KeyRequestMinByteRate:    rate,
+			"kafkanet.handshake.timeout.ms": "10000",
 		})
 		return socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 			c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
@@ -145,10 +146,10 @@ func TestRequestArrival(t *testing.T) {
 	}{
 		{name: "above the floor", listener: "PLAINTEXT", rate: "1024", frame: big, link: fastLink},
 		{name: "above the floor, one TLS record", listener: "SSL", rate: "1024", frame: big, link: fastLink},
-		{name: "below the floor", listener: "PLAINTEXT", rate: "1024", frame: big, link: slowLink, want: connregistry.SlowRequest},
-		{name: "below the floor, one TLS record", listener: "SSL", rate: "1024", frame: big, link: slowLink, want: connregistry.SlowRequest},
-		{name: "below a higher floor", listener: "PLAINTEXT", rate: "65536", frame: big, link: fastLink, want: connregistry.SlowRequest},
-		{name: "stops half way", listener: "PLAINTEXT", rate: "1024", frame: big, link: fastLink, half: true, want: connregistry.Idle},
+		{name: "below the floor", listener: "PLAINTEXT", rate: "1024", frame: big, link: slowLink, want: connregistry.CloseSlowRequest},
+		{name: "below the floor, one TLS record", listener: "SSL", rate: "1024", frame: big, link: slowLink, want: connregistry.CloseSlowRequest},
+		{name: "below a higher floor", listener: "PLAINTEXT", rate: "65536", frame: big, link: fastLink, want: connregistry.CloseSlowRequest},
+		{name: "stops half way", listener: "PLAINTEXT", rate: "1024", frame: big, link: fastLink, half: true, want: connregistry.CloseIdle},
 		{name: "no floor, a slowloris", listener: "PLAINTEXT", rate: "-1", frame: small, link: slowLink},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,11 +251,11 @@ func TestStreamedBodyArrival(t *testing.T) {
 		after    time.Duration // closed about this long after the request arrived
 	}{
 		{name: "above the floor", idle: arrivalIdle, link: fastLink},
-		{name: "below the floor", idle: arrivalIdle, link: slowLink, want: connregistry.SlowRequest, after: arrivalIdle},
+		{name: "below the floor", idle: arrivalIdle, link: slowLink, want: connregistry.CloseSlowRequest, after: arrivalIdle},
 		{name: "the host's deadline", idle: 5 * time.Second, link: fastLink, deadline: 300 * time.Millisecond,
-			want: connregistry.SlowRequest, after: 300 * time.Millisecond},
+			want: connregistry.CloseSlowRequest, after: 300 * time.Millisecond},
 		{name: "a far deadline of the host's, below the floor", idle: arrivalIdle, link: slowLink, deadline: time.Hour,
-			want: connregistry.SlowRequest, after: arrivalIdle},
+			want: connregistry.CloseSlowRequest, after: arrivalIdle},
 	} {
 		for _, method := range []string{"Read", "WriteTo", "splice"} {
 			t.Run(tc.name+", "+method, func(t *testing.T) {

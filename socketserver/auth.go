@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -41,10 +42,17 @@ const (
 	saslAuthenticateKey = 36
 )
 
-// AuthInfo is what a connection's transport and authentication established,
-// the input of a [PrincipalBuilder].
-type AuthInfo struct {
-	Listener      protocolmap.ListenerName
+// Authentication is what a connection's TLS handshake and SASL exchange
+// established: the input of a [PrincipalBuilder], as Kafka's
+// AuthenticationContext is of its KafkaPrincipalBuilder. It is built once
+// per authentication (and re-authentication), never kept: the
+// connection's description, principal included, is its
+// [connregistry.Info].
+type Authentication struct {
+	Listener         protocolmap.ListenerName
+	SecurityProtocol protocolmap.SecurityProtocol
+	// ClientAddr is the client's address, as connregistry.Info.ClientAddr.
+	ClientAddr    netip.AddrPort
 	TLS           *tls.ConnectionState // nil without TLS
 	SASLMechanism string               // "" without SASL
 	SASLIdentity  string               // the authenticated SASL user name
@@ -53,27 +61,27 @@ type AuthInfo struct {
 // PrincipalBuilder turns what a connection established into its principal,
 // as Kafka's KafkaPrincipalBuilder does. The default, [DefaultPrincipal],
 // is Kafka's DefaultKafkaPrincipalBuilder.
-type PrincipalBuilder func(AuthInfo, *security.PrincipalMapper) (Principal, error)
+type PrincipalBuilder func(Authentication, *security.PrincipalMapper) (connregistry.Principal, error)
 
 // DefaultPrincipal builds Kafka's default principals: User:<SASL identity>
 // after SASL; User:<mapped subject DN> for a TLS client certificate (mapped
 // with ssl.principal.mapping.rules); User:ANONYMOUS otherwise.
-func DefaultPrincipal(info AuthInfo, mapper *security.PrincipalMapper) (Principal, error) {
+func DefaultPrincipal(a Authentication, mapper *security.PrincipalMapper) (connregistry.Principal, error) {
 	switch {
-	case info.SASLMechanism != "":
-		return Principal{Type: "User", Name: info.SASLIdentity}, nil
-	case info.TLS != nil && len(info.TLS.PeerCertificates) > 0:
-		dn := security.SubjectDN(info.TLS.PeerCertificates[0])
+	case a.SASLMechanism != "":
+		return connregistry.Principal{Type: "User", Name: a.SASLIdentity}, nil
+	case a.TLS != nil && len(a.TLS.PeerCertificates) > 0:
+		dn := security.SubjectDN(a.TLS.PeerCertificates[0])
 		if mapper == nil {
-			return Principal{Type: "User", Name: dn}, nil
+			return connregistry.Principal{Type: "User", Name: dn}, nil
 		}
 		name, err := mapper.Name(dn)
 		if err != nil {
-			return Principal{}, fmt.Errorf("failed to map name for '%s' based on SSL principal mapping rules: %w", dn, err)
+			return connregistry.Principal{}, fmt.Errorf("failed to map name for '%s' based on SSL principal mapping rules: %w", dn, err)
 		}
-		return Principal{Type: "User", Name: name}, nil
+		return connregistry.Principal{Type: "User", Name: name}, nil
 	}
-	return connregistry.Anonymous, nil
+	return connregistry.Anonymous(), nil
 }
 
 // listenerSecurity is one listener's resolved security.
@@ -136,7 +144,7 @@ func newListenerSecurity(l listener.Listener, lc ListenerConfig, cfg Config) (li
 			if name == oauthBearer {
 				return sec, noOAuthBearer(l.Name, conf, configError)
 			}
-			if !slices.Contains(sasl.Builtins, name) {
+			if !slices.Contains(sasl.Builtins(), name) {
 				return sec, configError(noImplementationRule(l.Name, name))
 			}
 			store := lc.Credentials
@@ -184,7 +192,7 @@ func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configErr
 	}
 	return configError(noImplementationRule(l, oauthBearer) + fmt.Sprintf(
 		"; package %s implements it over a token validator of the host's (oauthbearer.New) or, from the listener's properties, "+
-			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings socketserver.ConfigFromProperties reads)", pkg))
+			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings config.Server reads)", pkg))
 }
 
 // enabledMechanismsSetting returns the key a listener's
@@ -202,8 +210,8 @@ func enabledMechanismsSetting(conf security.Settings) (key, value string) {
 // nothing implements.
 func noImplementationRule(l protocolmap.ListenerName, name string) string {
 	rule := fmt.Sprintf("listener %s enables SASL mechanism %s, which is neither built in (%s) nor given in the listener's ListenerConfig.Mechanisms",
-		l, name, strings.Join(sasl.Builtins, ", "))
-	for _, b := range sasl.Builtins {
+		l, name, strings.Join(sasl.Builtins(), ", "))
+	for _, b := range sasl.Builtins() {
 		if strings.EqualFold(b, name) {
 			return rule + "; mechanism names are case-sensitive, as in Kafka: " + b + ", not " + name
 		}
@@ -247,7 +255,6 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 	if c.draining() { // Shutdown's wake, if it came before the move, is undone by it
 		return errDraining
 	}
-	var info AuthInfo
 	if sec.tls != nil {
 		tc := tls.Server(prefixedConn{c.nc, c.socket()}, sec.tls.config()) // TLS reads what a parked goroutine read first
 		ctx, cancel := context.WithDeadline(c.ctx, deadline)
@@ -263,10 +270,9 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 			if len(rest.rest) > 0 {
 				return fmt.Errorf("%w: %d bytes that came with the PROXY header are still unread", ErrHandshake, len(rest.rest))
 			}
-			c.pre.r = c.nc
+			c.pre.r = takeSocket(c.nc)
 		}
 		state := tc.ConnectionState()
-		info.TLS = &state
 		c.rw = tc
 		c.br.Reset(tc) // nothing is read before the TLS handshake (a PROXY header's leftovers went to restReader)
 
@@ -274,25 +280,24 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 			i.TLSVersion, i.CipherSuite, i.ServerName = state.Version, state.CipherSuite, state.ServerName
 		})
 	}
+	var mechanism, identity string // "" without SASL
 	if len(sec.mechanisms) > 0 {
 		mech, version, err := c.saslHandshake()
 		if err != nil {
 			return err
 		}
 		c.describe(func(i *connregistry.Info) { i.SASLMechanism = mech.Name() }) // for the hooks, should the exchange fail
-		identity, err := c.saslExchange(mech, version, deadline, false)
-		if err != nil {
+		if identity, err = c.saslExchange(mech, version, deadline, false); err != nil {
 			return err
 		}
-		info.SASLMechanism, info.SASLIdentity = mech.Name(), identity
+		mechanism = mech.Name()
 	}
-	info.Listener = ls.cfg.Name
-	p, err := c.p.srv.cfg.PrincipalBuilder(info, sec.mapper)
+	p, err := c.p.srv.cfg.PrincipalBuilder(c.authentication(mechanism, identity), sec.mapper)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
 	c.describe(func(i *connregistry.Info) { i.Principal = p })
-	c.entry.SetState(connregistry.Ready)
+	c.entry.SetState(connregistry.StateReady)
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining
 	}
@@ -308,8 +313,8 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 // come in SaslAuthenticate requests, with v0 as raw size-prefixed frames.
 // Frames are limited to sasl.server.max.receive.size. Any other request,
 // and a frame that is not a request, closes the connection without a
-// response after the failed-authentication delay. Each request is logged
-// (HookRequestLogged).
+// response after the failed-authentication delay. Each request is
+// reported (HookRequestDone).
 func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	apis := c.p.ls.apis
 	// The first byte first: a client that leaves before it is a probe
@@ -320,7 +325,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 	c.pre.heard = true
 	sawAPIVersions := false
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
+		frame, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
@@ -329,7 +334,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
-		q := logged{h: h, size: len(frame), received: received}
+		q := logged{h: h, size: len(frame), received: received, auth: true}
 		if api.Raw { // left undecoded: not a request of the exchange
 			return nil, 0, c.refuseOwn(&q, fmt.Errorf("%w: Unexpected Kafka request of type %s during SASL handshake.", ErrIllegalSASLState, apiName(h.key)))
 		}
@@ -389,7 +394,7 @@ func (c *conn) answerSASLHandshake(q *logged, req *kmsg.SASLHandshakeRequest) (s
 // principal. On success it returns the authorization id, and the
 // connection's mechanism and session expiry are set.
 func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadline time.Time, reauth bool) (string, error) {
-	server := mech.NewServer(sasl.ConnState{
+	server := mech.NewServer(sasl.Attempt{
 		Listener: c.p.ls.cfg.Name, ClientAddr: c.info().ClientAddr, TLS: c.tlsState(), Reauthentication: reauth,
 	})
 	if cl, ok := server.(io.Closer); ok {
@@ -399,7 +404,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 	defer cancel()
 	var told *sasl.Error // a failure whose challenge the client has been sent
 	for {
-		frame, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil)
+		frame, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil)
 		if err != nil {
 			return "", c.refuse(err)
 		}
@@ -431,7 +436,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 			// formality (OAUTHBEARER's KIP-255 error challenge), and a
 			// client that leaves instead (kafka-python) was refused all
 			// the same, not closed of its own accord.
-			c.setReason(connregistry.AuthenticationFailed)
+			c.setReason(connregistry.CloseAuthenticationFailed)
 		}
 		if err != nil {
 			c.failAuthentication()
@@ -486,7 +491,7 @@ func (c *conn) saslAuthenticateRequest(q *logged, frame []byte) (*kmsg.SASLAuthe
 	if err != nil {
 		return nil, c.refuse(err)
 	}
-	*q = logged{h: h, size: len(frame), received: received}
+	*q = logged{h: h, size: len(frame), received: received, auth: true}
 	if h.key != saslAuthenticateKey {
 		msg := "Unexpected Kafka request of type " + apiName(h.key) + " during SASL authentication."
 		resp := illegalSASLStateResponse(h, rest, msg)
@@ -531,9 +536,7 @@ func illegalSASLStateResponse(h header, rest []byte, msg string) kmsg.Response {
 // fails it, as Kafka's SaslServerAuthenticator does, if it is not the
 // connection's principal.
 func (c *conn) checkPrincipalUnchanged(mechanism, identity string) error {
-	p, err := c.p.srv.cfg.PrincipalBuilder(AuthInfo{
-		Listener: c.p.ls.cfg.Name, TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
-	}, c.p.ls.sec.mapper)
+	p, err := c.p.srv.cfg.PrincipalBuilder(c.authentication(mechanism, identity), c.p.ls.sec.mapper)
 	if err != nil {
 		return err
 	}
@@ -543,6 +546,16 @@ func (c *conn) checkPrincipalUnchanged(mechanism, identity string) error {
 			"Cannot change principals during re-authentication from %s.%s: %s.%s", old.Type, old.Name, p.Type, p.Name)}
 	}
 	return nil
+}
+
+// authentication is what the connection established, for its
+// PrincipalBuilder: mechanism and identity are "" without SASL.
+func (c *conn) authentication(mechanism, identity string) Authentication {
+	info := c.info()
+	return Authentication{
+		Listener: c.p.ls.cfg.Name, SecurityProtocol: info.SecurityProtocol, ClientAddr: info.ClientAddr,
+		TLS: c.tlsState(), SASLMechanism: mechanism, SASLIdentity: identity,
+	}
 }
 
 // tlsState returns the connection's TLS state, or nil without TLS.
@@ -605,7 +618,7 @@ func (c *conn) refuse(err error) error {
 // retrying bad credentials cannot hammer the server; Close, Shutdown and
 // the listener's removal cut it short.
 func (c *conn) failAuthentication() {
-	c.setReason(connregistry.AuthenticationFailed)
+	c.setReason(connregistry.CloseAuthenticationFailed)
 	d := c.p.srv.cfg.FailedAuthenticationDelay
 	if d <= 0 {
 		return
@@ -640,8 +653,8 @@ func (c *conn) mayReauthenticate(now time.Time) bool {
 // received after authentication. A SaslHandshake that may start
 // re-authentication (mayReauthenticate) does; otherwise both get
 // ILLEGAL_SASL_STATE (SaslHandshake with no mechanisms) and the connection
-// stays open, as Kafka's KafkaApis answers them. Each request is logged
-// (HookRequestLogged), those of a re-authentication as they are answered.
+// stays open, as Kafka's KafkaApis answers them. Each request is reported
+// (HookRequestDone), those of a re-authentication as they are answered.
 // An error means the connection must close.
 func (c *conn) answerSASLAfterAuthentication(q *logged, req kmsg.Request) error {
 	if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && c.mayReauthenticate(q.received) {
@@ -688,7 +701,7 @@ func (c *conn) reauthenticate(q *logged, req *kmsg.SASLHandshakeRequest, deadlin
 		return err
 	}
 	if current := c.info().SASLMechanism; mech.Name() != current {
-		if _, _, _, err := c.nextFrame(c.p.srv.cfg.SASLMaxReceiveSize, nil, nil); err != nil && isClosedOrEOF(err) {
+		if _, _, _, err := c.nextFrame(int32(c.p.srv.cfg.SASLMaxReceiveSize), nil, nil); err != nil && isClosedOrEOF(err) {
 			return err
 		}
 		c.failAuthentication()

@@ -32,6 +32,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -46,7 +47,7 @@ const (
 )
 
 var (
-	alice      = socketserver.Principal{Type: "User", Name: "alice"}
+	alice      = connregistry.Principal{Type: "User", Name: "alice"}
 	mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 )
 
@@ -263,7 +264,7 @@ func TestKgoAuthentication(t *testing.T) {
 		listener  string
 		mech      string
 		tls       *tls.Config
-		principal socketserver.Principal
+		principal connregistry.Principal
 		version   uint16
 	}
 	var cases []tc
@@ -285,7 +286,7 @@ func TestKgoAuthentication(t *testing.T) {
 		tc{name: "SSL with a client certificate, TLS 1.2", listener: "SSL", principal: alice, version: tls.VersionTLS12,
 			tls: withVersions(pki.clientConfig(pki.clientCert(aliceDN)), tls.VersionTLS12, tls.VersionTLS12)},
 		tc{name: "SSL without a client certificate", listener: "SSL", tls: pki.clientConfig(),
-			principal: connregistry.Anonymous, version: tls.VersionTLS13},
+			principal: connregistry.Anonymous(), version: tls.VersionTLS13},
 	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1158,7 +1159,7 @@ func TestReauthentication(t *testing.T) {
 // framing.
 func TestLogsHoldNoCredentials(t *testing.T) {
 	users := newUsers(t)
-	var logs socketservertest.SyncBuffer
+	var logs testkit.SyncBuffer
 	seen := make(chan *socketserver.Request, 100)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"connection.failed.authentication.delay.ms": "0",

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -89,7 +90,7 @@ func TestHostileClaims(t *testing.T) {
 	grew := int64(procStatusKB(t, "VmHWM")) - int64(before)
 	used := srv.Stats().RequestMemory[protocolmap.DataPlane].Used
 	t.Logf("three claims of 100 MB: %d bytes of the budget held, peak RSS +%d KiB", used, grew>>10)
-	assert.LessOrEqual(t, used, int64(3*4096), "the claims hold more than their first buffers")
+	assert.LessOrEqual(t, used, 3*4096, "the claims hold more than their first buffers")
 	assert.Less(t, grew, int64(20<<20), "the process's peak RSS grew by 20 MiB or more")
 }
 
@@ -101,9 +102,9 @@ func TestWholeFrameServedBeforeClaims(t *testing.T) {
 	const budget = 1 << 20
 	held := make(chan *socketserver.Request, 10)
 	srv := socketservertest.NewServer(t, listener.Properties{
-		"socket.request.max.bytes":     strconv.Itoa(budget),
-		"queued.max.request.bytes":     strconv.Itoa(budget),
-		socketserver.KeyRequestStallMs: "60000", // the claims stay for the test
+		"socket.request.max.bytes": strconv.Itoa(budget),
+		"queued.max.request.bytes": strconv.Itoa(budget),
+		config.KeyRequestStallMs:   "60000", // the claims stay for the test
 	}, withAPIs, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		if r.APIKey == 3 {
 			_ = respondEmpty(r)
@@ -155,8 +156,8 @@ func TestStalledRequestClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := socketservertest.NewServer(t, listener.Properties{
-				"queued.max.request.bytes":     tc.budget,
-				socketserver.KeyRequestStallMs: strconv.Itoa(int(stall / time.Millisecond)),
+				"queued.max.request.bytes": tc.budget,
+				config.KeyRequestStallMs:   strconv.Itoa(int(stall / time.Millisecond)),
 			}, func(c *socketserver.Config) {
 				c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Produce), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
 			}, answerAll)
@@ -184,7 +185,7 @@ func TestStalledRequestClosed(t *testing.T) {
 					reasons = append(reasons, r.CloseReason)
 				}
 			}
-			assert.Equal(t, []string{string(connregistry.StalledRequest)}, reasons)
+			assert.Equal(t, []string{string(connregistry.CloseStalledRequest)}, reasons)
 			waitFor(t, 5*time.Second, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used == 0 },
 				"the stalled frame's memory came back")
 		})

@@ -62,7 +62,7 @@ func TestCloseClientConnectionsAPI(t *testing.T) {
 			closed := srv.Registry().Closed(connregistry.Filter{})
 			require.Len(t, closed, 2)
 			for _, c := range closed {
-				assert.Equal(t, connregistry.ClosedByOperator, c.CloseReason)
+				assert.Equal(t, connregistry.CloseByOperator, c.CloseReason)
 			}
 			// The caller's connection is still served.
 			send(t, admin, &connregistry.CloseClientConnectionsRequest{ListenerFilter: tc.listener}, 10)

@@ -2,12 +2,9 @@ package socketserver
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
@@ -40,6 +37,10 @@ const (
 	// work over (a client gives a request up after request.timeout.ms, 30
 	// s), far above a slowloris's byte every few seconds.
 	DefaultRequestMinByteRate = 1024
+	// DefaultConnectionsMaxAgeJitter is kafkanet.connections.max.age.jitter's
+	// default: each connection's maximum age within ±10% of
+	// kafkanet.connections.max.age.ms.
+	DefaultConnectionsMaxAgeJitter = 0.1
 	// ControlPlaneQueueSize is the control plane's fixed request queue
 	// capacity, as in Kafka.
 	ControlPlaneQueueSize = 20
@@ -48,8 +49,11 @@ const (
 	processorQueueSize = 20
 )
 
-// Config configures a [Server]. Build it with [ConfigFromProperties] to read
-// Kafka's keys, or fill it directly; zero fields take Kafka's defaults.
+// Config configures a [Server]. Build it with config.Server (package github.com/kafkanet/kafkanet/config) to read
+// Kafka's keys, or fill it directly. One convention holds for its fields
+// (docs/configuration.md, "Default and off"): zero means the default, and
+// a negative value turns a feature off where it can be off. Byte sizes are
+// ints.
 type Config struct {
 	// Listeners is the resolved listener configuration (required).
 	Listeners *listener.Set
@@ -64,15 +68,16 @@ type Config struct {
 	// security settings, SASL mechanisms and credentials. A listener
 	// missing here takes APIs, DefaultNumNetworkThreads processors, no
 	// security settings (a PLAINTEXT listener needs none) and Credentials.
-	// ConfigFromProperties fills an entry for every listener. New reads
+	// config.Server fills an entry for every listener. New reads
 	// the entries and keeps no pointer to them. A listener added later
 	// gets its ListenerConfig from Server.AddListener or
 	// Server.SetListeners.
 	PerListener map[protocolmap.ListenerName]*ListenerConfig
 
 	// RequestMaxBytes is socket.request.max.bytes: a larger frame closes
-	// the connection. Zero means DefaultRequestMaxBytes.
-	RequestMaxBytes int32
+	// the connection. Zero means DefaultRequestMaxBytes; at most
+	// math.MaxInt32, Kafka's largest frame.
+	RequestMaxBytes int
 	// ConnectionsMaxIdle is connections.max.idle.ms: a connection with no
 	// complete request received or response sent for this long, and no
 	// request arriving at RequestMinByteRate or faster, is closed, as in
@@ -87,14 +92,19 @@ type Config struct {
 	// this rate or more since the frame's reading first waited for them,
 	// with at most ConnectionsMaxIdle of credit carried from faster
 	// stretches; a frame that falls behind it is closed at the idle limit
-	// with the reason connregistry.SlowRequest, so that a slowloris
+	// with the reason connregistry.CloseSlowRequest, so that a slowloris
 	// (a byte every few seconds) still is. A frame that stops arriving
 	// is idle. Zero means DefaultRequestMinByteRate; negative sets no
 	// floor: every byte counts, as in Kafka.
-	RequestMinByteRate int64
+	RequestMinByteRate int
 	// QueuedMaxRequests is the data plane's request queue capacity
 	// (queued.max.requests). Zero means DefaultQueuedMaxRequests.
 	QueuedMaxRequests int
+	// IOThreads is the number of the data plane's workers that
+	// Server.Serve runs, the goroutines that hand its requests to the
+	// host's Handler (num.io.threads). Zero means DefaultNumIOThreads. The
+	// control plane has one, as in Kafka.
+	IOThreads int
 	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
 	// requests read but not yet answered, across the data plane's
 	// connections. When they are spent, connections read no more until
@@ -114,12 +124,12 @@ type Config struct {
 	// sends little cannot spend the budget; a frame of at most 64 KiB
 	// never waits for it; and while the budget is spent, frames nearest to
 	// whole are read first. See RequestStallTimeout.
-	QueuedMaxRequestBytes int64
+	QueuedMaxRequestBytes int
 	// RequestStallTimeout is kafkanet.request.stall.ms, a key of
 	// kafkanet's own: with QueuedMaxRequestBytes, a connection that holds
 	// some of the budget for a frame it has begun and sends none of the
 	// frame's next bytes for this long is closed
-	// (connregistry.StalledRequest), since connections waiting for the
+	// (connregistry.CloseStalledRequest), since connections waiting for the
 	// budget may be waiting for it. Zero means DefaultRequestStallTimeout;
 	// negative disables it, as in Kafka, where only ConnectionsMaxIdle
 	// closes such a connection. Without a budget it has no effect.
@@ -145,17 +155,19 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest frame
 	// accepted before authentication completes. Zero means
-	// DefaultSASLMaxReceiveSize.
-	SASLMaxReceiveSize int32
+	// DefaultSASLMaxReceiveSize; at most math.MaxInt32.
+	SASLMaxReceiveSize int
 
-	// Quotas are the connection quotas; nil means DefaultQuotas (nothing
-	// limited). ConfigFromProperties reads them from Kafka's keys.
-	Quotas *Quotas
+	// ConnectionQuotas are the connection quotas; nil means
+	// DefaultConnectionQuotas (nothing limited). config.Server reads them
+	// from Kafka's keys.
+	ConnectionQuotas *ConnectionQuotas
 
-	// Registry receives every connection of the server for listing
-	// (KIP-1329); nil means a new registry remembering
-	// connregistry.DefaultHistorySize closed connections.
-	Registry *connregistry.Registry
+	// RegistryHistory is how many recently closed connections the
+	// server's registry of connections (Server.Registry, listed by
+	// KIP-1329's ListClientConnections) remembers: 0 means
+	// connregistry.DefaultHistorySize, a negative value none.
+	RegistryHistory int
 
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
@@ -164,6 +176,11 @@ type Config struct {
 	// authentications. Each hook implements any of the Hook... interfaces
 	// (see [Hook]); one that implements none is an error in New.
 	Hooks []Hook
+	// AuditQueueSize is how many audit events may wait for the HookAudit
+	// hooks before further ones are dropped and counted (see [HookAudit]).
+	// Zero means DefaultAuditQueueSize; negative is an error in New.
+	// Without a HookAudit no queue is made.
+	AuditQueueSize int
 
 	// Listen makes the net.Listener that listener l is served on, as
 	// net/http's Server.Serve takes one: a proxy's listener, an in-memory
@@ -225,6 +242,28 @@ type Config struct {
 	// when it closes, whatever ConnContext returned.
 	ConnContext func(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context
 
+	// ConnectionsMaxAge is kafkanet.connections.max.age.ms, a key of
+	// kafkanet's own: a connection older than this (from its accept, each
+	// connection's age spread by ConnectionsMaxAgeJitter) is closed, with
+	// the reason connregistry.CloseMaxAge, so that clients reconnect and a
+	// load balancer in front spreads them over the instances added since
+	// they came. It is closed between requests: one waiting for a request
+	// (or parked) is closed within a twentieth of the age (at most a
+	// minute) of reaching it; one whose requests keep coming reads no
+	// further request once one it read finds it past its age, and closes
+	// when every request it read has been answered and its response
+	// written, so that nothing it took is lost and the client sends the
+	// rest again on its next connection, as after an idle close. Zero or
+	// negative: no maximum (the default).
+	ConnectionsMaxAge time.Duration
+	// ConnectionsMaxAgeJitter is kafkanet.connections.max.age.jitter: each
+	// connection's maximum age is ConnectionsMaxAge spread by up to this
+	// fraction of it either way (0.1: from 90% to 110%), so that
+	// connections opened together do not all leave together. Zero means
+	// DefaultConnectionsMaxAgeJitter; negative, none; it must be less than
+	// 1.
+	ConnectionsMaxAgeJitter float64
+
 	// ParkAfter is how long an idle connection first waits for its next
 	// request before it parks, giving back its read buffer and all but the
 	// smallest goroutine stack; a connection woken soon after parking
@@ -233,7 +272,7 @@ type Config struct {
 	ParkAfter time.Duration
 
 	// lookupNetIP resolves the host names of
-	// Quotas.MaxConnectionsPerIPOverrides; nil means
+	// ConnectionQuotas.MaxConnectionsPerIPOverrides; nil means
 	// net.DefaultResolver.LookupNetIP. Tests set it.
 	lookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
@@ -254,7 +293,7 @@ type ListenerConfig struct {
 	// Security is how the listener authenticates its connections: TLS,
 	// the SASL mechanisms it enables, principal mapping,
 	// re-authentication, the handshake timeout, and OAUTHBEARER's settings
-	// when its properties configure them (ConfigFromProperties reads them
+	// when its properties configure them (config.Server reads them
 	// with security.ForListener). The zero value suits PLAINTEXT.
 	Security security.Settings
 	// Mechanisms are the host's implementations of SASL mechanisms for the
@@ -288,135 +327,6 @@ type ListenerConfig struct {
 	ProxyProtocol ProxyProtocol
 }
 
-// ConfigFromProperties reads a server's configuration from Kafka's keys,
-// once, into typed and checked values: the listeners (listener.Resolve:
-// listeners, advertised.listeners, listener.security.protocol.map, the
-// inter-broker and control-plane listeners), then socket.request.max.bytes,
-// connections.max.idle.ms, kafkanet.request.min.byte.rate,
-// queued.max.requests, queued.max.request.bytes,
-// kafkanet.request.stall.ms, num.network.threads (and its listener-prefixed form),
-// socket.send.buffer.bytes, socket.receive.buffer.bytes,
-// connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
-// the connection quotas, each listener's use of the PROXY protocol
-// (kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks,
-// see ProxyProtocol), and each listener's TLS and SASL settings
-// (security.ForListener) into its ListenerConfig, among them, for a
-// listener whose sasl.enabled.mechanisms holds OAUTHBEARER, its OAUTHBEARER
-// settings (security.OAuthBearer). It builds no mechanism from them: the
-// host does (see ListenerConfig.Mechanisms), so that only a host that
-// serves OAUTHBEARER links its validators. Credentials are the host's to
-// set (security.NewJAASUsers builds them from Kafka's JAAS keys). Errors
-// name the offending key. New reads no property: a host may change any
-// value between the two.
-func ConfigFromProperties(props listener.Properties) (Config, error) {
-	cfg, err := listener.Resolve(props)
-	if err != nil {
-		return Config{}, err
-	}
-	c := Config{Listeners: cfg, PerListener: make(map[protocolmap.ListenerName]*ListenerConfig, len(cfg.Listeners))}
-	maxBytes, err := props.Int("socket.request.max.bytes", DefaultRequestMaxBytes, 1)
-	if err != nil {
-		return Config{}, err
-	}
-	c.RequestMaxBytes = int32(min(maxBytes, 1<<31-1))
-	idleMS, err := props.Int("connections.max.idle.ms", int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
-	if err != nil {
-		return Config{}, err
-	}
-	c.ConnectionsMaxIdle = time.Duration(idleMS) * time.Millisecond
-	if idleMS < 0 {
-		c.ConnectionsMaxIdle = -1
-	}
-	rate, err := props.Int(KeyRequestMinByteRate, DefaultRequestMinByteRate, -1<<62)
-	if err != nil {
-		return Config{}, err
-	}
-	c.RequestMinByteRate = int64(rate)
-	if rate <= 0 {
-		c.RequestMinByteRate = -1
-	}
-	if c.QueuedMaxRequests, err = props.Int("queued.max.requests", DefaultQueuedMaxRequests, 1); err != nil {
-		return Config{}, err
-	}
-	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(props, c.RequestMaxBytes); err != nil {
-		return Config{}, err
-	}
-	stallMS, err := props.Int(KeyRequestStallMs, int(DefaultRequestStallTimeout/time.Millisecond), -1<<62)
-	if err != nil {
-		return Config{}, err
-	}
-	c.RequestStallTimeout = time.Duration(stallMS) * time.Millisecond
-	if stallMS <= 0 {
-		c.RequestStallTimeout = -1
-	}
-	if c.SendBufferBytes, err = props.Int("socket.send.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
-		return Config{}, err
-	}
-	if c.ReceiveBufferBytes, err = props.Int("socket.receive.buffer.bytes", DefaultSocketBufferBytes, -1); err != nil {
-		return Config{}, err
-	}
-	if c.FailedAuthenticationDelay, err = security.FailedAuthenticationDelay(cfg); err != nil {
-		return Config{}, err
-	}
-	if c.FailedAuthenticationDelay == 0 {
-		c.FailedAuthenticationDelay = -1 // set to 0 on purpose: no delay
-	}
-	saslMax, err := props.Int("sasl.server.max.receive.size", DefaultSASLMaxReceiveSize, 1)
-	if err != nil {
-		return Config{}, err
-	}
-	c.SASLMaxReceiveSize = int32(min(saslMax, 1<<31-1))
-	if c.Quotas, err = quotasFromProperties(cfg); err != nil {
-		return Config{}, err
-	}
-	for _, l := range cfg.Listeners {
-		n, err := props.ListenerInt(l.Name, "num.network.threads", DefaultNumNetworkThreads, 1)
-		if err != nil {
-			return Config{}, err
-		}
-		sec, err := security.ForListener(cfg, l.Name)
-		if err != nil {
-			return Config{}, err
-		}
-		proxy, err := proxyProtocolFromProperties(props, l.Name)
-		if err != nil {
-			return Config{}, err
-		}
-		c.PerListener[l.Name] = &ListenerConfig{NetworkThreads: n, Security: sec, ProxyProtocol: proxy}
-	}
-	return c, nil
-}
-
-// KeyQueuedMaxRequestBytes is the key of [Config.QueuedMaxRequestBytes].
-const KeyQueuedMaxRequestBytes = "queued.max.request.bytes"
-
-// KeyRequestStallMs is the key of [Config.RequestStallTimeout], in
-// milliseconds; zero or negative disables it.
-const KeyRequestStallMs = "kafkanet.request.stall.ms"
-
-// KeyRequestMinByteRate is the key of [Config.RequestMinByteRate], in
-// bytes a second; zero or negative sets no floor.
-const KeyRequestMinByteRate = "kafkanet.request.min.byte.rate"
-
-// queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
-// with Kafka's rule that a limit is at least socket.request.max.bytes.
-func queuedMaxRequestBytes(props listener.Properties, requestMax int32) (int64, error) {
-	v, ok := props.Get(KeyQueuedMaxRequestBytes)
-	if !ok {
-		return -1, nil
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil {
-		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
-			Rule: "Expected value to be a 64-bit integer"}
-	}
-	if n > 0 && n < int64(requestMax) {
-		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
-			Rule: fmt.Sprintf("a limit must be at least socket.request.max.bytes (%d), or -1 for none", requestMax)}
-	}
-	return n, nil
-}
-
 // withDefaults returns c with zero fields set to Kafka's defaults.
 func (c Config) withDefaults() Config {
 	if c.RequestMaxBytes == 0 {
@@ -427,6 +337,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueuedMaxRequests == 0 {
 		c.QueuedMaxRequests = DefaultQueuedMaxRequests
+	}
+	if c.IOThreads == 0 {
+		c.IOThreads = DefaultNumIOThreads
 	}
 	if c.RequestStallTimeout == 0 {
 		c.RequestStallTimeout = DefaultRequestStallTimeout
@@ -446,21 +359,24 @@ func (c Config) withDefaults() Config {
 	if c.SASLMaxReceiveSize == 0 {
 		c.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
 	}
-	if c.Quotas == nil {
-		q := DefaultQuotas()
-		c.Quotas = &q
+	if c.AuditQueueSize == 0 {
+		c.AuditQueueSize = DefaultAuditQueueSize
+	}
+	if c.ConnectionQuotas == nil {
+		q := DefaultConnectionQuotas()
+		c.ConnectionQuotas = &q
 	}
 	if c.PrincipalBuilder == nil {
 		c.PrincipalBuilder = DefaultPrincipal
-	}
-	if c.Registry == nil {
-		c.Registry = connregistry.New(0)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.ParkAfter == 0 {
 		c.ParkAfter = DefaultParkAfter
+	}
+	if c.ConnectionsMaxAgeJitter == 0 {
+		c.ConnectionsMaxAgeJitter = DefaultConnectionsMaxAgeJitter
 	}
 	if c.lookupNetIP == nil {
 		c.lookupNetIP = net.DefaultResolver.LookupNetIP
@@ -487,144 +403,4 @@ func networkThreads(l listener.Listener, lc ListenerConfig) int {
 		return lc.NetworkThreads
 	}
 	return DefaultNumNetworkThreads
-}
-
-// quotasFromProperties reads Kafka's connection quota keys: max.connections
-// and max.connection.creation.rate (each also per listener),
-// max.connections.per.ip, max.connections.per.ip.overrides,
-// quota.window.num, quota.window.size.seconds, and this library's
-// kafkanet.ip.connection.creation.rate and
-// kafkanet.ip.connection.creation.rate.overrides (see
-// ipConnectionCreationRateOverrides).
-func quotasFromProperties(cfg *listener.Set) (*Quotas, error) {
-	q := DefaultQuotas()
-	props := cfg.Properties()
-	var err error
-	if q.MaxConnections, err = props.Int("max.connections", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.MaxConnectionsPerIP, err = props.Int("max.connections.per.ip", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.MaxConnectionCreationRate, err = props.Int("max.connection.creation.rate", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.IPConnectionCreationRate, err = props.Int("kafkanet.ip.connection.creation.rate", Unlimited, 0); err != nil {
-		return nil, err
-	}
-	if q.WindowNum, err = props.Int("quota.window.num", 11, 1); err != nil {
-		return nil, err
-	}
-	seconds, err := props.Int("quota.window.size.seconds", 1, 1)
-	if err != nil {
-		return nil, err
-	}
-	q.WindowSize = time.Duration(seconds) * time.Second
-	if q.ListenerMaxConnections, err = listenerOverrides(cfg, "max.connections"); err != nil {
-		return nil, err
-	}
-	if q.ListenerMaxConnectionCreationRate, err = listenerOverrides(cfg, "max.connection.creation.rate"); err != nil {
-		return nil, err
-	}
-	const overridesKey = "max.connections.per.ip.overrides"
-	if v, ok := props.Get(overridesKey); ok {
-		entries, err := protocolmap.ParseCSVMap(overridesKey, v)
-		if err != nil {
-			return nil, err
-		}
-		var invalid []string
-		for _, e := range entries {
-			if !listener.ValidHost(e.Key) {
-				invalid = append(invalid, e.Key)
-			}
-		}
-		if len(invalid) > 0 {
-			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidQuotas,
-				Rule: overridesKey + " contains invalid addresses : " + strings.Join(invalid, ",")}
-		}
-		q.MaxConnectionsPerIPOverrides = map[string]int{}
-		for _, e := range entries {
-			n, err := strconv.Atoi(e.Value)
-			if err != nil || n < 0 {
-				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: ErrInvalidQuotas,
-					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative integer", e.Value, e.Key)}
-			}
-			q.MaxConnectionsPerIPOverrides[e.Key] = n
-		}
-	}
-	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(props); err != nil {
-		return nil, err
-	}
-	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
-		return nil, &protocolmap.ConfigError{Key: "max.connections.per.ip", Value: "0", Err: ErrInvalidQuotas,
-			Rule: "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set."}
-	}
-	return &q, nil
-}
-
-// KeyIPConnectionCreationRateOverrides is this library's key for per-address
-// connection creation rates, which Kafka sets as the connection_creation_rate
-// quota of named ip entities (kafka-configs --entity-type ips): a
-// comma-separated list of address:rate, in the syntax of
-// max.connections.per.ip.overrides (each entry split at its last colon, so
-// ::1:5 gives ::1 five per second), for example
-// 10.0.0.7:5,192.168.1.9:0,2001:db8::1:20. Addresses are IP literals (a
-// bracketed IPv6 address is accepted; a host name is not), each given once;
-// rates are connections per second, 0 admitting none and 2147483647 none
-// limited (exempt from kafkanet.ip.connection.creation.rate).
-const KeyIPConnectionCreationRateOverrides = "kafkanet.ip.connection.creation.rate.overrides"
-
-// ipConnectionCreationRateOverrides reads
-// kafkanet.ip.connection.creation.rate.overrides; nil when it is not set.
-func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Addr]int, error) {
-	const key = KeyIPConnectionCreationRateOverrides
-	v, ok := props.Get(key)
-	if !ok {
-		return nil, nil
-	}
-	entries, err := protocolmap.ParseCSVMap(key, v)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[netip.Addr]int, len(entries))
-	for _, e := range entries {
-		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e.Key, "["), "]"))
-		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
-				Rule: fmt.Sprintf("%q is not an IP address (host names are not accepted)", e.Key)}
-		}
-		ip = ip.Unmap().WithZone("") // a zone does not tell addresses apart, as in Java
-		if _, dup := out[ip]; dup {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
-				Rule: fmt.Sprintf("address %s is given more than once", ip)}
-		}
-		n, err := strconv.Atoi(e.Value)
-		if err != nil || n < 0 || n > Unlimited {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: ErrInvalidQuotas,
-				Rule: fmt.Sprintf("the rate %q of %s is not an integer from 0 to %d", e.Value, e.Key, Unlimited)}
-		}
-		out[ip] = n
-	}
-	return out, nil
-}
-
-// listenerOverrides reads listener.name.<l>.<key> for every listener that
-// sets it; listeners without it are left out (the broker-wide value
-// applies).
-func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerName]int, error) {
-	var out map[protocolmap.ListenerName]int
-	for _, l := range cfg.Listeners {
-		if _, from, ok := cfg.Properties().ListenerValue(l.Name, key); !ok || from == key {
-			continue
-		}
-		n, err := cfg.Properties().ListenerInt(l.Name, key, Unlimited, 0)
-		if err != nil {
-			return nil, err
-		}
-		if out == nil {
-			out = map[protocolmap.ListenerName]int{}
-		}
-		out[l.Name] = n
-	}
-	return out, nil
 }

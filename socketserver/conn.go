@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 )
 
 // conn is one client connection. Its goroutine, serve, is the whole
@@ -45,7 +46,7 @@ import (
 //	                     (the peer watcher reads meanwhile once the
 //	                     request is held past peerWatchAfter, and a
 //	                     streamed body has been read), writes,
-//	                     logs it (HookRequestLogged, requestlog.go)
+//	                     reports it (HookRequestDone, requestlog.go)
 //	  mute               a throttled request's connection reads nothing    waitBusy
 //	                     until the throttle has passed (Request.Throttle)
 //	finish               lingers if draining, closes, hooks, conns.Done    waitBusy
@@ -56,16 +57,15 @@ import (
 // goroutine writes to the socket, and reads it but for the peer watcher
 // and a streamed body's reads (see the concurrency core).
 //
-// Its fields are laid out to fit the 240-byte size class (TestGuardConnSize):
+// Its fields are laid out to fit the 224-byte size class (TestGuardConnSize):
 // the small ones are paired to leave no padding.
 type conn struct {
-	nc        net.Conn // the connection: closed and given deadlines from any goroutine
-	p         *processor
-	ctx       context.Context    // the connection's life: cancelled when it closes; the server's waits watch it
-	cancel    context.CancelFunc // cancels ctx (close cancels reqCtx too)
-	reqCtx    context.Context    // Request.Context: from the host's BaseContext and ConnContext; cancelled when the peer sends EOF or the connection closes
-	cancelReq context.CancelFunc // cancels reqCtx alone: the peer's EOF
-	answers   chan answer        // made with the first request the host answers
+	nc      net.Conn // the connection: closed and given deadlines from any goroutine
+	p       *processor
+	ctx     context.Context            // the connection's life: cancelled when it closes; the server's waits watch it
+	cancel  context.CancelFunc         // cancels ctx (close cancels reqCtx too)
+	req     atomic.Pointer[reqContext] // Request.Context and its cancel (see requestContext): nil until a request asks for it, unless the host's BaseContext or ConnContext made it at the start
+	answers chan answer                // made with the first request the host answers
 
 	// Owned by the connection's goroutine (serve, or the parked goroutine
 	// that took over: one at a time). A parked connection holds no read
@@ -89,7 +89,7 @@ type conn struct {
 	active    atomic.Int64 // monotonic nanoseconds since the server's epoch of the last complete request or response, or a response's write beginning; while muted, the throttle's end (mute)
 	closeOnce sync.Once
 	held      int32 // owned by the connection's goroutine: bytes of the request in flight taken from the listener's memory pool (nextFrame), beside closeOnce to fill its padding
-	entry     *connregistry.Entry
+	entry     *connreg.Entry
 	reason    atomic.Pointer[connregistry.CloseReason] // the first reason given wins
 }
 
@@ -429,7 +429,7 @@ func (c *conn) clearReadDeadlineLocked() {
 // read buffer. serveRequest does the deep work.
 func (c *conn) serve() {
 	c.rw = c.nc
-	c.pre.r = c.nc
+	c.pre.r = takeSocket(c.nc)
 	c.br = c.p.srv.readBuf(c.socket())
 	c.run(time.Now().Add(c.p.ls.sec.timeout))
 }
@@ -449,7 +449,36 @@ func (c *conn) run(deadline time.Time) {
 		c.authenticationFailed(err)
 		return
 	}
+	if !c.admitPrincipal() {
+		c.end(false)
+		return
+	}
 	c.loop()
+}
+
+// admitPrincipal counts the connection under its principal, now known,
+// against the connection quotas' PrincipalLimits. Over a limit, it logs
+// the refusal (without flooding), records it in the audit trail, sets the
+// close reason and reports false: the connection is closed before any request is read, as Kafka
+// closes one over max.connections.per.ip. Never inlined, as
+// authenticationFailed.
+//
+//go:noinline
+func (c *conn) admitPrincipal() bool {
+	srv := c.p.srv
+	info := c.info()
+	err := srv.quotas.acquirePrincipal(info.Listener, info.Principal, &c.p.ls.anonymous)
+	if err == nil {
+		return true
+	}
+	c.setReason(connregistry.ClosePrincipalLimit)
+	c.auditConn(AuditConnectionRefused, func(e *AuditEvent) { e.Reason = err.Error() })
+	if ok, held := srv.principalRefusals.allow(time.Now()); ok {
+		srv.log.Info("closing connection: its principal already has the configured maximum of connections",
+			"conn_id", info.ID, "listener", info.Listener, "principal", info.Principal, "address", info.ClientAddr,
+			"refused_unlogged", held, "err", err)
+	}
+	return false
 }
 
 // authenticationFailed logs why the connection's authentication failed,
@@ -461,9 +490,10 @@ func (c *conn) run(deadline time.Time) {
 //go:noinline
 func (c *conn) authenticationFailed(err error) {
 	if !c.peerLeft(err) && !isClosedOrEOF(err) && !errors.Is(err, errDraining) {
-		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err)
+		c.p.srv.log.Info("closing connection during authentication", "conn_id", c.info().ID, "err", err,
+			"reason", string(connregistry.CloseAuthenticationFailed))
 	}
-	c.finish()
+	c.end(false)
 }
 
 // loop serves requests until the connection closes, or parks: then a
@@ -492,7 +522,7 @@ func (c *conn) loop() {
 		}
 		if !ok {
 			if c.pipe != nil { // the requests read before the EOF, or the drain, are answered first
-				if !c.draining() {
+				if !c.draining() && !c.aged() {
 					c.cancelReq() // the client has gone, or half-closed: the host may stop
 				}
 				c.pipe.await(1)
@@ -507,7 +537,7 @@ func (c *conn) loop() {
 			}
 		}
 		served, muteUntil := c.serveRequest()
-		if !served {
+		if !served || c.aged() { // an aged connection reads no further request (see Config.ConnectionsMaxAge)
 			c.finish()
 			return
 		}
@@ -577,19 +607,30 @@ func (c *conn) endTurn() {
 	}
 }
 
-// finish ends the connection: it lingers when Shutdown drains it, closes
-// it, stops its peer watcher and gives its read buffer back. When Shutdown
-// drains it, the pipelined requests the host holds are answered first,
-// whatever woke it (the wake may cut a frame short: serveRequest fails).
-func (c *conn) finish() {
+// finish ends a connection that was counted under its principal
+// (admitPrincipal): see end.
+func (c *conn) finish() { c.end(true) }
+
+// end ends the connection: it lingers when Shutdown drains it, or it is
+// closed for its age, closes it, stops its peer watcher, gives its read
+// buffer back, its socket's state (rawSocket) unless a pipeline may still
+// write, and, if counted is true, its principal's count. When Shutdown
+// drains it, or it is closed for its age, the pipelined requests the host
+// holds are answered first, whatever woke it (the wake may cut a frame
+// short: serveRequest fails).
+func (c *conn) end(counted bool) {
 	c.endTurn()
-	if c.pipe != nil && c.draining() {
+	leaving := c.draining() || c.aged()
+	if c.pipe != nil && leaving {
 		c.pipe.await(1) // false once the connection is closed: Close, or Shutdown's deadline
 	}
-	if !c.watchingPeer() && c.draining() {
+	if !c.watchingPeer() && leaving {
 		c.lingerClose()
 	}
 	c.close()
+	if counted {
+		c.p.srv.quotas.releasePrincipal(c.p.ls.cfg.Name, c.info().Principal, &c.p.ls.anonymous) // the principal never changes once counted (re-authentication keeps it)
+	}
 	if c.pipe != nil {
 		c.pipe.close()
 	}
@@ -598,6 +639,9 @@ func (c *conn) finish() {
 	if c.br != nil {
 		c.p.srv.putReadBuf(c.br)
 		c.br = nil
+	}
+	if c.pipe == nil { // else a pipelined answer's writer may still be writing
+		c.pre.r = releaseSocket(c.pre.r, c.nc)
 	}
 	if hooks := c.p.srv.hooks.connClosed; len(hooks) > 0 {
 		info := c.info()
@@ -655,7 +699,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 // it, and answers it or hands it to the host and writes the host's answer.
 // It reports ok false when the connection must close, and when the host
 // throttled the request (Request.Throttle), until when it must stay muted.
-// Every request it decodes is logged once (HookRequestLogged), when it is
+// Every request it decodes is reported once (HookRequestDone), when it is
 // done: the server's own answers where they are written (ownDone), the
 // host's here (hostDone).
 func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
@@ -665,11 +709,11 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	if !c.pre.heard { // the request's first bytes are in the read buffer (awaitRequest)
 		c.pre.heard = true
 	}
-	frame, size, peeked, err := c.nextFrame(srv.cfg.RequestMaxBytes, ls.apis, ls.memory)
+	frame, size, peeked, err := c.nextFrame(int32(srv.cfg.RequestMaxBytes), ls.apis, ls.memory)
 	if err != nil {
 		if !c.peerLeft(err) && !isClosedOrEOF(err) {
-			c.setReason(connregistry.ProtocolError)
-			log.Info("closing connection", "conn_id", c.info().ID, "err", err)
+			c.setReason(connregistry.CloseProtocolError)
+			log.Info("closing connection", "conn_id", c.info().ID, "err", err, "reason", string(connregistry.CloseProtocolError))
 		}
 		return false, time.Time{}
 	}
@@ -677,11 +721,15 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	c.touch(start)
 	h, api, body, rest, info, err := c.decode(frame, size, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
-		c.setReason(connregistry.ProtocolError)
-		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version)
+		c.setReason(connregistry.CloseProtocolError)
+		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version,
+			"reason", string(connregistry.CloseProtocolError))
 		return false, time.Time{}
 	}
-	q := logged{h: h, size: size, received: start, peeked: peeked > 0}
+	q := logged{h: h, size: size, received: start}
+	if srv.cfg.ConnectionsMaxAge > 0 && !start.Before(c.ageLimit(info.ConnectedAt)) {
+		c.closeForAge() // this request is served; the loop then closes (aged)
+	}
 	if c.pipe != nil && api.Pipeline == 0 && !c.pipe.await(1) { // answers leave in order: the pipelined ones first
 		return false, time.Time{}
 	}
@@ -692,8 +740,9 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	// the request's bookkeeping, under the registry entry's one lock.
 	if exp := info.SessionExpiry; !exp.IsZero() && start.After(exp) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
-			c.setReason(connregistry.SessionExpired)
-			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal)
+			c.setReason(connregistry.CloseSessionExpired)
+			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal,
+				"reason", string(connregistry.CloseSessionExpired))
 			c.ownDone(&q, c.ownStart(), 0, true)
 			return false, time.Time{}
 		}
@@ -715,11 +764,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		// whole request costs the server 5 to 6 µs). Never negative: a
 		// pipelined answer written meanwhile by another goroutine may
 		// record an earlier time.
-		took := max(c.lastActive().Sub(start), 0)
-		c.p.busy.Add(int64(took))
-		for _, hook := range srv.hooks.requestsDone {
-			hook.OnRequestDone(c.p.ls.cfg.Name, h.key, RequestLatency{Total: took})
-		}
+		c.p.busy.Add(int64(max(c.lastActive().Sub(start), 0)))
 		return true, time.Time{}
 	}
 
@@ -834,7 +879,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	q.throttle = a.throttle
 	writeStart := time.Now()
 	if a.close {
-		c.setReason(connregistry.HandlerClosed)
+		c.setReason(connregistry.CloseByHandler)
 		if r.Raw.streaming() {
 			c.close() // now: a read of the body the host may still be making then fails
 		}
@@ -911,6 +956,9 @@ func (c *conn) mute(until time.Time) bool {
 	}
 	c.touch(until)
 	c.entry.Throttle(now, until)
+	if c.p.srv.audit != nil {
+		c.auditConn(AuditThrottled, func(e *AuditEvent) { e.Throttle = until.Sub(now) })
+	}
 	if c.peer == nil { // only pipelined requests so far: none waited
 		c.peer = &peerWatcher{held: time.NewTimer(peerWatchAfter)}
 	}
@@ -932,31 +980,19 @@ func (c *conn) mute(until time.Time) bool {
 // hostDone ends q, a request handed to the host as r, whose answer the
 // connection took up at writeStart with a response of sent bytes (0:
 // none): it counts the write as the processor's busy time, records the
-// activity, and reports the request to the HookRequestDone hooks (unless
-// the connection closes: closed) and the request log.
+// activity (unless the connection closes: closed), and reports the
+// request to the HookRequestDone hooks.
 func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, closed bool) {
 	end := writeStart
 	if sent > 0 {
 		end = time.Now()
 		c.p.busy.Add(int64(end.Sub(writeStart)))
 	}
-	if closed {
-		if c.p.srv.logging() {
-			c.logRequest(q, c.latency(r, q.received, writeStart, end), sent, true)
-		}
-		return
+	if !closed {
+		c.touch(end)
 	}
-	c.touch(end)
-	hooks := &c.p.srv.hooks
-	if !hooks.timed() {
-		return
-	}
-	t := c.latency(r, q.received, writeStart, end)
-	for _, h := range hooks.requestsDone {
-		h.OnRequestDone(c.p.ls.cfg.Name, r.APIKey, t)
-	}
-	if len(hooks.requestLogged) > 0 {
-		c.logRequest(q, t, sent, false)
+	if c.p.srv.hooks.timed() {
+		c.requestDone(q, c.latency(r, q.received, writeStart, end), sent, closed)
 	}
 }
 
@@ -974,7 +1010,7 @@ func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions
 	if err != nil {
 		return h, api, nil, nil, info, err
 	}
-	info = c.entry.Request(received, size, h.clientID)
+	info, h.clientID = c.entry.Request(received, size, h.clientID) // the entry's copy: a HookRequestDone may keep it
 	api, ok := apis.lookup(h.key)
 	if !ok {
 		return h, api, nil, nil, info, ErrUnknownAPI
@@ -1045,7 +1081,7 @@ func (c *conn) answerInServer(q *logged, found *connregistry.Info, api API, body
 // otherwise with the listener's encoded answer, recording the client
 // software (KIP-511) when it differs from found's, the description the
 // request found. Nothing is allocated for a client that sends the same
-// software as before (and no request log hook is set), and the requests
+// software as before, and the requests
 // that follow keep sharing found.
 func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byte) error {
 	apis := c.p.ls.apis
@@ -1056,7 +1092,7 @@ func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byt
 	if h.version >= 3 {
 		name, version, err := parseClientSoftware(body)
 		if err != nil {
-			c.setReason(connregistry.ProtocolError)
+			c.setReason(connregistry.CloseProtocolError)
 			return fmt.Errorf("%w: ApiVersions: %w", ErrMalformedBody, err)
 		}
 		if !validSoftwareField(name) || !validSoftwareField(version) {
@@ -1248,7 +1284,7 @@ func (c *conn) nextFrame(limit int32, apis *apiTable, pool *memoryPool) (frame [
 	if pool != nil && n > 0 {
 		m = &frameMemory{c: c, pool: pool}
 	}
-	if apis != nil && apis.streamAbove > 0 && n > apis.streamAbove {
+	if apis != nil && apis.streamAbove > 0 && int(n) > apis.streamAbove {
 		if head, err := c.streamHead(n, apis, m); head != nil || err != nil {
 			if err != nil {
 				c.endArrival()
@@ -1298,7 +1334,7 @@ func (c *conn) readSize(limit int32) (int32, error) {
 // frame holds memory, each read that waits for the peer has a deadline of
 // Config.RequestStallTimeout: a peer that holds memory and sends nothing
 // would stop every connection waiting for it, and is closed
-// (connregistry.StalledRequest).
+// (connregistry.CloseStalledRequest).
 type frameMemory struct {
 	c        *conn
 	pool     *memoryPool
@@ -1374,9 +1410,9 @@ func (m *frameMemory) done(err error) error {
 	}
 	c.clearReadDeadline()
 	if isDeadline(err) && !c.draining() {
-		c.setReason(connregistry.StalledRequest)
+		c.setReason(connregistry.CloseStalledRequest)
 		c.p.srv.log.Info("closing connection: its request stalled", "conn_id", c.info().ID,
-			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout)
+			"held_bytes", c.held, "stall_timeout", c.p.srv.cfg.RequestStallTimeout, "reason", string(connregistry.CloseStalledRequest))
 	}
 	return err
 }
@@ -1401,7 +1437,13 @@ func (c *conn) writeFrame(b []byte) error {
 	}
 	if len(b) > 0 {
 		c.moveWriteDeadline()
-		if _, err := c.rw.Write(b); err != nil {
+		var err error
+		if c.rw == c.nc {
+			_, err = c.writeSocket(b)
+		} else {
+			_, err = c.rw.Write(b)
+		}
+		if err != nil {
 			c.writeFailed(err)
 			return err
 		}
@@ -1430,7 +1472,7 @@ func (c *conn) writeInTurn(b []byte) ([]byte, error) {
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(turnWriteWait))
 	c.writeDeadline = 0 // moveWriteDeadline sets connections.max.idle.ms again
-	n, err := c.nc.Write(b)
+	n, err := c.writeSocket(b)
 	if c.p.srv.cfg.ConnectionsMaxIdle > 0 {
 		c.moveWriteDeadline()
 	} else {
@@ -1473,7 +1515,7 @@ func (c *conn) wrote(n int) {
 // noteClientSoftware records KIP-511's client software name and version
 // from a valid ApiVersions v3+ request, when they differ from found's, the
 // description the request found: the same software changes nothing, and
-// the requests that follow keep sharing found (connregistry.Entry.Request).
+// the requests that follow keep sharing found (connreg.Entry.Request).
 func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest, found *connregistry.Info) {
 	if req.Version >= 3 && validClientSoftware(req) && !sameSoftware(found, req.ClientSoftwareName, req.ClientSoftwareVersion) {
 		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
@@ -1544,6 +1586,53 @@ func (c *conn) lingerClose() {
 	}
 }
 
+// maxAgeClose is the reason of a connection closed for its age: set
+// before the close, as the connection stops reading requests (aged), and
+// told apart by its address.
+var maxAgeClose = connregistry.CloseMaxAge
+
+// aged reports whether the connection is past its maximum age and must
+// read no further request (Config.ConnectionsMaxAge): its reason is set
+// to maxAgeClose, by its goroutine, when it is found past its age after a
+// request it read, or on a wake of the processor's between requests.
+func (c *conn) aged() bool { return c.reason.Load() == &maxAgeClose }
+
+// ageLimit is when a connection made at connectedAt reaches its maximum
+// age: Config.ConnectionsMaxAge, spread by up to ConnectionsMaxAgeJitter
+// of it either way, by an amount drawn from connectedAt (so that
+// connections do not all leave at once, and the draw needs no field of
+// the connection's).
+func (c *conn) ageLimit(connectedAt time.Time) time.Time {
+	cfg := &c.p.srv.cfg
+	age := cfg.ConnectionsMaxAge
+	if j := cfg.ConnectionsMaxAgeJitter; j > 0 {
+		u := float64(splitmix64(uint64(connectedAt.UnixNano()))>>11) / (1 << 53) // uniform in [0, 1)
+		age += time.Duration(float64(age) * j * (2*u - 1))
+	}
+	return connectedAt.Add(age)
+}
+
+// pastAge reports whether the connection has reached its maximum age at
+// now; false when there is none. It reads the connection's description:
+// the processor's scans and the wakes they cause call it, not each
+// request.
+func (c *conn) pastAge(now time.Time) bool {
+	return c.p.srv.cfg.ConnectionsMaxAge > 0 && !now.Before(c.ageLimit(c.info().ConnectedAt))
+}
+
+// closeForAge marks the connection closed for its age (aged), unless it
+// has a close reason already.
+func (c *conn) closeForAge() { c.reason.CompareAndSwap(nil, &maxAgeClose) }
+
+// splitmix64 is SplitMix64's output function: it spreads x's bits over
+// all of the result's.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // setReason records why the connection closes, unless a reason was given
 // already.
 func (c *conn) setReason(r connregistry.CloseReason) { c.reason.CompareAndSwap(nil, &r) }
@@ -1561,11 +1650,11 @@ func (c *conn) close() {
 		// Unless a reason was given already (the first one wins):
 		switch {
 		case c.p.ls.draining.Load():
-			c.setReason(connregistry.ListenerRemoved)
+			c.setReason(connregistry.CloseListenerRemoved)
 		case c.p.srv.draining.Load():
-			c.setReason(connregistry.ServerShutdown)
+			c.setReason(connregistry.CloseServerShutdown)
 		}
-		c.setReason(connregistry.ClientClosed)
+		c.setReason(connregistry.CloseByClient)
 		if reason := c.reason.Load(); reason == &probeClosed {
 			c.entry.Forget() // kept out of the history, counted (Stats.ProbesClosed)
 			c.p.ls.probes.Add(1)
@@ -1583,7 +1672,7 @@ func (c *conn) close() {
 
 // probeClosed is the reason of a probe's close (see peerLeft): client
 // closed, told apart by its address.
-var probeClosed = connregistry.ClientClosed
+var probeClosed = connregistry.CloseByClient
 
 // peerLeft records that the client went away, if err, the error of a read
 // of the connection's, says so (peerGone): the connection then closes as
@@ -1608,8 +1697,8 @@ func (c *conn) peerLeft(err error) bool {
 		c.reason.CompareAndSwap(nil, &probeClosed) // close logs it
 		return true
 	}
-	if r := connregistry.ClientClosed; c.reason.CompareAndSwap(nil, &r) {
-		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err) // as Kafka logs a disconnection
+	if r := connregistry.CloseByClient; c.reason.CompareAndSwap(nil, &r) {
+		c.p.srv.log.Debug("connection closed by its client", "conn_id", c.info().ID, "err", err, "reason", string(connregistry.CloseByClient)) // as Kafka logs a disconnection
 	}
 	return true
 }

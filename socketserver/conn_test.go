@@ -184,7 +184,7 @@ func TestConnectionIDAndRequestFields(t *testing.T) {
 		assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), r.Conn.Listener)
 		assert.Equal(t, protocolmap.Plaintext, r.Conn.SecurityProtocol)
 		assert.Equal(t, protocolmap.DataPlane, r.Conn.Plane)
-		assert.Equal(t, connregistry.Anonymous, r.Conn.Principal)
+		assert.Equal(t, connregistry.Anonymous(), r.Conn.Principal)
 		assert.Equal(t, "User:ANONYMOUS", r.Conn.Principal.String())
 		assert.Equal(t, netip.MustParseAddrPort(c.LocalAddr().String()), r.Conn.ClientAddr)
 		assert.Empty(t, r.Conn.ClientSoftwareName)

@@ -29,11 +29,9 @@ func TestIPv6ConnectionID(t *testing.T) {
 	probe.Close()
 
 	const listKey = 200
-	reg := connregistry.New(0)
 	seen := make(chan *socketserver.Request, 1)
 	srv := socketservertest.NewServer(t, listener.Properties{"listeners": "PLAINTEXT://[::1]:0"}, func(c *socketserver.Config) {
 		withAPIs(c)
-		c.Registry = reg
 		c.APIs = append(c.APIs, socketserver.API{Key: listKey, MaxVersion: 0,
 			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} }})
 	}, queueHandler(seen))
@@ -53,7 +51,7 @@ func TestIPv6ConnectionID(t *testing.T) {
 		t.Helper()
 		send(t, c, &connregistry.ListClientConnectionsRequest{APIKey: listKey, ClientAddressFilter: filter}, 2)
 		r := recv(t, seen)
-		h := &connregistry.ListHandler{Registry: reg}
+		h := &connregistry.ListHandler{Registry: srv.Registry()}
 		require.NoError(t, r.Respond(h.Handle(r.Context(), r.Conn.Principal, r.Body.(*connregistry.ListClientConnectionsRequest))))
 		resp := &connregistry.ListClientConnectionsResponse{APIKey: listKey}
 		readResponse(t, c, resp, 2)

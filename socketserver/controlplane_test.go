@@ -83,7 +83,7 @@ func TestNoControlPlane(t *testing.T) {
 	assert.Nil(t, socketserver.Requests(srv, protocolmap.Plane(7)))
 	_, ok := srv.Stats().RequestQueueSize[protocolmap.ControlPlane]
 	assert.False(t, ok)
-	assert.Error(t, srv.Serve(context.Background(), protocolmap.ControlPlane, 1, echoMetadata))
+	assert.Error(t, srv.Serve(context.Background(), protocolmap.ControlPlane, echoMetadata))
 }
 
 // Processor ids are numbered across the server as Kafka numbers them

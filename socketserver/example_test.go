@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -21,11 +22,12 @@ import (
 // ListClientConnections through ListClientConnectionsAPI.
 func Example() {
 	// Kafka's defaults for the keys not given.
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	if err != nil {
 		panic(err)
 	}
 	cfg.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
+	cfg.IOThreads = 4 // num.io.threads
 	srv, err := socketserver.New(cfg)
 	if err != nil {
 		panic(err)
@@ -37,7 +39,7 @@ func Example() {
 	self := []socketserver.Broker{srv.Broker(0, "")}
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), protocolmap.DataPlane, 4, socketserver.HandlerFunc(func(r *socketserver.Request) {
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch req := r.Body.(type) {
 			case *kmsg.MetadataRequest:
 				resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -79,7 +81,7 @@ func Example() {
 // the balancers' network; the others are left as they are. A host that
 // builds its Config in code sets ListenerConfig.ProxyProtocol itself.
 func ExampleProxyProtocol() {
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{
+	cfg, err := config.Server(listener.Properties{
 		"listeners":                                                     "CLIENT://:9092,REPLICATION://:9093",
 		"listener.security.protocol.map":                                "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name":                                    "REPLICATION",
@@ -94,9 +96,9 @@ func ExampleProxyProtocol() {
 		fmt.Println(name, p.Mode, p.TrustedNetworks)
 	}
 
-	_, err = socketserver.ConfigFromProperties(listener.Properties{
-		"listeners":                   "PLAINTEXT://:9092",
-		socketserver.KeyProxyProtocol: "required",
+	_, err = config.Server(listener.Properties{
+		"listeners":             "PLAINTEXT://:9092",
+		config.KeyProxyProtocol: "required",
 	})
 	fmt.Println(err)
 	// Output:

@@ -2,6 +2,7 @@ package socketserver
 
 import (
 	"context"
+	"github.com/kafkanet/kafkanet/connregistry"
 	"net/netip"
 	"time"
 
@@ -32,3 +33,7 @@ func SetStreamWatchAfter(d time.Duration) (restore func()) {
 	streamWatchAfter = d
 	return func() { streamWatchAfter = old }
 }
+
+// PrincipalCounts exposes the connections counted per principal across
+// listeners (connection quotas' PrincipalLimits) to the external tests.
+func PrincipalCounts(s *Server) map[connregistry.Principal]int { return s.quotas.principalCounts() }

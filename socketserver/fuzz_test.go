@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -46,9 +47,9 @@ func FuzzServeFrame(f *testing.F) {
 // arrive, and a short stall timeout.
 func FuzzServeFrameWithBudget(f *testing.F) {
 	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
-		"socket.request.max.bytes":     "1048576",
-		"queued.max.request.bytes":     "1048576",
-		socketserver.KeyRequestStallMs: "1000",
+		"socket.request.max.bytes": "1048576",
+		"queued.max.request.bytes": "1048576",
+		config.KeyRequestStallMs:   "1000",
 	}, withAPIs, answerAll))
 }
 
@@ -60,9 +61,9 @@ func FuzzServeFrameWithBudget(f *testing.F) {
 // must leave in the order of the requests.
 func FuzzServeFrameRaw(f *testing.F) {
 	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
-		"socket.request.max.bytes":     "1048576",
-		"queued.max.request.bytes":     "1048576",
-		socketserver.KeyRequestStallMs: "1000",
+		"socket.request.max.bytes": "1048576",
+		"queued.max.request.bytes": "1048576",
+		config.KeyRequestStallMs:   "1000",
 	}, func(c *socketserver.Config) {
 		c.APIs = rawAPIs(64)
 		for i := range c.APIs { // the odd keys (Fetch, Metadata, ...) pipelined, the others one at a time

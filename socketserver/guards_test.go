@@ -55,10 +55,17 @@ var (
 	// header: the request with its raw form and client id (its 480-byte
 	// size class) and its frame (24); 792 bytes before.
 	smallRaw = perRequest{2, 480 + 24}
-	// loggedClientID is what a request log adds to an ApiVersions request
-	// answered in place: the copy of its client id, six bytes that the
-	// runtime packs into 16-byte blocks with others (4 bytes a request).
-	loggedClientID = perRequest{1, 4}
+	// fetchByReference is a small Fetch of one topic and partition
+	// answered with records by reference (FetchResponse): the request,
+	// its frame, its decoded body with its topic and partition, and the
+	// response's cuts (one per partition with records, allocated at
+	// once). Writing the response allocated 5 more before issue 36
+	// (net.Buffers growing with each piece).
+	fetchByReference = perRequest{6, 528}
+	// fetchByReference400 is the same with 400 partitions: a frame of 10
+	// KiB, read in two steps (nextFrame), one allocation more. 29
+	// allocations before issue 36: the cuts grew too.
+	fetchByReference400 = perRequest{7, 57296}
 )
 
 // measurePerRequest measures bc's round trips after warming the server's

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
 
@@ -27,8 +28,16 @@ func TestHandshakeTimeoutKeyAndDefault(t *testing.T) {
 		for k, v := range props {
 			all[k] = v
 		}
-		cfg, err := ConfigFromProperties(all)
+		// The configuration package reads these keys (and imports this
+		// one); here the settings are read as it reads them.
+		lc, err := listener.Resolve(all)
 		require.NoError(t, err)
+		cfg := Config{Listeners: lc, PerListener: map[protocolmap.ListenerName]*ListenerConfig{}}
+		for _, l := range lc.All {
+			sec, err := security.ForListener(lc, l.Name)
+			require.NoError(t, err)
+			cfg.PerListener[l.Name] = &ListenerConfig{Security: sec}
+		}
 		srv, err := New(cfg)
 		require.NoError(t, err)
 		defer srv.Close()

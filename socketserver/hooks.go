@@ -91,20 +91,10 @@ type HookResponseSent interface {
 	OnResponseSent(l protocolmap.ListenerName, apiKey int16, bytes int)
 }
 
-// HookRequestDone is called when a request has been answered: its response
-// was written, or the host answered it with NoResponse. A request the host
-// closed the connection for, or whose response could not be written, is
-// not reported.
-type HookRequestDone interface {
-	OnRequestDone(l protocolmap.ListenerName, apiKey int16, t RequestLatency)
-}
-
 // RequestLatency is where a request's time went, after Kafka's
-// RequestMetrics. Total is always set. For a request the server answers
-// itself (ApiVersions unless the host took it over, and SaslHandshake and
-// SaslAuthenticate after authentication) [HookRequestDone] gets only
-// Total: there is no queue or handler; the request log
-// ([RequestLog.Latency]) splits it into the server's work and the send.
+// RequestMetrics: [RequestDone.Latency]. Total is always set; which
+// phases a request the server answered itself has, and those of a request
+// the connection closed instead of answering, [RequestDone.Latency] says.
 type RequestLatency struct {
 	// Queue is how long the request waited in its plane's request channel
 	// until a worker of [Server.Serve] took it (RequestQueueTimeMs); for an
@@ -154,10 +144,10 @@ type hooks struct {
 	requests      []HookRequestReceived
 	responses     []HookResponseSent
 	requestsDone  []HookRequestDone
-	requestLogged []HookRequestLogged
 	authenticated []HookAuthenticated
 	authFailed    []HookAuthenticationFailed
 	proxyRefused  []HookProxyRefused
+	audit         []HookAudit
 }
 
 // newHooks sorts hs by the events each implements. A hook that implements
@@ -190,8 +180,9 @@ func newHooks(hs []Hook) (hooks, error) {
 		if x, ok := hook.(HookRequestDone); ok {
 			h.requestsDone, implements = append(h.requestsDone, x), true
 		}
-		if x, ok := hook.(HookRequestLogged); ok {
-			h.requestLogged, implements = append(h.requestLogged, x), true
+		if _, ok := hook.(oldHookRequestDone); ok {
+			return hooks{}, fmt.Errorf("socketserver: Config.Hooks[%d] (%T) has OnRequestDone(ListenerName, int16, RequestLatency), "+
+				"which the server no longer calls: HookRequestDone is OnRequestDone(*RequestDone) (it was the request log's OnRequestLogged)", i, hook)
 		}
 		if x, ok := hook.(HookAuthenticated); ok {
 			h.authenticated, implements = append(h.authenticated, x), true
@@ -202,6 +193,9 @@ func newHooks(hs []Hook) (hooks, error) {
 		if x, ok := hook.(HookProxyRefused); ok {
 			h.proxyRefused, implements = append(h.proxyRefused, x), true
 		}
+		if x, ok := hook.(HookAudit); ok {
+			h.audit, implements = append(h.audit, x), true
+		}
 		if !implements {
 			return hooks{}, fmt.Errorf("socketserver: Config.Hooks[%d] (%T) implements no hook interface", i, hook)
 		}
@@ -209,15 +203,22 @@ func newHooks(hs []Hook) (hooks, error) {
 	return h, nil
 }
 
+// oldHookRequestDone is HookRequestDone as it was before the request log's
+// hook replaced it: a hook that still has it is refused by New rather than
+// never called.
+type oldHookRequestDone interface {
+	OnRequestDone(l protocolmap.ListenerName, apiKey int16, t RequestLatency)
+}
+
 // timed reports whether a hook wants a request's time split into its
-// phases (HookRequestDone, HookRequestLogged): only then are the times of
-// a request's dequeue and answer read.
-func (h *hooks) timed() bool { return len(h.requestsDone) > 0 || len(h.requestLogged) > 0 }
+// phases (HookRequestDone): only then are the times of a request's dequeue
+// and answer read, and a RequestDone built.
+func (h *hooks) timed() bool { return len(h.requestsDone) > 0 }
 
 // authDone reports the outcome of an authentication or re-authentication
 // to the authentication hooks: err nil is a success; an error is a failure
 // unless the client went away or the server is shutting down, and the
-// connection then closes for connregistry.AuthenticationFailed.
+// connection then closes for connregistry.CloseAuthenticationFailed.
 func (c *conn) authDone(err error, reauthentication bool) {
 	h := &c.p.srv.hooks
 	switch {
@@ -225,11 +226,13 @@ func (c *conn) authDone(err error, reauthentication bool) {
 		for _, x := range h.authenticated {
 			x.OnAuthenticated(c.info(), reauthentication)
 		}
+		c.auditAuth(nil, reauthentication)
 	case peerGone(err) || errors.Is(err, net.ErrClosed) || errors.Is(err, errDraining) || c.draining():
 	default:
-		c.setReason(connregistry.AuthenticationFailed) // a TLS handshake's failure too (a SASL exchange's set it already)
+		c.setReason(connregistry.CloseAuthenticationFailed) // a TLS handshake's failure too (a SASL exchange's set it already)
 		for _, x := range h.authFailed {
 			x.OnAuthenticationFailed(c.info(), reauthentication, err)
 		}
+		c.auditAuth(err, reauthentication)
 	}
 }

@@ -3,6 +3,7 @@ package socketserver_test
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -36,6 +37,8 @@ type hookEvent struct {
 	Reason   connregistry.CloseReason
 	Latency  socketserver.RequestLatency
 	Reauth   bool
+	Server   bool // done: RequestDone.ServerAnswered
+	Closed   bool // done: RequestDone.Closed
 }
 
 // recorder implements every hook interface and records each call.
@@ -84,8 +87,9 @@ func (m *recorder) OnRequestReceived(l protocolmap.ListenerName, key int16, n in
 func (m *recorder) OnResponseSent(l protocolmap.ListenerName, key int16, n int) {
 	m.add(hookEvent{Kind: "response", Listener: l, Key: key, Bytes: n})
 }
-func (m *recorder) OnRequestDone(l protocolmap.ListenerName, key int16, t socketserver.RequestLatency) {
-	m.add(hookEvent{Kind: "done", Listener: l, Key: key, Latency: t})
+func (m *recorder) OnRequestDone(r *socketserver.RequestDone) {
+	m.add(hookEvent{Kind: "done", Listener: r.Conn.Listener, Key: r.APIKey, Bytes: r.RequestBytes, Latency: r.Latency,
+		Server: r.ServerAnswered, Closed: r.Closed})
 }
 func (m *recorder) OnAuthenticated(info connregistry.Info, reauth bool) {
 	m.add(hookEvent{Kind: "authenticated", Listener: info.Listener, Key: -1, Info: info, Reauth: reauth})
@@ -152,8 +156,8 @@ func TestHooks(t *testing.T) {
 	}
 	roundTrip(c2, big, 4)
 
-	// A request closed by the handler is counted, with no response and no
-	// latency.
+	// A request closed by the handler is counted, with no response, and
+	// done, closed.
 	c3 := socketservertest.Dial(t, srv, "PLAINTEXT")
 	f := formatter.AppendRequest(nil, kmsg.NewPtrFindCoordinatorRequest(), 5)
 	write(t, c3, f)
@@ -186,10 +190,10 @@ func TestHooks(t *testing.T) {
 	}
 	for _, e := range created {
 		assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), e.Listener)
-		assert.Equal(t, connregistry.Anonymous, e.Info.Principal)
+		assert.Equal(t, connregistry.Anonymous(), e.Info.Principal)
 		assert.Contains(t, reasons, e.Info.ID, "a created connection closes with the same id")
 	}
-	assert.Equal(t, []connregistry.CloseReason{connregistry.ClientClosed, connregistry.ClientClosed, connregistry.HandlerClosed},
+	assert.Equal(t, []connregistry.CloseReason{connregistry.CloseByClient, connregistry.CloseByClient, connregistry.CloseByHandler},
 		sortedReasons(reasons))
 	software := map[string]string{}
 	for _, e := range closed { // the connection as it ended: c1 sent its software
@@ -199,8 +203,10 @@ func TestHooks(t *testing.T) {
 	assert.Empty(t, software[c2.LocalAddr().String()])
 
 	done := m.of("done")
-	require.Len(t, done, 4, "one latency per request answered; none for the one closed")
-	assert.Equal(t, []int16{3, 3, 3, 18}, []int16{done[0].Key, done[1].Key, done[2].Key, done[3].Key})
+	require.Len(t, done, 5, "every request done once, the one closed too")
+	assert.Equal(t, []int16{3, 3, 3, 10, 18}, []int16{done[0].Key, done[1].Key, done[2].Key, done[3].Key, done[4].Key})
+	assert.Equal(t, []bool{false, false, false, true, false}, []bool{done[0].Closed, done[1].Closed, done[2].Closed, done[3].Closed, done[4].Closed})
+	assert.Equal(t, []bool{false, false, false, false, true}, []bool{done[0].Server, done[1].Server, done[2].Server, done[3].Server, done[4].Server})
 	for _, e := range done {
 		assert.Positive(t, e.Latency.Total, "key %d", e.Key)
 	}
@@ -218,7 +224,7 @@ func sortedReasons(m map[string]connregistry.CloseReason) []connregistry.CloseRe
 // HookRequestDone splits a request's time as Kafka's RequestMetrics do: the
 // wait in the request channel for a Serve worker, the handler, the wait
 // for the connection to take up the answer, and the write. A request the
-// server answers itself has only a total.
+// server answers itself has no queue: its work and its write.
 func TestHookRequestLatency(t *testing.T) {
 	const hold = 60 * time.Millisecond
 	m := &recorder{}
@@ -258,8 +264,12 @@ func TestHookRequestLatency(t *testing.T) {
 
 	av := done[2]
 	assert.Equal(t, int16(18), av.Key)
+	assert.True(t, av.Server)
 	assert.Positive(t, av.Latency.Total)
-	assert.Equal(t, socketserver.RequestLatency{Total: av.Latency.Total}, av.Latency, "answered by the server: only a total")
+	assert.Positive(t, av.Latency.Send)
+	assert.Zero(t, av.Latency.Queue, "answered by the server: no queue")
+	assert.Zero(t, av.Latency.ResponseQueue, "answered by the server: no queue")
+	assert.GreaterOrEqual(t, av.Latency.Total, av.Latency.Handler+av.Latency.Send)
 }
 
 // A host that reads the request channel itself, without Serve: the time
@@ -330,7 +340,21 @@ func TestHookImplementingOneInterface(t *testing.T) {
 		require.Error(t, err, "%T", bad)
 		assert.Contains(t, err.Error(), "Config.Hooks[1]")
 	}
+	// A hook written for the HookRequestDone of before the request log's
+	// hook replaced it would never be called: New says so, even beside
+	// interfaces it still implements.
+	_, err = socketserver.New(socketserver.Config{Listeners: lc, Hooks: []socketserver.Hook{one, oldRequestDone{}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Config.Hooks[1]")
+	assert.Contains(t, err.Error(), "OnRequestDone(*RequestDone)")
 }
+
+// oldRequestDone has the OnRequestDone of before, beside a hook the
+// server still calls.
+type oldRequestDone struct{}
+
+func (oldRequestDone) OnConnCreated(connregistry.Info)                                            {}
+func (oldRequestDone) OnRequestDone(protocolmap.ListenerName, int16, socketserver.RequestLatency) {}
 
 // The per-address quotas report to HookConnRejected with the address and
 // the quota's error: max.connections.per.ip with no hold, the per-address
@@ -416,7 +440,7 @@ func TestHookAuthentication(t *testing.T) {
 	sasl := byListener["SASL_PLAINTEXT"]
 	assert.ErrorIs(t, sasl.Err, socketserver.ErrAuthentication)
 	assert.Equal(t, "PLAIN", sasl.Info.SASLMechanism, "the mechanism the client chose")
-	assert.Equal(t, connregistry.Anonymous, sasl.Info.Principal)
+	assert.Equal(t, connregistry.Anonymous(), sasl.Info.Principal)
 	assert.False(t, sasl.Reauth)
 	assert.ErrorIs(t, byListener["SSL"].Err, socketserver.ErrHandshake)
 	time.Sleep(100 * time.Millisecond) // the clients that went away are not reported late
@@ -425,11 +449,12 @@ func TestHookAuthentication(t *testing.T) {
 
 // TestGuardAllocationsPerRequestWithHooks: the hooks run off the
 // per-request path's budget (see guards_test.go): with a hook
-// implementing every interface but the request log's, a request costs
-// what it costs without (TestGuardAllocationsPerRequest). With a request
-// log (HookRequestLogged) too it costs the same, the RequestLog being lent
-// from a pool, but for the copy of the client id of an ApiVersions request
-// answered from the read buffer: one allocation, none without a client id.
+// implementing every interface, HookRequestDone included, a request costs
+// what it costs without (TestGuardAllocationsPerRequest): the RequestDone
+// is lent from a pool, and its client id is the registry entry's copy,
+// made when the connection's client id changes (an ApiVersions request
+// answered from the read buffer copied it for each request, one
+// allocation, when the request log was a hook of its own).
 func TestGuardAllocationsPerRequestWithHooks(t *testing.T) {
 	if raceEnabled {
 		t.Skip(raceSkip)
@@ -446,9 +471,8 @@ func TestGuardAllocationsPerRequestWithHooks(t *testing.T) {
 	}{
 		{"ApiVersions answered by the server", apiVersionsReq(3, "allocs", "1.0"), formatter, []socketserver.Hook{nopHooks{}}, answeredInPlace},
 		{"Metadata through the request channel", metadataReq(12), formatter, []socketserver.Hook{nopHooks{}}, smallDecoded},
-		{"ApiVersions answered by the server, request log", apiVersionsReq(3, "allocs", "1.0"), formatter, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, loggedClientID},
-		{"ApiVersions without a client id, request log", apiVersionsReq(3, "allocs", "1.0"), noClientID, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, answeredInPlace},
-		{"Metadata through the request channel, request log", metadataReq(12), formatter, []socketserver.Hook{nopHooks{}, nopRequestLog{}}, smallDecoded},
+		{"ApiVersions without a client id", apiVersionsReq(3, "allocs", "1.0"), noClientID, []socketserver.Hook{nopHooks{}}, answeredInPlace},
+		{"two HookRequestDone", apiVersionsReq(3, "allocs", "1.0"), formatter, []socketserver.Hook{nopHooks{}, socketserver.SlogRequestLog(slog.New(slog.DiscardHandler))}, answeredInPlace},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := socketservertest.NewServer(t, nil, withHooks(tt.hooks...), reuse)
@@ -459,22 +483,16 @@ func TestGuardAllocationsPerRequestWithHooks(t *testing.T) {
 	}
 }
 
-// nopRequestLog is a request log that does nothing.
-type nopRequestLog struct{}
-
-func (nopRequestLog) OnRequestLogged(*socketserver.RequestLog) {}
-
-// nopHooks implements every hook interface but HookRequestLogged and does
-// nothing.
+// nopHooks implements every hook interface and does nothing.
 type nopHooks struct{}
 
-func (nopHooks) OnConnAccepted(protocolmap.ListenerName)                                    {}
-func (nopHooks) OnConnRejected(protocolmap.ListenerName, netip.Addr, error, time.Duration)  {}
-func (nopHooks) OnAcceptorBlocked(protocolmap.ListenerName, time.Duration, time.Duration)   {}
-func (nopHooks) OnConnCreated(connregistry.Info)                                            {}
-func (nopHooks) OnConnClosed(connregistry.Info, connregistry.CloseReason)                   {}
-func (nopHooks) OnRequestReceived(protocolmap.ListenerName, int16, int)                     {}
-func (nopHooks) OnResponseSent(protocolmap.ListenerName, int16, int)                        {}
-func (nopHooks) OnRequestDone(protocolmap.ListenerName, int16, socketserver.RequestLatency) {}
-func (nopHooks) OnAuthenticated(connregistry.Info, bool)                                    {}
-func (nopHooks) OnAuthenticationFailed(connregistry.Info, bool, error)                      {}
+func (nopHooks) OnConnAccepted(protocolmap.ListenerName)                                   {}
+func (nopHooks) OnConnRejected(protocolmap.ListenerName, netip.Addr, error, time.Duration) {}
+func (nopHooks) OnAcceptorBlocked(protocolmap.ListenerName, time.Duration, time.Duration)  {}
+func (nopHooks) OnConnCreated(connregistry.Info)                                           {}
+func (nopHooks) OnConnClosed(connregistry.Info, connregistry.CloseReason)                  {}
+func (nopHooks) OnRequestReceived(protocolmap.ListenerName, int16, int)                    {}
+func (nopHooks) OnResponseSent(protocolmap.ListenerName, int16, int)                       {}
+func (nopHooks) OnRequestDone(*socketserver.RequestDone)                                   {}
+func (nopHooks) OnAuthenticated(connregistry.Info, bool)                                   {}
+func (nopHooks) OnAuthenticationFailed(connregistry.Info, bool, error)                     {}

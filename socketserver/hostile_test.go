@@ -100,7 +100,7 @@ func newHostileEnv(t *testing.T, extra listener.Properties) *hostileEnv {
 		c.Logger = logger
 		// No history of closed connections: it is bounded, but would fill
 		// during the test and count against the baseline.
-		c.Registry = connregistry.New(-1)
+		c.RegistryHistory = -1
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		env.calls.Add(1)
 		if r.APIKey == 3 && r.ClientID != nil && *r.ClientID == bigClientID {

@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // connections.max.idle.ms expires a connection even while the host holds
@@ -36,7 +36,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 		{"one request held, more pipelined", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			srv := newUnstarted(t, listener.Properties{
 				"listeners":               "PLAINTEXT://127.0.0.1:0",
 				"connections.max.idle.ms": strconv.Itoa(int(idle / time.Millisecond)),
@@ -63,7 +63,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 			assert.Empty(t, srv.Registry().Snapshot(connregistry.Filter{}), "the registry still lists the connection")
 			closed := srv.Registry().Closed(connregistry.Filter{})
 			require.Len(t, closed, 1)
-			assert.Equal(t, connregistry.Idle, closed[0].CloseReason)
+			assert.Equal(t, connregistry.CloseIdle, closed[0].CloseReason)
 			assert.Equal(t, r.Conn.ID, closed[0].ID)
 
 			// The quota slot is free: max.connections.per.ip is 1.

@@ -37,7 +37,7 @@ import (
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
-func main() { _, _ = socketserver.New(socketserver.Config{Registry: connregistry.New(0)}) }
+func main() { _, _ = socketserver.New(socketserver.Config{RegistryHistory: connregistry.DefaultHistorySize}) }
 `)
 	gocmd := func(args ...string) string {
 		cmd := exec.Command("go", args...)

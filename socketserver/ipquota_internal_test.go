@@ -16,7 +16,7 @@ import (
 // forgetting them changes no decision, since their samples had all
 // expired. A recent address keeps its rate and is still throttled.
 func TestIPRatesOfGoneAddressesForgotten(t *testing.T) {
-	q := DefaultQuotas()
+	q := DefaultConnectionQuotas()
 	q.IPConnectionCreationRate = 1
 	q.WindowNum = 2
 	cq := newConnectionQuotas(q, nil, "", 1)

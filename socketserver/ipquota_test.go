@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -58,7 +59,7 @@ func TestIPConnectionCreationRateOverrides(t *testing.T) {
 	}
 }
 
-// SetQuotas changes the per-address creation rates while the server runs,
+// SetConnectionQuotas changes the per-address creation rates while the server runs,
 // and a change applies to the next connection. As Kafka's
 // ConnectionQuotas.updateIpConnectionRateQuota changes the bound of the
 // address's existing rate sensor, the connections it recorded still count
@@ -68,7 +69,7 @@ func TestIPConnectionCreationRateOverrides(t *testing.T) {
 // measured over 10 s: a rate of 1 admits 10, a rate of 2 admits 20.
 func TestSetQuotasChangesIPConnectionCreationRates(t *testing.T) {
 	srv := socketservertest.NewServer(t, nil, withAPIs, answerAll)
-	q := socketserver.DefaultQuotas()
+	q := socketserver.DefaultConnectionQuotas()
 	limited, unlimited := "127.0.0.9", "127.0.0.10"
 	admit := func(source string, n int) {
 		t.Helper()
@@ -79,7 +80,7 @@ func TestSetQuotasChangesIPConnectionCreationRates(t *testing.T) {
 	}
 
 	q.IPConnectionCreationRateOverrides = map[netip.Addr]int{netip.MustParseAddr(limited): 1}
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	admit(unlimited, 3) // an address without an override is not limited
 	admit(limited, 10)
 	requireHeldThenClosed(t, srv, limited)
@@ -91,7 +92,7 @@ func TestSetQuotasChangesIPConnectionCreationRates(t *testing.T) {
 		netip.MustParseAddr(limited):   2,
 		netip.MustParseAddr(unlimited): 1,
 	}
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	admit(limited, 10)
 	requireHeldThenClosed(t, srv, limited)
 	admit(unlimited, 10)
@@ -99,22 +100,22 @@ func TestSetQuotasChangesIPConnectionCreationRates(t *testing.T) {
 
 	// Removing the override brings back the default, unlimited here.
 	q.IPConnectionCreationRateOverrides = nil
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	admit(limited, 3)
 
 	q.IPConnectionCreationRateOverrides = map[netip.Addr]int{netip.MustParseAddr(limited): -1}
-	assert.ErrorIs(t, srv.SetQuotas(context.Background(), q), socketserver.ErrInvalidQuotas)
+	assert.ErrorIs(t, srv.SetConnectionQuotas(context.Background(), q), socketserver.ErrInvalidConnectionQuotas)
 	q.IPConnectionCreationRateOverrides = map[netip.Addr]int{{}: 1}
-	assert.ErrorIs(t, srv.SetQuotas(context.Background(), q), socketserver.ErrInvalidQuotas)
+	assert.ErrorIs(t, srv.SetConnectionQuotas(context.Background(), q), socketserver.ErrInvalidConnectionQuotas)
 }
 
 // kafkanet.ip.connection.creation.rate.overrides is address:rate,... with
 // the syntax of max.connections.per.ip.overrides; bad entries name the key.
 func TestIPConnectionCreationRateOverridesConfig(t *testing.T) {
-	read := func(v string) (*socketserver.Quotas, error) {
-		cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
-			socketserver.KeyIPConnectionCreationRateOverrides: v})
-		return cfg.Quotas, err
+	read := func(v string) (*socketserver.ConnectionQuotas, error) {
+		cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
+			config.KeyIPConnectionCreationRateOverrides: v})
+		return cfg.ConnectionQuotas, err
 	}
 	q, err := read(" 127.0.0.1:5, ::1:0 ,[2001:db8::7]:9,::ffff:10.0.0.1:2147483647,fe80::1%eth0:3 ")
 	require.NoError(t, err)
@@ -145,6 +146,6 @@ func TestIPConnectionCreationRateOverridesConfig(t *testing.T) {
 		_, err := read(bad)
 		var ce *protocolmap.ConfigError
 		require.ErrorAs(t, err, &ce, "%q", bad)
-		assert.Equal(t, socketserver.KeyIPConnectionCreationRateOverrides, ce.Key, "%q", bad)
+		assert.Equal(t, config.KeyIPConnectionCreationRateOverrides, ce.Key, "%q", bad)
 	}
 }

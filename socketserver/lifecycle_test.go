@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -34,7 +35,7 @@ func newUnstarted(t testing.TB, props listener.Properties, configure ...func(*so
 	for k, v := range props {
 		all[k] = v
 	}
-	cfg, err := socketserver.ConfigFromProperties(all)
+	cfg, err := config.Server(all)
 	require.NoError(t, err)
 	cfg.APIs = allAPIs()
 	for _, f := range configure {
@@ -228,11 +229,11 @@ func TestShutdownHonoursContext(t *testing.T) {
 func TestCloseIdempotent(t *testing.T) {
 	for _, started := range []bool{true, false} {
 		t.Run("started="+strconv.FormatBool(started), func(t *testing.T) {
-			srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+			srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.io.threads": "2"})
 			served := make(chan error, 1)
 			if started {
 				require.NoError(t, srv.Start(context.Background()))
-				go func() { served <- srv.Serve(context.Background(), protocolmap.DataPlane, 2, echoMetadata) }()
+				go func() { served <- srv.Serve(context.Background(), protocolmap.DataPlane, echoMetadata) }()
 				metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 1)
 			}
 			require.NoError(t, srv.Close())
@@ -247,7 +248,7 @@ func TestCloseIdempotent(t *testing.T) {
 			}
 			assert.ErrorIs(t, srv.Shutdown(context.Background()), socketserver.ErrServerClosed)
 			assert.ErrorIs(t, srv.Start(context.Background()), socketserver.ErrServerClosed)
-			assert.ErrorIs(t, srv.Serve(context.Background(), protocolmap.DataPlane, 1, echoMetadata), socketserver.ErrServerClosed)
+			assert.ErrorIs(t, srv.Serve(context.Background(), protocolmap.DataPlane, echoMetadata), socketserver.ErrServerClosed)
 			select {
 			case <-srv.Done():
 			default:
@@ -259,11 +260,11 @@ func TestCloseIdempotent(t *testing.T) {
 
 // Serve returns the context's error when its context ends first.
 func TestServeContextCancelled(t *testing.T) {
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.io.threads": "3"})
 	require.NoError(t, srv.Start(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, 3, echoMetadata) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, echoMetadata) }()
 	metadataRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1, 1)
 	cancel()
 	assert.ErrorIs(t, <-served, context.Canceled)

@@ -108,7 +108,7 @@ func TestStartWithPreBoundListener(t *testing.T) {
 	defer pre.Close()
 	var asked []protocolmap.ListenerName
 	seen := make(chan *socketserver.Request, 1)
-	srv := newUnstarted(t, listener.Properties{
+	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1",
 		"listeners":                      "INHERITED://127.0.0.1:9,BOUND://127.0.0.1:0",
 		"listener.security.protocol.map": "INHERITED:PLAINTEXT,BOUND:PLAINTEXT",
 		"inter.broker.listener.name":     "BOUND",
@@ -125,7 +125,7 @@ func TestStartWithPreBoundListener(t *testing.T) {
 	assert.Equal(t, []protocolmap.ListenerName{"INHERITED", "BOUND"}, asked, "once per listener, in order")
 	assert.Equal(t, pre.Addr(), srv.Addr("INHERITED"))
 	bound := srv.Addr("BOUND").String()
-	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, 1, queueHandler(seen)) }()
+	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, queueHandler(seen)) }()
 
 	c := socketservertest.Dial(t, srv, "INHERITED")
 	send(t, c, metadataReq(1), 1)
@@ -273,7 +273,7 @@ func TestConnectionContexts(t *testing.T) {
 	require.Len(t, conns, 1, "ConnContext sees each connection once")
 	assert.Equal(t, c.LocalAddr().String(), conns[0].remote)
 	assert.Equal(t, "PLAINTEXT@"+srv.Addr("PLAINTEXT").String(), conns[0].base, "ConnContext derives from the base")
-	assert.Equal(t, connregistry.Anonymous, conns[0].info.Principal)
+	assert.Equal(t, connregistry.Anonymous(), conns[0].info.Principal)
 	mu.Unlock()
 
 	send(t, c, metadataReq(1), 9)

@@ -40,7 +40,7 @@ func (s *Server) Listeners() *listener.Set {
 // mechanisms that are a sasl.Service are started, within ctx, and closed
 // when it is removed or the server stops; then it is bound (Config.Listen,
 // within ctx) and serves. The connection quotas count it as any other:
-// Config.Quotas (or [Server.SetQuotas]) may hold its
+// Config.ConnectionQuotas (or [Server.SetConnectionQuotas]) may hold its
 // ListenerMaxConnections and ListenerMaxConnectionCreationRate entries
 // before it is added, and max.connections counts its connections with
 // every other listener's. Errors name the listener and wrap the rule's
@@ -74,7 +74,7 @@ func (s *Server) AddListener(ctx context.Context, l listener.Listener, lc *Liste
 // as [Server.Shutdown] drains the server's: it stops accepting (its
 // socket closes at once, so that its port is free), each connection
 // finishes the request it is serving, its response is written, and then
-// it closes, listed as closed for connregistry.ListenerRemoved
+// it closes, listed as closed for connregistry.CloseListenerRemoved
 // (ListClientConnections' recently closed connections). The other
 // listeners and their connections are untouched. When every connection has
 // closed, its processors stop, its SASL mechanisms that are a sasl.Service
@@ -117,7 +117,7 @@ func (s *Server) RemoveListener(ctx context.Context, name protocolmap.ListenerNa
 // SetListeners makes next the server's listener configuration, as Kafka
 // applies a dynamic update of listeners, advertised.listeners and
 // listener.security.protocol.map (KIP-226): for a host that re-reads its
-// configuration (next from socketserver.ConfigFromProperties or
+// configuration (next from config.Server or
 // listener.Resolve). The changes are those of [listener.Set.Changes],
 // which also says which changes need a restart (they are refused, and
 // nothing changes): the listeners next lacks are removed and drain as
@@ -147,7 +147,7 @@ func (s *Server) SetListeners(ctx context.Context, next *listener.Set, perListen
 		return fmt.Errorf("socketserver: %w", err)
 	}
 	for name := range perListener {
-		if !slices.ContainsFunc(next.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+		if !slices.ContainsFunc(next.All, func(l listener.Listener) bool { return l.Name == name }) {
 			s.change.Unlock()
 			return fmt.Errorf("socketserver: SetListeners' perListener names listener %s, which is not configured", name)
 		}

@@ -24,7 +24,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -49,14 +51,14 @@ func requireTool(t *testing.T, name, install string) string {
 
 // settledBaseline takes a goroutine baseline once the count has stopped
 // changing: a server's Serve workers start on a goroutine of their own.
-func settledBaseline(t *testing.T) socketservertest.GoroutineBaseline {
+func settledBaseline(t *testing.T) testkit.GoroutineBaseline {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for n := runtime.NumGoroutine(); ; {
 		time.Sleep(50 * time.Millisecond)
 		m := runtime.NumGoroutine()
 		if m == n || time.Now().After(deadline) {
-			return socketservertest.TakeGoroutineBaseline()
+			return testkit.TakeGoroutineBaseline()
 		}
 		n = m
 	}
@@ -96,7 +98,7 @@ func processorIDs(srv *socketserver.Server) []int {
 // of a listener it adds.
 func sideListener(t *testing.T, name string, props listener.Properties) (listener.Listener, *socketserver.ListenerConfig) {
 	t.Helper()
-	cfg, err := socketserver.ConfigFromProperties(merge(listener.Properties{
+	cfg, err := config.Server(merge(listener.Properties{
 		"listeners": "PLAINTEXT://127.0.0.1:0," + name + "://127.0.0.1:0",
 	}, props))
 	require.NoError(t, err)
@@ -215,7 +217,7 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 		require.NotZero(t, rec.ClosedAt, "connection %s of the removed listener is open", rec.ConnectionID)
 		if rec.ClientID == "kgo" {
 			kgoClosed++
-			assert.Equal(t, string(connregistry.ListenerRemoved), rec.CloseReason, "connection %s", rec.ConnectionID)
+			assert.Equal(t, string(connregistry.CloseListenerRemoved), rec.CloseReason, "connection %s", rec.ConnectionID)
 		}
 	}
 	assert.Positive(t, kgoClosed)
@@ -295,7 +297,7 @@ func TestRemoveListenerDeadline(t *testing.T) {
 	assert.NoError(t, respondEmpty(r), "a late answer is dropped")
 
 	for _, rec := range srv.Registry().Closed(connregistry.Filter{}) {
-		assert.Equal(t, connregistry.ListenerRemoved, rec.CloseReason, "connection %s", rec.ID)
+		assert.Equal(t, connregistry.CloseListenerRemoved, rec.CloseReason, "connection %s", rec.ID)
 	}
 	base.RequireReturned(t)
 
@@ -451,7 +453,7 @@ func TestListenerChangeErrors(t *testing.T) {
 
 // max.connections stays one broker-wide quota: a listener added at run
 // time counts its connections with the others', and its own
-// listener.name.<l>.max.connections (set with SetQuotas before it is
+// listener.name.<l>.max.connections (set with SetConnectionQuotas before it is
 // added) applies to it. Adding a listener also gives the inter-broker
 // listener its protection (it is exempt from the broker-wide limit once
 // the server has more than one listener, as in Kafka), and removing it
@@ -482,10 +484,10 @@ func TestAddedListenerQuotas(t *testing.T) {
 	p1 := dialRaw(t, srv, "PLAINTEXT")
 	p1.roundTrip(kmsg.NewPtrApiVersionsRequest())
 
-	q := socketserver.DefaultQuotas()
+	q := socketserver.DefaultConnectionQuotas()
 	q.MaxConnections = 2
 	q.ListenerMaxConnections = map[protocolmap.ListenerName]int{"EXTRA": 1}
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	l := listener.EndPoint{Name: "EXTRA", Host: "127.0.0.1", SecurityProtocol: protocolmap.Plaintext}
 	require.NoError(t, srv.AddListener(context.Background(), listener.Listener{Name: "EXTRA", SecurityProtocol: protocolmap.Plaintext, Bind: l, Advertised: l}, nil))
 
@@ -499,7 +501,7 @@ func TestAddedListenerQuotas(t *testing.T) {
 	// with EXTRA's own limit raised, its second connection waits on, for
 	// max.connections, until PLAINTEXT's closes.
 	q.ListenerMaxConnections["EXTRA"] = 5
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	time.Sleep(300 * time.Millisecond)
 	assert.Equal(t, map[protocolmap.ListenerName]int{"PLAINTEXT": 1, "EXTRA": 1}, counts(), "EXTRA's second connection waits for a broker-wide slot")
 	p1.c.Close()
@@ -519,7 +521,7 @@ func TestAddedListenerQuotas(t *testing.T) {
 
 	// Alone again, PLAINTEXT is limited like any listener.
 	q.MaxConnections = 1
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	p3 := dialRaw(t, srv, "PLAINTEXT")
 	waits(p3, "without another listener, the inter-broker listener is not protected")
 	p2.c.Close()
@@ -547,7 +549,7 @@ func TestSetListeners(t *testing.T) {
 		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:0,NEW://127.0.0.1:%d", port),
 		fmt.Sprintf("advertised.listeners=PLAINTEXT://broker.example:9092,NEW://127.0.0.1:%d", port))
 	require.NoError(t, err)
-	next, err := socketserver.ConfigFromProperties(nextProps)
+	next, err := config.Server(nextProps)
 	require.NoError(t, err)
 	ch, err := srv.Listeners().Changes(next.Listeners)
 	require.NoError(t, err)
@@ -573,7 +575,7 @@ func TestSetListeners(t *testing.T) {
 	for _, rec := range srv.Registry().Closed(connregistry.Filter{}) {
 		reasons = append(reasons, string(rec.Listener)+": "+string(rec.CloseReason))
 	}
-	assert.Equal(t, []string{"OLD: listener removed"}, reasons)
+	assert.Equal(t, []string{"OLD: listener-removed"}, reasons)
 
 	// Nothing to change is no change.
 	require.NoError(t, srv.SetListeners(context.Background(), next.Listeners, nil))
@@ -657,7 +659,7 @@ func TestConcurrentListenerChanges(t *testing.T) {
 	wg.Go(func() { // readers of the listeners
 		for ctx.Err() == nil {
 			set := srv.Listeners()
-			for _, l := range set.Listeners {
+			for _, l := range set.All {
 				_ = srv.Addr(l.Name)
 			}
 			st := srv.Stats()
@@ -684,7 +686,7 @@ func TestConcurrentListenerChanges(t *testing.T) {
 	require.NoError(t, stop())
 	requireQuotasReleased(t, srv)
 	for _, rec := range srv.Registry().Closed(connregistry.Filter{}) {
-		assert.True(t, slices.Contains([]connregistry.CloseReason{connregistry.ListenerRemoved, connregistry.ServerShutdown, connregistry.ClientClosed}, rec.CloseReason),
+		assert.True(t, slices.Contains([]connregistry.CloseReason{connregistry.CloseListenerRemoved, connregistry.CloseServerShutdown, connregistry.CloseByClient}, rec.CloseReason),
 			"connection %s of %s closed for %q", rec.ID, rec.Listener, rec.CloseReason)
 	}
 	for _, name := range names {
@@ -727,7 +729,7 @@ func TestAddAndRemoveProxyListener(t *testing.T) {
 	assert.Error(t, err, "the socket awaiting its header is closed")
 	closed := srv.Registry().Closed(connregistry.Filter{})
 	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ListenerRemoved, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseListenerRemoved, closed[0].CloseReason)
 	_, byListener, byIP := socketserver.QuotaCounts(srv)
 	assert.Empty(t, byIP)
 	assert.NotContains(t, byListener, protocolmap.ListenerName("LB"))
@@ -783,7 +785,7 @@ func TestRemoveListenerFromItsOwnGoroutine(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			var srv atomic.Pointer[socketserver.Server]
 			removed := make(chan error, 1)
 			remove := func() {

@@ -14,7 +14,8 @@ import (
 // (see [API.Inline]), and the host's handlers never see it.
 //
 // authorize decides who may list: the connection's principal must be
-// allowed to DESCRIBE the CLUSTER (KIP-1329), and a refused principal gets
+// allowed to DESCRIBE the CLUSTER (KIP-1329; connregistry.Action), and a
+// refused principal gets
 // CLUSTER_AUTHORIZATION_FAILED. nil lets everyone list, as Kafka does
 // without an authorizer; [connregistry.SuperUsers] builds one from Kafka's
 // super.users.

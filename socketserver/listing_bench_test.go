@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -28,11 +29,11 @@ func BenchmarkDataPlaneP99WithListing(b *testing.B) {
 			srv := socketservertest.NewServer(b, nil, withAPIs, echoMetadata)
 			reg := srv.Registry()
 			for i := range 10_000 {
-				e := reg.Add(connregistry.Conn{Info: connregistry.Info{
+				e := connreg.Add(reg.(*connreg.Registry), connregistry.Conn{Info: connregistry.Info{
 					ID: fmt.Sprint("fake-", i), Principal: connregistry.Principal{Type: "User", Name: "u"},
 					ClientAddr: netip.MustParseAddrPort("10.0.0.1:1000"), Listener: "PLAINTEXT", ConnectedAt: time.Now(),
 				}}, nil)
-				defer e.Remove(time.Now(), connregistry.ClientClosed)
+				defer e.Remove(time.Now(), connregistry.CloseByClient)
 			}
 			h := &connregistry.ListHandler{Registry: reg}
 			stop := make(chan struct{})

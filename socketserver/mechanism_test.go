@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	ksasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -34,12 +36,12 @@ type tokenMechanism struct {
 	challenged map[string]bool
 	servers    atomic.Int32 // servers started
 	closed     atomic.Int32 // servers closed (io.Closer)
-	lastState  atomic.Pointer[sasl.ConnState]
+	lastState  atomic.Pointer[sasl.Attempt]
 }
 
 func (m *tokenMechanism) Name() string { return m.name }
 
-func (m *tokenMechanism) NewServer(c sasl.ConnState) sasl.Server {
+func (m *tokenMechanism) NewServer(c sasl.Attempt) sasl.Server {
 	m.servers.Add(1)
 	m.lastState.Store(&c)
 	return &tokenServer{m: m}
@@ -130,7 +132,7 @@ func TestCustomMechanismWithKgo(t *testing.T) {
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(kgoToken{"TOKEN-TOY", "tok-bob"}))
 	require.NoError(t, kgoMetadata(cl))
 	r := recv(t, seen)
-	assert.Equal(t, socketserver.Principal{Type: "User", Name: "bob"}, r.Conn.Principal)
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: "bob"}, r.Conn.Principal)
 	assert.Equal(t, "TOKEN-TOY", r.Conn.SASLMechanism)
 	assert.True(t, r.Conn.SessionExpiry.IsZero(), "no credential expiry and no connections.max.reauth.ms: no session expiry")
 	state := m.lastState.Load()
@@ -381,7 +383,7 @@ func TestMechanismConfiguration(t *testing.T) {
 			if tc.props["sasl.enabled.mechanisms"] == "" {
 				delete(props, "sasl.enabled.mechanisms")
 			}
-			cfg, err := socketserver.ConfigFromProperties(props)
+			cfg, err := config.Server(props)
 			require.NoError(t, err, "security.ForListener refuses no mechanism name")
 			if !tc.noUsers {
 				cfg.Credentials = users

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -66,7 +67,7 @@ func TestRequestMemoryBudget(t *testing.T) {
 	}
 	st := srv.Stats().RequestMemory[protocolmap.DataPlane]
 	assert.EqualValues(t, budget, st.Size)
-	assert.Greater(t, st.Used, int64(budget), "two requests in, the second overshooting")
+	assert.Greater(t, st.Used, budget, "two requests in, the second overshooting")
 
 	// The control plane has its own allowance.
 	ctl := socketservertest.Dial(t, srv, "CONTROL")
@@ -174,7 +175,7 @@ func TestLargeFrameReadOnce(t *testing.T) {
 func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 	for _, tc := range []struct {
 		value   string
-		want    int64
+		want    int
 		wantErr bool
 	}{
 		{"", -1, false},
@@ -188,7 +189,7 @@ func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 		if tc.value != "" {
 			props["queued.max.request.bytes"] = tc.value
 		}
-		cfg, err := socketserver.ConfigFromProperties(props)
+		cfg, err := config.Server(props)
 		if tc.wantErr {
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce, tc.value)

@@ -259,7 +259,7 @@ func TestMetadataBrokers(t *testing.T) {
 }
 
 // The broker a server describes advertises the endpoints of its listener
-// configuration, in the order of advertised.listeners, and shares none of
+// configuration, in the order of its listeners, and shares none of
 // them. (It was listener.Config.Broker, since removed; Server.Broker computes it now.)
 func TestConfigBroker(t *testing.T) {
 	c, err := listener.Resolve(listener.Properties{

@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -300,7 +302,7 @@ func TestOAuthBearerKeyRotation(t *testing.T) {
 	is.AddKey(t, "k2", "ES256")
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: is.Sign(t, "k2", kafkaClaims(is, "bob", time.Hour))}.AsMechanism()))
 	require.NoError(t, kgoMetadata(cl))
-	assert.Equal(t, socketserver.Principal{Type: "User", Name: "bob"}, recv(t, seen).Conn.Principal)
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: "bob"}, recv(t, seen).Conn.Principal)
 	assert.EqualValues(t, 2, is.Fetches(), "one refresh, for the new kid")
 }
 
@@ -329,7 +331,7 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 	tok := oauthbearertest.UnsecuredToken(map[string]any{"user": "carol", "exp": float64(time.Now().Add(time.Hour).UnixMilli()) / 1000})
 	cl := newKgo(t, srv, "SASL_PLAINTEXT", kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()))
 	require.NoError(t, kgoMetadata(cl))
-	assert.Equal(t, socketserver.Principal{Type: "User", Name: "carol"}, recv(t, seen).Conn.Principal)
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: "carol"}, recv(t, seen).Conn.Principal)
 }
 
 // ListClientConnections (KIP-1329) lists an OAUTHBEARER connection with
@@ -361,7 +363,7 @@ func TestOAuthBearerListClientConnections(t *testing.T) {
 }
 
 // The properties may leave OAUTHBEARER to the host (no JAAS and no class,
-// or a class this library does not implement): ConfigFromProperties
+// or a class this library does not implement): config.Server
 // succeeds, and New fails naming the key unless the host gives the
 // listener its own mechanism.
 func TestOAuthBearerLeftToTheHost(t *testing.T) {
@@ -374,7 +376,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 		{"another class", listener.Properties{oauthClass: "com.example.IntrospectionHandler"}, oauthClass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := socketserver.ConfigFromProperties(saslProps(merge(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER"}, tc.props)))
+			cfg, err := config.Server(saslProps(merge(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER"}, tc.props)))
 			require.NoError(t, err)
 			l := cfg.PerListener["SASL_PLAINTEXT"]
 			assert.Nil(t, l.Security.OAuthBearer)
@@ -430,7 +432,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 }
 
 // The server builds no OAUTHBEARER mechanism, so as not to link its
-// validators into every program: ConfigFromProperties reads a listener's
+// validators into every program: config.Server reads a listener's
 // settings once (Security.OAuthBearer), and until the host builds the
 // mechanism from them (oauthbearer.AddMechanism, or FromSettings) New
 // fails, naming the listener and saying how. A mechanism of the host's
@@ -446,7 +448,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 		{"unsecured", saslProps(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: security.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := socketserver.ConfigFromProperties(tc.props)
+			cfg, err := config.Server(tc.props)
 			require.NoError(t, err)
 			cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
 			l := cfg.PerListener["SASL_PLAINTEXT"]
@@ -455,7 +457,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 			assert.Equal(t, protocolmap.ListenerName("SASL_PLAINTEXT"), settings.Listener)
 			assert.Equal(t, tc.name == "JWKS", settings.JWKS != nil)
 			assert.Nil(t, cfg.PerListener["PLAINTEXT"].Security.OAuthBearer)
-			assert.Empty(t, l.Mechanisms, "ConfigFromProperties builds no mechanism")
+			assert.Empty(t, l.Mechanisms, "config.Server builds no mechanism")
 
 			_, err = socketserver.New(cfg)
 			var ce *protocolmap.ConfigError
@@ -501,7 +503,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 // fails, binding nothing, when the key set cannot be read) and ends when
 // the server stops. No goroutine is left.
 func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	is := newOAuthIssuer(t)
 	https := is.Serve(t)
 	ca := filepath.Join(t.TempDir(), "idp-ca.pem")
@@ -525,7 +527,7 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 	base.RequireReturned(t)
 
 	// A key set that cannot be read fails Start.
-	cfg, err := socketserver.ConfigFromProperties(jwksProps(https.URL+"/jwks.json", nil))
+	cfg, err := config.Server(jwksProps(https.URL+"/jwks.json", nil))
 	require.NoError(t, err)
 	cfg.Credentials, cfg.APIs = newUsers(t), allAPIs()
 	l := cfg.PerListener["SASL_PLAINTEXT"]

@@ -26,7 +26,7 @@ import (
 //     deadline (under wakeMu, so after the processor has set it), stops its
 //     peer watcher, gives its read buffer back to the server, has its
 //     registry entry drop the copy of its description that its requests
-//     shared (connregistry.Entry.Idle), starts a fresh goroutine in parked
+//     shared (connreg.Entry.Idle), starts a fresh goroutine in parked
 //     and ends (parkRequested, goPark).
 //  3. parked, with the smallest stack the runtime gives, reads the first
 //     bytes of the next request (at most the 4 size bytes) into the
@@ -90,9 +90,10 @@ func (c *conn) adaptParkWait(parkedFor time.Duration) {
 }
 
 // prefixReader reads the bytes the parked goroutine read first, then the
-// socket. The connection reads it through socketReader: a plaintext
-// connection's read buffer, and a TLS connection's crypto/tls (through
-// prefixedConn).
+// socket (on Linux, the connection's rawSocket while it is not parked,
+// see takeSocket). The connection reads it through socketReader: a
+// plaintext connection's read buffer, and a TLS connection's crypto/tls
+// (through prefixedConn).
 type prefixReader struct {
 	buf [4]byte
 	n   uint8 // bytes of buf not yet read (beside buf: conn stays in its size class)
@@ -152,11 +153,16 @@ func (c *conn) parkRequested(err error) (ok, parked bool) {
 	case !isDeadline(err):
 		c.readFailed(err)
 		return false, false
+	case c.pastAge(time.Now()): // woken by the processor's age scan, or idle long enough to park: it closes instead
+		c.closeForAge()
+		return false, false
 	}
 	c.stopPeerWatcher()
 	c.p.srv.putReadBuf(c.br)
 	c.br = nil
 	c.entry.Idle() // the copy of its description its requests shared goes too
+	// The parked goroutine reads the socket itself.
+	c.pre.r = releaseSocket(c.pre.r, c.nc)
 	c.p.srv.parked.Add(1)
 	c.parkMoved.Store(int64(time.Since(c.p.srv.epoch)))
 	c.goPark()
@@ -206,14 +212,21 @@ func (c *conn) parked() {
 // it again on a fresh goroutine when the processor asked (askToRepark)
 // and no byte had arrived.
 func (c *conn) unpark(n int, err error) {
-	if c.parkEnd() { // the processor asked (askToRepark)
+	if c.parkEnd() { // the processor asked (askToRepark, or its age scan)
 		if n == 0 && isDeadline(err) && !c.draining() {
+			if c.pastAge(time.Now()) {
+				c.p.srv.parked.Add(-1)
+				c.closeForAge()
+				c.finish()
+				return
+			}
 			c.goPark()
 			return
 		}
 	}
 	c.p.srv.parked.Add(-1)
 	c.pre.n = uint8(n)
+	c.pre.r = takeSocket(c.nc)
 	c.br = c.p.srv.readBuf(c.readSource())
 	now := time.Since(c.p.srv.epoch)
 	c.adaptParkWait(now - time.Duration(c.parkMoved.Load()))

@@ -55,11 +55,11 @@ func BenchmarkParkCycle(b *testing.B) {
 // connection closes with tb.
 func parkTestConn(tb testing.TB) (*Server, *conn, func()) {
 	tb.Helper()
-	cfg, err := ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := New(cfg)
+	srv, err := New(Config{Listeners: lc})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -70,7 +71,7 @@ func TestIdleConnectionsPark(t *testing.T) {
 		{"after Metadata", func(t testing.TB, c net.Conn, corr int32) { metadataRoundTrip(t, c, 12, corr) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
 			const n = 20
 			conns := openParked(t, srv, n, tc.last)
@@ -89,7 +90,7 @@ func TestIdleConnectionsPark(t *testing.T) {
 				return st.ConnectionCount["PLAINTEXT"] == 0 && st.ParkedConnections == 0
 			}, 5*time.Second, 10*time.Millisecond)
 			for _, rc := range srv.Registry().Closed(connregistry.Filter{}) {
-				assert.Equal(t, connregistry.ClientClosed, rc.CloseReason, rc.ID)
+				assert.Equal(t, connregistry.CloseByClient, rc.CloseReason, rc.ID)
 			}
 			srv.Close()
 			base.RequireReturned(t)
@@ -154,7 +155,7 @@ func TestParkedConnectionsClose(t *testing.T) {
 		waitParked(t, srv, 1)
 		requireClosedNoResponse(t, c)
 		require.Eventually(t, func() bool { return len(srv.Registry().Closed(connregistry.Filter{})) == 1 }, 5*time.Second, 10*time.Millisecond)
-		assert.Equal(t, connregistry.Idle, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
+		assert.Equal(t, connregistry.CloseIdle, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
 		waitParked(t, srv, 0)
 	})
 
@@ -163,13 +164,13 @@ func TestParkedConnectionsClose(t *testing.T) {
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		metadataRoundTrip(t, c, 12, 1)
 		waitParked(t, srv, 1)
-		require.Len(t, srv.Registry().Close(connregistry.Filter{}, connregistry.ClosedByOperator), 1)
+		require.Len(t, srv.Registry().Close(connregistry.Filter{}, connregistry.CloseByOperator), 1)
 		requireClosedNoResponse(t, c)
 		waitParked(t, srv, 0)
 	})
 
 	t.Run("shutdown", func(t *testing.T) {
-		base := socketservertest.TakeGoroutineBaseline()
+		base := testkit.TakeGoroutineBaseline()
 		srv := socketservertest.NewServer(t, nil, withAPIs, echoMetadata)
 		const n = 10
 		conns := openParked(t, srv, n, func(t testing.TB, c net.Conn, corr int32) { metadataRoundTrip(t, c, 12, corr) })
@@ -183,7 +184,7 @@ func TestParkedConnectionsClose(t *testing.T) {
 		}
 		waitParked(t, srv, 0)
 		for _, rc := range srv.Registry().Closed(connregistry.Filter{}) {
-			assert.Equal(t, connregistry.ServerShutdown, rc.CloseReason, rc.ID)
+			assert.Equal(t, connregistry.CloseServerShutdown, rc.CloseReason, rc.ID)
 		}
 		base.RequireReturned(t)
 	})
@@ -331,7 +332,7 @@ func TestParkAfterConfigurable(t *testing.T) {
 		requireClosedNoResponse(t, c) // connections.max.idle.ms still applies
 		closed := srv.Registry().Closed(connregistry.Filter{})
 		require.Len(t, closed, 1)
-		assert.Equal(t, connregistry.Idle, closed[0].CloseReason)
+		assert.Equal(t, connregistry.CloseIdle, closed[0].CloseReason)
 	})
 
 	t.Run("custom wait", func(t *testing.T) {

@@ -186,7 +186,7 @@ func (p *pipeline) write(r *Request) {
 	e.q.throttle = a.throttle
 	writeStart := time.Now()
 	if a.close {
-		c.setReason(connregistry.HandlerClosed)
+		c.setReason(connregistry.CloseByHandler)
 		c.close()
 		_ = r.Raw.takeBack(false, ErrAlreadyAnswered)
 		c.hostDone(&e.q, r, writeStart, 0, true)

@@ -37,7 +37,7 @@ func TestPipelineKeepsToTheBudget(t *testing.T) {
 	h.wait(t, 1)
 	time.Sleep(300 * time.Millisecond) // as many as the budget lets in
 	used := srv.Stats().RequestMemory[protocolmap.DataPlane].Used
-	assert.LessOrEqual(t, used, int64(budget+size+4096), "one connection's pipelined small frames overshoot the budget")
+	assert.LessOrEqual(t, used, budget+size+4096, "one connection's pipelined small frames overshoot the budget")
 	assert.Less(t, h.count(), frames)
 	t.Logf("%d requests held, budget %d, used %d", h.count(), budget, used)
 	answered := map[*socketserver.Request]bool{}

@@ -265,7 +265,7 @@ func TestPipelineClosedWhileQueued(t *testing.T) {
 	id := connID(t, srv, c)
 	write(t, c, produceFrames(3, 100)) // the worker holds the first, the queue the second, the third waits
 	waitFor(t, 5*time.Second, func() bool {
-		for _, conn := range srv.Registry().Snapshot(connregistry.Filter{}.WithConnectionIDs(id)) {
+		for _, conn := range srv.Registry().Snapshot(connregistry.Filter{ConnectionIDs: []string{id}}) {
 			if conn.Requests >= 3 {
 				return true
 			}
@@ -273,7 +273,7 @@ func TestPipelineClosedWhileQueued(t *testing.T) {
 		return false
 	}, "the third request read")
 	time.Sleep(50 * time.Millisecond) // and waiting for the queue
-	require.Len(t, srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(id), connregistry.ClosedByOperator), 1)
+	require.Len(t, srv.Registry().Close(connregistry.Filter{ConnectionIDs: []string{id}}, connregistry.CloseByOperator), 1)
 	release.open()
 	logs.of(t, id, 3)
 	time.Sleep(100 * time.Millisecond) // a second log of one of them would come meanwhile

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -90,24 +91,24 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 		{"nothing, FIN", plain, nil, fin, true, "", ""},
 		{"nothing, RST", plain, nil, reset, true, "", ""},
 		{"nothing, parked, RST", plain, nil, reset, true, "", ""},
-		{"two bytes of a request, FIN", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata[:2]) }, fin, false, connregistry.ClientClosed, ""},
-		{"half a request, RST", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata[:len(metadata)/2]) }, reset, false, connregistry.ClientClosed, ""},
-		{"half a request, FIN", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata[:len(metadata)/2]) }, fin, false, connregistry.ClientClosed, ""},
-		{"a request, RST", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata); answered(t, c) }, reset, false, connregistry.ClientClosed, ""},
-		{"a frame too large", plain, func(t *testing.T, c net.Conn) { write(t, c, []byte{0x7f, 0, 0, 0}); requireClosedNoResponse(t, c) }, fin, false, connregistry.ProtocolError, "closing connection"},
+		{"two bytes of a request, FIN", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata[:2]) }, fin, false, connregistry.CloseByClient, ""},
+		{"half a request, RST", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata[:len(metadata)/2]) }, reset, false, connregistry.CloseByClient, ""},
+		{"half a request, FIN", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata[:len(metadata)/2]) }, fin, false, connregistry.CloseByClient, ""},
+		{"a request, RST", plain, func(t *testing.T, c net.Conn) { write(t, c, metadata); answered(t, c) }, reset, false, connregistry.CloseByClient, ""},
+		{"a frame too large", plain, func(t *testing.T, c net.Conn) { write(t, c, []byte{0x7f, 0, 0, 0}); requireClosedNoResponse(t, c) }, fin, false, connregistry.CloseProtocolError, "closing connection"},
 
 		{"TLS: nothing, RST", ssl, nil, reset, true, "", ""},
 		{"TLS: handshake, FIN", ssl, tlsHandshake, fin, true, "", ""},
 		{"TLS: handshake, RST", ssl, tlsHandshake, reset, true, "", ""},
-		{"TLS: half a record, RST", ssl, func(t *testing.T, c net.Conn) { write(t, c, []byte{0x16, 0x03, 0x01, 0x00, 0xa5, 0x01}) }, reset, false, connregistry.ClientClosed, ""},
-		{"TLS: a Kafka request instead", ssl, func(t *testing.T, c net.Conn) { write(t, c, metadata); readUntilClosed(t, c, 5*time.Second) }, fin, false, connregistry.AuthenticationFailed, "closing connection during authentication"},
+		{"TLS: half a record, RST", ssl, func(t *testing.T, c net.Conn) { write(t, c, []byte{0x16, 0x03, 0x01, 0x00, 0xa5, 0x01}) }, reset, false, connregistry.CloseByClient, ""},
+		{"TLS: a Kafka request instead", ssl, func(t *testing.T, c net.Conn) { write(t, c, metadata); readUntilClosed(t, c, 5*time.Second) }, fin, false, connregistry.CloseAuthenticationFailed, "closing connection during authentication"},
 
 		{"SASL: nothing, RST", sasl, nil, reset, true, "", ""},
 		{"SASL: half a SaslHandshake, RST", sasl, func(t *testing.T, c net.Conn) {
 			req := kmsg.NewPtrSASLHandshakeRequest()
 			req.Version, req.Mechanism = 1, "PLAIN"
 			write(t, c, requestFrame(req, 1, nil)[:8])
-		}, reset, false, connregistry.ClientClosed, ""},
+		}, reset, false, connregistry.CloseByClient, ""},
 
 		{"PROXY: nothing, RST", proxy, nil, reset, true, "", ""},
 		{"PROXY: LOCAL, FIN", proxy, func(t *testing.T, c net.Conn) { write(t, c, local) }, fin, true, "", ""},
@@ -115,13 +116,13 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 		{"PROXY: LOCAL and a request, RST", proxy, func(t *testing.T, c net.Conn) { write(t, c, append(local, metadata...)); answered(t, c) }, reset, true, "", ""},
 		{"PROXY: v1 UNKNOWN, RST", proxy, func(t *testing.T, c net.Conn) { write(t, c, []byte("PROXY UNKNOWN\r\n")) }, reset, true, "", ""},
 		{"PROXY: a client's header, FIN", proxy, func(t *testing.T, c net.Conn) { write(t, c, sourced) }, fin, true, "", ""},
-		{"PROXY: a client's header and a request, FIN", proxy, func(t *testing.T, c net.Conn) { write(t, c, append(sourced, metadata...)); answered(t, c) }, fin, false, connregistry.ClientClosed, ""},
+		{"PROXY: a client's header and a request, FIN", proxy, func(t *testing.T, c net.Conn) { write(t, c, append(sourced, metadata...)); answered(t, c) }, fin, false, connregistry.CloseByClient, ""},
 		{"PROXY+TLS: a client's header, RST", proxyTLS, func(t *testing.T, c net.Conn) { write(t, c, sourced) }, reset, true, "", ""},
 		{"PROXY+TLS: a client's header, handshake, FIN", proxyTLS, func(t *testing.T, c net.Conn) { write(t, c, sourced); tlsHandshake(t, c) }, fin, true, "", ""},
 		{"PROXY+TLS: a client's header, half a record, RST", proxyTLS, func(t *testing.T, c net.Conn) {
 			write(t, c, append(sourced, 0x16, 0x03, 0x01, 0x00, 0xa5, 0x01))
-		}, reset, false, connregistry.ClientClosed, ""},
-		{"PROXY: no header", proxy, func(t *testing.T, c net.Conn) { write(t, c, metadata); requireClosedNoResponse(t, c) }, fin, false, connregistry.ProxyRefused, "refused connection: PROXY protocol"},
+		}, reset, false, connregistry.CloseByClient, ""},
+		{"PROXY: no header", proxy, func(t *testing.T, c net.Conn) { write(t, c, metadata); requireClosedNoResponse(t, c) }, fin, false, connregistry.CloseProxyRefused, "refused connection: PROXY protocol"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 			case proxyTLS:
 				srv = socketservertest.NewServer(t, merge(pki.props(""), listener.Properties{
 					"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
-					socketserver.KeyProxyProtocol: "required", socketserver.KeyProxyProtocolTrustedNetworks: "127.0.0.1",
+					config.KeyProxyProtocol: "required", config.KeyProxyProtocolTrustedNetworks: "127.0.0.1",
 				}), configure, answerAll)
 				l = "SSL"
 			}
@@ -172,11 +173,11 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 				assert.Equal(t, tc.reason, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
 				assert.Zero(t, srv.Stats().ProbesClosed[l], "counted as a probe")
 			}
-			if tc.reason != connregistry.ProxyRefused && !(tc.probe && tc.listener == proxy && tc.send == nil) /* a socket pending its header: no connection yet */ {
+			if tc.reason != connregistry.CloseProxyRefused && !(tc.probe && tc.listener == proxy && tc.send == nil) /* a socket pending its header: no connection yet */ {
 				// Registered connections: HookConnClosed sees every close, a probe's as the client's.
 				want := tc.reason
 				if tc.probe {
-					want = connregistry.ClientClosed
+					want = connregistry.CloseByClient
 				}
 				waitFor(t, 5*time.Second, func() bool { return len(reasons.get()) == 1 }, "HookConnClosed")
 				assert.Equal(t, []connregistry.CloseReason{want}, reasons.get())
@@ -204,7 +205,7 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 			if tc.probe {
 				assert.Equal(t, 1, probeLines, "the probe's Debug line")
 				assert.Zero(t, departures, "a probe's departure logged")
-			} else if tc.reason == connregistry.ClientClosed {
+			} else if tc.reason == connregistry.CloseByClient {
 				assert.Zero(t, probeLines, "a client's close logged as a probe's")
 				assert.Equal(t, 1, departures, "the client's departure at Debug")
 			}
@@ -215,7 +216,7 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 // A host that closes a connection (CloseConnection) once the request's
 // context tells it the client has gone, as the example broker's Fetch long
 // poll does, closes it for the client: whoever notices first, a client
-// that goes away, with a FIN or a reset, is "client closed". A host that
+// that goes away, with a FIN or a reset, is "client-closed". A host that
 // closes a connection whose client is still there is "closed by the
 // request handler".
 func TestHostClosesAfterClientLeft(t *testing.T) {
@@ -224,10 +225,10 @@ func TestHostClosesAfterClientLeft(t *testing.T) {
 		leave  func(testing.TB, net.Conn) // nil: the client stays
 		reason connregistry.CloseReason
 	}{
-		{"FIN", func(t testing.TB, c net.Conn) { require.NoError(t, c.(*net.TCPConn).CloseWrite()) }, connregistry.ClientClosed},
-		{"half-closed, then closed", func(t testing.TB, c net.Conn) { require.NoError(t, c.Close()) }, connregistry.ClientClosed},
-		{"RST", reset, connregistry.ClientClosed},
-		{"the client stays", nil, connregistry.HandlerClosed},
+		{"FIN", func(t testing.TB, c net.Conn) { require.NoError(t, c.(*net.TCPConn).CloseWrite()) }, connregistry.CloseByClient},
+		{"half-closed, then closed", func(t testing.TB, c net.Conn) { require.NoError(t, c.Close()) }, connregistry.CloseByClient},
+		{"RST", reset, connregistry.CloseByClient},
+		{"the client stays", nil, connregistry.CloseByHandler},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			held := make(chan *socketserver.Request, 1)

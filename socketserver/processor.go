@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 )
 
 // processor is one of a listener's network threads (Kafka's Processor). It
@@ -30,6 +31,8 @@ type processor struct {
 	index   int32                 // next connection index; wraps to 0 after MaxInt32
 
 	busy atomic.Int64 // nanoseconds its connections spent decoding, queueing and writing
+
+	ageScanned time.Time // when expireIdle last looked for connections past their maximum age (the processor's goroutine's)
 }
 
 func newProcessor(s *Server, ls *listenerState, id int) *processor {
@@ -49,6 +52,9 @@ func (p *processor) run() {
 	}
 	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
 		every = min(max(idle/4, 5*time.Millisecond), every)
+	}
+	if age := p.srv.cfg.ConnectionsMaxAge; age > 0 {
+		every = min(max(ageScanEvery(age), 5*time.Millisecond), every)
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -99,7 +105,7 @@ func (p *processor) closeLeastRecentlyActive() bool {
 	}
 	p.srv.log.Info("closing least recently active connection: broker-wide connection count over max.connections",
 		"conn_id", lru.info().ID, "listener", p.ls.cfg.Name)
-	lru.closeWith(connregistry.Quota)
+	lru.closeWith(connregistry.CloseQuota)
 	return true
 }
 
@@ -179,7 +185,7 @@ func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connr
 		Listener:         l.Name,
 		SecurityProtocol: l.SecurityProtocol,
 		Plane:            l.Plane,
-		Principal:        connregistry.Anonymous,
+		Principal:        connregistry.Anonymous(),
 		ClientAddr:       client,
 		ConnectedAt:      time.Now(),
 	}
@@ -194,9 +200,9 @@ func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connr
 func (p *processor) start(c *conn, info connregistry.Info) bool {
 	c.newContexts(info)
 	c.touch(info.ConnectedAt)
-	state := connregistry.Ready
+	state := connregistry.StateReady
 	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
-		state = connregistry.Authenticating
+		state = connregistry.StateAuthenticating
 	}
 	if !p.add(c, connregistry.Conn{Info: info, State: state}) {
 		c.cancel()
@@ -224,22 +230,28 @@ func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 	if p.srv.draining.Load() || p.ls.draining.Load() {
 		return false
 	}
-	c.entry = p.srv.registry.Add(rec, c.closeWith)
+	c.entry = connreg.Add(p.srv.registry, rec, c.closeWith)
 	delete(p.pending, c.nc)
 	p.conns[c] = struct{}{}
 	return true
 }
 
 // newContexts makes the connection's contexts: its own, cancelled when it
-// closes, which the server's waits watch; and the one its requests carry
-// (Request.Context), derived from the host's BaseContext and ConnContext
-// (Background without them) and cancelled with it (close cancels both). The
-// second is never derived from the first: a child of a cancelable context
-// costs the parent a done channel and a map of its children, about 350
-// bytes a connection, held as long as the connection.
+// closes, which the server's waits watch; and, when the host has a
+// BaseContext or a ConnContext, the one its requests carry
+// (Request.Context), derived from them and cancelled with it (close
+// cancels both). Without them the second is made when a request first
+// asks for it (requestContext): a connection whose requests the server
+// answers itself (ApiVersions), or whose host never asks, keeps none (96
+// bytes). The second is never derived from the first: a child of a
+// cancelable context costs the parent a done channel and a map of its
+// children, about 350 bytes a connection, held as long as the connection.
 func (c *conn) newContexts(info connregistry.Info) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	base, connContext := c.p.ls.base, c.p.srv.cfg.ConnContext
+	if base == nil && connContext == nil {
+		return
+	}
 	if base == nil {
 		base = context.Background()
 	}
@@ -248,7 +260,60 @@ func (c *conn) newContexts(info connregistry.Info) {
 			base = ctx
 		}
 	}
-	c.reqCtx, c.cancelReq = context.WithCancel(base)
+	ctx, cancel := context.WithCancel(base)
+	c.req.Store(&reqContext{ctx, cancel})
+}
+
+// reqContext is a connection's request context (Request.Context) and
+// its cancel.
+type reqContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// reqCancelled stands for a request context cancelled before any request
+// asked for it (cancelReq): the one requestContext makes then is
+// cancelled at once.
+var reqCancelled reqContext
+
+// requestContext returns the context of c's requests (Request.Context),
+// making it, from context.Background(), at the first call (the host did
+// not give newContexts a base): cancelled at once if the connection has
+// closed, or its client has sent EOF, before. Any goroutine may call it.
+func (c *conn) requestContext() context.Context {
+	for {
+		old := c.req.Load()
+		if old != nil && old != &reqCancelled {
+			return old.ctx
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if !c.req.CompareAndSwap(old, &reqContext{ctx, cancel}) {
+			cancel()
+			continue // another goroutine made it, or cancelReq marked it
+		}
+		if old == &reqCancelled || c.ctx.Err() != nil { // close cancels ctx before it calls cancelReq
+			cancel()
+		}
+		return ctx
+	}
+}
+
+// cancelReq cancels the context of c's requests alone (the client's EOF;
+// close calls it after cancelling ctx), or marks it to be cancelled when
+// it is made.
+func (c *conn) cancelReq() {
+	for {
+		old := c.req.Load()
+		switch {
+		case old == &reqCancelled:
+			return
+		case old != nil:
+			old.cancel()
+			return
+		case c.req.CompareAndSwap(nil, &reqCancelled):
+			return
+		}
+	}
 }
 
 // connectionID formats Kafka's connection id,
@@ -376,9 +441,18 @@ func (p *processor) expireIdle(now time.Time) {
 	if p.srv.parked.Load() > 0 {
 		stack = startingStack()
 	}
-	var expired, idle, repark []*conn
+	var expired, idle, repark, waiting []*conn
+	scanAge := false
+	if age := p.srv.cfg.ConnectionsMaxAge; age > 0 && now.Sub(p.ageScanned) >= ageScanEvery(age) {
+		p.ageScanned, scanAge = now, true
+	}
 	p.mu.Lock()
 	for c := range p.conns {
+		if scanAge {
+			if w := c.wait.Load(); w == waitAwaiting || w == waitParked {
+				waiting = append(waiting, c)
+			}
+		}
 		switch since := now.Sub(c.lastActive()); {
 		case limit > 0 && since > limit:
 			expired = append(expired, c)
@@ -391,11 +465,11 @@ func (p *processor) expireIdle(now time.Time) {
 	p.mu.Unlock()
 	for _, c := range expired {
 		reason := c.expiryReason()
-		if reason == connregistry.SlowRequest {
+		if reason == connregistry.CloseSlowRequest {
 			p.srv.log.Info("closing connection: its request arrives too slowly", "conn_id", c.info().ID,
-				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate)
+				"idle_limit", limit, "min_byte_rate", p.srv.cfg.RequestMinByteRate, "reason", string(connregistry.CloseSlowRequest))
 		} else {
-			p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit)
+			p.srv.log.Debug("closing idle connection", "conn_id", c.info().ID, "idle_limit", limit, "reason", string(connregistry.CloseIdle))
 		}
 		c.closeWith(reason)
 	}
@@ -405,7 +479,20 @@ func (p *processor) expireIdle(now time.Time) {
 	for _, c := range repark {
 		c.askToRepark(stack)
 	}
+	// A connection past its maximum age that waits for a request is woken
+	// as to park: its goroutine then closes it (parkRequested, unpark),
+	// unless a request has begun to arrive, which it serves first.
+	for _, c := range waiting {
+		if c.pastAge(now) && !c.wakeReader(wakeToPark) {
+			c.wakeReader(wakeToRepark)
+		}
+	}
 }
+
+// ageScanEvery is how often a processor looks for waiting connections past
+// their maximum age: a twentieth of the age, at most a minute (and no
+// more often than its tick).
+func ageScanEvery(age time.Duration) time.Duration { return min(age/20, time.Minute) }
 
 // reparkPerTick bounds the connections a processor parks again in one
 // tick, so that a fall in the runtime's starting stack with many

@@ -11,12 +11,12 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pires/go-proxyproto"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -52,24 +52,8 @@ import (
 // conn, under processor.mu, only while the server is not draining. A
 // refused connection (ErrProxyUntrusted, ErrProxyHeader) is closed,
 // logged once at Info, reported to the HookProxyRefused hooks and kept in
-// the registry's history of closed connections (connregistry.ProxyRefused)
+// the registry's history of closed connections (connregistry.CloseProxyRefused)
 // under the socket's addresses; it never reaches HookConnCreated.
-
-// Keys of kafkanet's own for the PROXY protocol, each settable per
-// listener with the listener.name.<listener>. prefix (see
-// [ProxyProtocol]).
-const (
-	// KeyProxyProtocol is none (the default) or required: whether the
-	// listener's connections must begin with a PROXY protocol header (v1
-	// or v2, both accepted).
-	KeyProxyProtocol = "kafkanet.proxy.protocol"
-	// KeyProxyProtocolTrustedNetworks is a comma-separated list of the
-	// networks the header is accepted from, as CIDR prefixes (10.0.0.0/8,
-	// fd00::/8) or single addresses; required with
-	// kafkanet.proxy.protocol=required. 0.0.0.0/0,::/0 trusts every address,
-	// and so lets any client claim any address.
-	KeyProxyProtocolTrustedNetworks = "kafkanet.proxy.protocol.trusted.networks"
-)
 
 // ProxyProtocolMode says whether a listener's connections begin with a
 // PROXY protocol header.
@@ -155,6 +139,15 @@ func (p ProxyProtocol) trusts(a netip.Addr) bool {
 	return false
 }
 
+// The keys of the PROXY protocol, which the configuration package reads
+// (config.KeyProxyProtocol, config.KeyProxyProtocolTrustedNetworks); New
+// names them in its errors about a ProxyProtocol built in code, as the
+// configuration names them about one read from properties.
+const (
+	keyProxyProtocol                = "kafkanet.proxy.protocol"
+	keyProxyProtocolTrustedNetworks = "kafkanet.proxy.protocol.trusted.networks"
+)
+
 // validate checks p for listener l, as New does for a Config built in
 // code; its errors name the listener's prefixed keys.
 func (p ProxyProtocol) validate(l protocolmap.ListenerName) error {
@@ -163,15 +156,15 @@ func (p ProxyProtocol) validate(l protocolmap.ListenerName) error {
 		return nil
 	case ProxyProtocolRequired:
 	default:
-		return &protocolmap.ConfigError{Key: l.ConfigPrefix() + KeyProxyProtocol, Value: p.Mode.String(), Err: listener.ErrInvalidValue,
+		return &protocolmap.ConfigError{Key: l.ConfigPrefix() + keyProxyProtocol, Value: p.Mode.String(), Err: listener.ErrInvalidValue,
 			Rule: "must be none or required"}
 	}
 	if len(p.TrustedNetworks) == 0 {
-		return noTrustedNetworks(l.ConfigPrefix()+KeyProxyProtocolTrustedNetworks, "")
+		return noTrustedNetworks(l.ConfigPrefix()+keyProxyProtocolTrustedNetworks, "")
 	}
 	for _, n := range p.TrustedNetworks {
 		if !n.IsValid() {
-			return &protocolmap.ConfigError{Key: l.ConfigPrefix() + KeyProxyProtocolTrustedNetworks, Value: n.String(), Err: listener.ErrInvalidValue,
+			return &protocolmap.ConfigError{Key: l.ConfigPrefix() + keyProxyProtocolTrustedNetworks, Value: n.String(), Err: listener.ErrInvalidValue,
 				Rule: "ListenerConfig.ProxyProtocol.TrustedNetworks holds an invalid prefix"}
 		}
 	}
@@ -182,69 +175,8 @@ func (p ProxyProtocol) validate(l protocolmap.ListenerName) error {
 // and trusts no network to send it.
 func noTrustedNetworks(key, value string) error {
 	return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue,
-		Rule: KeyProxyProtocol + "=required needs the networks of the load balancers that send the PROXY header " +
+		Rule: keyProxyProtocol + "=required needs the networks of the load balancers that send the PROXY header " +
 			"(a header from anywhere else could claim any client address); 0.0.0.0/0,::/0 trusts every address"}
-}
-
-// proxyProtocolFromProperties reads listener l's kafkanet.proxy.protocol
-// and kafkanet.proxy.protocol.trusted.networks, each from its
-// listener-prefixed key if set, else the broker-wide one.
-func proxyProtocolFromProperties(props listener.Properties, l protocolmap.ListenerName) (ProxyProtocol, error) {
-	var p ProxyProtocol
-	v, modeFrom, ok := props.ListenerValue(l, KeyProxyProtocol)
-	if ok {
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "none":
-		case "required":
-			p.Mode = ProxyProtocolRequired
-		default:
-			return ProxyProtocol{}, &protocolmap.ConfigError{Key: modeFrom, Value: v, Err: listener.ErrInvalidValue, Rule: "must be none or required"}
-		}
-	}
-	v, from, ok := props.ListenerValue(l, KeyProxyProtocolTrustedNetworks)
-	if ok {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			n, err := parseTrustedNetwork(s)
-			if err != nil {
-				return ProxyProtocol{}, &protocolmap.ConfigError{Key: from, Value: v, Err: listener.ErrInvalidValue,
-					Rule: fmt.Sprintf("%q is neither a CIDR prefix (10.0.0.0/8, fd00::/8) nor an IP address", s)}
-			}
-			if !slices.Contains(p.TrustedNetworks, n) {
-				p.TrustedNetworks = append(p.TrustedNetworks, n)
-			}
-		}
-	}
-	if p.required() && len(p.TrustedNetworks) == 0 {
-		if !ok { // the key to set: the trusted networks' beside the mode's, broker-wide or the listener's
-			from = strings.TrimSuffix(modeFrom, KeyProxyProtocol) + KeyProxyProtocolTrustedNetworks
-		}
-		return ProxyProtocol{}, noTrustedNetworks(from, v)
-	}
-	return p, nil
-}
-
-// parseTrustedNetwork parses a CIDR prefix, masked, or a single address as
-// a prefix of its full length; an IPv4-mapped prefix becomes its IPv4 one.
-func parseTrustedNetwork(s string) (netip.Prefix, error) {
-	if !strings.Contains(s, "/") {
-		a, err := netip.ParseAddr(strings.Trim(s, "[]"))
-		if err != nil || a.Zone() != "" {
-			return netip.Prefix{}, errors.New("not an address")
-		}
-		a = a.Unmap()
-		return netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	n, err := netip.ParsePrefix(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	if a := n.Addr(); a.Is4In6() && n.Bits() >= 96 {
-		n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
-	}
-	return n.Masked(), nil
 }
 
 // HookProxyRefused is called when a listener that requires the PROXY
@@ -254,7 +186,7 @@ func parseTrustedNetwork(s string) (netip.Prefix, error) {
 // the socket's peer: the balancer, or whoever connected. The connection
 // was never registered, so HookConnCreated and HookConnClosed do not see
 // it; the registry keeps it among the closed connections
-// (connregistry.ProxyRefused).
+// (connregistry.CloseProxyRefused).
 type HookProxyRefused interface {
 	OnProxyRefused(l protocolmap.ListenerName, addr netip.AddrPort, err error)
 }
@@ -550,7 +482,7 @@ func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, dea
 		client = h.source
 	}
 	if hold, err := srv.quotas.acquireIP(ls.cfg.Name, client.Addr()); err != nil {
-		srv.connRejected(ls, client.Addr(), err, hold) // the quota gave the listener's slot back
+		srv.connRejected(ls, client, sock, err, hold) // the quota gave the listener's slot back
 		if hold > 0 {
 			t := time.NewTimer(hold)
 			select {
@@ -570,6 +502,8 @@ func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, dea
 		rest := make([]byte, c.br.Buffered())
 		_, _ = io.ReadFull(c.br, rest)
 		c.pre.r = &restReader{rest: rest, r: nc}
+	} else {
+		c.pre.r = takeSocket(nc)
 	}
 	info := p.newInfo(nc.LocalAddr(), net.TCPAddrFromAddrPort(client), client)
 	info.ConnectedAt, info.ProxyAddr, info.ProxyTLVs = accepted, sock, h.tlvs
@@ -584,7 +518,7 @@ func (p *processor) acceptProxied(nc net.Conn, accepted time.Time) (c *conn, dea
 // refuseProxied closes a pending connection that the PROXY protocol
 // refuses (err), from the socket's peer sock, accepted at accepted: it
 // logs it once, tells the HookProxyRefused hooks, and records it in the
-// registry's history as closed (connregistry.ProxyRefused) under the
+// registry's history as closed (connregistry.CloseProxyRefused) under the
 // socket's addresses.
 func (p *processor) refuseProxied(c *conn, sock netip.AddrPort, accepted time.Time, err error) {
 	srv, l := p.srv, p.ls.cfg.Name
@@ -592,9 +526,14 @@ func (p *processor) refuseProxied(c *conn, sock netip.AddrPort, accepted time.Ti
 	for _, h := range srv.hooks.proxyRefused {
 		h.OnProxyRefused(l, sock, err)
 	}
+	if errors.Is(err, ErrProxyUntrusted) { // the peer is the client
+		srv.auditRefused(p.ls, sock, netip.AddrPort{}, err, 0)
+	} else { // a trusted balancer's bad header: the client is unknown
+		srv.auditRefused(p.ls, netip.AddrPort{}, sock, err, 0)
+	}
 	info := p.newInfo(c.nc.LocalAddr(), c.nc.RemoteAddr(), sock)
 	info.ConnectedAt = accepted
-	srv.registry.Add(connregistry.Conn{Info: info, State: connregistry.Closing}, nil).Remove(time.Now(), connregistry.ProxyRefused)
+	connreg.Add(srv.registry, connregistry.Conn{Info: info, State: connregistry.StateClosing}, nil).Remove(time.Now(), connregistry.CloseProxyRefused)
 	p.dropPending(c, true)
 }
 

@@ -19,7 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -30,8 +32,8 @@ import (
 // require the PROXY protocol from the loopback network, over more props.
 func proxyProps(more ...listener.Properties) listener.Properties {
 	return merge(append([]listener.Properties{{
-		socketserver.KeyProxyProtocol:                "required",
-		socketserver.KeyProxyProtocolTrustedNetworks: "127.0.0.0/8",
+		config.KeyProxyProtocol:                "required",
+		config.KeyProxyProtocolTrustedNetworks: "127.0.0.0/8",
 	}}, more...)...)
 }
 
@@ -208,11 +210,11 @@ func TestProxyProtocolRealAddress(t *testing.T) {
 			assert.Equal(t, balancer, got.requests[0].ProxyAddr)
 
 			// The address filter of a listing and of a close selects by the client's.
-			f, err := connregistry.NewFilter(nil, strp(client.Addr().String()), nil)
-			require.NoError(t, err)
+			f := connregistry.Filter{ClientAddress: strp(client.Addr().String())}
+			require.NoError(t, f.Validate())
 			assert.Len(t, srv.Registry().Snapshot(f), 1)
-			f, err = connregistry.NewFilter(nil, strp("127.0.0.1"), nil)
-			require.NoError(t, err)
+			f = connregistry.Filter{ClientAddress: strp("127.0.0.1")}
+			require.NoError(t, f.Validate())
 			assert.Empty(t, srv.Registry().Snapshot(f), "the balancer's address selects nothing")
 
 			c.Close()
@@ -302,10 +304,10 @@ func TestProxyProtocolRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &proxyRecorder{}
-			var logs socketservertest.SyncBuffer
+			var logs testkit.SyncBuffer
 			srv := proxyServer(t, rec, listener.Properties{
-				socketserver.KeyProxyProtocolTrustedNetworks: tc.trusted,
-				"kafkanet.handshake.timeout.ms":              "300",
+				config.KeyProxyProtocolTrustedNetworks: tc.trusted,
+				"kafkanet.handshake.timeout.ms":        "300",
 			}, func(c *socketserver.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 			c := socketservertest.Dial(t, srv, "PLAINTEXT")
 			_, _ = c.Write(tc.send) // the server may have closed already
@@ -323,7 +325,7 @@ func TestProxyProtocolRefused(t *testing.T) {
 
 			closed := srv.Registry().Closed(connregistry.Filter{})
 			require.Len(t, closed, 1)
-			assert.Equal(t, connregistry.ProxyRefused, closed[0].CloseReason)
+			assert.Equal(t, connregistry.CloseProxyRefused, closed[0].CloseReason)
 			assert.Equal(t, sock, closed[0].ClientAddr)
 			assert.Contains(t, closed[0].ID, "-"+sock.String()+"-")
 			assert.Empty(t, srv.Registry().Snapshot(connregistry.Filter{}))
@@ -391,8 +393,8 @@ func TestProxyProtocolThenTLS(t *testing.T) {
 		"listeners":                      "SSL://127.0.0.1:0",
 		"security.inter.broker.protocol": "SSL",
 		"ssl.principal.mapping.rules":    cnRule,
-		socketserver.KeyProxyProtocol:    "required",
-		"listener.name.ssl." + socketserver.KeyProxyProtocolTrustedNetworks: "127.0.0.1",
+		config.KeyProxyProtocol:          "required",
+		"listener.name.ssl." + config.KeyProxyProtocolTrustedNetworks: "127.0.0.1",
 	})
 	srv := socketservertest.NewServer(t, props, withAPIs, answerAll)
 	header := []byte("PROXY TCP4 192.0.2.77 10.0.0.1 44444 9093\r\n")
@@ -429,9 +431,9 @@ func TestProxyProtocolThenTLS(t *testing.T) {
 func TestProxyProtocolPerIPQuotas(t *testing.T) {
 	rec := &proxyRecorder{}
 	srv := proxyServer(t, rec, listener.Properties{
-		"max.connections.per.ip":                          "1",
-		socketserver.KeyIPConnectionCreationRateOverrides: "192.0.2.99:0",
-		"quota.window.num":                                "2",
+		"max.connections.per.ip":                    "1",
+		config.KeyIPConnectionCreationRateOverrides: "192.0.2.99:0",
+		"quota.window.num":                          "2",
 	})
 	dial := func(header string) net.Conn {
 		c := dialFrom(t, srv, "PLAINTEXT", "127.0.0.1")
@@ -535,7 +537,7 @@ func TestProxyProtocolPendingInStats(t *testing.T) {
 // mistakes in a Config built in code.
 func TestProxyProtocolConfig(t *testing.T) {
 	read := func(props listener.Properties) (map[protocolmap.ListenerName]socketserver.ProxyProtocol, error) {
-		cfg, err := socketserver.ConfigFromProperties(merge(listener.Properties{
+		cfg, err := config.Server(merge(listener.Properties{
 			"listeners":                      "PLAINTEXT://127.0.0.1:0,LB://127.0.0.1:0",
 			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,LB:PLAINTEXT",
 		}, props))
@@ -565,9 +567,9 @@ func TestProxyProtocolConfig(t *testing.T) {
 	assert.Equal(t, "required", got["LB"].Mode.String())
 
 	got, err = read(listener.Properties{
-		socketserver.KeyProxyProtocol:                              "required",
-		socketserver.KeyProxyProtocolTrustedNetworks:               "0.0.0.0/0,::/0",
-		"listener.name.plaintext." + socketserver.KeyProxyProtocol: "none",
+		config.KeyProxyProtocol:                              "required",
+		config.KeyProxyProtocolTrustedNetworks:               "0.0.0.0/0,::/0",
+		"listener.name.plaintext." + config.KeyProxyProtocol: "none",
 	})
 	require.NoError(t, err)
 	assert.Equal(t, socketserver.ProxyProtocolNone, got["PLAINTEXT"].Mode, "the listener's own setting wins")
@@ -582,12 +584,12 @@ func TestProxyProtocolConfig(t *testing.T) {
 		{"bad mode", listener.Properties{"listener.name.lb.kafkanet.proxy.protocol": "v2"}, "listener.name.lb.kafkanet.proxy.protocol"},
 		{"no trusted networks", listener.Properties{"listener.name.lb.kafkanet.proxy.protocol": "required"},
 			"listener.name.lb.kafkanet.proxy.protocol.trusted.networks"},
-		{"empty trusted networks", listener.Properties{socketserver.KeyProxyProtocol: "required", socketserver.KeyProxyProtocolTrustedNetworks: " , "},
-			socketserver.KeyProxyProtocolTrustedNetworks},
+		{"empty trusted networks", listener.Properties{config.KeyProxyProtocol: "required", config.KeyProxyProtocolTrustedNetworks: " , "},
+			config.KeyProxyProtocolTrustedNetworks},
 		{"bad network", listener.Properties{"listener.name.lb.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/33"},
 			"listener.name.lb.kafkanet.proxy.protocol.trusted.networks"},
-		{"a host name", listener.Properties{socketserver.KeyProxyProtocolTrustedNetworks: "lb.example.com"},
-			socketserver.KeyProxyProtocolTrustedNetworks},
+		{"a host name", listener.Properties{config.KeyProxyProtocolTrustedNetworks: "lb.example.com"},
+			config.KeyProxyProtocolTrustedNetworks},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := read(tc.props)
@@ -619,7 +621,7 @@ func TestProxyProtocolConfig(t *testing.T) {
 func TestProxyProtocolPipeIsNotTrusted(t *testing.T) {
 	pipe := socketservertest.NewPipeListener("PLAINTEXT")
 	rec := &proxyRecorder{}
-	srv := proxyServer(t, rec, listener.Properties{socketserver.KeyProxyProtocolTrustedNetworks: "0.0.0.0/0,::/0"},
+	srv := proxyServer(t, rec, listener.Properties{config.KeyProxyProtocolTrustedNetworks: "0.0.0.0/0,::/0"},
 		func(c *socketserver.Config) {
 			c.Listen = func(context.Context, listener.Listener) (net.Listener, error) { return pipe, nil }
 		})

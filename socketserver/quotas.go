@@ -8,8 +8,10 @@ import (
 	"math"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver/quota"
 )
@@ -18,9 +20,12 @@ import (
 // (Kafka's Int.MaxValue).
 const Unlimited = math.MaxInt32
 
-// Quotas are Kafka's connection quotas (ConnectionQuotas). Start from
-// [DefaultQuotas]: a zero limit is a real limit of zero.
-type Quotas struct {
+// ConnectionQuotas are Kafka's connection quotas (its ConnectionQuotas
+// class): how many connections, and how many new ones a second, the
+// server accepts. The quotas of a client's requests are package
+// socketserver/quota's. Start from [DefaultConnectionQuotas]: a zero limit
+// is a real limit of zero.
+type ConnectionQuotas struct {
 	// MaxConnections is max.connections: the broker-wide connection count
 	// at which acceptors wait for a connection to close.
 	MaxConnections int
@@ -36,7 +41,7 @@ type Quotas struct {
 	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
 	// limits for single hosts, by IP address or host name. A name is
 	// resolved when the quotas are applied (by Server.Start, and by
-	// Server.SetQuotas), to one address, as Kafka's InetAddress.getByName
+	// Server.SetConnectionQuotas), to one address, as Kafka's InetAddress.getByName
 	// does with Java's default preference: the first IPv4 address the
 	// resolver gives, or the first address if it gives no IPv4 one. The
 	// limit applies to that address alone.
@@ -62,6 +67,21 @@ type Quotas struct {
 	// address, zero admits none of its connections. An IPv4-mapped address
 	// stands for its IPv4 address.
 	IPConnectionCreationRateOverrides map[netip.Addr]int
+	// MaxConnectionsPerPrincipal limits the connections of each principal
+	// across all listeners (kafkanet.max.connections.per.principal and
+	// kafkanet.max.connections.per.principal.overrides, keys of kafkanet's
+	// own): see [PrincipalLimits]. Kafka limits connections per address
+	// only; behind a NAT or a proxy every tenant shares one.
+	MaxConnectionsPerPrincipal PrincipalLimits
+	// ListenerMaxConnectionsPerPrincipal limits the connections of each
+	// principal on single listeners
+	// (listener.name.<l>.kafkanet.max.connections.per.principal and
+	// listener.name.<l>.kafkanet.max.connections.per.principal.overrides),
+	// counted on that listener alone, in addition to
+	// MaxConnectionsPerPrincipal, as listener.name.<l>.max.connections
+	// applies in addition to max.connections. A listener missing here has
+	// no limit of its own; one named here may be added later.
+	ListenerMaxConnectionsPerPrincipal map[protocolmap.ListenerName]PrincipalLimits
 	// WindowNum and WindowSize are quota.window.num and
 	// quota.window.size.seconds: rates are measured over WindowNum samples
 	// of WindowSize, and no delay is longer than WindowSize.
@@ -69,16 +89,67 @@ type Quotas struct {
 	WindowSize time.Duration
 }
 
-// DefaultQuotas returns Kafka's defaults: nothing limited, rates measured
-// over 11 windows of one second.
-func DefaultQuotas() Quotas {
-	return Quotas{
-		MaxConnections:            Unlimited,
-		MaxConnectionsPerIP:       Unlimited,
-		MaxConnectionCreationRate: Unlimited,
-		IPConnectionCreationRate:  Unlimited,
-		WindowNum:                 11,
-		WindowSize:                time.Second,
+// PrincipalLimits limit how many connections each principal may have
+// open. A connection is counted under its principal once the principal is
+// known (after its TLS handshake and SASL exchange; at once on a listener
+// without authentication), until it closes. One that would take its
+// principal over a limit is closed then, before any request is read, as
+// Kafka closes a connection over max.connections.per.ip: it is listed as
+// closed for connregistry.ClosePrincipalLimit, and the client retries
+// after its reconnect backoff. Its principal's other connections, and
+// other principals, are not affected. [Server.SetQuotas] changes the
+// limits for new connections; connections already open stay.
+type PrincipalLimits struct {
+	// Max is the limit of every principal but User:ANONYMOUS, which the
+	// per-address limits already cover: unauthenticated connections are
+	// limited only by an override naming User:ANONYMOUS. Unlimited limits
+	// nothing (DefaultQuotas); zero admits only the principals Overrides
+	// names, and is valid only with Overrides.
+	Max int
+	// Overrides give single principals their own limit instead of Max:
+	// zero admits none of their connections, Unlimited exempts them.
+	Overrides map[connregistry.Principal]int
+}
+
+// limit is principal p's limit.
+func (pl PrincipalLimits) limit(p connregistry.Principal) int {
+	if n, ok := pl.Overrides[p]; ok {
+		return n
+	}
+	if p == connregistry.Anonymous() {
+		return Unlimited
+	}
+	return pl.Max
+}
+
+// validate checks pl; what names where pl was set, for the error.
+func (pl PrincipalLimits) validate(what string) error {
+	if pl.Max < 0 {
+		return fmt.Errorf("%w: %s is negative", ErrInvalidConnectionQuotas, what)
+	}
+	if pl.Max == 0 && len(pl.Overrides) == 0 {
+		return fmt.Errorf("%w: %s can be set to zero only if its overrides are set", ErrInvalidConnectionQuotas, what)
+	}
+	for p, n := range pl.Overrides {
+		if n < 0 {
+			return fmt.Errorf("%w: the overrides of %s give %s a negative limit", ErrInvalidConnectionQuotas, what, p)
+		}
+	}
+	return nil
+}
+
+// DefaultConnectionQuotas returns Kafka's defaults: nothing limited, rates
+// measured over quota.DefaultSamples (11) windows of quota.DefaultWindow
+// (one second).
+func DefaultConnectionQuotas() ConnectionQuotas {
+	return ConnectionQuotas{
+		MaxConnections:             Unlimited,
+		MaxConnectionsPerIP:        Unlimited,
+		MaxConnectionCreationRate:  Unlimited,
+		IPConnectionCreationRate:   Unlimited,
+		MaxConnectionsPerPrincipal: PrincipalLimits{Max: Unlimited},
+		WindowNum:                  quota.DefaultSamples,
+		WindowSize:                 quota.DefaultWindow,
 	}
 }
 
@@ -90,14 +161,18 @@ var (
 	// ErrConnectionThrottled: the client address opens connections faster
 	// than its creation rate; the new one was held, then closed.
 	ErrConnectionThrottled = errors.New("socketserver: connection creation rate exceeded for address")
-	// ErrInvalidQuotas: a quota is negative or contradicts another.
-	ErrInvalidQuotas = errors.New("socketserver: invalid connection quotas")
+	// ErrTooManyPrincipalConnections: the connection's principal already
+	// has the most connections allowed (PrincipalLimits); the new one was
+	// closed.
+	ErrTooManyPrincipalConnections = errors.New("socketserver: too many connections of principal")
+	// ErrInvalidConnectionQuotas: a quota is negative or contradicts another.
+	ErrInvalidConnectionQuotas = errors.New("socketserver: invalid connection quotas")
 )
 
 // validate checks q the way Kafka validates the quota keys.
-func (q Quotas) validate() error {
+func (q ConnectionQuotas) validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidQuotas, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", ErrInvalidConnectionQuotas, fmt.Sprintf(format, args...))
 	}
 	if q.MaxConnections < 0 || q.MaxConnectionsPerIP < 0 || q.MaxConnectionCreationRate < 0 || q.IPConnectionCreationRate < 0 {
 		return bad("limits must not be negative")
@@ -131,6 +206,14 @@ func (q Quotas) validate() error {
 	if q.WindowNum < 1 || q.WindowSize <= 0 {
 		return bad("quota.window.num and quota.window.size.seconds must be positive")
 	}
+	if err := q.MaxConnectionsPerPrincipal.validate("kafkanet.max.connections.per.principal"); err != nil {
+		return err
+	}
+	for l, pl := range q.ListenerMaxConnectionsPerPrincipal {
+		if err := pl.validate("kafkanet.max.connections.per.principal of listener " + string(l)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -139,7 +222,7 @@ type lookupFunc func(ctx context.Context, network, host string) ([]netip.Addr, e
 
 // resolveOverrides turns override hosts into addresses, once, within ctx:
 // each host to one address, as Kafka's ConnectionQuotas does with
-// InetAddress.getByName (see Quotas.MaxConnectionsPerIPOverrides).
+// InetAddress.getByName (see ConnectionQuotas.MaxConnectionsPerIPOverrides).
 func resolveOverrides(ctx context.Context, lookup lookupFunc, overrides map[string]int) (map[netip.Addr]int, error) {
 	out := make(map[netip.Addr]int, len(overrides))
 	for host, n := range overrides {
@@ -152,7 +235,7 @@ func resolveOverrides(ctx context.Context, lookup lookupFunc, overrides map[stri
 			err = errors.New("no addresses")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides host %q: %w", ErrInvalidQuotas, host, err)
+			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides host %q: %w", ErrInvalidConnectionQuotas, host, err)
 		}
 		out[firstAddress(addrs)] = n
 	}
@@ -172,11 +255,11 @@ func firstAddress(addrs []netip.Addr) netip.Addr {
 	return addrs[0].Unmap()
 }
 
-// connectionQuotas enforces Quotas for one server. Acceptors acquire a slot
+// connectionQuotas enforces ConnectionQuotas for one server. Acceptors acquire a slot
 // per connection; connections release it exactly once when they close.
 type connectionQuotas struct {
 	mu          sync.Mutex
-	q           Quotas
+	q           ConnectionQuotas
 	overrides   map[netip.Addr]int // max.connections.per.ip.overrides, resolved
 	ipRates     map[netip.Addr]int // q.IPConnectionCreationRateOverrides, unmapped and without zones
 	interBroker protocolmap.ListenerName
@@ -186,6 +269,14 @@ type connectionQuotas struct {
 	shedding   int // connections being closed to bring total under MaxConnections
 	byListener map[protocolmap.ListenerName]int
 	byIP       map[netip.Addr]int
+	// Connections by principal, across listeners and on each (see
+	// acquirePrincipal); a principal without connections has no entry.
+	// User:ANONYMOUS is counted in anonymous (and listenerState.anonymous)
+	// instead.
+	byPrincipal         map[connregistry.Principal]int
+	byListenerPrincipal map[listenerPrincipal]int
+	anonymous           atomic.Int64
+	anonymousLimited    atomic.Bool // an override limits User:ANONYMOUS (limitsAnonymous); changed under mu
 
 	brokerRate   *quota.Rate
 	listenerRate map[protocolmap.ListenerName]*quota.Rate
@@ -198,15 +289,19 @@ type connectionQuotas struct {
 	applied bool // the overrides are resolved: by Start's resolvePending or by set
 }
 
-func newConnectionQuotas(q Quotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
-	return &connectionQuotas{
+func newConnectionQuotas(q ConnectionQuotas, overrides map[netip.Addr]int, interBroker protocolmap.ListenerName, listeners int) *connectionQuotas {
+	q = clonePrincipalLimits(q)
+	cq := &connectionQuotas{
 		q: q, overrides: overrides, ipRates: ipRates(q.IPConnectionCreationRateOverrides), interBroker: interBroker, listeners: listeners,
 		byListener: map[protocolmap.ListenerName]int{}, byIP: map[netip.Addr]int{},
+		byPrincipal: map[connregistry.Principal]int{}, byListenerPrincipal: map[listenerPrincipal]int{},
 		brokerRate:   quota.NewRate(q.WindowNum, q.WindowSize),
 		listenerRate: map[protocolmap.ListenerName]*quota.Rate{}, ipRate: map[netip.Addr]*quota.Rate{},
 		changed: make(chan struct{}), excess: make(chan struct{}),
 		now: time.Now,
 	}
+	cq.anonymousLimited.Store(limitsAnonymous(q))
+	return cq
 }
 
 // ipRates copies the per-address creation rates, keyed as acquire looks
@@ -235,7 +330,7 @@ func (cq *connectionQuotas) resolvePending(ctx context.Context, lookup lookupFun
 	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if !cq.applied { // else SetQuotas applied newer quotas meanwhile
+	if !cq.applied { // else SetConnectionQuotas applied newer quotas meanwhile
 		cq.overrides, cq.applied = overrides, true
 	}
 	return nil
@@ -246,7 +341,7 @@ func (cq *connectionQuotas) resolvePending(ctx context.Context, lookup lookupFun
 // applies to the next connection, measured against the connections already
 // recorded: as Kafka's ConnectionQuotas.updateIpConnectionRateQuota, which
 // changes the bound of the existing rate sensor and keeps its samples.
-func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
+func (cq *connectionQuotas) set(q ConnectionQuotas, overrides map[netip.Addr]int) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	cq.applied = true
@@ -255,7 +350,9 @@ func (cq *connectionQuotas) set(q Quotas, overrides map[netip.Addr]int) {
 		clear(cq.listenerRate)
 		clear(cq.ipRate)
 	}
+	q = clonePrincipalLimits(q)
 	cq.q, cq.overrides, cq.ipRates = q, overrides, ipRates(q.IPConnectionCreationRateOverrides)
+	cq.anonymousLimited.Store(limitsAnonymous(q))
 	cq.notifyLocked()
 }
 
@@ -285,7 +382,7 @@ func (cq *connectionQuotas) addListener() {
 
 // removeListener forgets listener l, removed from the server once its
 // connections have ended, as Kafka's ConnectionQuotas.removeListener: its
-// count (zero by then) and its creation rate go. Quotas.ListenerMaxConnections
+// count (zero by then) and its creation rate go. ConnectionQuotas.ListenerMaxConnections
 // and ListenerMaxConnectionCreationRate keep any entry of its name, which
 // applies again to a listener added later under it.
 func (cq *connectionQuotas) removeListener(l protocolmap.ListenerName) {
@@ -474,6 +571,126 @@ func (cq *connectionQuotas) acquireIPLocked(l protocolmap.ListenerName, ip netip
 	return 0, nil
 }
 
+// listenerPrincipal is a principal's count on one listener.
+type listenerPrincipal struct {
+	l protocolmap.ListenerName
+	p connregistry.Principal
+}
+
+// acquirePrincipal counts a connection of principal p on listener l, as
+// acquireIPLocked counts one of an address: it fails with
+// ErrTooManyPrincipalConnections, counting nothing, when p already has
+// the connections its limit allows, across listeners
+// (Quotas.MaxConnectionsPerPrincipal) or on l
+// (Quotas.ListenerMaxConnectionsPerPrincipal). Every connection is
+// counted, whatever the limits, so that limits changed later
+// (Server.SetQuotas) measure the connections already open. On success the
+// caller calls releasePrincipal with the same arguments exactly once.
+//
+// User:ANONYMOUS, the principal of every connection of a listener without
+// authentication, is counted in atomics (broker-wide here, on its listener
+// in onListener), without the lock while no override limits it: a burst
+// of plaintext connections then neither waits on the lock the acceptors
+// take nor hashes a key each.
+func (cq *connectionQuotas) acquirePrincipal(l protocolmap.ListenerName, p connregistry.Principal, onListener *atomic.Int64) error {
+	anonymous := p == connregistry.Anonymous()
+	if anonymous && !cq.anonymousLimited.Load() {
+		cq.anonymous.Add(1)
+		onListener.Add(1)
+		return nil
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	key := listenerPrincipal{l, p}
+	count, countOnListener := cq.byPrincipal[p], cq.byListenerPrincipal[key]
+	if anonymous {
+		count, countOnListener = int(cq.anonymous.Load()), int(onListener.Load())
+	}
+	if limit := cq.q.MaxConnectionsPerPrincipal.limit(p); count >= limit {
+		return fmt.Errorf("%w %s (maximum = %d)", ErrTooManyPrincipalConnections, p, limit)
+	}
+	if pl, ok := cq.q.ListenerMaxConnectionsPerPrincipal[l]; ok {
+		if limit := pl.limit(p); countOnListener >= limit {
+			return fmt.Errorf("%w %s on listener %s (maximum = %d)", ErrTooManyPrincipalConnections, p, l, limit)
+		}
+	}
+	if anonymous {
+		cq.anonymous.Add(1)
+		onListener.Add(1)
+		return nil
+	}
+	cq.byPrincipal[p]++
+	cq.byListenerPrincipal[key]++
+	return nil
+}
+
+// releasePrincipal uncounts a connection acquirePrincipal counted.
+func (cq *connectionQuotas) releasePrincipal(l protocolmap.ListenerName, p connregistry.Principal, onListener *atomic.Int64) {
+	if p == connregistry.Anonymous() {
+		cq.anonymous.Add(-1)
+		onListener.Add(-1)
+		return
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	key := listenerPrincipal{l, p}
+	n, ok := cq.byListenerPrincipal[key]
+	if !ok {
+		panic(fmt.Sprintf("socketserver: released a connection of %s that was never counted", p))
+	}
+	if n == 1 {
+		delete(cq.byListenerPrincipal, key)
+	} else {
+		cq.byListenerPrincipal[key] = n - 1
+	}
+	if n := cq.byPrincipal[p]; n == 1 {
+		delete(cq.byPrincipal, p)
+	} else {
+		cq.byPrincipal[p] = n - 1
+	}
+}
+
+// clonePrincipalLimits returns q with copies of its principal limits'
+// maps: the server keeps them, the caller may change its own.
+func clonePrincipalLimits(q ConnectionQuotas) ConnectionQuotas {
+	q.MaxConnectionsPerPrincipal.Overrides = maps.Clone(q.MaxConnectionsPerPrincipal.Overrides)
+	if q.ListenerMaxConnectionsPerPrincipal != nil {
+		byListener := make(map[protocolmap.ListenerName]PrincipalLimits, len(q.ListenerMaxConnectionsPerPrincipal))
+		for l, pl := range q.ListenerMaxConnectionsPerPrincipal {
+			pl.Overrides = maps.Clone(pl.Overrides)
+			byListener[l] = pl
+		}
+		q.ListenerMaxConnectionsPerPrincipal = byListener
+	}
+	return q
+}
+
+// limitsAnonymous reports whether q limits User:ANONYMOUS anywhere: only
+// an override names it.
+func limitsAnonymous(q ConnectionQuotas) bool {
+	if _, ok := q.MaxConnectionsPerPrincipal.Overrides[connregistry.Anonymous()]; ok {
+		return true
+	}
+	for _, pl := range q.ListenerMaxConnectionsPerPrincipal {
+		if _, ok := pl.Overrides[connregistry.Anonymous()]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// principalCounts returns the connections counted per principal across
+// listeners (tests).
+func (cq *connectionQuotas) principalCounts() map[connregistry.Principal]int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	out := maps.Clone(cq.byPrincipal)
+	if n := cq.anonymous.Load(); n > 0 {
+		out[connregistry.Anonymous()] = int(n)
+	}
+	return out
+}
+
 // noteExcessLocked wakes the processors when the broker-wide count has gone
 // over its limit (see claimExcess).
 func (cq *connectionQuotas) noteExcessLocked() {
@@ -564,4 +781,30 @@ func (cq *connectionQuotas) counts() (int, map[protocolmap.ListenerName]int, map
 // delay is capped to the window.
 func connectionThrottle(r *quota.Rate, bound float64, now time.Time) time.Duration {
 	return quota.BoundedThrottleTime(r.Measure(now), bound, r.WindowSize(now), r.Window())
+}
+
+// logEvery is how often a logLimiter lets a line through.
+const logEvery = 10 * time.Second
+
+// logLimiter logs a kind of event without flooding: the first at once,
+// then at most one line every logEvery, telling how many it held back
+// since (a client that retries a refused connection every few
+// milliseconds would otherwise write a line each time).
+type logLimiter struct {
+	mu   sync.Mutex
+	last time.Time
+	held int
+}
+
+// allow reports whether to log the event at now, and how many events it
+// held back before it.
+func (l *logLimiter) allow(now time.Time) (ok bool, held int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < logEvery {
+		l.held++
+		return false, 0
+	}
+	held, l.held, l.last = l.held, 0, now
+	return true, held
 }

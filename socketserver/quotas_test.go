@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -238,7 +239,7 @@ func TestInterBrokerListenerProtected(t *testing.T) {
 	}, "no connection was closed for the broker-wide limit")
 	assert.Less(t, time.Since(start), time.Second, "the excess connection must be closed promptly")
 	require.Len(t, shed, 1, "one connection closed, one at a time")
-	assert.Equal(t, connregistry.Quota, shed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseQuota, shed[0].CloseReason)
 	assert.Equal(t, protocolmap.ListenerName("CLIENT"), shed[0].Listener)
 	open := 0
 	for i, c := range clients {
@@ -258,7 +259,7 @@ func TestInterBrokerListenerProtected(t *testing.T) {
 	}, "the broker-wide count did not come back to max.connections")
 }
 
-// SetQuotas changes limits while the server runs: raising a limit lets the
+// SetConnectionQuotas changes limits while the server runs: raising a limit lets the
 // waiting acceptor go on; lowering one applies to new connections only.
 func TestSetQuotasWhileRunning(t *testing.T) {
 	srv := socketservertest.NewServer(t, listener.Properties{"max.connections": "1"}, withAPIs, answerAll)
@@ -267,20 +268,20 @@ func TestSetQuotasWhileRunning(t *testing.T) {
 	waiting := socketservertest.Dial(t, srv, "PLAINTEXT")
 	assert.False(t, served(t, waiting, 2, 200*time.Millisecond))
 
-	q := socketserver.DefaultQuotas()
+	q := socketserver.DefaultConnectionQuotas()
 	q.MaxConnections = 3
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	require.NoError(t, waiting.SetReadDeadline(time.Now().Add(5*time.Second)))
 	readRawFrame(t, waiting)
 
 	q.MaxConnectionsPerIP = 1
 	q.MaxConnectionsPerIPOverrides = nil
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	assert.True(t, served(t, first, 3, 5*time.Second), "lowering a limit leaves existing connections alone")
 	requireClosedNoResponse(t, socketservertest.Dial(t, srv, "PLAINTEXT"))
 
 	q.MaxConnectionsPerIP = 0
-	assert.ErrorIs(t, srv.SetQuotas(context.Background(), q), socketserver.ErrInvalidQuotas)
+	assert.ErrorIs(t, srv.SetConnectionQuotas(context.Background(), q), socketserver.ErrInvalidConnectionQuotas)
 }
 
 // Every admitted connection gives its slot back exactly once, however it
@@ -349,16 +350,16 @@ func TestQuotaConfigErrors(t *testing.T) {
 			for k, v := range tc.props {
 				props[k] = v
 			}
-			_, err := socketserver.ConfigFromProperties(props)
+			_, err := config.Server(props)
 			var ce *protocolmap.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 		})
 	}
 	// Zero per IP is valid with overrides.
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
+	cfg, err := config.Server(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int{"::1": 5, "localhost": 2}, cfg.Quotas.MaxConnectionsPerIPOverrides)
+	assert.Equal(t, map[string]int{"::1": 5, "localhost": 2}, cfg.ConnectionQuotas.MaxConnectionsPerIPOverrides)
 }
 
 // The control-plane listener is counted and limited like any listener.
@@ -428,7 +429,7 @@ func TestOverrideHostNamesResolvedByStart(t *testing.T) {
 	start := time.Now()
 	err := srv.Start(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.ErrorIs(t, err, socketserver.ErrInvalidQuotas)
+	require.ErrorIs(t, err, socketserver.ErrInvalidConnectionQuotas)
 	assert.Contains(t, err.Error(), "clients.example")
 	assert.Less(t, time.Since(start), 5*time.Second, "Start honours its context")
 	assert.Nil(t, srv.Addr("PLAINTEXT"))
@@ -464,23 +465,23 @@ func TestOverrideHostNameLimitsOneAddress(t *testing.T) {
 	}
 }
 
-// SetQuotas resolves its host names within its context; quotas set before
+// SetConnectionQuotas resolves its host names within its context; quotas set before
 // Start are not replaced by Start's resolution of the configured ones.
 func TestSetQuotasResolvesHostNames(t *testing.T) {
 	res := &fakeResolver{answers: map[string][]netip.Addr{
 		"old.example": {netip.MustParseAddr("127.0.0.9")},
 		"new.example": {netip.MustParseAddr("127.0.0.10")},
 	}}
-	srv := newUnstarted(t, listener.Properties{
+	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1",
 		"listeners":                        "PLAINTEXT://127.0.0.1:0",
 		"max.connections.per.ip.overrides": "old.example:1",
 	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })
-	q := socketserver.DefaultQuotas()
+	q := socketserver.DefaultConnectionQuotas()
 	q.MaxConnectionsPerIPOverrides = map[string]int{"new.example": 1}
-	require.NoError(t, srv.SetQuotas(context.Background(), q))
+	require.NoError(t, srv.SetConnectionQuotas(context.Background(), q))
 	require.NoError(t, srv.Start(context.Background()))
-	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, 1, answerAll) }()
-	assert.Equal(t, []string{"new.example"}, res.lookups, "Start resolved quotas that SetQuotas had replaced")
+	go func() { _ = srv.Serve(context.Background(), protocolmap.DataPlane, answerAll) }()
+	assert.Equal(t, []string{"new.example"}, res.lookups, "Start resolved quotas that SetConnectionQuotas had replaced")
 	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"), 1, 5*time.Second))
 	requireClosedNoResponse(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.10"))
 	for i := range 2 {
@@ -493,6 +494,6 @@ func TestSetQuotasResolvesHostNames(t *testing.T) {
 	q.MaxConnectionsPerIPOverrides = map[string]int{"old.example": 0}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	assert.ErrorIs(t, srv.SetQuotas(ctx, q), context.DeadlineExceeded)
-	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.9"), 5, 5*time.Second), "a failed SetQuotas changed nothing")
+	assert.ErrorIs(t, srv.SetConnectionQuotas(ctx, q), context.DeadlineExceeded)
+	require.True(t, served(t, dialFrom(t, srv, "PLAINTEXT", "127.0.0.9"), 5, 5*time.Second), "a failed SetConnectionQuotas changed nothing")
 }

@@ -71,8 +71,11 @@ const produceKey = 0
 // its bytes keep the connection active while they arrive at the server's
 // floor (Config.RequestMinByteRate) or faster, read or spliced; a body
 // that arrives slower is closed at the limit, failing the host's read,
-// with the reason connregistry.SlowRequest. The host may tighten this
+// with the reason connregistry.CloseSlowRequest. The host may tighten this
 // with SetReadDeadline, never loosen it.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 type RawRequest struct {
 	frame   []byte // the header, then the body's bytes read with it: the whole body, or a streamed body's first bytes
 	tagsAt  int    // where the header's tagged fields begin; hdrLen when the header has none
@@ -392,7 +395,7 @@ func (b *RawRequest) fail(err error) error {
 	b.finish()
 	switch {
 	case tooSlow:
-		c.setReason(connregistry.SlowRequest)
+		c.setReason(connregistry.CloseSlowRequest)
 		c.p.srv.log.Info("closing connection: its streamed request body did not arrive by the host's deadline",
 			"conn_id", c.info().ID, "unread_bytes", b.bodyLen-b.pos)
 	case !isClosedOrEOF(err):
@@ -406,7 +409,7 @@ func (b *RawRequest) fail(err error) error {
 // of the body (Read, WriteTo, or the server's, which drops the bytes the
 // host left unread once it has answered) that has to wait for the client
 // past t fails with an error that wraps os.ErrDeadlineExceeded, and the
-// connection closes, with the reason connregistry.SlowRequest, as the
+// connection closes, with the reason connregistry.CloseSlowRequest, as the
 // rest of its frame can no longer be read. It only tightens what the
 // server enforces: connections.max.idle.ms and the floor of
 // Config.RequestMinByteRate go on applying to the body's arrival whatever
@@ -616,6 +619,9 @@ func (r *Request) rawAnswer() *rawAnswer {
 // given after this one has been written). For a decoded request it allocates a little; for a raw
 // one nothing. It returns an error, and leaves the request unanswered,
 // for a body over 2 GiB.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 func (r *Request) RespondRaw(body ...[]byte) error {
 	var size int64
 	for _, b := range body {
@@ -676,6 +682,9 @@ func (r *Request) RespondRaw(body ...[]byte) error {
 // every request, even after the close). It returns an error, and leaves the request unanswered, for a
 // decoded request (answer it with RespondRaw), a nil src, or n negative
 // or over 2 GiB.
+//
+// Experimental: proven by one host so far (examples/proxy); it may change
+// or go in a minor release, as CONTRIBUTING.md says.
 func (r *Request) RespondRawFrom(src io.Reader, n int64) error {
 	rr := r.Raw
 	switch {
@@ -769,7 +778,7 @@ func (c *conn) writeRaw(r *Request, ra *rawAnswer) (int, error) {
 	var err error
 	if tc, ok := c.rw.(*net.TCPConn); ok && ra.src == nil {
 		ra.bufs[0] = hdr
-		_, err = ra.bufs.WriteTo(tc)
+		err = c.writeBuffers(tc, ra.bufs)
 	} else {
 		err = c.writeRawCopying(tc, hdr, ra)
 	}
@@ -782,6 +791,22 @@ func (c *conn) writeRaw(r *Request, ra *rawAnswer) (int, error) {
 	c.wrote(n)
 	c.responseSent(r.APIKey, n)
 	return n, nil
+}
+
+// writeBuffers writes bufs to a plaintext TCP connection, whose socket is
+// tc, in one vectored write when the socket takes it.
+func (c *conn) writeBuffers(tc *net.TCPConn, bufs net.Buffers) error {
+	w, err := c.vecWriter(tc)
+	if err != nil {
+		return err
+	}
+	defer w.done()
+	for _, b := range bufs {
+		if err := w.add(b); err != nil {
+			return err
+		}
+	}
+	return w.flush()
 }
 
 // writeRawCopying writes a raw answer's header and bytes through a pooled
@@ -886,7 +911,7 @@ func (c *conn) streamHead(size int32, apis *apiTable, m *frameMemory) ([]byte, e
 	for {
 		if len(b) >= 2 {
 			api, ok := apis.lookup(int16(binary.BigEndian.Uint16(b)))
-			if !ok || api.StreamAbove == 0 || size <= api.StreamAbove {
+			if !ok || api.StreamAbove == 0 || int(size) <= api.StreamAbove {
 				return nil, nil
 			}
 			if n, ok := rawHeadLen(b, api.flexible); ok {

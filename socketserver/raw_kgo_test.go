@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -73,7 +74,7 @@ func (w *wireTap) sent(frame []byte) bool {
 func TestRawKgo(t *testing.T) {
 	type produced struct {
 		frame     []byte // size prefix, header and body, as the host saw them
-		principal socketserver.Principal
+		principal connregistry.Principal
 		records   int
 		streamed  bool
 	}
@@ -125,9 +126,9 @@ func TestRawKgo(t *testing.T) {
 	for _, tt := range []struct {
 		listener  protocolmap.ListenerName
 		opts      []kgo.Opt
-		principal socketserver.Principal
+		principal connregistry.Principal
 	}{
-		{"PLAINTEXT", nil, socketserver.Principal{Type: "User", Name: "ANONYMOUS"}},
+		{"PLAINTEXT", nil, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}},
 		{"SASL_PLAINTEXT", []kgo.Opt{socketservertest.KgoSASL("SCRAM-SHA-256", "alice", alicePassword)}, alice},
 	} {
 		t.Run(string(tt.listener), func(t *testing.T) {

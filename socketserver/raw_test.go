@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -33,7 +34,7 @@ func ownKey(key int16) bool { return key == 17 || key == 18 || key == 36 }
 // rawAPIs serves every API kmsg knows raw, at every version it knows, but
 // those the server answers itself; frames larger than streamAbove are
 // streamed (0: none).
-func rawAPIs(streamAbove int32) []socketserver.API {
+func rawAPIs(streamAbove int) []socketserver.API {
 	var apis []socketserver.API
 	for key := int16(0); key <= kmsg.MaxKey; key++ {
 		if r := kmsg.RequestForKey(key); r != nil && !ownKey(key) {
@@ -118,7 +119,7 @@ func recvSeen(t testing.TB, ch <-chan rawSeen) rawSeen {
 // header the server writes (with a tag section exactly for the flexible
 // versions). Read whole, and streamed (every frame over 1 byte).
 func TestRawRequestAsSent(t *testing.T) {
-	for _, stream := range []int32{0, 1} {
+	for _, stream := range []int{0, 1} {
 		t.Run(fmt.Sprintf("StreamAbove=%d", stream), func(t *testing.T) {
 			seen := make(chan rawSeen, 1)
 			srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = rawAPIs(stream) },
@@ -394,7 +395,8 @@ func TestRespondRawToDecodedRequests(t *testing.T) {
 }
 
 // New refuses what cannot be served raw: the APIs the server answers
-// itself, its own ListClientConnections handler, a key nothing says the
+// itself, its own ListClientConnections and CloseClientConnections
+// handlers, a key nothing says the
 // flexible versions of, and a stream threshold without Raw or below 0. A
 // key kmsg does not know is served raw with New's request type.
 func TestRawAPIConfig(t *testing.T) {
@@ -408,6 +410,7 @@ func TestRawAPIConfig(t *testing.T) {
 		{"SaslHandshake", socketserver.API{Key: 17, MaxVersion: 1, Raw: true}, "cannot be served raw"},
 		{"SaslAuthenticate", socketserver.API{Key: 36, MaxVersion: 2, Raw: true}, "cannot be served raw"},
 		{"ListClientConnections", socketserver.Raw(lc)[0], "ListClientConnectionsAPI cannot be served raw"},
+		{"CloseClientConnections", socketserver.Raw(socketserver.CloseClientConnectionsAPI(1093, nil))[0], "CloseClientConnectionsAPI cannot be served raw"},
 		{"a key kmsg does not know", socketserver.API{Key: 9999, MaxVersion: 1, Raw: true}, "kmsg does not know"},
 		{"StreamAbove without Raw", func() socketserver.API {
 			a := socketserver.KmsgAPI(kmsg.Produce, 3, 12)
@@ -428,7 +431,7 @@ func TestRawAPIConfig(t *testing.T) {
 		{"versions kmsg does not decode", socketserver.API{Key: 3, MaxVersion: 99, Raw: true}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+			cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 			require.NoError(t, err)
 			cfg.APIs = []socketserver.API{tt.api}
 			_, err = socketserver.New(cfg)
@@ -466,7 +469,7 @@ func TestRawVersionKmsgDoesNotKnow(t *testing.T) {
 // authenticating closes the connection, as any request the SASL exchange
 // does not allow. After it, raw requests carry the principal.
 func TestRawSASL(t *testing.T) {
-	seen := make(chan socketserver.Principal, 1)
+	seen := make(chan connregistry.Principal, 1)
 	srv := socketservertest.NewServer(t, saslProps(nil), func(c *socketserver.Config) {
 		c.APIs = rawAPIs(0)
 		c.Credentials = newUsers(t)
@@ -712,7 +715,7 @@ func TestRawStreamedBodies(t *testing.T) {
 				reqs[r.CorrelationID] = r
 			}
 			used := srv.Stats().RequestMemory[protocolmap.DataPlane].Used
-			require.Less(t, used, int64(4096), "three streamed requests held take only their headers' memory")
+			require.Less(t, used, 4096, "three streamed requests held take only their headers' memory")
 
 			var got [3]bytes.Buffer
 			var wg sync.WaitGroup

@@ -9,12 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Records are the record batches of one partition of a response, carried
-// by reference: the server writes them to the socket after the bytes that
-// precede them, without copying them into its response buffer, as Kafka
-// writes a Fetch response's MemoryRecords and FileRecords (zero-copy
-// fetch). Set Batches, or File with Offset and Length, not both.
-type Records struct {
+// FetchRecords are the record batches of one partition of a Fetch
+// response ([FetchResponse]), carried by reference: the server writes them
+// to the socket after the bytes that precede them, without copying them
+// into its response buffer, as Kafka writes a Fetch response's
+// MemoryRecords and FileRecords (zero-copy fetch). Package
+// socketserver/records reads the records of a Produce request. Set Batches, or File with Offset and Length, not both.
+type FetchRecords struct {
 	// Batches are record batches in memory, written in order with vectored
 	// I/O (writev) on a plaintext listener. The host must not change them
 	// until the response has been written (Request.Respond returns before
@@ -34,7 +35,7 @@ type Records struct {
 }
 
 // Len is the number of bytes the records take on the wire.
-func (r *Records) Len() int64 {
+func (r *FetchRecords) Len() int64 {
 	if r.File != nil {
 		return r.Length
 	}
@@ -45,13 +46,13 @@ func (r *Records) Len() int64 {
 	return n
 }
 
-// ErrRecords is wrapped by the error of Request.Respond for a
+// ErrFetchRecords is wrapped by the error of Request.Respond for a
 // [FetchResponse] whose Records do not fit its partitions, and by the
 // write error of a file section that could not be read whole.
-var ErrRecords = errors.New("socketserver: invalid response records")
+var ErrFetchRecords = errors.New("socketserver: invalid response records")
 
 // FetchResponse is a Fetch response whose partitions' record batches are
-// [Records] the server writes by reference, instead of copying each
+// [FetchRecords] the server writes by reference, instead of copying each
 // partition's RecordBatches into the response. Respond with it as with
 // any response; the bytes on the wire are exactly those kmsg would encode
 // for the same response with the records in RecordBatches.
@@ -61,12 +62,12 @@ var ErrRecords = errors.New("socketserver: invalid response records")
 // shorter slice, or a zero Records) sends its RecordBatches as kmsg would.
 type FetchResponse struct {
 	*kmsg.FetchResponse
-	Records [][]Records
+	Records [][]FetchRecords
 }
 
 // records returns the records of partition p of topic t, nil when it has
 // none by reference.
-func (f *FetchResponse) records(t, p int) *Records {
+func (f *FetchResponse) records(t, p int) *FetchRecords {
 	if t >= len(f.Records) || p >= len(f.Records[t]) {
 		return nil
 	}
@@ -77,22 +78,36 @@ func (f *FetchResponse) records(t, p int) *Records {
 	return r
 }
 
+// withRecords is how many partitions have records by reference: the cuts
+// of the response, allocated at once.
+func (f *FetchResponse) withRecords() int {
+	n := 0
+	for t := range f.Records {
+		for p := range f.Records[t] {
+			if f.records(t, p) != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // check reports records that cannot be written: a file section with a
 // negative offset or length, or both Batches and File set.
 func (f *FetchResponse) check() error {
 	for t := range f.Records {
 		if t >= len(f.Topics) || len(f.Records[t]) > len(f.Topics[t].Partitions) {
-			return fmt.Errorf("%w: Records[%d] has no partitions to match in Topics", ErrRecords, t)
+			return fmt.Errorf("%w: Records[%d] has no partitions to match in Topics", ErrFetchRecords, t)
 		}
 		for p := range f.Records[t] {
 			r := &f.Records[t][p]
 			switch {
 			case r.File != nil && r.Batches != nil:
-				return fmt.Errorf("%w: Records[%d][%d] sets both Batches and File", ErrRecords, t, p)
+				return fmt.Errorf("%w: Records[%d][%d] sets both Batches and File", ErrFetchRecords, t, p)
 			case r.File != nil && (r.Offset < 0 || r.Length < 0):
-				return fmt.Errorf("%w: Records[%d][%d] has a negative file offset or length", ErrRecords, t, p)
+				return fmt.Errorf("%w: Records[%d][%d] has a negative file offset or length", ErrFetchRecords, t, p)
 			case r.Len() > 1<<31-1:
-				return fmt.Errorf("%w: Records[%d][%d] are larger than 2 GiB", ErrRecords, t, p)
+				return fmt.Errorf("%w: Records[%d][%d] are larger than 2 GiB", ErrFetchRecords, t, p)
 			}
 		}
 	}
@@ -110,7 +125,7 @@ type segmented struct {
 
 type recordsCut struct {
 	at      int // offset in buf
-	records *Records
+	records *FetchRecords
 }
 
 // appendFetchResponse encodes f's body after dst (which holds the frame's
@@ -121,7 +136,7 @@ func appendFetchResponse(dst []byte, f *FetchResponse) segmented {
 	v := f.FetchResponse
 	version := v.Version
 	flexible := version >= 12
-	s := segmented{}
+	s := segmented{cuts: make([]recordsCut, 0, f.withRecords())}
 	if version >= 1 {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(v.ThrottleMillis))
 	}

@@ -69,7 +69,7 @@ func randomFetchResponse(r *rand.Rand, version int16, file *os.File, fileData []
 		if r.IntN(4) == 0 {
 			topic.UnknownTags = randomTags(r)
 		}
-		var recs []Records
+		var recs []FetchRecords
 		for pi := range r.IntN(4) {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition, p.ErrorCode = int32(pi), int16(r.IntN(50))
@@ -101,7 +101,7 @@ func randomFetchResponse(r *rand.Rand, version int16, file *os.File, fileData []
 			if r.IntN(4) == 0 {
 				p.UnknownTags = randomTags(r)
 			}
-			var rec Records
+			var rec FetchRecords
 			switch r.IntN(5) {
 			case 0: // no records by reference: kmsg's own RecordBatches, null or not
 				if r.IntN(2) == 0 {
@@ -110,7 +110,7 @@ func randomFetchResponse(r *rand.Rand, version int16, file *os.File, fileData []
 			case 1: // a file section
 				off := r.IntN(len(fileData))
 				n := r.IntN(len(fileData) - off)
-				rec = Records{File: file, Offset: int64(off), Length: int64(n)}
+				rec = FetchRecords{File: file, Offset: int64(off), Length: int64(n)}
 				p.RecordBatches = append([]byte{}, fileData[off:off+n]...)
 			default: // batches in memory, some large enough for a 3-byte length
 				p.RecordBatches = []byte{}
@@ -195,21 +195,21 @@ func TestFetchResponseCheck(t *testing.T) {
 	resp.Topics = []kmsg.FetchResponseTopic{{Partitions: []kmsg.FetchResponseTopicPartition{{}}}}
 	for _, tc := range []struct {
 		name string
-		recs [][]Records
+		recs [][]FetchRecords
 		ok   bool
 	}{
 		{"none", nil, true},
-		{"one", [][]Records{{{Batches: [][]byte{{1}}}}}, true},
-		{"a topic too many", [][]Records{{}, {}}, false},
-		{"a partition too many", [][]Records{{{}, {}}}, false},
-		{"both kinds", [][]Records{{{Batches: [][]byte{{1}}, File: f}}}, false},
-		{"negative offset", [][]Records{{{File: f, Offset: -1}}}, false},
+		{"one", [][]FetchRecords{{{Batches: [][]byte{{1}}}}}, true},
+		{"a topic too many", [][]FetchRecords{{}, {}}, false},
+		{"a partition too many", [][]FetchRecords{{{}, {}}}, false},
+		{"both kinds", [][]FetchRecords{{{Batches: [][]byte{{1}}, File: f}}}, false},
+		{"negative offset", [][]FetchRecords{{{File: f, Offset: -1}}}, false},
 	} {
 		err := (&FetchResponse{FetchResponse: resp, Records: tc.recs}).check()
 		if tc.ok {
 			require.NoError(t, err, tc.name)
 		} else {
-			require.ErrorIs(t, err, ErrRecords, tc.name)
+			require.ErrorIs(t, err, ErrFetchRecords, tc.name)
 		}
 	}
 }

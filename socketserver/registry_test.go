@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -74,7 +75,7 @@ func TestRegistryFedByServer(t *testing.T) {
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "alice"}, authed.Principal)
 	assert.Equal(t, "SASL_PLAINTEXT", authed.SecurityProtocol.String())
 	assert.Equal(t, "SCRAM-SHA-256", authed.SASLMechanism)
-	assert.Equal(t, connregistry.Ready, authed.State)
+	assert.Equal(t, connregistry.StateReady, authed.State)
 	assert.Equal(t, "kgo", authed.ClientSoftwareName)
 	assert.Equal(t, "kgo", authed.ClientID)
 	assert.Greater(t, authed.Requests, int64(2))
@@ -85,29 +86,29 @@ func TestRegistryFedByServer(t *testing.T) {
 	assert.Equal(t, "data", authed.Plane.String())
 
 	assert.Equal(t, connregistry.Principal{Type: "User", Name: "ANONYMOUS"}, scanning.Principal)
-	assert.Equal(t, connregistry.Authenticating, scanning.State)
+	assert.Equal(t, connregistry.StateAuthenticating, scanning.State)
 
 	plain := byListener["PLAIN"][0]
 	assert.Equal(t, "raw-test", plain.ClientSoftwareName)
 	assert.Equal(t, "1.0", plain.ClientSoftwareVersion)
 	assert.Equal(t, raw.LocalAddr().String(), plain.ClientAddr.String())
-	assert.Equal(t, connregistry.Ready, plain.State)
+	assert.Equal(t, connregistry.StateReady, plain.State)
 
 	// An operator closes alice's connections; they go to the history with
 	// the reason, and disappear from the live list.
-	f, err := connregistry.NewFilter(strp("User:alice"), nil, nil)
-	require.NoError(t, err)
-	killed := reg.Close(f, connregistry.ClosedByOperator)
+	f := connregistry.Filter{Principal: strp("User:alice")}
+	require.NoError(t, f.Validate())
+	killed := reg.Close(f, connregistry.CloseByOperator)
 	require.NotEmpty(t, killed)
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Snapshot(f)) == 0 }, "alice's connections are still listed")
 	closed := reg.Closed(f)
 	require.NotEmpty(t, closed)
-	assert.Equal(t, connregistry.ClosedByOperator, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseByOperator, closed[0].CloseReason)
 
 	// The raw connection goes idle: closed with the reason idle.
-	pf, _ := connregistry.NewFilter(nil, strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), strp("plain"))
+	pf := connregistry.Filter{ClientAddress: strp(raw.LocalAddr().(*net.TCPAddr).IP.String()), Listener: strp("plain")}
 	waitFor(t, 5*time.Second, func() bool { return len(reg.Closed(pf)) == 1 }, "the idle connection did not close")
-	assert.Equal(t, connregistry.Idle, reg.Closed(pf)[0].CloseReason)
+	assert.Equal(t, connregistry.CloseIdle, reg.Closed(pf)[0].CloseReason)
 }
 
 // A failed authentication is recorded with its reason.
@@ -127,7 +128,7 @@ func TestRegistryAuthenticationFailed(t *testing.T) {
 	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	require.Error(t, err)
 	waitFor(t, 5*time.Second, func() bool { return len(srv.Registry().Closed(connregistry.Filter{})) > 0 }, "no closed connection recorded")
-	assert.Equal(t, connregistry.AuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
+	assert.Equal(t, connregistry.CloseAuthenticationFailed, srv.Registry().Closed(connregistry.Filter{})[0].CloseReason)
 }
 
 // Connections closed by Shutdown are recorded as closed by the server's
@@ -141,7 +142,7 @@ func TestRegistryServerShutdownReason(t *testing.T) {
 	require.NoError(t, srv.Shutdown(ctx))
 	closed := srv.Registry().Closed(connregistry.Filter{})
 	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ServerShutdown, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseServerShutdown, closed[0].CloseReason)
 	assert.Zero(t, srv.Registry().Len())
 }
 
@@ -149,13 +150,12 @@ func TestRegistryServerShutdownReason(t *testing.T) {
 // frame's key, so its response carries the same key.
 func TestKeySetterGetsFrameKey(t *testing.T) {
 	const key = 200
-	reg := connregistry.New(0)
-	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
-		c.Registry = reg
+	var srv *socketserver.Server
+	srv = socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{{Key: key, MaxVersion: 0,
 			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} }}}
 	}, socketserver.HandlerFunc(func(r *socketserver.Request) {
-		h := &connregistry.ListHandler{Registry: reg}
+		h := &connregistry.ListHandler{Registry: srv.Registry()}
 		if err := r.Respond(h.Handle(r.Context(), connregistry.Principal(r.Conn.Principal), r.Body.(*connregistry.ListClientConnectionsRequest))); err != nil {
 			t.Error(err)
 			_ = r.CloseConnection()
@@ -169,17 +169,24 @@ func TestKeySetterGetsFrameKey(t *testing.T) {
 }
 
 // A host-supplied PrincipalBuilder decides the principal of each
-// connection; the default one's rules no longer apply.
+// connection; the default one's rules no longer apply. It is given what
+// the connection established, as Kafka's AuthenticationContext: listener,
+// security protocol, client address, and the SASL mechanism and identity.
 func TestCustomPrincipalBuilder(t *testing.T) {
 	seen := make(chan *socketserver.Request, 1)
+	built := make(chan socketserver.Authentication, 1)
 	srv := socketservertest.NewServer(t, listener.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
 		"security.inter.broker.protocol": "SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "SCRAM-SHA-256",
 	}, func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
-		c.PrincipalBuilder = func(info socketserver.AuthInfo, _ *security.PrincipalMapper) (socketserver.Principal, error) {
-			return socketserver.Principal{Type: "Service", Name: info.SASLIdentity + "@" + string(info.Listener)}, nil
+		c.PrincipalBuilder = func(info socketserver.Authentication, _ *security.PrincipalMapper) (connregistry.Principal, error) {
+			select {
+			case built <- info:
+			default:
+			}
+			return connregistry.Principal{Type: "Service", Name: info.SASLIdentity + "@" + string(info.Listener)}, nil
 		}
 	}, queueHandler(seen))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr("SASL_PLAINTEXT").String()),
@@ -192,9 +199,15 @@ func TestCustomPrincipalBuilder(t *testing.T) {
 		_, _ = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	}()
 	r := recv(t, seen)
-	assert.Equal(t, socketserver.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, r.Conn.Principal)
+	assert.Equal(t, connregistry.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, r.Conn.Principal)
 	require.NoError(t, respondEmpty(r))
 	list := srv.Registry().Snapshot(connregistry.Filter{})
 	require.NotEmpty(t, list)
 	assert.Equal(t, connregistry.Principal{Type: "Service", Name: "alice@SASL_PLAINTEXT"}, list[0].Principal)
+	a := <-built
+	assert.Equal(t, protocolmap.SASLPlaintext, a.SecurityProtocol)
+	assert.Equal(t, list[0].ClientAddr, a.ClientAddr)
+	assert.True(t, a.ClientAddr.IsValid())
+	assert.Equal(t, "SCRAM-SHA-256", a.SASLMechanism)
+	assert.Nil(t, a.TLS)
 }

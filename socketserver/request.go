@@ -17,12 +17,6 @@ import (
 // CloseConnection on one request, and by a Throttle after the answer.
 var ErrAlreadyAnswered = errors.New("socketserver: request already answered")
 
-// Principal is an authenticated identity, as Kafka's KafkaPrincipal: a type
-// (User) and a name. It is connregistry's type, so that a connection's
-// principal goes to the registry and to a ListClientConnections handler as
-// it is.
-type Principal = connregistry.Principal
-
 // Request is one request, decoded (Body) or, for an API served raw, as the
 // client sent it (Raw). The host answers it exactly once, from any
 // goroutine, with Respond, RespondRaw, RespondRawFrom, NoResponse or
@@ -47,6 +41,9 @@ type Request struct {
 	Body kmsg.Request
 	// Raw is the request as the client sent it, header and body, for an
 	// API served raw (API.Raw); nil for a decoded request.
+	//
+	// Experimental: proven by one host so far (examples/proxy); it may change
+	// or go in a minor release, as CONTRIBUTING.md says.
 	Raw *RawRequest
 	// Conn describes the connection at the time the request was read:
 	// what its registry entry held then. The requests read between two
@@ -63,7 +60,7 @@ type Request struct {
 
 	conn *conn
 	// answered is set, once, by the answer: to when it came, in nanoseconds
-	// since the server's epoch, when a HookRequestDone or HookRequestLogged
+	// since the server's epoch, when a HookRequestDone
 	// wants it (hooks.timed), else to 1.
 	// 0 means not yet answered.
 	answered atomic.Int64
@@ -130,8 +127,8 @@ type throttled interface {
 // given after the cancellation is written, as Kafka writes the responses to
 // the requests it read before the EOF. A host may as well close the
 // connection (CloseConnection): after the client's EOF, the close is the
-// client's (connregistry.ClientClosed), not the host's.
-func (r *Request) Context() context.Context { return r.conn.reqCtx }
+// client's (connregistry.CloseByClient), not the host's.
+func (r *Request) Context() context.Context { return r.conn.requestContext() }
 
 // Respond sends resp as the answer. resp's version is set to the request's.
 // It returns an error, and leaves the request unanswered, when resp is of
@@ -144,7 +141,7 @@ func (r *Request) Respond(resp kmsg.Response) error {
 	}
 	if f, ok := resp.(*FetchResponse); ok {
 		if f.FetchResponse == nil {
-			return fmt.Errorf("%w: a FetchResponse without its kmsg.FetchResponse", ErrRecords)
+			return fmt.Errorf("%w: a FetchResponse without its kmsg.FetchResponse", ErrFetchRecords)
 		}
 		if err := f.check(); err != nil {
 			return err
@@ -161,8 +158,8 @@ func (r *Request) NoResponse() error { return r.answer(answer{}) }
 
 // CloseConnection closes the connection instead of answering. The
 // registry records it as closed by the request handler
-// (connregistry.HandlerClosed), or as closed by its client
-// (connregistry.ClientClosed) when the client had gone already: its EOF,
+// (connregistry.CloseByHandler), or as closed by its client
+// (connregistry.CloseByClient) when the client had gone already: its EOF,
 // which cancels the request's context, came first.
 func (r *Request) CloseConnection() error { return r.answer(answer{close: true}) }
 

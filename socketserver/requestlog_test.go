@@ -23,17 +23,17 @@ import (
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-// requestLogs records every RequestLog its hook is given: a copy of each
+// requestLogs records every RequestDone its hook is given: a copy of each
 // (the pointer is valid during the call only), and each as %+v prints it.
 type requestLogs struct {
 	mu      sync.Mutex
-	logs    []socketserver.RequestLog
+	logs    []socketserver.RequestDone
 	printed strings.Builder
 }
 
-var _ socketserver.HookRequestLogged = (*requestLogs)(nil)
+var _ socketserver.HookRequestDone = (*requestLogs)(nil)
 
-func (r *requestLogs) OnRequestLogged(l *socketserver.RequestLog) {
+func (r *requestLogs) OnRequestDone(l *socketserver.RequestDone) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.logs = append(r.logs, *l)
@@ -41,10 +41,10 @@ func (r *requestLogs) OnRequestLogged(l *socketserver.RequestLog) {
 }
 
 // all returns the logs recorded so far.
-func (r *requestLogs) all() []socketserver.RequestLog {
+func (r *requestLogs) all() []socketserver.RequestDone {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]socketserver.RequestLog(nil), r.logs...)
+	return append([]socketserver.RequestDone(nil), r.logs...)
 }
 
 // printedString returns every log recorded so far as %+v printed it.
@@ -57,9 +57,9 @@ func (r *requestLogs) printedString() string {
 // of returns the logs of connection id, once there are n of them: a
 // request is logged after its response is written, so the client may read
 // the response first.
-func (r *requestLogs) of(t testing.TB, id string, n int) []socketserver.RequestLog {
+func (r *requestLogs) of(t testing.TB, id string, n int) []socketserver.RequestDone {
 	t.Helper()
-	var out []socketserver.RequestLog
+	var out []socketserver.RequestDone
 	require.Eventually(t, func() bool {
 		out = out[:0]
 		for _, l := range r.all() {
@@ -109,8 +109,10 @@ func TestRequestLog(t *testing.T) {
 		}
 	})
 	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
-		c.APIs = append(slices.DeleteFunc(allAPIs(), func(a socketserver.API) bool { return a.Key == connregistry.DefaultListAPIKey }),
-			socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil))
+		c.APIs = append(slices.DeleteFunc(allAPIs(), func(a socketserver.API) bool {
+			return a.Key == connregistry.DefaultListAPIKey || a.Key == connregistry.DefaultCloseAPIKey
+		}), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil),
+			socketserver.CloseClientConnectionsAPI(connregistry.DefaultCloseAPIKey, nil))
 		c.Hooks = []socketserver.Hook{logs, done}
 	}, handler)
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
@@ -121,6 +123,7 @@ func TestRequestLog(t *testing.T) {
 	saslHandshake := kmsg.NewPtrSASLHandshakeRequest()
 	saslHandshake.Version, saslHandshake.Mechanism = 1, "PLAIN"
 	list := &connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultListAPIKey}
+	closeNone := &connregistry.CloseClientConnectionsRequest{APIKey: connregistry.DefaultCloseAPIKey, ConnectionIDs: []string{"no-such-connection"}}
 	steps := []struct {
 		req        kmsg.Request
 		response   bool
@@ -132,6 +135,7 @@ func TestRequestLog(t *testing.T) {
 		{metadataReq(12), true, false, false, "logging-client"},
 		{produce, false, false, false, "logging-client"},
 		{list, true, true, false, "logging-client"},
+		{closeNone, true, true, false, "logging-client"},     // answered by the server, as CloseClientConnectionsAPI says
 		{saslHandshake, true, true, false, "logging-client"}, // ILLEGAL_SASL_STATE: not a SASL listener
 		{apiVersionsReq(0, "", ""), true, true, false, "logging-client"},
 		{kmsg.NewPtrFindCoordinatorRequest(), false, false, true, "logging-client"}, // the handler closes
@@ -166,11 +170,12 @@ func TestRequestLog(t *testing.T) {
 		assert.Equal(t, respBytes[i], l.ResponseBytes, name)
 		assert.Equal(t, s.server, l.ServerAnswered, name)
 		assert.Equal(t, s.closed, l.Closed, name)
+		assert.False(t, l.Authenticating, name) // a PLAINTEXT listener: no SASL exchange, its SaslHandshake refused as the authenticated connection's
 		assert.Zero(t, l.Throttle, name)
 		assert.Equal(t, id, l.Conn.ID, name)
 		assert.Equal(t, "PLAINTEXT", string(l.Conn.Listener), name)
 		assert.Equal(t, c.LocalAddr().String(), l.Conn.ClientAddr.String(), name)
-		assert.Equal(t, connregistry.Anonymous, l.Conn.Principal, name)
+		assert.Equal(t, connregistry.Anonymous(), l.Conn.Principal, name)
 		assert.Equal(t, s.softwareIs, l.Conn.ClientSoftwareName, name)
 		lat := l.Latency
 		assert.Positive(t, lat.Total, name)
@@ -180,20 +185,20 @@ func TestRequestLog(t *testing.T) {
 		} else {
 			assert.Zero(t, lat.Send, name)
 		}
-		if s.server && l.APIKey != connregistry.DefaultListAPIKey { // ListClientConnections is answered as an inline API, and timed so
+		if s.server && l.APIKey != connregistry.DefaultListAPIKey && l.APIKey != connregistry.DefaultCloseAPIKey { // answered as inline APIs, and timed so
 			assert.Zero(t, lat.Queue, name)
 			assert.Zero(t, lat.ResponseQueue, name)
 		}
 	}
 	assert.Positive(t, got[1].Latency.Queue+got[1].Latency.Handler, "the host's Metadata: queued and handled")
 
-	// HookRequestDone, beside it, sees the requests answered in
-	// serveRequest (not the closed one) with the same phases for the
-	// host's.
-	require.Eventually(t, func() bool { return len(done.of("done")) == len(steps)-1 }, 10*time.Second, time.Millisecond)
+	// A second HookRequestDone, beside it, sees the same requests, the
+	// closed one too, with the same phases: there is one
+	// request-completion event.
+	require.Eventually(t, func() bool { return len(done.of("done")) == len(steps) }, 10*time.Second, time.Millisecond)
 	for _, d := range done.of("done") {
 		if d.Key == 3 {
-			assert.Equal(t, got[1].Latency, d.Latency, "HookRequestDone and the request log split Metadata's time alike")
+			assert.Equal(t, got[1].Latency, d.Latency, "both hooks get Metadata's time alike")
 		}
 	}
 }
@@ -207,7 +212,7 @@ func TestRequestLogKgo(t *testing.T) {
 	cl := newKgo(t, srv, "PLAINTEXT")
 	require.NoError(t, kgoMetadata(cl))
 
-	var av, md *socketserver.RequestLog
+	var av, md *socketserver.RequestDone
 	require.Eventually(t, func() bool {
 		for _, l := range logs.all() {
 			switch l.APIKey {
@@ -313,7 +318,7 @@ func TestRequestLogConnectionClosedBeforeTheAnswer(t *testing.T) {
 	send(t, c, metadataReq(12), 7)
 	r := recv(t, held)
 
-	srv.Registry().Close(connregistry.Filter{}, connregistry.ClosedByOperator)
+	srv.Registry().Close(connregistry.Filter{}, connregistry.CloseByOperator)
 	got := logs.of(t, id, 1)
 	require.Len(t, got, 1)
 	l := got[0]
@@ -346,7 +351,7 @@ func TestRequestLogConnectionClosedWhileAWorkerHolds(t *testing.T) {
 	id := connID(t, srv, c)
 	send(t, c, metadataReq(12), 7)
 	time.Sleep(50 * time.Millisecond) // a worker has taken the request
-	srv.Registry().Close(connregistry.Filter{}, connregistry.ClosedByOperator)
+	srv.Registry().Close(connregistry.Filter{}, connregistry.CloseByOperator)
 	got := logs.of(t, id, 1)
 	require.Len(t, got, 1)
 	assert.True(t, got[0].Closed)
@@ -357,9 +362,9 @@ func TestRequestLogConnectionClosedWhileAWorkerHolds(t *testing.T) {
 // on the way in (ApiVersions, SaslHandshake, SaslAuthenticate, which
 // Kafka's request logger does not see) and after: with the anonymous
 // principal until the exchange has ended, the principal being built once
-// the last SaslAuthenticate has been answered; a failure's error response
-// and a request the exchange does not allow with Closed set; raw tokens
-// (SaslHandshake v0) not at all.
+// the last SaslAuthenticate has been answered, and Authenticating set; a
+// failure's error response and a request the exchange does not allow with
+// Closed set; raw tokens (SaslHandshake v0) not at all.
 func TestRequestLogSASLExchange(t *testing.T) {
 	logs := &requestLogs{}
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}),
@@ -426,13 +431,14 @@ func TestRequestLogSASLExchange(t *testing.T) {
 				assert.Equal(t, w.response, l.ResponseBytes > 0, "request %d", i)
 				assert.Equal(t, w.closed, l.Closed, "request %d", i)
 				assert.Equal(t, w.server, l.ServerAnswered, "request %d", i)
+				assert.Equal(t, w.server, l.Authenticating, "request %d: the server answers the exchange's requests, and only those here", i)
 				assert.Equal(t, int32(i+1), l.CorrelationID, "request %d", i)
 			}
 		})
 	}
 }
 
-// SlogRequestLog logs each request at debug level with the RequestLog's
+// SlogRequestLog logs each request at debug level with the RequestDone's
 // attributes, and nothing to a logger above debug level.
 func TestSlogRequestLog(t *testing.T) {
 	capture, logger := newLogCapture()

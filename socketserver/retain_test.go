@@ -42,7 +42,7 @@ func TestKeptRecordsDoNotKeepTheConnection(t *testing.T) {
 			var mu sync.Mutex
 			var markers []weak.Pointer[connMarker]
 			var kept [][]byte
-			srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, func(cfg *socketserver.Config) {
+			srv := newUnstarted(t, listener.Properties{"num.io.threads": "1", "listeners": "PLAINTEXT://127.0.0.1:0"}, func(cfg *socketserver.Config) {
 				cfg.ConnContext = func(ctx context.Context, _ net.Conn, info connregistry.Info) context.Context {
 					m := &connMarker{id: info.ID}
 					mu.Lock()
@@ -56,7 +56,7 @@ func TestKeptRecordsDoNotKeepTheConnection(t *testing.T) {
 			defer cancel()
 			served := make(chan error, 1)
 			go func() {
-				served <- srv.Serve(ctx, protocolmap.DataPlane, 1, socketserver.HandlerFunc(func(r *socketserver.Request) {
+				served <- srv.Serve(ctx, protocolmap.DataPlane, socketserver.HandlerFunc(func(r *socketserver.Request) {
 					req := r.Body.(*kmsg.ProduceRequest)
 					mu.Lock()
 					for _, tp := range req.Topics {

@@ -257,12 +257,13 @@ func (r *recordingSASLClient) step(challenge []byte) ([]byte, bool) {
 // (expired, another key's, unsigned, malformed messages carrying it).
 // TestLogsHoldNoCredentials checks the JSON output alone; this adds the
 // renderings, the derived keys, the framing confusions and the tokens.
-// The request log is checked alike: every RequestLog a hook was given,
+// The request log is checked alike: every RequestDone a hook was given,
 // printed with %+v, and SlogRequestLog's records in the same capture.
 func TestSecretsNeverLogged(t *testing.T) {
 	users := newUsers(t)
 	logs, logger := newLogCapture()
 	requests := &requestLogs{}
+	audit := &auditRecorder{}
 	is := newOAuthIssuer(t)
 	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
 		"connection.failed.authentication.delay.ms": "0",
@@ -274,7 +275,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 	}), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(users)(c)
 		c.Logger = logger
-		c.Hooks = []socketserver.Hook{requests, socketserver.SlogRequestLog(logger)}
+		c.Hooks = []socketserver.Hook{requests, socketserver.SlogRequestLog(logger), audit}
+		c.AuditQueueSize = 100000 // every event kept, for the search below
 	}), recording(make(chan *socketserver.Request, 1000)))
 
 	const wrong = "wrong-Pw-5b2e90c7" // a wrong password is a secret too: a typo of the right one
@@ -434,13 +436,27 @@ func TestSecretsNeverLogged(t *testing.T) {
 	}
 	require.Greater(t, saslAuthenticates, 100, "SaslAuthenticate requests logged")
 	require.Contains(t, out, "api_name=SASL_AUTHENTICATE", "SlogRequestLog logged into the capture")
-	t.Logf("%d log records, %d requests logged, %d secrets searched for", len(logs.Records()), len(requests.all()), len(secrets))
+	// The audit trail, every event delivered (Shutdown drains its queue),
+	// saw the logins and the failures' user names.
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Shutdown(sctx))
+	audited := audit.printed()
+	require.Zero(t, srv.Stats().AuditDropped)
+	require.GreaterOrEqual(t, len(audit.of(socketserver.AuditAuthenticated)), succeeded+*oauthSucceeded)
+	require.GreaterOrEqual(t, len(audit.of(socketserver.AuditAuthenticationFailed)), failed+*oauthFailed)
+	require.Contains(t, audited, "User:nobody", "a failure's user name")
+	t.Logf("%d log records, %d requests logged, %d audit events, %d secrets searched for", len(logs.Records()), len(requests.all()),
+		len(audit.all()), len(secrets))
 	for s, what := range secrets {
 		if strings.Contains(out, s) {
 			t.Errorf("the log holds a %s: %q", what, s)
 		}
 		if strings.Contains(printed, s) {
-			t.Errorf("a RequestLog holds a %s: %q", what, s)
+			t.Errorf("a RequestDone holds a %s: %q", what, s)
+		}
+		if strings.Contains(audited, s) {
+			t.Errorf("an audit event holds a %s: %q", what, s)
 		}
 	}
 	if t.Failed() {

@@ -11,7 +11,7 @@ import (
 // page cache to the socket, reading at r.Offset explicitly so that the
 // file's own offset never moves (one *os.File may serve many responses at
 // once). It waits for the socket as a write does, under its deadline.
-func sendFileSection(tc *net.TCPConn, r *Records) error {
+func sendFileSection(tc *net.TCPConn, r *FetchRecords) error {
 	if r.Length == 0 {
 		return nil
 	}
@@ -41,7 +41,7 @@ func sendFileSection(tc *net.TCPConn, r *Records) error {
 					sendErr = err
 					return true
 				case n == 0:
-					sendErr = fmt.Errorf("%w: the file section at %d ends %d bytes early", ErrRecords, r.Offset, left)
+					sendErr = fmt.Errorf("%w: the file section at %d ends %d bytes early", ErrFetchRecords, r.Offset, left)
 					return true
 				}
 			}

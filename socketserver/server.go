@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -63,24 +65,28 @@ type Server struct {
 	removing map[protocolmap.ListenerName]*listenerState
 
 	hooks        hooks
+	audit        *auditor      // the audit queue; nil without a HookAudit
 	startedAt    atomic.Int64  // when Start succeeded: nanoseconds since epoch; 0 before
 	draining     atomic.Bool   // Shutdown began: finish requests in flight, read no more
 	drainStarted chan struct{} // closed by Shutdown once draining is set: wakes muted connections (conn.mute)
 	drainOnce    sync.Once
 	epoch        time.Time // with a monotonic reading: connections' activity is kept relative to it
 	quotas       *connectionQuotas
-	registry     *connregistry.Registry
-	quit         chan struct{} // closed by Close: stop everything now
-	closeOnce    sync.Once
-	conns        sync.WaitGroup // connection goroutines
-	workers      sync.WaitGroup // acceptors and processors
-	done         chan struct{}  // closed when every goroutine has ended
-	writeBufs    sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
-	readBufs     sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
-	parked       atomic.Int64   // connections parked now
+	// principalRefusals logs the connections closed over their principal's
+	// limit without flooding (admitPrincipal).
+	principalRefusals logLimiter
+	registry          *connreg.Registry
+	quit              chan struct{} // closed by Close: stop everything now
+	closeOnce         sync.Once
+	conns             sync.WaitGroup // connection goroutines
+	workers           sync.WaitGroup // acceptors and processors
+	done              chan struct{}  // closed when every goroutine has ended
+	writeBufs         sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
+	readBufs          sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
+	parked            atomic.Int64   // connections parked now
 
-	requestLogs sync.Pool // of *RequestLog: lent to the request log hooks for one call (conn.logRequest)
-	pipeEntries sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
+	requestsDone sync.Pool // of *RequestDone: lent to the HookRequestDone hooks for one call (conn.requestDone)
+	pipeEntries  sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
 }
 
 // readBuf lends a read buffer over r.
@@ -148,38 +154,52 @@ type listenerState struct {
 	workers      sync.WaitGroup // its acceptor, processors and held connections (Server.admit), also in Server.workers
 
 	probes atomic.Int64 // probes closed (Stats.ProbesClosed)
+	// anonymous counts its connections of User:ANONYMOUS, for
+	// ListenerMaxConnectionsPerPrincipal (connectionQuotas.acquirePrincipal).
+	anonymous atomic.Int64
 }
 
 // New validates cfg, including cfg.Listeners with the rules of
 // listener.Resolve (see listener.Set.Validate), and builds a server. It
 // binds nothing and resolves nothing: Start does both.
 func New(cfg Config) (*Server, error) {
-	if cfg.Listeners == nil || len(cfg.Listeners.Listeners) == 0 {
+	if cfg.Listeners == nil || len(cfg.Listeners.All) == 0 {
 		return nil, errors.New("socketserver: Config.Listeners is required and must hold a listener")
 	}
 	if err := cfg.Listeners.Validate(); err != nil { // a Config built in code gets Resolve's checks too
 		return nil, fmt.Errorf("socketserver: %w", err)
 	}
-	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 {
-		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and QueuedMaxRequests (%d) must not be negative", cfg.RequestMaxBytes, cfg.QueuedMaxRequests)
+	if cfg.RequestMaxBytes < 0 || cfg.QueuedMaxRequests < 0 || cfg.IOThreads < 0 {
+		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d), QueuedMaxRequests (%d) and IOThreads (%d) must not be negative",
+			cfg.RequestMaxBytes, cfg.QueuedMaxRequests, cfg.IOThreads)
+	}
+	if cfg.RequestMaxBytes > math.MaxInt32 || cfg.SASLMaxReceiveSize > math.MaxInt32 || cfg.SASLMaxReceiveSize < 0 {
+		return nil, fmt.Errorf("socketserver: RequestMaxBytes (%d) and SASLMaxReceiveSize (%d) must be from 0 to %d, Kafka's largest frame",
+			cfg.RequestMaxBytes, cfg.SASLMaxReceiveSize, math.MaxInt32)
 	}
 	cfg = cfg.withDefaults()
-	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < int64(cfg.RequestMaxBytes) {
+	if cfg.QueuedMaxRequestBytes > 0 && cfg.QueuedMaxRequestBytes < cfg.RequestMaxBytes {
 		return nil, fmt.Errorf("socketserver: QueuedMaxRequestBytes (%d) must be at least RequestMaxBytes (%d), or 0 for no limit",
 			cfg.QueuedMaxRequestBytes, cfg.RequestMaxBytes)
 	}
-	if err := cfg.Quotas.validate(); err != nil {
+	if j := cfg.ConnectionsMaxAgeJitter; j >= 1 || j != j {
+		return nil, fmt.Errorf("socketserver: ConnectionsMaxAgeJitter (%v) must be less than 1", j)
+	}
+	if err := cfg.ConnectionQuotas.validate(); err != nil {
 		return nil, err
 	}
 	h, err := newHooks(cfg.Hooks)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, registry: cfg.Registry, epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
+	if cfg.AuditQueueSize < 0 {
+		return nil, fmt.Errorf("socketserver: AuditQueueSize (%d) must not be negative", cfg.AuditQueueSize)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, hooks: h, audit: newAuditor(h.audit, cfg.AuditQueueSize), registry: connreg.New(cfg.RegistryHistory), epoch: time.Now(), quit: make(chan struct{}), drainStarted: make(chan struct{}), done: make(chan struct{}),
 		set: cfg.Listeners, removing: map[protocolmap.ListenerName]*listenerState{}}
 	// Host names among the per-IP overrides are resolved by Start; until
 	// then no override applies, and no connection is accepted.
-	s.quotas = newConnectionQuotas(*cfg.Quotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.Listeners))
+	s.quotas = newConnectionQuotas(*cfg.ConnectionQuotas, nil, cfg.Listeners.InterBrokerListener, len(cfg.Listeners.All))
 	s.queues[protocolmap.DataPlane] = make(chan *Request, cfg.QueuedMaxRequests)
 	s.inline[protocolmap.DataPlane] = make(chan struct{}, cfg.QueuedMaxRequests)
 	s.turns[protocolmap.DataPlane] = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
@@ -189,13 +209,13 @@ func New(cfg Config) (*Server, error) {
 		s.turns[protocolmap.ControlPlane] = make(chan struct{}, 1) // its one processor serves one at a time
 	}
 	if cfg.QueuedMaxRequestBytes > 0 {
-		s.memory[protocolmap.DataPlane] = newMemoryPool(cfg.QueuedMaxRequestBytes)
+		s.memory[protocolmap.DataPlane] = newMemoryPool(int64(cfg.QueuedMaxRequestBytes))
 		if cfg.Listeners.ControlPlaneListener != "" {
 			s.memory[protocolmap.ControlPlane] = newMemoryPool(int64(cfg.RequestMaxBytes))
 		}
 	}
 	for name := range cfg.PerListener {
-		if !slices.ContainsFunc(cfg.Listeners.Listeners, func(l listener.Listener) bool { return l.Name == name }) {
+		if !slices.ContainsFunc(cfg.Listeners.All, func(l listener.Listener) bool { return l.Name == name }) {
 			return nil, fmt.Errorf("socketserver: Config.PerListener names listener %s, which is not configured", name)
 		}
 	}
@@ -208,7 +228,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Listeners.ControlPlaneListener != "" {
 		dataPlaneID = 1
 	}
-	for _, l := range cfg.Listeners.Listeners {
+	for _, l := range cfg.Listeners.All {
 		first := 0
 		if l.Plane == protocolmap.DataPlane {
 			first = dataPlaneID
@@ -261,6 +281,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.startedAt.Store(max(int64(time.Since(s.epoch)), 1))
+	if s.audit != nil {
+		s.audit.start()
+	}
 	for _, ls := range s.listeners {
 		s.serveListener(ls)
 	}
@@ -274,6 +297,9 @@ func (s *Server) Start(ctx context.Context) error {
 		// drain (a worker) has closed its own.
 		closeServices(s.serving(), s.log)
 		s.closeQueues()
+		if s.audit != nil { // delivered all already, after Shutdown
+			s.audit.stop()
+		}
 		close(s.done)
 	}()
 	return nil
@@ -437,18 +463,23 @@ type HandlerFunc func(*Request)
 // ServeKafka calls f(r).
 func (f HandlerFunc) ServeKafka(r *Request) { f(r) }
 
-// Serve runs workers goroutines (Kafka's num.io.threads; at least one) that
-// hand the plane's requests to h, until the server has stopped (it then
-// returns ErrServerClosed) or ctx ends (ctx.Err()). A handler that panics
-// has its request's connection closed and the panic logged with its stack;
-// the others go on.
-func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, workers int, h Handler) error {
+// Serve runs the plane's workers, goroutines that hand its requests to h,
+// until the server has stopped (it then returns ErrServerClosed) or ctx
+// ends (ctx.Err()): Config.IOThreads of them on the data plane (Kafka's
+// num.io.threads), one on the control plane, as in Kafka. A handler that
+// panics has its request's connection closed and the panic logged with
+// its stack; the others go on.
+func (s *Server) Serve(ctx context.Context, plane protocolmap.Plane, h Handler) error {
 	queue := s.requests(plane)
 	if queue == nil {
 		return fmt.Errorf("socketserver: no %s plane", plane)
 	}
+	workers := 1
+	if plane == protocolmap.DataPlane {
+		workers = s.cfg.IOThreads
+	}
 	var wg sync.WaitGroup
-	for range max(workers, 1) {
+	for range workers {
 		wg.Go(func() {
 			for {
 				select {
@@ -479,7 +510,7 @@ func (s *Server) handle(h Handler, r *Request) {
 			s.log.Error("handler panicked; closing the connection", "conn_id", r.Conn.ID,
 				"api_key", r.APIKey, "panic", v, "stack", string(debug.Stack()))
 			if r.CloseConnection() != nil { // answered before the panic: close all the same
-				r.conn.closeWith(connregistry.HandlerClosed)
+				r.conn.closeWith(connregistry.CloseByHandler)
 			}
 		}
 	}()
@@ -524,13 +555,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.conns.Wait(); close(idle) }()
 	select {
 	case <-idle:
-		s.Close()
-		<-s.done
-		return nil
 	case <-ctx.Done():
 		s.Close()
 		return ctx.Err()
 	}
+	if s.audit != nil && !s.audit.drain(ctx.Done()) { // every connection has recorded its last event
+		s.Close()
+		return ctx.Err()
+	}
+	s.Close()
+	<-s.done
+	return nil
 }
 
 // Close stops the server at once: listeners and connections close, and
@@ -548,6 +583,9 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		if !started {
 			s.closeQueues()
+			if s.audit != nil { // events the host recorded: never delivered
+				s.audit.stop()
+			}
 			close(s.done)
 			return
 		}
@@ -641,10 +679,10 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 		}
 		return true
 	case errors.Is(err, ErrTooManyConnections):
-		s.connRejected(ls, ip, err, 0)
+		s.connRejected(ls, addrPort(nc.RemoteAddr()), netip.AddrPort{}, err, 0)
 		nc.Close()
 	case errors.Is(err, ErrConnectionThrottled):
-		s.connRejected(ls, ip, err, res.ipHold)
+		s.connRejected(ls, addrPort(nc.RemoteAddr()), netip.AddrPort{}, err, res.ipHold)
 		s.goWorker(ls, func() { // the acceptor is a worker, so the groups cannot be waited to zero here
 			t := time.NewTimer(res.ipHold)
 			defer t.Stop()
@@ -661,10 +699,12 @@ func (s *Server) admit(ls *listenerState, nc net.Conn) bool {
 	return false
 }
 
-// connRejected logs and reports a connection from ip that a per-address
-// quota closed (err wraps ErrTooManyConnections, or
-// ErrConnectionThrottled after hold).
-func (s *Server) connRejected(ls *listenerState, ip netip.Addr, err error, hold time.Duration) {
+// connRejected logs, reports and audits a connection from client (through
+// the load balancer at proxy, on a PROXY listener) that a per-address quota
+// closed (err wraps ErrTooManyConnections, or ErrConnectionThrottled after
+// hold).
+func (s *Server) connRejected(ls *listenerState, client, proxy netip.AddrPort, err error, hold time.Duration) {
+	ip := client.Addr()
 	if errors.Is(err, ErrConnectionThrottled) {
 		s.log.Info("throttling connection: address exceeds its connection creation rate; closing it after the delay",
 			"listener", ls.cfg.Name, "address", ip, "delay", hold, "err", err)
@@ -675,6 +715,7 @@ func (s *Server) connRejected(ls *listenerState, ip netip.Addr, err error, hold 
 	for _, h := range s.hooks.connRejected {
 		h.OnConnRejected(ls.cfg.Name, ip, err, hold)
 	}
+	s.auditRefused(ls, client, proxy, err, hold)
 }
 
 // acceptAddr is the address the acceptor counts nc under: its peer's, or
@@ -694,11 +735,11 @@ func (s *Server) discard(ls *listenerState, nc net.Conn) {
 	s.quotas.release(ls.cfg.Name, ls.acceptAddr(nc))
 }
 
-// SetQuotas changes the connection quotas while the server runs, as Kafka
+// SetConnectionQuotas changes the connection quotas while the server runs, as Kafka
 // reconfigures them dynamically: a raised limit lets waiting acceptors go
 // on; a lowered one applies to new connections. Host names in the per-IP
-// overrides are resolved now, within ctx (see [Quotas]).
-func (s *Server) SetQuotas(ctx context.Context, q Quotas) error {
+// overrides are resolved now, within ctx (see [ConnectionQuotas]).
+func (s *Server) SetConnectionQuotas(ctx context.Context, q ConnectionQuotas) error {
 	if err := q.validate(); err != nil {
 		return err
 	}
@@ -755,8 +796,9 @@ func (s *Server) assign(ls *listenerState, nc net.Conn) bool {
 
 // Registry returns the registry of the server's connections, for listing
 // them (connregistry.Registry.Snapshot, the ListClientConnections handler)
-// and closing them by filter.
-func (s *Server) Registry() *connregistry.Registry { return s.registry }
+// and closing them by filter. It is the server's to write: the host reads
+// it.
+func (s *Server) Registry() connregistry.Registry { return s.registry }
 
 func normalise(name protocolmap.ListenerName) string {
 	n, err := protocolmap.ParseListenerName(string(name))

@@ -51,7 +51,7 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 	a, b := ep("PLAINTEXT", 19092), ep("OTHER", 19092)
 	a.InterBroker = true
 	_, err := socketserver.New(socketserver.Config{Listeners: &listener.Set{
-		Listeners: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
+		All: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
 	require.ErrorIs(t, err, listener.ErrDuplicatePort)
 	var ce *protocolmap.ConfigError
 	require.ErrorAs(t, err, &ce)
@@ -59,7 +59,7 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 
 	b.Bind.Port, b.Advertised.Port = 0, 0
 	srv, err := socketserver.New(socketserver.Config{Listeners: &listener.Set{
-		Listeners: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
+		All: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
 }

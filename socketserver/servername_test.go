@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -32,7 +34,7 @@ func (h *serverNameHook) OnAuthenticated(info connregistry.Info, _ bool) {
 	h.authenticated[info.ID] = info.ServerName
 }
 
-func (h *serverNameHook) OnRequestLogged(r *socketserver.RequestLog) {
+func (h *serverNameHook) OnRequestDone(r *socketserver.RequestDone) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.logged[r.Conn.ID] = r.Conn.ServerName
@@ -58,9 +60,9 @@ func TestServerNames(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
 	b := socketservertest.NewServerCert(t, "*.b.example.com")
-	props := socketservertest.ServerNameListeners(def.KeyStoreFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
-		socketservertest.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile})
+	props := testkit.ServerNameListeners(def.KeyStoreFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		testkit.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile})
 	hook := &serverNameHook{authenticated: map[string]string{}, logged: map[string]string{}}
 	seen := make(chan *socketserver.Request, 1)
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
@@ -97,10 +99,10 @@ func TestServerNames(t *testing.T) {
 			require.Eventually(t, func() bool {
 				_, _, ok := hook.seen(r.Conn.ID)
 				return ok
-			}, 10*time.Second, time.Millisecond, "HookRequestLogged")
+			}, 10*time.Second, time.Millisecond, "HookRequestDone")
 			authenticated, logged, _ := hook.seen(r.Conn.ID)
 			assert.Equal(t, tc.ask, authenticated, "HookAuthenticated")
-			assert.Equal(t, tc.ask, logged, "HookRequestLogged")
+			assert.Equal(t, tc.ask, logged, "HookRequestDone")
 		})
 	}
 
@@ -133,12 +135,12 @@ func TestServerNames(t *testing.T) {
 func TestReloadTLSServerNames(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := socketservertest.ServerNameListeners(def.KeyStoreFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
+	props := testkit.ServerNameListeners(def.KeyStoreFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
 	reload := func(p listener.Properties) error {
 		t.Helper()
-		cfg, err := socketserver.ConfigFromProperties(p)
+		cfg, err := config.Server(p)
 		require.NoError(t, err)
 		return srv.ReloadTLSFrom(cfg)
 	}
@@ -176,9 +178,9 @@ func TestReloadTLSServerNames(t *testing.T) {
 	assert.Equal(t, "tenant-a", served(moved))
 
 	b := socketservertest.NewServerCert(t, "b.example.com")
-	withB := merge(allowDN, socketservertest.ServerNameListeners(def.KeyStoreFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
-		socketservertest.ServerNameKeyStore{Name: "b.example.com", KeyStoreFile: b.KeyStoreFile}))
+	withB := merge(allowDN, testkit.ServerNameListeners(def.KeyStoreFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		testkit.ServerNameKeyStore{Name: "b.example.com", KeyStoreFile: b.KeyStoreFile}))
 	err = reload(withB)
 	requireConfigError(t, err, "ssl.allow.san.changes", security.ErrCertificateChange)
 	assert.ErrorContains(t, err, "the new configuration has 3 certificates where the current one has 2")

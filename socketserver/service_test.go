@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -34,7 +36,7 @@ type serviceMechanism struct {
 	inFlight int
 }
 
-func (m *serviceMechanism) NewServer(c sasl.ConnState) sasl.Server {
+func (m *serviceMechanism) NewServer(c sasl.Attempt) sasl.Server {
 	return &trackedServer{Server: m.tokenMechanism.NewServer(c), m: m}
 }
 
@@ -98,7 +100,7 @@ func (m *serviceMechanism) Calls() []string {
 // connection: nothing it started outlives the server. New and a server
 // that never starts call neither.
 func TestMechanismServiceLifecycle(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	logs, logger := newLogCapture()
 	m := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
 	props := saslProps(listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY", "connection.failed.authentication.delay.ms": "0"})
@@ -107,7 +109,7 @@ func TestMechanismServiceLifecycle(t *testing.T) {
 		c.Logger = logger
 	}
 
-	cfg, err := socketserver.ConfigFromProperties(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
+	cfg, err := config.Server(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
 	require.NoError(t, err)
 	configure(&cfg)
 	unstarted, err := socketserver.New(cfg)
@@ -144,7 +146,7 @@ func TestMechanismServiceLifecycle(t *testing.T) {
 // listener and mechanism, binds nothing, and closes the mechanisms it
 // had started; so does a listener that fails to bind.
 func TestMechanismServiceStartFailure(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	good := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
 	bad := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY"), startErr: errors.New("the key server is down")}
 	port := freePort(t)
@@ -155,7 +157,7 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 		"sasl.enabled.mechanisms":        "TOKEN-TOY",
 	}
 	build := func(mechs map[protocolmap.ListenerName][]sasl.Mechanism) *socketserver.Server {
-		cfg, err := socketserver.ConfigFromProperties(props)
+		cfg, err := config.Server(props)
 		require.NoError(t, err)
 		cfg.APIs = allAPIs()
 		for name, m := range mechs {

@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // requireQuotasReleased polls until the connection quotas count no
@@ -49,11 +49,11 @@ func requireQuotasReleased(t testing.TB, srv *socketserver.Server) {
 // the server and a function that waits for Serve to return, bounded.
 func startServing(t *testing.T, props listener.Properties, workers int, h socketserver.Handler) (*socketserver.Server, func()) {
 	t.Helper()
-	srv := newUnstarted(t, props)
+	srv := newUnstarted(t, props, func(c *socketserver.Config) { c.IOThreads = workers })
 	require.NoError(t, srv.Start(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, workers, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, h) }()
 	t.Cleanup(cancel)
 	return srv, func() {
 		t.Helper()
@@ -161,7 +161,7 @@ func TestShutdownUnderLoadAnswersEveryHandledRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			const conns = 24
 			var (
 				mu        sync.Mutex
@@ -285,7 +285,7 @@ func TestShutdownDeadlineWithUnansweredRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			const conns, workers = 12, 12
 			release := make(chan struct{})
 			var releaseOnce sync.Once
@@ -520,7 +520,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 	for _, stage := range stages {
 		for _, mode := range disconnectModes {
 			t.Run(stage.name+"/"+mode.name, func(t *testing.T) {
-				base := socketservertest.TakeGoroutineBaseline()
+				base := testkit.TakeGoroutineBaseline()
 				srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "socket.send.buffer.bytes": "65536"})
 				require.NoError(t, srv.Start(context.Background()))
 				addr := srv.Addr("PLAINTEXT").String()
@@ -595,7 +595,7 @@ func requireNotDone(t *testing.T, ctx context.Context) {
 // server closes with their later requests unread (a reset would make the
 // kernel discard the responses it had not yet sent to the slow readers).
 func TestShutdownDeliversResponsesToSlowReaders(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	const conns, pipelined, answered = 6, 200, 21
 	name := string(make([]byte, 1000))
 	hold := make(chan *socketserver.Request, conns)

@@ -46,7 +46,7 @@ type Stats struct {
 	// sent. Health checks and port scans do that every few seconds: a
 	// probe is logged at Debug only, and kept out of the registry's
 	// history of closed connections, so that it does not push real closes
-	// out; HookConnClosed still sees it, as connregistry.ClientClosed. A
+	// out; HookConnClosed still sees it, as connregistry.CloseByClient. A
 	// socket of a listener that requires the PROXY protocol, closed
 	// before a byte of its header, counts too. A connection that sent
 	// part of a request, or part of a TLS handshake, or that the server
@@ -58,6 +58,10 @@ type Stats struct {
 	// MemoryPoolUsed and, as a running total, the time the pool has been
 	// spent (MemoryPoolDepletedTimeTotal). Empty without a limit.
 	RequestMemory map[protocolmap.Plane]RequestMemory
+	// AuditDropped is how many audit events have been dropped since New
+	// because the audit queue was full (see [HookAudit]); 0 without a
+	// HookAudit.
+	AuditDropped int64
 }
 
 // RequestMemory is one plane's request memory pool (see
@@ -65,7 +69,7 @@ type Stats struct {
 type RequestMemory struct {
 	// Size is the pool's size; Used the bytes of requests read and not yet
 	// answered, which may exceed Size by one request.
-	Size, Used int64
+	Size, Used int
 	// Depleted is the total time the pool has been spent, so that
 	// connections waited to read.
 	Depleted time.Duration
@@ -106,6 +110,9 @@ func (s *Server) Stats() Stats {
 		ParkedConnections: int(s.parked.Load()),
 		ProbesClosed:      map[protocolmap.ListenerName]int64{},
 	}
+	if s.audit != nil {
+		st.AuditDropped = s.audit.dropped.Load()
+	}
 	if started := s.startedAt.Load(); started > 0 {
 		st.Started = s.epoch.Add(time.Duration(started))
 	}
@@ -120,7 +127,7 @@ func (s *Server) Stats() Stats {
 				st.RequestMemory = map[protocolmap.Plane]RequestMemory{}
 			}
 			used, depleted := pool.stats()
-			st.RequestMemory[protocolmap.Plane(plane)] = RequestMemory{Size: pool.size, Used: used, Depleted: depleted}
+			st.RequestMemory[protocolmap.Plane(plane)] = RequestMemory{Size: int(pool.size), Used: int(used), Depleted: depleted}
 		}
 	}
 	s.mu.Lock()

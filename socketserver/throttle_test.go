@@ -269,7 +269,7 @@ func TestThrottleSurvivesIdleExpiry(t *testing.T) {
 			assert.Less(t, time.Since(last), idle+time.Second, "not expired after the throttle")
 			closed := srv.Registry().Closed(connregistry.Filter{})
 			require.NotEmpty(t, closed)
-			assert.Equal(t, connregistry.Idle, closed[len(closed)-1].CloseReason)
+			assert.Equal(t, connregistry.CloseIdle, closed[len(closed)-1].CloseReason)
 			assert.InDelta(t, d, closed[len(closed)-1].ThrottleTime, float64(idle), "the time muted, counted")
 		})
 	}
@@ -377,11 +377,11 @@ func TestThrottleAfterAnswer(t *testing.T) {
 // closes at once.
 func TestShutdownDoesNotWaitForAThrottle(t *testing.T) {
 	seen := make(chan handled, 10)
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1", "listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, srv.Start(t.Context()))
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), protocolmap.DataPlane, 1, throttler(time.Hour, firstCorr, seen))
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, throttler(time.Hour, firstCorr, seen))
 	}()
 	c := dialTCP(t, srv.Addr("PLAINTEXT").String())
 	send(t, c, metadataReq(12), 0)
@@ -403,7 +403,7 @@ func TestShutdownDoesNotWaitForAThrottle(t *testing.T) {
 	require.ErrorIs(t, <-served, socketserver.ErrServerClosed)
 	closed := srv.Registry().Closed(connregistry.Filter{})
 	require.Len(t, closed, 1)
-	assert.Equal(t, connregistry.ServerShutdown, closed[0].CloseReason)
+	assert.Equal(t, connregistry.CloseServerShutdown, closed[0].CloseReason)
 }
 
 // A connection parks as before once its throttle has passed (it does not

@@ -187,25 +187,25 @@ func TestTLSHandshakeAndPrincipal(t *testing.T) {
 		rules      string
 		client     *tls.Config
 		wantOK     bool
-		principal  socketserver.Principal
+		principal  connregistry.Principal
 		version    uint16
 	}{
 		{name: "requested, certificate, TLS 1.3", clientAuth: "requested", rules: cnRule,
 			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true,
-			principal: socketserver.Principal{Type: "User", Name: "alice"}, version: tls.VersionTLS13},
+			principal: connregistry.Principal{Type: "User", Name: "alice"}, version: tls.VersionTLS13},
 		{name: "requested, certificate, TLS 1.2", clientAuth: "requested", rules: cnRule,
 			client: withVersions(pki.clientConfig(pki.clientCert(aliceDN)), tls.VersionTLS12, tls.VersionTLS12), wantOK: true,
-			principal: socketserver.Principal{Type: "User", Name: "alice"}, version: tls.VersionTLS12},
+			principal: connregistry.Principal{Type: "User", Name: "alice"}, version: tls.VersionTLS12},
 		{name: "requested, certificate, default rules", clientAuth: "requested",
 			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true,
-			principal: socketserver.Principal{Type: "User", Name: "CN=Alice,OU=Clients,O=Kafkanet Test"}, version: tls.VersionTLS13},
+			principal: connregistry.Principal{Type: "User", Name: "CN=Alice,OU=Clients,O=Kafkanet Test"}, version: tls.VersionTLS13},
 		{name: "requested, no certificate", clientAuth: "requested", rules: cnRule,
-			client: pki.clientConfig(), wantOK: true, principal: connregistry.Anonymous, version: tls.VersionTLS13},
+			client: pki.clientConfig(), wantOK: true, principal: connregistry.Anonymous(), version: tls.VersionTLS13},
 		{name: "none, certificate not asked for", clientAuth: "none", rules: cnRule,
-			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true, principal: connregistry.Anonymous, version: tls.VersionTLS13},
+			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true, principal: connregistry.Anonymous(), version: tls.VersionTLS13},
 		{name: "required, certificate", clientAuth: "required", rules: cnRule,
 			client: pki.clientConfig(pki.clientCert(aliceDN)), wantOK: true,
-			principal: socketserver.Principal{Type: "User", Name: "alice"}, version: tls.VersionTLS13},
+			principal: connregistry.Principal{Type: "User", Name: "alice"}, version: tls.VersionTLS13},
 		{name: "required, no certificate, TLS 1.3", clientAuth: "required", client: pki.clientConfig()},
 		{name: "required, no certificate, TLS 1.2", clientAuth: "required",
 			client: withVersions(pki.clientConfig(), tls.VersionTLS12, tls.VersionTLS12)},

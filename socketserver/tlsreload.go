@@ -126,7 +126,7 @@ func (t *listenerTLS) check(ls *listenerState, cfg *tls.Config, settings securit
 }
 
 // ReloadTLSFrom reloads the TLS configuration of the server's TLS
-// listeners from cfg, a configuration [ConfigFromProperties] read from
+// listeners from cfg, a configuration that config.Server read from
 // Kafka's keys again (the properties changed, or the PEM files they name
 // were rotated): each listener takes cfg.PerListener[name].Security.TLS,
 // as [Server.ReloadTLS] takes a configuration, checked under that entry's
@@ -138,7 +138,7 @@ func (t *listenerTLS) check(ls *listenerState, cfg *tls.Config, settings securit
 // A TLS listener that cfg does not configure with TLS (it is missing from
 // cfg.PerListener, or speaks another protocol there: a change of
 // listeners, which this method does not make) keeps its configuration.
-// Nothing else of cfg is applied: [Server.SetQuotas] applies its quotas.
+// Nothing else of cfg is applied: [Server.SetConnectionQuotas] applies its quotas.
 func (s *Server) ReloadTLSFrom(cfg Config) error {
 	type change struct {
 		ls       *listenerState

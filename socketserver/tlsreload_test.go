@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -117,7 +119,7 @@ func sslProps(p *testPKI, extra listener.Properties) listener.Properties {
 // the key.
 func TestReloadTLS(t *testing.T) {
 	pki := newTestPKI(t)
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	srv := socketservertest.NewServer(t, sslProps(pki, nil), func(c *socketserver.Config) {
 		withAPIs(c)
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
@@ -230,7 +232,7 @@ func TestReloadTLSFrom(t *testing.T) {
 	established := dialTLS(t, srv, "SSL", client)
 	reload := func(p listener.Properties) error {
 		t.Helper()
-		cfg, err := socketserver.ConfigFromProperties(p)
+		cfg, err := config.Server(p)
 		if err != nil {
 			return err
 		}
@@ -285,7 +287,7 @@ func TestReloadTLSFrom(t *testing.T) {
 		established.roundTrip()
 	})
 	t.Run("listeners the new reading lacks keep theirs", func(t *testing.T) {
-		cfg, err := socketserver.ConfigFromProperties(merge(props, listener.Properties{
+		cfg, err := config.Server(merge(props, listener.Properties{
 			"listeners":                      "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 			"listener.security.protocol.map": "SSL:SSL,SECOND:PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		}))

@@ -30,13 +30,13 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) (int, error) {
 	*buf = seg.buf
 	defer c.p.srv.putWriteBuf(buf)
 	if seg.size-4 > math.MaxInt32 {
-		return 0, fmt.Errorf("%w: a response of %d bytes", ErrRecords, seg.size-4)
+		return 0, fmt.Errorf("%w: a response of %d bytes", ErrFetchRecords, seg.size-4)
 	}
 	binary.BigEndian.PutUint32(seg.buf, uint32(seg.size-4))
 	c.moveWriteDeadline()
 	var err error
 	if tc, ok := c.rw.(*net.TCPConn); ok {
-		err = writeSegmentsTCP(tc, seg)
+		err = c.writeSegmentsTCP(tc, seg)
 	} else {
 		err = writeSegmentsCopying(c.rw, seg)
 	}
@@ -49,34 +49,41 @@ func (c *conn) writeFetch(correlationID int32, f *FetchResponse) (int, error) {
 	return int(seg.size), nil
 }
 
-// writeSegmentsTCP writes seg to a plaintext TCP connection: memory with
-// writev (net.Buffers), file sections with sendfile.
-func writeSegmentsTCP(tc *net.TCPConn, seg segmented) error {
-	var pending net.Buffers
+// writeSegmentsTCP writes seg to a plaintext TCP connection: memory in
+// vectored writes (vecWriter: one for the whole response when the socket
+// takes it), file sections with sendfile.
+func (c *conn) writeSegmentsTCP(tc *net.TCPConn, seg segmented) error {
+	w, err := c.vecWriter(tc)
+	if err != nil {
+		return err
+	}
+	defer w.done()
 	prev := 0
 	for _, cut := range seg.cuts {
-		pending = append(pending, seg.buf[prev:cut.at])
+		if err := w.add(seg.buf[prev:cut.at]); err != nil {
+			return err
+		}
 		prev = cut.at
 		r := cut.records
 		if r.File == nil {
 			for _, b := range r.Batches {
-				if len(b) > 0 {
-					pending = append(pending, b)
+				if err := w.add(b); err != nil {
+					return err
 				}
 			}
 			continue
 		}
-		if _, err := pending.WriteTo(tc); err != nil {
+		if err := w.flush(); err != nil {
 			return err
 		}
-		pending = pending[:0]
 		if err := sendFileSection(tc, r); err != nil {
 			return err
 		}
 	}
-	pending = append(pending, seg.buf[prev:])
-	_, err := pending.WriteTo(tc)
-	return err
+	if err := w.add(seg.buf[prev:]); err != nil {
+		return err
+	}
+	return w.flush()
 }
 
 // copyBufs are the writers that gather a response's pieces for crypto/tls
@@ -113,7 +120,7 @@ func writeSegmentsCopying(w io.Writer, seg segmented) error {
 			return err
 		}
 		if n < r.Length {
-			return fmt.Errorf("%w: the file section at %d holds %d of its %d bytes", ErrRecords, r.Offset, n, r.Length)
+			return fmt.Errorf("%w: the file section at %d holds %d of its %d bytes", ErrFetchRecords, r.Offset, n, r.Length)
 		}
 	}
 	if _, err := bw.Write(seg.buf[prev:]); err != nil {

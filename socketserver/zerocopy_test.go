@@ -60,28 +60,39 @@ func fetchAnswer(req *kmsg.FetchRequest, fx *fetchFixture, mode string) kmsg.Res
 		t.Partitions = append(t.Partitions, p)
 		resp.Topics = append(resp.Topics, t)
 	}
-	var recs socketserver.Records
+	var recs socketserver.FetchRecords
 	switch mode {
 	case "kmsg":
 		resp.Topics[0].Partitions[0].RecordBatches = fx.joined
 		return resp
 	case "memory":
-		recs = socketserver.Records{Batches: fx.batches}
+		recs = socketserver.FetchRecords{Batches: fx.batches}
 	case "file":
-		recs = socketserver.Records{File: fx.file, Offset: int64(len("HEADER")), Length: int64(len(fx.joined))}
+		recs = socketserver.FetchRecords{File: fx.file, Offset: int64(len("HEADER")), Length: int64(len(fx.joined))}
 	}
-	return &socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.Records{{recs}}}
+	return &socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.FetchRecords{{recs}}}
 }
 
 // A Fetch answered with records by reference, from memory (writev) or a
 // file (sendfile), is on the wire exactly what kmsg encodes for the same
-// response, at every Fetch version, on plaintext and TLS listeners.
+// response, at every Fetch version, on plaintext and TLS listeners: with a
+// few batches, some larger than the socket takes at once, and with more
+// batches than one writev takes (1,024).
 func TestFetchRecordsByReference(t *testing.T) {
 	pki := newTestPKI(t)
-	fx := newFetchFixture(t, 100, 70000, 3, 200000)
+	many := make([]int, 2500)
+	for i := range many {
+		many[i] = 1 + i%3
+	}
+	fixtures := map[string]*fetchFixture{"few": newFetchFixture(t, 100, 70000, 3, 200000), "many": newFetchFixture(t, many...)}
 	mode := make(chan string, 1)
 	handler := socketserver.HandlerFunc(func(r *socketserver.Request) {
-		require.NoError(t, r.Respond(fetchAnswer(r.Body.(*kmsg.FetchRequest), fx, <-mode)))
+		req := r.Body.(*kmsg.FetchRequest)
+		name := req.Topics[0].Topic
+		if req.Version >= 13 { // topic ids, no names
+			name = string(bytes.TrimRight(req.Topics[0].TopicID[:], "\x00"))
+		}
+		require.NoError(t, r.Respond(fetchAnswer(req, fixtures[name], <-mode)))
 	})
 	srv := socketservertest.NewServer(t, merge(listener.Properties{
 		"listeners":                      "PLAIN://127.0.0.1:0,TLS://127.0.0.1:0",
@@ -102,17 +113,20 @@ func TestFetchRecordsByReference(t *testing.T) {
 			return readRawFrame(t, c)
 		}
 		for v := int16(4); v <= kmsg.NewPtrFetchRequest().MaxVersion(); v++ {
-			req := kmsg.NewPtrFetchRequest()
-			req.Version = v
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = "t", [16]byte{1}
-			rt.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
-			req.Topics = []kmsg.FetchRequestTopic{rt}
-			want := frameFor(req, "kmsg")
-			for _, m := range []string{"memory", "file"} {
-				got := frameFor(req, m)
-				if !bytes.Equal(want[4:], got[4:]) { // all but the correlation id
-					t.Fatalf("%s, Fetch v%d, records from %s: %d bytes on the wire, want kmsg's %d", l, v, m, len(got), len(want))
+			for _, name := range []string{"few", "many"} {
+				req := kmsg.NewPtrFetchRequest()
+				req.Version = v
+				rt := kmsg.NewFetchRequestTopic()
+				rt.Topic = name
+				copy(rt.TopicID[:], name)
+				rt.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+				req.Topics = []kmsg.FetchRequestTopic{rt}
+				want := frameFor(req, "kmsg")
+				for _, m := range []string{"memory", "file"} {
+					got := frameFor(req, m)
+					if !bytes.Equal(want[4:], got[4:]) { // all but the correlation id
+						t.Fatalf("%s, Fetch v%d, %s batches from %s: %d bytes on the wire, want kmsg's %d", l, v, name, m, len(got), len(want))
+					}
 				}
 			}
 		}
@@ -172,14 +186,14 @@ func TestFetchRecordsMismatchRefused(t *testing.T) {
 	got := make(chan error, 1)
 	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) { c.APIs = allAPIs() },
 		socketserver.HandlerFunc(func(r *socketserver.Request) {
-			got <- r.Respond(&socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.Records{{{Batches: [][]byte{{1}}}}}})
+			got <- r.Respond(&socketserver.FetchResponse{FetchResponse: resp, Records: [][]socketserver.FetchRecords{{{Batches: [][]byte{{1}}}}}})
 			_ = r.Respond(kmsg.NewPtrFetchResponse())
 		}))
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
 	send(t, c, req, 1)
-	require.ErrorIs(t, <-got, socketserver.ErrRecords)
+	require.ErrorIs(t, <-got, socketserver.ErrFetchRecords)
 	r := kmsg.NewPtrFetchResponse()
 	r.Version = 12
 	readResponse(t, c, r, 1)

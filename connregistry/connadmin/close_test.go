@@ -29,9 +29,9 @@ func TestCloseEveryBroker(t *testing.T) {
 	_, alice1 := connectClient(t, c.Brokers[1], "PLAIN", "alice")
 	_, bob2 := connectClient(t, c.Brokers[2], "PLAIN", "bob")
 	key := connregistry.DefaultCloseAPIKey
-	admin := connadmin.New(newClient(t, c.Brokers[0].Client, sasl("PLAIN", "admin"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey, key)), 0)
+	admin := connadmin.New(newClient(t, c.Brokers[0].Client, sasl("PLAIN", "admin"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey, key)), 0, 0)
 
-	results, err := admin.CloseConnections(ctxTimeout(t, 20*time.Second), 0, connadmin.CloseFilters{Principal: strp("User:bob")})
+	results, err := admin.CloseConnections(ctxTimeout(t, 20*time.Second), connregistry.Filter{Principal: strp("User:bob")})
 	require.NoError(t, err)
 	require.Len(t, results, 3)
 	for i, want := range []string{bob0, bob1} {
@@ -55,13 +55,13 @@ func TestCloseEveryBroker(t *testing.T) {
 	assert.True(t, stillOpen, "broker 2 does not serve the API, so bob's connection there stays")
 
 	// The admin client is still served: its connections were not closed.
-	again, err := admin.CloseConnections(ctxTimeout(t, 20*time.Second), 0, connadmin.CloseFilters{ConnectionIDs: []string{"none"}})
+	again, err := admin.CloseConnections(ctxTimeout(t, 20*time.Second), connregistry.Filter{ConnectionIDs: []string{"none"}})
 	require.NoError(t, err)
 	require.NoError(t, again[0].Err)
 	assert.Empty(t, again[0].Connections)
 
-	alice := connadmin.New(newClient(t, c.Brokers[0].Client, sasl("PLAIN", "alice"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey, key)), 0)
-	refused, err := alice.CloseConnections(ctxTimeout(t, 20*time.Second), 0, connadmin.CloseFilters{Principal: strp("User:bob")})
+	alice := connadmin.New(newClient(t, c.Brokers[0].Client, sasl("PLAIN", "alice"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey, key)), 0, 0)
+	refused, err := alice.CloseConnections(ctxTimeout(t, 20*time.Second), connregistry.Filter{Principal: strp("User:bob")})
 	require.NoError(t, err)
 	for _, r := range refused[:2] {
 		assert.ErrorIs(t, r.Err, kerr.ClusterAuthorizationFailed, "broker %d", r.NodeID)

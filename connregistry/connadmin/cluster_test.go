@@ -12,6 +12,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -21,17 +22,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
 var passwords = map[string]string{"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 type (
-	cluster       = socketservertest.ListingCluster
-	testBroker    = socketservertest.ListingBroker
-	brokerOptions = socketservertest.ListingOptions
+	cluster       = testkit.ListingCluster
+	testBroker    = testkit.ListingBroker
+	brokerOptions = testkit.ListingOptions
 )
 
-// startCluster starts n brokers (socketservertest.NewListingCluster) with
+// startCluster starts n brokers (testkit.NewListingCluster) with
 // the users above. opt, which may be nil, changes broker i's
 // options.
 func startCluster(t testing.TB, n int, opt func(i int, o *brokerOptions)) *cluster {
 	t.Helper()
-	return socketservertest.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
+	return testkit.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
 		if opt != nil {
 			opt(i, o)
 		}
@@ -66,7 +67,7 @@ func connectClient(t testing.TB, b *testBroker, mechanism, user string) (*kgo.Cl
 func adminClient(t testing.TB, c *cluster, key int16, opts ...kgo.Opt) *connadmin.Client {
 	t.Helper()
 	cl := newClient(t, c.Brokers[0].Client, append([]kgo.Opt{sasl("PLAIN", "admin"), connadmin.VersionsOpt(key)}, opts...)...)
-	return connadmin.New(cl, key)
+	return connadmin.New(cl, key, 0)
 }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {

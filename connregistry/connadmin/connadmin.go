@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/topn"
 )
 
 // VersionsOpt returns the kgo option that lets the client send
@@ -35,30 +37,24 @@ func VersionsOpt(keys ...int16) kgo.Opt {
 	return kgo.MaxVersions(vs)
 }
 
-// Client lists connections through a kgo client built with [VersionsOpt].
+// Client lists and closes connections through a kgo client built with
+// [VersionsOpt].
 type Client struct {
-	cl  *kgo.Client
-	key int16
+	cl                *kgo.Client
+	listKey, closeKey int16
 }
 
-// New returns a Client sending key (0 means connregistry.DefaultListAPIKey).
-func New(cl *kgo.Client, key int16) *Client {
-	if key == 0 {
-		key = connregistry.DefaultListAPIKey
+// New returns a Client sending ListClientConnections under listKey and
+// CloseClientConnections under closeKey (0 means
+// connregistry.DefaultListAPIKey and connregistry.DefaultCloseAPIKey).
+func New(cl *kgo.Client, listKey, closeKey int16) *Client {
+	if listKey == 0 {
+		listKey = connregistry.DefaultListAPIKey
 	}
-	return &Client{cl: cl, key: key}
-}
-
-// ListFilters are KIP-1329's filters (nil means no filter), the request for
-// recently closed connections, and kafkanet's filter by TLS server name
-// (see connregistry.Filter.WithServerName; "" selects the connections
-// without one).
-type ListFilters struct {
-	Principal     *string
-	ClientAddress *string
-	Listener      *string
-	IncludeClosed bool
-	ServerName    *string
+	if closeKey == 0 {
+		closeKey = connregistry.DefaultCloseAPIKey
+	}
+	return &Client{cl: cl, listKey: listKey, closeKey: closeKey}
 }
 
 // BrokerResult is one broker's answer.
@@ -102,11 +98,14 @@ func (e *ErrorMessage) Unwrap() error { return e.Code }
 var ErrNotAdvertised = errors.New("connadmin: the broker does not advertise API key")
 
 // List asks every broker of the cluster, found through a Metadata request,
-// and returns their results ordered by node id. It fails as a whole only
-// when the brokers cannot be found.
-func (c *Client) List(ctx context.Context, f ListFilters) ([]BrokerResult, error) {
+// for its connections that match f, and with includeClosed its recently
+// closed ones too, and returns their results ordered by node id. The
+// brokers apply f's filters (ListClientConnections carries them), but its
+// ConnectionIDs, which the Client applies to what they return. It fails as
+// a whole only when the brokers cannot be found.
+func (c *Client) List(ctx context.Context, f connregistry.Filter, includeClosed bool) ([]BrokerResult, error) {
 	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
-		return c.listBroker(ctx, nodeID, f)
+		return c.listBroker(ctx, nodeID, f, includeClosed)
 	})
 }
 
@@ -130,30 +129,17 @@ func (c *Client) everyBroker(ctx context.Context, ask func(nodeID int32) ([]conn
 	return results, nil
 }
 
-// CloseFilters select the connections [Client.CloseConnections] closes: every field
-// set must match, and at least one must be set (the servers refuse a
-// request that would close every connection).
-type CloseFilters struct {
-	Principal     *string
-	ClientAddress *string
-	Listener      *string
-	ConnectionIDs []string
-	ServerName    *string
-}
-
 // CloseConnections asks every broker of the cluster, found through a Metadata
-// request, to close its client connections that match f, sending
-// CloseClientConnections under key (0 means
-// connregistry.DefaultCloseAPIKey; the kgo client must be built with
-// [VersionsOpt] naming it). Each result lists the connections that broker
-// closed (never the one the request came on); a broker that refuses the
-// client's principal fails with kerr.ClusterAuthorizationFailed (ALTER on
-// CLUSTER is required). It fails as a whole only when the brokers cannot
-// be found.
-func (c *Client) CloseConnections(ctx context.Context, key int16, f CloseFilters) ([]BrokerResult, error) {
-	if key == 0 {
-		key = connregistry.DefaultCloseAPIKey
-	}
+// request, to close its client connections that match f (at least one
+// filter must be set: the servers refuse a request that would close every
+// connection), sending CloseClientConnections under the Client's close key
+// (the kgo client must be built with [VersionsOpt] naming it). Each result
+// lists the connections that broker closed (never the one the request came
+// on); a broker that refuses the client's principal fails with
+// kerr.ClusterAuthorizationFailed (ALTER on CLUSTER is required). It fails
+// as a whole only when the brokers cannot be found.
+func (c *Client) CloseConnections(ctx context.Context, f connregistry.Filter) ([]BrokerResult, error) {
+	key := c.closeKey
 	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
 		req := &connregistry.CloseClientConnectionsRequest{APIKey: key, PrincipalFilter: f.Principal,
 			ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, ConnectionIDs: f.ConnectionIDs, ServerNameFilter: f.ServerName}
@@ -172,16 +158,104 @@ func (c *Client) CloseConnections(ctx context.Context, key int16, f CloseFilters
 	})
 }
 
-// ListBroker asks one broker.
-func (c *Client) ListBroker(ctx context.Context, nodeID int32, f ListFilters) BrokerResult {
-	conns, err := c.listBroker(ctx, nodeID, f)
+// ListBroker asks one broker, as List asks each.
+func (c *Client) ListBroker(ctx context.Context, nodeID int32, f connregistry.Filter, includeClosed bool) BrokerResult {
+	conns, err := c.listBroker(ctx, nodeID, f, includeClosed)
 	return BrokerResult{NodeID: nodeID, Connections: conns, Err: err}
 }
 
-func (c *Client) listBroker(ctx context.Context, nodeID int32, f ListFilters) ([]connregistry.ConnectionRecord, error) {
-	req := &connregistry.ListClientConnectionsRequest{APIKey: c.key, PrincipalFilter: f.Principal,
-		ClientAddressFilter: f.ClientAddress, ListenerFilter: f.Listener, IncludeClosed: f.IncludeClosed, ServerNameFilter: f.ServerName}
-	raw, err := c.send(ctx, nodeID, c.key, "ListClientConnections", req)
+func (c *Client) listBroker(ctx context.Context, nodeID int32, f connregistry.Filter, includeClosed bool) ([]connregistry.ConnectionRecord, error) {
+	return c.ask(ctx, nodeID, f, &connregistry.ListClientConnectionsRequest{IncludeClosed: includeClosed})
+}
+
+// ListTop asks every broker of the cluster, as List does, for its first n
+// open connections that match f in by's order (the busiest first; n <= 0:
+// all of them, in that order), and returns each broker's, ordered by node
+// id; [Top] merges them into the cluster's first n. A broker that
+// predates the order (it ignores ListClientConnections' SortBy and Limit,
+// and sends no rates) answers with all its connections: ListTop orders and
+// cuts them itself, by what the broker sent. It fails as a whole only when
+// the brokers cannot be found, or for a sort key that does not validate.
+func (c *Client) ListTop(ctx context.Context, f connregistry.Filter, by connregistry.SortKey, n int) ([]BrokerResult, error) {
+	if err := by.Validate(); err != nil {
+		return nil, fmt.Errorf("connadmin: %w", err)
+	}
+	limit := int32(min(max(n, 0), math.MaxInt32))
+	if f.ConnectionIDs != nil {
+		limit = 0 // the ids are matched here, after the broker's answer: it must not cut first
+	}
+	return c.everyBroker(ctx, func(nodeID int32) ([]connregistry.ConnectionRecord, error) {
+		recs, err := c.ask(ctx, nodeID, f, &connregistry.ListClientConnectionsRequest{SortBy: by, Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		return topOf(recs, by, n), nil
+	})
+}
+
+// Ranked is a connection of a cluster's listing: its record and the node
+// id of the broker it is on.
+type Ranked struct {
+	NodeID int32
+	connregistry.ConnectionRecord
+}
+
+// Top merges the brokers' results (ListTop's) into the first n
+// connections of the cluster in by's order (n <= 0: all of them), each
+// with its broker, keeping n at a time in a bounded heap. The brokers'
+// failures (BrokerResult.Err) are left to the caller; a sort key that
+// does not validate merges nothing.
+func Top(results []BrokerResult, by connregistry.SortKey, n int) []Ranked {
+	order, ok := topn.Parse(string(by))
+	if !ok {
+		return nil
+	}
+	total := 0
+	for _, r := range results {
+		total += len(r.Connections)
+	}
+	if n <= 0 || n > total {
+		n = total
+	}
+	if n == 0 {
+		return []Ranked{}
+	}
+	h := topn.New(order, n)
+	kept := make([]Ranked, n)
+	for _, r := range results {
+		for i := range r.Connections {
+			k := key(&r.Connections[i])
+			if slot := h.Offer(&k); slot >= 0 {
+				kept[slot] = Ranked{NodeID: r.NodeID, ConnectionRecord: r.Connections[i]}
+			}
+		}
+	}
+	return kept[:h.Order(func(i, j int) { kept[i], kept[j] = kept[j], kept[i] })]
+}
+
+// topOf returns the first n of one broker's records in by's order (a
+// valid key), all of them for n <= 0.
+func topOf(recs []connregistry.ConnectionRecord, by connregistry.SortKey, n int) []connregistry.ConnectionRecord {
+	ranked := Top([]BrokerResult{{Connections: recs}}, by, n)
+	out := recs[:len(ranked)]
+	for i := range ranked {
+		out[i] = ranked[i].ConnectionRecord
+	}
+	return out
+}
+
+// key is what a record is ranked by; its times are in milliseconds.
+func key(r *connregistry.ConnectionRecord) topn.Key {
+	return topn.Key{RequestRate: r.RequestRate, BytesInRate: r.BytesInRate, BytesOutRate: r.BytesOutRate,
+		LastActivity: r.LastActivity, ConnectedAt: r.ConnectedSince, ID: r.ConnectionID}
+}
+
+// ask sends req, with f's filters, to one broker and returns its
+// connections that match f (the broker applies all but f.ConnectionIDs).
+func (c *Client) ask(ctx context.Context, nodeID int32, f connregistry.Filter, req *connregistry.ListClientConnectionsRequest) ([]connregistry.ConnectionRecord, error) {
+	req.APIKey, req.PrincipalFilter, req.ClientAddressFilter, req.ListenerFilter, req.ServerNameFilter = c.listKey,
+		f.Principal, f.ClientAddress, f.Listener, f.ServerName
+	raw, err := c.send(ctx, nodeID, c.listKey, "ListClientConnections", req)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +266,12 @@ func (c *Client) listBroker(ctx context.Context, nodeID int32, f ListFilters) ([
 	if err := errorOf(resp.ErrorCode, resp.ErrorMessage); err != nil {
 		return nil, err
 	}
-	return resp.Connections, nil
+	if f.ConnectionIDs == nil {
+		return resp.Connections, nil
+	}
+	return slices.DeleteFunc(resp.Connections, func(r connregistry.ConnectionRecord) bool {
+		return !slices.Contains(f.ConnectionIDs, r.ConnectionID)
+	}), nil
 }
 
 // send sends req, of the API named api under key, to one broker once the

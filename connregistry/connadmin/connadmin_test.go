@@ -15,7 +15,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
 // addr is a record's client address and port as net.Conn.LocalAddr
@@ -57,7 +57,7 @@ func TestListEveryBroker(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	start := time.Now()
 	_, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
-	anonDialer := &socketservertest.RecordingDialer{}
+	anonDialer := &testkit.RecordingDialer{}
 	anon := newClient(t, c.Brokers[1].Plain, kgo.Dialer(anonDialer.Dial), kgo.ConnIdleTimeout(time.Minute))
 	_, err := anon.SeedBrokers()[0].Request(ctxTimeout(t, 10*time.Second), newMetadata())
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func TestListEveryBroker(t *testing.T) {
 	_, bobAddr := connectClient(t, c.Brokers[2], "SCRAM-SHA-256", "bob")
 	admin := adminClient(t, c, 0)
 
-	results, err := admin.List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
+	results, err := admin.List(ctxTimeout(t, 20*time.Second), connregistry.Filter{}, false)
 	end := time.Now()
 	require.NoError(t, err)
 	require.Len(t, results, 3)
@@ -131,9 +131,9 @@ func TestListEveryBroker(t *testing.T) {
 	assert.NotContains(t, principals(results[1].Connections), "User:bob")
 	assert.NotContains(t, principals(results[0].Connections), "User:ANONYMOUS")
 
-	list := func(f connadmin.ListFilters) []connadmin.BrokerResult {
+	list := func(f connregistry.Filter) []connadmin.BrokerResult {
 		t.Helper()
-		rs, err := admin.List(ctxTimeout(t, 20*time.Second), f)
+		rs, err := admin.List(ctxTimeout(t, 20*time.Second), f, false)
 		require.NoError(t, err)
 		require.Len(t, rs, 3)
 		for i, r := range rs {
@@ -143,41 +143,41 @@ func TestListEveryBroker(t *testing.T) {
 	}
 
 	t.Run("principal", func(t *testing.T) {
-		rs := list(connadmin.ListFilters{Principal: strp("User:bob")})
+		rs := list(connregistry.Filter{Principal: strp("User:bob")})
 		assert.Empty(t, rs[0].Connections)
 		assert.Empty(t, rs[1].Connections)
 		require.Len(t, rs[2].Connections, 1)
 		assert.Equal(t, bobAddr, addr(rs[2].Connections[0]))
 		// The principal matches exactly: the type counts, and so does case.
 		for _, p := range []string{"Group:bob", "User:Bob", "User:bo"} {
-			for _, r := range list(connadmin.ListFilters{Principal: strp(p)}) {
+			for _, r := range list(connregistry.Filter{Principal: strp(p)}) {
 				assert.Empty(t, r.Connections, "%s on broker %d", p, r.NodeID)
 			}
 		}
 	})
 	t.Run("client address", func(t *testing.T) {
-		all := list(connadmin.ListFilters{})
+		all := list(connregistry.Filter{})
 		for _, a := range []string{"127.0.0.1", "127.0.0.0/8", "::ffff:127.0.0.1", " 127.0.0.1 "} {
-			rs := list(connadmin.ListFilters{ClientAddress: strp(a)})
+			rs := list(connregistry.Filter{ClientAddress: strp(a)})
 			for i := range rs {
 				assert.Equal(t, ids(all[i].Connections), ids(rs[i].Connections), "%q on broker %d", a, i)
 			}
 		}
 		for _, a := range []string{"::1", "0:0:0:0:0:0:0:1", "::/0", "10.0.0.0/8", "127.0.0.2"} {
-			for _, r := range list(connadmin.ListFilters{ClientAddress: strp(a)}) {
+			for _, r := range list(connregistry.Filter{ClientAddress: strp(a)}) {
 				assert.Empty(t, r.Connections, "%q on broker %d", a, r.NodeID)
 			}
 		}
 	})
 	t.Run("listener", func(t *testing.T) {
 		for _, l := range []string{"plain", "PLAIN", "Plain"} {
-			rs := list(connadmin.ListFilters{Listener: strp(l)})
+			rs := list(connregistry.Filter{Listener: strp(l)})
 			assert.Empty(t, rs[0].Connections, l)
 			assert.Empty(t, rs[2].Connections, l)
 			require.Len(t, rs[1].Connections, 1, l)
 			assert.Equal(t, anonAddr, addr(rs[1].Connections[0]))
 		}
-		rs := list(connadmin.ListFilters{Listener: strp("client")})
+		rs := list(connregistry.Filter{Listener: strp("client")})
 		for i, r := range rs {
 			require.NotEmpty(t, r.Connections)
 			for _, rec := range r.Connections {
@@ -188,22 +188,22 @@ func TestListEveryBroker(t *testing.T) {
 		assert.True(t, ok)
 		_, ok = byAddr(rs[2].Connections, bobAddr)
 		assert.True(t, ok)
-		for _, r := range list(connadmin.ListFilters{Listener: strp("EXTERNAL")}) {
+		for _, r := range list(connregistry.Filter{Listener: strp("EXTERNAL")}) {
 			assert.Empty(t, r.Connections)
 		}
 	})
 	t.Run("every filter at once", func(t *testing.T) {
-		rs := list(connadmin.ListFilters{Principal: strp("User:alice"), ClientAddress: strp("127.0.0.0/8"), Listener: strp("client")})
+		rs := list(connregistry.Filter{Principal: strp("User:alice"), ClientAddress: strp("127.0.0.0/8"), Listener: strp("client")})
 		require.Len(t, rs[0].Connections, 1)
 		assert.Equal(t, aliceAddr, addr(rs[0].Connections[0]))
 		assert.Empty(t, rs[1].Connections)
 		assert.Empty(t, rs[2].Connections)
-		for _, r := range list(connadmin.ListFilters{Principal: strp("User:alice"), Listener: strp("PLAIN")}) {
+		for _, r := range list(connregistry.Filter{Principal: strp("User:alice"), Listener: strp("PLAIN")}) {
 			assert.Empty(t, r.Connections)
 		}
 	})
 	t.Run("one broker", func(t *testing.T) {
-		r := admin.ListBroker(ctxTimeout(t, 10*time.Second), 2, connadmin.ListFilters{Principal: strp("User:bob")})
+		r := admin.ListBroker(ctxTimeout(t, 10*time.Second), 2, connregistry.Filter{Principal: strp("User:bob")}, false)
 		require.NoError(t, r.Err)
 		assert.Equal(t, int32(2), r.NodeID)
 		require.Len(t, r.Connections, 1)
@@ -217,7 +217,7 @@ func TestListEveryBroker(t *testing.T) {
 func TestListUnauthorized(t *testing.T) {
 	c := startCluster(t, 3, nil)
 	cl := newClient(t, c.Brokers[0].Client, sasl("PLAIN", "alice"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey))
-	results, err := connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
+	results, err := connadmin.New(cl, 0, 0).List(ctxTimeout(t, 20*time.Second), connregistry.Filter{}, false)
 	require.NoError(t, err)
 	require.Len(t, results, 3)
 	for i, r := range results {
@@ -238,7 +238,7 @@ func TestListUnauthorized(t *testing.T) {
 		}
 	})
 	cl = newClient(t, c.Brokers[0].Client, sasl("SCRAM-SHA-256", "bob"), connadmin.VersionsOpt(0))
-	results, err = connadmin.New(cl, 0).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
+	results, err = connadmin.New(cl, 0, 0).List(ctxTimeout(t, 20*time.Second), connregistry.Filter{}, false)
 	require.NoError(t, err)
 	require.Len(t, results, 2)
 	assert.ErrorIs(t, results[0].Err, kerr.ClusterAuthorizationFailed)
@@ -250,13 +250,13 @@ func TestListUnauthorized(t *testing.T) {
 func TestListInvalidFilter(t *testing.T) {
 	c := startCluster(t, 2, nil)
 	admin := adminClient(t, c, 0)
-	for _, f := range []connadmin.ListFilters{
+	for _, f := range []connregistry.Filter{
 		{ClientAddress: strp("not-an-ip")},
 		{ClientAddress: strp("127.0.0.1/33")},
 		{Principal: strp("alice")},
 		{Listener: strp("  ")},
 	} {
-		results, err := admin.List(ctxTimeout(t, 20*time.Second), f)
+		results, err := admin.List(ctxTimeout(t, 20*time.Second), f, false)
 		require.NoError(t, err)
 		require.Len(t, results, 2)
 		for _, r := range results {
@@ -276,9 +276,9 @@ func TestListIncludeClosed(t *testing.T) {
 	start := time.Now()
 	alice, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
 	admin := adminClient(t, c, 0)
-	aliceOnly := connadmin.ListFilters{Principal: strp("User:alice")}
+	aliceOnly := connregistry.Filter{Principal: strp("User:alice")}
 
-	rs, err := admin.List(ctxTimeout(t, 10*time.Second), aliceOnly)
+	rs, err := admin.List(ctxTimeout(t, 10*time.Second), aliceOnly, false)
 	require.NoError(t, err)
 	require.NoError(t, rs[0].Err)
 	require.Len(t, rs[0].Connections, 1)
@@ -287,9 +287,7 @@ func TestListIncludeClosed(t *testing.T) {
 	alice.Close()
 	var rec connregistry.ConnectionRecord
 	require.Eventually(t, func() bool {
-		f := aliceOnly
-		f.IncludeClosed = true
-		rs, err := admin.List(ctxTimeout(t, 10*time.Second), f)
+		rs, err := admin.List(ctxTimeout(t, 10*time.Second), aliceOnly, true)
 		if err != nil || rs[0].Err != nil || len(rs[0].Connections) != 1 {
 			return false
 		}
@@ -297,7 +295,7 @@ func TestListIncludeClosed(t *testing.T) {
 		return rec.ClosedAt != 0
 	}, 10*time.Second, 20*time.Millisecond, "alice's closed connection was not listed")
 	assert.Equal(t, aliceAddr, addr(rec))
-	assert.Equal(t, string(connregistry.ClientClosed), rec.CloseReason)
+	assert.Equal(t, string(connregistry.CloseByClient), rec.CloseReason)
 	assert.Equal(t, "closing", rec.State)
 	assert.GreaterOrEqual(t, rec.ClosedAt, closed.UnixMilli())
 	assert.LessOrEqual(t, rec.ClosedAt, time.Now().UnixMilli())
@@ -305,7 +303,7 @@ func TestListIncludeClosed(t *testing.T) {
 	assert.Equal(t, "User:alice", rec.Principal)
 	assert.Equal(t, "kgo", rec.SoftwareName)
 
-	rs, err = admin.List(ctxTimeout(t, 10*time.Second), aliceOnly)
+	rs, err = admin.List(ctxTimeout(t, 10*time.Second), aliceOnly, false)
 	require.NoError(t, err)
 	require.NoError(t, rs[0].Err)
 	assert.Empty(t, rs[0].Connections, "a closed connection is not live")
@@ -317,7 +315,7 @@ func TestListIncludeClosed(t *testing.T) {
 // against a broker that does not advertise the key it was given.
 func TestListOtherAPIKey(t *testing.T) {
 	c := startCluster(t, 2, func(_ int, o *brokerOptions) { o.APIKey = 200 })
-	rs, err := adminClient(t, c, 200).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
+	rs, err := adminClient(t, c, 200).List(ctxTimeout(t, 20*time.Second), connregistry.Filter{}, false)
 	require.NoError(t, err)
 	require.Len(t, rs, 2)
 	for _, r := range rs {
@@ -325,7 +323,7 @@ func TestListOtherAPIKey(t *testing.T) {
 		assert.Contains(t, principals(r.Connections), "User:admin")
 	}
 
-	rs, err = adminClient(t, c, 0).List(ctxTimeout(t, 20*time.Second), connadmin.ListFilters{})
+	rs, err = adminClient(t, c, 0).List(ctxTimeout(t, 20*time.Second), connregistry.Filter{}, false)
 	require.NoError(t, err, "Metadata still works")
 	require.Len(t, rs, 2)
 	for _, r := range rs {
@@ -336,7 +334,7 @@ func TestListOtherAPIKey(t *testing.T) {
 	}
 	for _, b := range c.Brokers {
 		for _, closed := range b.Registry.Closed(connregistry.Filter{}) {
-			assert.NotEqual(t, connregistry.ProtocolError, closed.CloseReason,
+			assert.NotEqual(t, connregistry.CloseProtocolError, closed.CloseReason,
 				"broker %d was sent the key it does not serve", b.ID)
 		}
 	}

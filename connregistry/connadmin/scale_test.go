@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -117,7 +117,7 @@ func TestListTenThousand(t *testing.T) {
 	var took []time.Duration
 	for range 5 {
 		start := time.Now()
-		rs, err := admin.List(ctxTimeout(t, 30*time.Second), connadmin.ListFilters{})
+		rs, err := admin.List(ctxTimeout(t, 30*time.Second), connregistry.Filter{}, false)
 		took = append(took, time.Since(start))
 		require.NoError(t, err)
 		require.NoError(t, rs[0].Err)
@@ -139,17 +139,18 @@ func TestListTenThousand(t *testing.T) {
 }
 
 // fill registers n idle connections in reg directly, as the server would.
-func fill(reg *connregistry.Registry, n int) {
+func fill(reg connregistry.Registry, n int) {
+	r := reg.(*connreg.Registry) // the repository's own test may write, as the server does
 	now := time.Now()
 	for i := range n {
-		reg.Add(connregistry.Conn{Info: connregistry.Info{
+		connreg.Add(r, connregistry.Conn{Info: connregistry.Info{
 			ID:         fmt.Sprintf("127.0.0.1:9092-10.%d.%d.%d:%d-0-%d", byte(i>>16), byte(i>>8), byte(i), 10000+i%50000, i),
 			Principal:  connregistry.Principal{Type: "User", Name: fmt.Sprint("user", i%100)},
 			ClientAddr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), uint16(10000+i%50000)),
 			Listener:   "CLIENT", SecurityProtocol: protocolmap.SASLPlaintext, Plane: protocolmap.DataPlane, SASLMechanism: "SCRAM-SHA-256",
 			ClientSoftwareName: "kgo", ClientSoftwareVersion: "v1.22.3",
 			ConnectedAt: now.Add(time.Duration(i) * time.Millisecond), AuthenticatedAt: now,
-		}, ClientID: "bench", State: connregistry.Ready}, nil)
+		}, ClientID: "bench", State: connregistry.StateReady}, nil)
 	}
 }
 
@@ -166,7 +167,7 @@ func BenchmarkList(b *testing.B) {
 			ctx := ctxTimeout(b, 10*time.Minute)
 			b.ReportAllocs()
 			for b.Loop() {
-				rs, err := admin.List(ctx, connadmin.ListFilters{})
+				rs, err := admin.List(ctx, connregistry.Filter{}, false)
 				if err != nil || rs[0].Err != nil || len(rs[0].Connections) < n {
 					b.Fatal(err, rs[0].Err, len(rs[0].Connections))
 				}

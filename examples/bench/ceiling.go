@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -101,7 +102,7 @@ func (l *ceilingLog) highWatermark() int64 {
 
 // read returns the records from offset on, up to maxBytes but at least one
 // batch, as Kafka limits a partition's records, and their size.
-func (l *ceilingLog) read(offset int64, maxBytes int) (socketserver.Records, int) {
+func (l *ceilingLog) read(offset int64, maxBytes int) (socketserver.FetchRecords, int) {
 	first := sort.Search(len(l.next), func(i int) bool { return l.next[i] > offset })
 	last, size := first, 0
 	for ; last < len(l.next); last++ {
@@ -112,9 +113,9 @@ func (l *ceilingLog) read(offset int64, maxBytes int) (socketserver.Records, int
 		size += n
 	}
 	if l.file != nil {
-		return socketserver.Records{File: l.file, Offset: l.pos[first], Length: int64(size)}, size
+		return socketserver.FetchRecords{File: l.file, Offset: l.pos[first], Length: int64(size)}, size
 	}
-	return socketserver.Records{Batches: l.batches[first:last:last]}, size
+	return socketserver.FetchRecords{Batches: l.batches[first:last:last]}, size
 }
 
 func (l *ceilingLog) batchLen(i int) int {
@@ -205,7 +206,7 @@ func (h *ceilingHandler) fetch(req *kmsg.FetchRequest) (*socketserver.FetchRespo
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		records := make([]socketserver.Records, len(rt.Partitions))
+		records := make([]socketserver.FetchRecords, len(rt.Partitions))
 		ours := rt.Topic == largeTopic || req.Version >= 13 && rt.TopicID == largeTopicID
 		for i, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
@@ -242,7 +243,7 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 	if log.file != nil {
 		defer log.file.Close()
 	}
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{
+	cfg, err := config.Server(listener.Properties{
 		listener.KeyListeners:               clientListener + "://" + spec.Addr,
 		listener.KeySecurityProtocolMap:     clientListener + ":PLAINTEXT",
 		listener.KeyInterBrokerListenerName: clientListener,

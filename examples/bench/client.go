@@ -102,6 +102,13 @@ func listConnectionsFrame() []byte {
 	return requestFrame(&connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultListAPIKey})
 }
 
+// topConnectionsFrame is a ListClientConnections request for the n
+// connections with the highest request rates.
+func topConnectionsFrame(n int) []byte {
+	return requestFrame(&connregistry.ListClientConnectionsRequest{APIKey: connregistry.DefaultListAPIKey,
+		SortBy: connregistry.SortByRequests, Limit: int32(n)})
+}
+
 // errCorrelation is a response whose correlation id is not the request's.
 var errCorrelation = errors.New("response correlation id does not match the request's")
 

@@ -125,8 +125,9 @@
 //	   1048588 where the producer's batches of 1 MiB records need it) and
 //	   kfake (the same message.max.bytes), and for consuming only, the
 //	   two ceilings and the floor. Each phase also reports the server's
-//	   context switches per MB. A fresh server for each record size and
-//	   round.
+//	   context switches, and its read and write system calls (syscr and
+//	   syscw of /proc/PID/io), per MB. A fresh server for each record size
+//	   and round.
 //	   Reproduce with -scenarios g -rounds 3; -broker-set key=value
 //	   (repeatable, also for b, i and p) lays properties over the
 //	   broker's, such as queued.max.request.bytes=-1, Kafka's default,

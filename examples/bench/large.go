@@ -67,7 +67,7 @@ func (b *bench) largeInfo() scenarioInfo {
 			"floor-write: no Kafka protocol at all; the same log, in memory the kernel filled, written to one connection with writev in",
 			"chunks of 1 MiB (at least a batch), as many writes as Fetch answers, and read by the bench to the end: the least any server",
 			"pays on this machine to send these bytes. A server's CPU per MB cannot go below the floor's.",
-			"MB = 10^6 bytes of record values. Server CPU ms/MB: the server's CPU time in the phase over its MB. RSS after each phase.",
+			"MB = 10^6 bytes of record values. Server CPU ms/MB: the server's CPU time in the phase over its MB; reads/MB and writes/MB its read and write system calls (syscr, syscw of /proc/PID/io). RSS after each phase.",
 		},
 		Ratios: b.baselineRatios([]ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, floorServer}, {kfakeServer, floorServer}},
 			kafkanetServer)}
@@ -246,6 +246,12 @@ func throughputSamples(w *window, records int, bytes int64, rss int64) []sample 
 		{Metric: "server ctx switches/MB", Value: float64(w.ServerSwitches) / mb},
 		{Metric: "bench CPU ms/MB", Value: micros(w.Client) / 1000 / mb},
 		{Metric: "server RSS MiB after", Value: mib(rss)},
+	}
+	if w.ServerReads >= 0 { // system calls: counts the machine's load does not move
+		out = append(out[:4:4], append([]sample{
+			{Metric: "server reads/MB", Value: float64(w.ServerReads) / mb},
+			{Metric: "server writes/MB", Value: float64(w.ServerWrites) / mb},
+		}, out[4:]...)...)
 	}
 	if w.also != nil { // scenario p: the server is a hop, also the broker behind it
 		out = append(out, sample{Metric: "broker CPU ms/MB", Value: micros(w.AlsoCPU) / 1000 / mb})

@@ -29,6 +29,7 @@ func (b *bench) listingInfo() scenarioInfo {
 			fmt.Sprintf("The server serves it with connregistry.ListHandler under API key %d, as examples/broker does by default. The connections", connregistry.DefaultListAPIKey),
 			fmt.Sprintf("are idle ones after an ApiVersions round trip each. Listing latency: %d listings one after another, send to the last", b.opts.listings),
 			"byte of the response (snapshot, encoding, transfer; the bench decodes afterwards and checks the count).",
+			fmt.Sprintf("\"top %d of N\" asks for the %d busiest (SortBy requests, Limit %d: issue 38's top talkers), beside \"list N\", all of them.", topListing, topListing, topListing),
 			fmt.Sprintf("Data plane: (a)'s load on %d connections for %s with %d idle connections, while another connection lists.", listingLoadConns, b.opts.duration, b.opts.idleCounts[0]),
 		}}
 }
@@ -52,15 +53,20 @@ func (b *bench) runListing(ctx context.Context, server serverKind) ([]sample, er
 		if err := openIdle(ctx, b.dialer.dial, c.addr, &conns, n, burstDialers); err != nil {
 			return out, err
 		}
-		lats, size, err := timeListings(ctx, b.dialer, c.addr, n, b.opts.listings)
-		if err != nil {
-			return out, fmt.Errorf("listing %d connections: %w", n, err)
+		for _, l := range []struct {
+			name  string
+			frame []byte
+			limit int
+		}{{fmt.Sprintf("list %d conns", n), listConnectionsFrame(), 0}, {fmt.Sprintf("top %d of %d conns", topListing, n), topConnectionsFrame(topListing), topListing}} {
+			lats, size, err := timeListings(ctx, b.dialer, c.addr, l.frame, n, l.limit, b.opts.listings)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", l.name, err)
+			}
+			out = append(out,
+				sample{Case: l.name, Metric: "p50 ms", Value: micros(percentile(lats, 50)) / 1000},
+				sample{Case: l.name, Metric: "max ms", Value: micros(lats[len(lats)-1]) / 1000},
+				sample{Case: l.name, Metric: "response MiB", Value: mib(int64(size))})
 		}
-		name := fmt.Sprintf("list %d conns", n)
-		out = append(out,
-			sample{Case: name, Metric: "p50 ms", Value: micros(percentile(lats, 50)) / 1000},
-			sample{Case: name, Metric: "max ms", Value: micros(lats[len(lats)-1]) / 1000},
-			sample{Case: name, Metric: "response MiB", Value: mib(int64(size))})
 		if i == 0 {
 			if out, err = b.dataPlaneWithListings(ctx, c, n, out); err != nil {
 				return out, err
@@ -90,10 +96,17 @@ func (b *bench) dataPlaneWithListings(ctx context.Context, c *child, idle int, o
 	return out, nil
 }
 
-// timeListings lists the connections of addr k times on one connection and
-// returns the sorted latencies and the size of the last response. Each
-// response must hold at least want connections.
-func timeListings(ctx context.Context, d *dialer, addr string, want, k int) ([]time.Duration, int, error) {
+// topListing is how many connections scenario f's top listing asks for.
+const topListing = 10
+
+// timeListings sends frame, a ListClientConnections request, to addr k
+// times on one connection and returns the sorted latencies and the size of
+// the last response. Each response must hold at least want connections,
+// or exactly limit when limit is positive (and want is more).
+func timeListings(ctx context.Context, d *dialer, addr string, frame []byte, want, limit, k int) ([]time.Duration, int, error) {
+	if limit > 0 {
+		want = min(want, limit)
+	}
 	nc, err := d.dial(ctx, addr)
 	if err != nil {
 		return nil, 0, err
@@ -101,7 +114,7 @@ func timeListings(ctx context.Context, d *dialer, addr string, want, k int) ([]t
 	defer nc.Close()
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	rc := newRawConn(nc, listConnectionsFrame())
+	rc := newRawConn(nc, frame)
 	var lats []time.Duration
 	for range k {
 		start := time.Now()
@@ -113,8 +126,8 @@ func timeListings(ctx context.Context, d *dialer, addr string, want, k int) ([]t
 		if err != nil {
 			return nil, 0, err
 		}
-		if got < want {
-			return nil, 0, fmt.Errorf("the listing holds %d connections, want at least %d", got, want)
+		if got < want || (limit > 0 && got > limit) {
+			return nil, 0, fmt.Errorf("the listing holds %d connections, want at least %d (at most %d)", got, want, limit)
 		}
 	}
 	slices.Sort(lats)

@@ -590,8 +590,14 @@ func TestControlEndToEnd(t *testing.T) {
 // TestListingEndToEnd runs scenario f with 300 idle connections.
 func TestListingEndToEnd(t *testing.T) {
 	rows := runScenarios(t, options{scenarios: []string{"f"}, rounds: 1, duration: 300 * time.Millisecond, idleCounts: []int{300}, listings: 2})
-	if got := find(t, rows, "list 300 conns", "response MiB", kafkanetServer).Median; got <= 0 {
-		t.Errorf("the listing response is %v MiB", got)
+	all := find(t, rows, "list 300 conns", "response MiB", kafkanetServer).Median
+	if all <= 0 {
+		t.Errorf("the listing response is %v MiB", all)
+	}
+	// The top 10's response holds 10 connections (timeListings checks the
+	// count): a thirtieth of the 300's, give or take the records' sizes.
+	if top := find(t, rows, "top 10 of 300 conns", "response MiB", kafkanetServer).Median; top <= 0 || top > all/10 {
+		t.Errorf("the top 10's response is %v MiB, the whole listing's %v MiB", top, all)
 	}
 	name := func(mode string) string { return "8 conns, 300 idle, " + mode }
 	if got := find(t, rows, name("no listing"), "listings", kafkanetServer).Median; got != 0 {

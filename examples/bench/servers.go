@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -514,7 +515,7 @@ func createTopicsExist(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse
 // defaults for every socket-server key (3 network threads, 8 handler
 // goroutines, a data-plane queue of 500), until ctx ends.
 func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout io.Writer) error {
-	cfg, err := socketserver.ConfigFromProperties(kafkanetProperties(spec))
+	cfg, err := config.Server(kafkanetProperties(spec))
 	if err != nil {
 		return err
 	}
@@ -534,9 +535,9 @@ func serveKafkanet(ctx context.Context, spec childSpec, stdin io.Reader, stdout 
 	defer srv.Close()
 	go answerStats(stdin, stdout, srv, h, cfg.QueuedMaxRequests)
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, socketserver.DefaultNumIOThreads, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, h) }()
 	if cfg.Listeners.ControlPlaneListener != "" {
-		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, 1, h) }()
+		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, h) }()
 	} else {
 		served <- nil
 	}
@@ -561,7 +562,7 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 		cs := childStats{DataQueue: st.RequestQueueSize[protocolmap.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load()),
 			MemoryLimit: debug.SetMemoryLimit(-1)}
 		if m, ok := st.RequestMemory[protocolmap.DataPlane]; ok {
-			cs.RequestMemorySize, cs.RequestMemoryUsed = m.Size, m.Used
+			cs.RequestMemorySize, cs.RequestMemoryUsed = int64(m.Size), int64(m.Used)
 			cs.RequestMemoryDepleted = float64(m.Depleted) / float64(time.Millisecond)
 		}
 		for _, n := range st.ConnectionCount {

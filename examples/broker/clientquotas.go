@@ -231,13 +231,15 @@ const (
 	entityIP       = "ip"
 )
 
-// quotaAuthorized reports whether r's principal may describe or alter
-// client quotas: a super user when super.users is set, anyone when it is
-// not (Kafka without an authorizer), as for the broker's other admin
-// APIs.
-func (b *broker) quotaAuthorized(r *socketserver.Request) bool {
-	authorize := connregistry.SuperUsers(b.c.settings.superUsers)
-	return authorize == nil || authorize(r.Context(), r.Conn.Principal)
+// quotaAuthorized reports whether r's principal may perform op on the
+// CLUSTER, as Kafka asks of DescribeClientQuotas (DESCRIBE_CONFIGS) and
+// AlterClientQuotas (ALTER_CONFIGS): a super user when super.users is set,
+// anyone when it is not (Kafka without an authorizer), as for the broker's
+// other admin APIs.
+func (b *broker) quotaAuthorized(r *socketserver.Request, op kmsg.ACLOperation) bool {
+	authorize := b.c.settings.authorizer()
+	return authorize == nil || authorize(r.Context(), r.Conn.Principal,
+		connregistry.Action{Operation: op, ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: connregistry.ClusterResourceName})
 }
 
 // describeClientQuotas answers DescribeClientQuotas as Kafka's
@@ -250,7 +252,7 @@ func (b *broker) describeClientQuotas(r *socketserver.Request, req *kmsg.Describ
 		resp.ErrorCode, resp.ErrorMessage, resp.Entries = err.Code, kmsg.StringPtr(msg), nil
 		return resp
 	}
-	if !b.quotaAuthorized(r) {
+	if !b.quotaAuthorized(r, kmsg.ACLOperationDescribeConfigs) {
 		return fail(kerr.ClusterAuthorizationFailed, "Cluster authorization failed: "+r.Conn.Principal.String()+" may not DESCRIBE_CONFIGS the CLUSTER")
 	}
 	type match struct {
@@ -365,7 +367,7 @@ var errQuota = kerr.InvalidRequest
 // A change reaches every broker of the process.
 func (b *broker) alterClientQuotas(r *socketserver.Request, req *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse {
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-	authorized := b.quotaAuthorized(r)
+	authorized := b.quotaAuthorized(r, kmsg.ACLOperationAlterConfigs)
 	b.c.quotaMu.Lock()
 	defer b.c.quotaMu.Unlock()
 	for _, entry := range req.Entries {
@@ -382,6 +384,9 @@ func (b *broker) alterClientQuotas(r *socketserver.Request, req *kmsg.AlterClien
 		}
 		if err == nil {
 			err = checkOps(entry.Ops)
+		}
+		if !req.ValidateOnly {
+			b.auditQuotaChange(r, entry, err)
 		}
 		if err == nil && !req.ValidateOnly {
 			for _, broker := range b.c.brokers {
@@ -405,6 +410,28 @@ func (b *broker) alterClientQuotas(r *socketserver.Request, req *kmsg.AlterClien
 		resp.Entries = append(resp.Entries, re)
 	}
 	return resp
+}
+
+// auditQuotaChange records an AlterClientQuotas entry in the audit trail
+// (-audit-log): who changed which entity's quotas how, or was refused
+// (err).
+func (b *broker) auditQuotaChange(r *socketserver.Request, entry kmsg.AlterClientQuotasRequestEntry, err error) {
+	var parts []string
+	for _, p := range entry.Entity {
+		name := "<default>"
+		if p.Name != nil {
+			name = *p.Name
+		}
+		parts = append(parts, p.Type+"="+name)
+	}
+	e := socketserver.AuditEvent{
+		Kind: socketserver.AuditHostAction, Action: "alter-client-quotas", Detail: strings.Join(parts, ",") + " " + opsString(entry.Ops),
+		Listener: r.Conn.Listener, ConnID: r.Conn.ID, ClientAddr: r.Conn.ClientAddr, ProxyAddr: r.Conn.ProxyAddr, Principal: r.Conn.Principal.String(),
+	}
+	if err != nil {
+		e.Reason = err.Error()
+	}
+	b.srv.Audit(e)
 }
 
 // alterEntity reads an AlterClientQuotas entity: user and client-id parts,
@@ -445,7 +472,7 @@ func checkOps(ops []kmsg.AlterClientQuotasRequestEntryOp) error {
 		}
 		seen[op.Key] = true
 		if op.Remove {
-			if !slices.Contains(quota.Keys, quota.Key(op.Key)) {
+			if !slices.Contains(quota.Keys(), quota.Key(op.Key)) {
 				return errors.New("Invalid configuration key " + op.Key)
 			}
 			continue

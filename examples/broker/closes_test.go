@@ -64,7 +64,7 @@ func TestConsumersLeavingAreClientClosed(t *testing.T) {
 		got := kcat("", "-C", "-t", "leaving", "-o", "beginning", "-e", "-X", "client.id=kcat-consumer")
 		assert.Equal(t, "one\ntwo\nthree\n", got)
 		for _, conn := range closedOf(t, c, "kcat-consumer") {
-			assert.Equal(t, connregistry.ClientClosed, conn.CloseReason, "connection %s", conn.ID)
+			assert.Equal(t, connregistry.CloseByClient, conn.CloseReason, "connection %s", conn.ID)
 		}
 	})
 	t.Run("kgo consumer closed during its long poll", func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestConsumersLeavingAreClientClosed(t *testing.T) {
 		require.Eventually(t, func() bool { return longPolls() == 0 }, 10*time.Second, 10*time.Millisecond, "the long poll ends")
 		closed := closedOf(t, c, "kgo-consumer")
 		for _, conn := range closed {
-			assert.Equal(t, connregistry.ClientClosed, conn.CloseReason, "connection %s", conn.ID)
+			assert.Equal(t, connregistry.CloseByClient, conn.CloseReason, "connection %s", conn.ID)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
@@ -39,7 +42,6 @@ const portStep = 100
 type brokerSettings struct {
 	nodeID        int32  // node.id, else broker.id; 0 when neither is set
 	rack          string // broker.rack
-	ioThreads     int    // num.io.threads: data-plane handler goroutines
 	numPartitions int32  // num.partitions: partitions of an auto-created topic
 	autoCreate    bool   // auto.create.topics.enable
 	deleteTopics  bool   // delete.topic.enable: DeleteTopics deletes
@@ -69,12 +71,23 @@ type brokerSettings struct {
 	quotas quotaSettings
 }
 
+// authorizer is who may call the broker's administrative APIs (listing
+// connections, client quotas): super.users when it is set, everyone when
+// it is not, as Kafka without an authorizer (authorizer.class.name unset)
+// lets everyone: connregistry.SuperUsers of an empty list would let no one.
+func (s *brokerSettings) authorizer() connregistry.Authorizer {
+	if s.superUsers == "" {
+		return nil
+	}
+	return connregistry.SuperUsers(s.superUsers)
+}
+
 // readSettings reads the broker's settings from cfg's properties and checks
 // the socket server's keys and the SASL users, and builds a socket server
 // from them (serving nothing), so that -check rejects whatever serving
 // would.
 func readSettings(cfg *listener.Set) (brokerSettings, error) {
-	if _, err := socketserver.ConfigFromProperties(cfg.Properties()); err != nil {
+	if _, err := config.Server(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
 	var s brokerSettings
@@ -92,9 +105,6 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	}
 	s.nodeID = int32(id)
 	s.rack, _ = cfg.Properties().Get("broker.rack")
-	if s.ioThreads, err = cfg.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
-		return brokerSettings{}, err
-	}
 	partitions, err := boundedInt(cfg.Properties(), "num.partitions", 1, 1, maxPartitions)
 	if err != nil {
 		return brokerSettings{}, err
@@ -131,7 +141,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if err != nil {
 		return brokerSettings{}, err
 	}
-	s.requestBudget = scfg.QueuedMaxRequestBytes
+	s.requestBudget = int64(scfg.QueuedMaxRequestBytes)
 	if s.memoryLimit, err = readMemoryLimit(cfg); err != nil {
 		return brokerSettings{}, err
 	}
@@ -174,11 +184,11 @@ func boolSetting(props listener.Properties, key string, def bool) (bool, error) 
 // cfg and s: the socket server's keys, the broker's APIs, with h answering
 // those that are inline (see dataPlaneAPIs), and the SASL users.
 func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
-	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
+	scfg, err := config.Server(cfg.Properties())
 	if err != nil {
 		return socketserver.Config{}, err
 	}
-	if _, set := cfg.Properties().Get(socketserver.KeyQueuedMaxRequestBytes); !set {
+	if _, set := cfg.Properties().Get(config.KeyQueuedMaxRequestBytes); !set {
 		// Kafka sets no limit by default; the example, which keeps its log
 		// in memory, bounds the requests in hand too.
 		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)
@@ -195,7 +205,7 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 	}
 	// ListClientConnections (KIP-1329), answered by the server from its
 	// registry, on the data plane and the control plane.
-	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, connregistry.SuperUsers(s.superUsers))
+	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, s.authorizer())
 	scfg.APIs = append(dataPlaneAPIs(h), lcc)
 	if cp := cfg.ControlPlaneListener; cp != "" {
 		scfg.PerListener[cp].APIs = append(controlPlaneAPIs(), lcc)
@@ -216,7 +226,9 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 // queued.max.request.bytes when the configuration sets none: twice
 // socket.request.max.bytes (200 MiB with Kafka's default), so that two of
 // the largest requests fit at once.
-func defaultQueuedMaxRequestBytes(requestMax int32) int64 { return 2 * int64(requestMax) }
+func defaultQueuedMaxRequestBytes(requestMax int) int {
+	return int(min(2*int64(requestMax), math.MaxInt))
+}
 
 // brokerProperties returns the properties of broker i of the process: those
 // of cfg with every port of listeners and advertised.listeners moved up by
@@ -294,6 +306,8 @@ type cluster struct {
 	// reload reaches every broker at once.
 	users     *security.JAASUsers
 	reloading sync.Mutex // one reload at a time
+	// audit writes each broker's audit trail (-audit-log); nil: none.
+	audit *auditlog.Writer
 	// watcher reloads the TLS listeners when their PEM files change (see
 	// watchTLS); nil when it does not run.
 	watcher *security.TLSWatcher
@@ -321,12 +335,19 @@ type broker struct {
 	quotas *quota.Manager
 }
 
+// clusterOption sets an optional part of a cluster before its brokers
+// start.
+type clusterOption func(*cluster)
+
+// withAuditLog writes the brokers' audit trail to w.
+func withAuditLog(w *auditlog.Writer) clusterOption { return func(c *cluster) { c.audit = w } }
+
 // startCluster starts n brokers that share one in-memory state. Broker 0
 // uses props as they are; broker i moves every port by i*portStep and has
 // node id node.id+i. Each logs to logger, with the request log when it
 // logs at debug level, and traces and measures with tel (nil: not). It
 // returns once every listener of every broker is bound and served.
-func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger, tel *otelenv.Telemetry) (*cluster, error) {
+func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger, tel *otelenv.Telemetry, opts ...clusterOption) (*cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("want at least 1 broker, not %d", n)
 	}
@@ -350,6 +371,9 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 		id: newClusterID(), settings: set, state: newState(), registry: prometheus.NewRegistry(), log: logger, tel: tel,
 		users: set.users, ready: make(chan struct{}), stopping: make(chan struct{}), serveCtx: serveCtx, cancel: cancel,
 	}
+	for _, o := range opts {
+		o(c)
+	}
 	c.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.groups = newCoordinator(set.groups, c.state, logger, c.stopping)
 	c.waiting.Go(c.groups.run)
@@ -366,13 +390,13 @@ func startCluster(ctx context.Context, props listener.Properties, n int, logger 
 	// requests be served.
 	c.updateInfos()
 	for i, b := range c.brokers {
-		b.logListeners(c.brokerInfos()[i], b.cfg.Listeners)
+		b.logListeners(c.brokerInfos()[i], b.cfg.All)
 	}
 	close(c.ready)
 	for _, b := range c.brokers {
-		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.DataPlane, set.ioThreads, b) })
+		c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.DataPlane, b) })
 		if b.cfg.ControlPlaneListener != "" {
-			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.ControlPlane, 1, b) })
+			c.serving.Go(func() { _ = b.srv.Serve(serveCtx, protocolmap.ControlPlane, b) })
 		}
 	}
 	return c, nil
@@ -401,6 +425,9 @@ func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) 
 	scfg.Hooks = append(scfg.Hooks, metrics)
 	scfg.Hooks = append(scfg.Hooks, otel.Hooks()...)
 	scfg.Hooks = append(scfg.Hooks, loglevel.RequestLog(scfg.Logger)...)
+	if c.audit != nil {
+		scfg.Hooks = append(scfg.Hooks, c.audit.Hook(id))
+	}
 	srv, err := socketserver.New(scfg)
 	if err != nil {
 		return nil, err

@@ -86,8 +86,8 @@ func TestBrokerConfigs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cfgs, 3)
 	assert.Same(t, cfg, cfgs[0])
-	assert.Equal(t, 65435, cfgs[1].Listeners[0].Bind.Port)
-	assert.Equal(t, 65535, cfgs[2].Listeners[0].Bind.Port)
+	assert.Equal(t, 65435, cfgs[1].All[0].Bind.Port)
+	assert.Equal(t, 65535, cfgs[2].All[0].Bind.Port)
 
 	_, err = brokerConfigs(cfg, 4)
 	require.Error(t, err)

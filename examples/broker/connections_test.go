@@ -32,16 +32,16 @@ func TestListClientConnections(t *testing.T) {
 	_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, bob)
 	require.NoError(t, err)
 
-	list := func(user, password, listenerName string, f connadmin.ListFilters) []connadmin.BrokerResult {
+	list := func(user, password, listenerName string, f connregistry.Filter) []connadmin.BrokerResult {
 		t.Helper()
 		cl := newClient(t, addr(t, c, 0, protocolmap.ListenerName(listenerName)), connadmin.VersionsOpt(connregistry.DefaultListAPIKey),
 			kgo.SASL(saslMechanism("PLAIN", user, password)))
-		res, err := connadmin.New(cl, 0).List(ctx, f)
+		res, err := connadmin.New(cl, 0, 0).List(ctx, f, false)
 		require.NoError(t, err)
 		return res
 	}
 	bobFilter := "User:bob"
-	res := list("alice", "alice-secret", "CLIENT", connadmin.ListFilters{Principal: &bobFilter})
+	res := list("alice", "alice-secret", "CLIENT", connregistry.Filter{Principal: &bobFilter})
 	require.Len(t, res, 1)
 	require.NoError(t, res[0].Err)
 	require.NotEmpty(t, res[0].Connections)
@@ -57,7 +57,7 @@ func TestListClientConnections(t *testing.T) {
 	}
 
 	// bob is not a super user: CLUSTER_AUTHORIZATION_FAILED.
-	res = list("bob", "bob-secret", "CLIENT", connadmin.ListFilters{})
+	res = list("bob", "bob-secret", "CLIENT", connregistry.Filter{})
 	require.Len(t, res, 1)
 	assert.ErrorIs(t, res[0].Err, kerr.ClusterAuthorizationFailed)
 }
@@ -83,7 +83,7 @@ func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
 
 	admin := newClient(t, addr(t, c, 0, "SASL"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey),
 		kgo.SASL(saslMechanism("PLAIN", "alice", "alice-secret")))
-	res, err := connadmin.New(admin, 0).List(ctx, connadmin.ListFilters{})
+	res, err := connadmin.New(admin, 0, 0).List(ctx, connregistry.Filter{}, false)
 	require.NoError(t, err)
 	require.Len(t, res, 3)
 	seen := map[int32]map[string]string{} // broker -> listener -> principal

@@ -343,12 +343,12 @@ func (b *broker) readFetch(req *kmsg.FetchRequest) (resp *socketserver.FetchResp
 		t := b.lookup(rt.Topic, rt.TopicID, byID)
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		records := make([]socketserver.Records, 0, len(rt.Partitions))
+		records := make([]socketserver.FetchRecords, 0, len(rt.Partitions))
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			// Empty, not null: librdkafka rejects null records.
 			sp.Partition, sp.RecordBatches = rp.Partition, []byte{}
-			var recs socketserver.Records
+			var recs socketserver.FetchRecords
 			err := b.partitionError(t, rp.Partition, byID)
 			if err == nil {
 				limit := int(rp.PartitionMaxBytes)

@@ -23,9 +23,9 @@ import (
 
 	"github.com/kafkanet/kafkanet/examples/internal/faults"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // serveBroker runs the example broker's command (run) with args until the
@@ -34,13 +34,13 @@ import (
 // the test process a SIGHUP (skipping the test where that cannot be done).
 // The test catches SIGHUP too, so that a signal arriving before run has
 // registered its own cannot end the test process.
-func serveBroker(t *testing.T, args ...string) (stderr *socketservertest.SyncBuffer, sighup func()) {
+func serveBroker(t *testing.T, args ...string) (stderr *testkit.SyncBuffer, sighup func()) {
 	t.Helper()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout socketservertest.SyncBuffer
-	stderr = &socketservertest.SyncBuffer{}
+	var stdout testkit.SyncBuffer
+	stderr = &testkit.SyncBuffer{}
 	done := make(chan int)
 	go func() { done <- run(ctx, args, &stdout, stderr) }()
 	t.Cleanup(func() {

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d] [-log-level level]
+//	broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d] [-log-level level] [-audit-log file]
 //
 // The flags are:
 //
@@ -27,6 +27,9 @@
 //	-log-level level
 //		Log at debug, info, warn or error (default info); at debug every
 //		request is logged, as Kafka's kafka.request.logger does at DEBUG.
+//	-audit-log file
+//		Append the audit trail to file as JSON lines in the OCSF form
+//		(see below); - writes it to standard error.
 //
 // The configuration is read from the Java .properties file given with
 // -config, with each -set key=value laid over it, and keys set in neither
@@ -143,6 +146,21 @@
 // Kafka's kafka.request.logger logs at DEBUG; at the other levels it keeps
 // no request log at all.
 //
+// -audit-log file appends the brokers' audit trail to file (created with
+// mode 0600 if missing; - is standard error), one JSON object a line in
+// the form of the Open Cybersecurity Schema Framework (OCSF) 1.0.0, as
+// Redpanda writes its audit log: logins and KIP-368 re-authentications,
+// succeeded and failed (the principal, or the user name a failed PLAIN or
+// SCRAM login tried, the mechanism, the listener, the client's address,
+// the PROXY and TLS details), connections refused by the per-address
+// connection quotas or the PROXY rules, operators' CloseClientConnections
+// (who, with which filter, how many), throttles begun, and
+// AlterClientQuotas changes (who changed which entity how, or was
+// refused). No password, token or proof is ever written. Events wait in a
+// bounded queue so that a slow disk holds no client; events dropped when
+// it is full are counted and reported in the log. Kafka has no audit log;
+// see docs/audit-trail.md.
+//
 // OpenTelemetry is configured by the standard OTEL_* environment
 // variables, as OpenTelemetry's SDKs read them. When
 // OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
@@ -173,6 +191,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
@@ -223,6 +242,7 @@ type options struct {
 	metricsAddr string
 	tlsWatch    time.Duration
 	logLevel    loglevel.Level
+	auditLog    string
 }
 
 // flagSet defines the command's flags, into o, on a FlagSet that reports
@@ -243,8 +263,10 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.tlsWatch, "tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
 		"those that changed (0: only on SIGHUP)")
 	fs.Var(&o.logLevel, "log-level", loglevel.Usage)
+	fs.StringVar(&o.auditLog, "audit-log", "", "append the audit trail (logins, refused connections, operators' closes,\n"+
+		"throttles, client quota changes) to `file` as OCSF JSON lines; - for standard error")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d] [-log-level level]")
+		fmt.Fprintln(fs.Output(), "usage: broker [-check] [-config server.properties] [-set key=value]... [-brokers N] [-metrics-addr host:port] [-tls-watch-interval d] [-log-level level] [-audit-log file]")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), otelenv.Usage)
 	}
@@ -303,17 +325,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if path := o.configPath; path != "" {
 		load = func() (*listener.Set, error) { return resolve(path, o.sets) }
 	}
-	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, o.logLevel.Logger(stderr))
+	logger := o.logLevel.Logger(stderr)
+	audit, closeAudit, err := auditlog.Open(o.auditLog, stderr, auditProduct, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "broker: -audit-log: %v\n", err)
+		return 1
+	}
+	defer closeAudit() // after serve: the brokers' Shutdown has written every event
+	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, logger, audit)
 }
 
+// auditProduct names the broker in its audit records.
+const auditProduct = "kafkanet example broker"
+
 // serve runs the brokers, the metrics server if metricsAddr is set, and
-// OpenTelemetry's exporters if otel exports anything, until ctx ends,
+// OpenTelemetry's exporters if otel exports anything, with their audit
+// trail written to audit unless it is nil, until ctx ends,
 // then shuts them down. On SIGHUP it reloads the TLS settings, connection
 // quotas, SASL users and listeners from the configuration load returns
 // (see cluster.reload); every tlsWatch it reloads the TLS listeners whose
 // PEM files changed (see cluster.watchTLS). It returns the exit status.
 func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error),
-	otel otelenv.Config, logger *slog.Logger) int {
+	otel otelenv.Config, logger *slog.Logger, audit *auditlog.Writer) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
 		var err error
@@ -326,7 +359,11 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 	defer tel.Close(logger) // after the brokers' shutdown: their last requests are exported
 	var c *cluster
 	if err == nil {
-		c, err = startCluster(ctx, props, brokers, logger, tel)
+		var opts []clusterOption
+		if audit != nil {
+			opts = append(opts, withAuditLog(audit))
+		}
+		c, err = startCluster(ctx, props, brokers, logger, tel, opts...)
 	}
 	if err != nil {
 		if metricsLn != nil {
@@ -399,7 +436,7 @@ func resolve(path string, sets []string) (*listener.Set, error) {
 func printListeners(w io.Writer, cfg *listener.Set) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LISTENER\tBIND\tADVERTISED\tPROTOCOL\tPLANE\tINTER-BROKER")
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		advertised := "-"
 		if l.IsAdvertised() {
 			advertised = l.Advertised.Address()

@@ -191,12 +191,12 @@ func TestOAuthBearerClients(t *testing.T) {
 	// Refusals, one at a time, so that the broker's failed authentications
 	// can be counted.
 	signed := "SIGNED"
-	f, err := connregistry.NewFilter(nil, nil, &signed)
-	require.NoError(t, err)
+	f := connregistry.Filter{Listener: &signed}
+	require.NoError(t, f.Validate())
 	failedAuth := func() int {
 		n := 0
 		for _, conn := range c.brokers[0].srv.Registry().Closed(f) {
-			if conn.CloseReason == connregistry.AuthenticationFailed {
+			if conn.CloseReason == connregistry.CloseAuthenticationFailed {
 				n++
 			}
 		}
@@ -276,8 +276,8 @@ func requireHighWatermark(t *testing.T, cl *kgo.Client, topic string, n int64) {
 func requireOAuthConnection(t *testing.T, c *cluster, listenerName, principal string) {
 	t.Helper()
 	p := "User:" + principal
-	f, err := connregistry.NewFilter(&p, nil, &listenerName)
-	require.NoError(t, err)
+	f := connregistry.Filter{Principal: &p, Listener: &listenerName}
+	require.NoError(t, f.Validate())
 	reg := c.brokers[0].srv.Registry()
 	conns := append(reg.Snapshot(f), reg.Closed(f)...)
 	require.NotEmpty(t, conns, "no connection of %s on %s", p, listenerName)

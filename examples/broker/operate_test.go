@@ -12,7 +12,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/examples/internal/otlptest"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
 // requestLine is a request log line of alice's Metadata request from the
@@ -34,7 +34,7 @@ func TestLogLevel(t *testing.T) {
 			if tt.level != "" {
 				args = append(args, "-log-level", tt.level)
 			}
-			var stderr *socketservertest.SyncBuffer
+			var stderr *testkit.SyncBuffer
 			if !tt.want {
 				// Cleanups run last first: this one after the broker has
 				// stopped, when every request it served has been logged.
@@ -138,7 +138,7 @@ func TestOTelOff(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			var stderr *socketservertest.SyncBuffer
+			var stderr *testkit.SyncBuffer
 			// After the broker has stopped, when it would have exported
 			// what it had.
 			t.Cleanup(func() {

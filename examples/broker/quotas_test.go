@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
 // Every quota key of -config is applied, and a reload (SIGHUP) applies the
 // changed ones: raising max.connections lets the waiting connection in.
 func TestReloadAppliesQuotas(t *testing.T) {
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`,
 		"listener.name.replication.max.connections=1", "max.connections.per.ip.overrides=127.0.0.9:0", "max.connections.per.ip=100"))
 	c, load := startFromFile(t, path, 1, &log)
@@ -67,7 +67,7 @@ func TestReloadAppliesQuotas(t *testing.T) {
 // kafkanet.ip.connection.creation.rate.overrides, and a reload (SIGHUP)
 // applies a change to the next connection.
 func TestReloadAppliesIPConnectionCreationRates(t *testing.T) {
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`,
 		"kafkanet.ip.connection.creation.rate.overrides=127.0.0.11:0, 127.0.0.12:2147483647",
 		"kafkanet.ip.connection.creation.rate=1000"))

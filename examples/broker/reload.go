@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -69,7 +70,7 @@ func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)
 	}
 	var scfg socketserver.Config
 	if err == nil {
-		scfg, err = socketserver.ConfigFromProperties(cfg.Properties())
+		scfg, err = config.Server(cfg.Properties())
 	}
 	var plan listenerPlan
 	if err == nil {
@@ -85,13 +86,13 @@ func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)
 		// it binds.
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		for _, b := range c.brokers {
-			if err = b.srv.SetQuotas(qctx, *scfg.Quotas); err != nil {
+			if err = b.srv.SetConnectionQuotas(qctx, *scfg.ConnectionQuotas); err != nil {
 				break
 			}
 		}
 		cancel()
 		if err == nil {
-			q := scfg.Quotas
+			q := scfg.ConnectionQuotas
 			c.log.Info("reload: connection quotas applied", "max_connections", q.MaxConnections,
 				"max_connections_per_ip", q.MaxConnectionsPerIP, "max_connection_creation_rate", q.MaxConnectionCreationRate,
 				"ip_connection_creation_rate", q.IPConnectionCreationRate, "ip_connection_creation_rate_overrides", len(q.IPConnectionCreationRateOverrides))

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -48,7 +49,7 @@ func listenersFile(pki *socketservertest.PKI, listeners string, extra ...string)
 func TestReloadChangesListeners(t *testing.T) {
 	kcat := requireTool(t, "kcat", "apt-get install kcat")
 	pki := socketservertest.NewPKI(t)
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	path := writeProperties(t, listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,OLD://127.0.0.1:0"))
 	c, load := startFromFile(t, path, 2, &log)
 	alice := kgo.SASL(saslMechanism("SCRAM-SHA-256", "alice", "alice-secret"))
@@ -61,6 +62,17 @@ func TestReloadChangesListeners(t *testing.T) {
 
 	// A Fetch long poll on OLD is in flight when the reload removes it.
 	fetchCorr := old.send(fetchRequest(1500*time.Millisecond, "reload-listeners", 0, 0))
+	// The broker has read it (its second request) before the reload: on a
+	// loaded machine a fixed pause was once not enough.
+	oldName := "OLD"
+	require.Eventually(t, func() bool {
+		for _, cn := range c.brokers[0].srv.Registry().Snapshot(connregistry.Filter{Listener: &oldName}) {
+			if cn.Requests >= 2 {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "the Fetch reached the broker")
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, os.WriteFile(path, []byte(listenersFile(pki, "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
 		"advertised.listeners=CLIENT://localhost:0,REPLICATION://127.0.0.1:0,EXTERNAL://127.0.0.1:0")), 0o600))
@@ -82,7 +94,7 @@ func TestReloadChangesListeners(t *testing.T) {
 	require.NotEmpty(t, closed)
 	for _, rec := range closed {
 		if rec.Listener == "OLD" {
-			assert.Equal(t, connregistry.ListenerRemoved, rec.CloseReason)
+			assert.Equal(t, connregistry.CloseListenerRemoved, rec.CloseReason)
 		}
 	}
 	if conn, err := net.DialTimeout("tcp", oldAddr, time.Second); err == nil {

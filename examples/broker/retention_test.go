@@ -234,7 +234,7 @@ func TestRetentionTimeRunsOnSchedule(t *testing.T) {
 func TestDefaultRequestMemoryBudget(t *testing.T) {
 	for _, tc := range []struct {
 		props listener.Properties
-		want  int64
+		want  int
 	}{
 		{listener.Properties{}, 2 * 104857600},
 		{listener.Properties{"socket.request.max.bytes": "1048576"}, 2 * 1048576},

@@ -25,6 +25,7 @@ import (
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -217,7 +218,7 @@ func saslFile(jaasUsers string, extra ...string) string {
 // startFromFile starts the brokers of the configuration file at path, as
 // run does, logging to log; it returns the cluster and the reload function
 // run would use.
-func startFromFile(t *testing.T, path string, n int, log *socketservertest.SyncBuffer) (*cluster, func() (*listener.Set, error)) {
+func startFromFile(t *testing.T, path string, n int, log *testkit.SyncBuffer) (*cluster, func() (*listener.Set, error)) {
 	t.Helper()
 	cfg, err := resolve(path, nil)
 	require.NoError(t, err)
@@ -228,7 +229,7 @@ func startFromFile(t *testing.T, path string, n int, log *socketservertest.SyncB
 }
 
 func TestReloadUsers(t *testing.T) {
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret" user_bob="bob-secret"`))
 	c, load := startFromFile(t, path, 2, &log)
 	seeds := []string{addr(t, c, 0, "CLIENT"), addr(t, c, 1, "CLIENT")}
@@ -296,7 +297,7 @@ func TestReloadUsers(t *testing.T) {
 }
 
 func TestReloadWarnsAboutUnprefixedJAAS(t *testing.T) {
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "sasl.jaas.config="+security.PlainLoginModule+` required user_eve="eve";`))
 	c, load := startFromFile(t, path, 1, &log)
 	want := `level=WARN msg="ignoring sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.client.plain.sasl.jaas.config"`
@@ -313,7 +314,7 @@ func TestReloadWarnsAboutUnprefixedJAAS(t *testing.T) {
 // re-authenticate before every request, and Kafka refuses
 // re-authentications less than a second apart.)
 func TestRevokedUserLosesConnections(t *testing.T) {
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	path := writeProperties(t, saslFile(`user_alice="alice-secret" user_bob="bob-secret"`, "connections.max.reauth.ms=2000"))
 	c, load := startFromFile(t, path, 1, &log)
 	seed := addr(t, c, 0, "CLIENT")

@@ -27,6 +27,7 @@ import (
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -769,7 +770,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr socketservertest.SyncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	done := make(chan int)
 	go func() { done <- run(ctx, args, &stdout, &stderr) }()
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -99,7 +100,7 @@ func TestServerNameCertificatesKcat(t *testing.T) {
 	defer stop()
 	consumer := command(ctx, "localhost", local.CAFile, "-C", "-t", "named", "-o", "end", "-q")
 	consumer.WaitDelay = 5 * time.Second
-	var consumerOut socketservertest.SyncBuffer
+	var consumerOut testkit.SyncBuffer
 	consumer.Stdout, consumer.Stderr = &consumerOut, &consumerOut
 	require.NoError(t, consumer.Start())
 	exited := make(chan error, 1)
@@ -111,12 +112,12 @@ func TestServerNameCertificatesKcat(t *testing.T) {
 	b := newClient(t, "127.0.0.1:"+port, kgo.DialTLSConfig(&tls.Config{ServerName: "b.example.com", RootCAs: other.Roots}))
 	require.NoError(t, b.Ping(context.Background()))
 
-	admin := connadmin.New(newClient(t, addr(t, c, 0, "REPLICATION"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey)), 0)
+	admin := connadmin.New(newClient(t, addr(t, c, 0, "REPLICATION"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey)), 0, 0)
 	list := func(name *string) map[string]string { // software name -> server name
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		res, err := admin.List(ctx, connadmin.ListFilters{Listener: kmsg.StringPtr("CLIENT"), ServerName: name})
+		res, err := admin.List(ctx, connregistry.Filter{Listener: kmsg.StringPtr("CLIENT"), ServerName: name}, false)
 		require.NoError(t, err)
 		require.Len(t, res, 1)
 		require.NoError(t, res[0].Err)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/examples/internal/soak"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,7 +49,7 @@ func TestSoak(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			c := startTestCluster(t, tt.brokers, "log.retention.bytes="+strconv.Itoa(soakRetention))
 			runSoak(t, c, each)
 			c.Close() // the soak's clients are closed
@@ -243,7 +243,7 @@ func storedValues(t *testing.T, c *cluster, name string, p int32) map[int64]stri
 func TestShutdownLosesNoAcknowledgedWrite(t *testing.T) {
 	for _, brokers := range []int{1, 3} {
 		t.Run(strconv.Itoa(brokers)+" brokers", func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			const topic, partitions, producers = "acked", 6, 3
 			c := startTestCluster(t, brokers)
 			seed := addr(t, c, 0, "CLIENT")
@@ -460,7 +460,7 @@ func TestDisconnectDuringLongPollAndHandling(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := socketservertest.TakeGoroutineBaseline()
+			base := testkit.TakeGoroutineBaseline()
 			c := startTestCluster(t, 1, "max.connections.per.ip="+strconv.Itoa(limit))
 			setup := dialRaw(t, addr(t, c, 0, "INTERNAL"))
 			createTopic(t, setup, "empty", 1)

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -81,7 +82,7 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 	requireTool(t, "kcat", "apt-get install kcat")
 	pki := socketservertest.NewPKI(t)
 	path := writeProperties(t, tlsFile(pki))
-	var log socketservertest.SyncBuffer
+	var log testkit.SyncBuffer
 	c, load := startFromFile(t, path, 1, &log)
 	c.watchTLS(c.brokers[0].cfg, 20*time.Millisecond)
 	seed := addr(t, c, 0, "TLS")
@@ -253,7 +254,7 @@ func TestTLSRotationWithRealClients(t *testing.T) {
 		}
 		for _, closed := range registry.Closed(connregistry.Filter{}) {
 			if closed.ID == conn.ID {
-				assert.Equal(t, connregistry.ClientClosed, closed.CloseReason, "connection %s of %s", conn.ID, conn.ClientID)
+				assert.Equal(t, connregistry.CloseByClient, closed.CloseReason, "connection %s of %s", conn.ID, conn.ClientID)
 			}
 		}
 	}

@@ -1,11 +1,19 @@
 // Command embed serves Kafka clients from a program of its own: ApiVersions
-// (answered by the server), Metadata and ListClientConnections, on the
-// listeners it is given, until SIGINT or SIGTERM.
+// and SASL authentication (answered by the server), Metadata and
+// ListClientConnections, on the listeners it is given, until SIGINT or
+// SIGTERM.
+//
+// Usage:
+//
+//	embed [-listeners listeners] [server.properties]
+//
+// server.properties holds Kafka's broker keys: listeners, their security
+// and the users of their SASL mechanisms.
 //
 // The flags are:
 //
 //	-listeners string
-//		Kafka's listeners key (default PLAINTEXT://127.0.0.1:9092).
+//		Kafka's listeners key, when no server.properties sets it (default PLAINTEXT://127.0.0.1:9092).
 package main
 
 import (
@@ -20,30 +28,55 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 func main() {
-	listeners := flag.String("listeners", "PLAINTEXT://127.0.0.1:9092", "Kafka's listeners key")
+	listeners := flag.String("listeners", "PLAINTEXT://127.0.0.1:9092", "Kafka's listeners key, when no server.properties sets it")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *listeners, log); err != nil {
+	props := listener.Properties{}
+	if flag.NArg() > 0 {
+		var err error
+		if props, err = listener.LoadProperties(flag.Arg(0)); err != nil {
+			log.Error("stopped", "err", err)
+			os.Exit(1)
+		}
+	}
+	if _, ok := props["listeners"]; !ok {
+		props["listeners"] = *listeners
+	}
+	if err := run(ctx, props, log); err != nil {
 		log.Error("stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, listeners string, log *slog.Logger) error {
-	// Listeners, checked with Kafka's rules, and the socket server's
-	// settings at Kafka's defaults.
-	cfg, err := socketserver.ConfigFromProperties(listener.Properties{"listeners": listeners})
+func run(ctx context.Context, props listener.Properties, log *slog.Logger) error {
+	// Listeners, checked with Kafka's rules, each listener's TLS and SASL
+	// settings, and the socket server's settings, over Kafka's defaults.
+	cfg, err := config.Server(props)
 	if err != nil {
 		return err
+	}
+	// The users of each SASL listener's PLAIN and SCRAM mechanisms, from
+	// its JAAS key (listener.name.<listener>.plain.sasl.jaas.config).
+	users, warnings, err := security.NewJAASUsers(cfg.Listeners)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		log.Warn(w.String())
+	}
+	for name, store := range users.Stores() {
+		cfg.PerListener[name].Credentials = store
 	}
 	cfg.APIs = []socketserver.API{
 		socketserver.KmsgAPI(kmsg.Metadata, 0, 12),                                 // answered below
@@ -58,7 +91,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	for _, l := range cfg.Listeners.Listeners {
+	for _, l := range cfg.Listeners.All {
 		log.Info("listening", "listener", l.Name, "addr", srv.Addr(l.Name))
 	}
 
@@ -76,7 +109,7 @@ func run(ctx context.Context, listeners string, log *slog.Logger) error {
 	})
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(context.Background(), protocolmap.DataPlane, socketserver.DefaultNumIOThreads, handler)
+		served <- srv.Serve(context.Background(), protocolmap.DataPlane, handler)
 	}()
 
 	<-ctx.Done() // a signal: answer what has arrived, then close

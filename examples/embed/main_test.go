@@ -27,6 +27,7 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
 	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 func TestMain(m *testing.M) { os.Exit(bindcheck.Wrap(m).Run()) }
@@ -120,7 +121,7 @@ func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
 	require.Len(t, md.Topics, 1, "the topic asked for is answered")
 	assert.Equal(t, kerr.UnknownTopicOrPartition.Code, md.Topics[0].ErrorCode)
 
-	res, err := connadmin.New(cl, connregistry.DefaultListAPIKey).List(ctx, connadmin.ListFilters{})
+	res, err := connadmin.New(cl, connregistry.DefaultListAPIKey, 0).List(ctx, connregistry.Filter{}, false)
 	require.NoError(t, err)
 	require.Len(t, res, 1)
 	require.NoError(t, res[0].Err)
@@ -138,4 +139,77 @@ func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
 		t.Fatal("the program did not exit within 15 s of SIGTERM")
 	}
 	assert.False(t, strings.Contains(logged.String(), "level=ERROR"), logged.String())
+}
+
+// The README's "A SASL listener": the program, given the server.properties
+// shown there (its port made 0), serves the users of its JAAS key with
+// PLAIN and SCRAM-SHA-256, lists a user's connection under the user's
+// principal, and refuses a wrong password.
+func TestREADMESASLListener(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	block := regexp.MustCompile("(?s)\n### A SASL listener\n.*?\n```properties\n(.*?)```\n").FindSubmatch(readme)
+	require.NotNil(t, block, "README.md has no ```properties block under ### A SASL listener")
+	props := strings.Replace(string(block[1]), "127.0.0.1:9093", "127.0.0.1:0", 1)
+	require.NotEqual(t, string(block[1]), props, "the README's listener is no longer 127.0.0.1:9093")
+	file := filepath.Join(t.TempDir(), "sasl.properties")
+	require.NoError(t, os.WriteFile(file, []byte(props), 0o600))
+
+	cmd := exec.Command(buildEmbed(t), file)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var logged bytes.Buffer
+	lines := bufio.NewScanner(io.TeeReader(stderr, &logged))
+	addr := ""
+	for addr == "" && lines.Scan() {
+		if m := regexp.MustCompile(`msg=listening listener=SASL_PLAINTEXT addr=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	require.NotEmpty(t, addr, "the program never logged its address: %s", logged.String())
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, mechanism := range []string{"PLAIN", "SCRAM-SHA-256"} {
+		t.Run(mechanism, func(t *testing.T) {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(addr), socketservertest.KgoSASL(mechanism, "alice", "alice-secret"),
+				connadmin.VersionsOpt(connregistry.DefaultListAPIKey))
+			require.NoError(t, err)
+			defer cl.Close()
+			md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+			require.NoError(t, err)
+			require.Len(t, md.Brokers, 1)
+			assert.Equal(t, addr, net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))))
+			res, err := connadmin.New(cl, connregistry.DefaultListAPIKey, 0).List(ctx, connregistry.Filter{}, false)
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			require.NoError(t, res[0].Err)
+			require.NotEmpty(t, res[0].Connections)
+			for _, c := range res[0].Connections {
+				assert.Equal(t, "User:alice", c.Principal)
+				assert.Equal(t, "SASL_PLAINTEXT", c.ListenerName)
+			}
+
+			wrong, err := kgo.NewClient(kgo.SeedBrokers(addr), socketservertest.KgoSASL(mechanism, "alice", "not-her-password"),
+				kgo.RequestRetries(0))
+			require.NoError(t, err)
+			defer wrong.Close()
+			_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, wrong)
+			require.ErrorIs(t, err, kerr.SaslAuthenticationFailed, "a wrong password is refused")
+		})
+	}
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "exit after SIGTERM")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the program did not exit within 15 s of SIGTERM")
+	}
+	assert.False(t, strings.Contains(logged.String(), "level=ERROR") || strings.Contains(logged.String(), "level=WARN"), logged.String())
 }

@@ -42,7 +42,7 @@ func TestModuleTargets(t *testing.T) {
 	require.Equal(t, 0, run(context.Background(), []string{"-list"}, &out, &errOut), errOut.String())
 	for _, want := range []string{
 		"./socketserver FuzzReadFrame", "./socketserver FuzzParseHeaderPrefix", "./socketserver FuzzSASLPreAuth",
-		"./socketserver FuzzConfig", "./socketserver FuzzProxyHeader", "./connregistry FuzzDecode", "./security/sasl FuzzSCRAMClientFirst",
+		"./config FuzzConfig", "./config FuzzPrincipalOverrides", "./socketserver FuzzProxyHeader", "./connregistry FuzzDecode", "./security/sasl FuzzSCRAMClientFirst",
 		"./security/sasl FuzzPlainMessage", "./listener FuzzParseProperties", "./protocolmap FuzzParse",
 	} {
 		assert.Contains(t, out.String(), want+"\n")

@@ -11,28 +11,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
+// TestMain checks for leaked goroutines and removes the example broker
+// built for the tests that run it (exampleproc).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(bindcheck.Wrap(m), goleak.Cleanup(func(code int) {
+		exampleproc.Cleanup()
+		os.Exit(code)
+	}))
+}
 
 // The users of every broker's CLIENT listener.
 var passwords = map[string]string{"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 type (
-	cluster       = socketservertest.ListingCluster
-	testBroker    = socketservertest.ListingBroker
-	brokerOptions = socketservertest.ListingOptions
+	cluster       = testkit.ListingCluster
+	testBroker    = testkit.ListingBroker
+	brokerOptions = testkit.ListingOptions
 )
 
-// startCluster starts n brokers (socketservertest.NewListingCluster) with
+// startCluster starts n brokers (testkit.NewListingCluster) with
 // the users above; so that a real consumer (kcat) stays connected, ListOffsets answers offset 0 and Fetch waits and returns nothing. opt, which may be nil, changes broker i's
 // options.
 func startCluster(t testing.TB, n int, opt func(i int, o *brokerOptions)) *cluster {
 	t.Helper()
-	return socketservertest.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
+	return testkit.NewListingCluster(t, n, passwords, func(i int, o *brokerOptions) {
 		o.APIs = append(o.APIs,
 			socketserver.KmsgAPI(kmsg.ListOffsets, 1, 5),
 			socketserver.KmsgAPI(kmsg.Fetch, 4, 11), // by topic name

@@ -5,7 +5,8 @@
 //
 //	go run ./examples/kafka-client-connections --bootstrap-server 127.0.0.1:9092 --list \
 //	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] [--server-name '*.a.example.com'] \
-//	    [--command-config client.properties] [--output table|json] [--include-closed] [--api-key 93]
+//	    [--command-config client.properties] [--output table|json] [--include-closed] [--api-key 93] \
+//	    [--sort-by requests|bytes-in|bytes-out|idle|age] [--top N]
 //	go run ./examples/kafka-client-connections --bootstrap-server 127.0.0.1:9092 --close \
 //	    [--principal User:alice] [--client-address 10.0.0.0/8] [--listener CLIENT] [--server-name NAME] [--connection-id ID]... \
 //	    [--command-config client.properties] [--output table|json] [--close-api-key 1093]
@@ -32,6 +33,14 @@
 //	--include-closed
 //		With --list: also the recently closed connections, with when and
 //		why they closed.
+//	--sort-by requests|bytes-in|bytes-out|idle|age
+//		With --list: the connections of every broker in one order, the
+//		busiest first: by request rate, by rate of bytes received or
+//		sent (each per second over about the last minute), the longest
+//		idle first, or the oldest first.
+//	--top N
+//		With --list: only the first N connections of the cluster in
+//		--sort-by's order (requests unless given).
 //	--command-config file
 //		Read how to connect from the client properties file, with Kafka's
 //		keys security.protocol, sasl.mechanism, sasl.username,
@@ -62,6 +71,13 @@
 // the time it has been muted in all (ThrottleTimeMs). Behind a load
 // balancer that sends the PROXY protocol, CLIENT-ADDRESS is the client's
 // real address, and --output json gives the balancer's as ProxyAddress.
+// REQ/S, IN-B/S and OUT-B/S are the connection's recent rates: requests,
+// and bytes of requests and of responses, per second over about the last
+// minute (--output json: RequestRate, BytesInRate, BytesOutRate); a
+// broker that predates them shows 0. With --sort-by or --top the rows
+// are the cluster's, in that order, each broker having sent its own
+// first N (--output json: each broker's connections in that order, with
+// their Rank in the cluster's); neither goes with --include-closed.
 // The exit status is 1 when any broker failed: the other
 // brokers' results are still printed, and the errors go to standard error.
 package main
@@ -109,6 +125,8 @@ type options struct {
 	apiKey        int
 	closeAPIKey   int
 	connectionIDs repeated
+	sortBy        optional
+	top           int
 }
 
 // repeated is a string flag that may be given more than once.
@@ -154,6 +172,8 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.output, "output", "table", "`format`: table or json")
 	fs.BoolVar(&o.includeClosed, "include-closed", false, "also list recently closed connections, with when and why they closed")
 	fs.Var(&o.connectionIDs, "connection-id", "with --close: only the connection with this `id`, as --list shows it (repeatable)")
+	fs.Var(&o.sortBy, "sort-by", "with --list: the cluster's connections in this `order`, the busiest first: requests, bytes-in, bytes-out (rates over about the last minute), idle (the longest idle first) or age (the oldest first)")
+	fs.IntVar(&o.top, "top", 0, "with --list: only the first `N` connections of the cluster in --sort-by's order (requests unless given)")
 	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultListAPIKey), "the API `key` the brokers serve ListClientConnections under")
 	fs.IntVar(&o.closeAPIKey, "close-api-key", int(connregistry.DefaultCloseAPIKey), "the API `key` the brokers serve CloseClientConnections under")
 	fs.Usage = func() { usage(fs) }
@@ -191,6 +211,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case o.close && o.includeClosed, o.list && len(o.connectionIDs) > 0:
 		fmt.Fprintln(stderr, "kafka-client-connections: --include-closed goes with --list, --connection-id with --close")
 		return 2
+	case o.sortBy.set && connregistry.SortKey(o.sortBy.value).Validate() != nil:
+		fmt.Fprintf(stderr, "kafka-client-connections: --sort-by %q: it is requests, bytes-in, bytes-out, idle or age\n", o.sortBy.value)
+		return 2
+	case o.top < 0 || (o.top == 0 && given(fs, "top")):
+		fmt.Fprintln(stderr, "kafka-client-connections: --top is at least 1")
+		return 2
+	case (o.sortBy.set || o.top > 0) && (o.close || o.includeClosed):
+		fmt.Fprintln(stderr, "kafka-client-connections: --sort-by and --top go with --list, without --include-closed")
+		return 2
 	case o.output != "table" && o.output != "json":
 		fmt.Fprintln(stderr, "kafka-client-connections: --output is table or json")
 		return 2
@@ -220,18 +249,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer cl.Close()
-	admin := connadmin.New(cl, int16(o.apiKey))
-	var results []connadmin.BrokerResult
-	if o.close {
-		results, err = admin.CloseConnections(ctx, int16(o.closeAPIKey), connadmin.CloseFilters{
-			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), ConnectionIDs: o.connectionIDs,
-			ServerName: o.serverName.ptr(),
-		})
-	} else {
-		results, err = admin.List(ctx, connadmin.ListFilters{
-			Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(), IncludeClosed: o.includeClosed,
-			ServerName: o.serverName.ptr(),
-		})
+	admin := connadmin.New(cl, int16(o.apiKey), int16(o.closeAPIKey))
+	var (
+		results []connadmin.BrokerResult
+		ranked  []connadmin.Ranked // with --sort-by or --top: the cluster's order
+	)
+	filter := connregistry.Filter{
+		Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(),
+		ServerName: o.serverName.ptr(),
+	}
+	switch {
+	case o.close:
+		filter.ConnectionIDs = o.connectionIDs
+		results, err = admin.CloseConnections(ctx, filter)
+	case o.sortBy.set || o.top > 0:
+		by := connregistry.SortByRequests
+		if o.sortBy.set {
+			by = connregistry.SortKey(o.sortBy.value)
+		}
+		results, err = admin.ListTop(ctx, filter, by, o.top)
+		ranked = connadmin.Top(results, by, o.top)
+	default:
+		results, err = admin.List(ctx, filter, o.includeClosed)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kafka-client-connections:", describe(err, principal, "the cluster", o.close))
@@ -244,10 +283,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "kafka-client-connections: broker %d (%s:%d): %s\n", r.NodeID, r.Host, r.Port, describe(r.Err, principal, fmt.Sprintf("broker %d", r.NodeID), o.close))
 		}
 	}
+	sorted := ranked != nil
+	if !sorted {
+		ranked = inBrokerOrder(results)
+	}
 	if o.output == "json" {
-		err = printJSON(stdout, results)
+		err = writeJSON(stdout, results, ranked, sorted)
 	} else {
-		err = printTable(stdout, results, o.includeClosed)
+		err = writeTable(stdout, ranked, len(results) > 1, o.includeClosed)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kafka-client-connections:", err)
@@ -323,10 +366,37 @@ func dash(s string) string {
 	return s
 }
 
+// given reports whether the flag named name was on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// inBrokerOrder returns the brokers' connections one broker after
+// another, each broker's in the order it sent them.
+func inBrokerOrder(results []connadmin.BrokerResult) []connadmin.Ranked {
+	out := []connadmin.Ranked{}
+	for _, r := range results {
+		for _, c := range r.Connections {
+			out = append(out, connadmin.Ranked{NodeID: r.NodeID, ConnectionRecord: c})
+		}
+	}
+	return out
+}
+
+// rate formats a rate per second with two decimals.
+func rate(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
 func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed bool) error {
+	return writeTable(w, inBrokerOrder(results), len(results) > 1, includeClosed)
+}
+
+// writeTable writes rows in their order, with a BROKER column when the
+// cluster has several brokers.
+func writeTable(w io.Writer, rows []connadmin.Ranked, several, includeClosed bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	several := len(results) > 1
-	header := "CONNECTION-ID\tPRINCIPAL\tCLIENT-ADDRESS\tPORT\tLISTENER\tPROTOCOL\tSERVER-NAME\tSOFTWARE\tCONNECTED-SINCE\tTHROTTLED-UNTIL"
+	header := "CONNECTION-ID\tPRINCIPAL\tCLIENT-ADDRESS\tPORT\tLISTENER\tPROTOCOL\tSERVER-NAME\tSOFTWARE\tCONNECTED-SINCE\tTHROTTLED-UNTIL\tREQ/S\tIN-B/S\tOUT-B/S"
 	if several {
 		header = "BROKER\t" + header
 	}
@@ -334,57 +404,62 @@ func printTable(w io.Writer, results []connadmin.BrokerResult, includeClosed boo
 		header += "\tCLOSED-AT\tCLOSE-REASON"
 	}
 	fmt.Fprintln(tw, header)
-	for _, r := range results {
-		for _, c := range r.Connections {
-			software := "-"
-			if c.SoftwareName != "" || c.SoftwareVersion != "" {
-				software = dash(c.SoftwareName) + "/" + dash(c.SoftwareVersion)
-			}
-			row := strings.Join([]string{c.ConnectionID, c.Principal, c.ClientAddress,
-				strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, dash(c.ServerName), software, rfc3339(c.ConnectedSince),
-				rfc3339Millis(c.ThrottledUntil)}, "\t")
-			if several {
-				row = strconv.Itoa(int(r.NodeID)) + "\t" + row
-			}
-			if includeClosed {
-				row += "\t" + rfc3339(c.ClosedAt) + "\t" + strings.ReplaceAll(dash(c.CloseReason), " ", "-")
-			}
-			fmt.Fprintln(tw, row)
+	for _, r := range rows {
+		c := r.ConnectionRecord
+		software := "-"
+		if c.SoftwareName != "" || c.SoftwareVersion != "" {
+			software = dash(c.SoftwareName) + "/" + dash(c.SoftwareVersion)
 		}
+		row := strings.Join([]string{c.ConnectionID, c.Principal, c.ClientAddress,
+			strconv.Itoa(int(c.ClientPort)), c.ListenerName, c.SecurityProtocol, dash(c.ServerName), software, rfc3339(c.ConnectedSince),
+			rfc3339Millis(c.ThrottledUntil), rate(c.RequestRate), rate(c.BytesInRate), rate(c.BytesOutRate)}, "\t")
+		if several {
+			row = strconv.Itoa(int(r.NodeID)) + "\t" + row
+		}
+		if includeClosed {
+			row += "\t" + rfc3339(c.ClosedAt) + "\t" + strings.ReplaceAll(dash(c.CloseReason), " ", "-")
+		}
+		fmt.Fprintln(tw, row)
 	}
 	return tw.Flush()
 }
 
 // jsonConnection carries KIP-1329's field names, then the extras.
 type jsonConnection struct {
-	ConnectionID     string `json:"ConnectionId"`
-	Principal        string `json:"Principal"`
-	PrincipalType    string `json:"PrincipalType"`
-	ClientAddress    string `json:"ClientAddress"`
-	ClientPort       int32  `json:"ClientPort"`
-	ListenerName     string `json:"ListenerName"`
-	SecurityProtocol string `json:"SecurityProtocol"`
-	SoftwareName     string `json:"SoftwareName"`
-	SoftwareVersion  string `json:"SoftwareVersion"`
-	ConnectedSince   string `json:"ConnectedSince"`
-	ClientID         string `json:"ClientId,omitempty"`
-	SASLMechanism    string `json:"SaslMechanism,omitempty"`
-	TLSVersion       string `json:"TlsVersion,omitempty"`
-	CipherSuite      string `json:"CipherSuite,omitempty"`
-	AuthenticatedAt  string `json:"AuthenticatedAt,omitempty"`
-	SessionExpiry    string `json:"SessionExpiry,omitempty"`
-	LastActivity     string `json:"LastActivity,omitempty"`
-	BytesIn          int64  `json:"BytesIn"`
-	BytesOut         int64  `json:"BytesOut"`
-	Requests         int64  `json:"Requests"`
-	State            string `json:"State,omitempty"`
-	Plane            string `json:"Plane,omitempty"`
-	ClosedAt         string `json:"ClosedAt,omitempty"`
-	CloseReason      string `json:"CloseReason,omitempty"`
-	ThrottledUntil   string `json:"ThrottledUntil,omitempty"`
-	ThrottleTimeMs   int64  `json:"ThrottleTimeMs,omitempty"`
-	ProxyAddress     string `json:"ProxyAddress,omitempty"`
-	ServerName       string `json:"ServerName,omitempty"`
+	ConnectionID     string  `json:"ConnectionId"`
+	Principal        string  `json:"Principal"`
+	PrincipalType    string  `json:"PrincipalType"`
+	ClientAddress    string  `json:"ClientAddress"`
+	ClientPort       int32   `json:"ClientPort"`
+	ListenerName     string  `json:"ListenerName"`
+	SecurityProtocol string  `json:"SecurityProtocol"`
+	SoftwareName     string  `json:"SoftwareName"`
+	SoftwareVersion  string  `json:"SoftwareVersion"`
+	ConnectedSince   string  `json:"ConnectedSince"`
+	ClientID         string  `json:"ClientId,omitempty"`
+	SASLMechanism    string  `json:"SaslMechanism,omitempty"`
+	TLSVersion       string  `json:"TlsVersion,omitempty"`
+	CipherSuite      string  `json:"CipherSuite,omitempty"`
+	AuthenticatedAt  string  `json:"AuthenticatedAt,omitempty"`
+	SessionExpiry    string  `json:"SessionExpiry,omitempty"`
+	LastActivity     string  `json:"LastActivity,omitempty"`
+	BytesIn          int64   `json:"BytesIn"`
+	BytesOut         int64   `json:"BytesOut"`
+	Requests         int64   `json:"Requests"`
+	State            string  `json:"State,omitempty"`
+	Plane            string  `json:"Plane,omitempty"`
+	ClosedAt         string  `json:"ClosedAt,omitempty"`
+	CloseReason      string  `json:"CloseReason,omitempty"`
+	ThrottledUntil   string  `json:"ThrottledUntil,omitempty"`
+	ThrottleTimeMs   int64   `json:"ThrottleTimeMs,omitempty"`
+	ProxyAddress     string  `json:"ProxyAddress,omitempty"`
+	ServerName       string  `json:"ServerName,omitempty"`
+	RequestRate      float64 `json:"RequestRate"`
+	BytesInRate      float64 `json:"BytesInRate"`
+	BytesOutRate     float64 `json:"BytesOutRate"`
+	// Rank is the connection's place in the cluster's order, from 1, with
+	// --sort-by or --top.
+	Rank int `json:"Rank,omitempty"`
 }
 
 type jsonBroker struct {
@@ -410,27 +485,43 @@ func optionalMillis(ms int64) string {
 }
 
 func printJSON(w io.Writer, results []connadmin.BrokerResult) error {
+	return writeJSON(w, results, inBrokerOrder(results), false)
+}
+
+// writeJSON writes one object per broker, with its error, and its
+// connections among rows, in rows' order; ranked numbers them by their
+// place in rows.
+func writeJSON(w io.Writer, results []connadmin.BrokerResult, rows []connadmin.Ranked, ranked bool) error {
 	out := make([]jsonBroker, 0, len(results))
+	index := map[int32]int{}
 	for _, r := range results {
 		b := jsonBroker{BrokerID: r.NodeID, Host: r.Host, Port: r.Port, Connections: []jsonConnection{}}
 		if r.Err != nil {
 			b.Error = r.Err.Error()
 		}
-		for _, c := range r.Connections {
-			b.Connections = append(b.Connections, jsonConnection{
-				ConnectionID: c.ConnectionID, Principal: c.Principal, PrincipalType: c.PrincipalType,
-				ClientAddress: c.ClientAddress, ClientPort: c.ClientPort, ListenerName: c.ListenerName,
-				SecurityProtocol: c.SecurityProtocol, SoftwareName: c.SoftwareName, SoftwareVersion: c.SoftwareVersion,
-				ConnectedSince: rfc3339(c.ConnectedSince), ClientID: c.ClientID, SASLMechanism: c.SASLMechanism,
-				TLSVersion: c.TLSVersion, CipherSuite: c.CipherSuite, AuthenticatedAt: optionalTime(c.AuthenticatedAt),
-				SessionExpiry: optionalTime(c.SessionExpiry), LastActivity: optionalTime(c.LastActivity),
-				BytesIn: c.BytesIn, BytesOut: c.BytesOut, Requests: c.Requests, State: c.State, Plane: c.Plane,
-				ClosedAt: optionalTime(c.ClosedAt), CloseReason: c.CloseReason,
-				ThrottledUntil: optionalMillis(c.ThrottledUntil), ThrottleTimeMs: c.ThrottleTimeMs,
-				ProxyAddress: c.ProxyAddress, ServerName: c.ServerName,
-			})
-		}
+		index[r.NodeID] = len(out)
 		out = append(out, b)
+	}
+	for i, r := range rows {
+		c := r.ConnectionRecord
+		j := jsonConnection{
+			ConnectionID: c.ConnectionID, Principal: c.Principal, PrincipalType: c.PrincipalType,
+			ClientAddress: c.ClientAddress, ClientPort: c.ClientPort, ListenerName: c.ListenerName,
+			SecurityProtocol: c.SecurityProtocol, SoftwareName: c.SoftwareName, SoftwareVersion: c.SoftwareVersion,
+			ConnectedSince: rfc3339(c.ConnectedSince), ClientID: c.ClientID, SASLMechanism: c.SASLMechanism,
+			TLSVersion: c.TLSVersion, CipherSuite: c.CipherSuite, AuthenticatedAt: optionalTime(c.AuthenticatedAt),
+			SessionExpiry: optionalTime(c.SessionExpiry), LastActivity: optionalTime(c.LastActivity),
+			BytesIn: c.BytesIn, BytesOut: c.BytesOut, Requests: c.Requests, State: c.State, Plane: c.Plane,
+			ClosedAt: optionalTime(c.ClosedAt), CloseReason: c.CloseReason,
+			ThrottledUntil: optionalMillis(c.ThrottledUntil), ThrottleTimeMs: c.ThrottleTimeMs,
+			ProxyAddress: c.ProxyAddress, ServerName: c.ServerName,
+			RequestRate: c.RequestRate, BytesInRate: c.BytesInRate, BytesOutRate: c.BytesOutRate,
+		}
+		if ranked {
+			j.Rank = i + 1
+		}
+		b := &out[index[r.NodeID]]
+		b.Connections = append(b.Connections, j)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -76,7 +76,7 @@ func rowAt(rows []map[string]string, addr string) (map[string]string, bool) {
 }
 
 var (
-	tableHeader = []string{"BROKER", "CONNECTION-ID", "PRINCIPAL", "CLIENT-ADDRESS", "PORT", "LISTENER", "PROTOCOL", "SERVER-NAME", "SOFTWARE", "CONNECTED-SINCE", "THROTTLED-UNTIL"}
+	tableHeader = []string{"BROKER", "CONNECTION-ID", "PRINCIPAL", "CLIENT-ADDRESS", "PORT", "LISTENER", "PROTOCOL", "SERVER-NAME", "SOFTWARE", "CONNECTED-SINCE", "THROTTLED-UNTIL", "REQ/S", "IN-B/S", "OUT-B/S"}
 	software    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9.-]*/[a-zA-Z0-9][a-zA-Z0-9.-]*$`)
 )
 
@@ -318,6 +318,13 @@ func TestBadFlags(t *testing.T) {
 		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--include-closed"},
 		{"--bootstrap-server", "127.0.0.1:9", "--list", "--connection-id", "x"},
 		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--close-api-key", "40000"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--sort-by", "busiest"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--sort-by", "Requests"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--top", "0"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--top", "-3"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--top", "2", "--include-closed"},
+		{"--bootstrap-server", "127.0.0.1:9", "--list", "--sort-by", "idle", "--include-closed"},
+		{"--bootstrap-server", "127.0.0.1:9", "--close", "--principal", "User:a", "--sort-by", "age"},
 	} {
 		res := runCLI(t, args...)
 		assert.Equal(t, 2, res.code, "%q", args)
@@ -369,8 +376,8 @@ func TestIncludeClosed(t *testing.T) {
 	start := time.Now()
 	alice, aliceAddr := connectClient(t, c.Brokers[0], "PLAIN", "alice")
 	alice.Close()
-	f, err := connregistry.NewFilter(ptr("User:alice"), nil, nil)
-	require.NoError(t, err)
+	f := connregistry.Filter{Principal: ptr("User:alice")}
+	require.NoError(t, f.Validate())
 	require.Eventually(t, func() bool { return len(c.Brokers[0].Registry.Closed(f)) == 1 }, 10*time.Second, 10*time.Millisecond)
 
 	res := runCLI(t, "--bootstrap-server", c.Brokers[0].Client, "--list", "--include-closed", "--command-config", commandConfig(t, "PLAIN", "admin"))
@@ -401,7 +408,7 @@ func TestIncludeClosed(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &brokers))
 	require.Len(t, brokers, 1)
 	require.Len(t, brokers[0].Connections, 1)
-	assert.Equal(t, "client closed", brokers[0].Connections[0]["CloseReason"])
+	assert.Equal(t, "client-closed", brokers[0].Connections[0]["CloseReason"])
 	assert.Equal(t, "closing", brokers[0].Connections[0]["State"])
 	assert.NotEmpty(t, brokers[0].Connections[0]["ClosedAt"])
 }

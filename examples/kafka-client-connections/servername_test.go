@@ -113,7 +113,7 @@ func TestServerNameColumnAndFilter(t *testing.T) {
 	require.Len(t, rows, 1, res.stdout)
 	assert.Equal(t, clients["b.example.com"], net.JoinHostPort(rows[0]["CLIENT-ADDRESS"], rows[0]["PORT"]))
 	require.Eventually(t, func() bool {
-		return len(srv.Registry().Snapshot(connregistry.Filter{}.WithServerName("b.example.com"))) == 0
+		return len(srv.Registry().Snapshot(connregistry.Filter{ServerName: new("b.example.com")})) == 0
 	}, 5*time.Second, 5*time.Millisecond)
-	assert.Len(t, srv.Registry().Snapshot(connregistry.Filter{}.WithServerName("a.example.com")), 1)
+	assert.Len(t, srv.Registry().Snapshot(connregistry.Filter{ServerName: new("a.example.com")}), 1)
 }

@@ -15,7 +15,10 @@ import (
 // (everyone may call them when it is unset, as in Kafka without an
 // authorizer).
 func (p *proxy) adminAPIs() []socketserver.API {
-	authorize := connregistry.SuperUsers(p.set.superUsers)
+	var authorize connregistry.Authorizer // unset super.users: no authorizer, everyone may
+	if p.set.superUsers != "" {
+		authorize = connregistry.SuperUsers(p.set.superUsers)
+	}
 	meta := socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion())
 	meta.Inline = socketserver.HandlerFunc(p.adminMetadata)
 	return []socketserver.API{

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
 // An upstream broker that answers with bytes that are not the response
@@ -29,7 +29,7 @@ import (
 // ends the upstream connection too.
 func TestBadUpstreamResponses(t *testing.T) {
 	fake := startFakeUpstream(t)
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	p := startProxy(t, fake.addr(), nil, plaintextProxy...)
 	frame := func(corr int32, body ...byte) []byte {
 		b := binary.BigEndian.AppendUint32(nil, uint32(4+len(body)))

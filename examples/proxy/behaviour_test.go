@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -168,7 +169,7 @@ func TestUpstreamReauthentication(t *testing.T) {
 // records are all upstream, and nothing is left running.
 func TestShutdownDrains(t *testing.T) {
 	up := startUpstream(t, 3)
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	p := startProxy(t, up.Addr(0, "INTERNAL"), nil, plaintextProxy...)
 	seed := p.addr(t, "PLAIN")
 	produceConsume(t, seed, "drain", "drain-group")

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
 	"github.com/kafkanet/kafkanet/examples/internal/faults"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
@@ -72,7 +73,8 @@ type testProxy struct {
 // proxyOptions change how startProxy builds a proxy.
 type proxyOptions struct {
 	dial         func(ctx context.Context, network, addr string) (net.Conn, error)
-	answerLinger time.Duration // zero: the proxy's default
+	answerLinger time.Duration    // zero: the proxy's default
+	audit        *auditlog.Writer // the audit trail's writer; nil: none
 }
 
 // startProxy starts a proxy with the -set settings sets in front of the
@@ -87,7 +89,7 @@ func startProxy(t *testing.T, upstream string, o *proxyOptions, sets ...string) 
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := newProxy(ctx, cfg, log, nil, o.dial)
+	p, err := newProxy(ctx, cfg, log, nil, o.dial, o.audit)
 	require.NoError(t, err)
 	if o.answerLinger > 0 {
 		p.answerLinger = o.answerLinger

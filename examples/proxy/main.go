@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level] [-gomaxprocs n] [-sysmon-awake=false]
+//	proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level] [-audit-log file] [-gomaxprocs n] [-sysmon-awake=false]
 //
 // The flags are:
 //
@@ -25,6 +25,9 @@
 //	-log-level level
 //		Log at debug, info, warn or error (default info); at debug every
 //		request is logged, as Kafka's kafka.request.logger does at DEBUG.
+//	-audit-log file
+//		Append the audit trail to file as JSON lines in the OCSF form
+//		(see below); - writes it to standard error.
 //	-gomaxprocs n
 //		Run Go code on at most n threads at once (GOMAXPROCS; default 1),
 //		unless the environment sets GOMAXPROCS; 0 is Go's default, one
@@ -102,7 +105,10 @@
 // certificate for another subject DN, or without some of the names of the
 // one in force, is refused unless ssl.allow.dn.changes or
 // ssl.allow.san.changes allows it, and an invalid store is refused naming
-// its key. Other settings need a restart. The proxy also reloads a TLS
+// its key. It then applies the connection quotas (max.connections,
+// max.connections.per.ip and its overrides, ..., and the per-principal
+// limits kafkanet.max.connections.per.principal and its overrides, also
+// per listener) to new connections. Other settings need a restart. The proxy also reloads a TLS
 // listener when the PEM files its ssl.keystore.location or
 // ssl.truststore.location names change on disk, reading them every
 // -tls-watch-interval (10 s; 0 turns this off).
@@ -115,6 +121,24 @@
 // request and response sizes and where its time went (msg=request), as
 // Kafka's kafka.request.logger logs at DEBUG; at the other levels it keeps
 // no request log at all.
+//
+// -audit-log file appends the proxy's audit trail to file (created with
+// mode 0600 if missing; - is standard error), one JSON object a line in
+// the form of the Open Cybersecurity Schema Framework (OCSF) 1.0.0, as the
+// example broker writes its own: logins on the proxy's listeners and
+// KIP-368 re-authentications, succeeded and failed (the principal, or the
+// user name a failed PLAIN or SCRAM login tried, the mechanism, the
+// listener, the client's address, the PROXY and TLS details), connections
+// refused by the connection quotas, the per-principal limits or the PROXY
+// rules, and those the proxy refuses itself (a TLS server name no cluster
+// is served under), operators' CloseClientConnections on the admin
+// listener (who, with which filter, how many), throttles begun, and what
+// the proxy does of its own accord: each reload of its configuration
+// (SIGHUP) or of a listener's TLS files, applied or refused, and the
+// client connections it closes because their upstream broker went away.
+// No password, token or proof is ever written. Events wait in a bounded
+// queue so that a slow disk holds no client; events dropped when it is
+// full are counted and reported in the log. See docs/audit-trail.md.
 //
 // The proxy sets the Go runtime up for a hop, whose cost is its work per
 // request, most of it the runtime's waking of threads on a small machine:
@@ -152,6 +176,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/listener"
@@ -183,6 +208,7 @@ type options struct {
 	tlsWatch   time.Duration
 	sets       listener.Overrides
 	logLevel   loglevel.Level
+	auditLog   string
 	// The Go runtime's settings (runtime.go), applied by main before run.
 	gomaxprocs  int
 	sysmonAwake bool
@@ -200,10 +226,12 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 		"those that changed (0: only on SIGHUP)")
 	fs.Var(&o.sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
 	fs.Var(&o.logLevel, "log-level", loglevel.Usage)
+	fs.StringVar(&o.auditLog, "audit-log", "", "append the audit trail (logins, refused connections, operators' closes,\n"+
+		"throttles, the proxy's reloads and its own closes) to `file` as OCSF JSON lines; - for standard error")
 	runtimeFlags(fs, o)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: proxy [-upstream HOST:PORT[,HOST:PORT]] [-config proxy.properties] [-set key=value]... [-tls-watch-interval d] [-log-level level]\n"+
-			"             [-gomaxprocs n] [-sysmon-awake=false]")
+			"             [-audit-log file] [-gomaxprocs n] [-sysmon-awake=false]")
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), otelenv.Usage)
 	}
@@ -238,9 +266,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		tel, err = otelenv.Start(ctx, otel, "kafkanet-proxy", log)
 	}
 	defer tel.Close(log) // after the proxy's shutdown: its last requests are exported
+	var audit *auditlog.Writer
+	if err == nil {
+		var closeAudit func() error
+		if audit, closeAudit, err = auditlog.Open(o.auditLog, stderr, auditProduct, log); err != nil {
+			err = fmt.Errorf("-audit-log: %w", err)
+		} else {
+			defer closeAudit() // after the proxy's shutdown: every event is written
+		}
+	}
 	var p *proxy
 	if err == nil {
-		p, err = newProxy(ctx, cfg, log, tel, nil)
+		p, err = newProxy(ctx, cfg, log, tel, nil, audit)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "proxy: %v\n", err)
@@ -251,7 +288,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "proxy: %v\n", err)
 		return 1
 	}
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		log.Info("listening", "listener", l.Name, "addr", p.Addr(l.Name), "protocol", l.SecurityProtocol)
 	}
 	served := make(chan error, 1)
@@ -265,7 +302,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	for ctx.Err() == nil {
 		select {
 		case <-hup:
-			log.Info("SIGHUP: reloading the TLS settings")
+			log.Info("SIGHUP: reloading the TLS settings and connection quotas")
 			_ = p.reload(load) // logged
 		case <-ctx.Done():
 		}
@@ -285,6 +322,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	log.Info("stopped")
 	return code
 }
+
+// auditProduct names the proxy in its audit records.
+const auditProduct = "kafkanet example proxy"
 
 // resolve reads the configuration file, if any, lays sets over it, sets
 // the upstream bootstrap servers from -upstream, and resolves it.

@@ -15,13 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
 // runProxy runs the command in-process until ctx ends and returns its exit
 // status and what it logged.
 func runProxy(ctx context.Context, args ...string) (int, string) {
-	var stderr socketservertest.SyncBuffer
+	var stderr testkit.SyncBuffer
 	code := run(ctx, args, &stderr)
 	return code, stderr.String()
 }
@@ -97,7 +97,7 @@ func TestCommandServesUntilSignalled(t *testing.T) {
 	require.NoError(t, os.WriteFile(config, []byte("listeners=PLAIN://127.0.0.1:0,ADMIN://127.0.0.1:0\n"+
 		"listener.security.protocol.map=PLAIN:PLAINTEXT,ADMIN:PLAINTEXT\nproxy.admin.listener.name=ADMIN\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr socketservertest.SyncBuffer
+	var stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"-upstream", up.Addr(0, "INTERNAL"), "-config", config}, &stderr) }()
 	listening := regexp.MustCompile(`msg=listening listener=PLAIN addr=(\S+)`)

@@ -11,17 +11,17 @@ import (
 
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
 	"github.com/kafkanet/kafkanet/examples/internal/otlptest"
-	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
 // serveCommand runs the command with args in front of a fake upstream
 // cluster, on a PLAINTEXT listener PLAIN, until the test calls stop, which
 // checks that it exited 0; it returns the listener's address.
-func serveCommand(t *testing.T, args ...string) (stderr *socketservertest.SyncBuffer, addr string, stop func()) {
+func serveCommand(t *testing.T, args ...string) (stderr *testkit.SyncBuffer, addr string, stop func()) {
 	t.Helper()
 	fake := startFakeUpstream(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr = &socketservertest.SyncBuffer{}
+	stderr = &testkit.SyncBuffer{}
 	done := make(chan int, 1)
 	args = append([]string{"-upstream", fake.addr(), "-set", "listeners=PLAIN://127.0.0.1:0", "-set", "listener.security.protocol.map=PLAIN:PLAINTEXT"}, args...)
 	go func() { done <- run(ctx, args, stderr) }()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -86,7 +87,7 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 
 	// bob holds connections to the bootstrap port and the brokers' ports,
 	// alice one.
-	bobDialer := &socketservertest.RecordingDialer{}
+	bobDialer := &testkit.RecordingDialer{}
 	bob := newClient(t, data, socketservertest.KgoSASL("SCRAM-SHA-256", "bob", "bob-secret"), kgo.Dialer(bobDialer.Dial),
 		kgo.ConnIdleTimeout(time.Minute), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceConsume(t, data, "ops", "ops-group", socketservertest.KgoSASL("PLAIN", "alice", "alice-secret"))
@@ -134,11 +135,11 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 	for _, c := range brokers[0].Connections {
 		assert.Equal(t, "User:bob", c.Principal)
 	}
-	bobFilter, err := connregistry.NewFilter(strp("User:bob"), nil, nil)
-	require.NoError(t, err)
+	bobFilter := connregistry.Filter{Principal: strp("User:bob")}
+	require.NoError(t, bobFilter.Validate())
 	require.Eventually(t, func() bool { return len(p.srv.Registry().Snapshot(bobFilter)) == 0 }, 5*time.Second, 10*time.Millisecond)
 	for _, c := range p.srv.Registry().Closed(bobFilter) {
-		assert.Equal(t, connregistry.ClosedByOperator, c.CloseReason)
+		assert.Equal(t, connregistry.CloseByOperator, c.CloseReason)
 	}
 	// bob's client reconnects.
 	require.NoError(t, bob.ProduceSync(ctxFor(t, 20*time.Second), &kgo.Record{Topic: "ops", Partition: 2, Value: []byte("y")}).FirstErr())
@@ -147,8 +148,8 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 	// connection is never closed anyway).
 	code, _, stderr = kcc(t, "--bootstrap-server", admin, "--close", "--client-address", "127.0.0.0/8", "--listener", "SASL", "--command-config", adminConfig)
 	require.Equal(t, 0, code, stderr)
-	all, err := connregistry.NewFilter(nil, nil, strp("SASL"))
-	require.NoError(t, err)
+	all := connregistry.Filter{Listener: strp("SASL")}
+	require.NoError(t, all.Validate())
 	require.Eventually(t, func() bool { return len(p.srv.Registry().Snapshot(all)) == 0 }, 5*time.Second, 10*time.Millisecond)
 
 	// alice is no super user.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -76,7 +77,7 @@ func TestSocketBuffersLeftToTheSystem(t *testing.T) {
 			for k, v := range tt.props {
 				props[k] = v
 			}
-			scfg, err := socketserver.ConfigFromProperties(props)
+			scfg, err := config.Server(props)
 			require.NoError(t, err)
 			osSocketBuffers(props, &scfg)
 			require.Equal(t, tt.receive, scfg.ReceiveBufferBytes, "SO_RCVBUF")

@@ -15,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
@@ -111,7 +113,7 @@ var errNodeDown = errors.New("the upstream broker is unavailable")
 
 // upstreamCloseReason is why the proxy closes a client connection whose
 // upstream broker went away.
-const upstreamCloseReason connregistry.CloseReason = "upstream broker unavailable"
+const upstreamCloseReason connregistry.CloseReason = "upstream-broker-unavailable"
 
 // session is one client connection of a data listener.
 type session struct {
@@ -146,8 +148,10 @@ type sessionKey struct{}
 // proxy's settings, asks the upstream cluster for its brokers and the API
 // versions they support, and builds the socket server, which logs to log
 // (with the request log when log logs at debug level) and traces and
-// measures with tel (nil: not). Nothing is bound.
-func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *otelenv.Telemetry, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*proxy, error) {
+// measures with tel (nil: not), and writes its audit trail to audit (nil:
+// none). Nothing is bound.
+func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *otelenv.Telemetry, dial func(ctx context.Context, network, addr string) (net.Conn, error),
+	audit *auditlog.Writer) (*proxy, error) {
 	set, err := readSettings(cfg)
 	if err != nil {
 		return nil, err
@@ -198,7 +202,7 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 	}
 	p.apis = forwardedAPIs(versions, set, socketserver.HandlerFunc(p.forward))
 
-	scfg, err := socketserver.ConfigFromProperties(cfg.Properties())
+	scfg, err := config.Server(cfg.Properties())
 	if err != nil {
 		cancel()
 		return nil, err
@@ -212,6 +216,10 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 		log.Warn(w.String())
 	}
 	scfg.APIs = p.apis
+	// Every API is answered in place (API.Inline): the data plane's one
+	// worker only closes what no listener should have let through, so
+	// num.io.threads (read and checked by config.Server) sets nothing here.
+	scfg.IOThreads = 1
 	osSocketBuffers(cfg.Properties(), &scfg)
 	stores := users.Stores()
 	for name, l := range scfg.PerListener {
@@ -235,6 +243,9 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 	}
 	scfg.Hooks = append(scfg.Hooks, otel.Hooks()...)
 	scfg.Hooks = append(scfg.Hooks, loglevel.RequestLog(log)...)
+	if audit != nil {
+		scfg.Hooks = append(scfg.Hooks, audit.Hook(set.nodeID))
+	}
 	if p.srv, err = socketserver.New(scfg); err != nil {
 		cancel()
 		return nil, err
@@ -360,9 +371,9 @@ func (p *proxy) Serve(ctx context.Context) error {
 	refuse := socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.CloseConnection() })
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	wg.Go(func() { errs[0] = p.srv.Serve(ctx, protocolmap.DataPlane, 1, refuse) })
+	wg.Go(func() { errs[0] = p.srv.Serve(ctx, protocolmap.DataPlane, refuse) })
 	if p.cfg.ControlPlaneListener != "" {
-		wg.Go(func() { errs[1] = p.srv.Serve(ctx, protocolmap.ControlPlane, 1, refuse) })
+		wg.Go(func() { errs[1] = p.srv.Serve(ctx, protocolmap.ControlPlane, refuse) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -728,6 +739,9 @@ func (p *proxy) setDown(n *node, err error) {
 	p.mu.Unlock()
 	p.log.Warn("upstream broker unavailable; closing its client connections", "cluster", n.c.name, "node", n.id, "addr", n.addr,
 		"connections", len(sessions), "err", err)
+	if len(sessions) > 0 {
+		p.auditUpstreamDown(n.c.name, n.id, n.addr, len(sessions))
+	}
 	p.closeIdle(sessions)
 	// A response handed to the socket server a moment ago may still be on
 	// its way to the client: those sessions are closed a little later.
@@ -762,7 +776,7 @@ func (p *proxy) closeIdle(sessions []*session) {
 		s.mu.Unlock()
 	}
 	if len(ids) > 0 {
-		p.srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(ids...), upstreamCloseReason)
+		p.srv.Registry().Close(connregistry.Filter{ConnectionIDs: ids}, upstreamCloseReason)
 	}
 }
 

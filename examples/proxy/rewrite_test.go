@@ -209,7 +209,7 @@ func TestForwardedAPIs(t *testing.T) {
 	}
 	require.Contains(t, byKey, kmsg.Fetch)
 	assert.Equal(t, int16(15), byKey[kmsg.Fetch].MaxVersion)
-	assert.Equal(t, int32(streamProduceAbove), byKey[kmsg.Produce].StreamAbove)
+	assert.Equal(t, streamProduceAbove, byKey[kmsg.Produce].StreamAbove)
 	assert.Zero(t, byKey[kmsg.Fetch].StreamAbove)
 	for _, k := range []kmsg.Key{kmsg.Metadata, kmsg.FindCoordinator, kmsg.DescribeCluster} {
 		assert.False(t, byKey[k].Raw, "%s", kmsg.NameForKey(int16(k)))

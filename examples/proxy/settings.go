@@ -14,7 +14,6 @@ import (
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 // The proxy's own keys; the listeners, TLS, SASL users and connection
@@ -86,7 +85,6 @@ type settings struct {
 	closeKey       int16
 	superUsers     string
 	nodeID         int32 // the proxy's own id on the admin listener
-	ioThreads      int
 	// ports says where each data listener serves each upstream node.
 	ports map[protocolmap.ListenerName]portPlan
 	// virtual are the virtual clusters, in the order keyVirtualClusters
@@ -189,9 +187,6 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		return settings{}, err
 	}
 	s.metadataMaxAge = time.Duration(ms) * time.Millisecond
-	if s.ioThreads, err = cfg.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1); err != nil {
-		return settings{}, err
-	}
 	idKey := "node.id"
 	if _, ok := props.Get(idKey); !ok {
 		idKey = "broker.id"
@@ -229,7 +224,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		s.adminListener = l.Name
 	}
 	s.ports = map[protocolmap.ListenerName]portPlan{}
-	for _, l := range cfg.Listeners {
+	for _, l := range cfg.All {
 		if l.Name == s.adminListener || l.Plane == protocolmap.ControlPlane {
 			continue
 		}
@@ -260,7 +255,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 	if len(s.ports) == 0 {
 		return settings{}, invalid(listener.KeyListeners, "", "the proxy needs a data-plane listener besides the admin listener")
 	}
-	if len(s.virtual) > 0 && !slices.ContainsFunc(cfg.Listeners, func(l listener.Listener) bool {
+	if len(s.virtual) > 0 && !slices.ContainsFunc(cfg.All, func(l listener.Listener) bool {
 		_, data := s.ports[l.Name]
 		return data && l.SecurityProtocol.UsesTLS()
 	}) {

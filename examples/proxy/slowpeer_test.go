@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -34,7 +35,7 @@ import (
 // while it waited on the peer, with no deadline: the other client waited
 // until connections.max.idle.ms.
 func TestSlowPeersHoldNoSlot(t *testing.T) {
-	base := socketservertest.TakeGoroutineBaseline()
+	base := testkit.TakeGoroutineBaseline()
 	oneSlot := append([]string{"queued.max.requests=1", keyUpstreamWriteTimeout + "=2000",
 		keyUpstreamSetupTimeout + "=3000"}, plaintextProxy...)
 

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -52,12 +53,14 @@ func servedCert(t *testing.T, p *socketservertest.PKI, addr string) *x509.Certif
 // watcher) and on a reload (SIGHUP), on its bootstrap port and its broker
 // ports, while a kgo client produces and consumes through it on the
 // connections it had; another DN is refused, and the certificate in force
-// stays.
+// stays. The audit trail records the watcher's reload and both of the
+// SIGHUP's, the applied one and the refused one.
 func TestTLSReloadThroughProxy(t *testing.T) {
 	up := startUpstream(t, 2)
 	pki := socketservertest.NewPKI(t)
 	sets := tlsProxySettings(pki)
-	tp := startProxy(t, up.Addr(0, "INTERNAL"), nil, sets...)
+	audit, trail := auditBuffer()
+	tp := startProxy(t, up.Addr(0, "INTERNAL"), &proxyOptions{audit: audit}, sets...)
 	tp.watchTLS(20 * time.Millisecond)
 	load := func() (*listener.Set, error) { return resolve("", sets, up.Addr(0, "INTERNAL")) }
 	seed := tp.addr(t, "SECURE")
@@ -112,6 +115,25 @@ func TestTLSReloadThroughProxy(t *testing.T) {
 	assert.Equal(t, cert.SerialNumber, servedCert(t, pki, seed).SerialNumber)
 	roundTrip(t)
 	assert.Zero(t, disconnects.n.Load(), "the client's connections were cut")
+
+	var watched, reloads []map[string]any
+	require.Eventually(t, func() bool {
+		watched, reloads = nil, nil
+		for _, r := range auditRecords(t, trail.String()) {
+			switch str(r, "api", "operation") {
+			case auditReloadTLS:
+				watched = append(watched, r)
+			case auditReload:
+				reloads = append(reloads, r)
+			}
+		}
+		return len(watched) > 0 && len(reloads) == 2
+	}, 5*time.Second, 10*time.Millisecond, "the audit trail:\n%s", trail.String())
+	assert.EqualValues(t, 1, watched[0]["status_id"], "the watcher's first reload was applied")
+	assert.Contains(t, str(watched[0], "unmapped", "detail"), "listener=SECURE")
+	assert.EqualValues(t, 1, reloads[0]["status_id"])
+	assert.EqualValues(t, 2, reloads[1]["status_id"])
+	assert.Contains(t, str(reloads[1], "status_detail"), "CN=elsewhere")
 }
 
 // disconnectCounter counts the connections a kgo client lost or closed.
@@ -129,7 +151,7 @@ func TestCommandReloadsTLSOnSIGHUP(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "proxy.properties")
 	require.NoError(t, os.WriteFile(config, []byte(strings.Join(tlsProxySettings(pki), "\n")+"\n"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr socketservertest.SyncBuffer
+	var stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-upstream", up.Addr(0, "INTERNAL"), "-config", config, "-tls-watch-interval", "0"}, &stderr)

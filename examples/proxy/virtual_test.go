@@ -80,8 +80,9 @@ func topicNames(t *testing.T, cl *kgo.Client) []string {
 // consumes through them, and sees only alpha's topics; beta's client only
 // beta's. The listener serves each cluster's certificate (one for its name
 // and *.its name) by server name. A client asking for no known name is
-// refused, as there is no default cluster, and the admin listener lists
-// every connection with the name it asked for.
+// refused, as there is no default cluster (recorded in the audit trail),
+// and the admin listener lists every connection with the name it asked
+// for.
 func TestVirtualClustersByServerName(t *testing.T) {
 	alphaUp := startUpstream(t, 2)
 	betaUp := startUpstream(t, 1)
@@ -89,7 +90,8 @@ func TestVirtualClustersByServerName(t *testing.T) {
 	alphaCert := socketservertest.NewServerCert(t, "alpha.kafka.test", "*.alpha.kafka.test")
 	betaCert := socketservertest.NewServerCert(t, "beta.kafka.test", "*.beta.kafka.test")
 	const sni = "listener.name.secure.kafkanet.ssl.server.name."
-	p := startProxy(t, "", nil,
+	audit, trail := auditBuffer()
+	p := startProxy(t, "", &proxyOptions{audit: audit},
 		"listeners=SECURE://127.0.0.1:0,ADMIN://127.0.0.1:0",
 		"listener.security.protocol.map=SECURE:SSL,ADMIN:PLAINTEXT",
 		"proxy.admin.listener.name=ADMIN",
@@ -151,6 +153,25 @@ func TestVirtualClustersByServerName(t *testing.T) {
 			c.requireRefused(t, 10*time.Second)
 		})
 	}
+	var refused []map[string]any
+	require.Eventually(t, func() bool {
+		refused = nil
+		for _, r := range auditRecords(t, trail.String()) {
+			if auditEvent(r) == "connection-refused" {
+				refused = append(refused, r)
+			}
+		}
+		return len(refused) >= 4
+	}, 5*time.Second, 10*time.Millisecond, "the audit trail:\n%s", trail.String())
+	assert.Len(t, refused, 4)
+	for i, r := range refused {
+		assert.Equal(t, "SECURE", str(r, "dst_endpoint", "svc_name"))
+		assert.NotEmpty(t, str(r, "session", "uid"))
+		assert.Contains(t, str(r, "status_detail"), errNoCluster.Error())
+		if name := []string{"gamma.kafka.test", "broker-0.gamma.kafka.test", "broker-x.alpha.kafka.test"}; i < len(name) {
+			assert.Contains(t, str(r, "status_detail"), name[i])
+		}
+	}
 
 	// The admin listener lists each connection with the name it asked for:
 	// alpha's client has a connection to each of its brokers, beta's to its
@@ -161,10 +182,10 @@ func TestVirtualClustersByServerName(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	admin := connadmin.New(newClient(t, p.addr(t, "ADMIN"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey)), 0)
+	admin := connadmin.New(newClient(t, p.addr(t, "ADMIN"), connadmin.VersionsOpt(connregistry.DefaultListAPIKey)), 0, 0)
 	list := func(name string) []string {
 		t.Helper()
-		res, err := admin.List(ctxFor(t, 10*time.Second), connadmin.ListFilters{Listener: kmsg.StringPtr("SECURE"), ServerName: &name})
+		res, err := admin.List(ctxFor(t, 10*time.Second), connregistry.Filter{Listener: kmsg.StringPtr("SECURE"), ServerName: &name}, false)
 		require.NoError(t, err)
 		require.Len(t, res, 1)
 		require.NoError(t, res[0].Err)

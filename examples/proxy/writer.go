@@ -49,13 +49,13 @@ const (
 	// read whole within upstream.write.timeout.ms, or did not finish the
 	// proxy's SASL renewal within
 	// upstream.socket.connection.setup.timeout.ms.
-	upstreamTimeoutReason connregistry.CloseReason = "upstream timed out"
+	upstreamTimeoutReason connregistry.CloseReason = "upstream-timed-out"
 	// forwardTimeoutReason: a streamed request (a Produce over 64 KiB)
 	// did not get from the client to upstream within
 	// upstream.write.timeout.ms: the client sent its body too slowly, or
 	// upstream stopped reading it (the bytes go socket to socket: which
 	// one stalled is not known).
-	forwardTimeoutReason connregistry.CloseReason = "request forwarding timed out"
+	forwardTimeoutReason connregistry.CloseReason = "request-forwarding-timed-out"
 )
 
 // outgoing is a request on its way upstream.
@@ -303,6 +303,9 @@ func (s *session) unreachable(r *socketserver.Request, err error) {
 		s.p.log.Log(r.Context(), level, "cannot reach the upstream broker; closing the client connection", "conn_id", s.id,
 			"server_name", r.Conn.ServerName, "node", s.target, "err", err)
 	}
+	if errors.Is(err, errNoCluster) && r.Context().Err() == nil {
+		s.p.auditRefused(r.Conn, err)
+	}
 	if errors.Is(err, errNoCluster) || r.Context().Err() != nil {
 		s.drop(nil)
 	} else {
@@ -325,7 +328,7 @@ func (s *session) timedOut(r *socketserver.Request, up *upConn, reason connregis
 // server's registry (the first reason given is the one listed), and drops
 // up (nil: the current upstream connection).
 func (s *session) closeFor(reason connregistry.CloseReason, up *upConn) {
-	s.p.srv.Registry().Close(connregistry.Filter{}.WithConnectionIDs(s.id), reason)
+	s.p.srv.Registry().Close(connregistry.Filter{ConnectionIDs: []string{s.id}}, reason)
 	s.drop(up)
 }
 

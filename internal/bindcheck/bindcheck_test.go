@@ -51,10 +51,7 @@ func TestAllowed(t *testing.T) {
 // listenFor listens on addr until the watcher has read the sockets twice.
 func listenFor(t *testing.T, addr string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
-	time.Sleep(100 * Interval)
-	require.NoError(t, ln.Close())
+	listenLong(t, addr, 100*Interval)
 }
 
 // freeFixedPort finds a port outside the ephemeral range that loopback
@@ -150,7 +147,19 @@ func TestChildListens(t *testing.T) {
 	if addr == "" {
 		t.Skip("run by TestWatchChildProcess")
 	}
-	listenFor(t, addr)
+	// Long enough for a watcher on a loaded machine (the race detector, a
+	// busy CI runner) to be scheduled and see it: at 200 ms it went unseen
+	// once under a load average of 20.
+	listenLong(t, addr, 1000*Interval)
+}
+
+// listenLong listens on addr for d.
+func listenLong(t *testing.T, addr string, d time.Duration) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	time.Sleep(d)
+	require.NoError(t, ln.Close())
 }
 
 // Wrap fails a run that passed when it listened where it may not, and

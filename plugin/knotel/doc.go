@@ -29,19 +29,24 @@
 // Produce), plus kafka.api_key and kafka.listener:
 //
 //   - rpc.server.call.duration (s): from a request read to its response
-//     written (Kafka's TotalTimeMs);
+//     written, or to the close that ended it (Kafka's TotalTimeMs), for
+//     every request but those of a SASL exchange, which Kafka's
+//     authenticator answers outside its request metrics
+//     (socketserver.RequestDone.Authenticating);
 //   - rpc.server.request.size and rpc.server.response.size (By): the
 //     requests received (their count is Kafka's RequestsPerSec, their sum
 //     incoming-byte-total) and the responses written (outgoing-byte-total);
 //   - kafka.server.request.phase.duration (s), with kafka.request.phase
 //     request_queue, local, response_queue or response_send: the phases of
-//     Kafka's RequestMetrics, for the requests the host answered.
+//     Kafka's RequestMetrics, for the requests the host answered with a
+//     response or NoResponse.
 //
 // The semantic conventions define no server-side connection metrics for a
 // protocol like Kafka's, so the others are named after Kafka's
 // socket-server metrics under kafka.server, with OpenTelemetry's units:
 // kafka.server.connection.accepted, .created, .closed (with
-// kafka.connection.close_reason) and .rejected (with error.type naming the
+// kafka.connection.close_reason, a connregistry.CloseReason token such as
+// client-closed) and .rejected (with error.type naming the
 // quota), kafka.server.acceptor.blocked.time,
 // kafka.server.connection.accept.throttle.time,
 // kafka.server.ip.connection.accept.throttle.time and

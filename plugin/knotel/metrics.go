@@ -100,13 +100,19 @@ var (
 	_ socketserver.HookAuthenticationFailed = (*Metrics)(nil)
 )
 
-// DurationBuckets are the request-time histograms' bucket boundaries, in
-// seconds: from 100 µs to 26 s, four times apart, as plugin/knprom's.
-var DurationBuckets = []float64{0.0001, 0.0004, 0.0016, 0.0064, 0.0256, 0.1024, 0.4096, 1.6384, 6.5536, 26.2144}
+// DurationBuckets returns the request-time histograms' bucket boundaries,
+// in seconds: from 100 µs to 26 s, four times apart, as plugin/knprom's,
+// in a new slice. (An OpenTelemetry SDK view changes them.)
+func DurationBuckets() []float64 {
+	return []float64{0.0001, 0.0004, 0.0016, 0.0064, 0.0256, 0.1024, 0.4096, 1.6384, 6.5536, 26.2144}
+}
 
-// SizeBuckets are the request and response size histograms' bucket
-// boundaries, in bytes: from 64 B to 64 MiB, four times apart.
-var SizeBuckets = []float64{64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}
+// SizeBuckets returns the request and response size histograms' bucket
+// boundaries, in bytes: from 64 B to 64 MiB, four times apart, in a new
+// slice.
+func SizeBuckets() []float64 {
+	return []float64{64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}
+}
 
 // NewMetrics makes the instruments with a meter of mp named [ScopeName].
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
@@ -133,13 +139,13 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		return c
 	}
 	m.callDuration = fhist("rpc.server.call.duration", "s",
-		"Time from a request read to its response written, or to the answer without one (Kafka's TotalTimeMs).", DurationBuckets)
+		"Time from a request read to its response written, to the answer without one, or to the close that ended it (Kafka's TotalTimeMs); the SASL exchange is not timed, as in Kafka.", DurationBuckets())
 	m.requestSize = ihist("rpc.server.request.size", "By",
-		"Size of the requests received, without the size prefix (Kafka's RequestsPerSec and incoming-byte-total).", SizeBuckets)
+		"Size of the requests received, without the size prefix (Kafka's RequestsPerSec and incoming-byte-total).", SizeBuckets())
 	m.responseSize = ihist("rpc.server.response.size", "By",
-		"Size of the responses written, with the size prefix (Kafka's outgoing-byte-total).", SizeBuckets)
+		"Size of the responses written, with the size prefix (Kafka's outgoing-byte-total).", SizeBuckets())
 	m.phaseDuration = fhist("kafka.server.request.phase.duration", "s",
-		"Where the time of requests the host answered went (Kafka's RequestQueueTimeMs, LocalTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs).", DurationBuckets)
+		"Where the time of requests the host answered went (Kafka's RequestQueueTimeMs, LocalTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs).", DurationBuckets())
 	m.connAccepted = icounter("kafka.server.connection.accepted", "{connection}",
 		"Connections admitted by the connection quotas (Kafka's connection-accept-rate).")
 	m.connCreated = icounter("kafka.server.connection.created", "{connection}",
@@ -204,13 +210,22 @@ func (m *Metrics) OnResponseSent(l protocolmap.ListenerName, apiKey int16, bytes
 	m.responseSize.Record(context.Background(), int64(bytes), m.opts(l, apiKey).record...)
 }
 
-// OnRequestDone implements [socketserver.HookRequestDone].
-func (m *Metrics) OnRequestDone(l protocolmap.ListenerName, apiKey int16, t socketserver.RequestLatency) {
+// OnRequestDone implements [socketserver.HookRequestDone], as Kafka's
+// RequestMetrics: the duration of every request but those of a SASL
+// exchange (RequestDone.Authenticating), which Kafka's authenticator
+// answers outside its request metrics, and the phases of those the host
+// answered (not the server itself) without the connection closing
+// instead.
+func (m *Metrics) OnRequestDone(r *socketserver.RequestDone) {
+	if r.Authenticating {
+		return
+	}
 	ctx := context.Background()
-	o := m.opts(l, apiKey)
+	t := r.Latency
+	o := m.opts(r.Conn.Listener, r.APIKey)
 	m.callDuration.Record(ctx, t.Total.Seconds(), o.record...)
-	if t == (socketserver.RequestLatency{Total: t.Total}) {
-		return // answered by the server itself: no phases
+	if r.ServerAnswered || r.Closed && r.ResponseBytes == 0 {
+		return // no phases: the server's own work, or an answer never written
 	}
 	for i, d := range [4]time.Duration{t.Queue, t.Handler, t.ResponseQueue, t.Send} {
 		m.phaseDuration.Record(ctx, d.Seconds(), o.phases[i]...)

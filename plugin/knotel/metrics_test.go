@@ -18,7 +18,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knotel"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -91,7 +93,7 @@ func TestMetricsKgoSession(t *testing.T) {
 	// The server calls the hooks of a response after writing it, and of a
 	// close after closing, and counts a closed connection out of its gauge
 	// after the close's hooks: wait until the last of each has been seen.
-	failedClose := `kafka.server.connection.closed{kafka.connection.close_reason=authentication failed,kafka.listener=CLIENT}`
+	failedClose := `kafka.server.connection.closed{kafka.connection.close_reason=authentication-failed,kafka.listener=CLIENT}`
 	metadataDone := `kafka.server.request.phase.duration.count{kafka.api_key=3,kafka.listener=CLIENT,kafka.request.phase=response_send,rpc.method=Metadata,rpc.system.name=kafka}`
 	open := `kafka.server.connection.count{kafka.listener=CLIENT}`
 	var values map[string]float64
@@ -165,7 +167,7 @@ func TestMetricsKgoSession(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the client's connection stays open:\n%s", dump(collect(t, reader)))
 	}
-	assert.Equal(t, 1.0, values[`kafka.server.connection.closed{kafka.connection.close_reason=client closed,kafka.listener=CLIENT}`], dump(values))
+	assert.Equal(t, 1.0, values[`kafka.server.connection.closed{kafka.connection.close_reason=client-closed,kafka.listener=CLIENT}`], dump(values))
 }
 
 // Connections refused on listeners that require the PROXY protocol count
@@ -173,18 +175,18 @@ func TestMetricsKgoSession(t *testing.T) {
 // are no PROXY header; a socket whose header is still coming is pending.
 func TestProxyRefused(t *testing.T) {
 	m, reader := newMetrics(t)
-	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, testkit.ProxyProtocolListeners(), func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 		c.Hooks = append(c.Hooks, m)
 	}, answerMetadata)
-	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
-	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
+	testkit.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	testkit.SendNoProxyHeader(t, srv, "LOOPBACK")
 	// A socket from a trusted address whose header is cut short waits:
 	// pending, not refused.
 	reg, err := m.ObserveStats(srv)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, reg.Unregister()) })
-	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
+	testkit.DialProxyPending(t, srv, "LOOPBACK")
 	want := map[string]float64{
 		`kafka.server.proxy_protocol.refused{error.type=untrusted,kafka.listener=ELSEWHERE}`: 1,
 		`kafka.server.proxy_protocol.refused{error.type=header,kafka.listener=LOOPBACK}`:     1,
@@ -229,8 +231,8 @@ func TestProbes(t *testing.T) {
 func TestCertificateNotAfter(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := socketservertest.ServerNameListeners(pki.ServerFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
+	props := testkit.ServerNameListeners(pki.ServerFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 	}, answerMetadata)
@@ -257,7 +259,7 @@ func TestCertificateNotAfter(t *testing.T) {
 
 	rotated, err := pki.RotateServer("", 90*24*time.Hour)
 	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(props)
+	cfg, err := config.Server(props)
 	require.NoError(t, err)
 	require.NoError(t, srv.ReloadTLSFrom(cfg))
 	assert.Equal(t, map[string]float64{

@@ -95,7 +95,7 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		for l, n := range st.ProbesClosed {
 			o.ObserveInt64(probes, n, metric.WithAttributes(keyListener.String(string(l))))
 		}
-		for _, l := range srv.Listeners().Listeners {
+		for _, l := range srv.Listeners().All {
 			cfg := srv.TLSConfig(l.Name)
 			if cfg == nil {
 				continue
@@ -113,8 +113,8 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		}
 		for plane, mem := range st.RequestMemory {
 			attrs := metric.WithAttributeSet(attribute.NewSet(keyPlane.String(plane.String())))
-			o.ObserveInt64(memUsed, mem.Used, attrs)
-			o.ObserveInt64(memLimit, mem.Size, attrs)
+			o.ObserveInt64(memUsed, int64(mem.Used), attrs)
+			o.ObserveInt64(memLimit, int64(mem.Size), attrs)
 			o.ObserveFloat64(memDepleted, mem.Depleted.Seconds(), attrs)
 		}
 		return nil

@@ -31,9 +31,9 @@ const (
 	keyNetTransport    = attribute.Key("network.transport")
 )
 
-// Tracer makes a span for every request the server logs: it is a hook
+// Tracer makes a span for every request the server reads: it is a hook
 // ([socketserver.Config.Hooks]) implementing
-// [socketserver.HookRequestLogged] and nothing else. Make it with
+// [socketserver.HookRequestDone] and nothing else. Make it with
 // [NewTracer].
 //
 // Each span is a server span named after the API (Metadata, Produce),
@@ -59,7 +59,7 @@ type Tracer struct {
 	tracer trace.Tracer
 }
 
-var _ socketserver.HookRequestLogged = (*Tracer)(nil)
+var _ socketserver.HookRequestDone = (*Tracer)(nil)
 
 // NewTracer returns the hook that traces requests with a tracer of tp
 // named [ScopeName].
@@ -67,8 +67,8 @@ func NewTracer(tp trace.TracerProvider) *Tracer {
 	return &Tracer{tracer: tp.Tracer(ScopeName)}
 }
 
-// OnRequestLogged implements [socketserver.HookRequestLogged].
-func (t *Tracer) OnRequestLogged(r *socketserver.RequestLog) {
+// OnRequestDone implements [socketserver.HookRequestDone].
+func (t *Tracer) OnRequestDone(r *socketserver.RequestDone) {
 	end := time.Now()
 	start := end.Add(-r.Latency.Total)
 	name := kmsg.NameForKey(r.APIKey)

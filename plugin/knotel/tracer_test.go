@@ -119,13 +119,13 @@ func TestTracerKgoSession(t *testing.T) {
 // attribute and no event: it asks for a span and ends it, which costs
 // less than half the allocations of a span recorded.
 func TestTracerNotRecording(t *testing.T) {
-	r := &socketserver.RequestLog{APIKey: 3, APIVersion: 12, CorrelationID: 7, ClientID: "kgo", RequestBytes: 40, ResponseBytes: 60,
+	r := &socketserver.RequestDone{APIKey: 3, APIVersion: 12, CorrelationID: 7, ClientID: "kgo", RequestBytes: 40, ResponseBytes: 60,
 		Latency: socketserver.RequestLatency{Queue: time.Millisecond, Handler: time.Millisecond, Total: 3 * time.Millisecond}}
 	allocs := func(sampler sdktrace.Sampler) float64 {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler))
 		defer func() { require.NoError(t, tp.Shutdown(context.Background())) }()
 		tracer := knotel.NewTracer(tp)
-		return testing.AllocsPerRun(100, func() { tracer.OnRequestLogged(r) })
+		return testing.AllocsPerRun(100, func() { tracer.OnRequestDone(r) })
 	}
 	never, always := allocs(sdktrace.NeverSample()), allocs(sdktrace.AlwaysSample())
 	assert.Less(t, never, always/2, "allocations per request: %v not recording, %v recording", never, always)

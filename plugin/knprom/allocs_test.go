@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -19,6 +20,9 @@ func TestRequestHooksAllocateNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	latency := socketserver.RequestLatency{Queue: time.Millisecond, Handler: time.Millisecond, Send: time.Microsecond, Total: 3 * time.Millisecond}
+	done := &socketserver.RequestDone{Conn: connregistry.Info{Listener: "CLIENT"}, APIKey: 3, Latency: latency, ResponseBytes: 100}
+	ownDone := &socketserver.RequestDone{Conn: connregistry.Info{Listener: "CLIENT"}, APIKey: 18, ServerAnswered: true,
+		Latency: socketserver.RequestLatency{Handler: time.Microsecond, Send: time.Microsecond, Total: time.Millisecond}}
 	for _, tt := range []struct {
 		name string
 		hook func()
@@ -26,8 +30,8 @@ func TestRequestHooksAllocateNothing(t *testing.T) {
 		{"OnRequestReceived", func() { m.OnRequestReceived("CLIENT", 3, 100) }},
 		{"OnRequestReceived with a key beyond Kafka's", func() { m.OnRequestReceived("CLIENT", 1000, 100) }},
 		{"OnResponseSent", func() { m.OnResponseSent("CLIENT", 3, 100) }},
-		{"OnRequestDone", func() { m.OnRequestDone("CLIENT", 3, latency) }},
-		{"OnRequestDone answered by the server", func() { m.OnRequestDone("CLIENT", 18, socketserver.RequestLatency{Total: time.Millisecond}) }},
+		{"OnRequestDone", func() { m.OnRequestDone(done) }},
+		{"OnRequestDone answered by the server", func() { m.OnRequestDone(ownDone) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if n := testing.AllocsPerRun(100, tt.hook); n != 0 {

@@ -55,9 +55,9 @@ var (
 	_ socketserver.HookAuthenticationFailed = (*Metrics)(nil)
 )
 
-// LatencyBuckets are the request-time histograms' buckets, in seconds:
-// from 100 µs to 26 s, four times apart.
-var LatencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 10)
+// LatencyBuckets returns the request-time histograms' buckets, in seconds:
+// from 100 µs to 26 s, four times apart, in a new slice.
+func LatencyBuckets() []float64 { return prometheus.ExponentialBuckets(0.0001, 4, 10) }
 
 // NewMetrics makes the counters and histograms and registers them with
 // reg. It fails if reg already holds metrics of the same names (and
@@ -67,13 +67,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
 	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets}, labels)
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets()}, labels)
 	}
 	m := &Metrics{
 		connectionsCreated: counter("kafka_server_socket_server_metrics_connection_creation_total",
 			"Connections accepted (connection-creation-total).", "listener"),
 		connectionsClosed: counter("kafka_server_socket_server_metrics_connection_close_total",
-			"Connections closed (connection-close-total), by why they closed.", "listener", "reason"),
+			"Connections closed (connection-close-total), by why they closed: reason is a connregistry.CloseReason token (client-closed, idle, ...).", "listener", "reason"),
 		requests: counter("kafka_network_request_metrics_requests_total",
 			"Requests received (RequestsPerSec), by API.", "listener", "api_key", "request"),
 		bytesIn: counter("kafka_server_socket_server_metrics_incoming_byte_total",
@@ -81,7 +81,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		bytesOut: counter("kafka_server_socket_server_metrics_outgoing_byte_total",
 			"Bytes of responses sent (outgoing-byte-total).", "listener"),
 		totalTime: histogram("kafka_network_request_metrics_total_time_seconds",
-			"Time from a request read to its response written (TotalTimeMs), by API.", "listener", "api_key", "request"),
+			"Time from a request read to its response written, or to the close that ended it (TotalTimeMs), by API; the SASL exchange is not timed, as in Kafka.", "listener", "api_key", "request"),
 		phaseTime: histogram("kafka_network_request_metrics_phase_time_seconds",
 			"Where the time of requests the host answered went (RequestQueueTimeMs, LocalTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs), by API.",
 			"listener", "request", "phase"),
@@ -137,12 +137,21 @@ func (m *Metrics) OnResponseSent(l protocolmap.ListenerName, _ int16, bytes int)
 	m.bytesOut.WithLabelValues(string(l)).Add(float64(bytes))
 }
 
-// OnRequestDone implements [socketserver.HookRequestDone].
-func (m *Metrics) OnRequestDone(l protocolmap.ListenerName, apiKey int16, t socketserver.RequestLatency) {
+// OnRequestDone implements [socketserver.HookRequestDone], as Kafka's
+// RequestMetrics: the total time of every request but those of a SASL
+// exchange (RequestDone.Authenticating), which Kafka's authenticator
+// answers outside its request metrics, and the phases of those the host
+// answered (not the server itself) without the connection closing
+// instead.
+func (m *Metrics) OnRequestDone(r *socketserver.RequestDone) {
+	if r.Authenticating {
+		return
+	}
+	l, apiKey, t := r.Conn.Listener, r.APIKey, r.Latency
 	name := kmsg.NameForKey(apiKey)
 	m.totalTime.WithLabelValues(string(l), apiKeyLabel(apiKey), name).Observe(t.Total.Seconds())
-	if t == (socketserver.RequestLatency{Total: t.Total}) {
-		return // answered by the server itself: no phases
+	if r.ServerAnswered || r.Closed && r.ResponseBytes == 0 {
+		return // no phases: the server's own work, or an answer never written
 	}
 	m.phaseTime.WithLabelValues(string(l), name, "request_queue").Observe(t.Queue.Seconds())
 	m.phaseTime.WithLabelValues(string(l), name, "local").Observe(t.Handler.Seconds())

@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -86,7 +88,7 @@ func TestKgoSession(t *testing.T) {
 	var values map[string]float64
 	if !assert.Eventually(t, func() bool {
 		values = gather(t, reg)
-		return values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication failed"}`] == 1 &&
+		return values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication-failed"}`] == 1 &&
 			values[`kafka_network_request_metrics_phase_time_seconds_count{listener="CLIENT",phase="response_send",request="Metadata"}`] == 1
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the failed login's close or the Metadata response is not counted:\n%s", dump(gather(t, reg)))
@@ -120,7 +122,7 @@ func TestKgoSession(t *testing.T) {
 		{`kafka_network_request_metrics_phase_time_seconds_count{listener="CLIENT",phase="response_send",request="Metadata"}`, eq(1)},
 		{`kafka_server_socket_server_metrics_successful_authentication_total{listener="CLIENT",mechanism="PLAIN"}`, eq(1)},
 		{`kafka_server_socket_server_metrics_failed_authentication_total{listener="CLIENT"}`, eq(1)},
-		{`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication failed"}`, eq(1)},
+		{`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication-failed"}`, eq(1)},
 		// Gauges (Stats): the good client's connection is open.
 		{`kafka_server_socket_server_metrics_connection_count{listener="CLIENT"}`, eq(1)},
 		{`kafka_network_request_channel_request_queue_size{plane="data"}`, eq(0)},
@@ -154,8 +156,8 @@ func TestKgoSession(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond) {
 		t.Fatalf("the client's connection stays open:\n%s", dump(gather(t, reg)))
 	}
-	assert.Equal(t, 2.0, values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="client closed"}`]+
-		values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication failed"}`], dump(values))
+	assert.Equal(t, 2.0, values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="client-closed"}`]+
+		values[`kafka_server_socket_server_metrics_connection_close_total{listener="CLIENT",reason="authentication-failed"}`], dump(values))
 }
 
 // Connections closed by their client before a request, with a FIN or a
@@ -244,16 +246,16 @@ func TestProxyRefused(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m, err := knprom.NewMetrics(reg)
 	require.NoError(t, err)
-	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, testkit.ProxyProtocolListeners(), func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 		c.Hooks = append(c.Hooks, m)
 	}, answerMetadata)
-	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
-	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
+	testkit.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	testkit.SendNoProxyHeader(t, srv, "LOOPBACK")
 	// A socket from a trusted address whose header is cut short waits:
 	// pending, not refused.
 	require.NoError(t, reg.Register(knprom.NewStats(srv)))
-	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
+	testkit.DialProxyPending(t, srv, "LOOPBACK")
 	want := map[string]float64{
 		`kafkanet_proxy_protocol_refused_total{listener="ELSEWHERE",reason="untrusted"}`: 1,
 		`kafkanet_proxy_protocol_refused_total{listener="LOOPBACK",reason="header"}`:     1,
@@ -277,8 +279,8 @@ func TestProxyRefused(t *testing.T) {
 func TestCertificateNotAfter(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
 	a := socketservertest.NewServerCert(t, "a.example.com")
-	props := socketservertest.ServerNameListeners(pki.ServerFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
+	props := testkit.ServerNameListeners(pki.ServerFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
 	}, answerMetadata)
@@ -303,7 +305,7 @@ func TestCertificateNotAfter(t *testing.T) {
 
 	rotated, err := pki.RotateServer("", 90*24*time.Hour)
 	require.NoError(t, err)
-	cfg, err := socketserver.ConfigFromProperties(props)
+	cfg, err := config.Server(props)
 	require.NoError(t, err)
 	require.NoError(t, srv.ReloadTLSFrom(cfg))
 	assert.Equal(t, map[string]float64{

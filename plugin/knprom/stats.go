@@ -93,7 +93,7 @@ func (c *Stats) Collect(ch chan<- prometheus.Metric) {
 	for l, n := range st.ProbesClosed {
 		ch <- prometheus.MustNewConstMetric(probesDesc, prometheus.CounterValue, float64(n), string(l))
 	}
-	for _, l := range c.srv.Listeners().Listeners {
+	for _, l := range c.srv.Listeners().All {
 		cfg := c.srv.TLSConfig(l.Name)
 		if cfg == nil {
 			continue

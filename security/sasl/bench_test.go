@@ -19,7 +19,7 @@ func BenchmarkSCRAMClientFirst(b *testing.B) {
 	first := []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := m.NewServer(sasl.ConnState{}).Step(ctx, first); err != nil {
+		if _, err := m.NewServer(sasl.Attempt{}).Step(ctx, first); err != nil {
 			b.Fatal(err)
 		}
 	}

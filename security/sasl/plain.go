@@ -22,7 +22,7 @@ type plainMechanism struct {
 
 func (plainMechanism) Name() string { return Plain }
 
-func (m plainMechanism) NewServer(ConnState) Server { return &plainServer{store: m.store} }
+func (m plainMechanism) NewServer(Attempt) Server { return &plainServer{store: m.store} }
 
 type plainServer struct {
 	store    CredentialStore
@@ -54,13 +54,13 @@ func (s *plainServer) Step(_ context.Context, token []byte) ([]byte, error) {
 		return nil, plainError("Authentication failed: username not specified")
 	}
 	if password == "" {
-		return nil, plainError("Authentication failed: password not specified")
+		return nil, plainUserError(username, "Authentication failed: password not specified")
 	}
 	if !s.store.CheckPlain(username, password) {
-		return nil, plainError("Authentication failed: Invalid username or password")
+		return nil, plainUserError(username, "Authentication failed: Invalid username or password")
 	}
 	if authzid != "" && authzid != username {
-		return nil, plainError("Authentication failed: Client requested an authorization id that is different from username")
+		return nil, plainUserError(username, "Authentication failed: Client requested an authorization id that is different from username")
 	}
 	s.identity = username
 	return []byte{}, nil
@@ -70,6 +70,9 @@ func (s *plainServer) Complete() bool          { return s.identity != "" }
 func (s *plainServer) AuthorizationID() string { return s.identity }
 func (s *plainServer) Negotiated() Negotiated  { return Negotiated{} }
 
-func plainError(reason string) error {
-	return &Error{Mechanism: Plain, Reason: reason, SendReason: true}
+func plainError(reason string) error { return plainUserError("", reason) }
+
+// plainUserError is a failure of user's login.
+func plainUserError(user, reason string) error {
+	return &Error{Mechanism: Plain, Reason: reason, SendReason: true, User: user}
 }

@@ -34,8 +34,9 @@ const (
 	SCRAMSHA512 = "SCRAM-SHA-512"
 )
 
-// Builtins lists the names of the mechanisms [Builtin] implements.
-var Builtins = []string{Plain, SCRAMSHA256, SCRAMSHA512}
+// Builtins returns the names of the mechanisms [Builtin] implements, in a
+// new slice.
+func Builtins() []string { return []string{Plain, SCRAMSHA256, SCRAMSHA512} }
 
 const genericFailStart = "Authentication failed during "
 
@@ -50,7 +51,7 @@ type Mechanism interface {
 	Name() string
 	// NewServer starts one authentication attempt on a connection (a
 	// first authentication or a KIP-368 re-authentication).
-	NewServer(c ConnState) Server
+	NewServer(a Attempt) Server
 }
 
 // Service is implemented by a [Mechanism] (or the validator behind one)
@@ -75,8 +76,12 @@ type Service interface {
 	Close() error
 }
 
-// ConnState describes the connection a [Server] authenticates.
-type ConnState struct {
+// Attempt is one authentication attempt that a [Server] runs: the
+// connection it runs on, as far as a mechanism needs to know it, and
+// whether it re-authenticates. It is the input of [Mechanism.NewServer],
+// made for each attempt; the connection's whole description is
+// socketserver's (connregistry.Info).
+type Attempt struct {
 	// Listener is the name of the listener the client connected to.
 	Listener protocolmap.ListenerName
 	// ClientAddr is the client's address and port.
@@ -161,6 +166,11 @@ type Error struct {
 	// {"status":"invalid_token"}. It is never sent to the client and, like
 	// Reason, never holds a secret.
 	Err error
+	// User is the user name the client tried, where the mechanism carries
+	// one and the client's message got that far (PLAIN and SCRAM fill it):
+	// for an audit trail of failed logins (socketserver's HookAudit). ""
+	// when unknown. It is never sent to the client.
+	User string
 }
 
 // Error returns the failure as the broker logs it: Reason (the client

@@ -52,7 +52,7 @@ var saslTestUsers = sync.OnceValue(func() *sasl.Users {
 // time: done reports that the exchange completed with this step.
 type session struct{ sasl.Server }
 
-func newSession(m sasl.Mechanism) session { return session{m.NewServer(sasl.ConnState{})} }
+func newSession(m sasl.Mechanism) session { return session{m.NewServer(sasl.Attempt{})} }
 
 func (s session) Step(token []byte) (reply []byte, done bool, err error) {
 	reply, err = s.Server.Step(context.Background(), token)
@@ -160,6 +160,7 @@ func TestPlainSASL(t *testing.T) {
 		identity string // success when set
 		client   string // message to the client
 		reason   string
+		user     string // the user name tried, in the failure (sasl.Error.User)
 	}{
 		{name: "success", msg: "\x00alice\x00alice-secret", identity: "alice"},
 		{name: "authzid equals user", msg: "alice\x00alice\x00alice-secret", identity: "alice"},
@@ -174,14 +175,14 @@ func TestPlainSASL(t *testing.T) {
 		{name: "six tokens count as four", msg: "\x00a\x00b\x00c\x00d\x00e", client: tokens(4), reason: tokens(4)},
 		{name: "empty username", msg: "\x00\x00alice-secret", client: noUser, reason: noUser},
 		{name: "empty username and password", msg: "\x00\x00", client: noUser, reason: noUser},
-		{name: "empty password", msg: "\x00alice\x00", client: noPass, reason: noPass},
-		{name: "wrong password", msg: "\x00alice\x00bob-secret", client: invalid, reason: invalid},
-		{name: "password prefix", msg: "\x00alice\x00alice-secre", client: invalid, reason: invalid},
-		{name: "unknown user", msg: "\x00mallory\x00alice-secret", client: invalid, reason: invalid},
-		{name: "user is case-sensitive", msg: "\x00Alice\x00alice-secret", client: invalid, reason: invalid},
-		{name: "authzid differs", msg: "bob\x00alice\x00alice-secret", client: saslAuthzid, reason: saslAuthzid},
+		{name: "empty password", msg: "\x00alice\x00", client: noPass, reason: noPass, user: "alice"},
+		{name: "wrong password", msg: "\x00alice\x00bob-secret", client: invalid, reason: invalid, user: "alice"},
+		{name: "password prefix", msg: "\x00alice\x00alice-secre", client: invalid, reason: invalid, user: "alice"},
+		{name: "unknown user", msg: "\x00mallory\x00alice-secret", client: invalid, reason: invalid, user: "mallory"},
+		{name: "user is case-sensitive", msg: "\x00Alice\x00alice-secret", client: invalid, reason: invalid, user: "Alice"},
+		{name: "authzid differs", msg: "bob\x00alice\x00alice-secret", client: saslAuthzid, reason: saslAuthzid, user: "alice"},
 		// Kafka checks the password before the authorization id.
-		{name: "authzid differs and wrong password", msg: "bob\x00alice\x00nope", client: invalid, reason: invalid},
+		{name: "authzid differs and wrong password", msg: "bob\x00alice\x00nope", client: invalid, reason: invalid, user: "alice"},
 	}
 	m := saslMech(t, "PLAIN", saslTestUsers())
 	for _, tt := range tests {
@@ -196,6 +197,7 @@ func TestPlainSASL(t *testing.T) {
 			} else {
 				se := saslRequireFailure(t, err, "PLAIN", tt.client, tt.reason)
 				assert.Equal(t, tt.reason, se.Reason)
+				assert.Equal(t, tt.user, se.User, "the user name tried")
 				assert.False(t, done)
 				assert.Nil(t, reply)
 				assert.Empty(t, s.Identity())
@@ -486,7 +488,8 @@ func TestSCRAMClientFinalRejected(t *testing.T) {
 					c2 = tt.mangle(c2)
 				}
 				reply, done, err := s.Step(c2)
-				saslRequireFailure(t, err, mech, saslGeneric(mech), tt.reason)
+				se := saslRequireFailure(t, err, mech, saslGeneric(mech), tt.reason)
+				assert.Equal(t, "alice", se.User, "the user name tried")
 				assert.False(t, done)
 				assert.Nil(t, reply)
 				assert.Empty(t, s.Identity())
@@ -563,10 +566,22 @@ func TestSCRAMClientFirst(t *testing.T) {
 					assert.Equal(t, "i=4096", attrs[2])
 					return
 				}
-				saslRequireFailure(t, err, mech, saslGeneric(mech), tt.reason)
+				se := saslRequireFailure(t, err, mech, saslGeneric(mech), tt.reason)
+				assert.Empty(t, se.User, "no user name read from a message refused before it, or from a token's id")
 				assert.Nil(t, reply)
 			})
 		}
+	}
+}
+
+// A SCRAM failure names the user tried (sasl.Error.User), for an audit
+// trail: an unknown user's name too.
+func TestSCRAMFailureNamesUser(t *testing.T) {
+	for _, mech := range saslSCRAMMechs {
+		s := newSession(saslMech(t, mech, saslTestUsers()))
+		_, _, err := s.Step([]byte("n,,n=mallory,r=abc"))
+		se := saslRequireFailure(t, err, mech, saslGeneric(mech), "Invalid user credentials")
+		assert.Equal(t, "mallory", se.User, mech)
 	}
 }
 

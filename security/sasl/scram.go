@@ -55,7 +55,7 @@ type scramMechanism struct {
 
 func (m *scramMechanism) Name() string { return m.name }
 
-func (m *scramMechanism) NewServer(ConnState) Server { return &scramServer{m: m} }
+func (m *scramMechanism) NewServer(Attempt) Server { return &scramServer{m: m} }
 
 type scramState int8
 
@@ -120,9 +120,10 @@ func (s *scramServer) clientFirst(msg string) ([]byte, *Error) {
 	if reason != "" {
 		return nil, s.fail("Invalid SCRAM client first message format: " + reason)
 	}
-	if cf.tokenAuth {
+	if cf.tokenAuth { // the name is a token's id, not a user's
 		return nil, s.fail("Token Authentication failed: delegation tokens are not supported")
 	}
+	s.user = cf.user // the user tried, for the failures' Error.User
 	cred, ok := s.m.store.SCRAM(s.m.name, cf.user)
 	if !ok {
 		return nil, s.fail("Authentication failed: Invalid user credentials")
@@ -132,6 +133,7 @@ func (s *scramServer) clientFirst(msg string) ([]byte, *Error) {
 			Mechanism:  s.m.name,
 			Reason:     "Authentication failed: Client requested an authorization id that is different from username",
 			SendReason: true,
+			User:       s.user,
 		}
 	}
 	if cred.Iterations < scramIterations {
@@ -141,7 +143,7 @@ func (s *scramServer) clientFirst(msg string) ([]byte, *Error) {
 	if len(cred.StoredKey) != s.m.size || len(cred.ServerKey) != s.m.size {
 		return nil, s.fail("Authentication failed: Credentials could not be obtained")
 	}
-	s.user, s.cred = cf.user, cred
+	s.cred = cred
 	s.gs2Header, s.clientFirstBare = cf.gs2Header, cf.bare
 	s.nonce = cf.nonce + rand.Text() // 128 random bits, base32: printable, no comma
 	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.Salt) +
@@ -195,7 +197,7 @@ func (s *scramServer) clear() {
 }
 
 func (s *scramServer) fail(reason string) *Error {
-	return &Error{Mechanism: s.m.name, Reason: reason}
+	return &Error{Mechanism: s.m.name, Reason: reason, User: s.user}
 }
 
 // scramClientFirst is a parsed client-first-message:

@@ -24,14 +24,14 @@ const (
 	RequestPercentage Key = "request_percentage"
 )
 
-// Keys are the client quotas a [Manager] keeps.
-var Keys = []Key{ProducerByteRate, ConsumerByteRate, RequestPercentage}
+// Keys returns the client quotas a [Manager] keeps, in a new slice.
+func Keys() []Key { return []Key{ProducerByteRate, ConsumerByteRate, RequestPercentage} }
 
 // ErrInvalid is the error of a quota or entity that Kafka refuses.
 var ErrInvalid = errors.New("invalid client quota")
 
 // Check returns an error wrapping [ErrInvalid] when Kafka refuses value
-// for k: k is not one of [Keys], value is not above zero, or a byte rate
+// for k: k is not one of [Keys]'s, value is not above zero, or a byte rate
 // is fractional or beyond a long (Kafka's ClientQuotaControlManager).
 func (k Key) Check(value float64) error {
 	switch k {

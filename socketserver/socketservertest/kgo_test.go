@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -49,7 +50,7 @@ func TestConnectKgoWithTheCallersDialer(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, host)
 	}
-	recording := &socketservertest.RecordingDialer{}
+	recording := &testkit.RecordingDialer{}
 	for _, tc := range []struct {
 		name     string
 		props    listener.Properties

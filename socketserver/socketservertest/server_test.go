@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -57,21 +58,21 @@ func TestStartFuncNilHandler(t *testing.T) {
 // a header (one before reading it, untrusted), and a header cut short
 // leaves its socket pending.
 func TestProxyProtocolHelpers(t *testing.T) {
-	srv := socketservertest.NewServer(t, socketservertest.ProxyProtocolListeners(), nil, socketserver.HandlerFunc(func(r *socketserver.Request) {
+	srv := socketservertest.NewServer(t, testkit.ProxyProtocolListeners(), nil, socketserver.HandlerFunc(func(r *socketserver.Request) {
 		_ = r.CloseConnection()
 	}))
-	socketservertest.SendNoProxyHeader(t, srv, "ELSEWHERE")
-	socketservertest.SendNoProxyHeader(t, srv, "LOOPBACK")
+	testkit.SendNoProxyHeader(t, srv, "ELSEWHERE")
+	testkit.SendNoProxyHeader(t, srv, "LOOPBACK")
 	require.Eventually(t, func() bool {
 		refused := 0
 		for _, c := range srv.Registry().Closed(connregistry.Filter{}) {
-			if c.CloseReason == connregistry.ProxyRefused {
+			if c.CloseReason == connregistry.CloseProxyRefused {
 				refused++
 			}
 		}
 		return refused == 2
 	}, 10*time.Second, 5*time.Millisecond, "both connections listed as refused")
-	socketservertest.DialProxyPending(t, srv, "LOOPBACK")
+	testkit.DialProxyPending(t, srv, "LOOPBACK")
 	require.Eventually(t, func() bool { return srv.Stats().PendingProxyHeaders["LOOPBACK"] == 1 }, 10*time.Second, 5*time.Millisecond)
 }
 
@@ -82,9 +83,9 @@ func TestServerNameListeners(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
 	b := socketservertest.NewServerCert(t, "*.b.example.com")
-	srv := socketservertest.NewServer(t, socketservertest.ServerNameListeners(def.KeyStoreFile,
-		socketservertest.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
-		socketservertest.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile}), metadataAPIs,
+	srv := socketservertest.NewServer(t, testkit.ServerNameListeners(def.KeyStoreFile,
+		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile},
+		testkit.ServerNameKeyStore{Name: "*.b.example.com", KeyStoreFile: b.KeyStoreFile}), metadataAPIs,
 		socketserver.HandlerFunc(func(r *socketserver.Request) { _ = r.CloseConnection() }))
 	for _, tc := range []struct {
 		ask  string

@@ -1,11 +1,12 @@
-// Package socketservertest starts socket servers for tests: on 127.0.0.1,
-// ephemeral ports, with a handler, cleaned up when the test ends
-// ([NewServer]; [NewServerFunc] when the handler needs the server it
-// serves, [Start] and [StartFunc] outside a test). It also connects kgo
-// clients ([ConnectKgo], [KgoSASL]), serves listeners in memory
-// ([PipeListener]), makes throwaway certificates ([NewPKI]; [NewPKIDir]
-// outside a test) and starts clusters of brokers that list connections
-// ([NewListingCluster]).
+// Package socketservertest starts socket servers for a host's tests, as
+// net/http/httptest starts HTTP servers: on 127.0.0.1, ephemeral ports,
+// with a handler, cleaned up when the test ends ([NewServer];
+// [NewServerFunc] when the handler needs the server it serves, [Start] and
+// [StartFunc] outside a test). It also dials a listener ([Dial]), connects
+// kgo clients ([ConnectKgo], [KgoSASL]), serves listeners in memory
+// ([PipeListener]) and makes throwaway certificates ([NewPKI], [NewPKIDir]
+// outside a test, and [NewServerCert] for a certificate per TLS server
+// name).
 package socketservertest
 
 import (
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -80,17 +82,13 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	for k, v := range props {
 		all[k] = v
 	}
-	cfg, err := socketserver.ConfigFromProperties(all)
+	cfg, err := config.Server(all)
 	if err != nil {
 		return nil, nil, err
 	}
 	lc := cfg.Listeners
 	if configure != nil {
 		configure(&cfg)
-	}
-	ioThreads, err := lc.Properties().Int("num.io.threads", socketserver.DefaultNumIOThreads, 1)
-	if err != nil {
-		return nil, nil, err
 	}
 	srv, err = socketserver.New(cfg)
 	if err != nil {
@@ -106,9 +104,9 @@ func StartFunc(props listener.Properties, configure func(*socketserver.Config), 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 2)
-	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, ioThreads, h) }()
+	go func() { served <- srv.Serve(ctx, protocolmap.DataPlane, h) }()
 	if lc.ControlPlaneListener != "" {
-		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, 1, h) }()
+		go func() { served <- srv.Serve(ctx, protocolmap.ControlPlane, h) }()
 	} else {
 		served <- socketserver.ErrServerClosed
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/plugin/knotel"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -35,7 +36,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg, err := socketserver.ConfigFromProperties(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	cfg, err := config.Server(map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	if err != nil {
 		return err
 	}

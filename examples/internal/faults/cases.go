@@ -30,7 +30,7 @@ type Target struct {
 	// Idle is the server's connections.max.idle.ms.
 	Idle time.Duration
 	// Registry is the server's registry of connections.
-	Registry *connregistry.Registry
+	Registry connregistry.Registry
 }
 
 // kgo options of the producers that go through the faults: a request cut
@@ -214,7 +214,7 @@ func halfOpen(t *testing.T, tg *Target) {
 		}
 		return false
 	}, tg.Idle+10*time.Second, 10*time.Millisecond, "the half-open connection was not closed")
-	assert.Equal(t, connregistry.Idle, closed.CloseReason)
+	assert.Equal(t, connregistry.CloseIdle, closed.CloseReason)
 	after := closed.ClosedAt.Sub(closed.LastActivity)
 	assert.GreaterOrEqual(t, after, tg.Idle-100*time.Millisecond, "closed before connections.max.idle.ms")
 	assert.Less(t, after, tg.Idle+2*time.Second, "closed long after connections.max.idle.ms")
@@ -293,7 +293,7 @@ func SlowLink(t *testing.T, tg *Target) {
 }
 
 // closeReasons counts the connections reg lists as closed, by reason.
-func closeReasons(reg *connregistry.Registry) map[connregistry.CloseReason]int {
+func closeReasons(reg connregistry.Registry) map[connregistry.CloseReason]int {
 	n := map[connregistry.CloseReason]int{}
 	for _, c := range reg.Closed(connregistry.Filter{}) {
 		n[c.CloseReason]++

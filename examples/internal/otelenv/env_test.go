@@ -11,8 +11,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/otlptest"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/plugin/knotel"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -207,13 +209,15 @@ func TestExport(t *testing.T) {
 			require.NoError(t, err)
 			hooks := srv.Hooks()
 			require.Len(t, hooks, 1, "one signal, one hook")
+			done := &socketserver.RequestDone{Conn: connregistry.Info{Listener: "CLIENT"}, APIKey: 3, APIVersion: 12, ClientID: "the-client",
+				Latency: socketserver.RequestLatency{Total: time.Millisecond}}
 			switch h := hooks[0].(type) {
-			case socketserver.HookRequestLogged:
+			case *knotel.Tracer:
 				require.True(t, c.Traces.On(), "a tracer with traces off")
-				h.OnRequestLogged(&socketserver.RequestLog{APIKey: 3, APIVersion: 12, ClientID: "the-client", Latency: socketserver.RequestLatency{Total: time.Millisecond}})
-			case socketserver.HookRequestDone:
+				h.OnRequestDone(done)
+			case *knotel.Metrics:
 				require.True(t, c.Metrics.On(), "metrics with metrics off")
-				h.OnRequestDone("CLIENT", 3, socketserver.RequestLatency{Total: time.Millisecond})
+				h.OnRequestDone(done)
 			default:
 				t.Fatalf("hook %T", h)
 			}

@@ -36,18 +36,28 @@
 //
 // From Kafka's properties: package security reads a listener's
 // OAUTHBEARER settings (security.OAuthBearer; the socket server's
-// ConfigFromProperties keeps them in each ListenerConfig's
+// config.Server keeps them in each ListenerConfig's
 // Security.OAuthBearer), and [FromSettings] builds the mechanism Kafka
 // would configure from them. A host gives every listener that enables
 // OAUTHBEARER its mechanism with [AddMechanism]:
 //
-//	cfg, err := socketserver.ConfigFromProperties(props)
+//	cfg, err := config.Server(props)
 //	...
 //	for _, l := range cfg.PerListener {
 //		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {
 //			...
 //		}
 //	}
+//
+// Each validator has one settings type, whether read from Kafka's keys or
+// built in code: security.OAuthBearerJWKS for [NewJWKSValidator] and
+// security.OAuthBearerUnsecured for [NewUnsecuredValidator]. Their zero
+// fields mean Kafka's defaults and negative durations turn a feature off:
+//
+//	v, err := oauthbearer.NewJWKSValidator(security.OAuthBearerJWKS{
+//		URL:              "https://idp.example/.well-known/jwks.json",
+//		ExpectedAudience: []string{"kafka"},
+//	}) // refreshed hourly, 30 s of clock skew: Kafka's defaults
 //
 // Neither the security package nor the socket server imports this one, so
 // a program that serves no OAUTHBEARER links neither go-jose (the JWKS

@@ -7,7 +7,6 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
 )
 
@@ -68,46 +68,14 @@ var algorithms = []jose.SignatureAlgorithm{
 	jose.EdDSA,
 }
 
-// JWKSConfig configures a [JWKSValidator] with the settings of Kafka's
-// OAuthBearerValidatorCallbackHandler (KIP-768). Zero fields take Kafka's
-// defaults.
-type JWKSConfig struct {
-	// URL is where the JSON Web Key Set is (sasl.oauthbearer.jwks.endpoint.url):
-	// https:// or http:// to fetch it, file: (an absolute path, as in
-	// file:///etc/kafka/jwks.json) to read it.
-	URL string
-	// Refresh is how often the key set is fetched again
-	// (sasl.oauthbearer.jwks.endpoint.refresh.ms, default 1 hour).
-	Refresh time.Duration
-	// RetryBackoff is the first wait after a failed refresh; each retry
-	// waits twice as long, until RetryBackoffMax has passed since the
-	// refresh began (sasl.oauthbearer.jwks.endpoint.retry.backoff.ms,
-	// default 100 ms, and ...retry.backoff.max.ms, default 10 s). Negative
-	// means no wait, no retry.
-	RetryBackoff, RetryBackoffMax time.Duration
-	// ExpectedAudience lists the audiences a token may be for
-	// (sasl.oauthbearer.expected.audience): its aud claim must hold one of
-	// them. With none, a token with an aud claim is refused, as Kafka's
-	// jose4j refuses it (RFC 7519 section 4.1.3).
-	ExpectedAudience []string
-	// ExpectedIssuer, if set, must equal the token's iss claim
-	// (sasl.oauthbearer.expected.issuer).
-	ExpectedIssuer string
-	// ClockSkew is the leeway given to exp, nbf and iat
-	// (sasl.oauthbearer.clock.skew.seconds, default 30 s); negative means
-	// none.
-	ClockSkew time.Duration
-	// ScopeClaimName and SubClaimName name the claims holding the scope
-	// and the principal (sasl.oauthbearer.scope.claim.name, default scope,
-	// and sasl.oauthbearer.sub.claim.name, default sub).
-	ScopeClaimName, SubClaimName string
-	// TLS, if set, is the client TLS configuration for an https URL, such
-	// as a private CA's roots; nil uses the system's.
-	TLS *tls.Config
-	// HTTPClient, if set, fetches the key set instead of the validator's
-	// own client (TLS is then ignored). Its idle connections are the
-	// host's to close.
-	HTTPClient *http.Client
+// JWKSOption is an option of [NewJWKSValidator].
+type JWKSOption func(*JWKSValidator)
+
+// WithHTTPClient fetches the key set with c instead of the validator's own
+// client (the settings' TLS is then ignored). c's idle connections are the
+// caller's to close.
+func WithHTTPClient(c *http.Client) JWKSOption {
+	return func(v *JWKSValidator) { v.client = c }
 }
 
 // JWKSValidator validates signed JWTs against the keys of a JSON Web Key
@@ -122,7 +90,7 @@ type JWKSConfig struct {
 //     skew reaches it; nbf, if present, must not be after now plus the
 //     skew; iat, if present, must not be after now plus the skew, nor
 //     after exp (Kafka requires iat; this validator does not);
-//   - aud and iss are checked as [JWKSConfig] says;
+//   - aud and iss are checked as [security.OAuthBearerJWKS] says;
 //   - the subject claim must be a string that is not blank: the principal,
 //     trimmed; the scope claim, if a string, is one scope, if a list of
 //     strings, the scope, without blanks or repeats.
@@ -140,9 +108,9 @@ type JWKSConfig struct {
 // it with the OAUTHBEARER [Mechanism] that uses it. Start and Close are
 // counted; the refresher runs from the first Start to the last Close.
 type JWKSValidator struct {
-	cfg      JWKSConfig
-	location string // the URL, for messages
-	file     string // the path of a file: URL; "" for http(s)
+	cfg      security.OAuthBearerJWKS // resolved: Kafka's defaults filled in, none as zero
+	location string                   // the URL, for messages
+	file     string                   // the path of a file: URL; "" for http(s)
 	client   *http.Client
 	ownTr    *http.Transport // the transport of the validator's own client
 	skew     time.Duration
@@ -167,19 +135,22 @@ type JWKSValidator struct {
 	lastAsked time.Time // when an unknown kid last asked for a refresh
 }
 
-// NewJWKSValidator checks c and returns a validator. It reads nothing:
-// the key set is read by Start.
-func NewJWKSValidator(c JWKSConfig) (*JWKSValidator, error) {
+// NewJWKSValidator checks c and returns a validator: c's zero fields take
+// Kafka's defaults, its negative durations turn their feature off (see
+// [security.OAuthBearerJWKS]), whether [security.OAuthBearer] read them
+// from Kafka's keys or the host set them. It reads nothing: the key set is
+// read by Start.
+func NewJWKSValidator(c security.OAuthBearerJWKS, opts ...JWKSOption) (*JWKSValidator, error) {
 	v := &JWKSValidator{cfg: c, location: c.URL, gap: defaultUnknownKIDRefreshGap}
 	if c.URL == "" {
-		return nil, errors.New("oauthbearer: JWKSConfig.URL is required")
+		return nil, errors.New("oauthbearer: OAuthBearerJWKS.URL is required")
 	}
 	var err error
 	if v.file, err = oauthsettings.JWKSFile(c.URL); err != nil {
 		return nil, fmt.Errorf("oauthbearer: %w", err)
 	}
 	if c.Refresh < 0 {
-		return nil, fmt.Errorf("oauthbearer: JWKSConfig.Refresh is negative (%s)", c.Refresh)
+		return nil, fmt.Errorf("oauthbearer: OAuthBearerJWKS.Refresh is negative (%s)", c.Refresh)
 	}
 	if v.cfg.Refresh == 0 {
 		v.cfg.Refresh = DefaultJWKSRefresh
@@ -192,7 +163,7 @@ func NewJWKSValidator(c JWKSConfig) (*JWKSValidator, error) {
 	}
 	v.cfg.RetryBackoff, v.cfg.RetryBackoffMax = max(v.cfg.RetryBackoff, 0), max(v.cfg.RetryBackoffMax, 0)
 	if v.cfg.RetryBackoffMax < v.cfg.RetryBackoff {
-		return nil, fmt.Errorf("oauthbearer: JWKSConfig.RetryBackoffMax (%s) is less than RetryBackoff (%s)", v.cfg.RetryBackoffMax, v.cfg.RetryBackoff)
+		return nil, fmt.Errorf("oauthbearer: OAuthBearerJWKS.RetryBackoffMax (%s) is less than RetryBackoff (%s)", v.cfg.RetryBackoffMax, v.cfg.RetryBackoff)
 	}
 	v.skew = c.ClockSkew
 	switch {
@@ -203,10 +174,12 @@ func NewJWKSValidator(c JWKSConfig) (*JWKSValidator, error) {
 	}
 	v.scope, v.sub = claimName(c.ScopeClaimName, DefaultScopeClaimName), claimName(c.SubClaimName, DefaultSubClaimName)
 	if v.scope == "" || v.sub == "" {
-		return nil, errors.New("oauthbearer: JWKSConfig.ScopeClaimName and SubClaimName must not be blank")
+		return nil, errors.New("oauthbearer: OAuthBearerJWKS.ScopeClaimName and SubClaimName must not be blank")
 	}
 	v.cfg.ExpectedAudience = slices.Clone(c.ExpectedAudience)
-	v.client = c.HTTPClient
+	for _, o := range opts {
+		o(v)
+	}
 	if v.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = c.TLS.Clone()

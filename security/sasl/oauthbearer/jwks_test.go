@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
@@ -43,9 +44,9 @@ func (s *syncBuffer) String() string {
 }
 
 // startJWKS builds and starts a validator, closed when the test ends.
-func startJWKS(t *testing.T, cfg oauthbearer.JWKSConfig) (*oauthbearer.JWKSValidator, *syncBuffer) {
+func startJWKS(t *testing.T, cfg security.OAuthBearerJWKS, opts ...oauthbearer.JWKSOption) (*oauthbearer.JWKSValidator, *syncBuffer) {
 	t.Helper()
-	v, err := oauthbearer.NewJWKSValidator(cfg)
+	v, err := oauthbearer.NewJWKSValidator(cfg, opts...)
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	require.NoError(t, v.Start(context.Background(), slog.New(slog.NewTextHandler(logs, nil))))
@@ -58,11 +59,11 @@ func startJWKS(t *testing.T, cfg oauthbearer.JWKSConfig) (*oauthbearer.JWKSValid
 // jose4j's DISALLOW_NONE.
 func TestJWKSValidatorAlgorithms(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, "https://idp.example")
-	for _, alg := range oauthbearertest.Algorithms {
+	for _, alg := range oauthbearertest.Algorithms() {
 		is.AddKey(t, "kid-"+alg, alg)
 	}
-	v, _ := startJWKS(t, oauthbearer.JWKSConfig{URL: is.WriteJWKS(t)})
-	for _, alg := range oauthbearertest.Algorithms {
+	v, _ := startJWKS(t, security.OAuthBearerJWKS{URL: is.WriteJWKS(t)})
+	for _, alg := range oauthbearertest.Algorithms() {
 		t.Run(alg, func(t *testing.T) {
 			claims := is.Claims("alice", time.Hour)
 			claims["scope"] = "kafka:read kafka:write"
@@ -106,13 +107,13 @@ func TestJWKSValidatorRefuses(t *testing.T) {
 		}
 		return c
 	}
-	audience := oauthbearer.JWKSConfig{URL: url, ExpectedAudience: []string{"kafka", "kafka-2"}}
-	issuer := oauthbearer.JWKSConfig{URL: url, ExpectedIssuer: "https://idp.example"}
-	plain := oauthbearer.JWKSConfig{URL: url}
+	audience := security.OAuthBearerJWKS{URL: url, ExpectedAudience: []string{"kafka", "kafka-2"}}
+	issuer := security.OAuthBearerJWKS{URL: url, ExpectedIssuer: "https://idp.example"}
+	plain := security.OAuthBearerJWKS{URL: url}
 
 	type tc struct {
 		name  string
-		cfg   oauthbearer.JWKSConfig
+		cfg   security.OAuthBearerJWKS
 		token func(t *testing.T) string
 		err   error // nil: accepted
 	}
@@ -147,7 +148,7 @@ func TestJWKSValidatorRefuses(t *testing.T) {
 		{"expired within the default 30 s of clock skew", plain, sign(claims(func(c map[string]any) {
 			c["iat"], c["exp"] = now.Add(-time.Hour).Unix(), now.Add(-10*time.Second).Unix()
 		})), nil},
-		{"expired, no clock skew", oauthbearer.JWKSConfig{URL: url, ClockSkew: -1}, sign(claims(func(c map[string]any) {
+		{"expired, no clock skew", security.OAuthBearerJWKS{URL: url, ClockSkew: -1}, sign(claims(func(c map[string]any) {
 			c["iat"], c["exp"] = now.Add(-time.Hour).Unix(), now.Add(-2*time.Second).Unix()
 		})), oauthbearer.ErrTokenExpired},
 		{"no exp", plain, sign(claims(func(c map[string]any) { delete(c, "exp") })), oauthbearer.ErrInvalidToken},
@@ -197,7 +198,7 @@ func TestJWKSValidatorRefuses(t *testing.T) {
 func TestJWKSValidatorClaimNames(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, "https://idp.example")
 	is.AddKey(t, "k1", "ES256")
-	v, _ := startJWKS(t, oauthbearer.JWKSConfig{URL: is.WriteJWKS(t), SubClaimName: "client_id", ScopeClaimName: "scp"})
+	v, _ := startJWKS(t, security.OAuthBearerJWKS{URL: is.WriteJWKS(t), SubClaimName: "client_id", ScopeClaimName: "scp"})
 	c := is.Claims("ignored", time.Hour)
 	c["client_id"], c["scp"] = " svc-orders ", []string{"orders:write", "orders:read"}
 	tok, err := v.Validate(context.Background(), is.Sign(t, "k1", c))
@@ -219,7 +220,7 @@ func TestJWKSValidatorKeyRotation(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, "https://idp.example")
 	is.AddKey(t, "k1", "RS256")
 	srv := is.Serve(t)
-	v, logs := startJWKS(t, oauthbearer.JWKSConfig{URL: srv.URL + "/jwks.json", HTTPClient: srv.Client()})
+	v, logs := startJWKS(t, security.OAuthBearerJWKS{URL: srv.URL + "/jwks.json"}, oauthbearer.WithHTTPClient(srv.Client()))
 	require.EqualValues(t, 1, is.Fetches(), "Start reads the set")
 	_, err := v.Validate(context.Background(), is.Sign(t, "k1", is.Claims("alice", time.Hour)))
 	require.NoError(t, err)
@@ -291,7 +292,7 @@ func TestJWKSValidatorScheduledRefresh(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, "https://idp.example")
 	is.AddKey(t, "k1", "ES256")
 	srv := is.Serve(t)
-	v, _ := startJWKS(t, oauthbearer.JWKSConfig{URL: srv.URL + "/jwks.json", HTTPClient: srv.Client(), Refresh: 200 * time.Millisecond})
+	v, _ := startJWKS(t, security.OAuthBearerJWKS{URL: srv.URL + "/jwks.json", Refresh: 200 * time.Millisecond}, oauthbearer.WithHTTPClient(srv.Client()))
 	oauthbearer.SetUnknownKIDRefreshGap(v, time.Hour)
 	_, err := v.Validate(context.Background(), forged(t, "warm-up")) // uses up the unknown-kid refresh
 	require.ErrorIs(t, err, oauthbearer.ErrUnknownKey)
@@ -309,7 +310,7 @@ func TestJWKSValidatorFileRotation(t *testing.T) {
 	is.AddKey(t, "k1", "ES256")
 	url := is.WriteJWKS(t)
 	path := strings.TrimPrefix(url, "file://")
-	v, _ := startJWKS(t, oauthbearer.JWKSConfig{URL: url, Refresh: 100 * time.Millisecond})
+	v, _ := startJWKS(t, security.OAuthBearerJWKS{URL: url, Refresh: 100 * time.Millisecond})
 	oauthbearer.SetUnknownKIDRefreshGap(v, time.Hour)
 	is.AddKey(t, "k2", "EdDSA")
 	tok := is.Sign(t, "k2", is.Claims("alice", time.Hour))
@@ -336,8 +337,8 @@ func TestJWKSValidatorFailedRefreshKeepsKeys(t *testing.T) {
 		_, _ = w.Write(is.JWKS())
 	}))
 	defer srv.Close()
-	v, logs := startJWKS(t, oauthbearer.JWKSConfig{URL: srv.URL, HTTPClient: srv.Client(),
-		RetryBackoff: 10 * time.Millisecond, RetryBackoffMax: 50 * time.Millisecond})
+	v, logs := startJWKS(t, security.OAuthBearerJWKS{URL: srv.URL,
+		RetryBackoff: 10 * time.Millisecond, RetryBackoffMax: 50 * time.Millisecond}, oauthbearer.WithHTTPClient(srv.Client()))
 	broken.Store(true)
 	oauthbearer.SetUnknownKIDRefreshGap(v, 0)
 	_, err := v.Validate(context.Background(), forged(t, "kx"))
@@ -368,7 +369,7 @@ func TestJWKSValidatorWaitEndsWithContext(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	v, err := oauthbearer.NewJWKSValidator(oauthbearer.JWKSConfig{URL: srv.URL, HTTPClient: srv.Client()})
+	v, err := oauthbearer.NewJWKSValidator(security.OAuthBearerJWKS{URL: srv.URL}, oauthbearer.WithHTTPClient(srv.Client()))
 	require.NoError(t, err)
 	require.NoError(t, v.Start(context.Background(), nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -408,7 +409,7 @@ func TestJWKSValidatorLifecycle(t *testing.T) {
 		{"file://" + notJSON, "not a JSON Web Key Set"},
 		{notFound.URL + "/jwks.json", "404"},
 	} {
-		v, err := oauthbearer.NewJWKSValidator(oauthbearer.JWKSConfig{URL: tc.url})
+		v, err := oauthbearer.NewJWKSValidator(security.OAuthBearerJWKS{URL: tc.url})
 		require.NoError(t, err)
 		err = v.Start(context.Background(), nil)
 		require.Error(t, err, tc.url)
@@ -416,7 +417,7 @@ func TestJWKSValidatorLifecycle(t *testing.T) {
 		require.NoError(t, v.Close(), "a Close without a Start does nothing")
 	}
 
-	v, err := oauthbearer.NewJWKSValidator(oauthbearer.JWKSConfig{URL: url})
+	v, err := oauthbearer.NewJWKSValidator(security.OAuthBearerJWKS{URL: url})
 	require.NoError(t, err)
 	tok := is.Sign(t, "k1", is.Claims("alice", time.Hour))
 	_, err = v.Validate(context.Background(), tok)
@@ -457,7 +458,7 @@ func TestJWKSValidatorSkipsUnusableKeys(t *testing.T) {
 	require.NoError(t, err)
 	path := t.TempDir() + "/jwks.json"
 	require.NoError(t, os.WriteFile(path, doc, 0o600))
-	v, logs := startJWKS(t, oauthbearer.JWKSConfig{URL: "file://" + path})
+	v, logs := startJWKS(t, security.OAuthBearerJWKS{URL: "file://" + path})
 	assert.Contains(t, logs.String(), "skipped_keys=4")
 	_, err = v.Validate(context.Background(), is.Sign(t, "k1", is.Claims("alice", time.Hour)))
 	require.NoError(t, err)
@@ -475,26 +476,26 @@ func TestJWKSValidatorSkipsUnusableKeys(t *testing.T) {
 }
 
 // NewJWKSValidator checks its configuration.
-func TestJWKSConfig(t *testing.T) {
+func TestJWKSSettings(t *testing.T) {
 	for _, tc := range []struct {
-		cfg oauthbearer.JWKSConfig
+		cfg security.OAuthBearerJWKS
 		msg string
 	}{
-		{oauthbearer.JWKSConfig{}, "URL is required"},
-		{oauthbearer.JWKSConfig{URL: "ftp://idp/jwks"}, "only http, https and file"},
-		{oauthbearer.JWKSConfig{URL: "idp.example/jwks"}, "missing the protocol"},
-		{oauthbearer.JWKSConfig{URL: "https:///jwks"}, "no host"},
-		{oauthbearer.JWKSConfig{URL: "file:jwks.json"}, "absolute path"},
-		{oauthbearer.JWKSConfig{URL: "file://otherhost/jwks.json"}, "absolute path"},
-		{oauthbearer.JWKSConfig{URL: "https://idp", Refresh: -1}, "negative"},
-		{oauthbearer.JWKSConfig{URL: "https://idp", RetryBackoff: time.Second, RetryBackoffMax: time.Millisecond}, "less than RetryBackoff"},
-		{oauthbearer.JWKSConfig{URL: "https://idp", SubClaimName: " "}, "must not be blank"},
+		{security.OAuthBearerJWKS{}, "URL is required"},
+		{security.OAuthBearerJWKS{URL: "ftp://idp/jwks"}, "only http, https and file"},
+		{security.OAuthBearerJWKS{URL: "idp.example/jwks"}, "missing the protocol"},
+		{security.OAuthBearerJWKS{URL: "https:///jwks"}, "no host"},
+		{security.OAuthBearerJWKS{URL: "file:jwks.json"}, "absolute path"},
+		{security.OAuthBearerJWKS{URL: "file://otherhost/jwks.json"}, "absolute path"},
+		{security.OAuthBearerJWKS{URL: "https://idp", Refresh: -1}, "negative"},
+		{security.OAuthBearerJWKS{URL: "https://idp", RetryBackoff: time.Second, RetryBackoffMax: time.Millisecond}, "less than RetryBackoff"},
+		{security.OAuthBearerJWKS{URL: "https://idp", SubClaimName: " "}, "must not be blank"},
 	} {
 		_, err := oauthbearer.NewJWKSValidator(tc.cfg)
 		require.Error(t, err, "%+v", tc.cfg)
 		assert.Contains(t, err.Error(), tc.msg)
 	}
-	v, err := oauthbearer.NewJWKSValidator(oauthbearer.JWKSConfig{URL: "file:///etc/kafka/jwks.json"})
+	v, err := oauthbearer.NewJWKSValidator(security.OAuthBearerJWKS{URL: "file:///etc/kafka/jwks.json"})
 	require.NoError(t, err)
 	assert.Equal(t, "file:///etc/kafka/jwks.json", v.URL())
 }

@@ -123,7 +123,7 @@ func (m *Mechanism) Name() string { return Name }
 func (m *Mechanism) Validator() Validator { return m.v }
 
 // NewServer starts one authentication exchange.
-func (m *Mechanism) NewServer(sasl.ConnState) sasl.Server { return &server{v: m.v} }
+func (m *Mechanism) NewServer(sasl.Attempt) sasl.Server { return &server{v: m.v} }
 
 // Start starts the validator if it is a sasl.Service. A mechanism of
 // [FromSettings] first logs the settings' warnings.

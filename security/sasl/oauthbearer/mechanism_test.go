@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
@@ -41,7 +42,7 @@ func newServer(t *testing.T, v oauthbearer.Validator) sasl.Server {
 	m, err := oauthbearer.New(v)
 	require.NoError(t, err)
 	assert.Equal(t, "OAUTHBEARER", m.Name())
-	return m.NewServer(sasl.ConnState{})
+	return m.NewServer(sasl.Attempt{})
 }
 
 // The mechanism over a host's validator function, following Kafka's
@@ -184,7 +185,7 @@ func TestMechanismPassesTheLifecycleOn(t *testing.T) {
 
 // The unsecured validator logs a warning when it starts.
 func TestUnsecuredValidatorWarnsAtStart(t *testing.T) {
-	v, err := oauthbearer.NewUnsecuredValidator(oauthbearer.UnsecuredConfig{})
+	v, err := oauthbearer.NewUnsecuredValidator(security.OAuthBearerUnsecured{})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	m, err := oauthbearer.New(v)

@@ -3,7 +3,6 @@ package oauthbearer
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -30,17 +29,9 @@ func FromSettings(s security.OAuthBearerSettings) (*Mechanism, error) {
 	case s.JWKS != nil && s.Unsecured != nil:
 		return nil, fmt.Errorf("oauthbearer: the OAUTHBEARER settings of listener %s configure two validators, JWKS and Unsecured", s.Listener)
 	case s.JWKS != nil:
-		j := s.JWKS
-		v, err = NewJWKSValidator(JWKSConfig{
-			URL: j.URL, Refresh: j.Refresh,
-			RetryBackoff: noneIfZero(j.RetryBackoff), RetryBackoffMax: noneIfZero(j.RetryBackoffMax),
-			ExpectedAudience: j.ExpectedAudience, ExpectedIssuer: j.ExpectedIssuer, ClockSkew: noneIfZero(j.ClockSkew),
-			ScopeClaimName: j.ScopeClaimName, SubClaimName: j.SubClaimName, TLS: j.TLS,
-		})
+		v, err = NewJWKSValidator(*s.JWKS)
 	case s.Unsecured != nil:
-		u := s.Unsecured
-		v, err = NewUnsecuredValidator(UnsecuredConfig{PrincipalClaimName: u.PrincipalClaimName, ScopeClaimName: u.ScopeClaimName,
-			RequiredScope: u.RequiredScope, AllowableClockSkew: u.AllowableClockSkew})
+		v, err = NewUnsecuredValidator(*s.Unsecured)
 	default:
 		return nil, fmt.Errorf("oauthbearer: the OAUTHBEARER settings of listener %s configure no validator (JWKS or Unsecured)", s.Listener)
 	}
@@ -55,15 +46,6 @@ func FromSettings(s security.OAuthBearerSettings) (*Mechanism, error) {
 	return m, nil
 }
 
-// noneIfZero turns a setting's 0, none, into a JWKSConfig's negative
-// none (zero there is Kafka's default).
-func noneIfZero(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
 // AddMechanism returns mechanisms, the host's SASL mechanisms of one
 // listener (a socket server's ListenerConfig.Mechanisms, nil or not), with
 // the OAUTHBEARER mechanism that the listener's security settings
@@ -73,7 +55,7 @@ func noneIfZero(d time.Duration) time.Duration {
 // the call with which a host that reads Kafka's properties serves
 // OAUTHBEARER as a Kafka broker does:
 //
-//	cfg, err := socketserver.ConfigFromProperties(props)
+//	cfg, err := config.Server(props)
 //	...
 //	for _, l := range cfg.PerListener {
 //		if l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security); err != nil {

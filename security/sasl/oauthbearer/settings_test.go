@@ -58,7 +58,7 @@ func oauthMechanism(t *testing.T, props listener.Properties) *oauthbearer.Mechan
 
 // step authenticates token with a fresh server of m.
 func step(m *oauthbearer.Mechanism, token string) (sasl.Server, error) {
-	s := m.NewServer(sasl.ConnState{})
+	s := m.NewServer(sasl.Attempt{})
 	_, err := s.Step(context.Background(), oauthbearertest.ClientFirstMessage(token))
 	return s, err
 }
@@ -183,21 +183,58 @@ func TestOAuthBearerJWKSTrustStore(t *testing.T) {
 	require.NoError(t, m.Close())
 }
 
-// FromSettings maps the settings, which hold Kafka's values (0: none), onto
-// the validators' configurations (0: the default, negative: none), and
-// refuses settings that configure no validator, or two.
+// One settings type per validator, with one meaning of zero: Kafka's
+// default, negative for none, whether the settings were read from Kafka's
+// keys (where a key set to 0 is none, read as -1) or built in code. A
+// ClockSkew of zero is Kafka's 30 s. FromSettings refuses settings that
+// configure no validator, or two.
 func TestFromSettings(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, "https://idp.example")
 	is.AddKey(t, "k1", "ES256")
-	jwks := &security.OAuthBearerJWKS{URL: is.WriteJWKS(t), Refresh: time.Hour, ScopeClaimName: "scope", SubClaimName: "sub"} // no retry, no skew
-	m, err := oauthbearer.FromSettings(security.OAuthBearerSettings{Listener: "L", JWKS: jwks})
-	require.NoError(t, err)
-	require.NoError(t, m.Start(context.Background(), nil))
+	url := is.WriteJWKS(t)
 	claims := is.Claims("alice", time.Hour)
-	claims["exp"] = time.Now().Add(-time.Second).Unix()
-	_, err = step(m, is.Sign(t, "k1", claims))
-	assert.ErrorIs(t, err, oauthbearer.ErrTokenExpired, "a ClockSkew of 0 is none, not Kafka's default 30 s")
-	require.NoError(t, m.Close())
+	claims["iat"], claims["exp"] = time.Now().Add(-time.Minute).Unix(), time.Now().Add(-time.Second).Unix()
+	expired := is.Sign(t, "k1", claims) // a second ago
+	parsed := oauthMechanism(t, listener.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
+		"sasl.oauthbearer.jwks.endpoint.url": url, "sasl.oauthbearer.clock.skew.seconds": "0"})
+	for _, tc := range []struct {
+		name string
+		m    func() *oauthbearer.Mechanism
+		err  error
+	}{
+		{"zero: Kafka's 30 s", func() *oauthbearer.Mechanism {
+			m, err := oauthbearer.FromSettings(security.OAuthBearerSettings{Listener: "L", JWKS: &security.OAuthBearerJWKS{URL: url}})
+			require.NoError(t, err)
+			return m
+		}, nil},
+		{"negative: none", func() *oauthbearer.Mechanism {
+			m, err := oauthbearer.FromSettings(security.OAuthBearerSettings{Listener: "L", JWKS: &security.OAuthBearerJWKS{URL: url, ClockSkew: -1}})
+			require.NoError(t, err)
+			return m
+		}, oauthbearer.ErrTokenExpired},
+		{"the validator itself, zero", func() *oauthbearer.Mechanism {
+			v, err := oauthbearer.NewJWKSValidator(security.OAuthBearerJWKS{URL: url})
+			require.NoError(t, err)
+			m, err := oauthbearer.New(v)
+			require.NoError(t, err)
+			return m
+		}, nil},
+		{"clock.skew.seconds=0 read from properties: none", func() *oauthbearer.Mechanism { return parsed }, oauthbearer.ErrTokenExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.m()
+			require.NoError(t, m.Start(context.Background(), nil))
+			defer m.Close()
+			_, err := step(m, expired)
+			if tc.err == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, tc.err)
+			}
+		})
+	}
+	jwks := &security.OAuthBearerJWKS{URL: url}
+	var err error
 
 	for _, s := range []security.OAuthBearerSettings{
 		{Listener: "L"},
@@ -216,7 +253,7 @@ func TestFromSettings(t *testing.T) {
 // error names the listener.
 func TestAddMechanism(t *testing.T) {
 	unsecured := &security.OAuthBearerSettings{Listener: "A", Unsecured: &security.OAuthBearerUnsecured{}}
-	plain := sasl.Builtins[0]
+	plain := sasl.Builtins()[0]
 	store, err := sasl.NewUsers(map[string]string{"alice": "pw"})
 	require.NoError(t, err)
 	p, err := sasl.Builtin(plain, store)

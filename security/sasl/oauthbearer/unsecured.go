@@ -9,28 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
 )
-
-// UnsecuredConfig configures an [UnsecuredValidator] with the JAAS options
-// of Kafka's OAuthBearerUnsecuredValidatorCallbackHandler. Zero fields take
-// Kafka's defaults.
-type UnsecuredConfig struct {
-	// PrincipalClaimName names the claim holding the principal
-	// (unsecuredValidatorPrincipalClaimName, default sub).
-	PrincipalClaimName string
-	// ScopeClaimName names the claim holding the scope
-	// (unsecuredValidatorScopeClaimName, default scope).
-	ScopeClaimName string
-	// RequiredScope lists scopes every token must have
-	// (unsecuredValidatorRequiredScope, space-separated there). Each is an
-	// RFC 6749 scope-token: one or more of the characters 0x21, 0x23-0x5B
-	// and 0x5D-0x7E.
-	RequiredScope []string
-	// AllowableClockSkew is the leeway given to exp and iat
-	// (unsecuredValidatorAllowableClockSkewMs, default 0); not negative.
-	AllowableClockSkew time.Duration
-}
 
 // UnsecuredValidator accepts unsigned JWTs (alg "none"), as Kafka's
 // default OAUTHBEARER validator, OAuthBearerUnsecuredValidatorCallbackHandler,
@@ -54,8 +35,9 @@ type UnsecuredValidator struct {
 	skew             time.Duration
 }
 
-// NewUnsecuredValidator checks c and returns the validator.
-func NewUnsecuredValidator(c UnsecuredConfig) (*UnsecuredValidator, error) {
+// NewUnsecuredValidator checks c and returns the validator: c's zero
+// fields take Kafka's defaults (see [security.OAuthBearerUnsecured]).
+func NewUnsecuredValidator(c security.OAuthBearerUnsecured) (*UnsecuredValidator, error) {
 	v := &UnsecuredValidator{
 		principal: claimName(c.PrincipalClaimName, DefaultSubClaimName),
 		scope:     claimName(c.ScopeClaimName, DefaultScopeClaimName),

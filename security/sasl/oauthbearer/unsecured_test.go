@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 )
@@ -30,13 +31,13 @@ func TestUnsecuredValidator(t *testing.T) {
 	now := time.Now()
 	exp := float64(now.Add(time.Hour).UnixMilli()) / 1000 // fractional seconds, as librdkafka writes them
 	iat := float64(now.UnixMilli()) / 1000
-	principalOpts := oauthbearer.UnsecuredConfig{PrincipalClaimName: "principal", AllowableClockSkew: time.Millisecond}
-	scope1 := oauthbearer.UnsecuredConfig{RequiredScope: []string{"scope1"}}
-	scope12 := oauthbearer.UnsecuredConfig{RequiredScope: []string{"scope1", "scope2"}}
+	principalOpts := security.OAuthBearerUnsecured{PrincipalClaimName: "principal", AllowableClockSkew: time.Millisecond}
+	scope1 := security.OAuthBearerUnsecured{RequiredScope: []string{"scope1"}}
+	scope12 := security.OAuthBearerUnsecured{RequiredScope: []string{"scope1", "scope2"}}
 
 	for _, tc := range []struct {
 		name   string
-		cfg    oauthbearer.UnsecuredConfig
+		cfg    security.OAuthBearerUnsecured
 		token  string
 		want   oauthbearer.Token
 		status string // the challenge's status; "" for success
@@ -123,7 +124,7 @@ func ftoa(f float64) string { return formatFloat(f) }
 // Kafka checks the unsecured validator's options when it validates a
 // token; this validator checks them when it is built.
 func TestUnsecuredValidatorConfig(t *testing.T) {
-	for _, c := range []oauthbearer.UnsecuredConfig{
+	for _, c := range []security.OAuthBearerUnsecured{
 		{AllowableClockSkew: -time.Millisecond},
 		{RequiredScope: []string{"has space"}},
 		{RequiredScope: []string{`quote"`}},
@@ -133,15 +134,15 @@ func TestUnsecuredValidatorConfig(t *testing.T) {
 		_, err := oauthbearer.NewUnsecuredValidator(c)
 		assert.Error(t, err, "%+v", c)
 	}
-	_, err := oauthbearer.NewUnsecuredValidator(oauthbearer.UnsecuredConfig{RequiredScope: []string{"kafka:read/x!", "#[]~"}})
+	_, err := oauthbearer.NewUnsecuredValidator(security.OAuthBearerUnsecured{RequiredScope: []string{"kafka:read/x!", "#[]~"}})
 	assert.NoError(t, err)
-	_, err = oauthbearer.NewUnsecuredValidator(oauthbearer.UnsecuredConfig{RequiredScope: []string{`a\b`}})
+	_, err = oauthbearer.NewUnsecuredValidator(security.OAuthBearerUnsecured{RequiredScope: []string{`a\b`}})
 	assert.Error(t, err)
 }
 
 // An expired token's error is ErrTokenExpired, which is ErrInvalidToken.
 func TestUnsecuredExpiredIs(t *testing.T) {
-	v, err := oauthbearer.NewUnsecuredValidator(oauthbearer.UnsecuredConfig{AllowableClockSkew: time.Minute})
+	v, err := oauthbearer.NewUnsecuredValidator(security.OAuthBearerUnsecured{AllowableClockSkew: time.Minute})
 	require.NoError(t, err)
 	_, err = v.Validate(context.Background(), oauthbearertest.UnsecuredToken(map[string]any{"sub": "u", "exp": time.Now().Add(-30 * time.Second).Unix()}))
 	require.NoError(t, err, "within the allowable clock skew")

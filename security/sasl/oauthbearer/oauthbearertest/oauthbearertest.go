@@ -58,7 +58,9 @@ func NewIssuer(t testing.TB, name string) *Issuer {
 
 // Algorithms are the signature algorithms of AddKey: those Kafka's JWKS
 // validator, and oauthbearer.JWKSValidator, accept.
-var Algorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+func Algorithms() []string {
+	return []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+}
 
 // AddKey creates a key for alg, one of [Algorithms] (RS* and PS* with
 // 2048-bit RSA; ES256, ES384 and ES512 on their curves; EdDSA with

@@ -1,4 +1,4 @@
-package socketservertest
+package testkit
 
 import (
 	"runtime"

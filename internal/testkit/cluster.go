@@ -1,4 +1,4 @@
-package socketservertest
+package testkit
 
 import (
 	"net"
@@ -13,13 +13,14 @@ import (
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
 // ListingBroker is one broker of a [ListingCluster].
 type ListingBroker struct {
 	ID       int32
 	Server   *socketserver.Server
-	Registry *connregistry.Registry
+	Registry connregistry.Registry
 	Client   string // bound address of CLIENT (SASL_PLAINTEXT: PLAIN and SCRAM-SHA-256)
 	Plain    string // bound address of PLAIN (PLAINTEXT, inter-broker)
 }
@@ -57,7 +58,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 	t.Helper()
 	store, err := sasl.NewUsers(users)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		t.Fatalf("testkit: %v", err)
 	}
 	c := &ListingCluster{}
 	for i := range n {
@@ -65,11 +66,10 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 		if opt != nil {
 			opt(i, &o)
 		}
-		reg := connregistry.New(0)
 		apis := append([]socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion()),
 			socketserver.ListClientConnectionsAPI(o.APIKey, connregistry.SuperUsers(o.SuperUsers))}, o.APIs...)
 		extra := o.Handler
-		srv := NewServer(t, listener.Properties{
+		srv := socketservertest.NewServer(t, listener.Properties{
 			"listeners":                      "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
 			"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
 			"inter.broker.listener.name":     "PLAIN",
@@ -77,7 +77,6 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 		}, func(cfg *socketserver.Config) {
 			cfg.APIs = apis
 			cfg.Credentials = store
-			cfg.Registry = reg
 		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
 			switch body := r.Body.(type) {
 			case *kmsg.MetadataRequest:
@@ -90,7 +89,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 				extra.ServeKafka(r)
 			}
 		}))
-		c.Brokers = append(c.Brokers, &ListingBroker{ID: int32(i), Server: srv, Registry: reg,
+		c.Brokers = append(c.Brokers, &ListingBroker{ID: int32(i), Server: srv, Registry: srv.Registry(),
 			Client: srv.Addr("CLIENT").String(), Plain: srv.Addr("PLAIN").String()})
 	}
 	c.mu.Lock()
@@ -107,11 +106,11 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 func endPoint(t testing.TB, name, addr string, protocol protocolmap.SecurityProtocol) listener.EndPoint {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		t.Fatalf("testkit: %v", err)
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil {
-		t.Fatalf("socketservertest: %v", err)
+		t.Fatalf("testkit: %v", err)
 	}
 	return listener.EndPoint{Name: protocolmap.ListenerName(name), Host: host, Port: p, SecurityProtocol: protocol}
 }

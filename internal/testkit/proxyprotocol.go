@@ -1,4 +1,4 @@
-package socketservertest
+package testkit
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ func SendNoProxyHeader(t testing.TB, srv *socketserver.Server, l protocolmap.Lis
 	t.Helper()
 	c, err := net.Dial("tcp", srv.Addr(l).String())
 	if err != nil {
-		t.Fatalf("socketservertest: dialing %s: %v", l, err)
+		t.Fatalf("testkit: dialing %s: %v", l, err)
 	}
 	defer c.Close()
 	_, _ = c.Write([]byte("GET / HTTP/1.0\r\n\r\n")) // refused untrusted, the write may fail
@@ -45,7 +45,7 @@ func SendNoProxyHeader(t testing.TB, srv *socketserver.Server, l protocolmap.Lis
 	_, err = io.ReadAll(c) // EOF, or a reset: the server closed with the bytes unread
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("socketservertest: listener %s did not close a connection without a PROXY header", l)
+		t.Fatalf("testkit: listener %s did not close a connection without a PROXY header", l)
 	}
 }
 
@@ -57,11 +57,11 @@ func DialProxyPending(t testing.TB, srv *socketserver.Server, l protocolmap.List
 	t.Helper()
 	c, err := net.Dial("tcp", srv.Addr(l).String())
 	if err != nil {
-		t.Fatalf("socketservertest: dialing %s: %v", l, err)
+		t.Fatalf("testkit: dialing %s: %v", l, err)
 	}
 	t.Cleanup(func() { c.Close() })
 	if _, err := c.Write([]byte("PROXY TCP4 192.0.2.")); err != nil {
-		t.Fatalf("socketservertest: writing to %s: %v", l, err)
+		t.Fatalf("testkit: writing to %s: %v", l, err)
 	}
 	return c
 }

@@ -1,10 +1,12 @@
-package socketserver_test
+package config_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -12,7 +14,7 @@ import (
 
 // FuzzConfig runs a server.properties text through the whole configuration
 // path a host uses, listener.ParseProperties, listener.Resolve and
-// ConfigFromProperties, and checks that it never panics, that every error
+// Server, and checks that it never panics, that every error
 // after reading names the key and value it refuses (a
 // *protocolmap.ConfigError, or a plain error naming a key), and that an
 // accepted configuration has sane values.
@@ -52,16 +54,16 @@ func FuzzConfig(f *testing.F) {
 			checkConfigError(t, props, err)
 			return
 		}
-		if len(cfg.Listeners) == 0 {
+		if len(cfg.All) == 0 {
 			t.Fatalf("Resolve accepted %q with no listeners", text)
 		}
-		sc, err := socketserver.ConfigFromProperties(props)
+		sc, err := config.Server(props)
 		if err != nil {
 			checkConfigError(t, props, err)
 			return
 		}
 		if sc.RequestMaxBytes < 0 || sc.QueuedMaxRequests < 1 || sc.ConnectionsMaxIdle < 0 || sc.SASLMaxReceiveSize < 0 {
-			t.Fatalf("ConfigFromProperties accepted out-of-range values from %q: %+v", text, sc)
+			t.Fatalf("Server accepted out-of-range values from %q: %+v", text, sc)
 		}
 		for name, l := range sc.PerListener {
 			if l.NetworkThreads < 1 {
@@ -97,4 +99,50 @@ func checkConfigError(t *testing.T, props listener.Properties, err error) {
 		}
 	}
 	t.Fatalf("error %q names no key", msg)
+}
+
+// FuzzPrincipalOverrides runs any text through the parser of
+// kafkanet.max.connections.per.principal.overrides: it never panics, a
+// refusal is a ConfigError naming the key, and what it accepts is
+// principals with a type and a name, each with a count from 0 to
+// Unlimited, which written back in the key's syntax parse to the same.
+func FuzzPrincipalOverrides(f *testing.F) {
+	for _, s := range []string{
+		"User:alice:2;User:CN=bob,O=acme:50", " User:alice:0 ; ;User:ANONYMOUS: 3 ;", "User:a:b:c:7",
+		"User:alice:2147483648", "User::1", ":a:1", "alice", ";;", "User:alice:1;User:alice:2", "User:x:+5",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := config.ParsePrincipalOverrides(v)
+		if err != nil {
+			var ce *protocolmap.ConfigError
+			if !errors.As(err, &ce) || ce.Key != config.KeyMaxConnectionsPerPrincipalOverrides || !errors.Is(err, socketserver.ErrInvalidConnectionQuotas) {
+				t.Fatalf("%q: error %v is not a ConfigError of the key", v, err)
+			}
+			return
+		}
+		var b strings.Builder
+		for p, n := range got {
+			if p.Type == "" || p.Name == "" || strings.Contains(p.Type, ":") || strings.ContainsRune(p.String(), ';') {
+				t.Fatalf("%q: accepted principal %q", v, p)
+			}
+			if n < 0 || n > socketserver.Unlimited {
+				t.Fatalf("%q: accepted count %d of %s", v, n, p)
+			}
+			fmt.Fprintf(&b, "%s:%d;", p, n)
+		}
+		again, err := config.ParsePrincipalOverrides(b.String())
+		if err != nil {
+			// A name that ends in blanks, or a type that starts with them,
+			// is trimmed when written back between separators.
+			if strings.TrimSpace(b.String()) != b.String() {
+				return
+			}
+			t.Fatalf("%q: written back as %q, refused: %v", v, b.String(), err)
+		}
+		if len(again) != len(got) {
+			t.Fatalf("%q: written back as %q, parsed to %v, not %v", v, b.String(), again, got)
+		}
+	})
 }

@@ -1,0 +1,108 @@
+package config
+
+// The socket server's keys, with Kafka's names, and kafkanet's own (the
+// kafkanet. prefix). [Server] reads them; the keys of the listeners and of
+// authentication are the listener and security packages' (for example
+// listener.KeyListeners, security.KeySASLEnabledMechanisms), which Server
+// reads through them.
+const (
+	// KeySocketRequestMaxBytes is socket.request.max.bytes
+	// (socketserver.Config.RequestMaxBytes).
+	KeySocketRequestMaxBytes = "socket.request.max.bytes"
+	// KeyRequestMinByteRate is kafkanet.request.min.byte.rate
+	// (socketserver.Config.RequestMinByteRate), in bytes a second.
+	KeyRequestMinByteRate = "kafkanet.request.min.byte.rate"
+	// KeyQueuedMaxRequests is queued.max.requests
+	// (socketserver.Config.QueuedMaxRequests).
+	KeyQueuedMaxRequests = "queued.max.requests"
+	// KeyQueuedMaxRequestBytes is queued.max.request.bytes
+	// (socketserver.Config.QueuedMaxRequestBytes); -1, Kafka's default,
+	// sets no limit.
+	KeyQueuedMaxRequestBytes = "queued.max.request.bytes"
+	// KeyRequestStallMs is kafkanet.request.stall.ms
+	// (socketserver.Config.RequestStallTimeout), in milliseconds.
+	KeyRequestStallMs = "kafkanet.request.stall.ms"
+	// KeyNumIOThreads is num.io.threads (socketserver.Config.IOThreads).
+	KeyNumIOThreads = "num.io.threads"
+	// KeyNumNetworkThreads is num.network.threads, also read with a
+	// listener's prefix (socketserver.ListenerConfig.NetworkThreads).
+	KeyNumNetworkThreads = "num.network.threads"
+	// KeySocketSendBufferBytes and KeySocketReceiveBufferBytes are
+	// socket.send.buffer.bytes and socket.receive.buffer.bytes
+	// (socketserver.Config.SendBufferBytes, ReceiveBufferBytes); -1 leaves
+	// the operating system's default.
+	KeySocketSendBufferBytes    = "socket.send.buffer.bytes"
+	KeySocketReceiveBufferBytes = "socket.receive.buffer.bytes"
+	// KeySASLServerMaxReceiveSize is sasl.server.max.receive.size
+	// (socketserver.Config.SASLMaxReceiveSize).
+	KeySASLServerMaxReceiveSize = "sasl.server.max.receive.size"
+)
+
+// The connection quota keys (socketserver.ConnectionQuotas), Kafka's and kafkanet's
+// own. KeyMaxConnections and KeyMaxConnectionCreationRate are also read
+// with a listener's prefix.
+const (
+	KeyMaxConnections               = "max.connections"
+	KeyMaxConnectionsPerIP          = "max.connections.per.ip"
+	KeyMaxConnectionsPerIPOverrides = "max.connections.per.ip.overrides"
+	KeyMaxConnectionCreationRate    = "max.connection.creation.rate"
+	KeyQuotaWindowNum               = "quota.window.num"
+	KeyQuotaWindowSizeSeconds       = "quota.window.size.seconds"
+	KeyIPConnectionCreationRate     = "kafkanet.ip.connection.creation.rate"
+	// KeyIPConnectionCreationRateOverrides is kafkanet's key for
+	// per-address connection creation rates, which Kafka sets as the
+	// connection_creation_rate quota of named ip entities (kafka-configs
+	// --entity-type ips): a comma-separated list of address:rate, in the
+	// syntax of max.connections.per.ip.overrides (each entry split at its
+	// last colon, so ::1:5 gives ::1 five per second), for example
+	// 10.0.0.7:5,192.168.1.9:0,2001:db8::1:20. Addresses are IP literals (a
+	// bracketed IPv6 address is accepted; a host name is not), each given
+	// once; rates are connections per second, 0 admitting none and
+	// 2147483647 none limited (exempt from
+	// kafkanet.ip.connection.creation.rate).
+	KeyIPConnectionCreationRateOverrides = "kafkanet.ip.connection.creation.rate.overrides"
+)
+
+// Keys of kafkanet's own for the PROXY protocol, each settable per
+// listener with the listener.name.<listener>. prefix (see
+// socketserver.ProxyProtocol).
+const (
+	// KeyProxyProtocol is none (the default) or required: whether the
+	// listener's connections must begin with a PROXY protocol header (v1
+	// or v2, both accepted).
+	KeyProxyProtocol = "kafkanet.proxy.protocol"
+	// KeyProxyProtocolTrustedNetworks is a comma-separated list of the
+	// networks the header is accepted from, as CIDR prefixes (10.0.0.0/8,
+	// fd00::/8) or single addresses; required with
+	// kafkanet.proxy.protocol=required. 0.0.0.0/0,::/0 trusts every address,
+	// and so lets any client claim any address.
+	KeyProxyProtocolTrustedNetworks = "kafkanet.proxy.protocol.trusted.networks"
+)
+
+// The keys of kafkanet's own connection controls: the limits of
+// socketserver.PrincipalLimits, read into
+// ConnectionQuotas.MaxConnectionsPerPrincipal and
+// ConnectionQuotas.ListenerMaxConnectionsPerPrincipal (each key also per listener,
+// with the listener.name.<listener>. prefix), and socketserver.Config.ConnectionsMaxAge
+// and socketserver.Config.ConnectionsMaxAgeJitter.
+const (
+	// KeyMaxConnectionsPerPrincipal is the limit of every principal but
+	// User:ANONYMOUS: an integer, 2147483647 (no limit) by default; 0 is
+	// valid only with KeyMaxConnectionsPerPrincipalOverrides, which then
+	// names the only principals admitted.
+	KeyMaxConnectionsPerPrincipal = "kafkanet.max.connections.per.principal"
+	// KeyMaxConnectionsPerPrincipalOverrides gives single principals their
+	// own limit: principal:count entries separated by semicolons, as
+	// super.users separates principals, each count after the entry's last
+	// colon, so that a TLS distinguished name with commas can be named:
+	// User:alice:2;User:CN=bob,O=acme:50. User:ANONYMOUS is limited only
+	// here.
+	KeyMaxConnectionsPerPrincipalOverrides = "kafkanet.max.connections.per.principal.overrides"
+	// KeyConnectionsMaxAgeMs is the maximum age of a connection in
+	// milliseconds; unset or -1: none (the default); 0 is refused.
+	KeyConnectionsMaxAgeMs = "kafkanet.connections.max.age.ms"
+	// KeyConnectionsMaxAgeJitter spreads each connection's maximum age by
+	// up to this fraction of it either way: a number from 0 (none) to
+	// below 1; 0.1 by default.
+	KeyConnectionsMaxAgeJitter = "kafkanet.connections.max.age.jitter"
+)

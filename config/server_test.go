@@ -1,0 +1,181 @@
+package config_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
+	"github.com/kafkanet/kafkanet/security/sasl"
+	"github.com/kafkanet/kafkanet/socketserver"
+)
+
+// Configuration is parsed once: Server reads the keys, and
+// socketserver.New consumes the typed values it returned (or a host's) and
+// reads no property. Keys that Server refuses do not reach New.
+func TestNewReadsNoProperty(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+	}{
+		{"socket.request.max.bytes", "nonsense"},
+		{"num.network.threads", "0"},
+		{"queued.max.request.bytes", "1"},
+		{"max.connections", "-5"},
+		{"listener.name.sasl_plaintext.sasl.enabled.mechanisms", ""},
+		{"listener.name.sasl_plaintext.connections.max.reauth.ms", "soon"},
+		{"kafkanet.proxy.protocol", "required"}, // without trusted networks
+		{"listener.name.plaintext.kafkanet.proxy.protocol.trusted.networks", "10.0.0.0/99"},
+		{config.KeyRequestMinByteRate, "fast"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			props := listener.Properties{
+				"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+				tc.key:      tc.value,
+			}
+			lc, err := listener.Resolve(props)
+			require.NoError(t, err)
+			_, err = config.Server(props)
+			require.Error(t, err, "Server refuses %s=%q", tc.key, tc.value)
+
+			users, err := sasl.NewUsers(map[string]string{"alice": "alice-secret"})
+			require.NoError(t, err)
+			srv, err := socketserver.New(socketserver.Config{Listeners: lc,
+				PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
+					"SASL_PLAINTEXT": {Security: security.Settings{EnabledMechanisms: []string{"PLAIN"}}},
+				},
+				Credentials: users,
+			})
+			require.NoError(t, err, "New reads no property")
+			assert.NoError(t, srv.Close())
+		})
+	}
+}
+
+// kafkanet.request.min.byte.rate is the floor of a request still
+// arriving, in bytes a second: Kafka's behaviour (every byte counts) is
+// -1, which sets no floor; 0, which once meant the same, and a value that
+// is no integer are refused with the key named.
+func TestRequestMinByteRateKey(t *testing.T) {
+	for _, tc := range []struct {
+		value string // "": unset
+		want  int
+	}{
+		{"", socketserver.DefaultRequestMinByteRate},
+		{"4096", 4096},
+		{"1", 1},
+		{"-1", -1},
+		{"0", 0},
+		{"-2", 0},
+		{"fast", 0},
+		{"1.5", 0},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			if tc.value != "" {
+				props[config.KeyRequestMinByteRate] = tc.value
+			}
+			cfg, err := config.Server(props)
+			if tc.want == 0 {
+				var ce *protocolmap.ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, config.KeyRequestMinByteRate, ce.Key)
+				assert.Equal(t, tc.value, ce.Value)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, cfg.RequestMinByteRate)
+		})
+	}
+}
+
+// The keys of kafkanet's own that turn a feature off take -1 for off and
+// refuse 0, which has no literal meaning for them, with an error that
+// says to use -1 (docs/configuration.md); unset is the default.
+func TestKafkanetKeysOffIsMinusOne(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       func(socketserver.Config) bool
+		refused    bool
+	}{
+		{key: config.KeyRequestStallMs, want: func(c socketserver.Config) bool {
+			return c.RequestStallTimeout == socketserver.DefaultRequestStallTimeout
+		}},
+		{key: config.KeyRequestStallMs, value: "-1", want: func(c socketserver.Config) bool { return c.RequestStallTimeout < 0 }},
+		{key: config.KeyRequestStallMs, value: "250", want: func(c socketserver.Config) bool { return c.RequestStallTimeout == 250*time.Millisecond }},
+		{key: config.KeyRequestStallMs, value: "0", refused: true},
+		{key: config.KeyRequestStallMs, value: "-5", refused: true},
+		{key: config.KeyRequestMinByteRate, value: "-1", want: func(c socketserver.Config) bool { return c.RequestMinByteRate < 0 }},
+		{key: config.KeyRequestMinByteRate, value: "0", refused: true},
+	} {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			if tc.value != "" {
+				props[tc.key] = tc.value
+			}
+			cfg, err := config.Server(props)
+			if tc.refused {
+				var ce *protocolmap.ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, tc.key, ce.Key)
+				assert.Equal(t, tc.value, ce.Value)
+				assert.ErrorIs(t, err, listener.ErrInvalidValue)
+				if tc.value == "0" {
+					assert.Contains(t, err.Error(), "-1")
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, tc.want(cfg), "%+v", cfg)
+		})
+	}
+}
+
+// Byte sizes are ints; the keys that bound a frame are Kafka ints, at
+// most math.MaxInt32, and a larger value is refused with the key named
+// (it was cut down to math.MaxInt32 before).
+func TestFrameSizeKeys(t *testing.T) {
+	for _, key := range []string{config.KeySocketRequestMaxBytes, config.KeySASLServerMaxReceiveSize} {
+		for _, tc := range []struct {
+			value   string
+			want    int
+			refused bool
+		}{
+			{value: "2147483647", want: math.MaxInt32},
+			{value: "1", want: 1},
+			{value: "2147483648", refused: true},
+			{value: "0", refused: true},
+		} {
+			t.Run(key+"="+tc.value, func(t *testing.T) {
+				cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", key: tc.value})
+				if tc.refused {
+					var ce *protocolmap.ConfigError
+					require.ErrorAs(t, err, &ce)
+					assert.Equal(t, key, ce.Key)
+					return
+				}
+				require.NoError(t, err)
+				got := cfg.RequestMaxBytes
+				if key == config.KeySASLServerMaxReceiveSize {
+					got = cfg.SASLMaxReceiveSize
+				}
+				assert.Equal(t, tc.want, got)
+			})
+		}
+	}
+	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	require.NoError(t, err)
+	for _, c := range []socketserver.Config{
+		{Listeners: lc, RequestMaxBytes: math.MaxInt32 + 1},
+		{Listeners: lc, SASLMaxReceiveSize: math.MaxInt32 + 1},
+		{Listeners: lc, SASLMaxReceiveSize: -1},
+	} {
+		_, err := socketserver.New(c)
+		assert.Error(t, err, "New checks Kafka's frame limit on a value built in code")
+	}
+}

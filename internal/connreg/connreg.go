@@ -1,0 +1,445 @@
+// Package connreg is the connection registry's implementation: the
+// bookkeeping socketserver does for every connection (Add, and Entry's
+// methods) and the read side that connregistry.Registry describes. It is
+// internal so that only this module's packages can write to a registry:
+// hosts see a server's registry through the connregistry.Registry
+// interface, whose methods only read (and close connections through the
+// closers the server gave), and build one with connections in it for a
+// test through connregistrytest.
+package connreg
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/topn"
+)
+
+// Registry is a connregistry.Registry.
+var _ connregistry.Registry = (*Registry)(nil)
+
+// Registry holds a server's open connections and a bounded history of
+// recently closed ones; it implements connregistry.Registry, whose doc
+// describes what its methods promise. It is safe for concurrent use: the
+// server adds, updates and removes entries while any goroutine takes
+// snapshots. Its methods are the read side; the writes are Add's and
+// Entry's.
+type Registry struct {
+	mu      sync.RWMutex
+	open    map[*Entry]struct{}
+	history []connregistry.Conn // ring of closed connections
+	next    int                 // history slot to write next
+	full    bool
+}
+
+// New returns a registry remembering up to historySize closed connections
+// (0 means connregistry.DefaultHistorySize; negative keeps none).
+func New(historySize int) *Registry {
+	if historySize == 0 {
+		historySize = connregistry.DefaultHistorySize
+	}
+	return &Registry{open: map[*Entry]struct{}{}, history: make([]connregistry.Conn, max(historySize, 0))}
+}
+
+// Entry is the server's handle on one open connection's record. It holds
+// the connection's description and what the registry counts, not a whole
+// connregistry.Conn: a Conn's fields for closed connections, and its
+// counters' second copies, would be paid by every open connection.
+type Entry struct {
+	reg    *Registry
+	closer func(connregistry.CloseReason)
+	// connectedAt (unix nanoseconds, 8 bytes where a time.Time takes 24)
+	// and id order snapshots; they never change.
+	connectedAt int64
+	id          string
+
+	mu             sync.Mutex
+	info           connregistry.Info
+	clientID       string    // of the last request
+	throttledUntil time.Time // when the current throttle ends; zero while none
+	throttledFrom  int64     // when it began, unix nanoseconds
+	throttleTime   time.Duration
+	// shared is the copy of info that Request returns, made by the first
+	// request after a change (Update) or a rest (Idle) and shared by the
+	// requests that follow; never changed once made.
+	shared *connregistry.Info
+
+	bytesIn, bytesOut, requests int64
+	// lastActivity (unix nanoseconds) is the last request's or response's
+	// time, and the time the rates' sums were last decayed to: the sums
+	// are of every request (1), request byte and response byte, each
+	// weighted by e^(-age/connregistry.RateWindow) as of lastActivity, so
+	// a rate is its sum, decayed to now, over the window; an idle
+	// connection's costs nothing until a listing reads it.
+	lastActivity                        int64
+	requestSum, bytesInSum, bytesOutSum float64
+	state                               connregistry.State
+	removed                             atomic.Bool
+}
+
+// window is connregistry.RateWindow in seconds and in nanoseconds.
+const (
+	windowSeconds = float64(connregistry.RateWindow / time.Second)
+	windowNanos   = float64(connregistry.RateWindow)
+)
+
+// Add registers an open connection in r. closer, which may be nil, closes
+// it when an operator asks (see Registry.Close); it must not block. The
+// counters start from c's (BytesIn, BytesOut, Requests, the rates, and
+// LastActivity, or ConnectedAt when it is zero, the time of the rates): a
+// server's connection starts from zero, a test's may start anywhere.
+//
+// Add is a function, not a method, so that the registry a host gets
+// (connregistry.Registry) has no method that writes, even to reflection.
+func Add(r *Registry, c connregistry.Conn, closer func(connregistry.CloseReason)) *Entry {
+	e := &Entry{reg: r, closer: closer, connectedAt: c.ConnectedAt.UnixNano(), id: c.ID,
+		info: c.Info, clientID: c.ClientID, state: c.State,
+		bytesIn: c.BytesIn, bytesOut: c.BytesOut, requests: c.Requests,
+		requestSum: c.RequestRate * windowSeconds, bytesInSum: c.BytesInRate * windowSeconds, bytesOutSum: c.BytesOutRate * windowSeconds,
+	}
+	if !c.ThrottledUntil.IsZero() {
+		e.throttledUntil, e.throttledFrom = c.ThrottledUntil, time.Now().UnixNano()
+	}
+	e.throttleTime = c.ThrottleTime
+	last := c.LastActivity
+	if last.IsZero() {
+		last = c.ConnectedAt
+	}
+	e.lastActivity = last.UnixNano()
+	r.mu.Lock()
+	r.open[e] = struct{}{}
+	r.mu.Unlock()
+	return e
+}
+
+// decay returns what the rates' sums, decayed to lastActivity, keep at
+// now: e^(-(now-lastActivity)/window), 1 when now is not later.
+func decay(lastActivity, now int64) float64 {
+	if now <= lastActivity {
+		return 1
+	}
+	return math.Exp(-float64(now-lastActivity) / windowNanos)
+}
+
+// activeLocked moves lastActivity to now, decaying the rates' sums to it;
+// a time earlier than lastActivity (a request read before a response
+// written on another goroutine was recorded) counts at lastActivity.
+func (e *Entry) activeLocked(now int64) {
+	if now <= e.lastActivity {
+		return
+	}
+	if e.requestSum != 0 || e.bytesInSum != 0 || e.bytesOutSum != 0 {
+		f := decay(e.lastActivity, now)
+		e.requestSum, e.bytesInSum, e.bytesOutSum = e.requestSum*f, e.bytesInSum*f, e.bytesOutSum*f
+	}
+	e.lastActivity = now
+}
+
+// Info returns the connection's description as it is now, read under the
+// entry's lock.
+func (e *Entry) Info() connregistry.Info {
+	e.mu.Lock()
+	info := e.info
+	e.mu.Unlock()
+	return info
+}
+
+// Update changes the connection's description (principal, software, TLS,
+// SASL, ...) under the entry's lock: the one place it is written. f must
+// be quick.
+func (e *Entry) Update(f func(*connregistry.Info)) {
+	e.mu.Lock()
+	f(&e.info)
+	e.shared = nil // the requests read so far keep the description they found
+	e.mu.Unlock()
+}
+
+// SetState moves the connection to state s (StateReady once it has
+// authenticated).
+func (e *Entry) SetState(s connregistry.State) {
+	e.mu.Lock()
+	e.state = s
+	e.mu.Unlock()
+}
+
+// Request records a complete request of size bytes, at t, from clientID
+// (in the counters and the rates, from the time the caller took),
+// and returns the connection's description as the request found it (what
+// Info returns), read under the same lock, and the entry's copy of
+// clientID, which does not share the memory of the caller's (a request
+// frame's) and is copied only when the connection's client id changes.
+// The requests read between two changes of the description (Update) share
+// one copy of it: read it, never change it. Idle lets go of it.
+func (e *Entry) Request(t time.Time, size int, clientID string) (*connregistry.Info, string) {
+	e.mu.Lock()
+	e.activeLocked(t.UnixNano())
+	e.requests++
+	e.bytesIn += int64(size)
+	e.requestSum++
+	e.bytesInSum += float64(size)
+	if e.clientID != clientID {
+		e.clientID = strings.Clone(clientID) // it may share the memory of a request frame
+	}
+	info := e.shared
+	if info == nil {
+		info = new(connregistry.Info)
+		*info = e.info
+		e.shared = info
+	}
+	clientID = e.clientID
+	e.mu.Unlock()
+	return info, clientID
+}
+
+// Idle records that the connection waits, idle, for its next request: the
+// entry lets go of the copy of the description that Request shares, so
+// that an idle connection holds only its entry (requests that have it
+// keep it). The next request makes a new copy.
+func (e *Entry) Idle() {
+	e.mu.Lock()
+	e.shared = nil
+	e.mu.Unlock()
+}
+
+// Response records a response of size bytes written at t (in the
+// counters and the rates, from the time the caller took).
+func (e *Entry) Response(t time.Time, size int) {
+	e.mu.Lock()
+	e.activeLocked(t.UnixNano())
+	e.bytesOut += int64(size)
+	e.bytesOutSum += float64(size)
+	e.mu.Unlock()
+}
+
+// Throttle records that the server mutes the connection from from until
+// until: it reads nothing from it meanwhile (see [Conn.ThrottledUntil]).
+// A throttle still running ends at from.
+func (e *Entry) Throttle(from, until time.Time) {
+	e.mu.Lock()
+	if e.removed.Load() { // closed: Remove has ended its throttles; its record shows none
+		e.mu.Unlock()
+		return
+	}
+	e.endThrottleLocked(from)
+	e.throttledUntil, e.throttledFrom = until, from.UnixNano()
+	e.mu.Unlock()
+}
+
+// EndThrottle records that the connection's throttle ended at at: the
+// server reads from it again. The time it was muted, from the throttle's
+// start to at (or to its end, if earlier), adds to [Conn.ThrottleTime].
+func (e *Entry) EndThrottle(at time.Time) {
+	e.mu.Lock()
+	e.endThrottleLocked(at)
+	e.mu.Unlock()
+}
+
+func (e *Entry) endThrottleLocked(at time.Time) {
+	if e.throttledUntil.IsZero() {
+		return
+	}
+	e.throttleTime += mutedBetween(e.throttledFrom, e.throttledUntil, at)
+	e.throttledUntil, e.throttledFrom = time.Time{}, 0
+}
+
+// mutedBetween is how long a throttle from from (unix nanoseconds) until
+// until had lasted at at.
+func mutedBetween(from int64, until, at time.Time) time.Duration {
+	if at.After(until) {
+		at = until
+	}
+	return max(time.Duration(at.UnixNano()-from), 0)
+}
+
+// Remove takes the connection out of the open set and into the history,
+// with the time and reason it closed. Only the first call of Remove and
+// Forget counts. A throttle still running ends at at.
+func (e *Entry) Remove(at time.Time, reason connregistry.CloseReason) {
+	if e.removed.Swap(true) {
+		return
+	}
+	e.EndThrottle(at)
+	c := e.snapshot(at)
+	c.ClosedAt, c.CloseReason, c.State = at, reason, connregistry.StateClosing
+	r := e.reg
+	r.mu.Lock()
+	delete(r.open, e)
+	if len(r.history) > 0 {
+		r.history[r.next] = c
+		r.next = (r.next + 1) % len(r.history)
+		r.full = r.full || r.next == 0
+	}
+	r.mu.Unlock()
+}
+
+// Forget takes the connection out of the open set without keeping it in
+// the history: a server forgets the connections that were never a
+// client's (socketserver forgets probes: health checks and port scans
+// that close before a request), so that they do not push real closes out
+// of the history. After Remove, or a second call, it does nothing.
+func (e *Entry) Forget() {
+	if e.removed.Swap(true) {
+		return
+	}
+	r := e.reg
+	r.mu.Lock()
+	delete(r.open, e)
+	r.mu.Unlock()
+}
+
+// snapshot returns the connection's record as of now: its throttle time
+// up to now, its rates decayed to now.
+func (e *Entry) snapshot(now time.Time) connregistry.Conn {
+	e.mu.Lock()
+	c := connregistry.Conn{Info: e.info, ClientID: e.clientID, State: e.state,
+		ThrottledUntil: e.throttledUntil, ThrottleTime: e.throttleTime,
+		BytesIn: e.bytesIn, BytesOut: e.bytesOut, Requests: e.requests,
+		RequestRate: e.requestSum, BytesInRate: e.bytesInSum, BytesOutRate: e.bytesOutSum}
+	from, last := e.throttledFrom, e.lastActivity
+	e.mu.Unlock()
+	if !c.ThrottledUntil.IsZero() {
+		c.ThrottleTime += mutedBetween(from, c.ThrottledUntil, now)
+	}
+	c.LastActivity = time.Unix(0, last)
+	if f := decay(last, now.UnixNano()) / windowSeconds; c.RequestRate != 0 || c.BytesInRate != 0 || c.BytesOutRate != 0 {
+		c.RequestRate, c.BytesInRate, c.BytesOutRate = c.RequestRate*f, c.BytesInRate*f, c.BytesOutRate*f
+	}
+	return c
+}
+
+// entries returns the open entries, copied under the registry's read
+// lock.
+func (r *Registry) entries() []*Entry {
+	r.mu.RLock()
+	entries := make([]*Entry, 0, len(r.open))
+	for e := range r.open {
+		entries = append(entries, e)
+	}
+	r.mu.RUnlock()
+	return entries
+}
+
+// Snapshot returns the open connections that match f, ordered by
+// connection time. It copies the set of entries under the registry's read
+// lock, then reads each entry under its own lock, so the server is never
+// stalled for the whole listing; a connection that opens or closes meanwhile
+// may be missed or included, but no record is torn.
+func (r *Registry) Snapshot(f connregistry.Filter) []connregistry.Conn {
+	match, err := f.Matcher()
+	if err != nil {
+		return nil // a filter that does not validate matches nothing
+	}
+	entries := r.entries()
+	// Sort the entries, not the records: a pointer swap is cheap, a record
+	// is hundreds of bytes.
+	slices.SortFunc(entries, func(a, b *Entry) int {
+		if c := cmp.Compare(a.connectedAt, b.connectedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := make([]connregistry.Conn, 0, len(entries))
+	now := time.Now()
+	for _, e := range entries {
+		if c := e.snapshot(now); match(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Top returns the first n open connections that match f in by's order,
+// n <= 0 meaning all of them. It reads each entry as Snapshot does, one at
+// a time into the same record, and keeps the first n in a heap bounded to
+// n (internal/topn): n records, not one per connection, and no sort of
+// them all.
+func (r *Registry) Top(f connregistry.Filter, by connregistry.SortKey, n int) []connregistry.Conn {
+	match, err := f.Matcher()
+	order, ok := topn.Parse(string(by))
+	if err != nil || !ok {
+		return nil
+	}
+	entries := r.entries()
+	if n <= 0 || n > len(entries) {
+		n = len(entries)
+	}
+	if n == 0 {
+		return []connregistry.Conn{}
+	}
+	h := topn.New(order, n)
+	kept := make([]connregistry.Conn, n)
+	now := time.Now()
+	for _, e := range entries {
+		c := e.snapshot(now)
+		if !match(c) {
+			continue
+		}
+		k := topn.Key{RequestRate: c.RequestRate, BytesInRate: c.BytesInRate, BytesOutRate: c.BytesOutRate,
+			LastActivity: c.LastActivity.UnixNano(), ConnectedAt: e.connectedAt, ID: e.id}
+		if slot := h.Offer(&k); slot >= 0 {
+			kept[slot] = c
+		}
+	}
+	return kept[:h.Order(func(i, j int) { kept[i], kept[j] = kept[j], kept[i] })]
+}
+
+// Closed returns the remembered closed connections that match f, oldest
+// first.
+func (r *Registry) Closed(f connregistry.Filter) []connregistry.Conn {
+	match, err := f.Matcher()
+	if err != nil {
+		return nil
+	}
+	r.mu.RLock()
+	var all []connregistry.Conn
+	if r.full {
+		all = append(all, r.history[r.next:]...)
+	}
+	all = append(all, r.history[:r.next]...)
+	r.mu.RUnlock()
+	return slices.DeleteFunc(all, func(c connregistry.Conn) bool { return !match(c) })
+}
+
+// Len returns the number of open connections.
+func (r *Registry) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.open)
+}
+
+// Close closes the open connections that match f, giving reason (the
+// incident-response "kill" that Redis CLIENT KILL USER and RabbitMQ
+// close_all_user_connections offer), and returns what it closed. A filter
+// that matches everything closes everything.
+func (r *Registry) Close(f connregistry.Filter, reason connregistry.CloseReason) []connregistry.Conn {
+	match, err := f.Matcher()
+	if err != nil {
+		return nil
+	}
+	r.mu.RLock()
+	var victims []*Entry
+	for e := range r.open {
+		if f.ConnectionIDs != nil && !slices.Contains(f.ConnectionIDs, e.id) {
+			continue // by its id alone: closing one connection reads no other
+		}
+		victims = append(victims, e)
+	}
+	r.mu.RUnlock()
+	var closed []connregistry.Conn
+	now := time.Now()
+	for _, e := range victims {
+		c := e.snapshot(now)
+		if !match(c) || e.closer == nil {
+			continue
+		}
+		e.closer(reason)
+		closed = append(closed, c)
+	}
+	return closed
+}

@@ -1,0 +1,232 @@
+package connreg_test
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/bindcheck"
+	"github.com/kafkanet/kafkanet/internal/connreg"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(bindcheck.Wrap(m)) }
+
+var t0 = time.Date(2026, 4, 27, 10, 15, 30, 0, time.UTC)
+
+func sp(s string) *string { return &s }
+
+func conn(id, principal, addr, listener string, at time.Time) connregistry.Conn {
+	typ, name, _ := strings.Cut(principal, ":")
+	return connregistry.Conn{Info: connregistry.Info{
+		ID: id, Principal: connregistry.Principal{Type: typ, Name: name},
+		ClientAddr: netip.MustParseAddrPort(addr), Listener: protocolmap.ListenerName(listener), SecurityProtocol: protocolmap.SASLSSL,
+		ConnectedAt: at,
+	}, State: connregistry.StateReady}
+}
+
+func TestRegistryLifecycle(t *testing.T) {
+	r := connreg.New(2)
+	var closedWith []connregistry.CloseReason
+	var mu sync.Mutex
+	closer := func(reason connregistry.CloseReason) { mu.Lock(); closedWith = append(closedWith, reason); mu.Unlock() }
+	a := connreg.Add(r, conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), closer)
+	b := connreg.Add(r, conn("b", "User:bob", "127.0.0.1:2", "CLIENT", t0.Add(time.Second)), closer)
+	a.Request(t0.Add(2*time.Second), 100, "kgo")
+	a.Response(t0.Add(3*time.Second), 40)
+	a.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = "kgo", "1.22" })
+
+	got := r.Snapshot(connregistry.Filter{})
+	require.Len(t, got, 2)
+	assert.Equal(t, "a", got[0].ID, "ordered by connection time")
+	assert.Equal(t, int64(100), got[0].BytesIn)
+	assert.Equal(t, int64(40), got[0].BytesOut)
+	assert.Equal(t, int64(1), got[0].Requests)
+	assert.Equal(t, "kgo", got[0].ClientID)
+	assert.True(t, t0.Add(3*time.Second).Equal(got[0].LastActivity))
+	assert.Equal(t, "kgo", got[0].ClientSoftwareName)
+
+	f := connregistry.Filter{Principal: sp("User:bob")}
+	killed := r.Close(f, connregistry.CloseByOperator)
+	require.Len(t, killed, 1)
+	assert.Equal(t, "b", killed[0].ID)
+	assert.Equal(t, []connregistry.CloseReason{connregistry.CloseByOperator}, closedWith)
+
+	b.Remove(t0.Add(5*time.Second), connregistry.CloseByOperator)
+	b.Remove(t0.Add(6*time.Second), connregistry.CloseIdle) // only the first counts
+	assert.Equal(t, 1, r.Len())
+	closed := r.Closed(connregistry.Filter{})
+	require.Len(t, closed, 1)
+	assert.Equal(t, connregistry.CloseByOperator, closed[0].CloseReason)
+	assert.Equal(t, t0.Add(5*time.Second), closed[0].ClosedAt)
+	assert.Equal(t, connregistry.StateClosing, closed[0].State)
+
+	// The history is a ring of 2: the oldest goes.
+	for i := range 3 {
+		e := connreg.Add(r, conn(fmt.Sprint("h", i), "User:x", "127.0.0.1:9", "CLIENT", t0), nil)
+		e.Remove(t0.Add(time.Duration(10+i)*time.Second), connregistry.CloseByClient)
+	}
+	closed = r.Closed(connregistry.Filter{})
+	require.Len(t, closed, 2)
+	assert.Equal(t, []string{"h1", "h2"}, []string{closed[0].ID, closed[1].ID})
+}
+
+// A forgotten connection leaves the open set without a trace in the
+// history, and a Remove after it changes nothing; Forget after Remove
+// takes nothing out of the history.
+func TestRegistryForget(t *testing.T) {
+	r := connreg.New(10)
+	probe := connreg.Add(r, conn("probe", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
+	kept := connreg.Add(r, conn("kept", "User:alice", "127.0.0.1:2", "CLIENT", t0), nil)
+	require.Equal(t, 2, r.Len())
+	probe.Forget()
+	probe.Remove(t0.Add(time.Second), connregistry.CloseByClient)
+	kept.Remove(t0.Add(time.Second), connregistry.CloseByClient)
+	kept.Forget()
+	assert.Zero(t, r.Len())
+	assert.Empty(t, r.Snapshot(connregistry.Filter{}))
+	closed := r.Closed(connregistry.Filter{})
+	require.Len(t, closed, 1)
+	assert.Equal(t, "kept", closed[0].ID)
+}
+
+// The requests of a connection share one copy of its description until it
+// changes (Update) or the connection rests (Idle): each request carries
+// the description it found, never a later one.
+func TestRequestsShareTheDescriptionTheyFound(t *testing.T) {
+	r := connreg.New(0)
+	e := connreg.Add(r, conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
+	first, _ := e.Request(t0, 10, "kgo")
+	assert.Equal(t, "User:alice", first.Principal.String())
+	again, _ := e.Request(t0, 10, "kgo")
+	assert.Same(t, first, again, "no change: the same copy")
+
+	e.Update(func(i *connregistry.Info) { i.Principal = connregistry.Principal{Type: "User", Name: "bob"} })
+	second, _ := e.Request(t0, 10, "kgo")
+	assert.NotSame(t, first, second)
+	assert.Equal(t, "User:alice", first.Principal.String(), "an earlier request keeps what it found")
+	assert.Equal(t, "User:bob", second.Principal.String())
+	assert.Equal(t, "User:bob", e.Info().Principal.String())
+
+	e.Idle()
+	third, _ := e.Request(t0, 10, "kgo")
+	assert.NotSame(t, second, third, "a rest lets go of the copy")
+	assert.Equal(t, *second, *third)
+	fourth, _ := e.Request(t0, 10, "kgo")
+	assert.Same(t, third, fourth)
+}
+
+// Snapshots taken in a loop while thousands of connections open, change
+// and close: no race (under -race), no torn record (the fields written
+// together are seen together), and the count returns to zero.
+func TestRegistryConcurrentSnapshots(t *testing.T) {
+	r := connreg.New(100)
+	stop := make(chan struct{})
+	var snaps sync.WaitGroup
+	snaps.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, c := range r.Snapshot(connregistry.Filter{}) {
+				// Update writes name and version together.
+				if c.ClientSoftwareName != "" && c.ClientSoftwareVersion != c.ClientSoftwareName+"-v" {
+					t.Errorf("torn record: %q %q", c.ClientSoftwareName, c.ClientSoftwareVersion)
+					return
+				}
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				e := connreg.Add(r, conn(fmt.Sprint(w, "-", i), "User:u", "127.0.0.1:1", "CLIENT", time.Now()), nil)
+				name := fmt.Sprint("sw", i)
+				e.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = name, name+"-v" })
+				e.Request(time.Now(), 10, "c")
+				e.Remove(time.Now(), connregistry.CloseByClient)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	snaps.Wait()
+	assert.Zero(t, r.Len())
+	assert.Len(t, r.Closed(connregistry.Filter{}), 100)
+}
+
+// A throttle shows in the listing while it runs (ThrottledUntil) and adds
+// the time it lasted to ThrottleTime when it ends: at its end, earlier
+// when it is cut short, and at the close of a connection closed while
+// muted.
+func TestRegistryThrottle(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name      string
+		from      time.Time
+		until     time.Time
+		end       func(e *connreg.Entry)
+		wantTotal time.Duration
+	}{
+		{"ends at its time", now.Add(-3 * time.Second), now.Add(-time.Second),
+			func(e *connreg.Entry) { e.EndThrottle(now) }, 2 * time.Second},
+		{"ends early", now.Add(-3 * time.Second), now.Add(time.Hour),
+			func(e *connreg.Entry) { e.EndThrottle(now.Add(-2 * time.Second)) }, time.Second},
+		{"a new throttle ends the running one", now.Add(-3 * time.Second), now.Add(time.Hour),
+			func(e *connreg.Entry) {
+				e.Throttle(now.Add(-2*time.Second), now.Add(-time.Second))
+				e.EndThrottle(now)
+			}, 2 * time.Second},
+		{"the connection closes while muted", now.Add(-3 * time.Second), now.Add(time.Hour),
+			func(e *connreg.Entry) { e.Remove(now.Add(-time.Second), connregistry.CloseByClient) }, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := connreg.New(1)
+			e := connreg.Add(r, conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
+			assert.Zero(t, r.Snapshot(connregistry.Filter{})[0].ThrottledUntil)
+
+			e.Throttle(tc.from, tc.until)
+			got := r.Snapshot(connregistry.Filter{})[0]
+			assert.True(t, tc.until.Equal(got.ThrottledUntil), "listed as throttled until %s: %s", tc.until, got.ThrottledUntil)
+			assert.Positive(t, got.ThrottleTime, "the running throttle counts")
+			rec := connregistry.Record(got)
+			assert.Equal(t, tc.until.UnixMilli(), rec.ThrottledUntil)
+			assert.Equal(t, got.ThrottleTime.Milliseconds(), rec.ThrottleTimeMs)
+
+			tc.end(e)
+			var after connregistry.Conn
+			if open := r.Snapshot(connregistry.Filter{}); len(open) == 1 {
+				after = open[0]
+			} else {
+				after = r.Closed(connregistry.Filter{})[0]
+			}
+			assert.Zero(t, after.ThrottledUntil, "no longer throttled")
+			assert.Equal(t, tc.wantTotal, after.ThrottleTime)
+			assert.Zero(t, connregistry.Record(after).ThrottledUntil)
+		})
+	}
+}
+
+// BenchmarkRequestUpdate is the per-request cost the registry adds to the
+// data plane.
+func BenchmarkRequestUpdate(b *testing.B) {
+	r := connreg.New(0)
+	e := connreg.Add(r, connregistry.Conn{Info: connregistry.Info{ID: "x", ConnectedAt: time.Now()}}, nil)
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Request(now, 100, "kgo")
+		e.Response(now, 50)
+	}
+}

@@ -1,0 +1,197 @@
+package socketserver_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
+)
+
+// withMaxAge sets Config.ConnectionsMaxAge, without jitter, and every API.
+func withMaxAge(age time.Duration, parkAfter time.Duration) func(*socketserver.Config) {
+	return func(c *socketserver.Config) {
+		c.APIs = allAPIs()
+		c.ConnectionsMaxAge = age
+		c.ConnectionsMaxAgeJitter = -1
+		c.ParkAfter = parkAfter
+	}
+}
+
+// closedFor returns the connections closed with reason.
+func closedFor(srv *socketserver.Server, reason connregistry.CloseReason) []connregistry.Conn {
+	var out []connregistry.Conn
+	for _, c := range srv.Registry().Closed(connregistry.Filter{}) {
+		if c.CloseReason == reason {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// A connection that waits for a request, parked or not, is closed once it
+// has reached its maximum age, with the reason max-age, and not before.
+func TestMaxAgeClosesWaitingConnection(t *testing.T) {
+	const age = 400 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		park time.Duration
+	}{
+		{"waiting", -1},
+		{"parked", 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := socketservertest.NewServer(t, nil, withMaxAge(age, tc.park), echoMetadata)
+			start := time.Now()
+			c := socketservertest.Dial(t, srv, "PLAINTEXT")
+			versionsRoundTrip(t, c, 1)
+			if tc.park > 0 {
+				waitParked(t, srv, 1)
+			}
+			requireClosedNoResponse(t, c)
+			took := time.Since(start)
+			assert.GreaterOrEqual(t, took, age, "closed before its age")
+			assert.Less(t, took, age+2*time.Second, "not closed at its age")
+			require.Eventually(t, func() bool { return len(closedFor(srv, connregistry.CloseMaxAge)) == 1 }, 10*time.Second, 10*time.Millisecond)
+			requireQuotasReleased(t, srv)
+		})
+	}
+}
+
+// A connection whose client keeps a request in flight at every moment
+// (it sends the next before it reads the answer to the last) is closed
+// after its age all the same: each request it read is answered, in order,
+// and then it reads no more; the requests it did not read get no answer
+// and are never seen by the host: nothing it accepted is lost.
+func TestMaxAgeBusyConnection(t *testing.T) {
+	const age = 300 * time.Millisecond
+	seen := make(chan int32, 100000)
+	srv := socketservertest.NewServer(t, nil, withMaxAge(age, -1), socketserver.HandlerFunc(func(r *socketserver.Request) {
+		seen <- r.CorrelationID
+		_ = respondEmpty(r)
+	}))
+	start := time.Now()
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	var (
+		sent     int32
+		answered []int32
+	)
+	write := func() bool {
+		sent++
+		_, err := c.Write(formatter.AppendRequest(nil, metadataReq(1), sent))
+		return err == nil
+	}
+	require.True(t, write())
+	require.True(t, write())
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			require.True(t, errors.Is(err, io.EOF) || isReset(err), "%v", err)
+			break
+		}
+		frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+		_, err := io.ReadFull(c, frame)
+		require.NoError(t, err)
+		answered = append(answered, int32(binary.BigEndian.Uint32(frame)))
+		write() // may fail once the server has closed
+	}
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, age-10*time.Millisecond, "closed before its age") // the server's clock started after the dial's
+	assert.Less(t, took, age+5*time.Second)
+	require.Greater(t, len(answered), 2, "the connection served too little to show anything")
+	for i, corr := range answered {
+		require.Equal(t, int32(i+1), corr, "answers out of order or missing")
+	}
+	close(seen)
+	var handled []int32
+	for corr := range seen {
+		handled = append(handled, corr)
+	}
+	assert.Equal(t, answered, handled, "a request the host answered got no answer on the wire, or one was answered that the host never saw")
+	assert.Less(t, len(answered), int(sent), "every request answered: the test never caught one unread")
+	require.Eventually(t, func() bool { return len(closedFor(srv, connregistry.CloseMaxAge)) == 1 }, 10*time.Second, 10*time.Millisecond)
+}
+
+func isReset(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op)
+}
+
+// The jitter spreads connections' ages: with ±50% of 1 s, connections made
+// together close over a spread of times, within [0.5 s, 1.5 s] and not
+// all at once.
+func TestMaxAgeJitter(t *testing.T) {
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+		c.APIs = allAPIs()
+		c.ConnectionsMaxAge = time.Second
+		c.ConnectionsMaxAgeJitter = 0.5
+	}, echoMetadata)
+	start := time.Now()
+	const n = 8
+	for range n {
+		versionsRoundTrip(t, socketservertest.Dial(t, srv, "PLAINTEXT"), 1)
+	}
+	var closed []connregistry.Conn
+	require.Eventually(t, func() bool {
+		closed = closedFor(srv, connregistry.CloseMaxAge)
+		return len(closed) == n
+	}, 10*time.Second, 10*time.Millisecond)
+	first, last := closed[0].ClosedAt, closed[0].ClosedAt
+	for _, c := range closed {
+		assert.GreaterOrEqual(t, c.ClosedAt.Sub(start), 450*time.Millisecond)
+		assert.Less(t, c.ClosedAt.Sub(c.ConnectedAt), 1500*time.Millisecond+time.Second)
+		if c.ClosedAt.Before(first) {
+			first = c.ClosedAt
+		}
+		if c.ClosedAt.After(last) {
+			last = c.ClosedAt
+		}
+	}
+	assert.Greater(t, last.Sub(first), 100*time.Millisecond, "the connections all left at once")
+}
+
+// The keys, as config.Server reads them.
+func TestMaxAgeConfig(t *testing.T) {
+	base := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+	cfg, err := config.Server(merge(base, listener.Properties{
+		config.KeyConnectionsMaxAgeMs: "2000", config.KeyConnectionsMaxAgeJitter: "0.25",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, cfg.ConnectionsMaxAge)
+	assert.InDelta(t, 0.25, cfg.ConnectionsMaxAgeJitter, 1e-9)
+	cfg, err = config.Server(base)
+	require.NoError(t, err)
+	assert.Negative(t, cfg.ConnectionsMaxAge, "off by default")
+	assert.InDelta(t, socketserver.DefaultConnectionsMaxAgeJitter, cfg.ConnectionsMaxAgeJitter, 1e-9)
+	cfg, err = config.Server(merge(base, listener.Properties{config.KeyConnectionsMaxAgeJitter: "0"}))
+	require.NoError(t, err)
+	assert.Negative(t, cfg.ConnectionsMaxAgeJitter, "a jitter of 0 is none, not the default")
+	for _, props := range []listener.Properties{
+		{config.KeyConnectionsMaxAgeMs: "soon"},
+		{config.KeyConnectionsMaxAgeJitter: "1"},
+		{config.KeyConnectionsMaxAgeJitter: "-0.1"},
+		{config.KeyConnectionsMaxAgeJitter: "NaN"},
+	} {
+		_, err := config.Server(merge(base, props))
+		var ce *protocolmap.ConfigError
+		require.ErrorAs(t, err, &ce, "%v", props)
+		for k := range props {
+			assert.Equal(t, k, ce.Key)
+		}
+	}
+	ls, err := listener.Resolve(base)
+	require.NoError(t, err)
+	_, err = socketserver.New(socketserver.Config{Listeners: ls, ConnectionsMaxAge: time.Second, ConnectionsMaxAgeJitter: 1})
+	assert.Error(t, err)
+}
