@@ -1,0 +1,3 @@
+module example.com/compat
+
+go 1.26.0
