@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 // FuzzConfig runs a server.properties text through the whole configuration
-// path a host uses, listener.ParseProperties, listener.Resolve and
+// path a host uses, config.ParseProperties, config.Listeners and
 // Server, and checks that it never panics, that every error
 // after reading names the key and value it refuses (a
 // *protocolmap.ConfigError, or a plain error naming a key), and that an
@@ -39,7 +38,7 @@ func FuzzConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		props, err := listener.ParseProperties(text)
+		props, err := config.ParseProperties(text)
 		if err != nil {
 			return
 		}
@@ -49,7 +48,7 @@ func FuzzConfig(f *testing.F) {
 				t.Skip("reads files")
 			}
 		}
-		cfg, err := listener.Resolve(props)
+		cfg, err := config.Listeners(props)
 		if err != nil {
 			checkConfigError(t, props, err)
 			return
@@ -75,7 +74,7 @@ func FuzzConfig(f *testing.F) {
 
 // checkConfigError fails unless err names a key that is set in props, or a
 // key with a default (whose absence or combination is the fault).
-func checkConfigError(t *testing.T, props listener.Properties, err error) {
+func checkConfigError(t *testing.T, props config.Properties, err error) {
 	t.Helper()
 	var ce *protocolmap.ConfigError
 	if errors.As(err, &ce) {

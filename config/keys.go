@@ -1,9 +1,11 @@
 package config
 
+import "github.com/kafkanet/kafkanet/protocolmap"
+
 // The socket server's keys, with Kafka's names, and kafkanet's own (the
 // kafkanet. prefix). [Server] reads them; the keys of the listeners and of
 // authentication are the listener and security packages' (for example
-// listener.KeyListeners, security.KeySASLEnabledMechanisms), which Server
+// config.KeyListeners, security.KeySASLEnabledMechanisms), which Server
 // reads through them.
 const (
 	// KeySocketRequestMaxBytes is socket.request.max.bytes
@@ -106,3 +108,21 @@ const (
 	// below 1; 0.1 by default.
 	KeyConnectionsMaxAgeJitter = "kafkanet.connections.max.age.jitter"
 )
+
+// The listener keys that [Listeners] reads, with Kafka's names.
+const (
+	KeyListeners                   = "listeners"
+	KeyAdvertisedListeners         = "advertised.listeners"
+	KeySecurityProtocolMap         = protocolmap.Key
+	KeyInterBrokerListenerName     = "inter.broker.listener.name"
+	KeyInterBrokerSecurityProtocol = "security.inter.broker.protocol"
+	KeyControlPlaneListenerName    = "control.plane.listener.name"
+)
+
+// DefaultListeners is Kafka's default value of listeners.
+const DefaultListeners = "PLAINTEXT://:9092"
+
+// KeyConnectionsMaxIdleMs is Kafka's connections.max.idle.ms
+// (socketserver.Config.ConnectionsMaxIdle; default
+// listener.DefaultConnectionsMaxIdle, -1 for none).
+const KeyConnectionsMaxIdleMs = "connections.max.idle.ms"

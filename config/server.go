@@ -18,7 +18,7 @@ import (
 )
 
 // Server reads a socket server's configuration from Kafka's keys, once,
-// into typed and checked values: the listeners (listener.Resolve:
+// into typed and checked values: the listeners (config.Listeners:
 // listeners, advertised.listeners, listener.security.protocol.map, the
 // inter-broker and control-plane listeners), then socket.request.max.bytes,
 // connections.max.idle.ms, kafkanet.request.min.byte.rate,
@@ -38,8 +38,8 @@ import (
 // keys). Errors name the offending key as it was written (with its
 // listener prefix). socketserver.New reads no property: a host may change
 // any value between the two.
-func Server(props listener.Properties) (socketserver.Config, error) {
-	cfg, err := listener.Resolve(props)
+func Server(props Properties) (socketserver.Config, error) {
+	cfg, err := Listeners(props)
 	if err != nil {
 		return socketserver.Config{}, err
 	}
@@ -47,7 +47,7 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 	if c.RequestMaxBytes, err = frameSize(props, KeySocketRequestMaxBytes, socketserver.DefaultRequestMaxBytes); err != nil {
 		return socketserver.Config{}, err
 	}
-	idleMS, err := props.Int(listener.KeyConnectionsMaxIdleMs, int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
+	idleMS, err := props.Int(KeyConnectionsMaxIdleMs, int(listener.DefaultConnectionsMaxIdle/time.Millisecond), -1<<62)
 	if err != nil {
 		return socketserver.Config{}, err
 	}
@@ -116,7 +116,7 @@ func Server(props listener.Properties) (socketserver.Config, error) {
 
 // queuedMaxRequestBytes reads queued.max.request.bytes (a long, default -1)
 // with Kafka's rule that a limit is at least socket.request.max.bytes.
-func queuedMaxRequestBytes(props listener.Properties, requestMax int) (int, error) {
+func queuedMaxRequestBytes(props Properties, requestMax int) (int, error) {
 	v, ok := props.Get(KeyQueuedMaxRequestBytes)
 	if !ok {
 		return -1, nil
@@ -135,7 +135,7 @@ func queuedMaxRequestBytes(props listener.Properties, requestMax int) (int, erro
 
 // frameSize reads a key that bounds a frame, an int in Kafka: from 1 to
 // math.MaxInt32, Kafka's largest frame.
-func frameSize(props listener.Properties, key string, def int) (int, error) {
+func frameSize(props Properties, key string, def int) (int, error) {
 	n, err := props.Int(key, def, 1)
 	if err == nil && n > math.MaxInt32 {
 		v, _ := props.Get(key)
@@ -149,7 +149,7 @@ func frameSize(props listener.Properties, key string, def int) (int, error) {
 // convention of docs/configuration.md: unset is def, -1 turns the feature
 // off (the result is -1), a positive value is the value. 0 is refused, so
 // that nobody reads it as a default or as off: the error says to use -1.
-func optional(props listener.Properties, key string, def int) (int, error) {
+func optional(props Properties, key string, def int) (int, error) {
 	v, ok := props.Get(key)
 	if !ok {
 		return def, nil
@@ -174,7 +174,7 @@ func optional(props listener.Properties, key string, def int) (int, error) {
 // ipConnectionCreationRateOverrides).
 func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 	q := socketserver.DefaultConnectionQuotas()
-	props := cfg.Properties()
+	props := Properties(cfg.Properties())
 	var err error
 	if q.MaxConnections, err = props.Int(KeyMaxConnections, socketserver.Unlimited, 0); err != nil {
 		return nil, err
@@ -244,7 +244,7 @@ func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 // maxAge reads kafkanet.connections.max.age.ms (unset or -1: no maximum;
 // 0 is refused, see optional) and kafkanet.connections.max.age.jitter
 // into Config's values: no maximum is -1, no jitter (0) -1.
-func maxAge(props listener.Properties) (time.Duration, float64, error) {
+func maxAge(props Properties) (time.Duration, float64, error) {
 	ms, err := optional(props, KeyConnectionsMaxAgeMs, -1)
 	if err != nil {
 		return 0, 0, err
@@ -272,7 +272,7 @@ func maxAge(props listener.Properties) (time.Duration, float64, error) {
 // and its overrides, broker-wide and per listener (listener.name.<l>.
 // prefixed: a listener that sets neither has no entry).
 func principalLimits(cfg *listener.Set) (socketserver.PrincipalLimits, map[protocolmap.ListenerName]socketserver.PrincipalLimits, error) {
-	props := cfg.Properties()
+	props := Properties(cfg.Properties())
 	read := func(maxKey, overridesKey string, maxSet bool) (socketserver.PrincipalLimits, error) {
 		pl := socketserver.PrincipalLimits{Max: socketserver.Unlimited}
 		var err error
@@ -358,7 +358,7 @@ func parsePrincipalOverrides(key, v string) (map[connregistry.Principal]int, err
 
 // ipConnectionCreationRateOverrides reads
 // kafkanet.ip.connection.creation.rate.overrides; nil when it is not set.
-func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Addr]int, error) {
+func ipConnectionCreationRateOverrides(props Properties) (map[netip.Addr]int, error) {
 	const key = KeyIPConnectionCreationRateOverrides
 	v, ok := props.Get(key)
 	if !ok {
@@ -396,10 +396,10 @@ func ipConnectionCreationRateOverrides(props listener.Properties) (map[netip.Add
 func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerName]int, error) {
 	var out map[protocolmap.ListenerName]int
 	for _, l := range cfg.All {
-		if _, from, ok := cfg.Properties().ListenerValue(l.Name, key); !ok || from == key {
+		if _, from, ok := Properties(cfg.Properties()).ListenerValue(l.Name, key); !ok || from == key {
 			continue
 		}
-		n, err := cfg.Properties().ListenerInt(l.Name, key, socketserver.Unlimited, 0)
+		n, err := Properties(cfg.Properties()).ListenerInt(l.Name, key, socketserver.Unlimited, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -414,7 +414,7 @@ func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerN
 // proxyProtocol reads listener l's kafkanet.proxy.protocol
 // and kafkanet.proxy.protocol.trusted.networks, each from its
 // listener-prefixed key if set, else the broker-wide one.
-func proxyProtocol(props listener.Properties, l protocolmap.ListenerName) (socketserver.ProxyProtocol, error) {
+func proxyProtocol(props Properties, l protocolmap.ListenerName) (socketserver.ProxyProtocol, error) {
 	var p socketserver.ProxyProtocol
 	v, modeFrom, ok := props.ListenerValue(l, KeyProxyProtocol)
 	if ok {

@@ -34,11 +34,11 @@ func TestNewReadsNoProperty(t *testing.T) {
 		{config.KeyRequestMinByteRate, "fast"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
-			props := listener.Properties{
+			props := config.Properties{
 				"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 				tc.key:      tc.value,
 			}
-			lc, err := listener.Resolve(props)
+			lc, err := config.Listeners(props)
 			require.NoError(t, err)
 			_, err = config.Server(props)
 			require.Error(t, err, "Server refuses %s=%q", tc.key, tc.value)
@@ -76,7 +76,7 @@ func TestRequestMinByteRateKey(t *testing.T) {
 		{"1.5", 0},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			props := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 			if tc.value != "" {
 				props[config.KeyRequestMinByteRate] = tc.value
 			}
@@ -114,7 +114,7 @@ func TestKafkanetKeysOffIsMinusOne(t *testing.T) {
 		{key: config.KeyRequestMinByteRate, value: "0", refused: true},
 	} {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
-			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			props := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 			if tc.value != "" {
 				props[tc.key] = tc.value
 			}
@@ -152,7 +152,7 @@ func TestFrameSizeKeys(t *testing.T) {
 			{value: "0", refused: true},
 		} {
 			t.Run(key+"="+tc.value, func(t *testing.T) {
-				cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", key: tc.value})
+				cfg, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", key: tc.value})
 				if tc.refused {
 					var ce *protocolmap.ConfigError
 					require.ErrorAs(t, err, &ce)
@@ -168,7 +168,7 @@ func TestFrameSizeKeys(t *testing.T) {
 			})
 		}
 	}
-	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	lc, err := config.Listeners(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, err)
 	for _, c := range []socketserver.Config{
 		{Listeners: lc, RequestMaxBytes: math.MaxInt32 + 1},

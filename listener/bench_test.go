@@ -3,6 +3,7 @@ package listener_test
 import (
 	"testing"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -30,7 +31,7 @@ max.connections.per.ip.overrides=10.0.0.1:100,\
 `
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := listener.ParseProperties([]byte(text)); err != nil {
+		if _, err := config.ParseProperties([]byte(text)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package listener
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -77,14 +76,14 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 		return &protocolmap.ConfigError{Key: key, Value: props[key], Err: ErrNotDynamic, Rule: rule}
 	}
 	if next.interBroker() != s.interBroker() {
-		props[KeyInterBrokerListenerName] = string(next.interBroker())
-		return Changes{}, notDynamic(KeyInterBrokerListenerName, fmt.Sprintf(
-			"Cannot update %s dynamically: the inter-broker listener is %s until a restart", KeyInterBrokerListenerName, s.interBroker()))
+		props[keyInterBrokerListenerName] = string(next.interBroker())
+		return Changes{}, notDynamic(keyInterBrokerListenerName, fmt.Sprintf(
+			"Cannot update %s dynamically: the inter-broker listener is %s until a restart", keyInterBrokerListenerName, s.interBroker()))
 	}
 	if next.ControlPlaneListener != s.ControlPlaneListener {
-		props[KeyControlPlaneListenerName] = string(next.ControlPlaneListener)
-		return Changes{}, notDynamic(KeyControlPlaneListenerName, fmt.Sprintf(
-			"Cannot update %s dynamically: the control-plane listener is %q until a restart", KeyControlPlaneListenerName, s.ControlPlaneListener))
+		props[keyControlPlaneListenerName] = string(next.ControlPlaneListener)
+		return Changes{}, notDynamic(keyControlPlaneListenerName, fmt.Sprintf(
+			"Cannot update %s dynamically: the control-plane listener is %q until a restart", keyControlPlaneListenerName, s.ControlPlaneListener))
 	}
 	var c Changes
 	for _, n := range next.All {
@@ -93,10 +92,10 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 		case !ok:
 			c.Added = append(c.Added, n)
 		case n.SecurityProtocol != old.SecurityProtocol:
-			return Changes{}, notDynamic(KeySecurityProtocolMap, fmt.Sprintf(
+			return Changes{}, notDynamic(keySecurityProtocolMap, fmt.Sprintf(
 				"Security protocol cannot be updated for existing listener %s (%s, not %s, until a restart)", n.Name, old.SecurityProtocol, n.SecurityProtocol))
 		case n.Bind != old.Bind:
-			return Changes{}, notDynamic(KeyListeners, fmt.Sprintf(
+			return Changes{}, notDynamic(keyListeners, fmt.Sprintf(
 				"Configs cannot be updated dynamically for existing listener %s, restart broker or create a new listener for update (it binds %s, not %s)",
 				n.Name, old.Bind.Address(), n.Bind.Address()))
 		case n.Advertised != old.Advertised:
@@ -123,7 +122,7 @@ func (s *Set) interBroker() protocolmap.ListenerName {
 // WithListener returns a copy of s with l added, last in listeners and, if
 // l is advertised, last in advertised.listeners, as a broker adds a
 // listener while it runs. The result must be valid by the rules
-// [Resolve] applies: l's name is not in use ([ErrDuplicateName]), nor its
+// config.Listeners applies: l's name is not in use ([ErrDuplicateName]), nor its
 // port ([ErrDuplicatePort]; port 0 is exempt), and, unless s's
 // SecurityProtocolMap is nil (a Set built in code whose listeners' own
 // protocols make the map), the map gives l's name l's protocol
@@ -167,7 +166,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	}
 	l, ok := s.Listener(name)
 	if !ok {
-		return nil, fmt.Errorf("removing listener %s: %w", name, &protocolmap.ConfigError{Key: KeyListeners, Value: props[KeyListeners], Err: ErrUnknownListener,
+		return nil, fmt.Errorf("removing listener %s: %w", name, &protocolmap.ConfigError{Key: keyListeners, Value: props[keyListeners], Err: ErrUnknownListener,
 			Rule: fmt.Sprintf("no listener %s to remove", name)})
 	}
 	var rest []string // listeners as it would be
@@ -178,12 +177,12 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	}
 	switch {
 	case l.Name == s.interBroker():
-		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: KeyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
+		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: keyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
 			Rule: fmt.Sprintf("Advertised listener must be specified for inter-broker listener %s: the inter-broker listener cannot be removed while the broker runs", l.Name)})
 	case l.Name == s.ControlPlaneListener:
-		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: KeyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
+		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: keyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
 			Rule: fmt.Sprintf("%s must be a listener name defined in %s: the control-plane listener %s cannot be removed while the broker runs",
-				KeyControlPlaneListenerName, KeyAdvertisedListeners, l.Name)})
+				keyControlPlaneListenerName, keyAdvertisedListeners, l.Name)})
 	}
 	next := s.clone()
 	next.All = slices.DeleteFunc(next.All, func(x Listener) bool { return x.Name == l.Name })
@@ -201,21 +200,5 @@ func (s *Set) clone() *Set {
 	return &c
 }
 
-// finish checks a Set derived from a valid one, and writes its listeners
-// and advertised listeners into its properties (a copy), so that they say
-// what it was resolved from.
-func (s *Set) finish() error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	props, err := s.keyValues()
-	if err != nil {
-		return err
-	}
-	if s.props != nil {
-		s.props = maps.Clone(s.props)
-		s.props[KeyListeners] = props[KeyListeners]
-		s.props[KeyAdvertisedListeners] = props[KeyAdvertisedListeners]
-	}
-	return nil
-}
+// finish checks a Set derived from a valid one.
+func (s *Set) finish() error { return s.check(nil) }

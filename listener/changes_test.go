@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -16,7 +17,7 @@ import (
 // CONTROLLER for the control plane, with a map that also names EXTERNAL.
 func running(t *testing.T) *listener.Set {
 	t.Helper()
-	set, err := listener.Resolve(listener.Properties{
+	set, err := config.Listeners(config.Properties{
 		"listeners":                      "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,CONTROLLER://127.0.0.1:9095",
 		"advertised.listeners":           "REPLICATION://broker1:9093,CLIENT://broker1:9092,CONTROLLER://broker1:9095",
 		"listener.security.protocol.map": "CLIENT:SASL_SSL,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT,EXTERNAL:SASL_SSL,PLAIN:PLAINTEXT",
@@ -121,17 +122,6 @@ func TestWithListener(t *testing.T) {
 				eps := next.AdvertisedEndPoints()
 				assert.Equal(t, l.Advertised, eps[len(eps)-1], "advertised last")
 			}
-			if cur.Properties() != nil {
-				// The properties say what the Set is resolved from.
-				again, err := listener.Resolve(next.Properties())
-				require.NoError(t, err)
-				assert.Equal(t, next.All, again.All)
-				assert.Equal(t, next.AdvertisedEndPoints(), again.AdvertisedEndPoints())
-				v, _ := next.Properties().Get("num.network.threads")
-				assert.Equal(t, "2", v, "the other properties stay")
-				v, _ = cur.Properties().Get("listeners")
-				assert.NotContains(t, v, string(l.Name), "the current Set's properties changed")
-			}
 		})
 	}
 }
@@ -165,9 +155,6 @@ func TestWithoutListener(t *testing.T) {
 				}
 				return out
 			}(), "advertised.listeners' order stays")
-			again, err := listener.Resolve(next.Properties())
-			require.NoError(t, err)
-			assert.Equal(t, next.All, again.All)
 		})
 	}
 }
@@ -175,7 +162,7 @@ func TestWithoutListener(t *testing.T) {
 // Changes reports what a re-read configuration adds, removes and
 // advertises anew, and refuses what Kafka does not change at run time.
 func TestChanges(t *testing.T) {
-	base := listener.Properties{
+	base := config.Properties{
 		"listeners":                      "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,CONTROLLER://127.0.0.1:9095",
 		"advertised.listeners":           "REPLICATION://broker1:9093,CLIENT://broker1:9092,CONTROLLER://broker1:9095",
 		"listener.security.protocol.map": "CLIENT:SASL_SSL,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT,EXTERNAL:SASL_SSL,PLAIN:PLAINTEXT",
@@ -233,14 +220,14 @@ func TestChanges(t *testing.T) {
 		}, wantKey: "listeners", wantErr: listener.ErrNotDynamic},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cur, err := listener.Resolve(base)
+			cur, err := config.Listeners(base)
 			require.NoError(t, err)
 			props, err := base.With(tc.set...)
 			require.NoError(t, err)
 			if v, _ := props.Get("control.plane.listener.name"); v == "" {
 				delete(props, "control.plane.listener.name")
 			}
-			next, err := listener.Resolve(props)
+			next, err := config.Listeners(props)
 			require.NoError(t, err)
 			c, err := cur.Changes(next)
 			if tc.wantErr != nil {

@@ -5,34 +5,27 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-// The configuration keys that Resolve reads, with Kafka's names.
+// The keys whose rules Validate applies, which its errors name (the
+// configuration layer, package config, exports them as constants).
 const (
-	KeyListeners                   = "listeners"
-	KeyAdvertisedListeners         = "advertised.listeners"
-	KeySecurityProtocolMap         = protocolmap.Key
-	KeyInterBrokerListenerName     = "inter.broker.listener.name"
-	KeyInterBrokerSecurityProtocol = "security.inter.broker.protocol"
-	KeyControlPlaneListenerName    = "control.plane.listener.name"
+	keyListeners                   = "listeners"
+	keyAdvertisedListeners         = "advertised.listeners"
+	keySecurityProtocolMap         = protocolmap.Key
+	keyInterBrokerListenerName     = "inter.broker.listener.name"
+	keyInterBrokerSecurityProtocol = "security.inter.broker.protocol"
+	keyControlPlaneListenerName    = "control.plane.listener.name"
 )
 
-// DefaultListeners is Kafka's default value of listeners.
-const DefaultListeners = "PLAINTEXT://:9092"
-
-// KeyConnectionsMaxIdleMs is Kafka's connections.max.idle.ms, which the
-// socket server applies to every connection, and DefaultConnectionsMaxIdle
-// its default. Resolve does not read it; it is here because both the
-// security settings and the socket server read it.
-const (
-	KeyConnectionsMaxIdleMs   = "connections.max.idle.ms"
-	DefaultConnectionsMaxIdle = 10 * time.Minute
-)
+// DefaultConnectionsMaxIdle is the default of connections.max.idle.ms,
+// which the socket server applies to every connection; it is here because
+// both the security settings and the socket server use it.
+const DefaultConnectionsMaxIdle = 10 * time.Minute
 
 // Listener is one resolved listener of a broker.
 type Listener struct {
@@ -68,8 +61,19 @@ type Set struct {
 	// when control.plane.listener.name is not set.
 	ControlPlaneListener protocolmap.ListenerName
 
-	props Properties
+	props map[string]string
 }
+
+// Properties returns the properties given to [Set.SetProperties], nil for
+// a Set built in code. It is transitional: the security package's
+// property parsers read them until they move to the configuration layer
+// (package config). The map is shared; do not modify it.
+func (s *Set) Properties() map[string]string { return s.props }
+
+// SetProperties records the properties s was read from, for
+// [Set.Properties]; config.Listeners calls it. Transitional, as
+// Properties is.
+func (s *Set) SetProperties(props map[string]string) { s.props = props }
 
 // Listener returns the listener called name (compared without regard to
 // case).
@@ -94,149 +98,6 @@ func (s *Set) AdvertisedEndPoints() []EndPoint {
 		}
 	}
 	return eps
-}
-
-// Properties returns the properties the configuration was resolved from.
-// The map is shared; do not modify it.
-func (s *Set) Properties() Properties { return s.props }
-
-func parseInt(key, value string, min int) (int, error) {
-	n, err := strconv.Atoi(value)
-	if err != nil {
-		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
-	}
-	if n < min {
-		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
-	}
-	return n, nil
-}
-
-// Resolve reads the listener keys of props over Kafka's defaults and applies
-// every rule Kafka enforces on them:
-//
-//   - listener.security.protocol.map parses (see [protocolmap.Parse]);
-//     unset, it is [protocolmap.Default];
-//   - listeners (default PLAINTEXT://:9092) and advertised.listeners
-//     (default: listeners) parse, every name is in the map, and names are
-//     unique within each list;
-//   - listeners bind distinct ports, except that exactly one IPv4 and one
-//     IPv6 address may share a port (port 0 is exempt);
-//   - advertised listener names are a subset of listener names, at least one
-//     listener is advertised, and none advertises 0.0.0.0;
-//   - inter.broker.listener.name and security.inter.broker.protocol are not
-//     both set, even to the default; the inter-broker listener is in the map
-//     and advertised (unset, it is the listener named after
-//     security.inter.broker.protocol, default PLAINTEXT);
-//   - control.plane.listener.name, if set, is in the map, advertised, and
-//     not the inter-broker listener.
-//
-// Errors are [*protocolmap.ConfigError] values that name the key, the value
-// and the rule, in Kafka's words.
-func Resolve(props Properties) (*Set, error) {
-	c := &Set{props: props}
-
-	c.SecurityProtocolMap = protocolmap.Default()
-	if v, ok := props.Get(KeySecurityProtocolMap); ok {
-		m, err := protocolmap.Parse(v)
-		if err != nil {
-			return nil, err
-		}
-		c.SecurityProtocolMap = m
-	}
-
-	listenersValue, ok := props.Get(KeyListeners)
-	if !ok {
-		listenersValue = DefaultListeners
-	}
-	bind, err := ParseEndPoints(KeyListeners, listenersValue, c.SecurityProtocolMap)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDistinctPorts(listenersValue, bind); err != nil {
-		return nil, err
-	}
-	advertisedValue, ok := props.Get(KeyAdvertisedListeners)
-	if !ok {
-		advertisedValue = listenersValue
-	}
-	advertised, err := ParseEndPoints(KeyAdvertisedListeners, advertisedValue, c.SecurityProtocolMap)
-	if err != nil {
-		return nil, err
-	}
-
-	if err := c.resolveInterBroker(props); err != nil {
-		return nil, err
-	}
-	if v, ok := props.Get(KeyControlPlaneListenerName); ok {
-		name, err := protocolmap.ParseListenerName(v)
-		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: err, Rule: "The provided listener name is null or empty string"}
-		}
-		if _, ok := c.SecurityProtocolMap[name]; !ok {
-			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: ErrNoSecurityProtocol,
-				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", name, KeyControlPlaneListenerName, KeySecurityProtocolMap)}
-		}
-		c.ControlPlaneListener = name
-	}
-
-	ibKey, ibValue := KeyInterBrokerListenerName, string(c.InterBrokerListener)
-	if v, ok := props.Get(KeyInterBrokerListenerName); ok {
-		ibValue = v
-	} else {
-		ibKey = KeyInterBrokerSecurityProtocol
-	}
-	cpValue, _ := props.Get(KeyControlPlaneListenerName)
-	if err := checkAdvertised(bind, advertised, advertisedValue, c.InterBrokerListener, ibKey, ibValue, c.ControlPlaneListener, cpValue); err != nil {
-		return nil, err
-	}
-	advertisedNames := names(advertised)
-	for _, b := range bind {
-		l := Listener{Name: b.Name, SecurityProtocol: b.SecurityProtocol, Bind: b,
-			InterBroker: b.Name == c.InterBrokerListener}
-		if i := slices.Index(advertisedNames, b.Name); i >= 0 {
-			l.Advertised = advertised[i]
-		}
-		if b.Name == c.ControlPlaneListener {
-			l.Plane = protocolmap.ControlPlane
-		}
-		c.All = append(c.All, l)
-	}
-	return c, nil
-}
-
-// resolveInterBroker sets the inter-broker listener name and protocol.
-func (s *Set) resolveInterBroker(props Properties) error {
-	nameValue, nameSet := props.Get(KeyInterBrokerListenerName)
-	protoValue, protoSet := props.Get(KeyInterBrokerSecurityProtocol)
-	if nameSet && protoSet {
-		return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: ErrConflictingKeys,
-			Rule: fmt.Sprintf("Only one of %s and %s should be set.", KeyInterBrokerListenerName, KeyInterBrokerSecurityProtocol)}
-	}
-	if nameSet {
-		name, err := protocolmap.ParseListenerName(nameValue)
-		if err != nil {
-			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: err, Rule: "The provided listener name is null or empty string"}
-		}
-		p, ok := s.SecurityProtocolMap[name]
-		if !ok {
-			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: ErrNoSecurityProtocol,
-				Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", name, KeyInterBrokerListenerName, KeySecurityProtocolMap)}
-		}
-		s.InterBrokerListener, s.InterBrokerSecurityProtocol = name, p
-		return nil
-	}
-	p := protocolmap.Plaintext
-	if protoSet {
-		// Kafka's validator compares this key case-sensitively.
-		parsed, err := protocolmap.ParseSecurityProtocol(protoValue)
-		if err != nil || parsed.String() != protoValue {
-			return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: protocolmap.ErrUnknownSecurityProtocol,
-				Rule: "String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"}
-		}
-		p = parsed
-	}
-	s.InterBrokerListener, s.InterBrokerSecurityProtocol = protocolmap.ListenerName(p.String()), p
-	return nil
 }
 
 // checkDistinctPorts applies Kafka's rule that listeners bind distinct ports,
@@ -272,7 +133,7 @@ func checkDistinctPorts(value string, eps []EndPoint) error {
 			}
 		}
 		fail := func(rule string) error {
-			return &protocolmap.ConfigError{Key: KeyListeners, Value: value, Err: ErrDuplicatePort, Rule: rule}
+			return &protocolmap.ConfigError{Key: keyListeners, Value: value, Err: ErrDuplicatePort, Rule: rule}
 		}
 		switch {
 		case other > 1:
@@ -308,7 +169,7 @@ func join(ns []protocolmap.ListenerName) string {
 var ErrInconsistent = errors.New("inconsistent listener configuration")
 
 // Validate checks a Set built in code, field by field, with the rules
-// [Resolve] applies to properties, over the typed values: every
+// the configuration layer (config.Listeners) applies to properties, over the typed values: every
 // listener's endpoints are well formed (a port from 0 to 65535, a host of
 // the characters Kafka allows, a host with a colon an IPv6 address) and
 // named after it, names are unique and in the map, listeners bind distinct
@@ -320,25 +181,45 @@ var ErrInconsistent = errors.New("inconsistent listener configuration")
 // map and those two names give it. A nil SecurityProtocolMap stands for
 // the map of the listeners' own protocols; an empty InterBrokerListener
 // for Kafka's default, the listener named PLAINTEXT. Errors name the key
-// whose rule failed, as Resolve's do (its value shown as the Set would
+// whose rule failed, as config.Listeners' do (its value shown as the Set would
 // write it), and wrap [ErrInconsistent] for contradictions. A Set that
-// Resolve returned is valid. socketserver.New calls Validate, so that
+// config.Listeners returned is valid. socketserver.New calls Validate, so that
 // configuring in code skips none of Kafka's checks.
 func (s *Set) Validate() error {
 	if s == nil || len(s.All) == 0 {
 		return fmt.Errorf("%w: no listeners", ErrInconsistent)
 	}
-	if err := s.check(); err != nil {
+	if err := s.check(nil); err != nil {
 		return fmt.Errorf("listener configuration built in code: %w", err)
 	}
 	return nil
 }
 
-// check is Validate's rules, its errors unprefixed.
-func (s *Set) check() error {
+// ValidateAsWritten is [Set.Validate] for a Set read from properties, as
+// the configuration layer (package config) reads one: its errors show the
+// value of each key as written holds it (listeners, advertised.listeners,
+// listener.security.protocol.map, inter.broker.listener.name,
+// security.inter.broker.protocol, control.plane.listener.name; a key
+// missing from written shows as the Set writes it), name
+// security.inter.broker.protocol for the inter-broker listener when
+// written has no inter.broker.listener.name, and have no prefix.
+func (s *Set) ValidateAsWritten(written map[string]string) error {
+	if s == nil {
+		return fmt.Errorf("%w: no listeners", ErrInconsistent)
+	}
+	return s.check(written) // no listeners: none is advertised, an error naming advertised.listeners
+}
+
+// check is Validate's rules, its errors unprefixed and showing the values
+// of written where it has them (nil: the Set's own, for a Set built in
+// code).
+func (s *Set) check(written map[string]string) error {
 	values, err := s.keyValues()
 	if err != nil {
 		return err
+	}
+	for k, v := range written {
+		values[k] = v
 	}
 	m := s.protocols()
 	bad := func(format string, args ...any) error {
@@ -349,20 +230,20 @@ func (s *Set) check() error {
 		if n, err := protocolmap.ParseListenerName(string(l.Name)); err != nil || n != l.Name {
 			return bad("listener %q: the name must be given as protocolmap.ParseListenerName gives it (upper case, trimmed)", l.Name)
 		}
-		if err := checkEndPoint(KeyListeners, values[KeyListeners], l.Bind, m); err != nil {
+		if err := checkEndPoint(keyListeners, values[keyListeners], l.Bind, m); err != nil {
 			return err
 		}
 		bind = append(bind, l.Bind)
 		if l.IsAdvertised() {
-			if err := checkEndPoint(KeyAdvertisedListeners, values[KeyAdvertisedListeners], l.Advertised, m); err != nil {
+			if err := checkEndPoint(keyAdvertisedListeners, values[keyAdvertisedListeners], l.Advertised, m); err != nil {
 				return err
 			}
 			advertised = append(advertised, l.Advertised)
 		}
 	}
-	for _, key := range []string{KeyListeners, KeyAdvertisedListeners} {
+	for _, key := range []string{keyListeners, keyAdvertisedListeners} {
 		eps := bind
-		if key == KeyAdvertisedListeners {
+		if key == keyAdvertisedListeners {
 			eps = advertised
 		}
 		seen := map[protocolmap.ListenerName]bool{}
@@ -374,25 +255,27 @@ func (s *Set) check() error {
 			seen[ep.Name] = true
 		}
 	}
-	if err := checkDistinctPorts(values[KeyListeners], bind); err != nil {
+	if err := checkDistinctPorts(values[keyListeners], bind); err != nil {
 		return err
 	}
 	ib := s.interBroker()
-	ibKey, ibValue := KeyInterBrokerListenerName, string(ib)
-	if s.InterBrokerListener == "" {
-		ibKey = KeyInterBrokerSecurityProtocol
+	ibKey, ibValue := keyInterBrokerListenerName, string(ib)
+	if v, ok := written[keyInterBrokerListenerName]; ok {
+		ibValue = v
+	} else if written != nil || s.InterBrokerListener == "" {
+		ibKey = keyInterBrokerSecurityProtocol
 	}
 	if _, ok := m[ib]; !ok && s.InterBrokerListener != "" { // Kafka's default name is not looked up: it must be advertised, below
 		return &protocolmap.ConfigError{Key: ibKey, Value: ibValue, Err: ErrNoSecurityProtocol,
-			Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", ib, KeyInterBrokerListenerName, KeySecurityProtocolMap)}
+			Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", ib, keyInterBrokerListenerName, keySecurityProtocolMap)}
 	}
 	if cp := s.ControlPlaneListener; cp != "" {
 		if _, ok := m[cp]; !ok {
-			return &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: string(cp), Err: ErrNoSecurityProtocol,
-				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", cp, KeyControlPlaneListenerName, KeySecurityProtocolMap)}
+			return &protocolmap.ConfigError{Key: keyControlPlaneListenerName, Value: string(cp), Err: ErrNoSecurityProtocol,
+				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", cp, keyControlPlaneListenerName, keySecurityProtocolMap)}
 		}
 	}
-	if err := checkAdvertised(bind, advertised, values[KeyAdvertisedListeners], ib, ibKey, ibValue, s.ControlPlaneListener, string(s.ControlPlaneListener)); err != nil {
+	if err := checkAdvertised(bind, advertised, values[keyAdvertisedListeners], ib, ibKey, ibValue, s.ControlPlaneListener, values[keyControlPlaneListenerName]); err != nil {
 		return err
 	}
 	// InterBrokerSecurityProtocol is derived; its zero value (PLAINTEXT)
@@ -408,9 +291,9 @@ func (s *Set) check() error {
 		}
 		switch {
 		case l.SecurityProtocol != want:
-			return bad("listener %s speaks %s, but %s maps it to %s", l.Name, l.SecurityProtocol, KeySecurityProtocolMap, want)
+			return bad("listener %s speaks %s, but %s maps it to %s", l.Name, l.SecurityProtocol, keySecurityProtocolMap, want)
 		case l.Plane != plane:
-			return bad("listener %s is on the %s plane, but %s is %q", l.Name, l.Plane, KeyControlPlaneListenerName, s.ControlPlaneListener)
+			return bad("listener %s is on the %s plane, but %s is %q", l.Name, l.Plane, keyControlPlaneListenerName, s.ControlPlaneListener)
 		case l.InterBroker != (l.Name == ib):
 			return bad("listener %s: InterBroker is %t, but the inter-broker listener is %s", l.Name, l.InterBroker, ib)
 		}
@@ -461,7 +344,7 @@ func isIPv6(host string) bool {
 }
 
 // checkAdvertised applies Kafka's rules on the advertised listeners, to
-// Resolve's parsed values and Validate's typed ones alike: at least one
+// config.Listeners' parsed values and Validate's typed ones alike: at least one
 // is advertised; the inter-broker listener ib (named by ibKey, as
 // ibValue) is; every advertised name is a listener's; none advertises
 // 0.0.0.0; and the control-plane listener cp (as cpValue), if any, is
@@ -471,45 +354,45 @@ func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib pro
 	bindNames := names(bind)
 	advertisedNames := names(advertised)
 	if len(advertised) == 0 {
-		return &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+		return &protocolmap.ConfigError{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
 			Rule: "There must be at least one broker advertised listener."}
 	}
 	if !slices.Contains(advertisedNames, ib) {
 		return &protocolmap.ConfigError{Key: ibKey, Value: ibValue, Err: ErrNotAdvertised,
 			Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
-				KeyInterBrokerListenerName, KeyAdvertisedListeners, join(advertisedNames))}
+				keyInterBrokerListenerName, keyAdvertisedListeners, join(advertisedNames))}
 	}
 	for _, n := range advertisedNames {
 		if !slices.Contains(bindNames, n) {
-			return &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+			return &protocolmap.ConfigError{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
 				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
-					KeyAdvertisedListeners, KeyListeners, join(advertisedNames), join(bindNames))}
+					keyAdvertisedListeners, keyListeners, join(advertisedNames), join(bindNames))}
 		}
 	}
 	for _, ep := range advertised {
 		if ep.Host == "0.0.0.0" {
-			return &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: ErrNonRoutable,
-				Rule: fmt.Sprintf("%s cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.", KeyAdvertisedListeners)}
+			return &protocolmap.ConfigError{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNonRoutable,
+				Rule: fmt.Sprintf("%s cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.", keyAdvertisedListeners)}
 		}
 	}
 	if cp != "" {
 		if !slices.Contains(advertisedNames, cp) {
-			return &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: cpValue, Err: ErrNotAdvertised,
+			return &protocolmap.ConfigError{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrNotAdvertised,
 				Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
-					KeyControlPlaneListenerName, KeyAdvertisedListeners, join(advertisedNames))}
+					keyControlPlaneListenerName, keyAdvertisedListeners, join(advertisedNames))}
 		}
 		if cp == ib {
-			return &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: cpValue, Err: ErrSameListener,
+			return &protocolmap.ConfigError{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrSameListener,
 				Rule: fmt.Sprintf("%s, when defined, should have a different value from the inter broker listener name. Currently they both have the value %s",
-					KeyControlPlaneListenerName, cp)}
+					keyControlPlaneListenerName, cp)}
 		}
 	}
 	return nil
 }
 
-// keyValues returns s as the values of the keys Resolve reads, for errors
-// to show and for the properties a changed Set keeps (see finish).
-func (s *Set) keyValues() (Properties, error) {
+// keyValues returns s as the values of the keys it is read from, for
+// errors to show.
+func (s *Set) keyValues() (map[string]string, error) {
 	m := s.protocols()
 	var bind, advertised []string
 	for _, l := range s.All {
@@ -522,16 +405,16 @@ func (s *Set) keyValues() (Properties, error) {
 			advertised = append(advertised, l.Advertised.String())
 		}
 	}
-	props := Properties{
-		KeyListeners:           strings.Join(bind, ","),
-		KeyAdvertisedListeners: strings.Join(advertised, ","),
-		KeySecurityProtocolMap: m.String(),
+	props := map[string]string{
+		keyListeners:           strings.Join(bind, ","),
+		keyAdvertisedListeners: strings.Join(advertised, ","),
+		keySecurityProtocolMap: m.String(),
 	}
 	if s.InterBrokerListener != "" {
-		props[KeyInterBrokerListenerName] = string(s.InterBrokerListener)
+		props[keyInterBrokerListenerName] = string(s.InterBrokerListener)
 	}
 	if s.ControlPlaneListener != "" {
-		props[KeyControlPlaneListenerName] = string(s.ControlPlaneListener)
+		props[keyControlPlaneListenerName] = string(s.ControlPlaneListener)
 	}
 	return props, nil
 }

@@ -6,10 +6,10 @@
 // protocol it speaks, which plane it feeds and whether brokers use it among
 // themselves.
 //
-// The entry point is [Resolve], which takes broker [Properties] (for example
-// from [LoadProperties] on a server.properties file) and returns a [Set].
-// [Properties.ListenerValue] resolves listener-prefixed settings
-// (listener.name.<name>.<key>) as later layers need them.
+// A [Set] holds typed values only: the configuration layer (package
+// config: config.Listeners, from properties that config.Load reads) builds
+// one from Kafka's keys, and a host may build one in code; [Set.Validate]
+// applies Kafka's rules to either.
 // [Set.AdvertisedEndPoints] are what a broker tells clients; the
 // socketserver package turns them into the brokers of a Metadata response
 // as seen through the listener a client connected to.
@@ -19,12 +19,12 @@
 // and advertises anew, and refuses what needs a restart (the inter-broker
 // and control-plane listeners, an existing listener's protocol or
 // address); [Set.WithListener] and [Set.WithoutListener] derive the Set
-// of one change, under the rules [Resolve] applies.
+// of one change, under the same rules.
 //
 // Who is talking on a listener (TLS, SASL, principals, JAAS, OAUTHBEARER)
-// is not this package's concern but the security package's, which reads
-// its settings with [Properties.ListenerValue], [Properties.ListenerInt]
-// and [Properties.Int].
+// is not this package's concern but the security package's. (Until the
+// security package's property parsers move to package config, a Set read
+// by config.Listeners keeps its properties for them: [Set.Properties].)
 //
 // Errors are [*protocolmap.ConfigError] values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -91,17 +92,29 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 	}
 }
 
+// kip103 is a broker with several listeners sharing one protocol and a
+// control plane.
+func kip103() config.Properties {
+	return config.Properties{
+		"listeners":                      "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
+		"advertised.listeners":           "CLIENT://kafka.example:19092,REPLICATION://10.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://10.0.0.1:9095",
+		"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":     "REPLICATION",
+		"control.plane.listener.name":    "CONTROLLER",
+	}
+}
+
 // Every Config that Resolve returns is valid, so Validate adds nothing for
 // hosts that read properties.
 func TestValidateAcceptsResolved(t *testing.T) {
-	for _, props := range []listener.Properties{
+	for _, props := range []config.Properties{
 		{},
 		kip103(),
 		{"listeners": "PLAINTEXT://:9092,SSL://[::1]:9093", "advertised.listeners": "SSL://[::1]:9093,PLAINTEXT://broker:9092"},
 		{"listeners": "A://0.0.0.0:9092,B://[::]:9092", "advertised.listeners": "A://10.0.0.1:9092,B://[fe80::1]:9092",
 			"listener.security.protocol.map": "A:PLAINTEXT,B:SSL", "inter.broker.listener.name": "A"},
 	} {
-		c, err := listener.Resolve(props)
+		c, err := config.Listeners(props)
 		require.NoError(t, err, props)
 		assert.NoError(t, c.Validate(), props)
 	}
@@ -114,14 +127,14 @@ func TestValidateAcceptsResolved(t *testing.T) {
 // with the sentinel, that Resolve's error for the same values names.
 func TestSetBuiltInCodeBehavesAsParsed(t *testing.T) {
 	extra := codeListener("EXTRA", protocolmap.Plaintext, "127.0.0.1", 9099)
-	for _, props := range []listener.Properties{
+	for _, props := range []config.Properties{
 		{},
 		kip103(),
 		{"listeners": "PLAINTEXT://:9092,SSL://[::1]:9093", "advertised.listeners": "SSL://[::1]:9093,PLAINTEXT://broker:9092"},
 		{"listeners": "A://0.0.0.0:9092,B://[::]:9092,C://127.0.0.1:9094", "advertised.listeners": "A://10.0.0.1:9092,B://[fe80::1]:9092",
 			"listener.security.protocol.map": "A:PLAINTEXT,B:SSL,C:PLAINTEXT,D:SASL_SSL", "inter.broker.listener.name": "A"},
 	} {
-		parsed, err := listener.Resolve(props)
+		parsed, err := config.Listeners(props)
 		require.NoError(t, err, props)
 		code := &listener.Set{All: append([]listener.Listener(nil), parsed.All...), SecurityProtocolMap: parsed.SecurityProtocolMap,
 			InterBrokerListener: parsed.InterBrokerListener, InterBrokerSecurityProtocol: parsed.InterBrokerSecurityProtocol,
@@ -153,32 +166,32 @@ func TestSetBuiltInCodeBehavesAsParsed(t *testing.T) {
 		}
 	}
 
-	base := func() (listener.Properties, *listener.Set) {
-		props := listener.Properties{"listeners": "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093",
+	base := func() (config.Properties, *listener.Set) {
+		props := config.Properties{"listeners": "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093",
 			"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT", "inter.broker.listener.name": "REPLICATION"}
-		s, err := listener.Resolve(props)
+		s, err := config.Listeners(props)
 		require.NoError(t, err)
 		return props, &listener.Set{All: s.All, SecurityProtocolMap: s.SecurityProtocolMap, InterBrokerListener: s.InterBrokerListener}
 	}
 	for _, tc := range []struct {
 		name  string
-		props func(listener.Properties)
+		props func(config.Properties)
 		set   func(*listener.Set)
 	}{
-		{"a shared port", func(p listener.Properties) { p["listeners"] = "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9092" },
+		{"a shared port", func(p config.Properties) { p["listeners"] = "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9092" },
 			func(s *listener.Set) { s.All[1].Bind.Port = 9092 }},
-		{"a port out of range", func(p listener.Properties) { p["listeners"] = "CLIENT://127.0.0.1:70000,REPLICATION://127.0.0.1:9093" },
+		{"a port out of range", func(p config.Properties) { p["listeners"] = "CLIENT://127.0.0.1:70000,REPLICATION://127.0.0.1:9093" },
 			func(s *listener.Set) { s.All[0].Bind.Port = 70000 }},
-		{"a host Kafka refuses", func(p listener.Properties) { p["listeners"] = "CLIENT://bad/host:9092,REPLICATION://127.0.0.1:9093" },
+		{"a host Kafka refuses", func(p config.Properties) { p["listeners"] = "CLIENT://bad/host:9092,REPLICATION://127.0.0.1:9093" },
 			func(s *listener.Set) { s.All[0].Bind.Host = "bad/host" }},
-		{"advertising 0.0.0.0", func(p listener.Properties) {
+		{"advertising 0.0.0.0", func(p config.Properties) {
 			p["advertised.listeners"] = "CLIENT://0.0.0.0:9092,REPLICATION://127.0.0.1:9093"
 		}, func(s *listener.Set) { s.All[0].Advertised.Host = "0.0.0.0" }},
-		{"an inter-broker listener not in the map", func(p listener.Properties) { p["inter.broker.listener.name"] = "OTHER" },
+		{"an inter-broker listener not in the map", func(p config.Properties) { p["inter.broker.listener.name"] = "OTHER" },
 			func(s *listener.Set) { s.InterBrokerListener, s.All[1].InterBroker = "OTHER", false }},
-		{"an unadvertised inter-broker listener", func(p listener.Properties) { p["advertised.listeners"] = "CLIENT://127.0.0.1:9092" },
+		{"an unadvertised inter-broker listener", func(p config.Properties) { p["advertised.listeners"] = "CLIENT://127.0.0.1:9092" },
 			func(s *listener.Set) { s.All[1].Advertised = listener.EndPoint{} }},
-		{"the control plane is the inter-broker listener", func(p listener.Properties) { p["control.plane.listener.name"] = "REPLICATION" },
+		{"the control plane is the inter-broker listener", func(p config.Properties) { p["control.plane.listener.name"] = "REPLICATION" },
 			func(s *listener.Set) {
 				s.ControlPlaneListener, s.All[1].Plane = "REPLICATION", protocolmap.ControlPlane
 			}},
@@ -187,7 +200,7 @@ func TestSetBuiltInCodeBehavesAsParsed(t *testing.T) {
 			props, set := base()
 			tc.props(props)
 			tc.set(set)
-			_, parseErr := listener.Resolve(props)
+			_, parseErr := config.Listeners(props)
 			codeErr := set.Validate()
 			var pe, ce *protocolmap.ConfigError
 			require.ErrorAs(t, parseErr, &pe)

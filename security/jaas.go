@@ -453,7 +453,7 @@ func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism stri
 // value shown as [hidden].
 func plainUsers(set *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
 	c := view(set)
-	if _, from, ok := c.Properties().ListenerValue(name, KeySASLJAASConfig); ok {
+	if _, from, ok := c.props.ListenerValue(name, KeySASLJAASConfig); ok {
 		ignored = from
 	}
 	key := KeyPlainJAASConfig(name)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -120,7 +120,7 @@ func TestPlainUsers(t *testing.T) {
 		assert.NotContains(t, err.Error(), "alice-secret")
 	})
 	t.Run("properties file", func(t *testing.T) {
-		props, err := listener.ParseProperties([]byte("listeners=SASL_PLAINTEXT://:9094\n" +
+		props, err := config.ParseProperties([]byte("listeners=SASL_PLAINTEXT://:9094\n" +
 			"listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT\n" +
 			"inter.broker.listener.name=SASL_PLAINTEXT\n" +
 			"listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plainModule + " required \\\n" +
@@ -129,7 +129,7 @@ func TestPlainUsers(t *testing.T) {
 			"    user_admin=\"admin-secret\" \\\n" +
 			"    user_alice=\"alice-secret\";\n"))
 		require.NoError(t, err)
-		c, err := listener.Resolve(props)
+		c, err := config.Listeners(props)
 		require.NoError(t, err)
 		users, _, err := security.PlainUsers(c, protocolmap.ListenerName("SASL_PLAINTEXT"))
 		require.NoError(t, err)

@@ -349,7 +349,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 		if ignored != "" {
 			warn(JAASWarning{Key: ignored, Listener: l.Name})
 		}
-		_, plainSet := set.Properties().Get(plainKey)
+		_, plainSet := view(set).props.Get(plainKey)
 		lu := listenerUsers{byKey: map[string]map[string]string{}}
 		if slices.Contains(mechs, sasl.Plain) {
 			if plainErr != nil {

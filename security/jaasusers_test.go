@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -14,8 +15,8 @@ import (
 
 // jaasProps are two SASL listeners, A and B, and a PLAINTEXT one, with
 // extra laid over them.
-func jaasProps(extra ...string) listener.Properties {
-	p := listener.Properties{
+func jaasProps(extra ...string) config.Properties {
+	p := config.Properties{
 		"listeners":                      "A://127.0.0.1:0,B://127.0.0.1:0,P://127.0.0.1:0",
 		"listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT,P:PLAINTEXT",
 		"inter.broker.listener.name":     "P",
@@ -31,7 +32,7 @@ func jaas(users string) string { return plainModule + " required " + users + ";"
 
 func resolveJAAS(t testing.TB, extra ...string) *listener.Set {
 	t.Helper()
-	c, err := listener.Resolve(jaasProps(extra...))
+	c, err := config.Listeners(jaasProps(extra...))
 	require.NoError(t, err)
 	return c
 }

@@ -227,7 +227,7 @@ func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerS
 	jaas, jaasSet := c.props.Get(jaasKey)
 	s := OAuthBearerSettings{Listener: name}
 	if !classSet {
-		if v, from, ok := c.Properties().ListenerValue(name, KeySASLServerCallbackHandlerClass); ok {
+		if v, from, ok := c.props.ListenerValue(name, KeySASLServerCallbackHandlerClass); ok {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("%s=%s is ignored: a broker reads a server callback handler class only with the listener and mechanism prefix, as %s", from, v, classKey))
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -22,8 +22,8 @@ const (
 )
 
 // oauthProps is a SASL_PLAINTEXT listener enabling OAUTHBEARER, with extra.
-func oauthProps(extra listener.Properties) listener.Properties {
-	p := listener.Properties{
+func oauthProps(extra config.Properties) config.Properties {
+	p := config.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
 		"security.inter.broker.protocol": "SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "OAUTHBEARER",
@@ -36,9 +36,9 @@ func oauthProps(extra listener.Properties) listener.Properties {
 
 // oauthSettings reads the SASL_PLAINTEXT listener's OAUTHBEARER settings
 // from props.
-func oauthSettings(t *testing.T, props listener.Properties) (security.OAuthBearerSettings, error) {
+func oauthSettings(t *testing.T, props config.Properties) (security.OAuthBearerSettings, error) {
 	t.Helper()
-	cfg, err := listener.Resolve(oauthProps(props))
+	cfg, err := config.Listeners(oauthProps(props))
 	require.NoError(t, err)
 	return security.OAuthBearer(cfg, "SASL_PLAINTEXT")
 }
@@ -61,7 +61,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 	url := writeJWKS(t)
 	t.Run("JWKS", func(t *testing.T) {
 		for _, class := range []string{security.OAuthBearerValidatorCallbackHandler, security.OAuthBearerValidatorCallbackHandlerDeprecated} {
-			s, err := oauthSettings(t, listener.Properties{
+			s, err := oauthSettings(t, config.Properties{
 				oauthJAASKey:  loginModule + ";",
 				oauthClassKey: class,
 				"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": url,
@@ -81,7 +81,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 				ScopeClaimName: "scope", SubClaimName: "client_id",
 			}}, s)
 		}
-		s, err := oauthSettings(t, listener.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
+		s, err := oauthSettings(t, config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
 			"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks"})
 		require.NoError(t, err)
 		assert.Equal(t, &security.OAuthBearerJWKS{URL: "https://idp.example/jwks", Refresh: time.Hour,
@@ -91,21 +91,21 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		assert.Empty(t, s.Warnings)
 	})
 	t.Run("unsecured", func(t *testing.T) {
-		s, err := oauthSettings(t, listener.Properties{oauthJAASKey: loginModule + ` unsecuredLoginStringClaim_sub="admin"
+		s, err := oauthSettings(t, config.Properties{oauthJAASKey: loginModule + ` unsecuredLoginStringClaim_sub="admin"
 			unsecuredValidatorPrincipalClaimName="principal" unsecuredValidatorScopeClaimName="scp"
 			unsecuredValidatorRequiredScope="kafka  write" unsecuredValidatorAllowableClockSkewMs="60000";`})
 		require.NoError(t, err)
 		assert.Equal(t, security.OAuthBearerSettings{Listener: "SASL_PLAINTEXT", Unsecured: &security.OAuthBearerUnsecured{
 			PrincipalClaimName: "principal", ScopeClaimName: "scp", RequiredScope: []string{"kafka", "write"}, AllowableClockSkew: time.Minute,
 		}}, s)
-		s, err = oauthSettings(t, listener.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorPrincipalClaimName=" ";`,
+		s, err = oauthSettings(t, config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorPrincipalClaimName=" ";`,
 			oauthClassKey: security.OAuthBearerUnsecuredValidatorCallbackHandler})
 		require.NoError(t, err)
 		assert.Equal(t, &security.OAuthBearerUnsecured{PrincipalClaimName: "sub", ScopeClaimName: "scope"}, s.Unsecured, "Kafka's defaults")
 		assert.Nil(t, s.JWKS)
 	})
 	t.Run("warnings", func(t *testing.T) {
-		s, err := oauthSettings(t, listener.Properties{
+		s, err := oauthSettings(t, config.Properties{
 			oauthJAASKey:                         loginModule + ";",
 			"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks",
 			"sasl.server.callback.handler.class": security.OAuthBearerValidatorCallbackHandler,
@@ -117,7 +117,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		assert.Contains(t, s.Warnings[1], "sasl.oauthbearer.jwks.endpoint.url is set but unused")
 	})
 	t.Run("Security", func(t *testing.T) {
-		cfg, err := listener.Resolve(oauthProps(listener.Properties{oauthJAASKey: loginModule + ";",
+		cfg, err := config.Listeners(oauthProps(config.Properties{oauthJAASKey: loginModule + ";",
 			"listeners": "SASL_PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0", "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,OTHER:SASL_PLAINTEXT",
 			"listener.name.other.sasl.enabled.mechanisms": "PLAIN"}))
 		require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 
 		// Properties that leave OAUTHBEARER to the host are no error of
 		// Security's: it says why, for the socket server's.
-		cfg, err = listener.Resolve(oauthProps(listener.Properties{oauthClassKey: "com.example.Introspection"}))
+		cfg, err = config.Listeners(oauthProps(config.Properties{oauthClassKey: "com.example.Introspection"}))
 		require.NoError(t, err)
 		sec, err = security.ForListener(cfg, "SASL_PLAINTEXT")
 		require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		assert.Equal(t, oauthClassKey, ce.Key)
 
 		// An invalid setting is.
-		cfg, err = listener.Resolve(oauthProps(listener.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="-5";`}))
+		cfg, err = config.Listeners(oauthProps(config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="-5";`}))
 		require.NoError(t, err)
 		_, err = security.ForListener(cfg, "SASL_PLAINTEXT")
 		require.ErrorIs(t, err, security.ErrOAuthBearerConfig)
@@ -160,8 +160,8 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 func TestOAuthBearerConfigErrors(t *testing.T) {
 	url := writeJWKS(t)
 	dir := t.TempDir()
-	validated := func(extra listener.Properties) listener.Properties {
-		p := listener.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
+	validated := func(extra config.Properties) config.Properties {
+		p := config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
 			"sasl.oauthbearer.jwks.endpoint.url": url}
 		for k, v := range extra {
 			p[k] = v
@@ -170,49 +170,49 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		props      listener.Properties
+		props      config.Properties
 		key, value string
 		rule       string
 		sentinel   error
 	}{
 		{"nothing configured", nil, oauthJAASKey, "", "needs " + oauthJAASKey, security.ErrOAuthBearerNotConfigured},
-		{"another handler class", listener.Properties{oauthClassKey: "io.strimzi.kafka.oauth.server.JaasServerOauthValidatorCallbackHandler"},
+		{"another handler class", config.Properties{oauthClassKey: "io.strimzi.kafka.oauth.server.JaasServerOauthValidatorCallbackHandler"},
 			oauthClassKey, "io.strimzi.kafka.oauth.server.JaasServerOauthValidatorCallbackHandler", "its own OAUTHBEARER mechanism", security.ErrOAuthBearerNotConfigured},
-		{"the validator without JAAS", listener.Properties{oauthClassKey: security.OAuthBearerValidatorCallbackHandler},
+		{"the validator without JAAS", config.Properties{oauthClassKey: security.OAuthBearerValidatorCallbackHandler},
 			oauthJAASKey, "", "needs " + oauthJAASKey, security.ErrOAuthBearerConfig},
-		{"another login module", listener.Properties{oauthJAASKey: security.PlainLoginModule + ` required user_alice="secret-pw";`},
+		{"another login module", config.Properties{oauthJAASKey: security.PlainLoginModule + ` required user_alice="secret-pw";`},
 			oauthJAASKey, "[hidden]", "is not " + security.OAuthBearerLoginModule, security.ErrOAuthBearerConfig},
-		{"two login modules", listener.Properties{oauthJAASKey: loginModule + "; " + loginModule + ";"},
+		{"two login modules", config.Properties{oauthJAASKey: loginModule + "; " + loginModule + ";"},
 			oauthJAASKey, "[hidden]", "contains 2 login modules", security.ErrOAuthBearerConfig},
-		{"no JWKS URL", validated(listener.Properties{"sasl.oauthbearer.jwks.endpoint.url": ""}),
+		{"no JWKS URL", validated(config.Properties{"sasl.oauthbearer.jwks.endpoint.url": ""}),
 			"sasl.oauthbearer.jwks.endpoint.url", "", "must be non-null", security.ErrOAuthBearerConfig},
-		{"an empty prefixed JWKS URL", validated(listener.Properties{"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": ""}),
+		{"an empty prefixed JWKS URL", validated(config.Properties{"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": ""}),
 			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "", "must be non-null", security.ErrOAuthBearerConfig},
-		{"a JWKS file that does not exist", validated(listener.Properties{"listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url": "file://" + dir + "/none.json"}),
+		{"a JWKS file that does not exist", validated(config.Properties{"listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url": "file://" + dir + "/none.json"}),
 			"listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url", "file://" + dir + "/none.json", "that doesn't exist", security.ErrOAuthBearerConfig},
-		{"a JWKS directory", validated(listener.Properties{"sasl.oauthbearer.jwks.endpoint.url": "file://" + dir}),
+		{"a JWKS directory", validated(config.Properties{"sasl.oauthbearer.jwks.endpoint.url": "file://" + dir}),
 			"sasl.oauthbearer.jwks.endpoint.url", "file://" + dir, "references a directory", security.ErrOAuthBearerConfig},
-		{"an ftp URL", validated(listener.Properties{"sasl.oauthbearer.jwks.endpoint.url": "ftp://idp/jwks"}),
+		{"an ftp URL", validated(config.Properties{"sasl.oauthbearer.jwks.endpoint.url": "ftp://idp/jwks"}),
 			"sasl.oauthbearer.jwks.endpoint.url", "ftp://idp/jwks", "only http, https and file", security.ErrOAuthBearerConfig},
-		{"refresh.ms 0", validated(listener.Properties{"sasl.oauthbearer.jwks.endpoint.refresh.ms": "0"}),
+		{"refresh.ms 0", validated(config.Properties{"sasl.oauthbearer.jwks.endpoint.refresh.ms": "0"}),
 			"sasl.oauthbearer.jwks.endpoint.refresh.ms", "0", "at least 1", security.ErrOAuthBearerConfig},
-		{"refresh.ms not a number", validated(listener.Properties{"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.refresh.ms": "1h"}),
+		{"refresh.ms not a number", validated(config.Properties{"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.refresh.ms": "1h"}),
 			"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.refresh.ms", "1h", "64-bit integer", security.ErrOAuthBearerConfig},
-		{"backoff max below backoff", validated(listener.Properties{"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "500", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "100"}),
+		{"backoff max below backoff", validated(config.Properties{"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "500", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "100"}),
 			"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "100", "retryBackoffMaxMs value (100) is less than retryBackoffMs value (500)", security.ErrOAuthBearerConfig},
-		{"a negative clock skew", validated(listener.Properties{"sasl.oauthbearer.clock.skew.seconds": "-1"}),
+		{"a negative clock skew", validated(config.Properties{"sasl.oauthbearer.clock.skew.seconds": "-1"}),
 			"sasl.oauthbearer.clock.skew.seconds", "-1", "at least 0", security.ErrOAuthBearerConfig},
-		{"a blank sub claim name", validated(listener.Properties{"sasl.oauthbearer.sub.claim.name": " "}),
+		{"a blank sub claim name", validated(config.Properties{"sasl.oauthbearer.sub.claim.name": " "}),
 			"sasl.oauthbearer.sub.claim.name", "", "must not contain only whitespace", security.ErrOAuthBearerConfig},
-		{"a client key store for the JWKS endpoint", validated(listener.Properties{oauthJAASKey: loginModule + ` ssl.keystore.location="/k.pem";`}),
+		{"a client key store for the JWKS endpoint", validated(config.Properties{oauthJAASKey: loginModule + ` ssl.keystore.location="/k.pem";`}),
 			oauthJAASKey, "[hidden]", "option ssl.keystore.location is not supported", security.ErrOAuthBearerConfig},
-		{"a JKS trust store", validated(listener.Properties{oauthJAASKey: loginModule + ` ssl.truststore.location="/t.jks";`}),
+		{"a JKS trust store", validated(config.Properties{oauthJAASKey: loginModule + ` ssl.truststore.location="/t.jks";`}),
 			oauthJAASKey, "[hidden]", "option ssl.truststore.type: this package reads only PEM stores", security.ErrTLSConfig},
-		{"an unsecured clock skew that is not a number", listener.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="soon";`},
+		{"an unsecured clock skew that is not a number", config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="soon";`},
 			oauthJAASKey, "[hidden]", `option unsecuredValidatorAllowableClockSkewMs="soon": not a 32-bit integer`, security.ErrOAuthBearerConfig},
-		{"a negative unsecured clock skew", listener.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="-5";`},
+		{"a negative unsecured clock skew", config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="-5";`},
 			oauthJAASKey, "[hidden]", "must not be negative", security.ErrOAuthBearerConfig},
-		{"an invalid required scope", listener.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorRequiredScope="ok bad\"quote";`},
+		{"an invalid required scope", config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorRequiredScope="ok bad\"quote";`},
 			oauthJAASKey, "[hidden]", `option unsecuredValidatorRequiredScope="ok bad\"quote": Invalid scope value: "bad\"quote"`, security.ErrOAuthBearerConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

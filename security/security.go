@@ -17,7 +17,7 @@ import (
 // The authentication keys that [ForListener] and
 // [FailedAuthenticationDelay] read, with Kafka's names, and one key
 // of this package's own. (FailedAuthenticationDelay also reads
-// connections.max.idle.ms, [listener.KeyConnectionsMaxIdleMs], which
+// connections.max.idle.ms, [keyConnectionsMaxIdleMs], which
 // the socket server applies.)
 const (
 	KeySASLEnabledMechanisms                 = "sasl.enabled.mechanisms"
@@ -27,6 +27,9 @@ const (
 	// that never finishes authenticating only by connections.max.idle.ms.
 	KeyHandshakeTimeoutMs = "kafkanet.handshake.timeout.ms"
 )
+
+// keyConnectionsMaxIdleMs is connections.max.idle.ms (config.KeyConnectionsMaxIdleMs).
+const keyConnectionsMaxIdleMs = "connections.max.idle.ms"
 
 // Defaults of the keys above.
 const (
@@ -137,7 +140,7 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 }
 
 // ForListener gathers the authentication settings of one listener, each
-// looked up with [listener.Properties.ListenerValue] (the listener prefix
+// looked up with [config.Properties.ListenerValue] (the listener prefix
 // overrides the un-prefixed key):
 //
 //   - TLS from [TLSConfig], and for TLS listeners ssl.allow.dn.changes and
@@ -276,13 +279,21 @@ func (c config) reauthMax(s setting) (time.Duration, error) {
 // broker-wide.
 func FailedAuthenticationDelay(set *listener.Set) (time.Duration, error) {
 	c := view(set)
-	delay, err := c.Properties().Int(KeyConnectionFailedAuthenticationDelayMs, int(DefaultFailedAuthenticationDelay/time.Millisecond), 0)
-	if err != nil {
-		return 0, err
+	delay := int(DefaultFailedAuthenticationDelay / time.Millisecond)
+	if v, ok := c.props.Get(KeyConnectionFailedAuthenticationDelayMs); ok {
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil:
+			return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
+		case n < 0:
+			return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: "Value must be at least 0"}
+		}
+		delay = n
 	}
+	var err error
 	idle := int64(listener.DefaultConnectionsMaxIdle / time.Millisecond)
-	if v, ok := c.props.Get(listener.KeyConnectionsMaxIdleMs); ok {
-		if idle, err = parseLong(setting{value: v, from: listener.KeyConnectionsMaxIdleMs, ok: true, key: listener.KeyConnectionsMaxIdleMs}, math.MinInt64); err != nil {
+	if v, ok := c.props.Get(keyConnectionsMaxIdleMs); ok {
+		if idle, err = parseLong(setting{value: v, from: keyConnectionsMaxIdleMs, ok: true, key: keyConnectionsMaxIdleMs}, math.MinInt64); err != nil {
 			return 0, err
 		}
 	}
@@ -293,7 +304,7 @@ func FailedAuthenticationDelay(set *listener.Set) (time.Duration, error) {
 		}
 		return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf(
 			"%s=%d should always be less than %s=%d to prevent failed authentication responses from timing out",
-			KeyConnectionFailedAuthenticationDelayMs, delay, listener.KeyConnectionsMaxIdleMs, idle)}
+			KeyConnectionFailedAuthenticationDelayMs, delay, keyConnectionsMaxIdleMs, idle)}
 	}
 	return millis(int64(delay)), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -221,7 +222,7 @@ func TestFailedAuthenticationDelay(t *testing.T) {
 // per-mechanism re-authentication limits are a field, not state hidden
 // in a parsed value.
 func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
-	set, err := listener.Resolve(listener.Properties{
+	set, err := config.Listeners(config.Properties{
 		"listeners":               "SASL_PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
 		"listener.name.sasl_plaintext.connections.max.reauth.ms":               "600000",

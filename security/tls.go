@@ -52,7 +52,7 @@ const kafkaDefaultStoreType = "JKS"
 // TLSConfig builds the server side TLS configuration of a listener from
 // Kafka's PEM settings (KIP-651). For a listener whose security protocol is
 // not SSL or SASL_SSL it returns nil, nil. Every key is looked up with
-// [listener.Properties.ListenerValue], so listener.name.<name>.ssl.*
+// [config.Properties.ListenerValue], so listener.name.<name>.ssl.*
 // overrides ssl.*.
 //
 // The listener's certificate and private key come from one of:
@@ -191,9 +191,9 @@ func (c config) protocol(name protocolmap.ListenerName) (protocolmap.SecurityPro
 	if p, ok := c.SecurityProtocolMap[name]; ok {
 		return p, nil
 	}
-	v, _ := c.props.Get(listener.KeySecurityProtocolMap)
-	return 0, &protocolmap.ConfigError{Key: listener.KeySecurityProtocolMap, Value: v, Err: listener.ErrNoSecurityProtocol,
-		Rule: fmt.Sprintf("Listener with name %s not found in %s.", name, listener.KeySecurityProtocolMap)}
+	v, _ := c.props.Get(protocolmap.Key)
+	return 0, &protocolmap.ConfigError{Key: protocolmap.Key, Value: v, Err: listener.ErrNoSecurityProtocol,
+		Rule: fmt.Sprintf("Listener with name %s not found in %s.", name, protocolmap.Key)}
 }
 
 // setting is one looked-up key.
@@ -209,7 +209,7 @@ type setting struct {
 }
 
 func (c config) setting(name protocolmap.ListenerName, key string) setting {
-	v, from, ok := c.Properties().ListenerValue(name, key)
+	v, from, ok := c.props.ListenerValue(name, key)
 	return setting{value: v, from: from, ok: ok, key: key}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/youmark/pkcs8"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -176,8 +177,8 @@ func newTLSFixture() (*tlsFixture, error) {
 
 // secProps is a broker with one listener of each protocol, plus CLIENT (SSL)
 // and SASL_CLIENT (SASL_SSL), laid under the given key, value pairs.
-func secProps(kv ...string) listener.Properties {
-	p := listener.Properties{
+func secProps(kv ...string) config.Properties {
+	p := config.Properties{
 		"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,SASL_PLAINTEXT://127.0.0.1:9094,SASL_SSL://127.0.0.1:9095," +
 			"CLIENT://127.0.0.1:9096,SASL_CLIENT://127.0.0.1:9097",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CLIENT:SSL,SASL_CLIENT:SASL_SSL",
@@ -190,7 +191,7 @@ func secProps(kv ...string) listener.Properties {
 
 func secResolve(t testing.TB, kv ...string) *listener.Set {
 	t.Helper()
-	c, err := listener.Resolve(secProps(kv...))
+	c, err := config.Listeners(secProps(kv...))
 	require.NoError(t, err)
 	return c
 }
@@ -422,10 +423,10 @@ func TestTLSConfigFromPropertiesFile(t *testing.T) {
 		"ssl.truststore.type=PEM\n" +
 		"ssl.truststore.certificates=" + fold(f.ca.certPEM()) + "\n" +
 		"ssl.client.auth=required\n"
-	props, err := listener.ParseProperties([]byte(text))
+	props, err := config.ParseProperties([]byte(text))
 	require.NoError(t, err)
 	require.NotContains(t, props["listener.name.ssl.ssl.keystore.key"], "\n", "the value is one line")
-	c, err := listener.Resolve(props)
+	c, err := config.Listeners(props)
 	require.NoError(t, err)
 	cfg, err := security.TLSConfig(c, "SSL")
 	require.NoError(t, err)

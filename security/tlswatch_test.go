@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -256,7 +257,7 @@ func TestTLSWatcherSetListeners(t *testing.T) {
 	fileA := writePEMFile(t, dir, "a.pem", a.pkcs8PEM(t)+a.certPEM())
 	fileB := writePEMFile(t, dir, "b.pem", b.pkcs8PEM(t)+b.certPEM())
 	only := func(file string) *listener.Set {
-		c, err := listener.Resolve(listener.Properties{
+		c, err := config.Listeners(config.Properties{
 			"listeners": "SSL://127.0.0.1:9093", "listener.security.protocol.map": "SSL:SSL",
 			"security.inter.broker.protocol": "SSL", "ssl.keystore.type": "PEM", "ssl.keystore.location": file,
 		})

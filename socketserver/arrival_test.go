@@ -19,7 +19,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -123,7 +122,7 @@ func TestRequestArrival(t *testing.T) {
 	pki := newTestPKI(t)
 	answered := func(r *socketserver.Request) { _ = r.Respond(kmsg.NewPtrMetadataResponse()) }
 	newServer := func(t *testing.T, rate string) *socketserver.Server {
-		props := merge(pki.props(""), listener.Properties{
+		props := merge(pki.props(""), config.Properties{
 			"listeners":                     "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
 			"connections.max.idle.ms":       strconv.Itoa(int(arrivalIdle / time.Millisecond)),
 			config.KeyRequestMinByteRate:    rate,
@@ -261,7 +260,7 @@ func TestStreamedBodyArrival(t *testing.T) {
 			t.Run(tc.name+", "+method, func(t *testing.T) {
 				outcomes := make(chan outcome, 1)
 				arrived := make(chan time.Time, 1)
-				srv := socketservertest.NewServer(t, merge(streamProps, listener.Properties{
+				srv := socketservertest.NewServer(t, merge(streamProps, config.Properties{
 					"connections.max.idle.ms": strconv.Itoa(int(tc.idle / time.Millisecond)),
 				}), func(c *socketserver.Config) { c.APIs = rawAPIs(1024) },
 					socketserver.HandlerFunc(func(r *socketserver.Request) {

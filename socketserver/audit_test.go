@@ -15,7 +15,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -116,7 +115,7 @@ func TestAuditQueueSizeNegative(t *testing.T) {
 func TestAuditAuthentication(t *testing.T) {
 	rec := &auditRecorder{}
 	pki := newTestPKI(t)
-	props := merge(saslProps(listener.Properties{
+	props := merge(saslProps(config.Properties{
 		"connections.max.reauth.ms":                 "1000",
 		"connection.failed.authentication.delay.ms": "0",
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
@@ -228,7 +227,7 @@ func TestAuditSlowHookHoldsNothing(t *testing.T) {
 	const queue, logins = 4, 20
 	rec := &auditRecorder{gate: newGate(), entered: make(chan struct{}, 1)}
 	defer rec.gate.open()
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}), func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{"connection.failed.authentication.delay.ms": "0"}), func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
 		withAudit(rec, queue)(c)
 	}, answerAll)
@@ -319,7 +318,7 @@ func TestAuditCloseDrops(t *testing.T) {
 func TestAuditConnectionRefused(t *testing.T) {
 	t.Run("quotas", func(t *testing.T) {
 		rec := &auditRecorder{}
-		srv := socketservertest.NewServer(t, listener.Properties{
+		srv := socketservertest.NewServer(t, config.Properties{
 			"max.connections.per.ip":               "1",
 			"kafkanet.ip.connection.creation.rate": "2",
 			"quota.window.num":                     "2",
@@ -348,7 +347,7 @@ func TestAuditConnectionRefused(t *testing.T) {
 	})
 	t.Run("PROXY untrusted", func(t *testing.T) {
 		rec := &auditRecorder{}
-		srv := proxyServer(t, &proxyRecorder{}, listener.Properties{config.KeyProxyProtocolTrustedNetworks: "127.0.0.2/32"}, withAudit(rec, 0))
+		srv := proxyServer(t, &proxyRecorder{}, config.Properties{config.KeyProxyProtocolTrustedNetworks: "127.0.0.2/32"}, withAudit(rec, 0))
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		requireClosedNoResponse(t, c)
 		require.Eventually(t, func() bool { return len(rec.of(socketserver.AuditConnectionRefused)) == 1 }, 5*time.Second, 5*time.Millisecond)
@@ -370,7 +369,7 @@ func TestAuditConnectionRefused(t *testing.T) {
 	})
 	t.Run("principal limit", func(t *testing.T) {
 		rec := &auditRecorder{}
-		srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+		srv := socketservertest.NewServer(t, saslProps(config.Properties{
 			config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:1",
 		}), func(c *socketserver.Config) {
 			withUsers(newUsers(t))(c)

@@ -31,9 +31,9 @@ import (
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/xdg-go/scram"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -68,8 +68,8 @@ func withUsers(users sasl.CredentialStore) func(*socketserver.Config) {
 
 // saslProps is a SASL_PLAINTEXT listener (and a PLAINTEXT one) offering
 // every mechanism, overlaid with extra.
-func saslProps(extra listener.Properties) listener.Properties {
-	return merge(listener.Properties{
+func saslProps(extra config.Properties) config.Properties {
+	return merge(config.Properties{
 		"listeners":               "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 	}, extra)
@@ -253,7 +253,7 @@ func newSASLClient(t testing.TB, mech, user, pass string) saslClient {
 func TestKgoAuthentication(t *testing.T) {
 	pki := newTestPKI(t)
 	users := newUsers(t)
-	props := merge(pki.props("requested"), listener.Properties{
+	props := merge(pki.props("requested"), config.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
 		"security.inter.broker.protocol": "SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
@@ -338,7 +338,7 @@ func TestKgoAuthentication(t *testing.T) {
 func TestKgoAuthenticationFailed(t *testing.T) {
 	users := newUsers(t)
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}),
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{"connection.failed.authentication.delay.ms": "0"}),
 		withUsers(users), recording(seen))
 	const generic = "Authentication failed during authentication due to invalid credentials with SASL mechanism "
 	for _, tc := range []struct{ mech, user, pass, msg string }{
@@ -366,7 +366,7 @@ func TestKgoAuthenticationFailed(t *testing.T) {
 // SaslServerAuthenticator sends, for a missing user name or password and
 // for a wrong token count (counted up to 4, as its extractTokens does).
 func TestPlainMalformedMessages(t *testing.T) {
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}),
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{"connection.failed.authentication.delay.ms": "0"}),
 		withUsers(newUsers(t)), echoMetadata)
 	for _, tc := range []struct{ name, token, msg string }{
 		{"no user name", "\x00\x00" + alicePassword, "Authentication failed: username not specified"},
@@ -392,7 +392,7 @@ func TestPlainMalformedMessages(t *testing.T) {
 func TestAuthenticationFailureDelay(t *testing.T) {
 	users := newUsers(t)
 	for _, delay := range []time.Duration{300 * time.Millisecond, 0} {
-		srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+		srv := socketservertest.NewServer(t, saslProps(config.Properties{
 			"connection.failed.authentication.delay.ms": strconv.Itoa(int(delay / time.Millisecond)),
 		}), withUsers(users), echoMetadata)
 		check := func(t *testing.T, took time.Duration) {
@@ -499,7 +499,7 @@ func TestAuthenticationFailureDelay(t *testing.T) {
 func TestSASLPreAuthentication(t *testing.T) {
 	users := newUsers(t)
 	seen := make(chan *socketserver.Request, 100)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"connection.failed.authentication.delay.ms": "0",
 		"sasl.server.max.receive.size":              "1000",
 	}), withUsers(users), recording(seen))
@@ -798,8 +798,8 @@ func TestSASLPreAuthentication(t *testing.T) {
 func TestHandshakeTimeout(t *testing.T) {
 	pki := newTestPKI(t)
 	users := newUsers(t)
-	props := func(timeoutMS string) listener.Properties {
-		return merge(pki.props(""), listener.Properties{
+	props := func(timeoutMS string) config.Properties {
+		return merge(pki.props(""), config.Properties{
 			"listeners":                      "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
 			"security.inter.broker.protocol": "SSL",
 			"sasl.enabled.mechanisms":        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
@@ -907,7 +907,7 @@ func TestHandshakeTimeout(t *testing.T) {
 func newReauthServer(t testing.TB, users sasl.CredentialStore) (*socketserver.Server, chan *socketserver.Request) {
 	t.Helper()
 	seen := make(chan *socketserver.Request, 1000)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"connections.max.reauth.ms":                 "2000",
 		"connection.failed.authentication.delay.ms": "0",
 	}), withUsers(users), recording(seen))
@@ -1161,7 +1161,7 @@ func TestLogsHoldNoCredentials(t *testing.T) {
 	users := newUsers(t)
 	var logs testkit.SyncBuffer
 	seen := make(chan *socketserver.Request, 100)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"connection.failed.authentication.delay.ms": "0",
 		"connections.max.reauth.ms":                 "60000",
 	}), func(c *socketserver.Config) {
@@ -1275,7 +1275,7 @@ func illegalStateAnswerable(req kmsg.Request) bool {
 func TestIllegalSASLState(t *testing.T) {
 	const delay = 200 * time.Millisecond
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"connection.failed.authentication.delay.ms": strconv.Itoa(int(delay / time.Millisecond)),
 	}), withUsers(newUsers(t)), recording(seen))
 	illegal := kerr.IllegalSaslState.Code
@@ -1388,7 +1388,7 @@ func TestIllegalSASLState(t *testing.T) {
 // a connection delaying its failed authentication's answer gets it at
 // once, and closes.
 func TestShutdownCutsTheAuthenticationFailureDelayShort(t *testing.T) {
-	srv, stop, err := socketservertest.Start(saslProps(listener.Properties{
+	srv, stop, err := socketservertest.Start(saslProps(config.Properties{
 		"connection.failed.authentication.delay.ms": "60000",
 	}), withUsers(newUsers(t)), echoMetadata)
 	require.NoError(t, err)
@@ -1440,7 +1440,7 @@ func (h *shutdownOnCreated) OnConnCreated(connregistry.Info) {
 // for kafkanet.handshake.timeout.ms. It waited out the timeout before.
 func TestShutdownBeforeTheHandshakeBegins(t *testing.T) {
 	h := &shutdownOnCreated{done: make(chan error, 1)}
-	srv, stop, err := socketservertest.Start(saslProps(listener.Properties{
+	srv, stop, err := socketservertest.Start(saslProps(config.Properties{
 		"kafkanet.handshake.timeout.ms": "30000",
 	}), func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)

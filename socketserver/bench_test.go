@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -155,7 +155,7 @@ func BenchmarkRoundTripMetadataHooks(b *testing.B) {
 // in flight, answered inline, with the example broker's request-memory
 // budget (twice socket.request.max.bytes). SetBytes makes the result MB/s.
 func BenchmarkProduce1MiB(b *testing.B) {
-	srv := socketservertest.NewServer(b, listener.Properties{"queued.max.request.bytes": "209715200"}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(b, config.Properties{"queued.max.request.bytes": "209715200"}, func(c *socketserver.Config) {
 		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
 			_ = r.Respond(r.Body.(*kmsg.ProduceRequest).ResponseKind())
 		}), mustKmsgAPI(kmsg.Produce))
@@ -205,7 +205,7 @@ func BenchmarkProduceDecodedVsRaw(b *testing.B) {
 					api.StreamAbove = 1
 					h = handlers["raw"]
 				}
-				srv := socketservertest.NewServer(b, listener.Properties{"queued.max.request.bytes": "209715200"}, func(c *socketserver.Config) {
+				srv := socketservertest.NewServer(b, config.Properties{"queued.max.request.bytes": "209715200"}, func(c *socketserver.Config) {
 					c.APIs = socketserver.Inline(h, api)
 				}, answerAll)
 				bc := newBenchClient(socketservertest.Dial(b, srv, "PLAINTEXT"), produceOf(size))

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -39,7 +39,7 @@ func TestTLSCipherSuites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := socketservertest.NewServer(t, sslProps(pki, listener.Properties{"listener.name.ssl.ssl.cipher.suites": tt.suites}), withAPIs, echoMetadata)
+			srv := socketservertest.NewServer(t, sslProps(pki, config.Properties{"listener.name.ssl.ssl.cipher.suites": tt.suites}), withAPIs, echoMetadata)
 			cfg := pki.clientConfig()
 			cfg.CipherSuites, cfg.MaxVersion = tt.client, tt.maxV
 			if tt.wantErr {

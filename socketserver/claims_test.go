@@ -15,7 +15,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -67,7 +66,7 @@ func procStatusKB(t *testing.T, field string) uint64 {
 // claims spent the budget and every other client stalled until
 // connections.max.idle.ms; allocated at it, they cost 100 MB each.)
 func TestHostileClaims(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"queued.max.request.bytes": strconv.Itoa(2 * socketserver.DefaultRequestMaxBytes),
 	}, withAPIs, answerAll)
 	before := resetPeakRSS(t)
@@ -101,7 +100,7 @@ func TestHostileClaims(t *testing.T) {
 func TestWholeFrameServedBeforeClaims(t *testing.T) {
 	const budget = 1 << 20
 	held := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"socket.request.max.bytes": strconv.Itoa(budget),
 		"queued.max.request.bytes": strconv.Itoa(budget),
 		config.KeyRequestStallMs:   "60000", // the claims stay for the test
@@ -155,7 +154,7 @@ func TestStalledRequestClosed(t *testing.T) {
 		{"without a budget", "-1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := socketservertest.NewServer(t, listener.Properties{
+			srv := socketservertest.NewServer(t, config.Properties{
 				"queued.max.request.bytes": tc.budget,
 				config.KeyRequestStallMs:   strconv.Itoa(int(stall / time.Millisecond)),
 			}, func(c *socketserver.Config) {

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -31,7 +31,7 @@ func TestBackPressureQueueFullNothingDropped(t *testing.T) {
 		release.wait()
 		assert.NoError(t, respondEmpty(r))
 	})
-	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "2", "num.io.threads": "1"}, withAPIs, h)
+	srv := socketservertest.NewServer(t, config.Properties{"queued.max.requests": "2", "num.io.threads": "1"}, withAPIs, h)
 
 	cs := make([]net.Conn, conns)
 	for i := range cs {
@@ -65,7 +65,7 @@ func TestBackPressureQueueFullNothingDropped(t *testing.T) {
 // TestIdleExpiryWithRequestInFlight for one it does not).
 func TestIdleExpiry(t *testing.T) {
 	const idle = 200 * time.Millisecond
-	props := listener.Properties{"connections.max.idle.ms": strconv.Itoa(int(idle / time.Millisecond))}
+	props := config.Properties{"connections.max.idle.ms": strconv.Itoa(int(idle / time.Millisecond))}
 
 	t.Run("idle connection", func(t *testing.T) {
 		srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
@@ -140,7 +140,7 @@ func TestIdleExpiry(t *testing.T) {
 	})
 
 	t.Run("negative limit disables expiry", func(t *testing.T) {
-		srv := socketservertest.NewServer(t, listener.Properties{"connections.max.idle.ms": "-1"}, withAPIs, echoMetadata)
+		srv := socketservertest.NewServer(t, config.Properties{"connections.max.idle.ms": "-1"}, withAPIs, echoMetadata)
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		requireOpen(t, c, 3*idle)
 		metadataRoundTrip(t, c, 1, 1)
@@ -166,7 +166,7 @@ func parseConnID(t testing.TB, id string) (local, remote string, processor, inde
 // request carries the connection's description.
 func TestConnectionIDAndRequestFields(t *testing.T) {
 	seen := make(chan *socketserver.Request, 1)
-	srv := socketservertest.NewServer(t, listener.Properties{"num.network.threads": "2"}, withAPIs, queueHandler(seen))
+	srv := socketservertest.NewServer(t, config.Properties{"num.network.threads": "2"}, withAPIs, queueHandler(seen))
 	var processors, indexes []int
 	for i := range int32(4) {
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -30,7 +30,7 @@ func TestIPv6ConnectionID(t *testing.T) {
 
 	const listKey = 200
 	seen := make(chan *socketserver.Request, 1)
-	srv := socketservertest.NewServer(t, listener.Properties{"listeners": "PLAINTEXT://[::1]:0"}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, config.Properties{"listeners": "PLAINTEXT://[::1]:0"}, func(c *socketserver.Config) {
 		withAPIs(c)
 		c.APIs = append(c.APIs, socketserver.API{Key: listKey, MaxVersion: 0,
 			New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{} }})

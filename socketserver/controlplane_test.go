@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
-var controlPlaneProps = listener.Properties{
+var controlPlaneProps = config.Properties{
 	"listeners":                      "CLIENT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 	"listener.security.protocol.map": "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 	"inter.broker.listener.name":     "CLIENT",
@@ -106,7 +106,7 @@ func TestProcessorIDsControlPlaneFirst(t *testing.T) {
 			map[string][]int{"CLIENT": {0, 1}, "INTERNAL": {2, 3, 4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			props := listener.Properties{
+			props := config.Properties{
 				"listeners":                                  tc.listeners,
 				"listener.security.protocol.map":             "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT",
 				"inter.broker.listener.name":                 "INTERNAL",

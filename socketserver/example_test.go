@@ -11,7 +11,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -22,7 +21,7 @@ import (
 // ListClientConnections through ListClientConnectionsAPI.
 func Example() {
 	// Kafka's defaults for the keys not given.
-	cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	cfg, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	if err != nil {
 		panic(err)
 	}
@@ -81,7 +80,7 @@ func Example() {
 // the balancers' network; the others are left as they are. A host that
 // builds its Config in code sets ListenerConfig.ProxyProtocol itself.
 func ExampleProxyProtocol() {
-	cfg, err := config.Server(listener.Properties{
+	cfg, err := config.Server(config.Properties{
 		"listeners":                                                     "CLIENT://:9092,REPLICATION://:9093",
 		"listener.security.protocol.map":                                "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name":                                    "REPLICATION",
@@ -96,7 +95,7 @@ func ExampleProxyProtocol() {
 		fmt.Println(name, p.Mode, p.TrustedNetworks)
 	}
 
-	_, err = config.Server(listener.Properties{
+	_, err = config.Server(config.Properties{
 		"listeners":             "PLAINTEXT://:9092",
 		config.KeyProxyProtocol: "required",
 	})

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -35,7 +35,7 @@ func TestFrameSizeLimit(t *testing.T) {
 		{"size far above limit", 8, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := socketservertest.NewServer(t, listener.Properties{"socket.request.max.bytes": strconv.Itoa(tc.limit)}, withAPIs, echoMetadata)
+			srv := socketservertest.NewServer(t, config.Properties{"socket.request.max.bytes": strconv.Itoa(tc.limit)}, withAPIs, echoMetadata)
 			c := socketservertest.Dial(t, srv, "PLAINTEXT")
 			write(t, c, req)
 			if !tc.accept {

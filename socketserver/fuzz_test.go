@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -46,7 +45,7 @@ func FuzzServeFrame(f *testing.F) {
 // set, so that frames take their memory from the pool as their bytes
 // arrive, and a short stall timeout.
 func FuzzServeFrameWithBudget(f *testing.F) {
-	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
+	fuzzServe(f, socketservertest.NewServer(f, config.Properties{
 		"socket.request.max.bytes": "1048576",
 		"queued.max.request.bytes": "1048576",
 		config.KeyRequestStallMs:   "1000",
@@ -60,7 +59,7 @@ func FuzzServeFrameWithBudget(f *testing.F) {
 // of its own, or not at all for a Produce with acks=0, and the answers
 // must leave in the order of the requests.
 func FuzzServeFrameRaw(f *testing.F) {
-	fuzzServe(f, socketservertest.NewServer(f, listener.Properties{
+	fuzzServe(f, socketservertest.NewServer(f, config.Properties{
 		"socket.request.max.bytes": "1048576",
 		"queued.max.request.bytes": "1048576",
 		config.KeyRequestStallMs:   "1000",

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -78,13 +78,13 @@ func TestGuardParkedConnectionFootprint(t *testing.T) {
 	pki := newTestPKI(t)
 	for _, tc := range []struct {
 		name     string
-		props    listener.Properties
+		props    config.Properties
 		listener string
 		dial     func(t *testing.T, addr string, req []byte) int
 		heap     uint64
 	}{
 		{"PLAINTEXT", nil, "PLAINTEXT", dialFD, parkedHeapBytes},
-		{"SSL", merge(pki.props("none"), listener.Properties{
+		{"SSL", merge(pki.props("none"), config.Properties{
 			"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
 		}), "SSL", func(t *testing.T, addr string, _ []byte) int {
 			raw, err := net.Dial("tcp", addr)
@@ -129,7 +129,7 @@ type footprint struct{ goroutines, stack, frames, heap uint64 }
 // parks) and returns its socket's descriptor, waits until all have parked
 // on the runtime's smallest stack, and returns what each keeps. A
 // plaintext connection is then served again.
-func parkedFootprint(t *testing.T, props listener.Properties, name string, dial func(*testing.T, string, []byte) int) footprint {
+func parkedFootprint(t *testing.T, props config.Properties, name string, dial func(*testing.T, string, []byte) int) footprint {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // collections only when the test asks: each sets the starting stack size
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
 	addr := srv.Addr(protocolmap.ListenerName(name)).String()

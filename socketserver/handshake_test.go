@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -41,7 +41,7 @@ func TestHandshakeBoundedByIdleAndHandshakeTimeout(t *testing.T) {
 		{"SASL making progress, handshake timeout", "SASL_PLAINTEXT", 700 * time.Millisecond, 1200 * time.Millisecond, true, 1200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := socketservertest.NewServer(t, merge(pki.props(""), listener.Properties{
+			srv := socketservertest.NewServer(t, merge(pki.props(""), config.Properties{
 				"listeners":                      "SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 				"security.inter.broker.protocol": "SSL",
 				"sasl.enabled.mechanisms":        "SCRAM-SHA-256",

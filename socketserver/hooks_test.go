@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -230,7 +230,7 @@ func TestHookRequestLatency(t *testing.T) {
 	m := &recorder{}
 	first := make(chan struct{})
 	var n atomic.Int32
-	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1"}, withHooks(m),
+	srv := socketservertest.NewServer(t, config.Properties{"num.io.threads": "1"}, withHooks(m),
 		socketserver.HandlerFunc(func(r *socketserver.Request) {
 			if n.Add(1) == 1 {
 				close(first) // the second request waits in the channel meanwhile
@@ -276,7 +276,7 @@ func TestHookRequestLatency(t *testing.T) {
 // until it answers counts as the handler's, and Queue is zero.
 func TestHookRequestLatencyWithoutServe(t *testing.T) {
 	m := &recorder{}
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, withHooks(m))
+	srv := newUnstarted(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, withHooks(m))
 	require.NoError(t, srv.Start(context.Background()))
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
 	send(t, c, metadataReq(1), 1)
@@ -333,7 +333,7 @@ func TestHookImplementingOneInterface(t *testing.T) {
 	assert.Equal(t, int32(3), one.n.Load())
 	assert.Len(t, all.of("created"), 3, "both hooks see the event")
 
-	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	lc, err := config.Listeners(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, err)
 	for _, bad := range []socketserver.Hook{nil, "not a hook", struct{}{}} {
 		_, err = socketserver.New(socketserver.Config{Listeners: lc, Hooks: []socketserver.Hook{one, bad}})
@@ -361,7 +361,7 @@ func (oldRequestDone) OnRequestDone(protocolmap.ListenerName, int16, socketserve
 // creation rate with the hold.
 func TestHookConnRejected(t *testing.T) {
 	m := &recorder{}
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"max.connections.per.ip":               "1",
 		"kafkanet.ip.connection.creation.rate": "2",
 		"quota.window.num":                     "2",
@@ -391,7 +391,7 @@ func TestHookConnRejected(t *testing.T) {
 func TestHookAuthentication(t *testing.T) {
 	m := &recorder{}
 	pki := newTestPKI(t)
-	props := merge(saslProps(listener.Properties{
+	props := merge(saslProps(config.Properties{
 		"connections.max.reauth.ms":                 "1000",
 		"connection.failed.authentication.delay.ms": "0",
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",

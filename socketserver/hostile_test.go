@@ -26,8 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -61,7 +61,7 @@ const (
 // relaxedHandshake gives TLS handshakes and SASL exchanges ten seconds,
 // for the tests that do not measure that deadline: on a loaded machine a
 // healthy client's TLS handshake and SCRAM login may not fit in 1.5 s.
-var relaxedHandshake = listener.Properties{"kafkanet.handshake.timeout.ms": "10000"}
+var relaxedHandshake = config.Properties{"kafkanet.handshake.timeout.ms": "10000"}
 
 type hostileEnv struct {
 	srv    *socketserver.Server
@@ -78,13 +78,13 @@ var hostileListeners = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT"}
 // newHostileEnv starts the server, serves a healthy client on every
 // listener once (so that lazily built state exists) and takes the
 // baseline.
-func newHostileEnv(t *testing.T, extra listener.Properties) *hostileEnv {
+func newHostileEnv(t *testing.T, extra config.Properties) *hostileEnv {
 	t.Helper()
 	env := &hostileEnv{pki: newTestPKI(t)}
 	var logger *slog.Logger
 	env.logs, logger = newLogCaptureFrom(slog.LevelWarn)
 	ms := strconv.Itoa(int(hostileDeadline / time.Millisecond))
-	props := merge(env.pki.props(""), listener.Properties{
+	props := merge(env.pki.props(""), config.Properties{
 		"listeners":                                 "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms":                   "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 		"connections.max.idle.ms":                   ms,
@@ -505,7 +505,7 @@ func TestHostileFrames(t *testing.T) {
 // server what it sent, not what it claimed; the idle deadline then closes
 // it and the memory goes back.
 func TestHostileHugeFrameWithinLimit(t *testing.T) {
-	env := newHostileEnv(t, merge(relaxedHandshake, listener.Properties{"socket.request.max.bytes": strconv.Itoa(math.MaxInt32)}))
+	env := newHostileEnv(t, merge(relaxedHandshake, config.Properties{"socket.request.max.bytes": strconv.Itoa(math.MaxInt32)}))
 	const conns, sent = 4, 1 << 20
 	b := binary.BigEndian.AppendUint32(nil, math.MaxInt32)
 	b = append(b, headerBytes(3, 9, 1, strp("x"), []byte{0})...)
@@ -730,7 +730,7 @@ func TestHostileHalfOpenConnections(t *testing.T) {
 	}
 
 	t.Run("closed by the clients", func(t *testing.T) {
-		env := newHostileEnv(t, listener.Properties{
+		env := newHostileEnv(t, config.Properties{
 			"connections.max.idle.ms":       "60000",
 			"kafkanet.handshake.timeout.ms": "60000",
 		})
@@ -780,7 +780,7 @@ func TestHostileHalfOpenConnections(t *testing.T) {
 // TLS records of garbage on the SSL listener, before and after the
 // handshake, close the connection at once.
 func TestHostileTLSGarbage(t *testing.T) {
-	env := newHostileEnv(t, merge(relaxedHandshake, listener.Properties{"connections.max.idle.ms": "10000"}))
+	env := newHostileEnv(t, merge(relaxedHandshake, config.Properties{"connections.max.idle.ms": "10000"}))
 	rng := rand.New(rand.NewPCG(3, 4))
 	randBytes := func(n int) []byte {
 		b := make([]byte, n)
@@ -843,7 +843,7 @@ func TestHostileTLSGarbage(t *testing.T) {
 // (connections.max.idle.ms) then closes them and their buffers go.
 func TestHostileClientNeverReads(t *testing.T) {
 	const writeDeadline = 3 * time.Second
-	env := newHostileEnv(t, merge(relaxedHandshake, listener.Properties{"connections.max.idle.ms": strconv.Itoa(int(writeDeadline / time.Millisecond))}))
+	env := newHostileEnv(t, merge(relaxedHandshake, config.Properties{"connections.max.idle.ms": strconv.Itoa(int(writeDeadline / time.Millisecond))}))
 	// A Metadata response of about 1.6 MB: more than the server's send
 	// buffer and a receive buffer that its reader never drains hold.
 	var topics []kmsg.MetadataResponseTopic
@@ -894,7 +894,7 @@ func TestHostileClientNeverReads(t *testing.T) {
 // connection (after an error response where the protocol carries one), no
 // request reaches the handler, and authentication keeps working for others.
 func TestHostileSASL(t *testing.T) {
-	env := newHostileEnv(t, merge(relaxedHandshake, listener.Properties{"connections.max.idle.ms": "10000"}))
+	env := newHostileEnv(t, merge(relaxedHandshake, config.Properties{"connections.max.idle.ms": "10000"}))
 	rng := rand.New(rand.NewPCG(5, 6))
 	randBytes := func(n int) []byte {
 		b := make([]byte, n)

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -37,7 +37,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := testkit.TakeGoroutineBaseline()
-			srv := newUnstarted(t, listener.Properties{
+			srv := newUnstarted(t, config.Properties{
 				"listeners":               "PLAINTEXT://127.0.0.1:0",
 				"connections.max.idle.ms": strconv.Itoa(int(idle / time.Millisecond)),
 				"max.connections.per.ip":  "1",
@@ -93,7 +93,7 @@ func TestIdleExpiryWithRequestInFlight(t *testing.T) {
 // write goes on past the limit counted from the request.
 func TestIdleExpiryCountsTheResponseWrite(t *testing.T) {
 	const idle = time.Second
-	srv := newUnstarted(t, listener.Properties{
+	srv := newUnstarted(t, config.Properties{
 		"listeners":                "PLAINTEXT://127.0.0.1:0",
 		"connections.max.idle.ms":  strconv.Itoa(int(idle / time.Millisecond)),
 		"socket.send.buffer.bytes": "16384",

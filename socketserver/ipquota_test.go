@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -35,7 +34,7 @@ func requireHeldThenClosed(t testing.TB, srv *socketserver.Server, source string
 // connections (held for one window, then closed, as Kafka caps the infinite
 // throttle time), and 2147483647 exempts it.
 func TestIPConnectionCreationRateOverrides(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"kafkanet.ip.connection.creation.rate":           "1",
 		"kafkanet.ip.connection.creation.rate.overrides": "127.0.0.5:2, 127.0.0.6:0, 127.0.0.7:2147483647",
 		"quota.window.num":                               "2", // a burst is measured over one 1 s window
@@ -113,7 +112,7 @@ func TestSetQuotasChangesIPConnectionCreationRates(t *testing.T) {
 // the syntax of max.connections.per.ip.overrides; bad entries name the key.
 func TestIPConnectionCreationRateOverridesConfig(t *testing.T) {
 	read := func(v string) (*socketserver.ConnectionQuotas, error) {
-		cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
+		cfg, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
 			config.KeyIPConnectionCreationRateOverrides: v})
 		return cfg.ConnectionQuotas, err
 	}

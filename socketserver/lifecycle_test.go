@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -29,9 +28,9 @@ import (
 // Without listeners in props, the server listens on PLAINTEXT://127.0.0.1:0,
 // not on Kafka's default of every interface's port 9092, which a local
 // Kafka may hold.
-func newUnstarted(t testing.TB, props listener.Properties, configure ...func(*socketserver.Config)) *socketserver.Server {
+func newUnstarted(t testing.TB, props config.Properties, configure ...func(*socketserver.Config)) *socketserver.Server {
 	t.Helper()
-	all := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+	all := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 	for k, v := range props {
 		all[k] = v
 	}
@@ -72,7 +71,7 @@ func TestStartBindsAllOrNone(t *testing.T) {
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 	freeA := freePort(t)
 
-	srv := newUnstarted(t, listener.Properties{
+	srv := newUnstarted(t, config.Properties{
 		"listeners":                      "A://127.0.0.1:" + strconv.Itoa(freeA) + ",B://127.0.0.1:" + strconv.Itoa(busyPort),
 		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
 		"inter.broker.listener.name":     "A",
@@ -101,7 +100,7 @@ func TestStartBindsAllOrNone(t *testing.T) {
 }
 
 func TestStartTwiceAndAfterClose(t *testing.T) {
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	srv := newUnstarted(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, srv.Start(context.Background()))
 	addr := srv.Addr("PLAINTEXT")
 	require.NotNil(t, addr)
@@ -116,7 +115,7 @@ func TestStartTwiceAndAfterClose(t *testing.T) {
 // Stats may be read before Start, as a metrics exporter registered early
 // does.
 func TestStatsBeforeStart(t *testing.T) {
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": "2"})
+	srv := newUnstarted(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": "2"})
 	st := srv.Stats()
 	assert.Equal(t, 0, st.ConnectionCount["PLAINTEXT"])
 	assert.Equal(t, 0, st.RequestQueueSize[protocolmap.DataPlane])
@@ -229,7 +228,7 @@ func TestShutdownHonoursContext(t *testing.T) {
 func TestCloseIdempotent(t *testing.T) {
 	for _, started := range []bool{true, false} {
 		t.Run("started="+strconv.FormatBool(started), func(t *testing.T) {
-			srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.io.threads": "2"})
+			srv := newUnstarted(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.io.threads": "2"})
 			served := make(chan error, 1)
 			if started {
 				require.NoError(t, srv.Start(context.Background()))
@@ -260,7 +259,7 @@ func TestCloseIdempotent(t *testing.T) {
 
 // Serve returns the context's error when its context ends first.
 func TestServeContextCancelled(t *testing.T) {
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.io.threads": "3"})
+	srv := newUnstarted(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.io.threads": "3"})
 	require.NoError(t, srv.Start(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -300,7 +299,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		_ = respondEmpty(r)
 	})
 	logs, logger := newLogCapture()
-	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1"}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, config.Properties{"num.io.threads": "1"}, func(c *socketserver.Config) {
 		withAPIs(c)
 		c.Logger = logger
 	}, h)
@@ -381,7 +380,7 @@ func (h slowHandOver) OnConnAccepted(protocolmap.ListenerName) {
 func TestStopClosesConnectionsBeingHandedOver(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		props    listener.Properties
+		props    config.Properties
 		shutdown bool
 	}{
 		{"close", nil, false},

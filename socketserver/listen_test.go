@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -47,7 +48,7 @@ func pipeDial(t testing.TB, pl *socketservertest.PipeListener) net.Conn {
 func TestServeOnInMemoryListener(t *testing.T) {
 	pl := socketservertest.NewPipeListener("in-memory")
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, listener.Properties{"max.connections.per.ip": "1"}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, config.Properties{"max.connections.per.ip": "1"}, func(c *socketserver.Config) {
 		c.APIs = allAPIs()
 		c.Listen = listenOn(pl)
 	}, recording(seen))
@@ -108,7 +109,7 @@ func TestStartWithPreBoundListener(t *testing.T) {
 	defer pre.Close()
 	var asked []protocolmap.ListenerName
 	seen := make(chan *socketserver.Request, 1)
-	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1",
+	srv := newUnstarted(t, config.Properties{"num.io.threads": "1",
 		"listeners":                      "INHERITED://127.0.0.1:9,BOUND://127.0.0.1:0",
 		"listener.security.protocol.map": "INHERITED:PLAINTEXT,BOUND:PLAINTEXT",
 		"inter.broker.listener.name":     "BOUND",
@@ -167,7 +168,7 @@ func (l *trackedListener) Close() error {
 // listener (and wraps Listen's), and a later Start may succeed.
 func TestStartClosesListenersWhenOneFails(t *testing.T) {
 	broken := errors.New("no socket for you")
-	props := listener.Properties{
+	props := config.Properties{
 		"listeners":                      "A://127.0.0.1:0,B://127.0.0.1:0,C://127.0.0.1:0",
 		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT,C:PLAINTEXT",
 		"inter.broker.listener.name":     "A",

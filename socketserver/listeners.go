@@ -118,7 +118,7 @@ func (s *Server) RemoveListener(ctx context.Context, name protocolmap.ListenerNa
 // applies a dynamic update of listeners, advertised.listeners and
 // listener.security.protocol.map (KIP-226): for a host that re-reads its
 // configuration (next from config.Server or
-// listener.Resolve). The changes are those of [listener.Set.Changes],
+// config.Listeners). The changes are those of [listener.Set.Changes],
 // which also says which changes need a restart (they are refused, and
 // nothing changes): the listeners next lacks are removed and drain as
 // [Server.RemoveListener] drains one, and those it adds are added as

@@ -96,9 +96,9 @@ func processorIDs(srv *socketserver.Server) []int {
 // props laid over listeners=PLAINTEXT://127.0.0.1:0,<name>://127.0.0.1:0,
 // with its ListenerConfig: what a host that re-reads its properties has
 // of a listener it adds.
-func sideListener(t *testing.T, name string, props listener.Properties) (listener.Listener, *socketserver.ListenerConfig) {
+func sideListener(t *testing.T, name string, props config.Properties) (listener.Listener, *socketserver.ListenerConfig) {
 	t.Helper()
-	cfg, err := config.Server(merge(listener.Properties{
+	cfg, err := config.Server(merge(config.Properties{
 		"listeners": "PLAINTEXT://127.0.0.1:0," + name + "://127.0.0.1:0",
 	}, props))
 	require.NoError(t, err)
@@ -120,7 +120,7 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 	held := make(chan *socketserver.Request, 1)
 	release := newGate()
 	defer release.open()
-	srv := socketservertest.NewServerFunc(t, listener.Properties{"num.network.threads": "2"}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServerFunc(t, config.Properties{"num.network.threads": "2"}, func(c *socketserver.Config) {
 		listenersAPIs(c)
 		c.ParkAfter = -1 // a parked connection's goroutine is a new one: the leak check below counts goroutines
 	}, func(s *socketserver.Server) socketserver.Handler {
@@ -144,7 +144,7 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, lc := sideListener(t, "SASL_SSL", merge(pki.props(""), listener.Properties{
+	l, lc := sideListener(t, "SASL_SSL", merge(pki.props(""), config.Properties{
 		"sasl.enabled.mechanisms":                    "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 		"listener.name.sasl_ssl.num.network.threads": "3",
 	}))
@@ -246,12 +246,12 @@ func TestAddAndRemoveSASLSSLListener(t *testing.T) {
 // A listener added before Start only joins the configuration; Start binds
 // it with the others. One removed before Start leaves no trace.
 func TestAddAndRemoveListenerBeforeStart(t *testing.T) {
-	srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, listenersAPIs)
+	srv := newUnstarted(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, listenersAPIs)
 	ep := listener.EndPoint{Name: "EXTRA", Host: "127.0.0.1", SecurityProtocol: protocolmap.Plaintext}
 	err := srv.AddListener(context.Background(), listener.Listener{Name: "EXTRA", SecurityProtocol: protocolmap.Plaintext, Bind: ep, Advertised: ep}, nil)
 	assert.ErrorIs(t, err, listener.ErrNoSecurityProtocol, "Kafka's default map has no EXTRA")
 
-	ssl, sslConfig := sideListener(t, "SASL_PLAINTEXT", listener.Properties{"sasl.enabled.mechanisms": "PLAIN"})
+	ssl, sslConfig := sideListener(t, "SASL_PLAINTEXT", config.Properties{"sasl.enabled.mechanisms": "PLAIN"})
 	sslConfig.Credentials = newUsers(t)
 	require.NoError(t, srv.AddListener(context.Background(), ssl, sslConfig))
 	assert.Nil(t, srv.Addr("SASL_PLAINTEXT"), "not bound before Start")
@@ -270,7 +270,7 @@ func TestAddAndRemoveListenerBeforeStart(t *testing.T) {
 // error once they have ended; its goroutines have all ended then.
 func TestRemoveListenerDeadline(t *testing.T) {
 	requests := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "PLAINTEXT://127.0.0.1:0,EXTRA://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT,LATER:PLAINTEXT",
 	}, func(c *socketserver.Config) {
@@ -317,7 +317,7 @@ func TestRemoveListenerDeadline(t *testing.T) {
 func TestAddedListenerMechanismService(t *testing.T) {
 	m := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
 	srv := socketservertest.NewServer(t, nil, listenersAPIs, echoMetadata)
-	l, lc := sideListener(t, "SASL_PLAINTEXT", listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"})
+	l, lc := sideListener(t, "SASL_PLAINTEXT", config.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"})
 	lc.Mechanisms = []sasl.Mechanism{m}
 	base := settledBaseline(t)
 	require.NoError(t, srv.AddListener(context.Background(), l, lc))
@@ -352,7 +352,7 @@ func TestListenerChangeErrors(t *testing.T) {
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 	taken := freePort(t)
-	props := listener.Properties{
+	props := config.Properties{
 		"listeners":                      fmt.Sprintf("CLIENT://127.0.0.1:%d,REPLICATION://127.0.0.1:0,CONTROLLER://127.0.0.1:0", taken),
 		"listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT,EXTRA:PLAINTEXT,SECURE:SASL_SSL,TLS:SSL",
 		"inter.broker.listener.name":     "REPLICATION",
@@ -362,7 +362,7 @@ func TestListenerChangeErrors(t *testing.T) {
 	resolve := func(set ...string) *listener.Set {
 		p, err := props.With(set...)
 		require.NoError(t, err)
-		s, err := listener.Resolve(p)
+		s, err := config.Listeners(p)
 		require.NoError(t, err)
 		return s
 	}
@@ -459,7 +459,7 @@ func TestListenerChangeErrors(t *testing.T) {
 // the server has more than one listener, as in Kafka), and removing it
 // takes that back.
 func TestAddedListenerQuotas(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "PLAINTEXT://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
 		"max.connections":                "2",
@@ -534,7 +534,7 @@ func TestAddedListenerQuotas(t *testing.T) {
 // kept listener are served.
 func TestSetListeners(t *testing.T) {
 	port := freePort(t)
-	props := listener.Properties{
+	props := config.Properties{
 		"listeners":                      fmt.Sprintf("PLAINTEXT://127.0.0.1:0,OLD://127.0.0.1:%d", port),
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OLD:PLAINTEXT,NEW:SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "PLAIN",
@@ -590,14 +590,14 @@ func TestSetListeners(t *testing.T) {
 func TestConcurrentListenerChanges(t *testing.T) {
 	base := settledBaseline(t)
 	names := []string{"L1", "L2", "L3", "L4"}
-	props := listener.Properties{
+	props := config.Properties{
 		"listeners":                      "PLAINTEXT://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,L1:PLAINTEXT,L2:PLAINTEXT,L3:PLAINTEXT,L4:PLAINTEXT",
 		"num.network.threads":            "1",
 	}
 	srv, stop, err := socketservertest.Start(props, listenersAPIs, echoMetadata)
 	require.NoError(t, err)
-	all, err := listener.Resolve(merge(props, listener.Properties{
+	all, err := config.Listeners(merge(props, config.Properties{
 		"listeners": "PLAINTEXT://127.0.0.1:0,L1://127.0.0.1:0,L2://127.0.0.1:0,L3://127.0.0.1:0,L4://127.0.0.1:0",
 	}))
 	require.NoError(t, err)
@@ -700,7 +700,7 @@ func TestConcurrentListenerChanges(t *testing.T) {
 // awaited (it has no request to finish) and drains its served
 // connections, and nothing of it is left running.
 func TestAddAndRemoveProxyListener(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,LB:PLAINTEXT",
 	}, func(c *socketserver.Config) {
 		listenersAPIs(c)
@@ -793,7 +793,7 @@ func TestRemoveListenerFromItsOwnGoroutine(t *testing.T) {
 				defer cancel()
 				removed <- srv.Load().RemoveListener(ctx, "EXTRA")
 			}
-			s, stop, err := socketservertest.Start(listener.Properties{
+			s, stop, err := socketservertest.Start(config.Properties{
 				"listeners":                      "PLAINTEXT://127.0.0.1:0,EXTRA://127.0.0.1:0",
 				"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
 			}, func(c *socketserver.Config) {
@@ -853,7 +853,7 @@ func TestCloseWaitsForAListenerBeingAdded(t *testing.T) {
 		entered: make(chan struct{}), proceed: make(chan struct{})}
 	srv, stop, err := socketservertest.Start(nil, listenersAPIs, echoMetadata)
 	require.NoError(t, err)
-	l, lc := sideListener(t, "SASL_PLAINTEXT", listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"})
+	l, lc := sideListener(t, "SASL_PLAINTEXT", config.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"})
 	lc.Mechanisms = []sasl.Mechanism{m}
 	added := make(chan error, 1)
 	go func() { added <- srv.AddListener(context.Background(), l, lc) }()

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -69,7 +69,7 @@ func TestListClientConnectionsAPI(t *testing.T) {
 func TestAPIHandlerBypassesTheQueue(t *testing.T) {
 	block := newGate()
 	defer block.open()
-	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "1", "num.io.threads": "1"},
+	srv := socketservertest.NewServer(t, config.Properties{"queued.max.requests": "1", "num.io.threads": "1"},
 		func(c *socketserver.Config) {
 			c.APIs = []socketserver.API{mustKmsgAPI(kmsg.Metadata), socketserver.ListClientConnectionsAPI(connregistry.DefaultListAPIKey, nil)}
 		}, socketserver.HandlerFunc(func(r *socketserver.Request) {
@@ -134,7 +134,7 @@ func TestInlineHandlersKeepTheQueueBound(t *testing.T) {
 	running := make(chan *socketserver.Request, 5)
 	release := make(chan struct{})
 	later := make(chan *socketserver.Request, 5)
-	srv := socketservertest.NewServer(t, listener.Properties{"queued.max.requests": "2"}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, config.Properties{"queued.max.requests": "2"}, func(c *socketserver.Config) {
 		c.APIs = socketserver.Inline(socketserver.HandlerFunc(func(r *socketserver.Request) {
 			if r.CorrelationID >= 100 { // handed on: answered later, from another goroutine
 				later <- r

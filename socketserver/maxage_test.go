@@ -13,7 +13,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -163,8 +162,8 @@ func TestMaxAgeJitter(t *testing.T) {
 
 // The keys, as config.Server reads them.
 func TestMaxAgeConfig(t *testing.T) {
-	base := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
-	cfg, err := config.Server(merge(base, listener.Properties{
+	base := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+	cfg, err := config.Server(merge(base, config.Properties{
 		config.KeyConnectionsMaxAgeMs: "2000", config.KeyConnectionsMaxAgeJitter: "0.25",
 	}))
 	require.NoError(t, err)
@@ -174,10 +173,10 @@ func TestMaxAgeConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Negative(t, cfg.ConnectionsMaxAge, "off by default")
 	assert.InDelta(t, socketserver.DefaultConnectionsMaxAgeJitter, cfg.ConnectionsMaxAgeJitter, 1e-9)
-	cfg, err = config.Server(merge(base, listener.Properties{config.KeyConnectionsMaxAgeJitter: "0"}))
+	cfg, err = config.Server(merge(base, config.Properties{config.KeyConnectionsMaxAgeJitter: "0"}))
 	require.NoError(t, err)
 	assert.Negative(t, cfg.ConnectionsMaxAgeJitter, "a jitter of 0 is none, not the default")
-	for _, props := range []listener.Properties{
+	for _, props := range []config.Properties{
 		{config.KeyConnectionsMaxAgeMs: "soon"},
 		{config.KeyConnectionsMaxAgeJitter: "1"},
 		{config.KeyConnectionsMaxAgeJitter: "-0.1"},
@@ -190,7 +189,7 @@ func TestMaxAgeConfig(t *testing.T) {
 			assert.Equal(t, k, ce.Key)
 		}
 	}
-	ls, err := listener.Resolve(base)
+	ls, err := config.Listeners(base)
 	require.NoError(t, err)
 	_, err = socketserver.New(socketserver.Config{Listeners: ls, ConnectionsMaxAge: time.Second, ConnectionsMaxAgeJitter: 1})
 	assert.Error(t, err)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -124,7 +123,7 @@ func withTokens(m sasl.Mechanism, users sasl.CredentialStore) func(*socketserver
 func TestCustomMechanismWithKgo(t *testing.T) {
 	m := newTokenMechanism("TOKEN-TOY")
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"sasl.enabled.mechanisms":                   "PLAIN,TOKEN-TOY",
 		"connection.failed.authentication.delay.ms": "0",
 	}), withTokens(m, newUsers(t)), recording(seen))
@@ -168,7 +167,7 @@ func TestCustomMechanismWithKgo(t *testing.T) {
 func TestMechanismChallengeThenFailure(t *testing.T) {
 	const delay = 200 * time.Millisecond
 	m := newTokenMechanism("OAUTHBEARER")
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"sasl.enabled.mechanisms":                   "OAUTHBEARER",
 		"connection.failed.authentication.delay.ms": strconv.Itoa(int(delay / time.Millisecond)),
 	}), withTokens(m, nil), echoMetadata)
@@ -246,7 +245,7 @@ func TestCredentialExpiryBoundsTheSession(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTokenMechanism("TOKEN-TOY")
-			props := listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY", "connection.failed.authentication.delay.ms": "0"}
+			props := config.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY", "connection.failed.authentication.delay.ms": "0"}
 			if tc.reauthMS != "" {
 				props["connections.max.reauth.ms"] = tc.reauthMS
 			}
@@ -283,7 +282,7 @@ func TestCredentialExpiryBoundsTheSession(t *testing.T) {
 	t.Run("the session ends at the credential's expiry and allows re-authentication", func(t *testing.T) {
 		m := newTokenMechanism("TOKEN-TOY")
 		seen := make(chan *socketserver.Request, 10)
-		srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+		srv := socketservertest.NewServer(t, saslProps(config.Properties{
 			"sasl.enabled.mechanisms": "TOKEN-TOY", "connection.failed.authentication.delay.ms": "0",
 		}), withTokens(m, nil), recording(seen))
 		m.expiring["tok-soon"] = time.Now().Add(300 * time.Millisecond)
@@ -319,7 +318,7 @@ func TestCredentialExpiryBoundsTheSession(t *testing.T) {
 // lists "plain".
 func TestMechanismNamesAreCaseSensitive(t *testing.T) {
 	m := newTokenMechanism("plain") // a host's mechanism under the lower-case name
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"sasl.enabled.mechanisms":                   "plain,SCRAM-SHA-256",
 		"connection.failed.authentication.delay.ms": "0",
 	}), withTokens(m, newUsers(t)), echoMetadata)
@@ -345,34 +344,34 @@ func TestMechanismConfiguration(t *testing.T) {
 	hostPlain := newTokenMechanism("PLAIN")
 	for _, tc := range []struct {
 		name     string
-		props    listener.Properties
+		props    config.Properties
 		mechs    map[protocolmap.ListenerName][]sasl.Mechanism
 		noUsers  bool
 		key, msg string // the error's key and text; "" for success
 	}{
-		{name: "built-in mechanisms", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"}},
-		{name: "a host mechanism beside built-in ones", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN,TOKEN-TOY"},
+		{name: "built-in mechanisms", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"}},
+		{name: "a host mechanism beside built-in ones", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN,TOKEN-TOY"},
 			mechs: map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {toy}}},
-		{name: "host mechanisms need no credential store", props: listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"},
+		{name: "host mechanisms need no credential store", props: config.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"},
 			mechs: map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {toy}}, noUsers: true},
-		{name: "built-in mechanisms need one", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN"}, noUsers: true,
+		{name: "built-in mechanisms need one", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN"}, noUsers: true,
 			msg: "no credential store"},
-		{name: "Kafka's default GSSAPI", props: listener.Properties{"sasl.enabled.mechanisms": ""},
+		{name: "Kafka's default GSSAPI", props: config.Properties{"sasl.enabled.mechanisms": ""},
 			key: "sasl.enabled.mechanisms", msg: "GSSAPI (Kerberos) is Kafka's default"},
-		{name: "a name nothing implements", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN,AWS_MSK_IAM"},
+		{name: "a name nothing implements", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN,AWS_MSK_IAM"},
 			key: "sasl.enabled.mechanisms", msg: "enables SASL mechanism AWS_MSK_IAM, which is neither built in"},
-		{name: "names are case-sensitive", props: listener.Properties{"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "plain"},
+		{name: "names are case-sensitive", props: config.Properties{"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "plain"},
 			key: "listener.name.sasl_plaintext.sasl.enabled.mechanisms", msg: "case-sensitive, as in Kafka: PLAIN, not plain"},
-		{name: "a host mechanism not enabled", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN"},
+		{name: "a host mechanism not enabled", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN"},
 			mechs: map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {toy}},
 			key:   "sasl.enabled.mechanisms", msg: "SASL mechanism TOKEN-TOY, which sasl.enabled.mechanisms does not enable"},
-		{name: "a host mechanism on a listener without SASL", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN"},
+		{name: "a host mechanism on a listener without SASL", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN"},
 			mechs: map[protocolmap.ListenerName][]sasl.Mechanism{"PLAINTEXT": {toy}}, msg: "speaks PLAINTEXT"},
-		{name: "a listener that does not exist", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN"},
+		{name: "a listener that does not exist", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN"},
 			mechs: map[protocolmap.ListenerName][]sasl.Mechanism{"NOPE": {toy}}, msg: "NOPE, which is not configured"},
-		{name: "two implementations of one name", props: listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"},
+		{name: "two implementations of one name", props: config.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY"},
 			mechs: map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {toy, toy}}, msg: "two implementations"},
-		{name: "the host's PLAIN replaces the built-in one", props: listener.Properties{"sasl.enabled.mechanisms": "PLAIN"},
+		{name: "the host's PLAIN replaces the built-in one", props: config.Properties{"sasl.enabled.mechanisms": "PLAIN"},
 			mechs: map[protocolmap.ListenerName][]sasl.Mechanism{"SASL_PLAINTEXT": {hostPlain}}, noUsers: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -40,7 +39,7 @@ func produceOf(size int) *kmsg.ProduceRequest {
 func TestRequestMemoryBudget(t *testing.T) {
 	const budget = 1 << 20
 	held := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "DATA://127.0.0.1:0,CONTROL://127.0.0.1:0",
 		"listener.security.protocol.map": "DATA:PLAINTEXT,CONTROL:PLAINTEXT",
 		"inter.broker.listener.name":     "DATA",
@@ -106,7 +105,7 @@ func produceResponse() *kmsg.ProduceResponse {
 func TestRequestMemoryReturnedOnClose(t *testing.T) {
 	const budget = 1 << 20
 	held := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"socket.request.max.bytes": strconv.Itoa(budget),
 		"queued.max.request.bytes": strconv.Itoa(budget),
 	}, func(c *socketserver.Config) { c.APIs = allAPIs() }, socketserver.HandlerFunc(func(r *socketserver.Request) { held <- r }))
@@ -144,7 +143,7 @@ func TestLargeFrameReadOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := make(chan struct{})
-			srv := socketservertest.NewServer(t, listener.Properties{
+			srv := socketservertest.NewServer(t, config.Properties{
 				"socket.request.max.bytes": strconv.Itoa(2 * size),
 				"queued.max.request.bytes": tc.budget,
 			}, func(c *socketserver.Config) { c.APIs = allAPIs() }, socketserver.HandlerFunc(func(r *socketserver.Request) {
@@ -185,7 +184,7 @@ func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 		{"104857599", 0, true},
 		{"lots", 0, true},
 	} {
-		props := listener.Properties{}
+		props := config.Properties{}
 		if tc.value != "" {
 			props["queued.max.request.bytes"] = tc.value
 		}
@@ -199,7 +198,7 @@ func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 		require.NoError(t, err, tc.value)
 		assert.Equal(t, tc.want, cfg.QueuedMaxRequestBytes, tc.value)
 	}
-	lc, err := listener.Resolve(listener.Properties{})
+	lc, err := config.Listeners(config.Properties{})
 	require.NoError(t, err)
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, QueuedMaxRequestBytes: 1000})
 	assert.Error(t, err, "New holds a Config built in code to the same rule")

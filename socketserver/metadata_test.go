@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -262,7 +263,7 @@ func TestMetadataBrokers(t *testing.T) {
 // configuration, in the order of its listeners, and shares none of
 // them. (It was listener.Config.Broker, since removed; Server.Broker computes it now.)
 func TestConfigBroker(t *testing.T) {
-	c, err := listener.Resolve(listener.Properties{
+	c, err := config.Listeners(config.Properties{
 		"listeners":                      "CLIENT://:9092,REPLICATION://:9093",
 		"advertised.listeners":           "CLIENT://localhost:9092,REPLICATION://10.0.0.1:9093",
 		"listener.security.protocol.map": "CLIENT:SASL_SSL,REPLICATION:SSL",
@@ -300,7 +301,7 @@ func ExampleMetadataBrokers() {
 		"CLIENT://kafka-2.example.com:9092,REPLICATION://10.0.0.2:9093",
 		"CLIENT://kafka-3.example.com:9092", // not yet given a REPLICATION listener
 	} {
-		eps, err := listener.ParseEndPoints(listener.KeyAdvertisedListeners, advertised, protocols)
+		eps, err := listener.ParseEndPoints(config.KeyAdvertisedListeners, advertised, protocols)
 		if err != nil {
 			panic(err)
 		}

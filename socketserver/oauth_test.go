@@ -20,7 +20,6 @@ import (
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -48,8 +47,8 @@ func newOAuthIssuer(t *testing.T) *oauthbearertest.Issuer {
 // jwksProps configures the SASL_PLAINTEXT listener with OAUTHBEARER (and
 // PLAIN) validated by Kafka's OAuthBearerValidatorCallbackHandler against
 // the JWKS at url, audience kafka and the issuer's name, over extra.
-func jwksProps(url string, extra listener.Properties) listener.Properties {
-	return saslProps(merge(listener.Properties{
+func jwksProps(url string, extra config.Properties) config.Properties {
+	return saslProps(merge(config.Properties{
 		"sasl.enabled.mechanisms":            "OAUTHBEARER,PLAIN",
 		oauthJAAS:                            security.OAuthBearerLoginModule + " required;",
 		oauthClass:                           security.OAuthBearerValidatorCallbackHandler,
@@ -119,7 +118,7 @@ func TestOAuthBearerRefusals(t *testing.T) {
 	other := oauthbearertest.NewIssuer(t, oauthIssuerURL)
 	other.AddKey(t, "k1", "RS256") // the same kid, another key
 	logs, logger := newLogCapture()
-	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), listener.Properties{
+	srv := socketservertest.NewServer(t, jwksProps(is.WriteJWKS(t), config.Properties{
 		"connection.failed.authentication.delay.ms": "150",
 	}), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)
@@ -243,7 +242,7 @@ func TestOAuthBearerSessionLifetime(t *testing.T) {
 	assert.Empty(t, seen)
 
 	// connections.max.reauth.ms ends the session first when it is sooner.
-	short := socketservertest.NewServer(t, jwksProps(url, listener.Properties{"connections.max.reauth.ms": "1500"}), withOAuth(t, withUsers(newUsers(t))), echoMetadata)
+	short := socketservertest.NewServer(t, jwksProps(url, config.Properties{"connections.max.reauth.ms": "1500"}), withOAuth(t, withUsers(newUsers(t))), echoMetadata)
 	rc = dialRaw(t, short, "SASL_PLAINTEXT")
 	lifetime, _ = login(rc, time.Hour)
 	assert.Equal(t, 1500*time.Millisecond, lifetime)
@@ -293,7 +292,7 @@ func TestOAuthBearerKeyRotation(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "idp-ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: https.Certificate().Raw}), 0o600))
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, jwksProps(https.URL+"/jwks.json", listener.Properties{
+	srv := socketservertest.NewServer(t, jwksProps(https.URL+"/jwks.json", config.Properties{
 		oauthJAAS: security.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
 	}), withOAuth(t, withUsers(newUsers(t))), recording(seen))
 	fetched := is.Fetches()
@@ -312,7 +311,7 @@ func TestOAuthBearerKeyRotation(t *testing.T) {
 func TestOAuthBearerUnsecured(t *testing.T) {
 	logs, logger := newLogCapture()
 	seen := make(chan *socketserver.Request, 10)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"sasl.enabled.mechanisms": "OAUTHBEARER",
 		oauthJAAS:                 security.OAuthBearerLoginModule + ` required unsecuredValidatorPrincipalClaimName="user";`,
 	}), withOAuth(t, func(c *socketserver.Config) {
@@ -369,14 +368,14 @@ func TestOAuthBearerListClientConnections(t *testing.T) {
 func TestOAuthBearerLeftToTheHost(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		props listener.Properties
+		props config.Properties
 		key   string
 	}{
 		{"nothing configured", nil, oauthJAAS},
-		{"another class", listener.Properties{oauthClass: "com.example.IntrospectionHandler"}, oauthClass},
+		{"another class", config.Properties{oauthClass: "com.example.IntrospectionHandler"}, oauthClass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := config.Server(saslProps(merge(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER"}, tc.props)))
+			cfg, err := config.Server(saslProps(merge(config.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER"}, tc.props)))
 			require.NoError(t, err)
 			l := cfg.PerListener["SASL_PLAINTEXT"]
 			assert.Nil(t, l.Security.OAuthBearer)
@@ -414,7 +413,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 	// A hand-built Config whose listener could have had OAUTHBEARER from
 	// its properties is told where it comes from.
 	is := newOAuthIssuer(t)
-	lc, err := listener.Resolve(jwksProps(is.WriteJWKS(t), nil))
+	lc, err := config.Listeners(jwksProps(is.WriteJWKS(t), nil))
 	require.NoError(t, err)
 	sec, err := security.ForListener(lc, "SASL_PLAINTEXT")
 	require.NoError(t, err)
@@ -441,11 +440,11 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 	is := newOAuthIssuer(t)
 	for _, tc := range []struct {
 		name      string
-		props     listener.Properties
+		props     config.Properties
 		validator string
 	}{
 		{"JWKS", jwksProps(is.WriteJWKS(t), nil), "JWKS validator"},
-		{"unsecured", saslProps(listener.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: security.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
+		{"unsecured", saslProps(config.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: security.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Server(tc.props)
@@ -508,7 +507,7 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 	https := is.Serve(t)
 	ca := filepath.Join(t.TempDir(), "idp-ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: https.Certificate().Raw}), 0o600))
-	props := jwksProps(https.URL+"/jwks.json", listener.Properties{
+	props := jwksProps(https.URL+"/jwks.json", config.Properties{
 		oauthJAAS: security.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
 		"sasl.oauthbearer.jwks.endpoint.refresh.ms": "50",
 	})

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 // BenchmarkParkCycle measures what a connection that parks between its
@@ -55,11 +53,7 @@ func BenchmarkParkCycle(b *testing.B) {
 // connection closes with tb.
 func parkTestConn(tb testing.TB) (*Server, *conn, func()) {
 	tb.Helper()
-	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv, err := New(Config{Listeners: lc})
+	srv, err := New(Config{Listeners: loopbackSet("PLAINTEXT")})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -149,7 +149,7 @@ func TestParkedConnectionReadsSplitFrames(t *testing.T) {
 // returns as soon as parked connections have closed.
 func TestParkedConnectionsClose(t *testing.T) {
 	t.Run("idle expiry", func(t *testing.T) {
-		srv := socketservertest.NewServer(t, listener.Properties{"connections.max.idle.ms": "2000"}, withAPIs, echoMetadata)
+		srv := socketservertest.NewServer(t, config.Properties{"connections.max.idle.ms": "2000"}, withAPIs, echoMetadata)
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		versionsRoundTrip(t, c, 1)
 		waitParked(t, srv, 1)
@@ -214,7 +214,7 @@ func TestParkWaitAdaptsToTheClient(t *testing.T) {
 // record arrives whole or split.
 func TestTLSConnectionsPark(t *testing.T) {
 	pki := newTestPKI(t)
-	props := merge(pki.props("none"), listener.Properties{
+	props := merge(pki.props("none"), config.Properties{
 		"listeners":                      "SSL://127.0.0.1:0",
 		"security.inter.broker.protocol": "SSL",
 	})
@@ -323,7 +323,7 @@ func TestParkAfterConfigurable(t *testing.T) {
 	}
 
 	t.Run("negative: never parks", func(t *testing.T) {
-		srv := socketservertest.NewServer(t, listener.Properties{"connections.max.idle.ms": "1500"},
+		srv := socketservertest.NewServer(t, config.Properties{"connections.max.idle.ms": "1500"},
 			func(c *socketserver.Config) { withAPIs(c); c.ParkAfter = -1 }, echoMetadata)
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		metadataRoundTrip(t, c, 12, 1)

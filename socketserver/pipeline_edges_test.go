@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -26,7 +26,7 @@ import (
 func TestPipelineKeepsToTheBudget(t *testing.T) {
 	const budget, frames, size = 128 << 10, 40, 60 << 10
 	h := newHeld()
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"socket.request.max.bytes": strconv.Itoa(budget),
 		"queued.max.request.bytes": strconv.Itoa(budget),
 	}, func(c *socketserver.Config) {
@@ -265,7 +265,7 @@ func requireServedMeanwhile(t *testing.T, srv *socketserver.Server, unblock func
 func TestSmallFrameWaitsForMemoryWithoutATurn(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	h := newHeld()
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"queued.max.request.bytes": "16384",
 		"socket.request.max.bytes": "16384",
 	}, func(c *socketserver.Config) {

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -79,7 +79,7 @@ func (h *held) count() int {
 
 // servePipelined starts a server whose host holds every request (held),
 // with pipelinedAPIs(depth) and hooks, and dials its PLAINTEXT listener.
-func servePipelined(t *testing.T, props listener.Properties, depth int, hooks ...socketserver.Hook) (*socketserver.Server, net.Conn, *held) {
+func servePipelined(t *testing.T, props config.Properties, depth int, hooks ...socketserver.Hook) (*socketserver.Server, net.Conn, *held) {
 	h := newHeld()
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = pipelinedAPIs(depth)
@@ -253,7 +253,7 @@ func TestPipelineClosedWhileQueued(t *testing.T) {
 	release := newGate()
 	defer release.open()
 	logs := &requestLogs{}
-	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1", "queued.max.requests": "1"},
+	srv := socketservertest.NewServer(t, config.Properties{"num.io.threads": "1", "queued.max.requests": "1"},
 		func(c *socketserver.Config) {
 			c.APIs = pipelinedAPIs(5)
 			c.Hooks = []socketserver.Hook{logs}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/internal/testkit"
 	"io"
 	"log/slog"
 	"net"
@@ -13,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -67,7 +67,7 @@ func isTimeout(err error) bool {
 // limit to the next connection. User:ANONYMOUS is limited only by an
 // override, here on the PLAINTEXT listener alone.
 func TestPrincipalLimit(t *testing.T) {
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		config.KeyMaxConnectionsPerPrincipal:                                       "3",
 		config.KeyMaxConnectionsPerPrincipalOverrides:                              "User:alice:2",
 		"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "User:ANONYMOUS:1",
@@ -137,7 +137,7 @@ func TestPrincipalLimit(t *testing.T) {
 // unauthenticated connections. Every connection is counted all the same,
 // so that an override set at run time measures those open.
 func TestPrincipalLimitLeavesAnonymous(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                          "PLAINTEXT://127.0.0.1:0",
 		config.KeyMaxConnectionsPerPrincipal: "1",
 	}, func(c *socketserver.Config) { c.APIs = allAPIs() }, echoMetadata)
@@ -161,7 +161,7 @@ func TestPrincipalLimitLeavesAnonymous(t *testing.T) {
 // counts the principal's connections on that listener, in addition to the
 // broker-wide one.
 func TestPrincipalLimitPerListener(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
 		"listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,OTHER:SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "PLAIN",
@@ -206,7 +206,7 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 		{"alice", nil, "is not principal:count"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
+			cfg, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0",
 				config.KeyMaxConnectionsPerPrincipalOverrides: tc.value})
 			var got map[connregistry.Principal]int
 			if err == nil {
@@ -230,8 +230,8 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 // The keys, as config.Server reads them: errors name the key as
 // written, its listener prefix included.
 func TestPrincipalLimitConfig(t *testing.T) {
-	base := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"}
-	cfg, err := config.Server(merge(base, listener.Properties{
+	base := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"}
+	cfg, err := config.Server(merge(base, config.Properties{
 		config.KeyMaxConnectionsPerPrincipalOverrides:                                   "User:alice:2;User:CN=bob,O=acme:50",
 		"listener.name.sasl_plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:1",
 	}))
@@ -248,13 +248,13 @@ func TestPrincipalLimitConfig(t *testing.T) {
 	assert.Nil(t, cfg.ConnectionQuotas.ListenerMaxConnectionsPerPrincipal)
 
 	for _, tc := range []struct {
-		props listener.Properties
+		props config.Properties
 		key   string
 	}{
-		{listener.Properties{config.KeyMaxConnectionsPerPrincipal: "0"}, config.KeyMaxConnectionsPerPrincipal},
-		{listener.Properties{config.KeyMaxConnectionsPerPrincipal: "-1"}, config.KeyMaxConnectionsPerPrincipal},
-		{listener.Properties{"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipal: "x"}, "listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipal},
-		{listener.Properties{"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "alice:1"}, "listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides},
+		{config.Properties{config.KeyMaxConnectionsPerPrincipal: "0"}, config.KeyMaxConnectionsPerPrincipal},
+		{config.Properties{config.KeyMaxConnectionsPerPrincipal: "-1"}, config.KeyMaxConnectionsPerPrincipal},
+		{config.Properties{"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipal: "x"}, "listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipal},
+		{config.Properties{"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "alice:1"}, "listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides},
 	} {
 		_, err := config.Server(merge(base, tc.props))
 		var ce *protocolmap.ConfigError
@@ -262,7 +262,7 @@ func TestPrincipalLimitConfig(t *testing.T) {
 		assert.Equal(t, tc.key, ce.Key)
 	}
 	// With overrides, zero admits only the principals they name.
-	cfg, err = config.Server(merge(base, listener.Properties{
+	cfg, err = config.Server(merge(base, config.Properties{
 		config.KeyMaxConnectionsPerPrincipal: "0", config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:5",
 	}))
 	require.NoError(t, err)
@@ -280,7 +280,7 @@ func TestPrincipalLimitConfig(t *testing.T) {
 // counted for the next line.
 func TestPrincipalLimitLogsWithoutFlooding(t *testing.T) {
 	var log testkit.SyncBuffer
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		config.KeyMaxConnectionsPerPrincipalOverrides: "User:alice:0",
 	}), func(c *socketserver.Config) {
 		withUsers(newUsers(t))(c)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -139,17 +138,17 @@ func TestProbesKeptOutOfHistory(t *testing.T) {
 			case plain:
 				srv = socketservertest.NewServer(t, nil, configure, answerAll)
 			case ssl:
-				srv = socketservertest.NewServer(t, merge(pki.props(""), listener.Properties{
+				srv = socketservertest.NewServer(t, merge(pki.props(""), config.Properties{
 					"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
 				}), configure, answerAll)
 			case sasl:
-				srv = socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}),
+				srv = socketservertest.NewServer(t, saslProps(config.Properties{"connection.failed.authentication.delay.ms": "0"}),
 					func(c *socketserver.Config) { withUsers(newUsers(t))(c); configure(c) }, answerAll)
 			case proxy:
 				srv = proxyServer(t, &proxyRecorder{}, nil, configure)
 				l = "PLAINTEXT"
 			case proxyTLS:
-				srv = socketservertest.NewServer(t, merge(pki.props(""), listener.Properties{
+				srv = socketservertest.NewServer(t, merge(pki.props(""), config.Properties{
 					"listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
 					config.KeyProxyProtocol: "required", config.KeyProxyProtocolTrustedNetworks: "127.0.0.1",
 				}), configure, answerAll)
@@ -258,7 +257,7 @@ func TestHostClosesAfterClientLeft(t *testing.T) {
 // Probes count per listener, in the Stats of a server that has several,
 // and Stats lists every listener, with 0 before any probe.
 func TestProbesClosedPerListener(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "A://127.0.0.1:0,B://127.0.0.1:0",
 		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
 		"inter.broker.listener.name":     "A",

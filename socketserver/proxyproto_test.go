@@ -30,8 +30,8 @@ import (
 
 // proxyProps makes the PLAINTEXT listener of socketservertest.NewServer
 // require the PROXY protocol from the loopback network, over more props.
-func proxyProps(more ...listener.Properties) listener.Properties {
-	return merge(append([]listener.Properties{{
+func proxyProps(more ...config.Properties) config.Properties {
+	return merge(append([]config.Properties{{
 		config.KeyProxyProtocol:                "required",
 		config.KeyProxyProtocolTrustedNetworks: "127.0.0.0/8",
 	}}, more...)...)
@@ -91,7 +91,7 @@ func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 // protocol (props over proxyProps), with rec's hooks, a ConnContext that
 // records what it is given, and a handler that answers everything and
 // records each request's connection.
-func proxyServer(t *testing.T, rec *proxyRecorder, props listener.Properties, configure ...func(*socketserver.Config)) *socketserver.Server {
+func proxyServer(t *testing.T, rec *proxyRecorder, props config.Properties, configure ...func(*socketserver.Config)) *socketserver.Server {
 	t.Helper()
 	return socketservertest.NewServer(t, proxyProps(props), func(c *socketserver.Config) {
 		c.APIs = allAPIs()
@@ -305,7 +305,7 @@ func TestProxyProtocolRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &proxyRecorder{}
 			var logs testkit.SyncBuffer
-			srv := proxyServer(t, rec, listener.Properties{
+			srv := proxyServer(t, rec, config.Properties{
 				config.KeyProxyProtocolTrustedNetworks: tc.trusted,
 				"kafkanet.handshake.timeout.ms":        "300",
 			}, func(c *socketserver.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
@@ -349,7 +349,7 @@ func TestProxyProtocolRefused(t *testing.T) {
 // send half a header, or nothing, do not hold up the acceptor, and a
 // connection behind them is served at once.
 func TestProxyProtocolSlowSendersDoNotStallAccepting(t *testing.T) {
-	srv := proxyServer(t, &proxyRecorder{}, listener.Properties{"num.network.threads": "1"})
+	srv := proxyServer(t, &proxyRecorder{}, config.Properties{"num.network.threads": "1"})
 	for i := range 20 {
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		if i%2 == 0 {
@@ -389,7 +389,7 @@ func (c *headerConn) Write(b []byte) (int, error) {
 // header.
 func TestProxyProtocolThenTLS(t *testing.T) {
 	pki := newTestPKI(t)
-	props := merge(pki.props("required"), listener.Properties{
+	props := merge(pki.props("required"), config.Properties{
 		"listeners":                      "SSL://127.0.0.1:0",
 		"security.inter.broker.protocol": "SSL",
 		"ssl.principal.mapping.rules":    cnRule,
@@ -430,7 +430,7 @@ func TestProxyProtocolThenTLS(t *testing.T) {
 // then closes it, and each connection gives back what it took.
 func TestProxyProtocolPerIPQuotas(t *testing.T) {
 	rec := &proxyRecorder{}
-	srv := proxyServer(t, rec, listener.Properties{
+	srv := proxyServer(t, rec, config.Properties{
 		"max.connections.per.ip":                    "1",
 		config.KeyIPConnectionCreationRateOverrides: "192.0.2.99:0",
 		"quota.window.num":                          "2",
@@ -536,8 +536,8 @@ func TestProxyProtocolPendingInStats(t *testing.T) {
 // trusted networks are errors naming the key. New refuses the same
 // mistakes in a Config built in code.
 func TestProxyProtocolConfig(t *testing.T) {
-	read := func(props listener.Properties) (map[protocolmap.ListenerName]socketserver.ProxyProtocol, error) {
-		cfg, err := config.Server(merge(listener.Properties{
+	read := func(props config.Properties) (map[protocolmap.ListenerName]socketserver.ProxyProtocol, error) {
+		cfg, err := config.Server(merge(config.Properties{
 			"listeners":                      "PLAINTEXT://127.0.0.1:0,LB://127.0.0.1:0",
 			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,LB:PLAINTEXT",
 		}, props))
@@ -554,7 +554,7 @@ func TestProxyProtocolConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, socketserver.ProxyProtocol{}, got["LB"], "none by default")
 
-	got, err = read(listener.Properties{
+	got, err = read(config.Properties{
 		"listener.name.lb.kafkanet.proxy.protocol":                  " Required ",
 		"listener.name.lb.kafkanet.proxy.protocol.trusted.networks": " 10.1.2.0/24 , 10.1.2.3/24,fd00::/8, 192.0.2.7, ::ffff:198.51.100.0/120 ,",
 	})
@@ -566,7 +566,7 @@ func TestProxyProtocolConfig(t *testing.T) {
 	}}, got["LB"])
 	assert.Equal(t, "required", got["LB"].Mode.String())
 
-	got, err = read(listener.Properties{
+	got, err = read(config.Properties{
 		config.KeyProxyProtocol:                              "required",
 		config.KeyProxyProtocolTrustedNetworks:               "0.0.0.0/0,::/0",
 		"listener.name.plaintext." + config.KeyProxyProtocol: "none",
@@ -578,17 +578,17 @@ func TestProxyProtocolConfig(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		props listener.Properties
+		props config.Properties
 		key   string
 	}{
-		{"bad mode", listener.Properties{"listener.name.lb.kafkanet.proxy.protocol": "v2"}, "listener.name.lb.kafkanet.proxy.protocol"},
-		{"no trusted networks", listener.Properties{"listener.name.lb.kafkanet.proxy.protocol": "required"},
+		{"bad mode", config.Properties{"listener.name.lb.kafkanet.proxy.protocol": "v2"}, "listener.name.lb.kafkanet.proxy.protocol"},
+		{"no trusted networks", config.Properties{"listener.name.lb.kafkanet.proxy.protocol": "required"},
 			"listener.name.lb.kafkanet.proxy.protocol.trusted.networks"},
-		{"empty trusted networks", listener.Properties{config.KeyProxyProtocol: "required", config.KeyProxyProtocolTrustedNetworks: " , "},
+		{"empty trusted networks", config.Properties{config.KeyProxyProtocol: "required", config.KeyProxyProtocolTrustedNetworks: " , "},
 			config.KeyProxyProtocolTrustedNetworks},
-		{"bad network", listener.Properties{"listener.name.lb.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/33"},
+		{"bad network", config.Properties{"listener.name.lb.kafkanet.proxy.protocol.trusted.networks": "10.0.0.0/33"},
 			"listener.name.lb.kafkanet.proxy.protocol.trusted.networks"},
-		{"a host name", listener.Properties{config.KeyProxyProtocolTrustedNetworks: "lb.example.com"},
+		{"a host name", config.Properties{config.KeyProxyProtocolTrustedNetworks: "lb.example.com"},
 			config.KeyProxyProtocolTrustedNetworks},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -600,7 +600,7 @@ func TestProxyProtocolConfig(t *testing.T) {
 		})
 	}
 
-	lc, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	lc, err := config.Listeners(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, err)
 	for _, p := range []socketserver.ProxyProtocol{
 		{Mode: socketserver.ProxyProtocolRequired},
@@ -621,7 +621,7 @@ func TestProxyProtocolConfig(t *testing.T) {
 func TestProxyProtocolPipeIsNotTrusted(t *testing.T) {
 	pipe := socketservertest.NewPipeListener("PLAINTEXT")
 	rec := &proxyRecorder{}
-	srv := proxyServer(t, rec, listener.Properties{config.KeyProxyProtocolTrustedNetworks: "0.0.0.0/0,::/0"},
+	srv := proxyServer(t, rec, config.Properties{config.KeyProxyProtocolTrustedNetworks: "0.0.0.0/0,::/0"},
 		func(c *socketserver.Config) {
 			c.Listen = func(context.Context, listener.Listener) (net.Listener, error) { return pipe, nil }
 		})

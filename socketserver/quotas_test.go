@@ -14,7 +14,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -90,7 +89,7 @@ func quotaTotal(srv *socketserver.Server) int {
 // Over max.connections.per.ip a new connection is closed at once; an
 // override raises the limit for one address; existing connections stay.
 func TestPerIPLimitClosesAtOnce(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"max.connections.per.ip":           "2",
 		"max.connections.per.ip.overrides": "127.0.0.2:4",
 	}, withAPIs, answerAll)
@@ -124,10 +123,10 @@ func TestPerIPLimitClosesAtOnce(t *testing.T) {
 func TestConnectionLimitAcceptorWaits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		props listener.Properties
+		props config.Properties
 	}{
-		{"listener limit", listener.Properties{"listener.name.plaintext.max.connections": "2"}},
-		{"broker limit", listener.Properties{"max.connections": "2"}},
+		{"listener limit", config.Properties{"listener.name.plaintext.max.connections": "2"}},
+		{"broker limit", config.Properties{"max.connections": "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &recorder{}
@@ -156,7 +155,7 @@ func TestConnectionLimitAcceptorWaits(t *testing.T) {
 // round((6-5)/5*1000) = 200 ms, and so on.
 func TestCreationRateDelays(t *testing.T) {
 	m := &recorder{}
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"max.connection.creation.rate": "5",
 		"quota.window.num":             "2",
 		"quota.window.size.seconds":    "1",
@@ -182,7 +181,7 @@ func TestCreationRateDelays(t *testing.T) {
 // The per-address creation rate holds a connection beyond it for the
 // throttle delay, then closes it.
 func TestPerIPCreationRateHoldsThenCloses(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"kafkanet.ip.connection.creation.rate": "2",
 		"quota.window.num":                     "2",
 	}, withAPIs, answerAll)
@@ -204,7 +203,7 @@ func TestPerIPCreationRateHoldsThenCloses(t *testing.T) {
 // several listeners; once it takes the count over the limit, another
 // listener's least recently active connection is closed promptly.
 func TestInterBrokerListenerProtected(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "CLIENT://127.0.0.1:0,REPLICATION://127.0.0.1:0",
 		"listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name":     "REPLICATION",
@@ -262,7 +261,7 @@ func TestInterBrokerListenerProtected(t *testing.T) {
 // SetConnectionQuotas changes limits while the server runs: raising a limit lets the
 // waiting acceptor go on; lowering one applies to new connections only.
 func TestSetQuotasWhileRunning(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{"max.connections": "1"}, withAPIs, answerAll)
+	srv := socketservertest.NewServer(t, config.Properties{"max.connections": "1"}, withAPIs, answerAll)
 	first := socketservertest.Dial(t, srv, "PLAINTEXT")
 	require.True(t, served(t, first, 1, 5*time.Second))
 	waiting := socketservertest.Dial(t, srv, "PLAINTEXT")
@@ -287,7 +286,7 @@ func TestSetQuotasWhileRunning(t *testing.T) {
 // Every admitted connection gives its slot back exactly once, however it
 // ends: client close, a bad frame, idle expiry, handler close, shutdown.
 func TestQuotaCountsReturnToZeroUnderChurn(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"connections.max.idle.ms": "150",
 		"max.connections.per.ip":  "1000",
 	}, withAPIs, socketserver.HandlerFunc(func(r *socketserver.Request) {
@@ -333,20 +332,20 @@ func TestQuotaCountsReturnToZeroUnderChurn(t *testing.T) {
 
 func TestQuotaConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		props listener.Properties
+		props config.Properties
 		key   string
 	}{
-		{listener.Properties{"max.connections.per.ip": "0"}, "max.connections.per.ip"},
-		{listener.Properties{"max.connections": "-1"}, "max.connections"},
-		{listener.Properties{"listener.name.plaintext.max.connections": "x"}, "listener.name.plaintext.max.connections"},
-		{listener.Properties{"max.connection.creation.rate": "-5"}, "max.connection.creation.rate"},
-		{listener.Properties{"max.connections.per.ip.overrides": "bad/host:3"}, "max.connections.per.ip.overrides"},
-		{listener.Properties{"max.connections.per.ip.overrides": "127.0.0.1:x"}, "max.connections.per.ip.overrides"},
-		{listener.Properties{"max.connections.per.ip.overrides": "127.0.0.1"}, "max.connections.per.ip.overrides"},
-		{listener.Properties{"quota.window.num": "0"}, "quota.window.num"},
+		{config.Properties{"max.connections.per.ip": "0"}, "max.connections.per.ip"},
+		{config.Properties{"max.connections": "-1"}, "max.connections"},
+		{config.Properties{"listener.name.plaintext.max.connections": "x"}, "listener.name.plaintext.max.connections"},
+		{config.Properties{"max.connection.creation.rate": "-5"}, "max.connection.creation.rate"},
+		{config.Properties{"max.connections.per.ip.overrides": "bad/host:3"}, "max.connections.per.ip.overrides"},
+		{config.Properties{"max.connections.per.ip.overrides": "127.0.0.1:x"}, "max.connections.per.ip.overrides"},
+		{config.Properties{"max.connections.per.ip.overrides": "127.0.0.1"}, "max.connections.per.ip.overrides"},
+		{config.Properties{"quota.window.num": "0"}, "quota.window.num"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
-			props := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			props := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 			for k, v := range tc.props {
 				props[k] = v
 			}
@@ -357,14 +356,14 @@ func TestQuotaConfigErrors(t *testing.T) {
 		})
 	}
 	// Zero per IP is valid with overrides.
-	cfg, err := config.Server(listener.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
+	cfg, err := config.Server(config.Properties{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "::1:5,localhost:2"})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"::1": 5, "localhost": 2}, cfg.ConnectionQuotas.MaxConnectionsPerIPOverrides)
 }
 
 // The control-plane listener is counted and limited like any listener.
 func TestControlPlaneListenerLimited(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                                "CLIENT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"listener.security.protocol.map":           "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"inter.broker.listener.name":               "CLIENT",
@@ -418,7 +417,7 @@ func (r *fakeResolver) count() int {
 func TestOverrideHostNamesResolvedByStart(t *testing.T) {
 	res := &fakeResolver{answers: map[string][]netip.Addr{"clients.example": {netip.MustParseAddr("127.0.0.7")}}, block: true}
 	port := freePort(t)
-	srv := newUnstarted(t, listener.Properties{
+	srv := newUnstarted(t, config.Properties{
 		"listeners":                        "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
 		"max.connections.per.ip.overrides": "clients.example:1",
 	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })
@@ -450,7 +449,7 @@ func TestOverrideHostNameLimitsOneAddress(t *testing.T) {
 	res := &fakeResolver{answers: map[string][]netip.Addr{
 		"clients.example": {netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.7"), netip.MustParseAddr("127.0.0.8")},
 	}}
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"max.connections.per.ip.overrides": "clients.example:1",
 	}, func(c *socketserver.Config) {
 		withAPIs(c)
@@ -472,7 +471,7 @@ func TestSetQuotasResolvesHostNames(t *testing.T) {
 		"old.example": {netip.MustParseAddr("127.0.0.9")},
 		"new.example": {netip.MustParseAddr("127.0.0.10")},
 	}}
-	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1",
+	srv := newUnstarted(t, config.Properties{"num.io.threads": "1",
 		"listeners":                        "PLAINTEXT://127.0.0.1:0",
 		"max.connections.per.ip.overrides": "old.example:1",
 	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })

@@ -21,7 +21,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -323,7 +322,7 @@ func TestRawRespondSources(t *testing.T) {
 	}
 	current := make(chan mode, 1)
 	answered := make(chan error, 1)
-	srv := socketservertest.NewServer(t, merge(listener.Properties{
+	srv := socketservertest.NewServer(t, merge(config.Properties{
 		"listeners":                      "PLAIN://127.0.0.1:0,TLS://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAIN:PLAINTEXT,TLS:SSL",
 		"inter.broker.listener.name":     "PLAIN",
@@ -431,7 +430,7 @@ func TestRawAPIConfig(t *testing.T) {
 		{"versions kmsg does not decode", socketserver.API{Key: 3, MaxVersion: 99, Raw: true}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := config.Server(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+			cfg, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
 			require.NoError(t, err)
 			cfg.APIs = []socketserver.API{tt.api}
 			_, err = socketserver.New(cfg)
@@ -494,7 +493,7 @@ func TestRawSASL(t *testing.T) {
 // does not enable, close the connection without a response, raw or
 // streamed as decoded.
 func TestRawLimits(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{"socket.request.max.bytes": "100000"}, func(c *socketserver.Config) {
+	srv := socketservertest.NewServer(t, config.Properties{"socket.request.max.bytes": "100000"}, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{
 			{Key: 0, MinVersion: 3, MaxVersion: 12, Raw: true, StreamAbove: 1000},
 			{Key: 3, MinVersion: 1, MaxVersion: 12, Raw: true},
@@ -662,7 +661,7 @@ func TestRawHooksAndRequestLog(t *testing.T) {
 
 // streamProps are a listener with a request memory budget smaller than
 // the bodies streamed through it at once.
-var streamProps = listener.Properties{
+var streamProps = config.Properties{
 	"socket.request.max.bytes": strconv.Itoa(8 << 20),
 	"queued.max.request.bytes": strconv.Itoa(8 << 20),
 }
@@ -683,7 +682,7 @@ func TestRawStreamedBodies(t *testing.T) {
 	pki := newTestPKI(t)
 	const size = 3 << 20
 	held := make(chan *socketserver.Request, 3)
-	srv := socketservertest.NewServer(t, merge(streamProps, listener.Properties{
+	srv := socketservertest.NewServer(t, merge(streamProps, config.Properties{
 		"listeners":                      "PLAIN://127.0.0.1:0,TLS://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAIN:PLAINTEXT,TLS:SSL",
 		"inter.broker.listener.name":     "PLAIN",

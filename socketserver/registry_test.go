@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -24,7 +24,7 @@ import (
 // principal, client address, listener, protocol, client software from
 // ApiVersions v3+, counters, state, and the reason it closed.
 func TestRegistryFedByServer(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
 		"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
 		"inter.broker.listener.name":     "PLAIN",
@@ -113,7 +113,7 @@ func TestRegistryFedByServer(t *testing.T) {
 
 // A failed authentication is recorded with its reason.
 func TestRegistryAuthenticationFailed(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                                 "SASL_PLAINTEXT://127.0.0.1:0",
 		"security.inter.broker.protocol":            "SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":                   "SCRAM-SHA-256",
@@ -175,7 +175,7 @@ func TestKeySetterGetsFrameKey(t *testing.T) {
 func TestCustomPrincipalBuilder(t *testing.T) {
 	seen := make(chan *socketserver.Request, 1)
 	built := make(chan socketserver.Authentication, 1)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
 		"security.inter.broker.protocol": "SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "SCRAM-SHA-256",

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -262,7 +262,7 @@ func peerWatchers() int {
 func TestPeerWatchedOnlyWhileARequestIsHeld(t *testing.T) {
 	hold := make(chan time.Duration, 1)
 	canceled := make(chan struct{}, 1)
-	srv := socketservertest.NewServer(t, listener.Properties{"num.io.threads": "1"}, withAPIs,
+	srv := socketservertest.NewServer(t, config.Properties{"num.io.threads": "1"}, withAPIs,
 		socketserver.HandlerFunc(func(r *socketserver.Request) {
 			d := <-hold
 			if d < 0 { // held until the client goes

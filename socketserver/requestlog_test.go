@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -367,7 +367,7 @@ func TestRequestLogConnectionClosedWhileAWorkerHolds(t *testing.T) {
 // Closed set; raw tokens (SaslHandshake v0) not at all.
 func TestRequestLogSASLExchange(t *testing.T) {
 	logs := &requestLogs{}
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{"connection.failed.authentication.delay.ms": "0"}),
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{"connection.failed.authentication.delay.ms": "0"}),
 		func(c *socketserver.Config) {
 			withUsers(newUsers(t))(c)
 			c.Hooks = []socketserver.Hook{logs}

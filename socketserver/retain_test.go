@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -42,7 +42,7 @@ func TestKeptRecordsDoNotKeepTheConnection(t *testing.T) {
 			var mu sync.Mutex
 			var markers []weak.Pointer[connMarker]
 			var kept [][]byte
-			srv := newUnstarted(t, listener.Properties{"num.io.threads": "1", "listeners": "PLAINTEXT://127.0.0.1:0"}, func(cfg *socketserver.Config) {
+			srv := newUnstarted(t, config.Properties{"num.io.threads": "1", "listeners": "PLAINTEXT://127.0.0.1:0"}, func(cfg *socketserver.Config) {
 				cfg.ConnContext = func(ctx context.Context, _ net.Conn, info connregistry.Info) context.Context {
 					m := &connMarker{id: info.ID}
 					mu.Lock()

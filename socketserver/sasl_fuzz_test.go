@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
@@ -94,7 +94,7 @@ func FuzzSASLPreAuth(f *testing.F) {
 		reached.Add(1)
 		_ = respondEmpty(r)
 	})
-	srv := socketservertest.NewServer(f, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(f, saslProps(config.Properties{
 		"connection.failed.authentication.delay.ms":                                   "0",
 		"kafkanet.handshake.timeout.ms":                                               "5000",
 		"sasl.enabled.mechanisms":                                                     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -20,14 +20,14 @@ import (
 // SCRAM-SHA-512; a user of the broker's own identity (username,
 // password) does not log in.
 func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
-	props := listener.Properties{
+	props := config.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		"sasl.enabled.mechanisms":        "SCRAM-SHA-512",
 		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": security.ScramLoginModule +
 			` required username="admin" password="admin-secret" user_alice="alice-secret";`,
 	}
-	lc, err := listener.Resolve(props)
+	lc, err := config.Listeners(props)
 	require.NoError(t, err)
 	users, warnings, err := security.NewJAASUsers(lc)
 	require.NoError(t, err)

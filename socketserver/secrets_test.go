@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
@@ -265,7 +265,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	requests := &requestLogs{}
 	audit := &auditRecorder{}
 	is := newOAuthIssuer(t)
-	srv := socketservertest.NewServer(t, saslProps(listener.Properties{
+	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"connection.failed.authentication.delay.ms": "0",
 		"connections.max.reauth.ms":                 "60000",
 		"sasl.enabled.mechanisms":                   "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
@@ -472,7 +472,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 func TestTLSVersions(t *testing.T) {
 	pki := newTestPKI(t)
 	users := newUsers(t)
-	props := merge(pki.props(""), saslProps(nil), listener.Properties{
+	props := merge(pki.props(""), saslProps(nil), config.Properties{
 		"listeners":                      "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
 		"security.inter.broker.protocol": "SSL",
 		"ssl.enabled.protocols":          "TLSv1,TLSv1.1,TLSv1.2,TLSv1.3",

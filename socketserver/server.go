@@ -160,7 +160,7 @@ type listenerState struct {
 }
 
 // New validates cfg, including cfg.Listeners with the rules of
-// listener.Resolve (see listener.Set.Validate), and builds a server. It
+// config.Listeners (see listener.Set.Validate), and builds a server. It
 // binds nothing and resolves nothing: Start does both.
 func New(cfg Config) (*Server, error) {
 	if cfg.Listeners == nil || len(cfg.Listeners.All) == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -40,7 +41,7 @@ func TestApiVersionsAndKgo(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// New holds a listener configuration built in code to listener.Resolve's
+// New holds a listener configuration built in code to config.Listeners's
 // rules: two listeners on one port are refused before anything binds, and
 // the error names the key whose rule broke.
 func TestNewValidatesListenersBuiltInCode(t *testing.T) {
@@ -69,7 +70,7 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 // configured on every interface, as a broker's listener often is, but
 // handed a loopback socket, so that the test binds no wildcard address.
 func TestServerBrokerAdvertisesBoundPorts(t *testing.T) {
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                      "A://127.0.0.1:0,B://:0",
 		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
 		"inter.broker.listener.name":     "A",

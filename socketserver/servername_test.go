@@ -14,7 +14,6 @@ import (
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -138,7 +137,7 @@ func TestReloadTLSServerNames(t *testing.T) {
 	props := testkit.ServerNameListeners(def.KeyStoreFile,
 		testkit.ServerNameKeyStore{Name: "a.example.com", KeyStoreFile: a.KeyStoreFile})
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
-	reload := func(p listener.Properties) error {
+	reload := func(p config.Properties) error {
 		t.Helper()
 		cfg, err := config.Server(p)
 		require.NoError(t, err)
@@ -171,7 +170,7 @@ func TestReloadTLSServerNames(t *testing.T) {
 	assert.ErrorContains(t, err, "server-name certificate 1's subject DN CN=tenant-a")
 	assert.Equal(t, "a.example.com", served(renewed), "the certificate in force stays")
 
-	allowDN := merge(props, listener.Properties{"listener.name.ssl.ssl.allow.dn.changes": "true"})
+	allowDN := merge(props, config.Properties{"listener.name.ssl.ssl.allow.dn.changes": "true"})
 	moved := socketservertest.NewServerCert(t, "tenant-a", "a.example.com")
 	rotate(moved)
 	require.NoError(t, reload(allowDN))
@@ -184,7 +183,7 @@ func TestReloadTLSServerNames(t *testing.T) {
 	err = reload(withB)
 	requireConfigError(t, err, "ssl.allow.san.changes", security.ErrCertificateChange)
 	assert.ErrorContains(t, err, "the new configuration has 3 certificates where the current one has 2")
-	require.NoError(t, reload(merge(withB, listener.Properties{"listener.name.ssl.ssl.allow.san.changes": "true"})))
+	require.NoError(t, reload(merge(withB, config.Properties{"listener.name.ssl.ssl.allow.san.changes": "true"})))
 	c := dialTLS(t, srv, "SSL", &tls.Config{ServerName: "b.example.com", RootCAs: b.Roots})
 	assert.Equal(t, "b.example.com", c.c.ConnectionState().PeerCertificates[0].Subject.CommonName)
 }

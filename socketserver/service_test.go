@@ -14,7 +14,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -103,13 +102,13 @@ func TestMechanismServiceLifecycle(t *testing.T) {
 	base := testkit.TakeGoroutineBaseline()
 	logs, logger := newLogCapture()
 	m := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
-	props := saslProps(listener.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY", "connection.failed.authentication.delay.ms": "0"})
+	props := saslProps(config.Properties{"sasl.enabled.mechanisms": "TOKEN-TOY", "connection.failed.authentication.delay.ms": "0"})
 	configure := func(c *socketserver.Config) {
 		withTokens(m, nil)(c)
 		c.Logger = logger
 	}
 
-	cfg, err := config.Server(merge(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
+	cfg, err := config.Server(merge(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, props))
 	require.NoError(t, err)
 	configure(&cfg)
 	unstarted, err := socketserver.New(cfg)
@@ -150,7 +149,7 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 	good := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
 	bad := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY"), startErr: errors.New("the key server is down")}
 	port := freePort(t)
-	props := listener.Properties{
+	props := config.Properties{
 		"listeners":                      "A://127.0.0.1:0,B://127.0.0.1:" + strconv.Itoa(port),
 		"listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
 		"inter.broker.listener.name":     "A",

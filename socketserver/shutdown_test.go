@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -47,7 +47,7 @@ func requireQuotasReleased(t testing.TB, srv *socketserver.Server) {
 // startServing starts a server from props (with every API) and Serve with
 // workers handler goroutines, on a context the test controls. It returns
 // the server and a function that waits for Serve to return, bounded.
-func startServing(t *testing.T, props listener.Properties, workers int, h socketserver.Handler) (*socketserver.Server, func()) {
+func startServing(t *testing.T, props config.Properties, workers int, h socketserver.Handler) (*socketserver.Server, func()) {
 	t.Helper()
 	srv := newUnstarted(t, props, func(c *socketserver.Config) { c.IOThreads = workers })
 	require.NoError(t, srv.Start(context.Background()))
@@ -187,7 +187,7 @@ func TestShutdownUnderLoadAnswersEveryHandledRequest(t *testing.T) {
 					answer()
 				})
 			})
-			srv, waitServe := startServing(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": "2"}, 4, h)
+			srv, waitServe := startServing(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": "2"}, 4, h)
 			addr := srv.Addr("PLAINTEXT").String()
 
 			stop := make(chan struct{})
@@ -296,7 +296,7 @@ func TestShutdownDeadlineWithUnansweredRequests(t *testing.T) {
 				held.Add(1)
 				tt.hold(r, release)
 			})
-			srv, waitServe := startServing(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, workers, h)
+			srv, waitServe := startServing(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}, workers, h)
 			addr := srv.Addr("PLAINTEXT").String()
 			cs := make([]net.Conn, conns)
 			for i := range cs {
@@ -521,7 +521,7 @@ func TestDisconnectWhileRequestInFlight(t *testing.T) {
 		for _, mode := range disconnectModes {
 			t.Run(stage.name+"/"+mode.name, func(t *testing.T) {
 				base := testkit.TakeGoroutineBaseline()
-				srv := newUnstarted(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "socket.send.buffer.bytes": "65536"})
+				srv := newUnstarted(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "socket.send.buffer.bytes": "65536"})
 				require.NoError(t, srv.Start(context.Background()))
 				addr := srv.Addr("PLAINTEXT").String()
 				conns := make([]*net.TCPConn, 6)
@@ -610,7 +610,7 @@ func TestShutdownDeliversResponsesToSlowReaders(t *testing.T) {
 		resp.Topics = append(resp.Topics, mt)
 		assert.NoError(t, r.Respond(resp))
 	})
-	srv, waitServe := startServing(t, listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "socket.send.buffer.bytes": "1048576"}, 2, h)
+	srv, waitServe := startServing(t, config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", "socket.send.buffer.bytes": "1048576"}, 2, h)
 	addr := srv.Addr("PLAINTEXT").String()
 	req := metadataReq(1)
 	rt := kmsg.NewMetadataRequestTopic()

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -186,7 +186,7 @@ func TestThrottledConnHoldsNoMemory(t *testing.T) {
 	seen := make(chan handled, 10)
 	var muted sync.Map // connection id → true: its Produce is held until release
 	inner := throttler(d, firstCorr, seen)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"socket.request.max.bytes": strconv.Itoa(budget),
 		"queued.max.request.bytes": strconv.Itoa(budget),
 		"num.io.threads":           "4",
@@ -243,7 +243,7 @@ func TestThrottleSurvivesIdleExpiry(t *testing.T) {
 		d    = 3 * idle
 	)
 	seen := make(chan handled, 10)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"connections.max.idle.ms": strconv.Itoa(int(idle / time.Millisecond)),
 	}, withAPIs, throttler(d, firstCorr, seen))
 	for _, tc := range []struct {
@@ -377,7 +377,7 @@ func TestThrottleAfterAnswer(t *testing.T) {
 // closes at once.
 func TestShutdownDoesNotWaitForAThrottle(t *testing.T) {
 	seen := make(chan handled, 10)
-	srv := newUnstarted(t, listener.Properties{"num.io.threads": "1", "listeners": "PLAINTEXT://127.0.0.1:0"})
+	srv := newUnstarted(t, config.Properties{"num.io.threads": "1", "listeners": "PLAINTEXT://127.0.0.1:0"})
 	require.NoError(t, srv.Start(t.Context()))
 	served := make(chan error, 1)
 	go func() {

@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -116,8 +116,8 @@ func (p *testPKI) clientCert(subject pkix.Name) tls.Certificate {
 // props returns the TLS settings of every listener: the PEM key and trust
 // stores and ssl.client.auth (un-prefixed, so SASL_SSL listeners ignore it,
 // as Kafka does).
-func (p *testPKI) props(clientAuth string) listener.Properties {
-	props := listener.Properties{
+func (p *testPKI) props(clientAuth string) config.Properties {
+	props := config.Properties{
 		"ssl.keystore.type":       "PEM",
 		"ssl.keystore.location":   p.keystore,
 		"ssl.truststore.type":     "PEM",
@@ -142,8 +142,8 @@ var aliceDN = pkix.Name{CommonName: "Alice", OrganizationalUnit: []string{"Clien
 // cnRule maps a DN to its lower-cased common name.
 const cnRule = "RULE:^CN=(.*?),.*$/$1/L"
 
-func merge(ps ...listener.Properties) listener.Properties {
-	out := listener.Properties{}
+func merge(ps ...config.Properties) config.Properties {
+	out := config.Properties{}
 	for _, p := range ps {
 		for k, v := range p {
 			out[k] = v
@@ -217,7 +217,7 @@ func TestTLSHandshakeAndPrincipal(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			props := merge(pki.props(tc.clientAuth), listener.Properties{
+			props := merge(pki.props(tc.clientAuth), config.Properties{
 				"listeners":                                 "SSL://127.0.0.1:0",
 				"security.inter.broker.protocol":            "SSL",
 				"connection.failed.authentication.delay.ms": "1000",
@@ -277,7 +277,7 @@ func withVersions(c *tls.Config, minV, maxV uint16) *tls.Config {
 // Kafka client speaking plaintext to an SSL listener, and random garbage.
 func TestTLSGarbageInsteadOfClientHello(t *testing.T) {
 	pki := newTestPKI(t)
-	srv := socketservertest.NewServer(t, merge(pki.props(""), listener.Properties{
+	srv := socketservertest.NewServer(t, merge(pki.props(""), config.Properties{
 		"listeners":                                 "SSL://127.0.0.1:0",
 		"security.inter.broker.protocol":            "SSL",
 		"connection.failed.authentication.delay.ms": "1000",

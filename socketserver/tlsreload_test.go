@@ -106,8 +106,8 @@ func (c *tlsConn) peerSerial() *big.Int {
 
 // sslProps are one SSL listener with the PKI's key and trust stores, and
 // a PLAINTEXT one, under extra.
-func sslProps(p *testPKI, extra listener.Properties) listener.Properties {
-	return merge(p.props(""), listener.Properties{
+func sslProps(p *testPKI, extra config.Properties) config.Properties {
+	return merge(p.props(""), config.Properties{
 		"listeners":                      "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"security.inter.broker.protocol": "PLAINTEXT",
 	}, extra)
@@ -199,7 +199,7 @@ func TestReloadTLS(t *testing.T) {
 // listener, a certificate for another subject is taken.
 func TestReloadTLSAllowedChanges(t *testing.T) {
 	pki := newTestPKI(t)
-	srv := socketservertest.NewServer(t, sslProps(pki, listener.Properties{
+	srv := socketservertest.NewServer(t, sslProps(pki, config.Properties{
 		"listener.name.ssl.ssl.allow.dn.changes":  "true",
 		"listener.name.ssl.ssl.allow.san.changes": "true",
 	}), withAPIs, echoMetadata)
@@ -221,7 +221,7 @@ func TestReloadTLSFrom(t *testing.T) {
 	pki := newTestPKI(t)
 	second := filepath.Join(pki.dir, "second.keystore.pem")
 	pki.writeKeystore(second, pki.renewed())
-	props := merge(pki.props(""), listener.Properties{
+	props := merge(pki.props(""), config.Properties{
 		"listeners":                                  "SSL://127.0.0.1:0,SECOND://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"listener.security.protocol.map":             "SSL:SSL,SECOND:SSL,PLAINTEXT:PLAINTEXT",
 		"security.inter.broker.protocol":             "PLAINTEXT",
@@ -230,7 +230,7 @@ func TestReloadTLSFrom(t *testing.T) {
 	srv := socketservertest.NewServer(t, props, withAPIs, echoMetadata)
 	client := pki.clientConfig()
 	established := dialTLS(t, srv, "SSL", client)
-	reload := func(p listener.Properties) error {
+	reload := func(p config.Properties) error {
 		t.Helper()
 		cfg, err := config.Server(p)
 		if err != nil {
@@ -264,7 +264,7 @@ func TestReloadTLSFrom(t *testing.T) {
 		assert.Equal(t, secondBefore, dialTLS(t, srv, "SECOND", client).peerSerial())
 	})
 	t.Run("the new reading allows the change", func(t *testing.T) {
-		allowed := merge(props, listener.Properties{"listener.name.second.ssl.allow.dn.changes": "true"})
+		allowed := merge(props, config.Properties{"listener.name.second.ssl.allow.dn.changes": "true"})
 		require.NoError(t, reload(allowed))
 		assert.Equal(t, "elsewhere", dialTLS(t, srv, "SECOND", client).c.ConnectionState().PeerCertificates[0].Subject.CommonName)
 		// The allowance stays the listener's for reloads by value.
@@ -275,7 +275,7 @@ func TestReloadTLSFrom(t *testing.T) {
 	t.Run("client authentication required from now on", func(t *testing.T) {
 		pki.writeKeystore(pki.keystore, rotated)
 		pki.writeKeystore(second, pki.renewed())
-		require.NoError(t, reload(merge(props, listener.Properties{"listener.name.ssl.ssl.client.auth": "required"})))
+		require.NoError(t, reload(merge(props, config.Properties{"listener.name.ssl.ssl.client.auth": "required"})))
 		c := tls.Client(socketservertest.Dial(t, srv, "SSL"), client)
 		err := c.Handshake()
 		if err == nil { // TLS 1.3: the refusal comes with the first read
@@ -287,7 +287,7 @@ func TestReloadTLSFrom(t *testing.T) {
 		established.roundTrip()
 	})
 	t.Run("listeners the new reading lacks keep theirs", func(t *testing.T) {
-		cfg, err := config.Server(merge(props, listener.Properties{
+		cfg, err := config.Server(merge(props, config.Properties{
 			"listeners":                      "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 			"listener.security.protocol.map": "SSL:SSL,SECOND:PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		}))

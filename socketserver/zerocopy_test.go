@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -94,7 +94,7 @@ func TestFetchRecordsByReference(t *testing.T) {
 		}
 		require.NoError(t, r.Respond(fetchAnswer(req, fixtures[name], <-mode)))
 	})
-	srv := socketservertest.NewServer(t, merge(listener.Properties{
+	srv := socketservertest.NewServer(t, merge(config.Properties{
 		"listeners":                      "PLAIN://127.0.0.1:0,TLS://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAIN:PLAINTEXT,TLS:SSL",
 		"inter.broker.listener.name":     "PLAIN",

@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -243,10 +242,10 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 	if log.file != nil {
 		defer log.file.Close()
 	}
-	cfg, err := config.Server(listener.Properties{
-		listener.KeyListeners:               clientListener + "://" + spec.Addr,
-		listener.KeySecurityProtocolMap:     clientListener + ":PLAINTEXT",
-		listener.KeyInterBrokerListenerName: clientListener,
+	cfg, err := config.Server(config.Properties{
+		config.KeyListeners:               clientListener + "://" + spec.Addr,
+		config.KeySecurityProtocolMap:     clientListener + ":PLAINTEXT",
+		config.KeyInterBrokerListenerName: clientListener,
 	})
 	if err != nil {
 		return err

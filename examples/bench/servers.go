@@ -32,7 +32,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -364,18 +363,18 @@ type childStats struct {
 // kafkanetProperties returns the minimal server's broker properties: a
 // CLIENT listener (PLAINTEXT, or SSL with the PEM key store inline) and a
 // CONTROLLER listener, the control plane unless spec.SharedControl.
-func kafkanetProperties(spec childSpec) listener.Properties {
+func kafkanetProperties(spec childSpec) config.Properties {
 	protocol := "PLAINTEXT"
 	if spec.TLS {
 		protocol = "SSL"
 	}
-	p := listener.Properties{
-		listener.KeyListeners:               fmt.Sprintf("%s://%s,%s://%s", clientListener, spec.Addr, controlListener, spec.ControlAddr),
-		listener.KeySecurityProtocolMap:     fmt.Sprintf("%s:%s,%s:PLAINTEXT", clientListener, protocol, controlListener),
-		listener.KeyInterBrokerListenerName: clientListener,
+	p := config.Properties{
+		config.KeyListeners:               fmt.Sprintf("%s://%s,%s://%s", clientListener, spec.Addr, controlListener, spec.ControlAddr),
+		config.KeySecurityProtocolMap:     fmt.Sprintf("%s:%s,%s:PLAINTEXT", clientListener, protocol, controlListener),
+		config.KeyInterBrokerListenerName: clientListener,
 	}
 	if !spec.SharedControl {
-		p[listener.KeyControlPlaneListenerName] = controlListener
+		p[config.KeyControlPlaneListenerName] = controlListener
 	}
 	if spec.TLS {
 		prefix := "listener.name.client."

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -53,7 +54,7 @@ type quotaValue struct {
 	value  float64
 }
 
-func readQuotaSettings(props listener.Properties) (quotaSettings, error) {
+func readQuotaSettings(props config.Properties) (quotaSettings, error) {
 	var s quotaSettings
 	n, err := props.Int(quotaWindowNumProperty, quota.DefaultSamples, 1)
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/examples/internal/clientmatrix"
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 // quotaRate is the producer_byte_rate of the throttling tests: 1 MiB/s.
@@ -246,7 +246,7 @@ func TestReadQuotaSettings(t *testing.T) {
 		{"users/alice:request_percentage=-1", 0, "greater than 0"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			props, err := listener.Properties{}.With(clientQuotasProperty + "=" + tc.value)
+			props, err := config.Properties{}.With(clientQuotasProperty + "=" + tc.value)
 			require.NoError(t, err)
 			s, err := readQuotaSettings(props)
 			if tc.wantErr != "" {

@@ -96,7 +96,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 		return brokerSettings{}, err
 	}
 	idKey := "node.id"
-	if _, ok := cfg.Properties().Get(idKey); !ok {
+	if _, ok := config.Properties(cfg.Properties()).Get(idKey); !ok {
 		idKey = "broker.id"
 	}
 	id, err := boundedInt(cfg.Properties(), idKey, 0, 0, 1<<30) // room for the ids of -brokers
@@ -104,13 +104,13 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 		return brokerSettings{}, err
 	}
 	s.nodeID = int32(id)
-	s.rack, _ = cfg.Properties().Get("broker.rack")
+	s.rack, _ = config.Properties(cfg.Properties()).Get("broker.rack")
 	partitions, err := boundedInt(cfg.Properties(), "num.partitions", 1, 1, maxPartitions)
 	if err != nil {
 		return brokerSettings{}, err
 	}
 	s.numPartitions = int32(partitions)
-	key, err := cfg.Properties().Int(listConnectionsKeyProperty, int(connregistry.DefaultListAPIKey), 0)
+	key, err := config.Properties(cfg.Properties()).Int(listConnectionsKeyProperty, int(connregistry.DefaultListAPIKey), 0)
 	if err != nil {
 		return brokerSettings{}, err
 	}
@@ -128,7 +128,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if s.quotas, err = readQuotaSettings(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
-	s.superUsers, _ = cfg.Properties().Get("super.users")
+	s.superUsers, _ = config.Properties(cfg.Properties()).Get("super.users")
 	if s.autoCreate, err = boolSetting(cfg.Properties(), "auto.create.topics.enable", true); err != nil {
 		return brokerSettings{}, err
 	}
@@ -155,7 +155,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 
 // boundedInt reads the integer key of props, def when it is not set, and
 // refuses a value below min or above max.
-func boundedInt(props listener.Properties, key string, def, min, max int) (int, error) {
+func boundedInt(props config.Properties, key string, def, min, max int) (int, error) {
 	v, err := props.Int(key, def, min)
 	if err != nil {
 		return 0, err
@@ -168,7 +168,7 @@ func boundedInt(props listener.Properties, key string, def, min, max int) (int, 
 }
 
 // boolSetting reads the boolean key of props, def when it is not set.
-func boolSetting(props listener.Properties, key string, def bool) (bool, error) {
+func boolSetting(props config.Properties, key string, def bool) (bool, error) {
 	v, ok := props.Get(key)
 	if !ok {
 		return def, nil
@@ -188,7 +188,7 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 	if err != nil {
 		return socketserver.Config{}, err
 	}
-	if _, set := cfg.Properties().Get(config.KeyQueuedMaxRequestBytes); !set {
+	if _, set := config.Properties(cfg.Properties()).Get(config.KeyQueuedMaxRequestBytes); !set {
 		// Kafka sets no limit by default; the example, which keeps its log
 		// in memory, bounds the requests in hand too.
 		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)
@@ -199,7 +199,7 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 	// 1 MiB Fetch answer then goes out in one write instead of several
 	// that each wait for the client to read.
 	for key, size := range map[string]*int{"socket.send.buffer.bytes": &scfg.SendBufferBytes, "socket.receive.buffer.bytes": &scfg.ReceiveBufferBytes} {
-		if _, set := cfg.Properties().Get(key); !set {
+		if _, set := config.Properties(cfg.Properties()).Get(key); !set {
 			*size = -1
 		}
 	}
@@ -233,18 +233,18 @@ func defaultQueuedMaxRequestBytes(requestMax int) int {
 // brokerProperties returns the properties of broker i of the process: those
 // of cfg with every port of listeners and advertised.listeners moved up by
 // i*portStep (port 0 stays 0).
-func brokerProperties(cfg *listener.Set, i int) (listener.Properties, error) {
-	props := maps.Clone(cfg.Properties())
+func brokerProperties(cfg *listener.Set, i int) (config.Properties, error) {
+	props := config.Properties(maps.Clone(cfg.Properties()))
 	if props == nil {
-		props = listener.Properties{}
+		props = config.Properties{}
 	}
-	for _, key := range []string{listener.KeyListeners, listener.KeyAdvertisedListeners} {
+	for _, key := range []string{config.KeyListeners, config.KeyAdvertisedListeners} {
 		value, ok := props.Get(key)
 		if !ok {
-			if key == listener.KeyAdvertisedListeners {
+			if key == config.KeyAdvertisedListeners {
 				continue // it defaults to listeners, which moves
 			}
-			value = listener.DefaultListeners
+			value = config.DefaultListeners
 		}
 		eps, err := listener.ParseEndPoints(key, value, cfg.SecurityProtocolMap)
 		if err != nil {
@@ -276,7 +276,7 @@ func brokerConfigs(cfg *listener.Set, n int) ([]*listener.Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := listener.Resolve(props)
+		c, err := config.Listeners(props)
 		if err != nil {
 			return nil, err
 		}
@@ -347,11 +347,11 @@ func withAuditLog(w *auditlog.Writer) clusterOption { return func(c *cluster) { 
 // node id node.id+i. Each logs to logger, with the request log when it
 // logs at debug level, and traces and measures with tel (nil: not). It
 // returns once every listener of every broker is bound and served.
-func startCluster(ctx context.Context, props listener.Properties, n int, logger *slog.Logger, tel *otelenv.Telemetry, opts ...clusterOption) (*cluster, error) {
+func startCluster(ctx context.Context, props config.Properties, n int, logger *slog.Logger, tel *otelenv.Telemetry, opts ...clusterOption) (*cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("want at least 1 broker, not %d", n)
 	}
-	cfg, err := listener.Resolve(props)
+	cfg, err := config.Listeners(props)
 	if err != nil {
 		return nil, err
 	}

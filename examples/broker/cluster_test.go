@@ -5,53 +5,52 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 func TestBrokerPropertiesMovesPorts(t *testing.T) {
 	tests := []struct {
 		name           string
-		props          listener.Properties
+		props          config.Properties
 		broker         int
 		wantListeners  string
 		wantAdvertised string // "" means the key stays unset
 	}{
 		{
 			name:          "broker 0 keeps its ports",
-			props:         listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092"},
+			props:         config.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092"},
 			broker:        0,
 			wantListeners: "PLAINTEXT://127.0.0.1:9092",
 		},
 		{
 			name:          "broker 2 adds 200",
-			props:         listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9093"},
+			props:         config.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9093"},
 			broker:        2,
 			wantListeners: "PLAINTEXT://127.0.0.1:9292,SSL://[::1]:9293",
 		},
 		{
 			name:          "port 0 stays 0",
-			props:         listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0,SSL://:9093"},
+			props:         config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0,SSL://:9093"},
 			broker:        1,
 			wantListeners: "PLAINTEXT://127.0.0.1:0,SSL://:9193",
 		},
 		{
 			name:          "Kafka's default listeners",
-			props:         listener.Properties{"broker.id": "3"},
+			props:         config.Properties{"broker.id": "3"},
 			broker:        1,
 			wantListeners: "PLAINTEXT://:9192",
 		},
 		{
 			name: "advertised listeners move too",
-			props: listener.Properties{
-				"listeners":                     "INSIDE://0.0.0.0:9092,OUTSIDE://0.0.0.0:9093",
-				"advertised.listeners":          "INSIDE://10.0.0.5:9092,OUTSIDE://broker.example.com:19093",
-				listener.KeySecurityProtocolMap: "INSIDE:PLAINTEXT,OUTSIDE:PLAINTEXT",
-				"inter.broker.listener.name":    "INSIDE",
+			props: config.Properties{
+				"listeners":                   "INSIDE://0.0.0.0:9092,OUTSIDE://0.0.0.0:9093",
+				"advertised.listeners":        "INSIDE://10.0.0.5:9092,OUTSIDE://broker.example.com:19093",
+				config.KeySecurityProtocolMap: "INSIDE:PLAINTEXT,OUTSIDE:PLAINTEXT",
+				"inter.broker.listener.name":  "INSIDE",
 			},
 			broker:         1,
 			wantListeners:  "INSIDE://0.0.0.0:9192,OUTSIDE://0.0.0.0:9193",
@@ -60,7 +59,7 @@ func TestBrokerPropertiesMovesPorts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := listener.Resolve(tt.props)
+			cfg, err := config.Listeners(tt.props)
 			require.NoError(t, err)
 			props, err := brokerProperties(cfg, tt.broker)
 			require.NoError(t, err)
@@ -73,14 +72,14 @@ func TestBrokerPropertiesMovesPorts(t *testing.T) {
 					assert.Equal(t, v, props[k], "key %s", k)
 				}
 			}
-			_, err = listener.Resolve(props)
+			_, err = config.Listeners(props)
 			require.NoError(t, err)
 		})
 	}
 }
 
 func TestBrokerConfigs(t *testing.T) {
-	cfg, err := listener.Resolve(listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:65335"})
+	cfg, err := config.Listeners(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:65335"})
 	require.NoError(t, err)
 	cfgs, err := brokerConfigs(cfg, 3)
 	require.NoError(t, err)

@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -67,7 +67,7 @@ func TestListClientConnections(t *testing.T) {
 // connections, and connadmin asks every broker.
 func TestListClientConnectionsThreeBrokersMixedProtocols(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
-	c := startClusterWith(t, 3, listener.Properties{}, securitySettings(pki, "super.users=User:alice")...)
+	c := startClusterWith(t, 3, config.Properties{}, securitySettings(pki, "super.users=User:alice")...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	connect := func(broker int, l string, opts ...kgo.Opt) {

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -59,15 +60,15 @@ const (
 
 // readGroupSettings reads the coordinator's keys, with Kafka's defaults.
 func readGroupSettings(cfg *listener.Set) (groupSettings, error) {
-	delay, err := cfg.Properties().Int("group.initial.rebalance.delay.ms", 3000, 0)
+	delay, err := config.Properties(cfg.Properties()).Int("group.initial.rebalance.delay.ms", 3000, 0)
 	if err != nil {
 		return groupSettings{}, err
 	}
-	minSession, err := cfg.Properties().Int("group.min.session.timeout.ms", 6000, 0)
+	minSession, err := config.Properties(cfg.Properties()).Int("group.min.session.timeout.ms", 6000, 0)
 	if err != nil {
 		return groupSettings{}, err
 	}
-	maxSession, err := cfg.Properties().Int("group.max.session.timeout.ms", 1800000, 0)
+	maxSession, err := config.Properties(cfg.Properties()).Int("group.max.session.timeout.ms", 1800000, 0)
 	if err != nil {
 		return groupSettings{}, err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -1026,9 +1026,9 @@ func TestGroupSettings(t *testing.T) {
 		{"offsets replicas beyond a short", []string{"offsets.topic.replication.factor=32768"}, groupSettings{}, "offsets.topic.replication.factor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			props, err := listener.Properties{}.With(tc.sets...)
+			props, err := config.Properties{}.With(tc.sets...)
 			require.NoError(t, err)
-			cfg, err := listener.Resolve(props)
+			cfg, err := config.Listeners(props)
 			require.NoError(t, err)
 			got, err := readGroupSettings(cfg)
 			if tc.wantErr != "" {

@@ -21,10 +21,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/examples/internal/faults"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -88,7 +88,7 @@ var testSettings = []string{
 // way -set lays them over each other; they are closed when the test ends.
 func startTestCluster(t *testing.T, n int, sets ...string) *cluster {
 	t.Helper()
-	return startClusterWith(t, n, listener.Properties{}, append(testSettings, sets...)...)
+	return startClusterWith(t, n, config.Properties{}, append(testSettings, sets...)...)
 }
 
 // startDefaultCluster starts one broker with the built-in settings, its
@@ -102,7 +102,7 @@ func startDefaultCluster(t *testing.T, sets ...string) *cluster {
 
 // startClusterWith starts n brokers with sets laid over props; they are
 // closed when the test ends.
-func startClusterWith(t *testing.T, n int, props listener.Properties, sets ...string) *cluster {
+func startClusterWith(t *testing.T, n int, props config.Properties, sets ...string) *cluster {
 	t.Helper()
 	props, err := props.With(sets...)
 	require.NoError(t, err)

@@ -191,6 +191,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
@@ -222,12 +223,12 @@ const defaultJAAS = security.PlainLoginModule + ` required user_alice="alice-sec
 // plane of KIP-291. CLIENT offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 to
 // the demo users alice (alice-secret) and bob (bob-secret). Every listener
 // binds the loopback interface, so the defaults expose nothing.
-func defaultProperties() listener.Properties {
-	return listener.Properties{
-		listener.KeyListeners:                 "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
-		listener.KeySecurityProtocolMap:       "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		listener.KeyInterBrokerListenerName:   "REPLICATION",
-		listener.KeyControlPlaneListenerName:  "CONTROLLER",
+func defaultProperties() config.Properties {
+	return config.Properties{
+		config.KeyListeners:                   "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
+		config.KeySecurityProtocolMap:         "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		config.KeyInterBrokerListenerName:     "REPLICATION",
+		config.KeyControlPlaneListenerName:    "CONTROLLER",
 		security.KeySASLEnabledMechanisms:     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 		security.KeyPlainJAASConfig("CLIENT"): defaultJAAS,
 	}
@@ -237,7 +238,7 @@ func defaultProperties() listener.Properties {
 type options struct {
 	check       bool
 	configPath  string
-	sets        listener.Overrides
+	sets        config.Overrides
 	brokers     int
 	metricsAddr string
 	tlsWatch    time.Duration
@@ -332,7 +333,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeAudit() // after serve: the brokers' Shutdown has written every event
-	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, logger, audit)
+	return serve(ctx, config.Properties(cfg.Properties()), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, logger, audit)
 }
 
 // auditProduct names the broker in its audit records.
@@ -345,7 +346,7 @@ const auditProduct = "kafkanet example broker"
 // quotas, SASL users and listeners from the configuration load returns
 // (see cluster.reload); every tlsWatch it reloads the TLS listeners whose
 // PEM files changed (see cluster.watchTLS). It returns the exit status.
-func serve(ctx context.Context, props listener.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error),
+func serve(ctx context.Context, props config.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error),
 	otel otelenv.Config, logger *slog.Logger, audit *auditlog.Writer) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
@@ -412,10 +413,10 @@ func serve(ctx context.Context, props listener.Properties, brokers int, metricsA
 // and resolves the listeners. With neither a file nor settings it resolves
 // defaultProperties.
 func resolve(path string, sets []string) (*listener.Set, error) {
-	props := listener.Properties{}
+	props := config.Properties{}
 	switch {
 	case path != "":
-		p, err := listener.LoadProperties(path)
+		p, err := config.Load(path)
 		if err != nil {
 			return nil, err
 		}
@@ -427,7 +428,7 @@ func resolve(path string, sets []string) (*listener.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return listener.Resolve(props)
+	return config.Listeners(props)
 }
 
 // printListeners writes cfg's listeners to w as an aligned table, one row

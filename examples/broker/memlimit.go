@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -23,7 +24,7 @@ const keyMemoryLimit = "kafkanet.memory.limit.bytes"
 // readMemoryLimit reads kafkanet.memory.limit.bytes: 0 when unset (the
 // broker derives the limit), -1 for none, or the limit.
 func readMemoryLimit(cfg *listener.Set) (int64, error) {
-	v, ok := cfg.Properties().Get(keyMemoryLimit)
+	v, ok := config.Properties(cfg.Properties()).Get(keyMemoryLimit)
 	if !ok {
 		return 0, nil
 	}

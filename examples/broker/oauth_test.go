@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientmatrix"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
@@ -119,7 +119,7 @@ func oauthScript(name, program, script string) func(context.Context, string, str
 func TestOAuthBearerClients(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, oauthIssuer)
 	is.AddKey(t, "k1", "RS256")
-	c := startClusterWith(t, 1, listener.Properties{}, oauthSettings(is.WriteJWKS(t))...)
+	c := startClusterWith(t, 1, config.Properties{}, oauthSettings(is.WriteJWKS(t))...)
 	verifier := newClient(t, addr(t, c, 0, "INTERNAL"))
 	claims := func(sub string, ttl time.Duration) map[string]any {
 		cl := is.Claims(sub, ttl)
@@ -434,7 +434,7 @@ func TestOAuthBearerCheck(t *testing.T) {
 func TestOAuthBearerServeWarnsAndReadsKeys(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, oauthIssuer)
 	is.AddKey(t, "k1", "ES256")
-	props, err := listener.Properties{}.With(oauthSettings(is.WriteJWKS(t))...)
+	props, err := config.Properties{}.With(oauthSettings(is.WriteJWKS(t))...)
 	require.NoError(t, err)
 	var logs syncBuffer
 	c, err := startCluster(context.Background(), props, 1, slog.New(slog.NewTextHandler(&logs, nil)), nil)

@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 // freePort returns a port of 127.0.0.1 that nothing listens on now.
@@ -348,7 +348,7 @@ func TestHAProxyHealthChecks(t *testing.T) {
 				sets = append(sets, "listener.name.client.kafkanet.proxy.protocol=required",
 					"listener.name.client.kafkanet.proxy.protocol.trusted.networks=127.0.0.1/32")
 			}
-			props, err := listener.Properties{}.With(sets...)
+			props, err := config.Properties{}.With(sets...)
 			require.NoError(t, err)
 			logs := &testkit.SyncBuffer{}
 			c, err := startCluster(context.Background(), props, 1, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)

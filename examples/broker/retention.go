@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 )
 
@@ -55,7 +56,7 @@ type logSettings struct {
 // log.retention.check.interval.ms and message.max.bytes.
 func readLogSettings(cfg *listener.Set) (logSettings, error) {
 	s := logSettings{defaults: logConfig{retentionBytes: defaultRetentionBytes}}
-	bytes, err := cfg.Properties().Int(keyLogRetentionBytes, defaultRetentionBytes, -1)
+	bytes, err := config.Properties(cfg.Properties()).Int(keyLogRetentionBytes, defaultRetentionBytes, -1)
 	if err != nil {
 		return logSettings{}, err
 	}
@@ -65,10 +66,10 @@ func readLogSettings(cfg *listener.Set) (logSettings, error) {
 		key  string
 		unit time.Duration
 	}{{keyLogRetentionMs, time.Millisecond}, {keyLogRetentionMinutes, time.Minute}, {keyLogRetentionHours, time.Hour}} {
-		if _, ok := cfg.Properties().Get(k.key); !ok {
+		if _, ok := config.Properties(cfg.Properties()).Get(k.key); !ok {
 			continue
 		}
-		v, err := cfg.Properties().Int(k.key, 0, -1)
+		v, err := config.Properties(cfg.Properties()).Int(k.key, 0, -1)
 		if err != nil {
 			return logSettings{}, err
 		}
@@ -78,12 +79,12 @@ func readLogSettings(cfg *listener.Set) (logSettings, error) {
 		}
 		break
 	}
-	check, err := cfg.Properties().Int(keyRetentionCheck, int(defaultRetentionCheck/time.Millisecond), 1)
+	check, err := config.Properties(cfg.Properties()).Int(keyRetentionCheck, int(defaultRetentionCheck/time.Millisecond), 1)
 	if err != nil {
 		return logSettings{}, err
 	}
 	s.checkInterval = time.Duration(check) * time.Millisecond
-	if s.defaults.maxMessageBytes, err = cfg.Properties().Int(keyMessageMaxBytes, defaultMessageMaxBytes, 0); err != nil {
+	if s.defaults.maxMessageBytes, err = config.Properties(cfg.Properties()).Int(keyMessageMaxBytes, defaultMessageMaxBytes, 0); err != nil {
 		return logSettings{}, err
 	}
 	return s, nil

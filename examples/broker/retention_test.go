@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -23,26 +23,26 @@ func TestReadLogSettings(t *testing.T) {
 	const hour = int64(time.Hour / time.Millisecond)
 	for _, tc := range []struct {
 		name    string
-		props   listener.Properties
+		props   config.Properties
 		want    logSettings
 		wantKey string
 	}{
 		{"defaults: 256 MiB, Kafka's 168 hours, 5 minutes, 1048588", nil,
 			logSettings{logConfig{256 << 20, 168 * hour, 1048588}, 5 * time.Minute}, ""},
-		{"unlimited as in Kafka", listener.Properties{"log.retention.bytes": "-1", "log.retention.hours": "-1"},
+		{"unlimited as in Kafka", config.Properties{"log.retention.bytes": "-1", "log.retention.hours": "-1"},
 			logSettings{logConfig{-1, -1, 1048588}, 5 * time.Minute}, ""},
-		{"ms before minutes before hours", listener.Properties{"log.retention.ms": "1000", "log.retention.minutes": "2", "log.retention.hours": "3"},
+		{"ms before minutes before hours", config.Properties{"log.retention.ms": "1000", "log.retention.minutes": "2", "log.retention.hours": "3"},
 			logSettings{logConfig{256 << 20, 1000, 1048588}, 5 * time.Minute}, ""},
-		{"minutes before hours", listener.Properties{"log.retention.minutes": "2", "log.retention.hours": "3"},
+		{"minutes before hours", config.Properties{"log.retention.minutes": "2", "log.retention.hours": "3"},
 			logSettings{logConfig{256 << 20, 120000, 1048588}, 5 * time.Minute}, ""},
-		{"check interval and message size", listener.Properties{"log.retention.check.interval.ms": "50", "message.max.bytes": "100"},
+		{"check interval and message size", config.Properties{"log.retention.check.interval.ms": "50", "message.max.bytes": "100"},
 			logSettings{logConfig{256 << 20, 168 * hour, 100}, 50 * time.Millisecond}, ""},
-		{"bad bytes", listener.Properties{"log.retention.bytes": "lots"}, logSettings{}, "log.retention.bytes"},
-		{"bad ms", listener.Properties{"log.retention.ms": "-2"}, logSettings{}, "log.retention.ms"},
-		{"bad check interval", listener.Properties{"log.retention.check.interval.ms": "0"}, logSettings{}, "log.retention.check.interval.ms"},
+		{"bad bytes", config.Properties{"log.retention.bytes": "lots"}, logSettings{}, "log.retention.bytes"},
+		{"bad ms", config.Properties{"log.retention.ms": "-2"}, logSettings{}, "log.retention.ms"},
+		{"bad check interval", config.Properties{"log.retention.check.interval.ms": "0"}, logSettings{}, "log.retention.check.interval.ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := listener.Resolve(tc.props)
+			cfg, err := config.Listeners(tc.props)
 			require.NoError(t, err)
 			got, err := readLogSettings(cfg)
 			if tc.wantKey != "" {
@@ -233,13 +233,13 @@ func TestRetentionTimeRunsOnSchedule(t *testing.T) {
 // -1 included.
 func TestDefaultRequestMemoryBudget(t *testing.T) {
 	for _, tc := range []struct {
-		props listener.Properties
+		props config.Properties
 		want  int
 	}{
-		{listener.Properties{}, 2 * 104857600},
-		{listener.Properties{"socket.request.max.bytes": "1048576"}, 2 * 1048576},
-		{listener.Properties{"queued.max.request.bytes": "-1"}, -1},
-		{listener.Properties{"queued.max.request.bytes": "209715201"}, 209715201},
+		{config.Properties{}, 2 * 104857600},
+		{config.Properties{"socket.request.max.bytes": "1048576"}, 2 * 1048576},
+		{config.Properties{"queued.max.request.bytes": "-1"}, -1},
+		{config.Properties{"queued.max.request.bytes": "209715201"}, 209715201},
 	} {
 		scfg := brokerSocketConfig(t, tc.props)
 		assert.Equal(t, tc.want, scfg.QueuedMaxRequestBytes, "%v", tc.props)
@@ -250,13 +250,13 @@ func TestDefaultRequestMemoryBudget(t *testing.T) {
 // and SO_RCVBUF to the operating system (-1) unless a property sets them.
 func TestSocketBufferDefaults(t *testing.T) {
 	for _, tc := range []struct {
-		props              listener.Properties
+		props              config.Properties
 		wantSend, wantRecv int
 	}{
-		{listener.Properties{}, -1, -1},
-		{listener.Properties{"socket.send.buffer.bytes": "102400"}, 102400, -1},
-		{listener.Properties{"socket.receive.buffer.bytes": "65536"}, -1, 65536},
-		{listener.Properties{"socket.send.buffer.bytes": "-1", "socket.receive.buffer.bytes": "1048576"}, -1, 1048576},
+		{config.Properties{}, -1, -1},
+		{config.Properties{"socket.send.buffer.bytes": "102400"}, 102400, -1},
+		{config.Properties{"socket.receive.buffer.bytes": "65536"}, -1, 65536},
+		{config.Properties{"socket.send.buffer.bytes": "-1", "socket.receive.buffer.bytes": "1048576"}, -1, 1048576},
 	} {
 		scfg := brokerSocketConfig(t, tc.props)
 		assert.Equal(t, tc.wantSend, scfg.SendBufferBytes, "send, %v", tc.props)
@@ -286,9 +286,9 @@ func TestInlineAPIs(t *testing.T) {
 
 // brokerSocketConfig is the socket server configuration the example
 // broker makes of props.
-func brokerSocketConfig(t *testing.T, props listener.Properties) socketserver.Config {
+func brokerSocketConfig(t *testing.T, props config.Properties) socketserver.Config {
 	t.Helper()
-	cfg, err := listener.Resolve(props)
+	cfg, err := config.Listeners(props)
 	require.NoError(t, err)
 	set, err := readSettings(cfg)
 	require.NoError(t, err)

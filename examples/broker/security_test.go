@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -100,7 +101,7 @@ func login(t *testing.T, seed string, timeout time.Duration, opts ...kgo.Opt) er
 
 func TestSASLProduceConsume(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
-	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	c := startClusterWith(t, 1, config.Properties{}, securitySettings(pki)...)
 	for _, l := range []string{"SASL", "SASLTLS"} {
 		for _, mech := range mechanisms {
 			t.Run(l+"/"+mech, func(t *testing.T) {
@@ -116,7 +117,7 @@ func TestSASLProduceConsume(t *testing.T) {
 
 func TestSSLClientCertificate(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
-	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	c := startClusterWith(t, 1, config.Properties{}, securitySettings(pki)...)
 	seed := addr(t, c, 0, "TLS")
 
 	t.Run("with a client certificate", func(t *testing.T) {
@@ -159,7 +160,7 @@ func TestSSLClientCertificate(t *testing.T) {
 
 func TestSASLWrongPasswordFailsPromptly(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
-	c := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	c := startClusterWith(t, 1, config.Properties{}, securitySettings(pki)...)
 	for _, l := range []string{"SASL", "SASLTLS"} {
 		for _, mech := range mechanisms {
 			for _, user := range []string{"alice", "mallory"} {
@@ -222,7 +223,7 @@ func startFromFile(t *testing.T, path string, n int, log *testkit.SyncBuffer) (*
 	t.Helper()
 	cfg, err := resolve(path, nil)
 	require.NoError(t, err)
-	c, err := startCluster(context.Background(), cfg.Properties(), n, slog.New(slog.NewTextHandler(log, nil)), nil)
+	c, err := startCluster(context.Background(), config.Properties(cfg.Properties()), n, slog.New(slog.NewTextHandler(log, nil)), nil)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c, func() (*listener.Set, error) { return resolve(path, nil) }
@@ -405,7 +406,7 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 // JAAS key (ScramLoginModule's user_<name> options); the broker's own
 // username and password there log no one in, and PLAIN is not offered.
 func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
-	c := startClusterWith(t, 1, listener.Properties{},
+	c := startClusterWith(t, 1, config.Properties{},
 		"listeners=SASL://127.0.0.1:0,REPLICATION://127.0.0.1:0",
 		"listener.security.protocol.map=SASL:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name=REPLICATION",

@@ -23,8 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 
 	"github.com/kafkanet/kafkanet/internal/testkit"
@@ -563,7 +563,7 @@ func TestKcat(t *testing.T) {
 	plaintext := startTestCluster(t, 1)
 	defaults := startDefaultCluster(t)
 	pki := socketservertest.NewPKI(t)
-	secured := startClusterWith(t, 1, listener.Properties{}, securitySettings(pki)...)
+	secured := startClusterWith(t, 1, config.Properties{}, securitySettings(pki)...)
 	sasl := func(mech string) []string {
 		return []string{"-X", "sasl.mechanisms=" + mech, "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"}
 	}

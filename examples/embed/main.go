@@ -30,7 +30,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -42,10 +41,10 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	props := listener.Properties{}
+	props := config.Properties{}
 	if flag.NArg() > 0 {
 		var err error
-		if props, err = listener.LoadProperties(flag.Arg(0)); err != nil {
+		if props, err = config.Load(flag.Arg(0)); err != nil {
 			log.Error("stopped", "err", err)
 			os.Exit(1)
 		}
@@ -59,7 +58,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, props listener.Properties, log *slog.Logger) error {
+func run(ctx context.Context, props config.Properties, log *slog.Logger) error {
 	// Listeners, checked with Kafka's rules, each listener's TLS and SASL
 	// settings, and the socket server's settings, over Kafka's defaults.
 	cfg, err := config.Server(props)

@@ -98,10 +98,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 func main() {
@@ -231,7 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		kgo.RequestRetries(2), kgo.RetryTimeout(10 * time.Second)}
 	var principal string
 	if o.commandConfig != "" {
-		props, err := listener.LoadProperties(o.commandConfig)
+		props, err := config.Load(o.commandConfig)
 		if err != nil {
 			fmt.Fprintln(stderr, "kafka-client-connections:", err)
 			return 1

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -25,7 +25,7 @@ func TestServerNameColumnAndFilter(t *testing.T) {
 	def := socketservertest.NewServerCert(t, "127.0.0.1")
 	a := socketservertest.NewServerCert(t, "a.example.com")
 	b := socketservertest.NewServerCert(t, "b.example.com")
-	srv := socketservertest.NewServerFunc(t, listener.Properties{
+	srv := socketservertest.NewServerFunc(t, config.Properties{
 		"listeners":                      "PLAIN://127.0.0.1:0,SSL://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAIN:PLAINTEXT,SSL:SSL",
 		"inter.broker.listener.name":     "PLAIN",

@@ -176,6 +176,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
@@ -206,7 +207,7 @@ type options struct {
 	upstream   string
 	configPath string
 	tlsWatch   time.Duration
-	sets       listener.Overrides
+	sets       config.Overrides
 	logLevel   loglevel.Level
 	auditLog   string
 	// The Go runtime's settings (runtime.go), applied by main before run.
@@ -329,9 +330,9 @@ const auditProduct = "kafkanet example proxy"
 // resolve reads the configuration file, if any, lays sets over it, sets
 // the upstream bootstrap servers from -upstream, and resolves it.
 func resolve(path string, sets []string, upstream string) (*listener.Set, error) {
-	props := listener.Properties{}
+	props := config.Properties{}
 	if path != "" {
-		p, err := listener.LoadProperties(path)
+		p, err := config.Load(path)
 		if err != nil {
 			return nil, err
 		}
@@ -344,5 +345,5 @@ func resolve(path string, sets []string, upstream string) (*listener.Set, error)
 	if upstream != "" {
 		props[keyUpstream] = upstream
 	}
-	return listener.Resolve(withProxyDefaults(props))
+	return config.Listeners(withProxyDefaults(props))
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -64,16 +63,16 @@ func TestRequestsPipelinedUpstream(t *testing.T) {
 func TestSocketBuffersLeftToTheSystem(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
-		props         listener.Properties
+		props         config.Properties
 		receive, send int
 	}{
-		{"neither key", listener.Properties{}, -1, -1},
-		{"the receive buffer set", listener.Properties{"socket.receive.buffer.bytes": "65536"}, 65536, -1},
-		{"both set, one to Kafka's default", listener.Properties{"socket.receive.buffer.bytes": "102400", "socket.send.buffer.bytes": "131072"}, 102400, 131072},
-		{"both left to the system explicitly", listener.Properties{"socket.receive.buffer.bytes": "-1", "socket.send.buffer.bytes": "-1"}, -1, -1},
+		{"neither key", config.Properties{}, -1, -1},
+		{"the receive buffer set", config.Properties{"socket.receive.buffer.bytes": "65536"}, 65536, -1},
+		{"both set, one to Kafka's default", config.Properties{"socket.receive.buffer.bytes": "102400", "socket.send.buffer.bytes": "131072"}, 102400, 131072},
+		{"both left to the system explicitly", config.Properties{"socket.receive.buffer.bytes": "-1", "socket.send.buffer.bytes": "-1"}, -1, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			props := listener.Properties{"listeners": "PLAIN://127.0.0.1:0", "listener.security.protocol.map": "PLAIN:PLAINTEXT", "inter.broker.listener.name": "PLAIN"}
+			props := config.Properties{"listeners": "PLAIN://127.0.0.1:0", "listener.security.protocol.map": "PLAIN:PLAINTEXT", "inter.broker.listener.name": "PLAIN"}
 			for k, v := range tt.props {
 				props[k] = v
 			}

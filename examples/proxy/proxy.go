@@ -157,7 +157,7 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 		return nil, err
 	}
 	if cp := cfg.ControlPlaneListener; cp != "" && cp != set.adminListener {
-		return nil, &protocolmap.ConfigError{Key: listener.KeyControlPlaneListenerName, Value: string(cp), Err: listener.ErrInvalidValue,
+		return nil, &protocolmap.ConfigError{Key: config.KeyControlPlaneListenerName, Value: string(cp), Err: listener.ErrInvalidValue,
 			Rule: "the proxy serves a control plane only as its admin listener (" + keyAdminListener + ")"}
 	}
 	if dial == nil {
@@ -826,7 +826,7 @@ func metadata(c *upConn, versions map[int16]versionRange) (*kmsg.MetadataRespons
 // read opening the window and sending the client's next segments on the
 // proxy's time. HAProxy and kroxylicious leave the buffers to the system
 // too.
-func osSocketBuffers(props listener.Properties, scfg *socketserver.Config) {
+func osSocketBuffers(props config.Properties, scfg *socketserver.Config) {
 	if _, ok := props.Get("socket.receive.buffer.bytes"); !ok {
 		scfg.ReceiveBufferBytes = -1
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/listener"
@@ -128,21 +129,21 @@ func (p portPlan) port(id int32) (int, bool) {
 // security.inter.broker.protocol set, the first listener is the
 // inter-broker one (a proxy has no inter-broker traffic, but Kafka's rules
 // want the listener to exist).
-func withProxyDefaults(props listener.Properties) listener.Properties {
-	out := listener.Properties{}
+func withProxyDefaults(props config.Properties) config.Properties {
+	out := config.Properties{}
 	for k, v := range props {
 		out[k] = v
 	}
-	_, named := out.Get(listener.KeyInterBrokerListenerName)
+	_, named := out.Get(config.KeyInterBrokerListenerName)
 	_, byProtocol := out.Get("security.inter.broker.protocol")
 	if !named && !byProtocol {
-		value, ok := out.Get(listener.KeyListeners)
+		value, ok := out.Get(config.KeyListeners)
 		if !ok {
-			value = listener.DefaultListeners
+			value = config.DefaultListeners
 		}
 		first, _, _ := strings.Cut(value, ",")
 		if name, _, ok := strings.Cut(strings.TrimSpace(first), "://"); ok && name != "" {
-			out[listener.KeyInterBrokerListenerName] = name
+			out[config.KeyInterBrokerListenerName] = name
 		}
 	}
 	return out
@@ -150,7 +151,7 @@ func withProxyDefaults(props listener.Properties) listener.Properties {
 
 // readSettings reads the proxy's settings from cfg.
 func readSettings(cfg *listener.Set) (settings, error) {
-	props := cfg.Properties()
+	props := config.Properties(cfg.Properties())
 	invalid := func(key, value, rule string) error {
 		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
 	}
@@ -174,16 +175,16 @@ func readSettings(cfg *listener.Set) (settings, error) {
 			return settings{}, err
 		}
 	}
-	ms, err := cfg.Properties().Int(keyUpstreamSetupTimeout, 10000, 1)
+	ms, err := config.Properties(cfg.Properties()).Int(keyUpstreamSetupTimeout, 10000, 1)
 	if err != nil {
 		return settings{}, err
 	}
 	s.setupTimeout = time.Duration(ms) * time.Millisecond
-	if ms, err = cfg.Properties().Int(keyUpstreamWriteTimeout, 30000, 1); err != nil {
+	if ms, err = config.Properties(cfg.Properties()).Int(keyUpstreamWriteTimeout, 30000, 1); err != nil {
 		return settings{}, err
 	}
 	s.writeTimeout = time.Duration(ms) * time.Millisecond
-	if ms, err = cfg.Properties().Int(keyUpstreamMetadataAge, 300000, 100); err != nil {
+	if ms, err = config.Properties(cfg.Properties()).Int(keyUpstreamMetadataAge, 300000, 100); err != nil {
 		return settings{}, err
 	}
 	s.metadataMaxAge = time.Duration(ms) * time.Millisecond
@@ -191,7 +192,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 	if _, ok := props.Get(idKey); !ok {
 		idKey = "broker.id"
 	}
-	id, err := cfg.Properties().Int(idKey, 0, 0)
+	id, err := config.Properties(cfg.Properties()).Int(idKey, 0, 0)
 	if err != nil {
 		return settings{}, err
 	}
@@ -203,7 +204,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		def int16
 		out *int16
 	}{{keyListKey, connregistry.DefaultListAPIKey, &s.listKey}, {keyCloseKey, connregistry.DefaultCloseAPIKey, &s.closeKey}} {
-		v, err := cfg.Properties().Int(k.key, int(k.def), 0)
+		v, err := config.Properties(cfg.Properties()).Int(k.key, int(k.def), 0)
 		if err != nil {
 			return settings{}, err
 		}
@@ -232,14 +233,14 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		if l.Bind.Port != 0 {
 			plan.base = l.Bind.Port + 1
 		}
-		if v, from, ok := cfg.Properties().ListenerValue(l.Name, keyPortBase); ok {
+		if v, from, ok := config.Properties(cfg.Properties()).ListenerValue(l.Name, keyPortBase); ok {
 			base, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || base < 0 || base > 65535 {
 				return settings{}, invalid(from, v, "want a port, 0 to 65535 (0: ephemeral ports)")
 			}
 			plan.base = base
 		}
-		if v, from, ok := cfg.Properties().ListenerValue(l.Name, keyPortMapping); ok && strings.TrimSpace(v) != "" {
+		if v, from, ok := config.Properties(cfg.Properties()).ListenerValue(l.Name, keyPortMapping); ok && strings.TrimSpace(v) != "" {
 			for _, entry := range strings.Split(v, ",") {
 				idText, portText, found := strings.Cut(strings.TrimSpace(entry), ":")
 				id, err1 := strconv.ParseInt(strings.TrimSpace(idText), 10, 32)
@@ -253,7 +254,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		s.ports[l.Name] = plan
 	}
 	if len(s.ports) == 0 {
-		return settings{}, invalid(listener.KeyListeners, "", "the proxy needs a data-plane listener besides the admin listener")
+		return settings{}, invalid(config.KeyListeners, "", "the proxy needs a data-plane listener besides the admin listener")
 	}
 	if len(s.virtual) > 0 && !slices.ContainsFunc(cfg.All, func(l listener.Listener) bool {
 		_, data := s.ports[l.Name]
@@ -285,7 +286,7 @@ func bootstrapServers(key, value string) ([]string, error) {
 // server name and bootstrap servers (not its security: virtualSecurity).
 // Server names must be DNS names, and none may be another's or lie below
 // another's: broker-N.<name> must say which cluster it is of.
-func readVirtualClusters(props listener.Properties) ([]virtualCluster, error) {
+func readVirtualClusters(props config.Properties) ([]virtualCluster, error) {
 	list, _ := props.Get(keyVirtualClusters)
 	invalid := func(key, value, rule string) error {
 		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
@@ -352,7 +353,7 @@ func validName(s string, dots bool) bool {
 // upstream: Kafka's client keys after its prefix
 // (proxy.virtual.cluster.<name>.upstream.security.protocol, ...) when any
 // is set, else the upstream. ones (shared).
-func virtualSecurity(props listener.Properties, name string, shared clientprops.Security) (clientprops.Security, error) {
+func virtualSecurity(props config.Properties, name string, shared clientprops.Security) (clientprops.Security, error) {
 	prefix := keyVirtualClusterPrefix + name + ".upstream."
 	for k := range props {
 		if strings.HasPrefix(k, prefix) && k != keyVirtualClusterPrefix+name+"."+keyUpstream {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -69,7 +70,7 @@ func NewListingCluster(t testing.TB, n int, users map[string]string, opt func(i 
 		apis := append([]socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, kmsg.NewPtrMetadataRequest().MaxVersion()),
 			socketserver.ListClientConnectionsAPI(o.APIKey, connregistry.SuperUsers(o.SuperUsers))}, o.APIs...)
 		extra := o.Handler
-		srv := socketservertest.NewServer(t, listener.Properties{
+		srv := socketservertest.NewServer(t, config.Properties{
 			"listeners":                      "CLIENT://127.0.0.1:0,PLAIN://127.0.0.1:0",
 			"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,PLAIN:PLAINTEXT",
 			"inter.broker.listener.name":     "PLAIN",

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -19,8 +19,8 @@ import (
 // the inter-broker listener, trusts 127.0.0.0/8, so that a connection
 // from this machine must send a header (socketserver.ErrProxyHeader
 // without one).
-func ProxyProtocolListeners() listener.Properties {
-	return listener.Properties{
+func ProxyProtocolListeners() config.Properties {
+	return config.Properties{
 		"listeners":                      "ELSEWHERE://127.0.0.1:0,LOOPBACK://127.0.0.1:0",
 		"listener.security.protocol.map": "ELSEWHERE:PLAINTEXT,LOOPBACK:PLAINTEXT",
 		"inter.broker.listener.name":     "LOOPBACK",

@@ -3,7 +3,7 @@ package testkit
 import (
 	"strings"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 )
 
 // ServerNameKeyStore is a PEM key store (a socketservertest.ServerCert's KeyStoreFile)
@@ -18,8 +18,8 @@ type ServerNameKeyStore struct {
 // for no server name or another, and each of named to the clients asking
 // for its name (kafkanet.ssl.server.names, in named's order); PLAIN, the
 // inter-broker listener, speaks PLAINTEXT.
-func ServerNameListeners(defaultKeyStore string, named ...ServerNameKeyStore) listener.Properties {
-	props := listener.Properties{
+func ServerNameListeners(defaultKeyStore string, named ...ServerNameKeyStore) config.Properties {
+	props := config.Properties{
 		"listeners":                      "SSL://127.0.0.1:0,PLAIN://127.0.0.1:0",
 		"listener.security.protocol.map": "SSL:SSL,PLAIN:PLAINTEXT",
 		"inter.broker.listener.name":     "PLAIN",

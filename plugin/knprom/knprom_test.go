@@ -20,7 +20,6 @@ import (
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -46,7 +45,7 @@ func startServer(t *testing.T, reg prometheus.Registerer, m *knprom.Metrics) *so
 	t.Helper()
 	users, err := sasl.NewUsers(map[string]string{"alice": "alice-secret"})
 	require.NoError(t, err)
-	srv := socketservertest.NewServer(t, listener.Properties{
+	srv := socketservertest.NewServer(t, config.Properties{
 		"listeners":                                 "CLIENT://127.0.0.1:0",
 		"listener.security.protocol.map":            "CLIENT:SASL_PLAINTEXT",
 		"inter.broker.listener.name":                "CLIENT",

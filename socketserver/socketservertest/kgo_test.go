@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
@@ -37,7 +38,7 @@ func metadataAPIs(c *socketserver.Config) {
 // caller's, which is used, not replaced.
 func TestConnectKgoWithTheCallersDialer(t *testing.T) {
 	pki := socketservertest.NewPKI(t)
-	tlsProps := listener.Properties{
+	tlsProps := config.Properties{
 		"listeners":               "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
 		"ssl.keystore.type":       "PEM",
 		"ssl.keystore.location":   pki.ServerFile,
@@ -53,7 +54,7 @@ func TestConnectKgoWithTheCallersDialer(t *testing.T) {
 	recording := &testkit.RecordingDialer{}
 	for _, tc := range []struct {
 		name     string
-		props    listener.Properties
+		props    config.Properties
 		listener protocolmap.ListenerName
 		opts     func(srv *socketserver.Server) []kgo.Opt
 		// dials is how many times the caller's dialer must have been called.

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -22,7 +22,7 @@ import (
 // bound, and its handler serves both planes.
 func TestNewServerFuncBuildsTheHandlerFromTheServer(t *testing.T) {
 	var built *socketserver.Server
-	srv := socketservertest.NewServerFunc(t, listener.Properties{
+	srv := socketservertest.NewServerFunc(t, config.Properties{
 		"listeners":                      "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"control.plane.listener.name":    "CONTROLLER",

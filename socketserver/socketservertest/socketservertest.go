@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -39,7 +38,7 @@ import (
 //		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(t.Context(), cl)
 //		...
 //	}
-func NewServer(t testing.TB, props listener.Properties, configure func(*socketserver.Config), h socketserver.Handler) *socketserver.Server {
+func NewServer(t testing.TB, props config.Properties, configure func(*socketserver.Config), h socketserver.Handler) *socketserver.Server {
 	t.Helper()
 	return NewServerFunc(t, props, configure, func(*socketserver.Server) socketserver.Handler { return h })
 }
@@ -52,7 +51,7 @@ func NewServer(t testing.TB, props listener.Properties, configure func(*socketse
 // NewServer's does. APIs with a Handler of their own (socketserver.Inline)
 // are answered from Start on, before newHandler runs; configure sets them.
 // See [StartFunc] for an example.
-func NewServerFunc(t testing.TB, props listener.Properties, configure func(*socketserver.Config), newHandler func(*socketserver.Server) socketserver.Handler) *socketserver.Server {
+func NewServerFunc(t testing.TB, props config.Properties, configure func(*socketserver.Config), newHandler func(*socketserver.Server) socketserver.Handler) *socketserver.Server {
 	t.Helper()
 	srv, stop, err := StartFunc(props, configure, newHandler)
 	if err != nil {
@@ -70,15 +69,15 @@ func NewServerFunc(t testing.TB, props listener.Properties, configure func(*sock
 // kind): it starts the server and its handlers and returns stop, which
 // closes the server, waits for the handlers and reports a handler loop
 // that ended with an error.
-func Start(props listener.Properties, configure func(*socketserver.Config), h socketserver.Handler) (srv *socketserver.Server, stop func() error, err error) {
+func Start(props config.Properties, configure func(*socketserver.Config), h socketserver.Handler) (srv *socketserver.Server, stop func() error, err error) {
 	return StartFunc(props, configure, func(*socketserver.Server) socketserver.Handler { return h })
 }
 
 // StartFunc is [NewServerFunc] outside a test, as [Start] is [NewServer]:
 // newHandler is called with the started server, and its handler serves
 // both planes.
-func StartFunc(props listener.Properties, configure func(*socketserver.Config), newHandler func(*socketserver.Server) socketserver.Handler) (srv *socketserver.Server, stop func() error, err error) {
-	all := listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+func StartFunc(props config.Properties, configure func(*socketserver.Config), newHandler func(*socketserver.Server) socketserver.Handler) (srv *socketserver.Server, stop func() error, err error) {
+	all := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
 	for k, v := range props {
 		all[k] = v
 	}

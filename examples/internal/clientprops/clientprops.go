@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -69,7 +70,7 @@ func (s Security) Principal() string {
 // Read reads the keys of the package documentation, each after prefix
 // ("" for a command-config file, "upstream." for the proxy), from p.
 // Errors name the key, with its prefix.
-func Read(p listener.Properties, prefix string) (Security, error) {
+func Read(p config.Properties, prefix string) (Security, error) {
 	get := func(key string) string { v, _ := p.Get(prefix + key); return strings.TrimSpace(v) }
 	invalid := func(key, value, rule string) error {
 		return &protocolmap.ConfigError{Key: prefix + key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}

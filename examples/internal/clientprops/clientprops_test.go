@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -25,7 +26,7 @@ func TestRead(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		props     listener.Properties
+		props     config.Properties
 		prefix    string
 		protocol  protocolmap.SecurityProtocol
 		mechanism string
@@ -33,23 +34,23 @@ func TestRead(t *testing.T) {
 		tls       bool
 		errKey    string // the key the error names
 	}{
-		{"nothing is PLAINTEXT", listener.Properties{}, "", protocolmap.Plaintext, "", "", false, ""},
-		{"SASL defaults to PLAIN", listener.Properties{"security.protocol": "sasl_plaintext", "sasl.username": "bob", "sasl.password": "x"},
+		{"nothing is PLAINTEXT", config.Properties{}, "", protocolmap.Plaintext, "", "", false, ""},
+		{"SASL defaults to PLAIN", config.Properties{"security.protocol": "sasl_plaintext", "sasl.username": "bob", "sasl.password": "x"},
 			"", protocolmap.SASLPlaintext, "PLAIN", "User:bob", false, ""},
-		{"prefixed SCRAM over TLS", listener.Properties{"upstream.security.protocol": "SASL_SSL", "upstream.sasl.mechanism": "scram-sha-512",
+		{"prefixed SCRAM over TLS", config.Properties{"upstream.security.protocol": "SASL_SSL", "upstream.sasl.mechanism": "scram-sha-512",
 			"upstream.sasl.username": "proxy", "upstream.sasl.password": "x", "upstream.ssl.truststore.location": ca,
 			"upstream.ssl.keystore.location": key}, "upstream.", protocolmap.SASLSSL, "SCRAM-SHA-512", "User:proxy", true, ""},
-		{"unprefixed keys are not the prefixed ones", listener.Properties{"security.protocol": "SSL"}, "upstream.", protocolmap.Plaintext, "", "", false, ""},
-		{"unknown protocol", listener.Properties{"upstream.security.protocol": "TLS"}, "upstream.", 0, "", "", false, "upstream.security.protocol"},
-		{"unknown mechanism", listener.Properties{"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI", "sasl.username": "a"},
+		{"unprefixed keys are not the prefixed ones", config.Properties{"security.protocol": "SSL"}, "upstream.", protocolmap.Plaintext, "", "", false, ""},
+		{"unknown protocol", config.Properties{"upstream.security.protocol": "TLS"}, "upstream.", 0, "", "", false, "upstream.security.protocol"},
+		{"unknown mechanism", config.Properties{"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI", "sasl.username": "a"},
 			"", 0, "", "", false, "sasl.mechanism"},
-		{"no user", listener.Properties{"security.protocol": "SASL_SSL"}, "", 0, "", "", false, "sasl.username"},
-		{"missing trust store", listener.Properties{"security.protocol": "SSL", "ssl.truststore.location": filepath.Join(dir, "none.pem")},
+		{"no user", config.Properties{"security.protocol": "SASL_SSL"}, "", 0, "", "", false, "sasl.username"},
+		{"missing trust store", config.Properties{"security.protocol": "SSL", "ssl.truststore.location": filepath.Join(dir, "none.pem")},
 			"", 0, "", "", false, "ssl.truststore.location"},
-		{"trust store without certificates", listener.Properties{"security.protocol": "SSL", "ssl.truststore.location": key + "x"},
+		{"trust store without certificates", config.Properties{"security.protocol": "SSL", "ssl.truststore.location": key + "x"},
 			"", 0, "", "", false, "ssl.truststore.location"},
-		{"bad key store", listener.Properties{"security.protocol": "SSL", "ssl.keystore.location": ca}, "", 0, "", "", false, "ssl.keystore.location"},
-		{"bad algorithm", listener.Properties{"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "dns"},
+		{"bad key store", config.Properties{"security.protocol": "SSL", "ssl.keystore.location": ca}, "", 0, "", "", false, "ssl.keystore.location"},
+		{"bad algorithm", config.Properties{"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "dns"},
 			"", 0, "", "", false, "ssl.endpoint.identification.algorithm"},
 	}
 	require.NoError(t, os.WriteFile(key+"x", []byte("no certificates here"), 0o600))
@@ -103,12 +104,12 @@ func TestEndpointIdentification(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		props   listener.Properties
+		props   config.Properties
 		wantErr bool
 	}{
-		{"https checks the host: the certificate does not name broker.example", listener.Properties{"ssl.truststore.location": ca}, true},
-		{"empty checks the chain only", listener.Properties{"ssl.truststore.location": ca, "ssl.endpoint.identification.algorithm": ""}, false},
-		{"empty still checks the chain", listener.Properties{"ssl.truststore.location": other, "ssl.endpoint.identification.algorithm": ""}, true},
+		{"https checks the host: the certificate does not name broker.example", config.Properties{"ssl.truststore.location": ca}, true},
+		{"empty checks the chain only", config.Properties{"ssl.truststore.location": ca, "ssl.endpoint.identification.algorithm": ""}, false},
+		{"empty still checks the chain", config.Properties{"ssl.truststore.location": other, "ssl.endpoint.identification.algorithm": ""}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.props["security.protocol"] = "SSL"

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
@@ -31,8 +31,8 @@ const (
 )
 
 // oauthProps is a SASL_PLAINTEXT listener enabling OAUTHBEARER, with extra.
-func oauthProps(extra listener.Properties) listener.Properties {
-	p := listener.Properties{
+func oauthProps(extra config.Properties) config.Properties {
+	p := config.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
 		"security.inter.broker.protocol": "SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "OAUTHBEARER",
@@ -45,9 +45,9 @@ func oauthProps(extra listener.Properties) listener.Properties {
 
 // oauthMechanism builds the listener's mechanism from props as a host
 // does: the settings the security package reads, then FromSettings.
-func oauthMechanism(t *testing.T, props listener.Properties) *oauthbearer.Mechanism {
+func oauthMechanism(t *testing.T, props config.Properties) *oauthbearer.Mechanism {
 	t.Helper()
-	cfg, err := listener.Resolve(oauthProps(props))
+	cfg, err := config.Listeners(oauthProps(props))
 	require.NoError(t, err)
 	s, err := security.OAuthBearer(cfg, "SASL_PLAINTEXT")
 	require.NoError(t, err)
@@ -68,7 +68,7 @@ func step(m *oauthbearer.Mechanism, token string) (sasl.Server, error) {
 // configured by its JAAS options, and warns at start.
 func TestOAuthBearerUnsecuredFromProperties(t *testing.T) {
 	for _, class := range []string{"", security.OAuthBearerUnsecuredValidatorCallbackHandler} {
-		props := listener.Properties{oauthJAASKey: loginModule + ` unsecuredLoginStringClaim_sub="admin"
+		props := config.Properties{oauthJAASKey: loginModule + ` unsecuredLoginStringClaim_sub="admin"
 			unsecuredValidatorPrincipalClaimName="principal" unsecuredValidatorScopeClaimName="scp"
 			unsecuredValidatorRequiredScope="kafka  write" unsecuredValidatorAllowableClockSkewMs="60000";`}
 		if class != "" {
@@ -95,7 +95,7 @@ func TestOAuthBearerUnsecuredFromProperties(t *testing.T) {
 // callback handler class is set but unused: the operator likely meant to
 // validate tokens.
 func TestOAuthBearerUnusedSettingsWarn(t *testing.T) {
-	m := oauthMechanism(t, listener.Properties{
+	m := oauthMechanism(t, config.Properties{
 		oauthJAASKey:                         loginModule + ";",
 		"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks",
 		"sasl.server.callback.handler.class": security.OAuthBearerValidatorCallbackHandler,
@@ -122,7 +122,7 @@ func TestOAuthBearerJWKSFromProperties(t *testing.T) {
 	url := is.WriteJWKS(t)
 	for _, class := range []string{security.OAuthBearerValidatorCallbackHandler, security.OAuthBearerValidatorCallbackHandlerDeprecated} {
 		t.Run(class, func(t *testing.T) {
-			m := oauthMechanism(t, listener.Properties{
+			m := oauthMechanism(t, config.Properties{
 				oauthJAASKey:  loginModule + ";",
 				oauthClassKey: class,
 				"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": url,
@@ -163,9 +163,9 @@ func TestOAuthBearerJWKSTrustStore(t *testing.T) {
 	srv := is.Serve(t)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
-	base := listener.Properties{oauthClassKey: security.OAuthBearerValidatorCallbackHandler, "sasl.oauthbearer.jwks.endpoint.url": srv.URL + "/jwks.json"}
+	base := config.Properties{oauthClassKey: security.OAuthBearerValidatorCallbackHandler, "sasl.oauthbearer.jwks.endpoint.url": srv.URL + "/jwks.json"}
 
-	props := listener.Properties{oauthJAASKey: loginModule + ` ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`}
+	props := config.Properties{oauthJAASKey: loginModule + ` ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`}
 	for k, v := range base {
 		props[k] = v
 	}
@@ -195,7 +195,7 @@ func TestFromSettings(t *testing.T) {
 	claims := is.Claims("alice", time.Hour)
 	claims["iat"], claims["exp"] = time.Now().Add(-time.Minute).Unix(), time.Now().Add(-time.Second).Unix()
 	expired := is.Sign(t, "k1", claims) // a second ago
-	parsed := oauthMechanism(t, listener.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
+	parsed := oauthMechanism(t, config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url": url, "sasl.oauthbearer.clock.skew.seconds": "0"})
 	for _, tc := range []struct {
 		name string

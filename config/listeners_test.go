@@ -1,4 +1,4 @@
-package listener_test
+package config_test
 
 import (
 	"strings"
@@ -7,14 +7,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // kip103 is a broker with several listeners sharing one protocol and a
 // control plane.
-func kip103() listener.Properties {
-	return listener.Properties{
+func kip103() config.Properties {
+	return config.Properties{
 		"listeners":                      "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
 		"advertised.listeners":           "CLIENT://kafka.example:19092,REPLICATION://10.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://10.0.0.1:9095",
 		"listener.security.protocol.map": "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -23,8 +24,8 @@ func kip103() listener.Properties {
 	}
 }
 
-func with(p listener.Properties, kv ...string) listener.Properties {
-	out := listener.Properties{}
+func with(p config.Properties, kv ...string) config.Properties {
+	out := config.Properties{}
 	for k, v := range p {
 		out[k] = v
 	}
@@ -39,7 +40,7 @@ func with(p listener.Properties, kv ...string) listener.Properties {
 }
 
 func TestResolveDefaults(t *testing.T) {
-	c, err := listener.Resolve(listener.Properties{})
+	c, err := config.Listeners(config.Properties{})
 	require.NoError(t, err)
 	require.Len(t, c.All, 1)
 	l := c.All[0]
@@ -57,7 +58,7 @@ func TestResolveDefaults(t *testing.T) {
 }
 
 func TestResolveKIP103(t *testing.T) {
-	c, err := listener.Resolve(kip103())
+	c, err := config.Listeners(kip103())
 	require.NoError(t, err)
 	type row struct {
 		name, bind, adv string
@@ -89,36 +90,36 @@ func TestResolveKIP103(t *testing.T) {
 func TestResolveValid(t *testing.T) {
 	tests := []struct {
 		name  string
-		props listener.Properties
+		props config.Properties
 		check func(t *testing.T, c *listener.Set)
 	}{
 		{"IPv4 and IPv6 literal share a port",
-			listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092"}, nil},
+			config.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092"}, nil},
 		{"names are case-insensitive",
-			listener.Properties{"listeners": "plaintext://localhost:9091,SsL://localhost:9092"},
+			config.Properties{"listeners": "plaintext://localhost:9091,SsL://localhost:9092"},
 			func(t *testing.T, c *listener.Set) {
 				assert.Equal(t, protocolmap.ListenerName("PLAINTEXT"), c.All[0].Name)
 				assert.Equal(t, protocolmap.ListenerName("SSL"), c.All[1].Name)
 			}},
 		{"port 0 may repeat",
-			listener.Properties{"listeners": "PLAINTEXT://localhost:0,SSL://localhost:0"}, nil},
+			config.Properties{"listeners": "PLAINTEXT://localhost:0,SSL://localhost:0"}, nil},
 		{"advertised listeners may share a port",
-			listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "advertised.listeners": "PLAINTEXT://lb:9000,SSL://lb:9000"}, nil},
+			config.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "advertised.listeners": "PLAINTEXT://lb:9000,SSL://lb:9000"}, nil},
 		{"advertised subset leaves a listener unadvertised",
-			listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "advertised.listeners": "PLAINTEXT://a:9092"},
+			config.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "advertised.listeners": "PLAINTEXT://a:9092"},
 			func(t *testing.T, c *listener.Set) {
 				ssl, _ := c.Listener("SSL")
 				assert.False(t, ssl.IsAdvertised())
 				assert.Len(t, c.AdvertisedEndPoints(), 1)
 			}},
 		{"inter-broker listener from security.inter.broker.protocol",
-			listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "security.inter.broker.protocol": "SSL"},
+			config.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "security.inter.broker.protocol": "SSL"},
 			func(t *testing.T, c *listener.Set) {
 				assert.Equal(t, protocolmap.ListenerName("SSL"), c.InterBrokerListener)
 				assert.Equal(t, protocolmap.SSL, c.InterBrokerSecurityProtocol)
 			}},
 		{"inter-broker listener name, lower case",
-			listener.Properties{"listeners": "A://:9092,B://:9093", "listener.security.protocol.map": "A:SSL,B:SASL_SSL", "inter.broker.listener.name": "b"},
+			config.Properties{"listeners": "A://:9092,B://:9093", "listener.security.protocol.map": "A:SSL,B:SASL_SSL", "inter.broker.listener.name": "b"},
 			func(t *testing.T, c *listener.Set) {
 				assert.Equal(t, protocolmap.ListenerName("B"), c.InterBrokerListener)
 				assert.Equal(t, protocolmap.SASLSSL, c.InterBrokerSecurityProtocol)
@@ -126,7 +127,7 @@ func TestResolveValid(t *testing.T) {
 				assert.False(t, c.All[0].InterBroker)
 			}},
 		{"values are trimmed",
-			listener.Properties{"listeners": "  PLAINTEXT://:9092 , SSL://:9093 ", "security.inter.broker.protocol": " SSL "},
+			config.Properties{"listeners": "  PLAINTEXT://:9092 , SSL://:9093 ", "security.inter.broker.protocol": " SSL "},
 			func(t *testing.T, c *listener.Set) {
 				assert.Len(t, c.All, 2)
 				assert.Equal(t, protocolmap.ListenerName("SSL"), c.InterBrokerListener)
@@ -134,7 +135,7 @@ func TestResolveValid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := listener.Resolve(tt.props)
+			c, err := config.Listeners(tt.props)
 			require.NoError(t, err)
 			if tt.check != nil {
 				tt.check(t, c)
@@ -146,7 +147,7 @@ func TestResolveValid(t *testing.T) {
 func TestResolveErrors(t *testing.T) {
 	tests := []struct {
 		name     string
-		props    listener.Properties
+		props    config.Properties
 		key      string
 		sentinel error
 		rule     string
@@ -157,37 +158,37 @@ func TestResolveErrors(t *testing.T) {
 			"listener.security.protocol.map", protocolmap.ErrDuplicateKey, "more than once"},
 		{"listener not in map", with(kip103(), "listener.security.protocol.map", "CLIENT:SSL,REPLICATION:SSL,INTERNAL:SSL"),
 			"listeners", listener.ErrNoSecurityProtocol, "No security protocol defined for listener CONTROLLER"},
-		{"empty map", listener.Properties{"listener.security.protocol.map": ""},
+		{"empty map", config.Properties{"listener.security.protocol.map": ""},
 			"listeners", listener.ErrNoSecurityProtocol, "No security protocol defined for listener PLAINTEXT"},
-		{"bad endpoint", listener.Properties{"listeners": "PLAINTEXT://localhost"},
+		{"bad endpoint", config.Properties{"listeners": "PLAINTEXT://localhost"},
 			"listeners", listener.ErrInvalidEndPoint, "Unable to parse PLAINTEXT://localhost to a broker endpoint"},
-		{"negative port", listener.Properties{"listeners": "PLAINTEXT://localhost:-1"},
+		{"negative port", config.Properties{"listeners": "PLAINTEXT://localhost:-1"},
 			"listeners", listener.ErrInvalidEndPoint, "out of range"},
-		{"duplicate listener name", listener.Properties{"listeners": "PLAINTEXT://a:9092,plaintext://b:9093"},
+		{"duplicate listener name", config.Properties{"listeners": "PLAINTEXT://a:9092,plaintext://b:9093"},
 			"listeners", listener.ErrDuplicateName, "Each listener must have a different name, listeners: PLAINTEXT://a:9092,plaintext://b:9093"},
-		{"duplicate port, host names", listener.Properties{"listeners": "PLAINTEXT://localhost:9092,SSL://localhost:9092"},
+		{"duplicate port, host names", config.Properties{"listeners": "PLAINTEXT://localhost:9092,SSL://localhost:9092"},
 			"listeners", listener.ErrDuplicatePort, "Each listener must have a different port, listeners: PLAINTEXT://localhost:9092,SSL://localhost:9092"},
-		{"duplicate port, wildcard hosts", listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9092"},
+		{"duplicate port, wildcard hosts", config.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9092"},
 			"listeners", listener.ErrDuplicatePort, "Each listener must have a different port"},
-		{"two IPv6 on one port", listener.Properties{"listeners": "PLAINTEXT://[::1]:9092,SSL://[::1]:9092"},
+		{"two IPv6 on one port", config.Properties{"listeners": "PLAINTEXT://[::1]:9092,SSL://[::1]:9092"},
 			"listeners", listener.ErrDuplicatePort, "If you have two listeners on the same port then one needs to be IPv4 and the other IPv6"},
-		{"two IPv4 on one port", listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.2:9092"},
+		{"two IPv4 on one port", config.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.2:9092"},
 			"listeners", listener.ErrDuplicatePort, "one needs to be IPv4 and the other IPv6, listeners: PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.2:9092, port: 9092"},
-		{"IPv4, IPv6 and a wildcard on one port", listener.Properties{"listeners": "SSL://[::1]:9096,PLAINTEXT://127.0.0.1:9096,SASL_SSL://:9096"},
+		{"IPv4, IPv6 and a wildcard on one port", config.Properties{"listeners": "SSL://[::1]:9096,PLAINTEXT://127.0.0.1:9096,SASL_SSL://:9096"},
 			"listeners", listener.ErrDuplicatePort, "one needs to be IPv4 and the other IPv6"},
-		{"host name and IPv6 on one port", listener.Properties{"listeners": "PLAINTEXT://apache.org:9092,SSL://[::1]:9092"},
+		{"host name and IPv6 on one port", config.Properties{"listeners": "PLAINTEXT://apache.org:9092,SSL://[::1]:9092"},
 			"listeners", listener.ErrDuplicatePort, "Each listener must have a different port unless exactly one listener has an IPv4 address and the other IPv6 address"},
-		{"three IP literals on one port", listener.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092,SASL_SSL://127.0.0.2:9092"},
+		{"three IP literals on one port", config.Properties{"listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092,SASL_SSL://127.0.0.2:9092"},
 			"listeners", listener.ErrDuplicatePort, "unless exactly one listener has an IPv4 address"},
-		{"advertised name not a listener", listener.Properties{"listeners": "PLAINTEXT://:9092", "advertised.listeners": "PLAINTEXT://a:9092,SSL://a:9093"},
+		{"advertised name not a listener", config.Properties{"listeners": "PLAINTEXT://:9092", "advertised.listeners": "PLAINTEXT://a:9092,SSL://a:9093"},
 			"advertised.listeners", listener.ErrNotAdvertised, "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners. Found PLAINTEXT,SSL. The valid options based on the current configuration are PLAINTEXT"},
-		{"duplicate advertised name", listener.Properties{"advertised.listeners": "PLAINTEXT://a:9092,PLAINTEXT://b:9092"},
+		{"duplicate advertised name", config.Properties{"advertised.listeners": "PLAINTEXT://a:9092,PLAINTEXT://b:9092"},
 			"advertised.listeners", listener.ErrDuplicateName, "Each listener must have a different name"},
-		{"advertised 0.0.0.0", listener.Properties{"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"},
+		{"advertised 0.0.0.0", config.Properties{"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"},
 			"advertised.listeners", listener.ErrNonRoutable, "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address."},
-		{"listeners 0.0.0.0 without advertised.listeners", listener.Properties{"listeners": "PLAINTEXT://0.0.0.0:9092"},
+		{"listeners 0.0.0.0 without advertised.listeners", config.Properties{"listeners": "PLAINTEXT://0.0.0.0:9092"},
 			"advertised.listeners", listener.ErrNonRoutable, "nonroutable meta-address 0.0.0.0"},
-		{"no listeners", listener.Properties{"listeners": ""},
+		{"no listeners", config.Properties{"listeners": ""},
 			"advertised.listeners", listener.ErrNotAdvertised, "There must be at least one broker advertised listener."},
 		{"inter-broker name and protocol both set", with(kip103(), "security.inter.broker.protocol", "SSL"),
 			"security.inter.broker.protocol", listener.ErrConflictingKeys, "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."},
@@ -197,11 +198,11 @@ func TestResolveErrors(t *testing.T) {
 			"inter.broker.listener.name", listener.ErrNoSecurityProtocol, "Listener with name BOGUS defined in inter.broker.listener.name not found in listener.security.protocol.map."},
 		{"inter-broker listener not advertised", with(kip103(), "advertised.listeners", "CLIENT://a:1,CONTROLLER://a:2"),
 			"inter.broker.listener.name", listener.ErrNotAdvertised, "inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid options based on currently configured listeners are CLIENT,CONTROLLER"},
-		{"default inter-broker listener absent", listener.Properties{"listeners": "SSL://:9093"},
+		{"default inter-broker listener absent", config.Properties{"listeners": "SSL://:9093"},
 			"security.inter.broker.protocol", listener.ErrNotAdvertised, "inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid options based on currently configured listeners are SSL"},
-		{"inter-broker protocol unknown", listener.Properties{"security.inter.broker.protocol": "TLS"},
+		{"inter-broker protocol unknown", config.Properties{"security.inter.broker.protocol": "TLS"},
 			"security.inter.broker.protocol", protocolmap.ErrUnknownSecurityProtocol, "String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"},
-		{"inter-broker protocol in lower case", listener.Properties{"security.inter.broker.protocol": "plaintext"},
+		{"inter-broker protocol in lower case", config.Properties{"security.inter.broker.protocol": "plaintext"},
 			"security.inter.broker.protocol", protocolmap.ErrUnknownSecurityProtocol, "String must be one of"},
 		{"blank inter-broker listener name", with(kip103(), "inter.broker.listener.name", " "),
 			"inter.broker.listener.name", protocolmap.ErrBlankListenerName, "null or empty"},
@@ -213,12 +214,12 @@ func TestResolveErrors(t *testing.T) {
 			"control.plane.listener.name", listener.ErrNotAdvertised, "control.plane.listener.name must be a listener name defined in advertised.listeners. The valid options based on currently configured listeners are CLIENT,REPLICATION"},
 		{"control plane is the inter-broker listener", with(kip103(), "control.plane.listener.name", "replication"),
 			"control.plane.listener.name", listener.ErrSameListener, "control.plane.listener.name, when defined, should have a different value from the inter broker listener name. Currently they both have the value REPLICATION"},
-		{"control plane is the default inter-broker listener", listener.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "control.plane.listener.name": "PLAINTEXT"},
+		{"control plane is the default inter-broker listener", config.Properties{"listeners": "PLAINTEXT://:9092,SSL://:9093", "control.plane.listener.name": "PLAINTEXT"},
 			"control.plane.listener.name", listener.ErrSameListener, "Currently they both have the value PLAINTEXT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := listener.Resolve(tt.props)
+			c, err := config.Listeners(tt.props)
 			require.Error(t, err)
 			assert.Nil(t, c)
 			assert.ErrorIs(t, err, tt.sentinel)
@@ -235,7 +236,7 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func TestListenerValue(t *testing.T) {
-	c, err := listener.Resolve(with(kip103(),
+	c, err := config.Listeners(with(kip103(),
 		"num.network.threads", "3",
 		"listener.name.client.num.network.threads", "5",
 		"listener.name.CLIENT.max.connections", "7", // upper case prefix: not applied, as in Kafka
@@ -243,43 +244,43 @@ func TestListenerValue(t *testing.T) {
 	))
 	require.NoError(t, err)
 
-	v, from, ok := c.Properties().ListenerValue("CLIENT", "num.network.threads")
+	v, from, ok := config.Properties(c.Properties()).ListenerValue("CLIENT", "num.network.threads")
 	assert.True(t, ok)
 	assert.Equal(t, "5", v)
 	assert.Equal(t, "listener.name.client.num.network.threads", from)
 
-	v, from, ok = c.Properties().ListenerValue("REPLICATION", "num.network.threads")
+	v, from, ok = config.Properties(c.Properties()).ListenerValue("REPLICATION", "num.network.threads")
 	assert.True(t, ok)
 	assert.Equal(t, "3", v)
 	assert.Equal(t, "num.network.threads", from)
 
-	_, _, ok = c.Properties().ListenerValue("CLIENT", "max.connections")
+	_, _, ok = config.Properties(c.Properties()).ListenerValue("CLIENT", "max.connections")
 	assert.False(t, ok)
 
-	n, err := c.Properties().ListenerInt("CLIENT", "num.network.threads", 3, 1)
+	n, err := config.Properties(c.Properties()).ListenerInt("CLIENT", "num.network.threads", 3, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
-	n, err = c.Properties().ListenerInt("CLIENT", "max.connections", 1<<31-1, 0)
+	n, err = config.Properties(c.Properties()).ListenerInt("CLIENT", "max.connections", 1<<31-1, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 1<<31-1, n)
 
-	_, err = c.Properties().ListenerInt("INTERNAL", "num.network.threads", 3, 1)
+	_, err = config.Properties(c.Properties()).ListenerInt("INTERNAL", "num.network.threads", 3, 1)
 	var ce *protocolmap.ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "listener.name.internal.num.network.threads", ce.Key)
 	assert.Equal(t, "x", ce.Value)
 
-	_, err = c.Properties().Int("num.network.threads", 3, 4)
+	_, err = config.Properties(c.Properties()).Int("num.network.threads", 3, 4)
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "num.network.threads", ce.Key)
 	assert.Contains(t, ce.Rule, "at least 4")
-	n, err = c.Properties().Int("queued.max.requests", 500, 1)
+	n, err = config.Properties(c.Properties()).Int("queued.max.requests", 500, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 500, n)
 }
 
 func TestProperties(t *testing.T) {
-	p, err := listener.ParseProperties([]byte(`# a comment
+	p, err := config.ParseProperties([]byte(`# a comment
 ! another comment
 listeners = PLAINTEXT://:9092,\
     SSL://:9093
@@ -290,7 +291,7 @@ empty=
 expand=${listeners}
 `))
 	require.NoError(t, err)
-	assert.Equal(t, listener.Properties{
+	assert.Equal(t, config.Properties{
 		"listeners":                  "PLAINTEXT://:9092,SSL://:9093",
 		"advertised.listeners":       "PLAINTEXT://a:9092",
 		"inter.broker.listener.name": "PLAINTEXT",
@@ -307,6 +308,6 @@ expand=${listeners}
 	_, err = p.With("novalue")
 	assert.Error(t, err)
 
-	_, err = listener.LoadProperties("testdata/does-not-exist.properties")
+	_, err = config.Load("testdata/does-not-exist.properties")
 	assert.Error(t, err)
 }

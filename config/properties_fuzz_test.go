@@ -1,11 +1,11 @@
-package listener_test
+package config_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/config"
 )
 
 // FuzzParseProperties checks the server.properties reader: it never panics,
@@ -19,7 +19,7 @@ func FuzzParseProperties(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		props, err := listener.ParseProperties(text)
+		props, err := config.ParseProperties(text)
 		if err != nil {
 			return
 		}
@@ -34,7 +34,7 @@ func FuzzParseProperties(f *testing.F) {
 			}
 			b.WriteByte('\n')
 		}
-		again, err := listener.ParseProperties([]byte(b.String()))
+		again, err := config.ParseProperties([]byte(b.String()))
 		if err != nil {
 			t.Fatalf("ParseProperties(%q) read %q, whose escaped form %q does not read: %v", text, props, b.String(), err)
 		}

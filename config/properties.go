@@ -1,12 +1,14 @@
-package listener
+package config
 
 import (
 	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"strconv"
 	"strings"
 
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -34,7 +36,7 @@ func (p Properties) With(settings ...string) (Properties, error) {
 	for _, s := range settings {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("listener: setting %q is not key=value", s)
+			return nil, fmt.Errorf("config: setting %q is not key=value", s)
 		}
 		out[strings.TrimSpace(k)] = v
 	}
@@ -45,7 +47,7 @@ func (p Properties) With(settings ...string) (Properties, error) {
 // kafka-server-start's --override does; [Properties.With] lays them over a
 // properties file's. It is a flag.Value for a repeatable flag:
 //
-//	var sets listener.Overrides
+//	var sets config.Overrides
 //	flag.Var(&sets, "set", "set configuration `key=value` (repeatable)")
 type Overrides []string
 
@@ -84,19 +86,18 @@ func ParseProperties(text []byte) (Properties, error) {
 		}
 		key, value, err := splitProperty(line)
 		if err != nil {
-			return nil, fmt.Errorf("listener: reading properties: line %d: %w", lineNo, err)
+			return nil, fmt.Errorf("config: reading properties: line %d: %w", lineNo, err)
 		}
 		props[key] = value
 	}
 	return props, nil
 }
 
-// LoadProperties reads the Java .properties file at path (see
-// [ParseProperties]).
-func LoadProperties(path string) (Properties, error) {
+// Load reads the Java .properties file at path (see [ParseProperties]).
+func Load(path string) (Properties, error) {
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("listener: reading %s: %w", path, err)
+		return nil, fmt.Errorf("config: reading %s: %w", path, err)
 	}
 	props, err := ParseProperties(text)
 	if err != nil {
@@ -289,4 +290,15 @@ func (p Properties) Int(key string, def, min int) (int, error) {
 		return def, nil
 	}
 	return parseInt(key, v, min)
+}
+
+func parseInt(key, value string, min int) (int, error) {
+	n, err := strconv.Atoi(value)
+	if err != nil {
+		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
+	}
+	if n < min {
+		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
+	}
+	return n, nil
 }

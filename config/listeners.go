@@ -1,0 +1,162 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// Listeners reads the listener keys of props over Kafka's defaults into a
+// [listener.Set], and applies every rule Kafka enforces on them:
+//
+//   - listener.security.protocol.map parses (see [protocolmap.Parse]);
+//     unset, it is [protocolmap.Default];
+//   - listeners (default PLAINTEXT://:9092) and advertised.listeners
+//     (default: listeners) parse, every name is in the map, and names are
+//     unique within each list;
+//   - listeners bind distinct ports, except that exactly one IPv4 and one
+//     IPv6 address may share a port (port 0 is exempt);
+//   - advertised listener names are a subset of listener names, at least one
+//     listener is advertised, and none advertises 0.0.0.0;
+//   - inter.broker.listener.name and security.inter.broker.protocol are not
+//     both set, even to the default; the inter-broker listener is in the map
+//     and advertised (unset, it is the listener named after
+//     security.inter.broker.protocol, default PLAINTEXT);
+//   - control.plane.listener.name, if set, is in the map, advertised, and
+//     not the inter-broker listener.
+//
+// The rules on the parsed values are [listener.Set.Validate]'s, which a Set
+// built in code passes through too. Errors are [*protocolmap.ConfigError]
+// values that name the key, the value as written and the rule, in Kafka's
+// words.
+func Listeners(props Properties) (*listener.Set, error) {
+	c := &listener.Set{SecurityProtocolMap: protocolmap.Default()}
+	written := map[string]string{}
+	if v, ok := props.Get(KeySecurityProtocolMap); ok {
+		m, err := protocolmap.Parse(v)
+		if err != nil {
+			return nil, err
+		}
+		c.SecurityProtocolMap = m
+		written[KeySecurityProtocolMap] = v
+	}
+
+	listenersValue, ok := props.Get(KeyListeners)
+	if !ok {
+		listenersValue = DefaultListeners
+	}
+	written[KeyListeners] = listenersValue
+	bind, err := listener.ParseEndPoints(KeyListeners, listenersValue, c.SecurityProtocolMap)
+	if err != nil {
+		return nil, err
+	}
+	advertisedValue, ok := props.Get(KeyAdvertisedListeners)
+	if !ok {
+		advertisedValue = listenersValue
+	}
+	written[KeyAdvertisedListeners] = advertisedValue
+	advertised, err := listener.ParseEndPoints(KeyAdvertisedListeners, advertisedValue, c.SecurityProtocolMap)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := interBroker(c, props); err != nil {
+		return nil, err
+	}
+	if v, ok := props.Get(KeyInterBrokerListenerName); ok {
+		written[KeyInterBrokerListenerName] = v
+	}
+	if v, ok := props.Get(KeyControlPlaneListenerName); ok {
+		name, err := protocolmap.ParseListenerName(v)
+		if err != nil {
+			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: err, Rule: "The provided listener name is null or empty string"}
+		}
+		if _, ok := c.SecurityProtocolMap[name]; !ok {
+			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: listener.ErrNoSecurityProtocol,
+				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", name, KeyControlPlaneListenerName, KeySecurityProtocolMap)}
+		}
+		c.ControlPlaneListener = name
+		written[KeyControlPlaneListenerName] = v
+	}
+
+	// A Set holds an advertised endpoint only as a listener's, so that
+	// one advertised under a name no listener has is refused here.
+	bindNames, advertisedNames := names(bind), names(advertised)
+	for _, n := range advertisedNames {
+		if !slices.Contains(bindNames, n) {
+			return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: listener.ErrNotAdvertised,
+				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
+					KeyAdvertisedListeners, KeyListeners, join(advertisedNames), join(bindNames))}
+		}
+	}
+	for _, b := range bind {
+		l := listener.Listener{Name: b.Name, SecurityProtocol: b.SecurityProtocol, Bind: b,
+			InterBroker: b.Name == c.InterBrokerListener}
+		if i := slices.Index(advertisedNames, b.Name); i >= 0 {
+			l.Advertised = advertised[i]
+		}
+		if b.Name == c.ControlPlaneListener {
+			l.Plane = protocolmap.ControlPlane
+		}
+		c.All = append(c.All, l)
+	}
+	if err := c.ValidateAsWritten(written); err != nil {
+		return nil, err
+	}
+	c.SetProperties(props)
+	return c, nil
+}
+
+// interBroker sets the inter-broker listener name and protocol of s.
+func interBroker(s *listener.Set, props Properties) error {
+	nameValue, nameSet := props.Get(KeyInterBrokerListenerName)
+	protoValue, protoSet := props.Get(KeyInterBrokerSecurityProtocol)
+	if nameSet && protoSet {
+		return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: listener.ErrConflictingKeys,
+			Rule: fmt.Sprintf("Only one of %s and %s should be set.", KeyInterBrokerListenerName, KeyInterBrokerSecurityProtocol)}
+	}
+	if nameSet {
+		name, err := protocolmap.ParseListenerName(nameValue)
+		if err != nil {
+			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: err, Rule: "The provided listener name is null or empty string"}
+		}
+		p, ok := s.SecurityProtocolMap[name]
+		if !ok {
+			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: listener.ErrNoSecurityProtocol,
+				Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", name, KeyInterBrokerListenerName, KeySecurityProtocolMap)}
+		}
+		s.InterBrokerListener, s.InterBrokerSecurityProtocol = name, p
+		return nil
+	}
+	p := protocolmap.Plaintext
+	if protoSet {
+		// Kafka's validator compares this key case-sensitively.
+		parsed, err := protocolmap.ParseSecurityProtocol(protoValue)
+		if err != nil || parsed.String() != protoValue {
+			return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: protocolmap.ErrUnknownSecurityProtocol,
+				Rule: "String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"}
+		}
+		p = parsed
+	}
+	s.InterBrokerListener, s.InterBrokerSecurityProtocol = protocolmap.ListenerName(p.String()), p
+	return nil
+}
+
+func names(eps []listener.EndPoint) []protocolmap.ListenerName {
+	out := make([]protocolmap.ListenerName, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.Name
+	}
+	return out
+}
+
+func join(ns []protocolmap.ListenerName) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ",")
+}
