@@ -43,7 +43,7 @@ func TestModuleTargets(t *testing.T) {
 	for _, want := range []string{
 		"./socketserver FuzzReadFrame", "./socketserver FuzzParseHeaderPrefix", "./socketserver FuzzSASLPreAuth",
 		"./config FuzzConfig", "./config FuzzPrincipalOverrides", "./socketserver FuzzProxyHeader", "./connregistry FuzzDecode", "./security/sasl FuzzSCRAMClientFirst",
-		"./security/sasl FuzzPlainMessage", "./listener FuzzParseProperties", "./protocolmap FuzzParse",
+		"./security/sasl FuzzPlainMessage", "./config FuzzParseProperties", "./protocolmap FuzzParse",
 	} {
 		assert.Contains(t, out.String(), want+"\n")
 	}
