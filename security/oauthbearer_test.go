@@ -127,11 +127,11 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		want, err := security.OAuthBearer(cfg, "SASL_PLAINTEXT")
 		require.NoError(t, err)
 		assert.Equal(t, want, *sec.OAuthBearer)
-		require.NoError(t, sec.OAuthBearerNotConfigured())
+		require.NoError(t, sec.OAuthBearerNotConfigured)
 		sec, err = security.ForListener(cfg, "OTHER")
 		require.NoError(t, err)
 		assert.Nil(t, sec.OAuthBearer, "OTHER does not enable OAUTHBEARER")
-		require.NoError(t, sec.OAuthBearerNotConfigured())
+		require.NoError(t, sec.OAuthBearerNotConfigured)
 
 		// Properties that leave OAUTHBEARER to the host are no error of
 		// Security's: it says why, for the socket server's.
@@ -140,7 +140,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		sec, err = security.ForListener(cfg, "SASL_PLAINTEXT")
 		require.NoError(t, err)
 		assert.Nil(t, sec.OAuthBearer)
-		err = sec.OAuthBearerNotConfigured()
+		err = sec.OAuthBearerNotConfigured
 		require.ErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
 		var ce *protocolmap.ConfigError
 		require.ErrorAs(t, err, &ce)

@@ -93,7 +93,7 @@ type Settings struct {
 	// OAuthBearer holds the listener's SASL/OAUTHBEARER settings
 	// ([OAuthBearer]) when EnabledMechanisms holds OAUTHBEARER and the
 	// properties configure one of Kafka's token validators; nil otherwise
-	// (see [Settings.OAuthBearerNotConfigured]). Nothing is built from
+	// (see OAuthBearerNotConfigured). Nothing is built from
 	// them here or in the socket server: a host that serves OAUTHBEARER
 	// builds the mechanism with the oauthbearer package
 	// (security/sasl/oauthbearer), which only such a host links.
@@ -113,18 +113,17 @@ type Settings struct {
 	// ssl.allow.dn.changes and ssl.allow.san.changes.
 	AllowDNChangesKey, AllowSANChangesKey string
 
-	oauthBearerNotConfigured error
+	// OAuthBearerNotConfigured is, for a listener that enables
+	// OAUTHBEARER while its properties configure none of Kafka's token
+	// validators (neither its OAUTHBEARER JAAS configuration nor its
+	// server callback handler class is set, or the class is another than
+	// Kafka's), why: the [*protocolmap.ConfigError] of [OAuthBearer],
+	// which names the key and wraps [ErrOAuthBearerNotConfigured]. The
+	// listener's OAUTHBEARER is then the host's to give; the socket server
+	// returns this error if the host gives none. Nil otherwise, and in
+	// Settings built in code.
+	OAuthBearerNotConfigured error
 }
-
-// OAuthBearerNotConfigured returns, for a listener that enables
-// OAUTHBEARER while its properties configure none of Kafka's token
-// validators (neither its OAUTHBEARER JAAS configuration nor its server
-// callback handler class is set, or the class is another than Kafka's),
-// why: the [*protocolmap.ConfigError] of [OAuthBearer], which names
-// the key and wraps [ErrOAuthBearerNotConfigured]. The listener's
-// OAUTHBEARER is then the host's to give; the socket server returns this
-// error if the host gives none. It returns nil otherwise.
-func (s Settings) OAuthBearerNotConfigured() error { return s.oauthBearerNotConfigured }
 
 // ReauthMaxFor returns connections.max.reauth.ms for one of the listener's
 // SASL mechanisms (as EnabledMechanisms names it):
@@ -161,7 +160,7 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 //   - for SASL listeners that enable OAUTHBEARER, its settings, see
 //     [OAuthBearer] and [Settings.OAuthBearer]: an invalid one is
 //     an error, while properties that leave OAUTHBEARER to the host are
-//     not (see [Settings.OAuthBearerNotConfigured]).
+//     not (see OAuthBearerNotConfigured).
 //
 // Errors are [*protocolmap.ConfigError] values whose Key is the key at
 // fault, in the form the value came from.
@@ -227,7 +226,7 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 		o, err := OAuthBearer(c.Set, name)
 		switch {
 		case errors.Is(err, ErrOAuthBearerNotConfigured):
-			s.oauthBearerNotConfigured = err
+			s.OAuthBearerNotConfigured = err
 		case err != nil:
 			return Settings{}, err
 		default:

@@ -245,4 +245,26 @@ func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
 		assert.Equal(t, parsed.ReauthMaxFor(m), code.ReauthMaxFor(m), m)
 	}
 	assert.Equal(t, time.Minute, code.ReauthMaxFor("SCRAM-SHA-256"))
+
+	// A listener that enables OAUTHBEARER and leaves it to the host: why
+	// is a field too, so Settings built in code carry it the same way.
+	set, err = config.Listeners(config.Properties{
+		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms":        "OAUTHBEARER",
+		"security.inter.broker.protocol": "SASL_PLAINTEXT",
+	})
+	require.NoError(t, err)
+	parsed, err = security.ForListener(set, "SASL_PLAINTEXT")
+	require.NoError(t, err)
+	require.ErrorIs(t, parsed.OAuthBearerNotConfigured, security.ErrOAuthBearerNotConfigured)
+	var ce *protocolmap.ConfigError
+	require.ErrorAs(t, parsed.OAuthBearerNotConfigured, &ce)
+	assert.Equal(t, "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config", ce.Key)
+	code = security.Settings{
+		EnabledMechanisms:        []string{"OAUTHBEARER"},
+		EnabledMechanismsKey:     "sasl.enabled.mechanisms",
+		HandshakeTimeout:         security.DefaultHandshakeTimeout,
+		OAuthBearerNotConfigured: &protocolmap.ConfigError{Key: ce.Key, Value: ce.Value, Rule: ce.Rule, Err: security.ErrOAuthBearerNotConfigured},
+	}
+	assert.Equal(t, code, parsed)
 }

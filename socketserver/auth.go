@@ -175,7 +175,7 @@ const oauthBearer = "OAUTHBEARER"
 // settings the listener's properties configure, when they do; else the
 // key at fault, when the properties leave OAUTHBEARER to the host.
 func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configError func(rule string) error) error {
-	if err := conf.OAuthBearerNotConfigured(); err != nil {
+	if err := conf.OAuthBearerNotConfigured; err != nil {
 		return err
 	}
 	const pkg = "github.com/kafkanet/kafkanet/security/sasl/oauthbearer"

@@ -379,7 +379,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 			require.NoError(t, err)
 			l := cfg.PerListener["SASL_PLAINTEXT"]
 			assert.Nil(t, l.Security.OAuthBearer)
-			require.ErrorIs(t, l.Security.OAuthBearerNotConfigured(), security.ErrOAuthBearerNotConfigured)
+			require.ErrorIs(t, l.Security.OAuthBearerNotConfigured, security.ErrOAuthBearerNotConfigured)
 			l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
 			require.NoError(t, err)
 			assert.Empty(t, l.Mechanisms, "Kafka's validators are not configured: nothing to add")
