@@ -126,3 +126,10 @@ const DefaultListeners = "PLAINTEXT://:9092"
 // (socketserver.Config.ConnectionsMaxIdle; default
 // listener.DefaultConnectionsMaxIdle, -1 for none).
 const KeyConnectionsMaxIdleMs = "connections.max.idle.ms"
+
+// KeyConnectionFailedAuthenticationDelayMs is Kafka's
+// connection.failed.authentication.delay.ms (KIP-306;
+// socketserver.Config.FailedAuthenticationDelay; default
+// security.DefaultFailedAuthenticationDelay, 0 for none). It must be less
+// than connections.max.idle.ms unless that is negative.
+const KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authentication.delay.ms"

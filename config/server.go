@@ -81,7 +81,7 @@ func Server(props Properties) (socketserver.Config, error) {
 	if c.ReceiveBufferBytes, err = props.Int(KeySocketReceiveBufferBytes, socketserver.DefaultSocketBufferBytes, -1); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.FailedAuthenticationDelay, err = security.FailedAuthenticationDelay(cfg); err != nil {
+	if c.FailedAuthenticationDelay, err = failedAuthenticationDelay(props, idleMS); err != nil {
 		return socketserver.Config{}, err
 	}
 	if c.FailedAuthenticationDelay == 0 {
@@ -472,4 +472,30 @@ func parseTrustedNetwork(s string) (netip.Prefix, error) {
 		n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
 	}
 	return n.Masked(), nil
+}
+
+// failedAuthenticationDelay reads connection.failed.authentication.delay.ms
+// (KIP-306; default security.DefaultFailedAuthenticationDelay, at least
+// 0): how long a broker waits before it answers a failed SASL
+// authentication and closes the connection. As Kafka requires, it must be
+// less than connections.max.idle.ms (idleMS) unless that is negative;
+// otherwise the error, a [*protocolmap.ConfigError] for
+// connection.failed.authentication.delay.ms wrapping
+// [listener.ErrInvalidValue], has Kafka's message. Both keys are
+// broker-wide.
+func failedAuthenticationDelay(props Properties, idleMS int) (time.Duration, error) {
+	delay, err := props.Int(KeyConnectionFailedAuthenticationDelayMs, int(security.DefaultFailedAuthenticationDelay/time.Millisecond), 0)
+	if err != nil {
+		return 0, err
+	}
+	if idleMS >= 0 && delay >= idleMS {
+		v, ok := props.Get(KeyConnectionFailedAuthenticationDelayMs)
+		if !ok {
+			v = strconv.Itoa(delay)
+		}
+		return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf(
+			"%s=%d should always be less than %s=%d to prevent failed authentication responses from timing out",
+			KeyConnectionFailedAuthenticationDelayMs, delay, KeyConnectionsMaxIdleMs, idleMS)}
+	}
+	return time.Duration(delay) * time.Millisecond, nil
 }

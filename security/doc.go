@@ -10,7 +10,7 @@
 // principals ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication
 // (KIP-368) and handshake limits, and its SASL/OAUTHBEARER settings
 // ([OAuthBearer]: the JWKS validator of KIP-768 or the unsecured default,
-// as plain values). [FailedAuthenticationDelay] is the broker-wide delay
+// as plain values). config.Server reads the broker-wide delay
 // before a failed authentication is answered (KIP-306).
 //
 // A listener's TLS configuration may change while a server runs, as

@@ -14,29 +14,23 @@ import (
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-// The authentication keys that [ForListener] and
-// [FailedAuthenticationDelay] read, with Kafka's names, and one key
-// of this package's own. (FailedAuthenticationDelay also reads
-// connections.max.idle.ms, [keyConnectionsMaxIdleMs], which
-// the socket server applies.)
+// The authentication keys that [ForListener] reads, with Kafka's names,
+// and one key of this package's own.
 const (
-	KeySASLEnabledMechanisms                 = "sasl.enabled.mechanisms"
-	KeyConnectionsMaxReauthMs                = "connections.max.reauth.ms"
-	KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authentication.delay.ms"
+	KeySASLEnabledMechanisms  = "sasl.enabled.mechanisms"
+	KeyConnectionsMaxReauthMs = "connections.max.reauth.ms"
 	// KeyHandshakeTimeoutMs is not a Kafka key: Kafka bounds a connection
 	// that never finishes authenticating only by connections.max.idle.ms.
 	KeyHandshakeTimeoutMs = "kafkanet.handshake.timeout.ms"
 )
-
-// keyConnectionsMaxIdleMs is connections.max.idle.ms (config.KeyConnectionsMaxIdleMs).
-const keyConnectionsMaxIdleMs = "connections.max.idle.ms"
 
 // Defaults of the keys above.
 const (
 	// DefaultHandshakeTimeout is the default of kafkanet.handshake.timeout.ms.
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultFailedAuthenticationDelay is Kafka's default of
-	// connection.failed.authentication.delay.ms.
+	// connection.failed.authentication.delay.ms
+	// (socketserver.Config.FailedAuthenticationDelay).
 	DefaultFailedAuthenticationDelay = 100 * time.Millisecond
 )
 
@@ -266,46 +260,6 @@ func (c config) reauthMax(s setting) (time.Duration, error) {
 		return 0, err
 	}
 	return millis(ms), nil
-}
-
-// FailedAuthenticationDelay returns connection.failed.authentication.delay.ms
-// (KIP-306; default 100, at least 0): how long a broker waits before it
-// answers a failed SASL authentication and closes the connection. As Kafka
-// requires, it must be less than connections.max.idle.ms (default 600000)
-// unless that is negative; otherwise the error, a
-// [*protocolmap.ConfigError] for connection.failed.authentication.delay.ms
-// wrapping [listener.ErrInvalidValue], has Kafka's message. Both keys are
-// broker-wide.
-func FailedAuthenticationDelay(set *listener.Set) (time.Duration, error) {
-	c := view(set)
-	delay := int(DefaultFailedAuthenticationDelay / time.Millisecond)
-	if v, ok := c.props.Get(KeyConnectionFailedAuthenticationDelayMs); ok {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
-		case n < 0:
-			return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: "Value must be at least 0"}
-		}
-		delay = n
-	}
-	var err error
-	idle := int64(listener.DefaultConnectionsMaxIdle / time.Millisecond)
-	if v, ok := c.props.Get(keyConnectionsMaxIdleMs); ok {
-		if idle, err = parseLong(setting{value: v, from: keyConnectionsMaxIdleMs, ok: true, key: keyConnectionsMaxIdleMs}, math.MinInt64); err != nil {
-			return 0, err
-		}
-	}
-	if idle >= 0 && int64(delay) >= idle {
-		v, ok := c.props.Get(KeyConnectionFailedAuthenticationDelayMs)
-		if !ok {
-			v = strconv.Itoa(delay)
-		}
-		return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf(
-			"%s=%d should always be less than %s=%d to prevent failed authentication responses from timing out",
-			KeyConnectionFailedAuthenticationDelayMs, delay, keyConnectionsMaxIdleMs, idle)}
-	}
-	return millis(int64(delay)), nil
 }
 
 // parseLong reads a Kafka LONG setting of at least min.
