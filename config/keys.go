@@ -1,6 +1,10 @@
 package config
 
-import "github.com/kafkanet/kafkanet/protocolmap"
+import (
+	"strings"
+
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
 
 // The socket server's keys, with Kafka's names, and kafkanet's own (the
 // kafkanet. prefix). [Server] reads them; the keys of the listeners and of
@@ -133,3 +137,16 @@ const KeyConnectionsMaxIdleMs = "connections.max.idle.ms"
 // security.DefaultFailedAuthenticationDelay, 0 for none). It must be less
 // than connections.max.idle.ms unless that is negative.
 const KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authentication.delay.ms"
+
+// MechanismKey returns the key of one of a listener's SASL mechanisms, as
+// Kafka's ListenerName.saslMechanismConfigPrefix makes it:
+// listener.name.<lower-case listener>.<lower-case mechanism>.<key>. For
+// example MechanismKey("SASL_SSL", "SCRAM-SHA-512",
+// security.KeySASLJAASConfig) is
+// listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config, where a broker
+// reads that mechanism's JAAS configuration (its users, for PLAIN and
+// SCRAM); with security.KeySASLServerCallbackHandlerClass and OAUTHBEARER
+// it names the listener's token validator.
+func MechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
+	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + key
+}

@@ -23,7 +23,7 @@
 //
 // The users of the built-in SASL mechanisms come from Kafka's JAAS
 // settings, the user_<name> options of each listener's
-// listener.name.<listener>.<mechanism>.sasl.jaas.config ([KeyJAASConfig]):
+// listener.name.<listener>.<mechanism>.sasl.jaas.config (config.MechanismKey):
 // [NewJAASUsers] reads them for every SASL listener and builds its
 // credential store, and [JAASUsers.Reload] reloads them.
 //

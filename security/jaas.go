@@ -399,25 +399,15 @@ func (t *jaasTokenizer) quoted(q int) string {
 	return b.String()
 }
 
-// KeyPlainJAASConfig returns the key a broker reads SASL/PLAIN's JAAS
-// configuration from for a listener:
-// listener.name.<lower-case listener>.plain.sasl.jaas.config.
-func KeyPlainJAASConfig(name protocolmap.ListenerName) string {
-	return KeyJAASConfig(name, "PLAIN")
-}
-
-// KeyJAASConfig returns the key a broker reads a SASL mechanism's JAAS
-// configuration from for a listener, as Kafka's
-// ListenerName.saslMechanismConfigPrefix:
-// listener.name.<lower-case listener>.<lower-case mechanism>.sasl.jaas.config,
-// such as listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config.
-func KeyJAASConfig(name protocolmap.ListenerName, mechanism string) string {
-	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + KeySASLJAASConfig
+// mechanismKey is config.MechanismKey, for this package's readers:
+// listener.name.<lower-case listener>.<lower-case mechanism>.<key>.
+func mechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
+	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + key
 }
 
 // scramUsers returns the users of a listener's SCRAM mechanism
 // (SCRAM-SHA-256 or SCRAM-SHA-512), read with parseSCRAMJAAS from
-// [KeyJAASConfig], such as
+// the listener's mechanism-prefixed sasl.jaas.config, such as
 // listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; keySet reports
 // whether the key is set. A key set without user options gives no users
 // (the broker's own username and password are no users), which
@@ -425,7 +415,7 @@ func KeyJAASConfig(name protocolmap.ListenerName, mechanism string) string {
 // values wrapping [ErrJAASConfig], with the value shown as [hidden].
 func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, keySet bool, err error) {
 	c := view(set)
-	key := KeyJAASConfig(name, mechanism)
+	key := mechanismKey(name, mechanism, KeySASLJAASConfig)
 	v, ok := c.props.Get(key)
 	if !ok {
 		return nil, false, nil
@@ -438,7 +428,7 @@ func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism stri
 }
 
 // plainUsers returns the SASL/PLAIN users (name → password) of a listener,
-// read with parsePlainJAAS from [KeyPlainJAASConfig], such as
+// read with parsePlainJAAS from the listener's PLAIN sasl.jaas.config, such as
 // listener.name.sasl_ssl.plain.sasl.jaas.config. Like Kafka, it reads no
 // other key: a sasl.jaas.config without the mechanism prefix (with or
 // without the listener prefix) does not apply to a broker. If one is set,
@@ -456,7 +446,7 @@ func plainUsers(set *listener.Set, name protocolmap.ListenerName) (users map[str
 	if _, from, ok := c.props.ListenerValue(name, KeySASLJAASConfig); ok {
 		ignored = from
 	}
-	key := KeyPlainJAASConfig(name)
+	key := mechanismKey(name, "PLAIN", KeySASLJAASConfig)
 	v, ok := c.props.Get(key)
 	if !ok {
 		rule := fmt.Sprintf("SASL/PLAIN on listener %s needs its users in %s (%s required user_<name>=\"<password>\" ...;)", name, key, PlainLoginModule)

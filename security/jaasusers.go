@@ -68,7 +68,7 @@ func (w JAASWarning) String() string {
 		return w.Reason
 	}
 	return fmt.Sprintf("ignoring %s: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in %s",
-		w.Key, KeyPlainJAASConfig(w.Listener))
+		w.Key, mechanismKey(w.Listener, "PLAIN", KeySASLJAASConfig))
 }
 
 // UserChange is what a [JAASUsers.Reload] changed in one list of users of
@@ -344,7 +344,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 		if !slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(sasl.Builtins(), m) }) {
 			continue
 		}
-		plainKey := KeyPlainJAASConfig(l.Name)
+		plainKey := mechanismKey(l.Name, "PLAIN", KeySASLJAASConfig)
 		plain, ignored, plainErr := plainUsers(set, l.Name)
 		if ignored != "" {
 			warn(JAASWarning{Key: ignored, Listener: l.Name})
@@ -358,7 +358,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 			lu.plain, lu.byKey[plainKey] = plainKey, plain
 		}
 		for _, mech := range []string{sasl.SCRAMSHA256, sasl.SCRAMSHA512} {
-			key := KeyJAASConfig(l.Name, mech)
+			key := mechanismKey(l.Name, mech, KeySASLJAASConfig)
 			users, keySet, err := scramUsers(set, l.Name, mech)
 			if !slices.Contains(mechs, mech) {
 				if keySet {

@@ -72,20 +72,6 @@ var ErrOAuthBearerNotConfigured = fmt.Errorf("%w: OAUTHBEARER has no validator t
 // for an OAUTHBEARER setting of an invalid value.
 var ErrOAuthBearerConfig = errors.New("invalid OAUTHBEARER configuration")
 
-// KeyOAuthBearerJAASConfig returns the key a broker reads a listener's
-// OAUTHBEARER JAAS configuration from:
-// listener.name.<lower-case listener>.oauthbearer.sasl.jaas.config.
-func KeyOAuthBearerJAASConfig(name protocolmap.ListenerName) string {
-	return name.ConfigPrefix() + "oauthbearer." + KeySASLJAASConfig
-}
-
-// KeyOAuthBearerServerCallbackHandlerClass returns the key naming a
-// listener's OAUTHBEARER token validator:
-// listener.name.<lower-case listener>.oauthbearer.sasl.server.callback.handler.class.
-func KeyOAuthBearerServerCallbackHandlerClass(name protocolmap.ListenerName) string {
-	return name.ConfigPrefix() + "oauthbearer." + KeySASLServerCallbackHandlerClass
-}
-
 // OAuthBearerSettings are a listener's SASL/OAUTHBEARER settings as a
 // Kafka broker reads them from its properties ([OAuthBearer]):
 // which of Kafka's two token validators the listener uses, with its
@@ -222,7 +208,7 @@ type OAuthBearerUnsecured struct {
 // [Settings.OAuthBearer].
 func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
 	c := view(set)
-	classKey, jaasKey := KeyOAuthBearerServerCallbackHandlerClass(name), KeyOAuthBearerJAASConfig(name)
+	classKey, jaasKey := mechanismKey(name, oauthBearerMechanism, KeySASLServerCallbackHandlerClass), mechanismKey(name, oauthBearerMechanism, KeySASLJAASConfig)
 	class, classSet := c.props.Get(classKey)
 	jaas, jaasSet := c.props.Get(jaasKey)
 	s := OAuthBearerSettings{Listener: name}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kafkanet/kafkanet/listener"
@@ -184,7 +183,7 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 			return Settings{}, err
 		}
 		for _, mech := range s.EnabledMechanisms {
-			key := name.ConfigPrefix() + strings.ToLower(mech) + "." + KeyConnectionsMaxReauthMs
+			key := mechanismKey(name, mech, KeyConnectionsMaxReauthMs)
 			v, ok := c.props.Get(key)
 			if !ok {
 				continue
