@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -150,3 +151,14 @@ const KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authenticati
 func MechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
 	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + key
 }
+
+// Error is the error of every kafkanet function that reads or checks
+// configuration, in this package and in those below it (protocolmap,
+// listener, security, socketserver): a value that breaks a rule, naming the
+// key as the user wrote it (with its listener prefix), the value and the
+// rule, and wrapping the sentinel behind it. Test for it with errors.As and
+// a *Error. It is an alias: the type is defined below protocolmap,
+// so that the packages under config return this one type rather than
+// errors that config converts, and a Listener Set or Settings built in code
+// fails its checks with the same error as one parsed here.
+type Error = configerr.Error

@@ -82,7 +82,7 @@ func TestRequestMinByteRateKey(t *testing.T) {
 			}
 			cfg, err := config.Server(props)
 			if tc.want == 0 {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, config.KeyRequestMinByteRate, ce.Key)
 				assert.Equal(t, tc.value, ce.Value)
@@ -120,7 +120,7 @@ func TestKafkanetKeysOffIsMinusOne(t *testing.T) {
 			}
 			cfg, err := config.Server(props)
 			if tc.refused {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.key, ce.Key)
 				assert.Equal(t, tc.value, ce.Value)
@@ -154,7 +154,7 @@ func TestFrameSizeKeys(t *testing.T) {
 			t.Run(key+"="+tc.value, func(t *testing.T) {
 				cfg, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", key: tc.value})
 				if tc.refused {
-					var ce *protocolmap.ConfigError
+					var ce *config.Error
 					require.ErrorAs(t, err, &ce)
 					assert.Equal(t, key, ce.Key)
 					return
@@ -211,7 +211,7 @@ func TestFailedAuthenticationDelay(t *testing.T) {
 			}
 			c, err := config.Server(props)
 			if tt.errKey != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tt.errKey, ce.Key)
 				require.ErrorIs(t, err, listener.ErrInvalidValue)

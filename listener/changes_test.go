@@ -42,7 +42,7 @@ func names(ls []listener.Listener) []protocolmap.ListenerName {
 func requireConfigError(t *testing.T, err error, key string, want error, listenerName string) {
 	t.Helper()
 	require.Error(t, err)
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	require.ErrorAs(t, err, &ce, "%v", err)
 	assert.Equal(t, key, ce.Key)
 	if want != nil {
@@ -232,7 +232,7 @@ func TestChanges(t *testing.T) {
 			c, err := cur.Changes(next)
 			if tc.wantErr != nil {
 				require.Error(t, err)
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.wantKey, ce.Key)
 				assert.ErrorIs(t, err, tc.wantErr)

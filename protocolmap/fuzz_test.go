@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -60,7 +61,7 @@ func FuzzParseCSVMap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value string) {
 		entries, err := protocolmap.ParseCSVMap("some.key", value)
 		if err != nil {
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			if !errors.As(err, &ce) || ce.Key != "some.key" || ce.Rule == "" {
 				t.Fatalf("ParseCSVMap(%q) = %v, not a ConfigError naming the key", value, err)
 			}

@@ -34,7 +34,7 @@
 // no OAUTHBEARER links neither its JWKS validator nor the validator's HTTP
 // client.
 //
-// Errors are [*protocolmap.ConfigError] values naming the key (in the form
+// Errors are *config.Error values naming the key (in the form
 // the value came from), the value (secrets shown as [hidden]) and the
 // rule, in Kafka's words where Kafka has them, wrapping sentinels of this
 // package or the listener package for errors.Is.

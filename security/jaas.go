@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -411,7 +412,7 @@ func mechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
 // listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; keySet reports
 // whether the key is set. A key set without user options gives no users
 // (the broker's own username and password are no users), which
-// [NewJAASUsers] warns about. Errors are [*protocolmap.ConfigError]
+// [NewJAASUsers] warns about. Errors are *config.Error
 // values wrapping [ErrJAASConfig], with the value shown as [hidden].
 func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, keySet bool, err error) {
 	c := view(set)
@@ -422,7 +423,7 @@ func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism stri
 	}
 	users, err = parseSCRAMJAAS(v)
 	if err != nil {
-		return nil, true, &protocolmap.ConfigError{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
+		return nil, true, &configerr.Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
 	}
 	return users, true, nil
 }
@@ -439,7 +440,7 @@ func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism stri
 //
 // When the key is not set the error names it; Kafka would fall back to a
 // static JAAS file, which this package does not read. Errors are
-// [*protocolmap.ConfigError] values wrapping [ErrJAASConfig], with the
+// *config.Error values wrapping [ErrJAASConfig], with the
 // value shown as [hidden].
 func plainUsers(set *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
 	c := view(set)
@@ -453,11 +454,11 @@ func plainUsers(set *listener.Set, name protocolmap.ListenerName) (users map[str
 		if ignored != "" {
 			rule += fmt.Sprintf("; %s is set but a broker ignores it without the listener and mechanism prefix", ignored)
 		}
-		return nil, ignored, &protocolmap.ConfigError{Key: key, Rule: rule, Err: ErrJAASConfig}
+		return nil, ignored, &configerr.Error{Key: key, Rule: rule, Err: ErrJAASConfig}
 	}
 	users, err = parsePlainJAAS(v)
 	if err != nil {
-		return nil, ignored, &protocolmap.ConfigError{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
+		return nil, ignored, &configerr.Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
 	}
 	return users, ignored, nil
 }

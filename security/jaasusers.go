@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -86,7 +87,7 @@ type UserChange struct {
 
 // NewJAASUsers reads the users of every SASL listener of set that enables a
 // built-in mechanism and builds their stores. Errors are
-// [*protocolmap.ConfigError] values: those of sasl.enabled.mechanisms;
+// *config.Error values: those of sasl.enabled.mechanisms;
 // wrapping [ErrJAASConfig], a JAAS key that does not parse or does not
 // configure the mechanism's login module (its value shown as [hidden]),
 // a listener enabling PLAIN whose PLAIN key is not set (Kafka would fall
@@ -385,7 +386,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 					if ignored != "" {
 						rule += fmt.Sprintf("; %s is set but a broker ignores it without the listener and mechanism prefix", ignored)
 					}
-					return nil, warnings, &protocolmap.ConfigError{Key: key, Rule: rule, Err: ErrJAASConfig}
+					return nil, warnings, &configerr.Error{Key: key, Rule: rule, Err: ErrJAASConfig}
 				}
 				if keySet {
 					warn(JAASWarning{Key: key, Listener: l.Name, Reason: fmt.Sprintf(

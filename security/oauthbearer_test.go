@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
 
@@ -142,7 +141,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		assert.Nil(t, sec.OAuthBearer)
 		err = sec.OAuthBearerNotConfigured
 		require.ErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
-		var ce *protocolmap.ConfigError
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, oauthClassKey, ce.Key)
 
@@ -219,7 +218,7 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 			s, err := oauthSettings(t, tc.props)
 			require.Error(t, err)
 			assert.Zero(t, s)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 			assert.Equal(t, tc.value, ce.Value)

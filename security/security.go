@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -110,7 +111,7 @@ type Settings struct {
 	// OAUTHBEARER while its properties configure none of Kafka's token
 	// validators (neither its OAUTHBEARER JAAS configuration nor its
 	// server callback handler class is set, or the class is another than
-	// Kafka's), why: the [*protocolmap.ConfigError] of [OAuthBearer],
+	// Kafka's), why: the *config.Error of [OAuthBearer],
 	// which names the key and wraps [ErrOAuthBearerNotConfigured]. The
 	// listener's OAUTHBEARER is then the host's to give; the socket server
 	// returns this error if the host gives none. Nil otherwise, and in
@@ -155,7 +156,7 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 //     an error, while properties that leave OAUTHBEARER to the host are
 //     not (see OAuthBearerNotConfigured).
 //
-// Errors are [*protocolmap.ConfigError] values whose Key is the key at
+// Errors are *config.Error values whose Key is the key at
 // fault, in the form the value came from.
 func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, error) {
 	c := view(set)
@@ -204,7 +205,7 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 			rules.value = DefaultPrincipalMappingRules
 		}
 		if s.PrincipalMapper, err = ParsePrincipalMappingRules(rules.value); err != nil {
-			return Settings{}, &protocolmap.ConfigError{Key: rules.from, Value: rules.value, Rule: err.Error(), Err: ErrInvalidPrincipalRule}
+			return Settings{}, &configerr.Error{Key: rules.from, Value: rules.value, Rule: err.Error(), Err: ErrInvalidPrincipalRule}
 		}
 	}
 	timeout := c.setting(name, KeyHandshakeTimeoutMs)
@@ -242,7 +243,7 @@ func (c config) saslMechanisms(name protocolmap.ListenerName) ([]string, error) 
 		}
 	}
 	if len(out) == 0 {
-		return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
+		return nil, &configerr.Error{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
 			"SASL listener %s enables no SASL mechanism: No SASL mechanisms are enabled", name)}
 	}
 	return out, nil
@@ -265,10 +266,10 @@ func (c config) reauthMax(s setting) (time.Duration, error) {
 func parseLong(s setting, min int64) (int64, error) {
 	n, err := strconv.ParseInt(s.value, 10, 64)
 	if err != nil {
-		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 64-bit integer, but it was a String"}
+		return 0, &configerr.Error{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 64-bit integer, but it was a String"}
 	}
 	if n < min {
-		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
+		return 0, &configerr.Error{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
 	}
 	return n, nil
 }

@@ -221,14 +221,14 @@ func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
 	parsed, err = security.ForListener(set, "SASL_PLAINTEXT")
 	require.NoError(t, err)
 	require.ErrorIs(t, parsed.OAuthBearerNotConfigured, security.ErrOAuthBearerNotConfigured)
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	require.ErrorAs(t, parsed.OAuthBearerNotConfigured, &ce)
 	assert.Equal(t, "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config", ce.Key)
 	code = security.Settings{
 		EnabledMechanisms:        []string{"OAUTHBEARER"},
 		EnabledMechanismsKey:     "sasl.enabled.mechanisms",
 		HandshakeTimeout:         security.DefaultHandshakeTimeout,
-		OAuthBearerNotConfigured: &protocolmap.ConfigError{Key: ce.Key, Value: ce.Value, Rule: ce.Rule, Err: security.ErrOAuthBearerNotConfigured},
+		OAuthBearerNotConfigured: &config.Error{Key: ce.Key, Value: ce.Value, Rule: ce.Rule, Err: security.ErrOAuthBearerNotConfigured},
 	}
 	assert.Equal(t, code, parsed)
 }

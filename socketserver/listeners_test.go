@@ -433,7 +433,7 @@ func TestListenerChangeErrors(t *testing.T) {
 				assert.ErrorIs(t, err, tc.want)
 			}
 			if tc.key != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.key, ce.Key)
 			}

@@ -384,7 +384,7 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, l.Mechanisms, "Kafka's validators are not configured: nothing to add")
 			_, err = socketserver.New(cfg)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 			assert.ErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
@@ -459,7 +459,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 			assert.Empty(t, l.Mechanisms, "config.Server builds no mechanism")
 
 			_, err = socketserver.New(cfg)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "sasl.enabled.mechanisms", ce.Key)
 			assert.ErrorIs(t, err, security.ErrSASLMechanism)
