@@ -78,7 +78,7 @@ func checkConfigError(t *testing.T, props config.Properties, err error) {
 	var ce *config.Error
 	if errors.As(err, &ce) {
 		if ce.Key == "" || ce.Rule == "" {
-			t.Fatalf("a ConfigError without its key or rule: %#v", ce)
+			t.Fatalf("a config.Error without its key or rule: %#v", ce)
 		}
 		return
 	}
@@ -101,7 +101,7 @@ func checkConfigError(t *testing.T, props config.Properties, err error) {
 
 // FuzzPrincipalOverrides runs any text through the parser of
 // kafkanet.max.connections.per.principal.overrides: it never panics, a
-// refusal is a ConfigError naming the key, and what it accepts is
+// refusal is a config.Error naming the key, and what it accepts is
 // principals with a type and a name, each with a count from 0 to
 // Unlimited, which written back in the key's syntax parse to the same.
 func FuzzPrincipalOverrides(f *testing.F) {
@@ -116,7 +116,7 @@ func FuzzPrincipalOverrides(f *testing.F) {
 		if err != nil {
 			var ce *config.Error
 			if !errors.As(err, &ce) || ce.Key != config.KeyMaxConnectionsPerPrincipalOverrides || !errors.Is(err, socketserver.ErrInvalidConnectionQuotas) {
-				t.Fatalf("%q: error %v is not a ConfigError of the key", v, err)
+				t.Fatalf("%q: error %v is not a config.Error of the key", v, err)
 			}
 			return
 		}

@@ -37,7 +37,7 @@ func names(ls []listener.Listener) []protocolmap.ListenerName {
 	return out
 }
 
-// requireConfigError checks that err is a ConfigError of key wrapping
+// requireConfigError checks that err is a config.Error of key wrapping
 // want whose message names the listener.
 func requireConfigError(t *testing.T, err error, key string, want error, listenerName string) {
 	t.Helper()

@@ -210,7 +210,7 @@ func requireConfigError(t testing.TB, err error, key string, sentinel error) *co
 	t.Helper()
 	require.Error(t, err)
 	var ce *config.Error
-	require.True(t, errors.As(err, &ce), "error %v (%T) is not a ConfigError", err, err)
+	require.True(t, errors.As(err, &ce), "error %v (%T) is not a config.Error", err, err)
 	assert.Equal(t, key, ce.Key, "error: %v", err)
 	if sentinel != nil {
 		assert.ErrorIs(t, err, sentinel)

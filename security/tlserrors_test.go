@@ -29,7 +29,7 @@ func checkTLSError(t *testing.T, err error, key, value, rule, prefix string, sen
 	t.Helper()
 	require.Error(t, err)
 	var ce *config.Error
-	require.True(t, errors.As(err, &ce), "error %v (%T) is not a ConfigError", err, err)
+	require.True(t, errors.As(err, &ce), "error %v (%T) is not a config.Error", err, err)
 	assert.Equal(t, key, ce.Key, "error: %v", err)
 	assert.Equal(t, value, ce.Value, "error: %v", err)
 	assert.ErrorIs(t, err, sentinel)

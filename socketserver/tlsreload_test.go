@@ -59,7 +59,7 @@ func (p *testPKI) writeKeystore(path string, cert tls.Certificate) {
 func requireConfigError(t testing.TB, err error, key string, sentinel error) {
 	t.Helper()
 	var ce *config.Error
-	require.True(t, errors.As(err, &ce), "error %v (%T) is no ConfigError", err, err)
+	require.True(t, errors.As(err, &ce), "error %v (%T) is no config.Error", err, err)
 	assert.Equal(t, key, ce.Key, "error: %v", err)
 	assert.ErrorIs(t, err, sentinel)
 }
