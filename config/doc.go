@@ -24,7 +24,7 @@
 // kafkanet's own. Each default is written once, as the runtime's default
 // (socketserver.DefaultQueuedMaxRequests, socketserver.DefaultConnectionQuotas,
 // quota.DefaultSamples), and this package reads an unset key as that
-// value. Errors are *protocolmap.ConfigError values that name the key as
+// value. Errors are *Error values that name the key as
 // it was written (with its listener.name.<listener>. prefix when the value
 // came from one), the value and the rule broken, and wrap a sentinel such
 // as listener.ErrInvalidValue for errors.Is.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 func ExampleListeners() {
@@ -28,7 +27,7 @@ func ExampleListeners() {
 	}
 
 	_, err = config.Listeners(config.Properties{"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"})
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	if errors.As(err, &ce) {
 		fmt.Println(ce.Key, errors.Is(err, listener.ErrNonRoutable))
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -15,7 +14,7 @@ import (
 // path a host uses, config.ParseProperties, config.Listeners and
 // Server, and checks that it never panics, that every error
 // after reading names the key and value it refuses (a
-// *protocolmap.ConfigError, or a plain error naming a key), and that an
+// *config.Error, or a plain error naming a key), and that an
 // accepted configuration has sane values.
 func FuzzConfig(f *testing.F) {
 	for _, s := range []string{
@@ -76,10 +75,10 @@ func FuzzConfig(f *testing.F) {
 // key with a default (whose absence or combination is the fault).
 func checkConfigError(t *testing.T, props config.Properties, err error) {
 	t.Helper()
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	if errors.As(err, &ce) {
 		if ce.Key == "" || ce.Rule == "" {
-			t.Fatalf("a ConfigError without its key or rule: %#v", ce)
+			t.Fatalf("a config.Error without its key or rule: %#v", ce)
 		}
 		return
 	}
@@ -102,7 +101,7 @@ func checkConfigError(t *testing.T, props config.Properties, err error) {
 
 // FuzzPrincipalOverrides runs any text through the parser of
 // kafkanet.max.connections.per.principal.overrides: it never panics, a
-// refusal is a ConfigError naming the key, and what it accepts is
+// refusal is a config.Error naming the key, and what it accepts is
 // principals with a type and a name, each with a count from 0 to
 // Unlimited, which written back in the key's syntax parse to the same.
 func FuzzPrincipalOverrides(f *testing.F) {
@@ -115,9 +114,9 @@ func FuzzPrincipalOverrides(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		got, err := config.ParsePrincipalOverrides(v)
 		if err != nil {
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			if !errors.As(err, &ce) || ce.Key != config.KeyMaxConnectionsPerPrincipalOverrides || !errors.Is(err, socketserver.ErrInvalidConnectionQuotas) {
-				t.Fatalf("%q: error %v is not a ConfigError of the key", v, err)
+				t.Fatalf("%q: error %v is not a config.Error of the key", v, err)
 			}
 			return
 		}

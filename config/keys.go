@@ -1,6 +1,11 @@
 package config
 
-import "github.com/kafkanet/kafkanet/protocolmap"
+import (
+	"strings"
+
+	"github.com/kafkanet/kafkanet/internal/configerr"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
 
 // The socket server's keys, with Kafka's names, and kafkanet's own (the
 // kafkanet. prefix). [Server] reads them; the keys of the listeners and of
@@ -126,3 +131,34 @@ const DefaultListeners = "PLAINTEXT://:9092"
 // (socketserver.Config.ConnectionsMaxIdle; default
 // listener.DefaultConnectionsMaxIdle, -1 for none).
 const KeyConnectionsMaxIdleMs = "connections.max.idle.ms"
+
+// KeyConnectionFailedAuthenticationDelayMs is Kafka's
+// connection.failed.authentication.delay.ms (KIP-306;
+// socketserver.Config.FailedAuthenticationDelay; default
+// security.DefaultFailedAuthenticationDelay, 0 for none). It must be less
+// than connections.max.idle.ms unless that is negative.
+const KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authentication.delay.ms"
+
+// MechanismKey returns the key of one of a listener's SASL mechanisms, as
+// Kafka's ListenerName.saslMechanismConfigPrefix makes it:
+// listener.name.<lower-case listener>.<lower-case mechanism>.<key>. For
+// example MechanismKey("SASL_SSL", "SCRAM-SHA-512",
+// security.KeySASLJAASConfig) is
+// listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config, where a broker
+// reads that mechanism's JAAS configuration (its users, for PLAIN and
+// SCRAM); with security.KeySASLServerCallbackHandlerClass and OAUTHBEARER
+// it names the listener's token validator.
+func MechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
+	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + key
+}
+
+// Error is the error of every kafkanet function that reads or checks
+// configuration, in this package and in those below it (protocolmap,
+// listener, security, socketserver): a value that breaks a rule, naming the
+// key as the user wrote it (with its listener prefix), the value and the
+// rule, and wrapping the sentinel behind it. Test for it with errors.As and
+// a *Error. It is an alias: the type is defined below protocolmap,
+// so that the packages under config return this one type rather than
+// errors that config converts, and a Listener Set or Settings built in code
+// fails its checks with the same error as one parsed here.
+type Error = configerr.Error

@@ -29,7 +29,7 @@ import (
 //     not the inter-broker listener.
 //
 // The rules on the parsed values are [listener.Set.Validate]'s, which a Set
-// built in code passes through too. Errors are [*protocolmap.ConfigError]
+// built in code passes through too. Errors are [*Error]
 // values that name the key, the value as written and the rule, in Kafka's
 // words.
 func Listeners(props Properties) (*listener.Set, error) {
@@ -72,10 +72,10 @@ func Listeners(props Properties) (*listener.Set, error) {
 	if v, ok := props.Get(KeyControlPlaneListenerName); ok {
 		name, err := protocolmap.ParseListenerName(v)
 		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: err, Rule: "The provided listener name is null or empty string"}
+			return nil, &Error{Key: KeyControlPlaneListenerName, Value: v, Err: err, Rule: "The provided listener name is null or empty string"}
 		}
 		if _, ok := c.SecurityProtocolMap[name]; !ok {
-			return nil, &protocolmap.ConfigError{Key: KeyControlPlaneListenerName, Value: v, Err: listener.ErrNoSecurityProtocol,
+			return nil, &Error{Key: KeyControlPlaneListenerName, Value: v, Err: listener.ErrNoSecurityProtocol,
 				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", name, KeyControlPlaneListenerName, KeySecurityProtocolMap)}
 		}
 		c.ControlPlaneListener = name
@@ -87,7 +87,7 @@ func Listeners(props Properties) (*listener.Set, error) {
 	bindNames, advertisedNames := names(bind), names(advertised)
 	for _, n := range advertisedNames {
 		if !slices.Contains(bindNames, n) {
-			return nil, &protocolmap.ConfigError{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: listener.ErrNotAdvertised,
+			return nil, &Error{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: listener.ErrNotAdvertised,
 				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
 					KeyAdvertisedListeners, KeyListeners, join(advertisedNames), join(bindNames))}
 		}
@@ -115,17 +115,17 @@ func interBroker(s *listener.Set, props Properties) error {
 	nameValue, nameSet := props.Get(KeyInterBrokerListenerName)
 	protoValue, protoSet := props.Get(KeyInterBrokerSecurityProtocol)
 	if nameSet && protoSet {
-		return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: listener.ErrConflictingKeys,
+		return &Error{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: listener.ErrConflictingKeys,
 			Rule: fmt.Sprintf("Only one of %s and %s should be set.", KeyInterBrokerListenerName, KeyInterBrokerSecurityProtocol)}
 	}
 	if nameSet {
 		name, err := protocolmap.ParseListenerName(nameValue)
 		if err != nil {
-			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: err, Rule: "The provided listener name is null or empty string"}
+			return &Error{Key: KeyInterBrokerListenerName, Value: nameValue, Err: err, Rule: "The provided listener name is null or empty string"}
 		}
 		p, ok := s.SecurityProtocolMap[name]
 		if !ok {
-			return &protocolmap.ConfigError{Key: KeyInterBrokerListenerName, Value: nameValue, Err: listener.ErrNoSecurityProtocol,
+			return &Error{Key: KeyInterBrokerListenerName, Value: nameValue, Err: listener.ErrNoSecurityProtocol,
 				Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", name, KeyInterBrokerListenerName, KeySecurityProtocolMap)}
 		}
 		s.InterBrokerListener, s.InterBrokerSecurityProtocol = name, p
@@ -136,7 +136,7 @@ func interBroker(s *listener.Set, props Properties) error {
 		// Kafka's validator compares this key case-sensitively.
 		parsed, err := protocolmap.ParseSecurityProtocol(protoValue)
 		if err != nil || parsed.String() != protoValue {
-			return &protocolmap.ConfigError{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: protocolmap.ErrUnknownSecurityProtocol,
+			return &Error{Key: KeyInterBrokerSecurityProtocol, Value: protoValue, Err: protocolmap.ErrUnknownSecurityProtocol,
 				Rule: "String must be one of: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"}
 		}
 		p = parsed

@@ -223,7 +223,7 @@ func TestResolveErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, c)
 			assert.ErrorIs(t, err, tt.sentinel)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tt.key, ce.Key, "the error must name the offending key")
 			assert.Contains(t, ce.Rule, tt.rule)
@@ -265,7 +265,7 @@ func TestListenerValue(t *testing.T) {
 	assert.Equal(t, 1<<31-1, n)
 
 	_, err = config.Properties(c.Properties()).ListenerInt("INTERNAL", "num.network.threads", 3, 1)
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "listener.name.internal.num.network.threads", ce.Key)
 	assert.Equal(t, "x", ce.Value)

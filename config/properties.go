@@ -272,7 +272,7 @@ func (p Properties) ListenerValue(name protocolmap.ListenerName, key string) (va
 }
 
 // ListenerInt is ListenerValue for integer settings: it returns def when the
-// key is set nowhere, and a [*protocolmap.ConfigError] naming the key that
+// key is set nowhere, and a [*Error] naming the key that
 // holds a value that is not an integer or is below min.
 func (p Properties) ListenerInt(name protocolmap.ListenerName, key string, def, min int) (int, error) {
 	v, from, ok := p.ListenerValue(name, key)
@@ -283,7 +283,7 @@ func (p Properties) ListenerInt(name protocolmap.ListenerName, key string, def, 
 }
 
 // Int returns the integer value of a broker-wide key, def when it is not set,
-// or a [*protocolmap.ConfigError] when it is not an integer or is below min.
+// or a [*Error] when it is not an integer or is below min.
 func (p Properties) Int(key string, def, min int) (int, error) {
 	v, ok := p.Get(key)
 	if !ok {
@@ -295,10 +295,10 @@ func (p Properties) Int(key string, def, min int) (int, error) {
 func parseInt(key, value string, min int) (int, error) {
 	n, err := strconv.Atoi(value)
 	if err != nil {
-		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
+		return 0, &Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
 	}
 	if n < min {
-		return 0, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
+		return 0, &Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
 	}
 	return n, nil
 }

@@ -81,7 +81,7 @@ func Server(props Properties) (socketserver.Config, error) {
 	if c.ReceiveBufferBytes, err = props.Int(KeySocketReceiveBufferBytes, socketserver.DefaultSocketBufferBytes, -1); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.FailedAuthenticationDelay, err = security.FailedAuthenticationDelay(cfg); err != nil {
+	if c.FailedAuthenticationDelay, err = failedAuthenticationDelay(props, idleMS); err != nil {
 		return socketserver.Config{}, err
 	}
 	if c.FailedAuthenticationDelay == 0 {
@@ -123,11 +123,11 @@ func queuedMaxRequestBytes(props Properties, requestMax int) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
-		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
+		return 0, &Error{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
 			Rule: fmt.Sprintf("Expected value to be a %d-bit integer", strconv.IntSize)}
 	}
 	if n > 0 && n < requestMax {
-		return 0, &protocolmap.ConfigError{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
+		return 0, &Error{Key: KeyQueuedMaxRequestBytes, Value: v, Err: listener.ErrInvalidValue,
 			Rule: fmt.Sprintf("a limit must be at least %s (%d), or -1 for none", KeySocketRequestMaxBytes, requestMax)}
 	}
 	return n, nil
@@ -139,7 +139,7 @@ func frameSize(props Properties, key string, def int) (int, error) {
 	n, err := props.Int(key, def, 1)
 	if err == nil && n > math.MaxInt32 {
 		v, _ := props.Get(key)
-		return 0, &protocolmap.ConfigError{Key: key, Value: v, Err: listener.ErrInvalidValue,
+		return 0, &Error{Key: key, Value: v, Err: listener.ErrInvalidValue,
 			Rule: fmt.Sprintf("Expected value to be a 32-bit integer, at most %d", math.MaxInt32)}
 	}
 	return n, err
@@ -159,7 +159,7 @@ func optional(props Properties, key string, def int) (int, error) {
 		return 0, err
 	}
 	if n == 0 {
-		return 0, &protocolmap.ConfigError{Key: key, Value: v, Err: listener.ErrInvalidValue,
+		return 0, &Error{Key: key, Value: v, Err: listener.ErrInvalidValue,
 			Rule: "Value must be positive, or -1 to turn the feature off (0 is not accepted)"}
 	}
 	return n, nil
@@ -215,14 +215,14 @@ func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 			}
 		}
 		if len(invalid) > 0 {
-			return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
+			return nil, &Error{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: overridesKey + " contains invalid addresses : " + strings.Join(invalid, ",")}
 		}
 		q.MaxConnectionsPerIPOverrides = map[string]int{}
 		for _, e := range entries {
 			n, err := strconv.Atoi(e.Value)
 			if err != nil || n < 0 {
-				return nil, &protocolmap.ConfigError{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
+				return nil, &Error{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative integer", e.Value, e.Key)}
 			}
 			q.MaxConnectionsPerIPOverrides[e.Key] = n
@@ -235,7 +235,7 @@ func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 		return nil, err
 	}
 	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
-		return nil, &protocolmap.ConfigError{Key: KeyMaxConnectionsPerIP, Value: "0", Err: socketserver.ErrInvalidConnectionQuotas,
+		return nil, &Error{Key: KeyMaxConnectionsPerIP, Value: "0", Err: socketserver.ErrInvalidConnectionQuotas,
 			Rule: KeyMaxConnectionsPerIP + " can be set to zero only if " + KeyMaxConnectionsPerIPOverrides + " property is set."}
 	}
 	return &q, nil
@@ -257,7 +257,7 @@ func maxAge(props Properties) (time.Duration, float64, error) {
 	if v, ok := props.Get(KeyConnectionsMaxAgeJitter); ok {
 		j, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || !(j >= 0 && j < 1) {
-			return 0, 0, &protocolmap.ConfigError{Key: KeyConnectionsMaxAgeJitter, Value: v, Err: listener.ErrInvalidValue,
+			return 0, 0, &Error{Key: KeyConnectionsMaxAgeJitter, Value: v, Err: listener.ErrInvalidValue,
 				Rule: "Expected a number from 0 to less than 1"}
 		}
 		jitter = j
@@ -287,7 +287,7 @@ func principalLimits(cfg *listener.Set) (socketserver.PrincipalLimits, map[proto
 			}
 		}
 		if pl.Max == 0 && len(pl.Overrides) == 0 {
-			return pl, &protocolmap.ConfigError{Key: maxKey, Value: "0", Err: socketserver.ErrInvalidConnectionQuotas,
+			return pl, &Error{Key: maxKey, Value: "0", Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: maxKey + " can be set to zero only if " + overridesKey + " is set"}
 		}
 		return pl, nil
@@ -323,7 +323,7 @@ func principalLimits(cfg *listener.Set) (socketserver.PrincipalLimits, map[proto
 // integer from 0 to 2147483647. Each principal may be named once.
 func parsePrincipalOverrides(key, v string) (map[connregistry.Principal]int, error) {
 	bad := func(format string, args ...any) error {
-		return &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas, Rule: fmt.Sprintf(format, args...)}
+		return &Error{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas, Rule: fmt.Sprintf(format, args...)}
 	}
 	var out map[connregistry.Principal]int
 	for entry := range strings.SplitSeq(v, ";") {
@@ -372,17 +372,17 @@ func ipConnectionCreationRateOverrides(props Properties) (map[netip.Addr]int, er
 	for _, e := range entries {
 		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(e.Key, "["), "]"))
 		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
+			return nil, &Error{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("%q is not an IP address (host names are not accepted)", e.Key)}
 		}
 		ip = ip.Unmap().WithZone("") // a zone does not tell addresses apart, as in Java
 		if _, dup := out[ip]; dup {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
+			return nil, &Error{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("address %s is given more than once", ip)}
 		}
 		n, err := strconv.Atoi(e.Value)
 		if err != nil || n < 0 || n > socketserver.Unlimited {
-			return nil, &protocolmap.ConfigError{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
+			return nil, &Error{Key: key, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
 				Rule: fmt.Sprintf("the rate %q of %s is not an integer from 0 to %d", e.Value, e.Key, socketserver.Unlimited)}
 		}
 		out[ip] = n
@@ -423,7 +423,7 @@ func proxyProtocol(props Properties, l protocolmap.ListenerName) (socketserver.P
 		case "required":
 			p.Mode = socketserver.ProxyProtocolRequired
 		default:
-			return socketserver.ProxyProtocol{}, &protocolmap.ConfigError{Key: modeFrom, Value: v, Err: listener.ErrInvalidValue, Rule: "must be none or required"}
+			return socketserver.ProxyProtocol{}, &Error{Key: modeFrom, Value: v, Err: listener.ErrInvalidValue, Rule: "must be none or required"}
 		}
 	}
 	v, from, ok := props.ListenerValue(l, KeyProxyProtocolTrustedNetworks)
@@ -434,7 +434,7 @@ func proxyProtocol(props Properties, l protocolmap.ListenerName) (socketserver.P
 			}
 			n, err := parseTrustedNetwork(s)
 			if err != nil {
-				return socketserver.ProxyProtocol{}, &protocolmap.ConfigError{Key: from, Value: v, Err: listener.ErrInvalidValue,
+				return socketserver.ProxyProtocol{}, &Error{Key: from, Value: v, Err: listener.ErrInvalidValue,
 					Rule: fmt.Sprintf("%q is neither a CIDR prefix (10.0.0.0/8, fd00::/8) nor an IP address", s)}
 			}
 			if !slices.Contains(p.TrustedNetworks, n) {
@@ -446,7 +446,7 @@ func proxyProtocol(props Properties, l protocolmap.ListenerName) (socketserver.P
 		if !ok { // the key to set: the trusted networks' beside the mode's, broker-wide or the listener's
 			from = strings.TrimSuffix(modeFrom, KeyProxyProtocol) + KeyProxyProtocolTrustedNetworks
 		}
-		return socketserver.ProxyProtocol{}, &protocolmap.ConfigError{Key: from, Value: v, Err: listener.ErrInvalidValue,
+		return socketserver.ProxyProtocol{}, &Error{Key: from, Value: v, Err: listener.ErrInvalidValue,
 			Rule: KeyProxyProtocol + "=required needs the networks of the load balancers that send the PROXY header " +
 				"(a header from anywhere else could claim any client address); 0.0.0.0/0,::/0 trusts every address"}
 	}
@@ -472,4 +472,30 @@ func parseTrustedNetwork(s string) (netip.Prefix, error) {
 		n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
 	}
 	return n.Masked(), nil
+}
+
+// failedAuthenticationDelay reads connection.failed.authentication.delay.ms
+// (KIP-306; default security.DefaultFailedAuthenticationDelay, at least
+// 0): how long a broker waits before it answers a failed SASL
+// authentication and closes the connection. As Kafka requires, it must be
+// less than connections.max.idle.ms (idleMS) unless that is negative;
+// otherwise the error, a [*Error] for
+// connection.failed.authentication.delay.ms wrapping
+// [listener.ErrInvalidValue], has Kafka's message. Both keys are
+// broker-wide.
+func failedAuthenticationDelay(props Properties, idleMS int) (time.Duration, error) {
+	delay, err := props.Int(KeyConnectionFailedAuthenticationDelayMs, int(security.DefaultFailedAuthenticationDelay/time.Millisecond), 0)
+	if err != nil {
+		return 0, err
+	}
+	if idleMS >= 0 && delay >= idleMS {
+		v, ok := props.Get(KeyConnectionFailedAuthenticationDelayMs)
+		if !ok {
+			v = strconv.Itoa(delay)
+		}
+		return 0, &Error{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf(
+			"%s=%d should always be less than %s=%d to prevent failed authentication responses from timing out",
+			KeyConnectionFailedAuthenticationDelayMs, delay, KeyConnectionsMaxIdleMs, idleMS)}
+	}
+	return time.Duration(delay) * time.Millisecond, nil
 }

@@ -82,7 +82,7 @@ func TestRequestMinByteRateKey(t *testing.T) {
 			}
 			cfg, err := config.Server(props)
 			if tc.want == 0 {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, config.KeyRequestMinByteRate, ce.Key)
 				assert.Equal(t, tc.value, ce.Value)
@@ -120,7 +120,7 @@ func TestKafkanetKeysOffIsMinusOne(t *testing.T) {
 			}
 			cfg, err := config.Server(props)
 			if tc.refused {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.key, ce.Key)
 				assert.Equal(t, tc.value, ce.Value)
@@ -154,7 +154,7 @@ func TestFrameSizeKeys(t *testing.T) {
 			t.Run(key+"="+tc.value, func(t *testing.T) {
 				cfg, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", key: tc.value})
 				if tc.refused {
-					var ce *protocolmap.ConfigError
+					var ce *config.Error
 					require.ErrorAs(t, err, &ce)
 					assert.Equal(t, key, ce.Key)
 					return
@@ -177,5 +177,49 @@ func TestFrameSizeKeys(t *testing.T) {
 	} {
 		_, err := socketserver.New(c)
 		assert.Error(t, err, "New checks Kafka's frame limit on a value built in code")
+	}
+}
+
+// connection.failed.authentication.delay.ms, read by Server: 0 (no delay)
+// becomes socketserver.Config's -1.
+func TestFailedAuthenticationDelay(t *testing.T) {
+	tests := []struct {
+		name   string
+		kv     []string
+		want   time.Duration
+		errKey string
+		msg    string
+	}{
+		{name: "defaults", want: 100 * time.Millisecond},
+		{name: "zero", kv: []string{"connection.failed.authentication.delay.ms", "0"}, want: -1},
+		{name: "set", kv: []string{"connection.failed.authentication.delay.ms", "2500"}, want: 2500 * time.Millisecond},
+		{name: "idle off", kv: []string{"connection.failed.authentication.delay.ms", "700000", "connections.max.idle.ms", "-1"}, want: 700 * time.Second},
+		{name: "not less than the default idle", kv: []string{"connection.failed.authentication.delay.ms", "600000"}, errKey: "connection.failed.authentication.delay.ms",
+			msg: "connection.failed.authentication.delay.ms=600000 should always be less than connections.max.idle.ms=600000 to prevent failed authentication responses from timing out"},
+		{name: "idle below the default delay", kv: []string{"connections.max.idle.ms", "50"}, errKey: "connection.failed.authentication.delay.ms",
+			msg: "connection.failed.authentication.delay.ms=100 should always be less than connections.max.idle.ms=50"},
+		{name: "idle zero", kv: []string{"connection.failed.authentication.delay.ms", "0", "connections.max.idle.ms", "0"}, errKey: "connection.failed.authentication.delay.ms"},
+		{name: "negative delay", kv: []string{"connection.failed.authentication.delay.ms", "-1"}, errKey: "connection.failed.authentication.delay.ms", msg: "at least 0"},
+		{name: "delay not a number", kv: []string{"connection.failed.authentication.delay.ms", "1s"}, errKey: "connection.failed.authentication.delay.ms"},
+		{name: "idle not a number", kv: []string{"connections.max.idle.ms", "never"}, errKey: "connections.max.idle.ms", msg: "integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			props := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
+			for i := 0; i+1 < len(tt.kv); i += 2 {
+				props[tt.kv[i]] = tt.kv[i+1]
+			}
+			c, err := config.Server(props)
+			if tt.errKey != "" {
+				var ce *config.Error
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, tt.errKey, ce.Key)
+				require.ErrorIs(t, err, listener.ErrInvalidValue)
+				assert.Contains(t, err.Error(), tt.msg)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, c.FailedAuthenticationDelay)
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -56,7 +57,7 @@ func (c Changes) Empty() bool {
 //     address until a restart without saying so, where this refuses the
 //     change; give the listener a new name to move it.
 //
-// Errors are [*protocolmap.ConfigError] values naming the key and the rule
+// Errors are *config.Error values naming the key and the rule
 // and wrapping [ErrNotDynamic], or the error of an invalid next. The
 // settings of listeners both Sets have (listener.name.<l>.*) are not
 // compared: a host applies those it can reload (the TLS stores, SASL users)
@@ -73,7 +74,7 @@ func (s *Set) Changes(next *Set) (Changes, error) {
 		return Changes{}, err
 	}
 	notDynamic := func(key, rule string) error {
-		return &protocolmap.ConfigError{Key: key, Value: props[key], Err: ErrNotDynamic, Rule: rule}
+		return &configerr.Error{Key: key, Value: props[key], Err: ErrNotDynamic, Rule: rule}
 	}
 	if next.interBroker() != s.interBroker() {
 		props[keyInterBrokerListenerName] = string(next.interBroker())
@@ -154,7 +155,7 @@ func (s *Set) WithListener(l Listener) (*Set, error) {
 // requires the inter-broker listener to stay advertised ("Advertised
 // listener must be specified for inter-broker listener") and the
 // control-plane listener to be one of advertised.listeners, and neither
-// name changes at run time. Errors wrap [*protocolmap.ConfigError]
+// name changes at run time. Errors wrap *config.Error
 // values naming the key and the rule; s does not change.
 func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	if s == nil {
@@ -166,7 +167,7 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	}
 	l, ok := s.Listener(name)
 	if !ok {
-		return nil, fmt.Errorf("removing listener %s: %w", name, &protocolmap.ConfigError{Key: keyListeners, Value: props[keyListeners], Err: ErrUnknownListener,
+		return nil, fmt.Errorf("removing listener %s: %w", name, &configerr.Error{Key: keyListeners, Value: props[keyListeners], Err: ErrUnknownListener,
 			Rule: fmt.Sprintf("no listener %s to remove", name)})
 	}
 	var rest []string // listeners as it would be
@@ -177,10 +178,10 @@ func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	}
 	switch {
 	case l.Name == s.interBroker():
-		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: keyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
+		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &configerr.Error{Key: keyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
 			Rule: fmt.Sprintf("Advertised listener must be specified for inter-broker listener %s: the inter-broker listener cannot be removed while the broker runs", l.Name)})
 	case l.Name == s.ControlPlaneListener:
-		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &protocolmap.ConfigError{Key: keyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
+		return nil, fmt.Errorf("removing listener %s: %w", l.Name, &configerr.Error{Key: keyListeners, Value: strings.Join(rest, ","), Err: ErrNotDynamic,
 			Rule: fmt.Sprintf("%s must be a listener name defined in %s: the control-plane listener %s cannot be removed while the broker runs",
 				keyControlPlaneListenerName, keyAdvertisedListeners, l.Name)})
 	}

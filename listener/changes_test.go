@@ -37,12 +37,12 @@ func names(ls []listener.Listener) []protocolmap.ListenerName {
 	return out
 }
 
-// requireConfigError checks that err is a ConfigError of key wrapping
+// requireConfigError checks that err is a config.Error of key wrapping
 // want whose message names the listener.
 func requireConfigError(t *testing.T, err error, key string, want error, listenerName string) {
 	t.Helper()
 	require.Error(t, err)
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	require.ErrorAs(t, err, &ce, "%v", err)
 	assert.Equal(t, key, ce.Key)
 	if want != nil {
@@ -232,7 +232,7 @@ func TestChanges(t *testing.T) {
 			c, err := cur.Changes(next)
 			if tc.wantErr != nil {
 				require.Error(t, err)
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.wantKey, ce.Key)
 				assert.ErrorIs(t, err, tc.wantErr)

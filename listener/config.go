@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -133,7 +134,7 @@ func checkDistinctPorts(value string, eps []EndPoint) error {
 			}
 		}
 		fail := func(rule string) error {
-			return &protocolmap.ConfigError{Key: keyListeners, Value: value, Err: ErrDuplicatePort, Rule: rule}
+			return &configerr.Error{Key: keyListeners, Value: value, Err: ErrDuplicatePort, Rule: rule}
 		}
 		switch {
 		case other > 1:
@@ -249,7 +250,7 @@ func (s *Set) check(written map[string]string) error {
 		seen := map[protocolmap.ListenerName]bool{}
 		for _, ep := range eps {
 			if seen[ep.Name] {
-				return &protocolmap.ConfigError{Key: key, Value: values[key], Err: ErrDuplicateName,
+				return &configerr.Error{Key: key, Value: values[key], Err: ErrDuplicateName,
 					Rule: fmt.Sprintf("Each listener must have a different name, listeners: %s (%s appears twice)", values[key], ep.Name)}
 			}
 			seen[ep.Name] = true
@@ -266,12 +267,12 @@ func (s *Set) check(written map[string]string) error {
 		ibKey = keyInterBrokerSecurityProtocol
 	}
 	if _, ok := m[ib]; !ok && s.InterBrokerListener != "" { // Kafka's default name is not looked up: it must be advertised, below
-		return &protocolmap.ConfigError{Key: ibKey, Value: ibValue, Err: ErrNoSecurityProtocol,
+		return &configerr.Error{Key: ibKey, Value: ibValue, Err: ErrNoSecurityProtocol,
 			Rule: fmt.Sprintf("Listener with name %s defined in %s not found in %s.", ib, keyInterBrokerListenerName, keySecurityProtocolMap)}
 	}
 	if cp := s.ControlPlaneListener; cp != "" {
 		if _, ok := m[cp]; !ok {
-			return &protocolmap.ConfigError{Key: keyControlPlaneListenerName, Value: string(cp), Err: ErrNoSecurityProtocol,
+			return &configerr.Error{Key: keyControlPlaneListenerName, Value: string(cp), Err: ErrNoSecurityProtocol,
 				Rule: fmt.Sprintf("Listener with %s defined in %s not found in %s.", cp, keyControlPlaneListenerName, keySecurityProtocolMap)}
 		}
 	}
@@ -334,7 +335,7 @@ func checkEndPoint(key, value string, ep EndPoint, protocols protocolmap.Map) er
 	default:
 		return nil
 	}
-	return &protocolmap.ConfigError{Key: key, Value: value, Err: err,
+	return &configerr.Error{Key: key, Value: value, Err: err,
 		Rule: fmt.Sprintf("Error creating broker listeners from '%s': %v", value, err)}
 }
 
@@ -354,35 +355,35 @@ func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib pro
 	bindNames := names(bind)
 	advertisedNames := names(advertised)
 	if len(advertised) == 0 {
-		return &protocolmap.ConfigError{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+		return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
 			Rule: "There must be at least one broker advertised listener."}
 	}
 	if !slices.Contains(advertisedNames, ib) {
-		return &protocolmap.ConfigError{Key: ibKey, Value: ibValue, Err: ErrNotAdvertised,
+		return &configerr.Error{Key: ibKey, Value: ibValue, Err: ErrNotAdvertised,
 			Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
 				keyInterBrokerListenerName, keyAdvertisedListeners, join(advertisedNames))}
 	}
 	for _, n := range advertisedNames {
 		if !slices.Contains(bindNames, n) {
-			return &protocolmap.ConfigError{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+			return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
 				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
 					keyAdvertisedListeners, keyListeners, join(advertisedNames), join(bindNames))}
 		}
 	}
 	for _, ep := range advertised {
 		if ep.Host == "0.0.0.0" {
-			return &protocolmap.ConfigError{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNonRoutable,
+			return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNonRoutable,
 				Rule: fmt.Sprintf("%s cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.", keyAdvertisedListeners)}
 		}
 	}
 	if cp != "" {
 		if !slices.Contains(advertisedNames, cp) {
-			return &protocolmap.ConfigError{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrNotAdvertised,
+			return &configerr.Error{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrNotAdvertised,
 				Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
 					keyControlPlaneListenerName, keyAdvertisedListeners, join(advertisedNames))}
 		}
 		if cp == ib {
-			return &protocolmap.ConfigError{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrSameListener,
+			return &configerr.Error{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrSameListener,
 				Rule: fmt.Sprintf("%s, when defined, should have a different value from the inter broker listener name. Currently they both have the value %s",
 					keyControlPlaneListenerName, cp)}
 		}

@@ -26,7 +26,7 @@
 // security package's property parsers move to package config, a Set read
 // by config.Listeners keeps its properties for them: [Set.Properties].)
 //
-// Errors are [*protocolmap.ConfigError] values naming the key, the value and
+// Errors are *config.Error values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for
 // errors.Is.
 package listener

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -117,18 +118,18 @@ func (e EndPoint) Address() string {
 // ParseEndPoints parses the value of key (listeners or advertised.listeners):
 // a comma-separated list of endpoints, white space around the commas ignored
 // and empty entries dropped. Each listener name may appear once. The error is
-// a [*protocolmap.ConfigError] naming key.
+// a *config.Error naming key.
 func ParseEndPoints(key, value string, protocols protocolmap.Map) ([]EndPoint, error) {
 	var eps []EndPoint
 	seen := map[protocolmap.ListenerName]bool{}
 	for _, entry := range protocolmap.SplitList(value) {
 		ep, err := ParseEndPoint(entry, protocols)
 		if err != nil {
-			return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: err,
+			return nil, &configerr.Error{Key: key, Value: value, Err: err,
 				Rule: fmt.Sprintf("Error creating broker listeners from '%s': %v", value, err)}
 		}
 		if seen[ep.Name] {
-			return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: ErrDuplicateName,
+			return nil, &configerr.Error{Key: key, Value: value, Err: ErrDuplicateName,
 				Rule: fmt.Sprintf("Each listener must have a different name, listeners: %s (%s appears twice)", value, ep.Name)}
 		}
 		seen[ep.Name] = true

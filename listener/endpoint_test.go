@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -100,7 +101,7 @@ func TestParseEndPoints(t *testing.T) {
 	for _, tt := range tests {
 		_, err := listener.ParseEndPoints("advertised.listeners", tt.value, protocolmap.Default())
 		require.ErrorIs(t, err, tt.sentinel, tt.value)
-		var ce *protocolmap.ConfigError
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, "advertised.listeners", ce.Key)
 		assert.Equal(t, tt.value, ce.Value)

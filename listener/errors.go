@@ -2,7 +2,7 @@ package listener
 
 import "errors"
 
-// Sentinel errors wrapped by the [*protocolmap.ConfigError] values this
+// Sentinel errors wrapped by the *config.Error values this
 // package returns; test for them with errors.Is.
 var (
 	// ErrInvalidEndPoint: a listeners entry is not NAME://host:port, or its

@@ -84,7 +84,7 @@ func TestValidateConfigBuiltInCode(t *testing.T) {
 				assert.ErrorIs(t, err, tc.wantErr)
 			}
 			if tc.wantKey != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.wantKey, ce.Key)
 			}
@@ -202,7 +202,7 @@ func TestSetBuiltInCodeBehavesAsParsed(t *testing.T) {
 			tc.set(set)
 			_, parseErr := config.Listeners(props)
 			codeErr := set.Validate()
-			var pe, ce *protocolmap.ConfigError
+			var pe, ce *config.Error
 			require.ErrorAs(t, parseErr, &pe)
 			require.ErrorAs(t, codeErr, &ce)
 			assert.Equal(t, pe.Key, ce.Key)

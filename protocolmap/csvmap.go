@@ -3,6 +3,8 @@ package protocolmap
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kafkanet/kafkanet/internal/configerr"
 )
 
 // Entry is one key:value pair of a comma-separated map.
@@ -32,17 +34,17 @@ func ParseCSVMap(configKey, value string) ([]Entry, error) {
 	for _, item := range items {
 		i := strings.LastIndexByte(item, ':')
 		if i < 0 {
-			return nil, &ConfigError{Key: configKey, Value: value, Err: ErrMissingColon,
+			return nil, &configerr.Error{Key: configKey, Value: value, Err: ErrMissingColon,
 				Rule: fmt.Sprintf("entry %q has no colon; each entry must be key:value", item)}
 		}
 		k, v := strings.TrimSpace(item[:i]), strings.TrimSpace(item[i+1:])
 		if k == "" {
-			return nil, &ConfigError{Key: configKey, Value: value, Err: ErrBlankKey,
+			return nil, &configerr.Error{Key: configKey, Value: value, Err: ErrBlankKey,
 				Rule: fmt.Sprintf("entry %q has an empty key", item)}
 		}
 		fold := strings.ToUpper(k)
 		if first, dup := seen[fold]; dup {
-			return nil, &ConfigError{Key: configKey, Value: value, Err: ErrDuplicateKey,
+			return nil, &configerr.Error{Key: configKey, Value: value, Err: ErrDuplicateKey,
 				Rule: fmt.Sprintf("key %q appears more than once (as %q and %q; keys are compared without regard to case)", k, first, k)}
 		}
 		seen[fold] = k

@@ -19,7 +19,7 @@
 // appears once, so [Parse] and [ParseCSVMap] reject a duplicate key, including
 // one that differs from an earlier key only in case, with [ErrDuplicateKey].
 //
-// Errors are [*ConfigError] values: they name the configuration key, the value
+// Errors are *config.Error values: they name the configuration key, the value
 // that was given and the rule it broke, and wrap a sentinel such as
 // [ErrUnknownSecurityProtocol] for errors.Is. The package is a leaf: it
 // imports nothing but the standard library.

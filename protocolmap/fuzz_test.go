@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -50,7 +51,7 @@ func FuzzParse(f *testing.F) {
 // (listener.security.protocol.map, max.connections.per.ip.overrides): it
 // never panics; accepted entries have trimmed, non-blank keys, trimmed
 // values and no key twice (regardless of case); a refusal is a
-// *ConfigError naming the configuration key.
+// *config.Error naming the configuration key.
 func FuzzParseCSVMap(f *testing.F) {
 	for _, s := range []string{
 		"", "a:1", " a : 1 , b:2 ,", "::1:5,[::1]:6", "a:1,A:2", ":1", "a", "a:", "x:y:z", ",,,",
@@ -60,9 +61,9 @@ func FuzzParseCSVMap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value string) {
 		entries, err := protocolmap.ParseCSVMap("some.key", value)
 		if err != nil {
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			if !errors.As(err, &ce) || ce.Key != "some.key" || ce.Rule == "" {
-				t.Fatalf("ParseCSVMap(%q) = %v, not a ConfigError naming the key", value, err)
+				t.Fatalf("ParseCSVMap(%q) = %v, not a config.Error naming the key", value, err)
 			}
 			return
 		}

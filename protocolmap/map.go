@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kafkanet/kafkanet/internal/configerr"
 )
 
 // Key is the configuration key this package parses.
@@ -31,7 +33,7 @@ func Default() Map {
 // empty map (in which no listener has a protocol), as in Kafka; a key that is
 // not set at all should use [Default] instead.
 //
-// Errors are [*ConfigError] values naming listener.security.protocol.map and
+// Errors are *config.Error values naming listener.security.protocol.map and
 // wrapping ErrMissingColon, ErrBlankKey,
 // ErrDuplicateKey or ErrUnknownSecurityProtocol.
 func Parse(value string) (Map, error) {
@@ -45,7 +47,7 @@ func Parse(value string) (Map, error) {
 		name := ListenerName(strings.ToUpper(e.Key))
 		p, err := ParseSecurityProtocol(e.Value)
 		if err != nil {
-			return nil, &ConfigError{Key: Key, Value: value, Err: errors.Unwrap(err),
+			return nil, &configerr.Error{Key: Key, Value: value, Err: errors.Unwrap(err),
 				Rule: fmt.Sprintf("Invalid security protocol `%s` defined in %s", e.Value, Key)}
 		}
 		m[name] = p

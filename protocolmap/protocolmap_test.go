@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -129,7 +130,7 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := protocolmap.Parse(tt.value)
 			require.ErrorIs(t, err, tt.sentinel)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "listener.security.protocol.map", ce.Key)
 			assert.Equal(t, tt.value, ce.Value)
@@ -140,7 +141,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestConfigErrorFormat(t *testing.T) {
-	err := error(&protocolmap.ConfigError{Key: "k", Value: "v", Rule: "r", Err: protocolmap.ErrBlankKey})
+	err := error(&config.Error{Key: "k", Value: "v", Rule: "r", Err: protocolmap.ErrBlankKey})
 	assert.Equal(t, `invalid value "v" for configuration k: r`, err.Error())
 	assert.True(t, errors.Is(err, protocolmap.ErrBlankKey))
 }
@@ -173,7 +174,7 @@ func TestParseCSVMapPerIPOverrides(t *testing.T) {
 
 	_, err = protocolmap.ParseCSVMap(key, "::1:1,::1:2")
 	require.ErrorIs(t, err, protocolmap.ErrDuplicateKey)
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, key, ce.Key)
 }

@@ -10,7 +10,7 @@
 // principals ([ParsePrincipalMappingRules], [SubjectDN]), re-authentication
 // (KIP-368) and handshake limits, and its SASL/OAUTHBEARER settings
 // ([OAuthBearer]: the JWKS validator of KIP-768 or the unsecured default,
-// as plain values). [FailedAuthenticationDelay] is the broker-wide delay
+// as plain values). config.Server reads the broker-wide delay
 // before a failed authentication is answered (KIP-306).
 //
 // A listener's TLS configuration may change while a server runs, as
@@ -23,7 +23,7 @@
 //
 // The users of the built-in SASL mechanisms come from Kafka's JAAS
 // settings, the user_<name> options of each listener's
-// listener.name.<listener>.<mechanism>.sasl.jaas.config ([KeyJAASConfig]):
+// listener.name.<listener>.<mechanism>.sasl.jaas.config (config.MechanismKey):
 // [NewJAASUsers] reads them for every SASL listener and builds its
 // credential store, and [JAASUsers.Reload] reloads them.
 //
@@ -34,7 +34,7 @@
 // no OAUTHBEARER links neither its JWKS validator nor the validator's HTTP
 // client.
 //
-// Errors are [*protocolmap.ConfigError] values naming the key (in the form
+// Errors are *config.Error values naming the key (in the form
 // the value came from), the value (secrets shown as [hidden]) and the
 // rule, in Kafka's words where Kafka has them, wrapping sentinels of this
 // package or the listener package for errors.Is.

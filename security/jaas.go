@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -399,46 +400,36 @@ func (t *jaasTokenizer) quoted(q int) string {
 	return b.String()
 }
 
-// KeyPlainJAASConfig returns the key a broker reads SASL/PLAIN's JAAS
-// configuration from for a listener:
-// listener.name.<lower-case listener>.plain.sasl.jaas.config.
-func KeyPlainJAASConfig(name protocolmap.ListenerName) string {
-	return KeyJAASConfig(name, "PLAIN")
-}
-
-// KeyJAASConfig returns the key a broker reads a SASL mechanism's JAAS
-// configuration from for a listener, as Kafka's
-// ListenerName.saslMechanismConfigPrefix:
-// listener.name.<lower-case listener>.<lower-case mechanism>.sasl.jaas.config,
-// such as listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config.
-func KeyJAASConfig(name protocolmap.ListenerName, mechanism string) string {
-	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + KeySASLJAASConfig
+// mechanismKey is config.MechanismKey, for this package's readers:
+// listener.name.<lower-case listener>.<lower-case mechanism>.<key>.
+func mechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
+	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + key
 }
 
 // scramUsers returns the users of a listener's SCRAM mechanism
 // (SCRAM-SHA-256 or SCRAM-SHA-512), read with parseSCRAMJAAS from
-// [KeyJAASConfig], such as
+// the listener's mechanism-prefixed sasl.jaas.config, such as
 // listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; keySet reports
 // whether the key is set. A key set without user options gives no users
 // (the broker's own username and password are no users), which
-// [NewJAASUsers] warns about. Errors are [*protocolmap.ConfigError]
+// [NewJAASUsers] warns about. Errors are *config.Error
 // values wrapping [ErrJAASConfig], with the value shown as [hidden].
 func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, keySet bool, err error) {
 	c := view(set)
-	key := KeyJAASConfig(name, mechanism)
+	key := mechanismKey(name, mechanism, KeySASLJAASConfig)
 	v, ok := c.props.Get(key)
 	if !ok {
 		return nil, false, nil
 	}
 	users, err = parseSCRAMJAAS(v)
 	if err != nil {
-		return nil, true, &protocolmap.ConfigError{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
+		return nil, true, &configerr.Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
 	}
 	return users, true, nil
 }
 
 // plainUsers returns the SASL/PLAIN users (name → password) of a listener,
-// read with parsePlainJAAS from [KeyPlainJAASConfig], such as
+// read with parsePlainJAAS from the listener's PLAIN sasl.jaas.config, such as
 // listener.name.sasl_ssl.plain.sasl.jaas.config. Like Kafka, it reads no
 // other key: a sasl.jaas.config without the mechanism prefix (with or
 // without the listener prefix) does not apply to a broker. If one is set,
@@ -449,25 +440,25 @@ func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism stri
 //
 // When the key is not set the error names it; Kafka would fall back to a
 // static JAAS file, which this package does not read. Errors are
-// [*protocolmap.ConfigError] values wrapping [ErrJAASConfig], with the
+// *config.Error values wrapping [ErrJAASConfig], with the
 // value shown as [hidden].
 func plainUsers(set *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
 	c := view(set)
 	if _, from, ok := c.props.ListenerValue(name, KeySASLJAASConfig); ok {
 		ignored = from
 	}
-	key := KeyPlainJAASConfig(name)
+	key := mechanismKey(name, "PLAIN", KeySASLJAASConfig)
 	v, ok := c.props.Get(key)
 	if !ok {
 		rule := fmt.Sprintf("SASL/PLAIN on listener %s needs its users in %s (%s required user_<name>=\"<password>\" ...;)", name, key, PlainLoginModule)
 		if ignored != "" {
 			rule += fmt.Sprintf("; %s is set but a broker ignores it without the listener and mechanism prefix", ignored)
 		}
-		return nil, ignored, &protocolmap.ConfigError{Key: key, Rule: rule, Err: ErrJAASConfig}
+		return nil, ignored, &configerr.Error{Key: key, Rule: rule, Err: ErrJAASConfig}
 	}
 	users, err = parsePlainJAAS(v)
 	if err != nil {
-		return nil, ignored, &protocolmap.ConfigError{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
+		return nil, ignored, &configerr.Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
 	}
 	return users, ignored, nil
 }

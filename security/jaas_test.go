@@ -88,7 +88,7 @@ func TestPlainUsers(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"alice": "alice-secret"}, users)
 		assert.Empty(t, ignored)
-		assert.Equal(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", security.KeyPlainJAASConfig("SASL_SSL"))
+		assert.Equal(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", config.MechanismKey("SASL_SSL", "PLAIN", security.KeySASLJAASConfig))
 	})
 	t.Run("un-prefixed key reported as ignored", func(t *testing.T) {
 		c := secResolve(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", jaas, "sasl.jaas.config", jaas)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
@@ -68,7 +69,7 @@ func (w JAASWarning) String() string {
 		return w.Reason
 	}
 	return fmt.Sprintf("ignoring %s: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in %s",
-		w.Key, KeyPlainJAASConfig(w.Listener))
+		w.Key, mechanismKey(w.Listener, "PLAIN", KeySASLJAASConfig))
 }
 
 // UserChange is what a [JAASUsers.Reload] changed in one list of users of
@@ -86,7 +87,7 @@ type UserChange struct {
 
 // NewJAASUsers reads the users of every SASL listener of set that enables a
 // built-in mechanism and builds their stores. Errors are
-// [*protocolmap.ConfigError] values: those of sasl.enabled.mechanisms;
+// *config.Error values: those of sasl.enabled.mechanisms;
 // wrapping [ErrJAASConfig], a JAAS key that does not parse or does not
 // configure the mechanism's login module (its value shown as [hidden]),
 // a listener enabling PLAIN whose PLAIN key is not set (Kafka would fall
@@ -344,7 +345,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 		if !slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(sasl.Builtins(), m) }) {
 			continue
 		}
-		plainKey := KeyPlainJAASConfig(l.Name)
+		plainKey := mechanismKey(l.Name, "PLAIN", KeySASLJAASConfig)
 		plain, ignored, plainErr := plainUsers(set, l.Name)
 		if ignored != "" {
 			warn(JAASWarning{Key: ignored, Listener: l.Name})
@@ -358,7 +359,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 			lu.plain, lu.byKey[plainKey] = plainKey, plain
 		}
 		for _, mech := range []string{sasl.SCRAMSHA256, sasl.SCRAMSHA512} {
-			key := KeyJAASConfig(l.Name, mech)
+			key := mechanismKey(l.Name, mech, KeySASLJAASConfig)
 			users, keySet, err := scramUsers(set, l.Name, mech)
 			if !slices.Contains(mechs, mech) {
 				if keySet {
@@ -385,7 +386,7 @@ func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUser
 					if ignored != "" {
 						rule += fmt.Sprintf("; %s is set but a broker ignores it without the listener and mechanism prefix", ignored)
 					}
-					return nil, warnings, &protocolmap.ConfigError{Key: key, Rule: rule, Err: ErrJAASConfig}
+					return nil, warnings, &configerr.Error{Key: key, Rule: rule, Err: ErrJAASConfig}
 				}
 				if keySet {
 					warn(JAASWarning{Key: key, Listener: l.Name, Reason: fmt.Sprintf(

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
@@ -71,20 +72,6 @@ var ErrOAuthBearerNotConfigured = fmt.Errorf("%w: OAUTHBEARER has no validator t
 // ErrOAuthBearerConfig is wrapped by the errors of [OAuthBearer]
 // for an OAUTHBEARER setting of an invalid value.
 var ErrOAuthBearerConfig = errors.New("invalid OAUTHBEARER configuration")
-
-// KeyOAuthBearerJAASConfig returns the key a broker reads a listener's
-// OAUTHBEARER JAAS configuration from:
-// listener.name.<lower-case listener>.oauthbearer.sasl.jaas.config.
-func KeyOAuthBearerJAASConfig(name protocolmap.ListenerName) string {
-	return name.ConfigPrefix() + "oauthbearer." + KeySASLJAASConfig
-}
-
-// KeyOAuthBearerServerCallbackHandlerClass returns the key naming a
-// listener's OAUTHBEARER token validator:
-// listener.name.<lower-case listener>.oauthbearer.sasl.server.callback.handler.class.
-func KeyOAuthBearerServerCallbackHandlerClass(name protocolmap.ListenerName) string {
-	return name.ConfigPrefix() + "oauthbearer." + KeySASLServerCallbackHandlerClass
-}
 
 // OAuthBearerSettings are a listener's SASL/OAUTHBEARER settings as a
 // Kafka broker reads them from its properties ([OAuthBearer]):
@@ -212,7 +199,7 @@ type OAuthBearerUnsecured struct {
 // Kafka's OAuthBearerLoginModule, as a Kafka broker requires. The error
 // wraps [ErrOAuthBearerNotConfigured] when neither that key nor the class
 // is set, or the class is another: the properties leave OAUTHBEARER to
-// the host. Other errors are [*protocolmap.ConfigError] values naming the
+// the host. Other errors are *config.Error values naming the
 // key, its value (the JAAS configuration's as [hidden]) and the rule.
 //
 // OAuthBearer reads no key set (a file: URL is only checked to be a
@@ -222,7 +209,7 @@ type OAuthBearerUnsecured struct {
 // [Settings.OAuthBearer].
 func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerSettings, error) {
 	c := view(set)
-	classKey, jaasKey := KeyOAuthBearerServerCallbackHandlerClass(name), KeyOAuthBearerJAASConfig(name)
+	classKey, jaasKey := mechanismKey(name, oauthBearerMechanism, KeySASLServerCallbackHandlerClass), mechanismKey(name, oauthBearerMechanism, KeySASLJAASConfig)
 	class, classSet := c.props.Get(classKey)
 	jaas, jaasSet := c.props.Get(jaasKey)
 	s := OAuthBearerSettings{Listener: name}
@@ -237,7 +224,7 @@ func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerS
 		validated = true
 	case "", OAuthBearerUnsecuredValidatorCallbackHandler:
 	default:
-		return OAuthBearerSettings{}, &protocolmap.ConfigError{Key: classKey, Value: class, Err: ErrOAuthBearerNotConfigured, Rule: fmt.Sprintf(
+		return OAuthBearerSettings{}, &configerr.Error{Key: classKey, Value: class, Err: ErrOAuthBearerNotConfigured, Rule: fmt.Sprintf(
 			"this package implements only Kafka's %s (validated tokens) and %s (the default); "+
 				"a host that implements %s gives listener %s its own OAUTHBEARER mechanism (the Mechanisms of the listener's socketserver.ListenerConfig)",
 			OAuthBearerValidatorCallbackHandler, OAuthBearerUnsecuredValidatorCallbackHandler, class, name)}
@@ -250,11 +237,11 @@ func OAuthBearer(set *listener.Set, name protocolmap.ListenerName) (OAuthBearerS
 				"set %s=%s to validate them against a JWKS; or give the listener an OAUTHBEARER mechanism of the host's own", classKey, classKey, OAuthBearerValidatorCallbackHandler)
 			err = ErrOAuthBearerNotConfigured
 		}
-		return OAuthBearerSettings{}, &protocolmap.ConfigError{Key: jaasKey, Err: err, Rule: rule}
+		return OAuthBearerSettings{}, &configerr.Error{Key: jaasKey, Err: err, Rule: rule}
 	}
 	e, err := parseOneModule(jaas, OAuthBearerLoginModule, "a broker's OAUTHBEARER listener is configured with that module")
 	if err != nil {
-		return OAuthBearerSettings{}, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: err.Error()}
+		return OAuthBearerSettings{}, &configerr.Error{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: err.Error()}
 	}
 	options := map[string]string{}
 	for _, o := range e.options {
@@ -287,7 +274,7 @@ func (c config) oauthSetting(name protocolmap.ListenerName, key string) setting 
 }
 
 func oauthError(s setting, rule string) error {
-	return &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrOAuthBearerConfig, Rule: rule}
+	return &configerr.Error{Key: s.from, Value: s.value, Err: ErrOAuthBearerConfig, Rule: rule}
 }
 
 // oauthMillis reads a LONG OAuth setting of milliseconds, at least min.
@@ -424,7 +411,7 @@ func jaasTrustStore(jaasKey string, options map[string]string) (*tls.Config, err
 		case KeySSLTruststoreType, KeySSLTruststoreLocation, KeySSLTruststoreCertificates, KeySSLTruststorePassword:
 		default:
 			if strings.HasPrefix(opt, "ssl.") {
-				return nil, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: fmt.Sprintf(
+				return nil, &configerr.Error{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: fmt.Sprintf(
 					"option %s is not supported for the JWKS endpoint: only a PEM trust store (%s=PEM with %s or %s) is read",
 					opt, KeySSLTruststoreType, KeySSLTruststoreLocation, KeySSLTruststoreCertificates)}
 			}
@@ -435,9 +422,9 @@ func jaasTrustStore(jaasKey string, options map[string]string) (*tls.Config, err
 		return setting{value: strings.TrimSpace(v), from: key, ok: ok, key: key}
 	})
 	if err != nil {
-		var ce *protocolmap.ConfigError
+		var ce *configerr.Error
 		if errors.As(err, &ce) {
-			return nil, &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ce.Err, Rule: "option " + ce.Key + ": " + ce.Rule}
+			return nil, &configerr.Error{Key: jaasKey, Value: hiddenValue, Err: ce.Err, Rule: "option " + ce.Key + ": " + ce.Rule}
 		}
 		return nil, err
 	}
@@ -450,7 +437,7 @@ func jaasTrustStore(jaasKey string, options map[string]string) (*tls.Config, err
 // oauthBearerUnsecured reads Kafka's unsecured validator's JAAS options.
 func oauthBearerUnsecured(jaasKey string, options map[string]string) (*OAuthBearerUnsecured, error) {
 	optionError := func(opt, rule string) error {
-		return &protocolmap.ConfigError{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: fmt.Sprintf("option %s=%q: %s", opt, options[opt], rule)}
+		return &configerr.Error{Key: jaasKey, Value: hiddenValue, Err: ErrOAuthBearerConfig, Rule: fmt.Sprintf("option %s=%q: %s", opt, options[opt], rule)}
 	}
 	cfg := OAuthBearerUnsecured{PrincipalClaimName: oauthsettings.SubClaimName, ScopeClaimName: oauthsettings.ScopeClaimName}
 	for opt, dst := range map[string]*string{optionUnsecuredPrincipalClaimName: &cfg.PrincipalClaimName, optionUnsecuredScopeClaimName: &cfg.ScopeClaimName} {

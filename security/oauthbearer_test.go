@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
 
@@ -127,11 +126,11 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		want, err := security.OAuthBearer(cfg, "SASL_PLAINTEXT")
 		require.NoError(t, err)
 		assert.Equal(t, want, *sec.OAuthBearer)
-		require.NoError(t, sec.OAuthBearerNotConfigured())
+		require.NoError(t, sec.OAuthBearerNotConfigured)
 		sec, err = security.ForListener(cfg, "OTHER")
 		require.NoError(t, err)
 		assert.Nil(t, sec.OAuthBearer, "OTHER does not enable OAUTHBEARER")
-		require.NoError(t, sec.OAuthBearerNotConfigured())
+		require.NoError(t, sec.OAuthBearerNotConfigured)
 
 		// Properties that leave OAUTHBEARER to the host are no error of
 		// Security's: it says why, for the socket server's.
@@ -140,9 +139,9 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		sec, err = security.ForListener(cfg, "SASL_PLAINTEXT")
 		require.NoError(t, err)
 		assert.Nil(t, sec.OAuthBearer)
-		err = sec.OAuthBearerNotConfigured()
+		err = sec.OAuthBearerNotConfigured
 		require.ErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
-		var ce *protocolmap.ConfigError
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, oauthClassKey, ce.Key)
 
@@ -219,7 +218,7 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 			s, err := oauthSettings(t, tc.props)
 			require.Error(t, err)
 			assert.Zero(t, s)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 			assert.Equal(t, tc.value, ce.Value)

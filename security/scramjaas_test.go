@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/xdg-go/scram"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 )
@@ -48,8 +49,8 @@ func TestParseSCRAMJAAS(t *testing.T) {
 			assert.Equal(t, tt.users, users)
 		})
 	}
-	assert.Equal(t, aSHA512, security.KeyJAASConfig("A", "SCRAM-SHA-512"))
-	assert.Equal(t, aPlain, security.KeyJAASConfig("A", "PLAIN"))
+	assert.Equal(t, aSHA512, config.MechanismKey("A", "SCRAM-SHA-512", security.KeySASLJAASConfig))
+	assert.Equal(t, aPlain, config.MechanismKey("A", "PLAIN", security.KeySASLJAASConfig))
 }
 
 // scramLogsIn reports whether store lets user log in with password over

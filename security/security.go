@@ -7,36 +7,30 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-// The authentication keys that [ForListener] and
-// [FailedAuthenticationDelay] read, with Kafka's names, and one key
-// of this package's own. (FailedAuthenticationDelay also reads
-// connections.max.idle.ms, [keyConnectionsMaxIdleMs], which
-// the socket server applies.)
+// The authentication keys that [ForListener] reads, with Kafka's names,
+// and one key of this package's own.
 const (
-	KeySASLEnabledMechanisms                 = "sasl.enabled.mechanisms"
-	KeyConnectionsMaxReauthMs                = "connections.max.reauth.ms"
-	KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authentication.delay.ms"
+	KeySASLEnabledMechanisms  = "sasl.enabled.mechanisms"
+	KeyConnectionsMaxReauthMs = "connections.max.reauth.ms"
 	// KeyHandshakeTimeoutMs is not a Kafka key: Kafka bounds a connection
 	// that never finishes authenticating only by connections.max.idle.ms.
 	KeyHandshakeTimeoutMs = "kafkanet.handshake.timeout.ms"
 )
-
-// keyConnectionsMaxIdleMs is connections.max.idle.ms (config.KeyConnectionsMaxIdleMs).
-const keyConnectionsMaxIdleMs = "connections.max.idle.ms"
 
 // Defaults of the keys above.
 const (
 	// DefaultHandshakeTimeout is the default of kafkanet.handshake.timeout.ms.
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultFailedAuthenticationDelay is Kafka's default of
-	// connection.failed.authentication.delay.ms.
+	// connection.failed.authentication.delay.ms
+	// (socketserver.Config.FailedAuthenticationDelay).
 	DefaultFailedAuthenticationDelay = 100 * time.Millisecond
 )
 
@@ -93,7 +87,7 @@ type Settings struct {
 	// OAuthBearer holds the listener's SASL/OAUTHBEARER settings
 	// ([OAuthBearer]) when EnabledMechanisms holds OAUTHBEARER and the
 	// properties configure one of Kafka's token validators; nil otherwise
-	// (see [Settings.OAuthBearerNotConfigured]). Nothing is built from
+	// (see OAuthBearerNotConfigured). Nothing is built from
 	// them here or in the socket server: a host that serves OAUTHBEARER
 	// builds the mechanism with the oauthbearer package
 	// (security/sasl/oauthbearer), which only such a host links.
@@ -113,18 +107,17 @@ type Settings struct {
 	// ssl.allow.dn.changes and ssl.allow.san.changes.
 	AllowDNChangesKey, AllowSANChangesKey string
 
-	oauthBearerNotConfigured error
+	// OAuthBearerNotConfigured is, for a listener that enables
+	// OAUTHBEARER while its properties configure none of Kafka's token
+	// validators (neither its OAUTHBEARER JAAS configuration nor its
+	// server callback handler class is set, or the class is another than
+	// Kafka's), why: the *config.Error of [OAuthBearer],
+	// which names the key and wraps [ErrOAuthBearerNotConfigured]. The
+	// listener's OAUTHBEARER is then the host's to give; the socket server
+	// returns this error if the host gives none. Nil otherwise, and in
+	// Settings built in code.
+	OAuthBearerNotConfigured error
 }
-
-// OAuthBearerNotConfigured returns, for a listener that enables
-// OAUTHBEARER while its properties configure none of Kafka's token
-// validators (neither its OAUTHBEARER JAAS configuration nor its server
-// callback handler class is set, or the class is another than Kafka's),
-// why: the [*protocolmap.ConfigError] of [OAuthBearer], which names
-// the key and wraps [ErrOAuthBearerNotConfigured]. The listener's
-// OAUTHBEARER is then the host's to give; the socket server returns this
-// error if the host gives none. It returns nil otherwise.
-func (s Settings) OAuthBearerNotConfigured() error { return s.oauthBearerNotConfigured }
 
 // ReauthMaxFor returns connections.max.reauth.ms for one of the listener's
 // SASL mechanisms (as EnabledMechanisms names it):
@@ -161,9 +154,9 @@ func (s Settings) ReauthMaxFor(mechanism string) time.Duration {
 //   - for SASL listeners that enable OAUTHBEARER, its settings, see
 //     [OAuthBearer] and [Settings.OAuthBearer]: an invalid one is
 //     an error, while properties that leave OAUTHBEARER to the host are
-//     not (see [Settings.OAuthBearerNotConfigured]).
+//     not (see OAuthBearerNotConfigured).
 //
-// Errors are [*protocolmap.ConfigError] values whose Key is the key at
+// Errors are *config.Error values whose Key is the key at
 // fault, in the form the value came from.
 func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, error) {
 	c := view(set)
@@ -191,7 +184,7 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 			return Settings{}, err
 		}
 		for _, mech := range s.EnabledMechanisms {
-			key := name.ConfigPrefix() + strings.ToLower(mech) + "." + KeyConnectionsMaxReauthMs
+			key := mechanismKey(name, mech, KeyConnectionsMaxReauthMs)
 			v, ok := c.props.Get(key)
 			if !ok {
 				continue
@@ -212,7 +205,7 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 			rules.value = DefaultPrincipalMappingRules
 		}
 		if s.PrincipalMapper, err = ParsePrincipalMappingRules(rules.value); err != nil {
-			return Settings{}, &protocolmap.ConfigError{Key: rules.from, Value: rules.value, Rule: err.Error(), Err: ErrInvalidPrincipalRule}
+			return Settings{}, &configerr.Error{Key: rules.from, Value: rules.value, Rule: err.Error(), Err: ErrInvalidPrincipalRule}
 		}
 	}
 	timeout := c.setting(name, KeyHandshakeTimeoutMs)
@@ -227,7 +220,7 @@ func ForListener(set *listener.Set, name protocolmap.ListenerName) (Settings, er
 		o, err := OAuthBearer(c.Set, name)
 		switch {
 		case errors.Is(err, ErrOAuthBearerNotConfigured):
-			s.oauthBearerNotConfigured = err
+			s.OAuthBearerNotConfigured = err
 		case err != nil:
 			return Settings{}, err
 		default:
@@ -250,7 +243,7 @@ func (c config) saslMechanisms(name protocolmap.ListenerName) ([]string, error) 
 		}
 	}
 	if len(out) == 0 {
-		return nil, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
+		return nil, &configerr.Error{Key: s.from, Value: s.value, Err: ErrSASLMechanism, Rule: fmt.Sprintf(
 			"SASL listener %s enables no SASL mechanism: No SASL mechanisms are enabled", name)}
 	}
 	return out, nil
@@ -269,54 +262,14 @@ func (c config) reauthMax(s setting) (time.Duration, error) {
 	return millis(ms), nil
 }
 
-// FailedAuthenticationDelay returns connection.failed.authentication.delay.ms
-// (KIP-306; default 100, at least 0): how long a broker waits before it
-// answers a failed SASL authentication and closes the connection. As Kafka
-// requires, it must be less than connections.max.idle.ms (default 600000)
-// unless that is negative; otherwise the error, a
-// [*protocolmap.ConfigError] for connection.failed.authentication.delay.ms
-// wrapping [listener.ErrInvalidValue], has Kafka's message. Both keys are
-// broker-wide.
-func FailedAuthenticationDelay(set *listener.Set) (time.Duration, error) {
-	c := view(set)
-	delay := int(DefaultFailedAuthenticationDelay / time.Millisecond)
-	if v, ok := c.props.Get(KeyConnectionFailedAuthenticationDelayMs); ok {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
-		case n < 0:
-			return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: "Value must be at least 0"}
-		}
-		delay = n
-	}
-	var err error
-	idle := int64(listener.DefaultConnectionsMaxIdle / time.Millisecond)
-	if v, ok := c.props.Get(keyConnectionsMaxIdleMs); ok {
-		if idle, err = parseLong(setting{value: v, from: keyConnectionsMaxIdleMs, ok: true, key: keyConnectionsMaxIdleMs}, math.MinInt64); err != nil {
-			return 0, err
-		}
-	}
-	if idle >= 0 && int64(delay) >= idle {
-		v, ok := c.props.Get(KeyConnectionFailedAuthenticationDelayMs)
-		if !ok {
-			v = strconv.Itoa(delay)
-		}
-		return 0, &protocolmap.ConfigError{Key: KeyConnectionFailedAuthenticationDelayMs, Value: v, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf(
-			"%s=%d should always be less than %s=%d to prevent failed authentication responses from timing out",
-			KeyConnectionFailedAuthenticationDelayMs, delay, keyConnectionsMaxIdleMs, idle)}
-	}
-	return millis(int64(delay)), nil
-}
-
 // parseLong reads a Kafka LONG setting of at least min.
 func parseLong(s setting, min int64) (int64, error) {
 	n, err := strconv.ParseInt(s.value, 10, 64)
 	if err != nil {
-		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 64-bit integer, but it was a String"}
+		return 0, &configerr.Error{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 64-bit integer, but it was a String"}
 	}
 	if n < min {
-		return 0, &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
+		return 0, &configerr.Error{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
 	}
 	return n, nil
 }

@@ -181,42 +181,6 @@ func TestSecurityTLSIsTheListeners(t *testing.T) {
 	assert.Equal(t, uint16(tls.VersionTLS13), client.TLS.MinVersion)
 }
 
-func TestFailedAuthenticationDelay(t *testing.T) {
-	tests := []struct {
-		name   string
-		kv     []string
-		want   time.Duration
-		errKey string
-		msg    string
-	}{
-		{name: "defaults", want: 100 * time.Millisecond},
-		{name: "zero", kv: []string{"connection.failed.authentication.delay.ms", "0"}, want: 0},
-		{name: "set", kv: []string{"connection.failed.authentication.delay.ms", "2500"}, want: 2500 * time.Millisecond},
-		{name: "idle off", kv: []string{"connection.failed.authentication.delay.ms", "700000", "connections.max.idle.ms", "-1"}, want: 700 * time.Second},
-		{name: "not less than the default idle", kv: []string{"connection.failed.authentication.delay.ms", "600000"}, errKey: "connection.failed.authentication.delay.ms",
-			msg: "connection.failed.authentication.delay.ms=600000 should always be less than connections.max.idle.ms=600000 to prevent failed authentication responses from timing out"},
-		{name: "idle below the default delay", kv: []string{"connections.max.idle.ms", "50"}, errKey: "connection.failed.authentication.delay.ms",
-			msg: "connection.failed.authentication.delay.ms=100 should always be less than connections.max.idle.ms=50"},
-		{name: "idle zero", kv: []string{"connection.failed.authentication.delay.ms", "0", "connections.max.idle.ms", "0"}, errKey: "connection.failed.authentication.delay.ms"},
-		{name: "negative delay", kv: []string{"connection.failed.authentication.delay.ms", "-1"}, errKey: "connection.failed.authentication.delay.ms", msg: "at least 0"},
-		{name: "delay not a number", kv: []string{"connection.failed.authentication.delay.ms", "1s"}, errKey: "connection.failed.authentication.delay.ms"},
-		{name: "idle not a number", kv: []string{"connections.max.idle.ms", "never"}, errKey: "connections.max.idle.ms", msg: "64-bit integer"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := secResolve(t, tt.kv...)
-			d, err := security.FailedAuthenticationDelay(c)
-			if tt.errKey != "" {
-				requireConfigError(t, err, tt.errKey, listener.ErrInvalidValue)
-				assert.Contains(t, err.Error(), tt.msg)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, d)
-		})
-	}
-}
-
 // Settings built in code with the values ForListener reads from
 // properties are the same value, and behave the same (ReauthMaxFor): the
 // per-mechanism re-authentication limits are a field, not state hidden
@@ -245,4 +209,26 @@ func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
 		assert.Equal(t, parsed.ReauthMaxFor(m), code.ReauthMaxFor(m), m)
 	}
 	assert.Equal(t, time.Minute, code.ReauthMaxFor("SCRAM-SHA-256"))
+
+	// A listener that enables OAUTHBEARER and leaves it to the host: why
+	// is a field too, so Settings built in code carry it the same way.
+	set, err = config.Listeners(config.Properties{
+		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms":        "OAUTHBEARER",
+		"security.inter.broker.protocol": "SASL_PLAINTEXT",
+	})
+	require.NoError(t, err)
+	parsed, err = security.ForListener(set, "SASL_PLAINTEXT")
+	require.NoError(t, err)
+	require.ErrorIs(t, parsed.OAuthBearerNotConfigured, security.ErrOAuthBearerNotConfigured)
+	var ce *config.Error
+	require.ErrorAs(t, parsed.OAuthBearerNotConfigured, &ce)
+	assert.Equal(t, "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config", ce.Key)
+	code = security.Settings{
+		EnabledMechanisms:        []string{"OAUTHBEARER"},
+		EnabledMechanismsKey:     "sasl.enabled.mechanisms",
+		HandshakeTimeout:         security.DefaultHandshakeTimeout,
+		OAuthBearerNotConfigured: &config.Error{Key: ce.Key, Value: ce.Value, Rule: ce.Rule, Err: security.ErrOAuthBearerNotConfigured},
+	}
+	assert.Equal(t, code, parsed)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/youmark/pkcs8"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -129,7 +130,7 @@ const kafkaDefaultStoreType = "JKS"
 // and it is accepted. Kafka's ssl.protocol and the key and trust manager
 // settings are not read.
 //
-// Errors are [*protocolmap.ConfigError] values wrapping [ErrTLSConfig] whose
+// Errors are *config.Error values wrapping [ErrTLSConfig] whose
 // Key is the exact key at fault, as the user wrote it or would write it:
 // the listener-prefixed form if that is where the value came from, and for
 // a key the settings lack (the key password of an encrypted key, the trust
@@ -192,7 +193,7 @@ func (c config) protocol(name protocolmap.ListenerName) (protocolmap.SecurityPro
 		return p, nil
 	}
 	v, _ := c.props.Get(protocolmap.Key)
-	return 0, &protocolmap.ConfigError{Key: protocolmap.Key, Value: v, Err: listener.ErrNoSecurityProtocol,
+	return 0, &configerr.Error{Key: protocolmap.Key, Value: v, Err: listener.ErrNoSecurityProtocol,
 		Rule: fmt.Sprintf("Listener with name %s not found in %s.", name, protocolmap.Key)}
 }
 
@@ -254,7 +255,7 @@ func tlsError(s setting, secret bool, rule string) error {
 	if secret && s.ok {
 		v = hiddenValue
 	}
-	return &protocolmap.ConfigError{Key: s.from, Value: v, Rule: rule, Err: ErrTLSConfig}
+	return &configerr.Error{Key: s.from, Value: v, Rule: rule, Err: ErrTLSConfig}
 }
 
 // storeType returns a store type setting's value, Kafka's default JKS when
@@ -368,7 +369,7 @@ func keystoreFrom(get func(key string) setting, whose string) (tls.Certificate, 
 	}
 	priv, err := parsePrivateKey(keys[0], keyPass.like(at))
 	if err != nil {
-		var ce *protocolmap.ConfigError
+		var ce *configerr.Error
 		if errors.As(err, &ce) {
 			return tls.Certificate{}, err
 		}

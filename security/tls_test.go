@@ -204,13 +204,13 @@ func writePEMFile(t testing.TB, dir, name, text string) string {
 	return p
 }
 
-// requireConfigError asserts that err is a *protocolmap.ConfigError for key
+// requireConfigError asserts that err is a *config.Error for key
 // wrapping sentinel, and returns it.
-func requireConfigError(t testing.TB, err error, key string, sentinel error) *protocolmap.ConfigError {
+func requireConfigError(t testing.TB, err error, key string, sentinel error) *config.Error {
 	t.Helper()
 	require.Error(t, err)
-	var ce *protocolmap.ConfigError
-	require.True(t, errors.As(err, &ce), "error %v (%T) is not a ConfigError", err, err)
+	var ce *config.Error
+	require.True(t, errors.As(err, &ce), "error %v (%T) is not a config.Error", err, err)
 	assert.Equal(t, key, ce.Key, "error: %v", err)
 	if sentinel != nil {
 		assert.ErrorIs(t, err, sentinel)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -19,7 +20,7 @@ import (
 // SSL listener's prefix when it has one (group 1) and the key (group 2).
 var tlsKeyMention = regexp.MustCompile(`(listener\.name\.ssl\.)?((?:kafkanet\.)?ssl\.[a-z0-9_.*-]*[a-z0-9_*])`)
 
-// checkTLSError asserts that err is the *protocolmap.ConfigError of key
+// checkTLSError asserts that err is the *config.Error of key
 // holding value (as the message shows it) wrapping sentinel, that its
 // message names the key, the value and rule, and that every TLS key the
 // message names carries prefix: the listener prefix when the user wrote
@@ -27,8 +28,8 @@ var tlsKeyMention = regexp.MustCompile(`(listener\.name\.ssl\.)?((?:kafkanet\.)?
 func checkTLSError(t *testing.T, err error, key, value, rule, prefix string, sentinel error) {
 	t.Helper()
 	require.Error(t, err)
-	var ce *protocolmap.ConfigError
-	require.True(t, errors.As(err, &ce), "error %v (%T) is not a ConfigError", err, err)
+	var ce *config.Error
+	require.True(t, errors.As(err, &ce), "error %v (%T) is not a config.Error", err, err)
 	assert.Equal(t, key, ce.Key, "error: %v", err)
 	assert.Equal(t, value, ce.Value, "error: %v", err)
 	assert.ErrorIs(t, err, sentinel)

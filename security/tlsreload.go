@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -58,7 +59,7 @@ func (c config) boolean(name protocolmap.ListenerName, key string, beside settin
 	case strings.EqualFold(v, "false"):
 		return false, s.from, nil
 	}
-	return false, "", &protocolmap.ConfigError{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
+	return false, "", &configerr.Error{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
 }
 
 // CheckCertificateChange applies Kafka's rules for reloading a listener's
@@ -85,7 +86,7 @@ func (c config) boolean(name protocolmap.ListenerName, key string, beside settin
 // the same rules as the default; adding or removing a server name changes
 // the count. A configuration that serves its certificates only through
 // GetCertificate or GetConfigForClient is not compared (its host checks
-// what it serves). The error is a [*protocolmap.ConfigError] for the
+// what it serves). The error is a *config.Error for the
 // allow key that would permit the change, in the form that set it
 // (listener-prefixed or not; when unset, listener-prefixed if the
 // listener's key store setting is), wrapping [ErrCertificateChange].
@@ -107,7 +108,7 @@ func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 		if s.AllowDNChanges {
 			key = sanKey
 		}
-		return &protocolmap.ConfigError{Key: key, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+		return &configerr.Error{Key: key, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
 			"the new configuration has %d certificates where the current one has %d: the change is refused, as Kafka refuses a key store with another number of entries; allow it with %s=true and %s=true",
 			len(next.Certificates), len(current.Certificates), dnKey, sanKey)}
 	}
@@ -122,13 +123,13 @@ func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 		}
 		which := certificateName(i)
 		if !s.AllowDNChanges && !sameSubject(old, cert) {
-			return &protocolmap.ConfigError{Key: dnKey, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+			return &configerr.Error{Key: dnKey, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
 				"the new %s's subject DN %s differs from the current one's, %s: the change is refused, as Kafka refuses it; allow it with %s=true",
 				which, SubjectDN(cert), SubjectDN(old), dnKey)}
 		}
 		if !s.AllowSANChanges {
 			if dropped := droppedNames(old, cert); len(dropped) > 0 {
-				return &protocolmap.ConfigError{Key: sanKey, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
+				return &configerr.Error{Key: sanKey, Value: "false", Err: ErrCertificateChange, Rule: fmt.Sprintf(
 					"the new %s (subject %s) lacks the subject alternative names %s of the current one: the change is refused, as Kafka refuses it; allow it with %s=true",
 					which, SubjectDN(cert), strings.Join(dropped, ", "), sanKey)}
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
@@ -122,7 +123,7 @@ func newListenerSecurity(l listener.Listener, lc ListenerConfig, cfg Config) (li
 	}
 	key, value := enabledMechanismsSetting(conf)
 	configError := func(rule string) error {
-		return &protocolmap.ConfigError{Key: key, Value: value, Err: security.ErrSASLMechanism, Rule: rule}
+		return &configerr.Error{Key: key, Value: value, Err: security.ErrSASLMechanism, Rule: rule}
 	}
 	given := map[string]sasl.Mechanism{}
 	for _, m := range host {
@@ -175,7 +176,7 @@ const oauthBearer = "OAUTHBEARER"
 // settings the listener's properties configure, when they do; else the
 // key at fault, when the properties leave OAUTHBEARER to the host.
 func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configError func(rule string) error) error {
-	if err := conf.OAuthBearerNotConfigured(); err != nil {
+	if err := conf.OAuthBearerNotConfigured; err != nil {
 		return err
 	}
 	const pkg = "github.com/kafkanet/kafkanet/security/sasl/oauthbearer"

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -143,7 +142,7 @@ func TestIPConnectionCreationRateOverridesConfig(t *testing.T) {
 		"127.0.0.0/8:1",                // a prefix
 	} {
 		_, err := read(bad)
-		var ce *protocolmap.ConfigError
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce, "%q", bad)
 		assert.Equal(t, config.KeyIPConnectionCreationRateOverrides, ce.Key, "%q", bad)
 	}

@@ -46,7 +46,7 @@ func (s *Server) Listeners() *listener.Set {
 // every other listener's. Errors name the listener and wrap the rule's
 // sentinel (listener.ErrDuplicateName, listener.ErrDuplicatePort,
 // listener.ErrNoSecurityProtocol, listener.ErrInconsistent, in
-// *protocolmap.ConfigError values; [ErrListenerRemoving]), or say why it
+// *config.Error values; [ErrListenerRemoving]), or say why it
 // did not start or bind; the server is then as it was. After Shutdown or
 // Close it returns [ErrServerClosed].
 //
@@ -86,7 +86,7 @@ func (s *Server) AddListener(ctx context.Context, l listener.Listener, lc *Liste
 //
 // The inter-broker and control-plane listeners are not removed, as in
 // Kafka (listener.ErrNotDynamic), nor an unknown one
-// (listener.ErrUnknownListener); the errors wrap *protocolmap.ConfigError
+// (listener.ErrUnknownListener); the errors wrap *config.Error
 // values naming the listener and the rule. After Shutdown or Close it
 // returns [ErrServerClosed]. Its name may be used again once the removal
 // has finished ([ErrListenerRemoving] until then): when RemoveListener

@@ -375,7 +375,7 @@ func TestListenerChangeErrors(t *testing.T) {
 		name     string
 		change   func() error
 		want     error  // the sentinel
-		key      string // the configuration key, for a ConfigError
+		key      string // the configuration key, for a config.Error
 		listener string // named by the error
 	}{
 		{name: "add: a name in use", change: func() error { return srv.AddListener(ctx, ep("CLIENT", protocolmap.Plaintext, 0), nil) },
@@ -433,7 +433,7 @@ func TestListenerChangeErrors(t *testing.T) {
 				assert.ErrorIs(t, err, tc.want)
 			}
 			if tc.key != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.key, ce.Key)
 			}

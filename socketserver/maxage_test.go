@@ -13,7 +13,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -183,7 +182,7 @@ func TestMaxAgeConfig(t *testing.T) {
 		{config.KeyConnectionsMaxAgeJitter: "NaN"},
 	} {
 		_, err := config.Server(merge(base, props))
-		var ce *protocolmap.ConfigError
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce, "%v", props)
 		for k := range props {
 			assert.Equal(t, k, ce.Key)

@@ -399,7 +399,7 @@ func TestMechanismConfiguration(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.msg)
 			if tc.key != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.key, ce.Key)
 				assert.ErrorIs(t, err, security.ErrSASLMechanism)

@@ -190,7 +190,7 @@ func TestQueuedMaxRequestBytesConfig(t *testing.T) {
 		}
 		cfg, err := config.Server(props)
 		if tc.wantErr {
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce, tc.value)
 			assert.Equal(t, "queued.max.request.bytes", ce.Key)
 			continue

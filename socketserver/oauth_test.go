@@ -379,12 +379,12 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 			require.NoError(t, err)
 			l := cfg.PerListener["SASL_PLAINTEXT"]
 			assert.Nil(t, l.Security.OAuthBearer)
-			require.ErrorIs(t, l.Security.OAuthBearerNotConfigured(), security.ErrOAuthBearerNotConfigured)
+			require.ErrorIs(t, l.Security.OAuthBearerNotConfigured, security.ErrOAuthBearerNotConfigured)
 			l.Mechanisms, err = oauthbearer.AddMechanism(l.Mechanisms, l.Security)
 			require.NoError(t, err)
 			assert.Empty(t, l.Mechanisms, "Kafka's validators are not configured: nothing to add")
 			_, err = socketserver.New(cfg)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 			assert.ErrorIs(t, err, security.ErrOAuthBearerNotConfigured)
@@ -459,7 +459,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 			assert.Empty(t, l.Mechanisms, "config.Server builds no mechanism")
 
 			_, err = socketserver.New(cfg)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "sasl.enabled.mechanisms", ce.Key)
 			assert.ErrorIs(t, err, security.ErrSASLMechanism)

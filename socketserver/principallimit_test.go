@@ -215,7 +215,7 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, socketserver.ErrInvalidConnectionQuotas)
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, config.KeyMaxConnectionsPerPrincipalOverrides, ce.Key)
 				assert.Contains(t, err.Error(), tc.err)
@@ -257,7 +257,7 @@ func TestPrincipalLimitConfig(t *testing.T) {
 		{config.Properties{"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "alice:1"}, "listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides},
 	} {
 		_, err := config.Server(merge(base, tc.props))
-		var ce *protocolmap.ConfigError
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce, "%v", tc.props)
 		assert.Equal(t, tc.key, ce.Key)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pires/go-proxyproto"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/internal/connreg"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -156,7 +157,7 @@ func (p ProxyProtocol) validate(l protocolmap.ListenerName) error {
 		return nil
 	case ProxyProtocolRequired:
 	default:
-		return &protocolmap.ConfigError{Key: l.ConfigPrefix() + keyProxyProtocol, Value: p.Mode.String(), Err: listener.ErrInvalidValue,
+		return &configerr.Error{Key: l.ConfigPrefix() + keyProxyProtocol, Value: p.Mode.String(), Err: listener.ErrInvalidValue,
 			Rule: "must be none or required"}
 	}
 	if len(p.TrustedNetworks) == 0 {
@@ -164,7 +165,7 @@ func (p ProxyProtocol) validate(l protocolmap.ListenerName) error {
 	}
 	for _, n := range p.TrustedNetworks {
 		if !n.IsValid() {
-			return &protocolmap.ConfigError{Key: l.ConfigPrefix() + keyProxyProtocolTrustedNetworks, Value: n.String(), Err: listener.ErrInvalidValue,
+			return &configerr.Error{Key: l.ConfigPrefix() + keyProxyProtocolTrustedNetworks, Value: n.String(), Err: listener.ErrInvalidValue,
 				Rule: "ListenerConfig.ProxyProtocol.TrustedNetworks holds an invalid prefix"}
 		}
 	}
@@ -174,7 +175,7 @@ func (p ProxyProtocol) validate(l protocolmap.ListenerName) error {
 // noTrustedNetworks is the error of a listener that requires the header
 // and trusts no network to send it.
 func noTrustedNetworks(key, value string) error {
-	return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue,
+	return &configerr.Error{Key: key, Value: value, Err: listener.ErrInvalidValue,
 		Rule: keyProxyProtocol + "=required needs the networks of the load balancers that send the PROXY header " +
 			"(a header from anywhere else could claim any client address); 0.0.0.0/0,::/0 trusts every address"}
 }

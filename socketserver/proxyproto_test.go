@@ -593,7 +593,7 @@ func TestProxyProtocolConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := read(tc.props)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 			assert.ErrorIs(t, err, listener.ErrInvalidValue)
@@ -610,7 +610,7 @@ func TestProxyProtocolConfig(t *testing.T) {
 		_, err := socketserver.New(socketserver.Config{Listeners: lc, PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
 			"PLAINTEXT": {ProxyProtocol: p},
 		}})
-		var ce *protocolmap.ConfigError
+		var ce *config.Error
 		require.ErrorAs(t, err, &ce, "%+v", p)
 		assert.True(t, strings.HasPrefix(ce.Key, "listener.name.plaintext.kafkanet.proxy.protocol"), ce.Key)
 	}

@@ -350,7 +350,7 @@ func TestQuotaConfigErrors(t *testing.T) {
 				props[k] = v
 			}
 			_, err := config.Server(props)
-			var ce *protocolmap.ConfigError
+			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tc.key, ce.Key)
 		})

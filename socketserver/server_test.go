@@ -54,7 +54,7 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 	_, err := socketserver.New(socketserver.Config{Listeners: &listener.Set{
 		All: []listener.Listener{a, b}, InterBrokerListener: "PLAINTEXT"}})
 	require.ErrorIs(t, err, listener.ErrDuplicatePort)
-	var ce *protocolmap.ConfigError
+	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "listeners", ce.Key)
 

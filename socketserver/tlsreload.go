@@ -87,7 +87,7 @@ func (s *Server) tlsListener(name protocolmap.ListenerName) (*listenerState, err
 // certificate must have the subject DN of the one in force and all of its
 // subject alternative names (see security.Settings.CheckCertificateChange).
 // A cfg refused changes nothing; the error is then a
-// *protocolmap.ConfigError naming the allow key, wrapping
+// *config.Error naming the allow key, wrapping
 // security.ErrCertificateChange. Whatever else cfg holds applies as given
 // (client authentication, versions, cipher suites, callbacks): unlike
 // Kafka, which reconfigures only the stores, a reload may change them.
@@ -133,7 +133,7 @@ func (t *listenerTLS) check(ls *listenerState, cfg *tls.Config, settings securit
 // AllowDNChanges and AllowSANChanges, which become the listener's for
 // later reloads. Every listener takes its new configuration, or, when one
 // is refused, none does; the error names the listener and, through its
-// *protocolmap.ConfigError, the key.
+// *config.Error, the key.
 //
 // A TLS listener that cfg does not configure with TLS (it is missing from
 // cfg.PerListener, or speaks another protocol there: a change of

@@ -54,12 +54,12 @@ func (p *testPKI) writeKeystore(path string, cert tls.Certificate) {
 	require.NoError(p.t, os.Rename(tmp, path))
 }
 
-// requireConfigError asserts that err wraps a *protocolmap.ConfigError for
+// requireConfigError asserts that err wraps a *config.Error for
 // key and sentinel.
 func requireConfigError(t testing.TB, err error, key string, sentinel error) {
 	t.Helper()
-	var ce *protocolmap.ConfigError
-	require.True(t, errors.As(err, &ce), "error %v (%T) is no ConfigError", err, err)
+	var ce *config.Error
+	require.True(t, errors.As(err, &ce), "error %v (%T) is no config.Error", err, err)
 	assert.Equal(t, key, ce.Key, "error: %v", err)
 	assert.ErrorIs(t, err, sentinel)
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -200,7 +201,7 @@ func saslListenerProps(addr string) []string {
 		"listener.security.protocol.map=" + hostileListener + ":SASL_PLAINTEXT",
 		"inter.broker.listener.name=" + hostileListener,
 		security.KeySASLEnabledMechanisms + "=PLAIN",
-		security.KeyPlainJAASConfig(hostileListener) + "=" + security.PlainLoginModule +
+		config.MechanismKey(hostileListener, "PLAIN", security.KeySASLJAASConfig) + "=" + security.PlainLoginModule +
 			fmt.Sprintf(` required user_%s="%s" user_%s="%s";`, legitUser, legitPassword, attackerUser, attackerPassword),
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/quota"
 )
@@ -67,7 +66,7 @@ func readQuotaSettings(props config.Properties) (quotaSettings, error) {
 	s.cfg = quota.Config{Samples: n, Window: time.Duration(secs) * time.Second}
 	value, _ := props.Get(clientQuotasProperty)
 	bad := func(rule string) error {
-		return &protocolmap.ConfigError{Key: clientQuotasProperty, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
+		return &config.Error{Key: clientQuotasProperty, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
 	}
 	for entry := range strings.SplitSeq(value, ";") {
 		if entry = strings.TrimSpace(entry); entry == "" {

@@ -115,7 +115,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 		return brokerSettings{}, err
 	}
 	if key > 32767 || kmsgKnows(int16(key)) && key != int(connregistry.DefaultListAPIKey) {
-		return brokerSettings{}, &protocolmap.ConfigError{Key: listConnectionsKeyProperty, Value: strconv.Itoa(key), Err: listener.ErrInvalidValue,
+		return brokerSettings{}, &config.Error{Key: listConnectionsKeyProperty, Value: strconv.Itoa(key), Err: listener.ErrInvalidValue,
 			Rule: "must be an API key no other served API uses (93, KIP-1329's, or a free key such as 1000)"}
 	}
 	s.listConnectionsKey = int16(key)
@@ -161,7 +161,7 @@ func boundedInt(props config.Properties, key string, def, min, max int) (int, er
 		return 0, err
 	}
 	if v > max {
-		return 0, &protocolmap.ConfigError{Key: key, Value: strconv.Itoa(v), Err: listener.ErrInvalidValue,
+		return 0, &config.Error{Key: key, Value: strconv.Itoa(v), Err: listener.ErrInvalidValue,
 			Rule: fmt.Sprintf("Value must be no more than %d", max)}
 	}
 	return v, nil
@@ -175,7 +175,7 @@ func boolSetting(props config.Properties, key string, def bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, &protocolmap.ConfigError{Key: key, Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
+		return false, &config.Error{Key: key, Value: v, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
 	}
 	return b, nil
 }
@@ -256,7 +256,7 @@ func brokerProperties(cfg *listener.Set, i int) (config.Properties, error) {
 				ep.Port += i * portStep
 			}
 			if ep.Port > 65535 {
-				return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidEndPoint,
+				return nil, &config.Error{Key: key, Value: value, Err: listener.ErrInvalidEndPoint,
 					Rule: fmt.Sprintf("broker %d would use port %d for listener %s (configured port + %d*%d), beyond 65535", i, ep.Port, ep.Name, i, portStep)}
 			}
 			entries[j] = ep.String()

@@ -21,7 +21,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -73,7 +72,7 @@ func readGroupSettings(cfg *listener.Set) (groupSettings, error) {
 		return groupSettings{}, err
 	}
 	if maxSession < minSession {
-		return groupSettings{}, &protocolmap.ConfigError{Key: "group.max.session.timeout.ms", Value: strconv.Itoa(maxSession),
+		return groupSettings{}, &config.Error{Key: "group.max.session.timeout.ms", Value: strconv.Itoa(maxSession),
 			Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("must be at least group.min.session.timeout.ms (%d)", minSession)}
 	}
 	partitions, err := boundedInt(cfg.Properties(), keyOffsetsTopicPartitions, defaultOffsetsTopicPartitions, 1, maxPartitions)

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // groupSets make rebalances fast for tests: no initial delay, and session
@@ -1032,7 +1031,7 @@ func TestGroupSettings(t *testing.T) {
 			require.NoError(t, err)
 			got, err := readGroupSettings(cfg)
 			if tc.wantErr != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				require.Equal(t, tc.wantErr, ce.Key)
 				return

@@ -225,12 +225,12 @@ const defaultJAAS = security.PlainLoginModule + ` required user_alice="alice-sec
 // binds the loopback interface, so the defaults expose nothing.
 func defaultProperties() config.Properties {
 	return config.Properties{
-		config.KeyListeners:                   "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
-		config.KeySecurityProtocolMap:         "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		config.KeyInterBrokerListenerName:     "REPLICATION",
-		config.KeyControlPlaneListenerName:    "CONTROLLER",
-		security.KeySASLEnabledMechanisms:     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		security.KeyPlainJAASConfig("CLIENT"): defaultJAAS,
+		config.KeyListeners:                                                "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
+		config.KeySecurityProtocolMap:                                      "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		config.KeyInterBrokerListenerName:                                  "REPLICATION",
+		config.KeyControlPlaneListenerName:                                 "CONTROLLER",
+		security.KeySASLEnabledMechanisms:                                  "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		config.MechanismKey("CLIENT", "PLAIN", security.KeySASLJAASConfig): defaultJAAS,
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // keyMemoryLimit is the example broker's kafkanet.memory.limit.bytes: the
@@ -30,7 +29,7 @@ func readMemoryLimit(cfg *listener.Set) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n == 0 || n < -1 {
-		return 0, &protocolmap.ConfigError{Key: keyMemoryLimit, Value: v, Err: listener.ErrInvalidValue,
+		return 0, &config.Error{Key: keyMemoryLimit, Value: v, Err: listener.ErrInvalidValue,
 			Rule: "Expected a positive number of bytes, or -1 for no limit"}
 	}
 	return n, nil

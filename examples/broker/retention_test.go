@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -46,7 +45,7 @@ func TestReadLogSettings(t *testing.T) {
 			require.NoError(t, err)
 			got, err := readLogSettings(cfg)
 			if tc.wantKey != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tc.wantKey, ce.Key)
 				return

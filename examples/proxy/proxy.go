@@ -157,7 +157,7 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 		return nil, err
 	}
 	if cp := cfg.ControlPlaneListener; cp != "" && cp != set.adminListener {
-		return nil, &protocolmap.ConfigError{Key: config.KeyControlPlaneListenerName, Value: string(cp), Err: listener.ErrInvalidValue,
+		return nil, &config.Error{Key: config.KeyControlPlaneListenerName, Value: string(cp), Err: listener.ErrInvalidValue,
 			Rule: "the proxy serves a control plane only as its admin listener (" + keyAdminListener + ")"}
 	}
 	if dial == nil {

@@ -153,7 +153,7 @@ func withProxyDefaults(props config.Properties) config.Properties {
 func readSettings(cfg *listener.Set) (settings, error) {
 	props := config.Properties(cfg.Properties())
 	invalid := func(key, value, rule string) error {
-		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
+		return &config.Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
 	}
 	var s settings
 	var err error
@@ -275,7 +275,7 @@ func bootstrapServers(key, value string) ([]string, error) {
 			continue
 		}
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			return nil, &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("%q is not host:port", a)}
+			return nil, &config.Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("%q is not host:port", a)}
 		}
 		out = append(out, a)
 	}
@@ -289,7 +289,7 @@ func bootstrapServers(key, value string) ([]string, error) {
 func readVirtualClusters(props config.Properties) ([]virtualCluster, error) {
 	list, _ := props.Get(keyVirtualClusters)
 	invalid := func(key, value, rule string) error {
-		return &protocolmap.ConfigError{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
+		return &config.Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
 	}
 	var out []virtualCluster
 	for _, name := range protocolmap.SplitList(list) {

@@ -73,7 +73,7 @@ func (s Security) Principal() string {
 func Read(p config.Properties, prefix string) (Security, error) {
 	get := func(key string) string { v, _ := p.Get(prefix + key); return strings.TrimSpace(v) }
 	invalid := func(key, value, rule string) error {
-		return &protocolmap.ConfigError{Key: prefix + key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
+		return &config.Error{Key: prefix + key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
 	}
 	var s Security
 	value := get(KeySecurityProtocol)

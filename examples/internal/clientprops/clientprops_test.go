@@ -58,7 +58,7 @@ func TestRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := clientprops.Read(tt.props, tt.prefix)
 			if tt.errKey != "" {
-				var ce *protocolmap.ConfigError
+				var ce *config.Error
 				require.True(t, errors.As(err, &ce), "%v", err)
 				assert.Equal(t, tt.errKey, ce.Key)
 				assert.ErrorIs(t, err, listener.ErrInvalidValue)
