@@ -87,22 +87,7 @@ func TestProgramLinksNoJOSE(t *testing.T) {
 // and lists its own connection through ListClientConnections, then SIGTERM
 // shuts the server down gracefully and the program exits with status 0.
 func TestProgramServesKgoAndStopsOnSignal(t *testing.T) {
-	bin := buildEmbed(t)
-	cmd := exec.Command(bin, "-listeners", "PLAINTEXT://127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	var logged bytes.Buffer
-	lines := bufio.NewScanner(io.TeeReader(stderr, &logged))
-	addr := ""
-	for addr == "" && lines.Scan() {
-		if m := regexp.MustCompile(`msg=listening listener=PLAINTEXT addr=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	require.NotEmpty(t, addr, "the program never logged its address: %s", logged.String())
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	cmd, addr, logged := startEmbed(t, "PLAINTEXT", "-listeners", "PLAINTEXT://127.0.0.1:0")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -155,21 +140,7 @@ func TestREADMESASLListener(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "sasl.properties")
 	require.NoError(t, os.WriteFile(file, []byte(props), 0o600))
 
-	cmd := exec.Command(buildEmbed(t), file)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	var logged bytes.Buffer
-	lines := bufio.NewScanner(io.TeeReader(stderr, &logged))
-	addr := ""
-	for addr == "" && lines.Scan() {
-		if m := regexp.MustCompile(`msg=listening listener=SASL_PLAINTEXT addr=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	require.NotEmpty(t, addr, "the program never logged its address: %s", logged.String())
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	cmd, addr, logged := startEmbed(t, "SASL_PLAINTEXT", file)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -212,4 +183,28 @@ func TestREADMESASLListener(t *testing.T) {
 		t.Fatal("the program did not exit within 15 s of SIGTERM")
 	}
 	assert.False(t, strings.Contains(logged.String(), "level=ERROR") || strings.Contains(logged.String(), "level=WARN"), logged.String())
+}
+
+// startEmbed starts the built program with args and returns it, the
+// address it logs for the listener named listener, and what it logged up
+// to that line (the rest of its standard error is discarded).
+func startEmbed(t *testing.T, listener string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(buildEmbed(t), args...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	logged := new(bytes.Buffer)
+	lines := bufio.NewScanner(io.TeeReader(stderr, logged))
+	listening := regexp.MustCompile(`msg=listening listener=` + regexp.QuoteMeta(listener) + ` addr=(\S+)`)
+	addr := ""
+	for addr == "" && lines.Scan() {
+		if m := listening.FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	require.NotEmpty(t, addr, "the program never logged its address: %s", logged.String())
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return cmd, addr, logged
 }
