@@ -26,16 +26,21 @@ import (
 	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
-// freePort returns a port of 127.0.0.1 that nothing listens on now.
+// haproxyHost is the loopback address HAProxy's frontend listens on: not
+// 127.0.0.1, where the brokers' listeners take ports the kernel chooses,
+// which could be the one freePort found free before HAProxy starts.
+const haproxyHost = "127.0.0.4"
+
+// freePort returns a port of haproxyHost that nothing listens on now.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(haproxyHost, "0"))
 	require.NoError(t, err)
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startHAProxy runs HAProxy in TCP mode on 127.0.0.1:port in front of
+// startHAProxy runs HAProxy in TCP mode on haproxyHost:port in front of
 // backend, its server line's options after the address being server:
 // send-proxy (v1) or send-proxy-v2 (v2) sends the PROXY header on every
 // connection, its health checks' included (check inter ...). Its
@@ -45,7 +50,7 @@ func freePort(t *testing.T) int {
 func startHAProxy(t *testing.T, port int, backend, server string, lines ...string) (string, *testkit.SyncBuffer) {
 	t.Helper()
 	haproxy := requireTool(t, "haproxy", "apt-get install haproxy")
-	frontend := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	frontend := net.JoinHostPort(haproxyHost, strconv.Itoa(port))
 	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
 	require.NoError(t, os.WriteFile(cfg, []byte(`global
     maxconn 256
@@ -199,7 +204,7 @@ func TestHAProxy(t *testing.T) {
 		t.Run(sendProxy, func(t *testing.T) {
 			port := freePort(t)
 			c := startTestCluster(t, 1,
-				fmt.Sprintf("advertised.listeners=CLIENT://127.0.0.1:%d,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", port),
+				fmt.Sprintf("advertised.listeners=CLIENT://"+haproxyHost+":%d,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", port),
 				"listener.name.client.kafkanet.proxy.protocol=required",
 				"listener.name.client.kafkanet.proxy.protocol.trusted.networks=127.0.0.1/32",
 				"max.connections.per.ip.overrides=127.0.0.2:1",
@@ -343,7 +348,7 @@ func TestHAProxyHealthChecks(t *testing.T) {
 			t.Parallel()
 			port := freePort(t)
 			sets := append(slices.Clone(testSettings),
-				fmt.Sprintf("advertised.listeners=CLIENT://127.0.0.1:%d,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", port))
+				fmt.Sprintf("advertised.listeners=CLIENT://"+haproxyHost+":%d,REPLICATION://127.0.0.1:0,INTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", port))
 			if tc.proxy {
 				sets = append(sets, "listener.name.client.kafkanet.proxy.protocol=required",
 					"listener.name.client.kafkanet.proxy.protocol.trusted.networks=127.0.0.1/32")
