@@ -199,18 +199,20 @@ func idOf(t *testing.T, h *Host, c net.Conn) string {
 	return open[i].ID
 }
 
+// connIDs and recordIDs are the connection ids of a listing from Go and
+// of one over the wire.
 func connIDs(cs []connregistry.Conn) []string {
-	var ids []string
-	for _, c := range cs {
-		ids = append(ids, c.ID)
-	}
-	return ids
+	return idsOf(cs, func(c connregistry.Conn) string { return c.ID })
 }
 
 func recordIDs(rs []connregistry.ConnectionRecord) []string {
+	return idsOf(rs, func(r connregistry.ConnectionRecord) string { return r.ConnectionID })
+}
+
+func idsOf[T any](xs []T, id func(T) string) []string {
 	var ids []string
-	for _, r := range rs {
-		ids = append(ids, r.ConnectionID)
+	for _, x := range xs {
+		ids = append(ids, id(x))
 	}
 	return ids
 }
