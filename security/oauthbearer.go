@@ -13,7 +13,7 @@ import (
 	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 )
 
 // Kafka's broker keys for SASL/OAUTHBEARER, read by [OAuthBearer].

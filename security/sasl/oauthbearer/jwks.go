@@ -23,7 +23,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/kafkanet/kafkanet/security"
-	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 )
 
 // Kafka's defaults for the JWKS validator's keys.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/security"
-	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 )
 
 // UnsecuredValidator accepts unsigned JWTs (alg "none"), as Kafka's
