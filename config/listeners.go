@@ -106,7 +106,6 @@ func Listeners(props Properties) (*listener.Set, error) {
 	if err := c.ValidateAsWritten(written); err != nil {
 		return nil, err
 	}
-	c.SetProperties(props)
 	return c, nil
 }
 

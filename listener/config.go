@@ -61,20 +61,7 @@ type Set struct {
 	// ControlPlaneListener names the control-plane listener; it is empty
 	// when control.plane.listener.name is not set.
 	ControlPlaneListener protocolmap.ListenerName
-
-	props map[string]string
 }
-
-// Properties returns the properties given to [Set.SetProperties], nil for
-// a Set built in code. It is transitional: the security package's
-// property parsers read them until they move to the configuration layer
-// (package config). The map is shared; do not modify it.
-func (s *Set) Properties() map[string]string { return s.props }
-
-// SetProperties records the properties s was read from, for
-// [Set.Properties]; config.Listeners calls it. Transitional, as
-// Properties is.
-func (s *Set) SetProperties(props map[string]string) { s.props = props }
 
 // Listener returns the listener called name (compared without regard to
 // case).
@@ -323,13 +310,13 @@ func checkEndPoint(key, value string, ep EndPoint, protocols protocolmap.Map) er
 	var err error
 	switch p, ok := protocols[ep.Name]; {
 	case ep.Port < 0 || ep.Port > 65535:
-		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: port %d is out of range; a port must be between 0 and 65535", ep, ep.Port), ErrInvalidEndPoint}
+		err = configerr.Rule(fmt.Sprintf("Unable to parse %s to a broker endpoint: port %d is out of range; a port must be between 0 and 65535", ep, ep.Port), ErrInvalidEndPoint)
 	case !ValidHost(ep.Host):
-		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a character other than letters, digits and - %% . _ :", ep, ep.Host), ErrInvalidEndPoint}
+		err = configerr.Rule(fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a character other than letters, digits and - %% . _ :", ep, ep.Host), ErrInvalidEndPoint)
 	case strings.Contains(ep.Host, ":") && !isIPv6(ep.Host):
-		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a colon but is not an IPv6 address", ep, ep.Host), ErrInvalidEndPoint}
+		err = configerr.Rule(fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a colon but is not an IPv6 address", ep, ep.Host), ErrInvalidEndPoint)
 	case !ok:
-		err = &ruleError{"No security protocol defined for listener " + string(ep.Name), ErrNoSecurityProtocol}
+		err = configerr.Rule("No security protocol defined for listener "+string(ep.Name), ErrNoSecurityProtocol)
 	case ep.SecurityProtocol != p:
 		return fmt.Errorf("%w: listener %s: its endpoints' protocols must be %s", ErrInconsistent, ep.Name, p)
 	default:
