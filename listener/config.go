@@ -339,7 +339,6 @@ func isIPv6(host string) bool {
 // advertised and not the inter-broker listener.
 func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib protocolmap.ListenerName, ibKey, ibValue string,
 	cp protocolmap.ListenerName, cpValue string) error {
-	bindNames := names(bind)
 	advertisedNames := names(advertised)
 	if len(advertised) == 0 {
 		return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
@@ -350,12 +349,8 @@ func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib pro
 			Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
 				keyInterBrokerListenerName, keyAdvertisedListeners, join(advertisedNames))}
 	}
-	for _, n := range advertisedNames {
-		if !slices.Contains(bindNames, n) {
-			return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
-				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
-					keyAdvertisedListeners, keyListeners, join(advertisedNames), join(bindNames))}
-		}
+	if err := CheckAdvertisedNames(bind, advertised, advertisedValue); err != nil {
+		return err
 	}
 	for _, ep := range advertised {
 		if ep.Host == "0.0.0.0" {
@@ -373,6 +368,25 @@ func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib pro
 			return &configerr.Error{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrSameListener,
 				Rule: fmt.Sprintf("%s, when defined, should have a different value from the inter broker listener name. Currently they both have the value %s",
 					keyControlPlaneListenerName, cp)}
+		}
+	}
+	return nil
+}
+
+// CheckAdvertisedNames applies Kafka's rule that the names of
+// advertised.listeners are a subset of those of listeners to their
+// endpoints, bind and advertised (as [ParseEndPoints] gives them), before
+// they become the listeners of a Set, which holds an advertised endpoint
+// only as a listener's; [Set.Validate] applies it to a Set's own. The
+// error, an *config.Error wrapping [ErrNotAdvertised], shows
+// advertisedValue, advertised.listeners as written.
+func CheckAdvertisedNames(bind, advertised []EndPoint, advertisedValue string) error {
+	bindNames := names(bind)
+	for _, ep := range advertised {
+		if !slices.Contains(bindNames, ep.Name) {
+			return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
+					keyAdvertisedListeners, keyListeners, join(names(advertised)), join(bindNames))}
 		}
 	}
 	return nil
