@@ -378,3 +378,31 @@ func TestTLSWatcherServerNameKeyStore(t *testing.T) {
 	assert.Equal(t, protocolmap.ListenerName("SSL"), a.name)
 	assert.Equal(t, string(second.Cert.Raw), nameCert(a), "the name's renewed certificate")
 }
+
+// A TLSSource built in code is watched as config.TLSSources' are: the
+// same files, and Load called when their content changes.
+func TestTLSWatcherSourceBuiltInCode(t *testing.T) {
+	f := testkit.TLSTestFixture(t)
+	dir := t.TempDir()
+	first := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "broker"}})
+	second := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "broker"}})
+	keystore := testkit.WritePEMFile(t, dir, "server.pem", first.PKCS8PEM(t)+first.CertPEM())
+	fromProps := sources(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", keystore)
+	require.Contains(t, fromProps, protocolmap.ListenerName("SSL"))
+	code := map[protocolmap.ListenerName]security.TLSSource{"SSL": {Files: []string{keystore}, Load: func() (*tls.Config, error) {
+		data, err := os.ReadFile(keystore)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.X509KeyPair(data, data)
+		return &tls.Config{Certificates: []tls.Certificate{cert}}, err
+	}}}
+	assert.Equal(t, code["SSL"].Files, fromProps["SSL"].Files)
+	_, ch, _ := watch(t, code, nil)
+	assert.Equal(t, string(first.Cert.Raw), leafOf(t, next(t, ch)))
+	none(t, ch)
+	replace(t, keystore, second.PKCS8PEM(t)+second.CertPEM())
+	a := next(t, ch)
+	assert.Equal(t, protocolmap.ListenerName("SSL"), a.name)
+	assert.Equal(t, string(second.Cert.Raw), leafOf(t, a))
+}
