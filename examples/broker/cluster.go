@@ -23,6 +23,7 @@ import (
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
+	"github.com/kafkanet/kafkanet/examples/internal/propset"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -92,7 +93,7 @@ func readSettings(cfg *brokerConfig) (brokerSettings, error) {
 	}
 	var s brokerSettings
 	var err error
-	lists, warnings, err := config.JAASUsers(cfg.props, cfg.Set)
+	lists, warnings, err := config.JAASUsers(cfg.Props, cfg.Set)
 	s.jaasWarnings = warnings
 	if err != nil {
 		return brokerSettings{}, err
@@ -541,23 +542,9 @@ func newClusterID() string {
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
-// brokerConfig is a reading of a broker's configuration: its properties,
-// and the listeners config.Listeners read from them. The listener Set
-// holds typed values only; the broker's own settings, the security
-// settings and the JAAS users are read from the properties beside it.
-type brokerConfig struct {
-	*listener.Set
-	props config.Properties
-}
+// brokerConfig is a reading of the configuration: its properties and the
+// listeners read from them.
+type brokerConfig = propset.Set
 
 // readBrokerConfig reads the listeners of props.
-func readBrokerConfig(props config.Properties) (*brokerConfig, error) {
-	set, err := config.Listeners(props)
-	if err != nil {
-		return nil, err
-	}
-	return &brokerConfig{set, props}, nil
-}
-
-// Properties returns the properties the configuration was read from.
-func (c *brokerConfig) Properties() config.Properties { return c.props }
+func readBrokerConfig(props config.Properties) (*brokerConfig, error) { return propset.Read(props) }

@@ -106,7 +106,7 @@ func (c *cluster) reload(ctx context.Context, load func() (*brokerConfig, error)
 			warnings []config.JAASWarning
 		)
 		var lists map[protocolmap.ListenerName]security.ListenerUsers
-		if lists, warnings, err = config.JAASUsers(cfg.props, cfg.Set); err == nil {
+		if lists, warnings, err = config.JAASUsers(cfg.Props, cfg.Set); err == nil {
 			changes, err = c.users.Reload(cfg.Set, lists)
 		}
 		for _, w := range warnings {
@@ -182,7 +182,7 @@ func (c *cluster) applyListeners(ctx context.Context, plan listenerPlan) error {
 		if err := b.srv.SetListeners(ctx, plan.sets[i].Set, per); err != nil {
 			errs = append(errs, fmt.Errorf("broker %d: %w", b.id, err))
 		}
-		b.cfg = &brokerConfig{b.srv.Listeners(), plan.sets[i].props}
+		b.cfg = &brokerConfig{Set: b.srv.Listeners(), Props: plan.sets[i].Props}
 		for _, l := range ch.Removed {
 			c.log.Info("reload: listener removed", "broker", b.id, "listener", l.Name)
 		}
@@ -215,7 +215,7 @@ func (c *cluster) applyListeners(ctx context.Context, plan listenerPlan) error {
 // read from the old ones can undo the reload.
 func (c *cluster) reloadTLS(cfg *brokerConfig, scfg socketserver.Config) error {
 	if c.watcher != nil {
-		c.watcher.SetListeners(config.TLSSources(cfg.props, cfg.Set))
+		c.watcher.SetListeners(config.TLSSources(cfg.Props, cfg.Set))
 	}
 	for _, b := range c.brokers {
 		if err := b.srv.ReloadTLSFrom(scfg); err != nil {
@@ -234,7 +234,7 @@ func (c *cluster) watchTLS(cfg *brokerConfig, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	c.watcher = security.NewTLSWatcher(config.TLSSources(cfg.props, cfg.Set), c.applyTLS)
+	c.watcher = security.NewTLSWatcher(config.TLSSources(cfg.Props, cfg.Set), c.applyTLS)
 	c.watcher.Interval = interval
 	c.watcher.Logger = c.log
 	c.waiting.Go(func() { _ = c.watcher.Run(c.serveCtx) })

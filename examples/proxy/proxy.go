@@ -207,7 +207,7 @@ func newProxy(ctx context.Context, cfg *proxyConfig, log *slog.Logger, tel *otel
 		cancel()
 		return nil, err
 	}
-	lists, warnings, err := config.JAASUsers(cfg.props, cfg.Set)
+	lists, warnings, err := config.JAASUsers(cfg.Props, cfg.Set)
 	if err != nil {
 		cancel()
 		return nil, err

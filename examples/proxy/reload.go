@@ -36,7 +36,7 @@ func (p *proxy) reload(load func() (*proxyConfig, error)) error {
 	}
 	if err == nil {
 		if p.watcher != nil {
-			p.watcher.SetListeners(config.TLSSources(cfg.props, cfg.Set)) // first: nothing it read before can undo the reload
+			p.watcher.SetListeners(config.TLSSources(cfg.Props, cfg.Set)) // first: nothing it read before can undo the reload
 		}
 		err = p.srv.ReloadTLSFrom(scfg)
 	}
@@ -69,7 +69,7 @@ func (p *proxy) watchTLS(interval time.Duration) {
 	if interval <= 0 || !usesTLS(p.cfg) {
 		return
 	}
-	w := security.NewTLSWatcher(config.TLSSources(p.cfg.props, p.cfg.Set), func(name protocolmap.ListenerName, cfg *tls.Config) error {
+	w := security.NewTLSWatcher(config.TLSSources(p.cfg.Props, p.cfg.Set), func(name protocolmap.ListenerName, cfg *tls.Config) error {
 		err := p.srv.ReloadTLS(name, cfg)
 		p.auditTLSReload(name, err)
 		return err

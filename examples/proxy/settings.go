@@ -13,6 +13,7 @@ import (
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
+	"github.com/kafkanet/kafkanet/examples/internal/propset"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -363,23 +364,9 @@ func virtualSecurity(props config.Properties, name string, shared clientprops.Se
 	return shared, nil
 }
 
-// proxyConfig is a reading of the proxy's configuration: its properties,
-// and the listeners config.Listeners read from them. The listener Set
-// holds typed values only; the proxy's own settings, the security
-// settings and the JAAS users are read from the properties beside it.
-type proxyConfig struct {
-	*listener.Set
-	props config.Properties
-}
+// proxyConfig is a reading of the configuration: its properties and the
+// listeners read from them.
+type proxyConfig = propset.Set
 
 // readProxyConfig reads the listeners of props.
-func readProxyConfig(props config.Properties) (*proxyConfig, error) {
-	set, err := config.Listeners(props)
-	if err != nil {
-		return nil, err
-	}
-	return &proxyConfig{set, props}, nil
-}
-
-// Properties returns the properties the configuration was read from.
-func (c *proxyConfig) Properties() config.Properties { return c.props }
+func readProxyConfig(props config.Properties) (*proxyConfig, error) { return propset.Read(props) }

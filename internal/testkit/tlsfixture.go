@@ -212,20 +212,7 @@ func KeyMaterial(pemText string) []string {
 // ca.
 func IssueServer(t testing.TB, ca TLSKeyPair, cn string, dns ...string) TLSKeyPair {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return TLSKeyPair{Key: key, Cert: cert}
+	return issue(t, ca, LeafSpec{Subject: pkix.Name{CommonName: cn}, DNS: dns})
 }
 
 // ServedLeaf handshakes over TCP on 127.0.0.1 with a server of cfg, as a
@@ -275,6 +262,13 @@ type LeafSpec struct {
 // a new key and serial number.
 func IssueLeaf(t testing.TB, f *TLSFixture, spec LeafSpec) TLSKeyPair {
 	t.Helper()
+	return issue(t, f.CA, spec)
+}
+
+// issue signs a server certificate for spec with ca, with a new key and
+// serial number, valid from an hour ago for two days.
+func issue(t testing.TB, ca TLSKeyPair, spec LeafSpec) TLSKeyPair {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
@@ -289,7 +283,7 @@ func IssueLeaf(t testing.TB, f *TLSFixture, spec LeafSpec) TLSKeyPair {
 		require.NoError(t, err)
 		tmpl.URIs = append(tmpl.URIs, parsed)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, f.CA.Cert, key.Public(), f.CA.Key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
 	require.NoError(t, err)
 	cert, err := x509.ParseCertificate(der)
 	require.NoError(t, err)
