@@ -13,6 +13,16 @@
 // the same value read here: socketserver.New checks either with the same
 // rules.
 //
+// The parts of Server are readers of their own, each taking the
+// properties beside the [listener.Set] read from them, for a host that
+// needs one part alone or again (a reload): [Listeners], [Security] (a
+// listener's security.Settings), [TLS] (its tls.Config), [OAuthBearer]
+// (its security.OAuthBearerSettings), and, for what Server does not read,
+// [JAASUsers] (the users of the built-in SASL mechanisms, for
+// security.NewJAASUsers) and [TLSSources] (the PEM files a
+// security.TLSWatcher watches). The listener and security packages read
+// no property: their values are plain.
+//
 // The imports run one way: examples and plugins -> config -> socketserver
 // -> security -> listener -> protocolmap. Nothing in the runtime packages
 // imports this one, so a host that configures in code links no parser.

@@ -7,3 +7,11 @@ import "github.com/kafkanet/kafkanet/connregistry"
 func ParsePrincipalOverrides(v string) (map[connregistry.Principal]int, error) {
 	return parsePrincipalOverrides(KeyMaxConnectionsPerPrincipalOverrides, v)
 }
+
+// The JAAS readers are unexported; the external tests reach them here.
+var (
+	ParsePlainJAAS = parsePlainJAAS
+	ParseSCRAMJAAS = parseSCRAMJAAS
+	PlainUsers     = plainUsers
+	SCRAMUsers     = scramUsers
+)

@@ -9,9 +9,10 @@ import (
 
 // The socket server's keys, with Kafka's names, and kafkanet's own (the
 // kafkanet. prefix). [Server] reads them; the keys of the listeners and of
-// authentication are the listener and security packages' (for example
-// config.KeyListeners, security.KeySASLEnabledMechanisms), which Server
-// reads through them.
+// authentication are beside their readers ([Listeners], [Security],
+// [TLS], [OAuthBearer], [JAASUsers]: [KeyListeners],
+// [KeySASLEnabledMechanisms], [KeySSLKeystoreLocation], ...), which Server
+// calls.
 const (
 	// KeySocketRequestMaxBytes is socket.request.max.bytes
 	// (socketserver.Config.RequestMaxBytes).
@@ -143,10 +144,10 @@ const KeyConnectionFailedAuthenticationDelayMs = "connection.failed.authenticati
 // Kafka's ListenerName.saslMechanismConfigPrefix makes it:
 // listener.name.<lower-case listener>.<lower-case mechanism>.<key>. For
 // example MechanismKey("SASL_SSL", "SCRAM-SHA-512",
-// security.KeySASLJAASConfig) is
+// KeySASLJAASConfig) is
 // listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config, where a broker
 // reads that mechanism's JAAS configuration (its users, for PLAIN and
-// SCRAM); with security.KeySASLServerCallbackHandlerClass and OAUTHBEARER
+// SCRAM); with KeySASLServerCallbackHandlerClass and OAUTHBEARER
 // it names the listener's token validator.
 func MechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
 	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + key

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -84,18 +83,13 @@ func Listeners(props Properties) (*listener.Set, error) {
 
 	// A Set holds an advertised endpoint only as a listener's, so that
 	// one advertised under a name no listener has is refused here.
-	bindNames, advertisedNames := names(bind), names(advertised)
-	for _, n := range advertisedNames {
-		if !slices.Contains(bindNames, n) {
-			return nil, &Error{Key: KeyAdvertisedListeners, Value: advertisedValue, Err: listener.ErrNotAdvertised,
-				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
-					KeyAdvertisedListeners, KeyListeners, join(advertisedNames), join(bindNames))}
-		}
+	if err := listener.CheckAdvertisedNames(bind, advertised, advertisedValue); err != nil {
+		return nil, err
 	}
 	for _, b := range bind {
 		l := listener.Listener{Name: b.Name, SecurityProtocol: b.SecurityProtocol, Bind: b,
 			InterBroker: b.Name == c.InterBrokerListener}
-		if i := slices.Index(advertisedNames, b.Name); i >= 0 {
+		if i := slices.IndexFunc(advertised, func(ep listener.EndPoint) bool { return ep.Name == b.Name }); i >= 0 {
 			l.Advertised = advertised[i]
 		}
 		if b.Name == c.ControlPlaneListener {
@@ -106,7 +100,6 @@ func Listeners(props Properties) (*listener.Set, error) {
 	if err := c.ValidateAsWritten(written); err != nil {
 		return nil, err
 	}
-	c.SetProperties(props)
 	return c, nil
 }
 
@@ -143,20 +136,4 @@ func interBroker(s *listener.Set, props Properties) error {
 	}
 	s.InterBrokerListener, s.InterBrokerSecurityProtocol = protocolmap.ListenerName(p.String()), p
 	return nil
-}
-
-func names(eps []listener.EndPoint) []protocolmap.ListenerName {
-	out := make([]protocolmap.ListenerName, len(eps))
-	for i, ep := range eps {
-		out[i] = ep.Name
-	}
-	return out
-}
-
-func join(ns []protocolmap.ListenerName) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = string(n)
-	}
-	return strings.Join(s, ",")
 }

@@ -236,45 +236,46 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func TestListenerValue(t *testing.T) {
-	c, err := config.Listeners(with(kip103(),
+	props := with(kip103(),
 		"num.network.threads", "3",
 		"listener.name.client.num.network.threads", "5",
 		"listener.name.CLIENT.max.connections", "7", // upper case prefix: not applied, as in Kafka
 		"listener.name.internal.num.network.threads", "x",
-	))
+	)
+	_, err := config.Listeners(props)
 	require.NoError(t, err)
 
-	v, from, ok := config.Properties(c.Properties()).ListenerValue("CLIENT", "num.network.threads")
+	v, from, ok := props.ListenerValue("CLIENT", "num.network.threads")
 	assert.True(t, ok)
 	assert.Equal(t, "5", v)
 	assert.Equal(t, "listener.name.client.num.network.threads", from)
 
-	v, from, ok = config.Properties(c.Properties()).ListenerValue("REPLICATION", "num.network.threads")
+	v, from, ok = props.ListenerValue("REPLICATION", "num.network.threads")
 	assert.True(t, ok)
 	assert.Equal(t, "3", v)
 	assert.Equal(t, "num.network.threads", from)
 
-	_, _, ok = config.Properties(c.Properties()).ListenerValue("CLIENT", "max.connections")
+	_, _, ok = props.ListenerValue("CLIENT", "max.connections")
 	assert.False(t, ok)
 
-	n, err := config.Properties(c.Properties()).ListenerInt("CLIENT", "num.network.threads", 3, 1)
+	n, err := props.ListenerInt("CLIENT", "num.network.threads", 3, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
-	n, err = config.Properties(c.Properties()).ListenerInt("CLIENT", "max.connections", 1<<31-1, 0)
+	n, err = props.ListenerInt("CLIENT", "max.connections", 1<<31-1, 0)
 	require.NoError(t, err)
 	assert.Equal(t, 1<<31-1, n)
 
-	_, err = config.Properties(c.Properties()).ListenerInt("INTERNAL", "num.network.threads", 3, 1)
+	_, err = props.ListenerInt("INTERNAL", "num.network.threads", 3, 1)
 	var ce *config.Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "listener.name.internal.num.network.threads", ce.Key)
 	assert.Equal(t, "x", ce.Value)
 
-	_, err = config.Properties(c.Properties()).Int("num.network.threads", 3, 4)
+	_, err = props.Int("num.network.threads", 3, 4)
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "num.network.threads", ce.Key)
 	assert.Contains(t, ce.Rule, "at least 4")
-	n, err = config.Properties(c.Properties()).Int("queued.max.requests", 500, 1)
+	n, err = props.Int("queued.max.requests", 500, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 500, n)
 }

@@ -29,13 +29,13 @@ import (
 // the connection quotas, each listener's use of the PROXY protocol
 // (kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks,
 // see socketserver.ProxyProtocol), and each listener's TLS and SASL
-// settings (security.ForListener) into its ListenerConfig, among them, for
+// settings ([Security]) into its ListenerConfig, among them, for
 // a listener whose sasl.enabled.mechanisms holds OAUTHBEARER, its
-// OAUTHBEARER settings (security.OAuthBearer). It builds no mechanism from
+// OAUTHBEARER settings ([OAuthBearer]). It builds no mechanism from
 // them: the host does (see socketserver.ListenerConfig.Mechanisms), so that
 // only a host that serves OAUTHBEARER links its validators. Credentials are
-// the host's to set (security.NewJAASUsers builds them from Kafka's JAAS
-// keys). Errors name the offending key as it was written (with its
+// the host's to set (security.NewJAASUsers builds them from the users
+// [JAASUsers] reads from Kafka's JAAS keys). Errors name the offending key as it was written (with its
 // listener prefix). socketserver.New reads no property: a host may change
 // any value between the two.
 func Server(props Properties) (socketserver.Config, error) {
@@ -90,7 +90,7 @@ func Server(props Properties) (socketserver.Config, error) {
 	if c.SASLMaxReceiveSize, err = frameSize(props, KeySASLServerMaxReceiveSize, socketserver.DefaultSASLMaxReceiveSize); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.ConnectionQuotas, err = quotas(cfg); err != nil {
+	if c.ConnectionQuotas, err = quotas(props, cfg); err != nil {
 		return socketserver.Config{}, err
 	}
 	if c.ConnectionsMaxAge, c.ConnectionsMaxAgeJitter, err = maxAge(props); err != nil {
@@ -101,7 +101,7 @@ func Server(props Properties) (socketserver.Config, error) {
 		if err != nil {
 			return socketserver.Config{}, err
 		}
-		sec, err := security.ForListener(cfg, l.Name)
+		sec, err := Security(props, cfg, l.Name)
 		if err != nil {
 			return socketserver.Config{}, err
 		}
@@ -172,9 +172,8 @@ func optional(props Properties, key string, def int) (int, error) {
 // kafkanet.ip.connection.creation.rate and
 // kafkanet.ip.connection.creation.rate.overrides (see
 // ipConnectionCreationRateOverrides).
-func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
+func quotas(props Properties, cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 	q := socketserver.DefaultConnectionQuotas()
-	props := Properties(cfg.Properties())
 	var err error
 	if q.MaxConnections, err = props.Int(KeyMaxConnections, socketserver.Unlimited, 0); err != nil {
 		return nil, err
@@ -196,10 +195,10 @@ func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 		return nil, err
 	}
 	q.WindowSize = time.Duration(seconds) * time.Second
-	if q.ListenerMaxConnections, err = listenerOverrides(cfg, KeyMaxConnections); err != nil {
+	if q.ListenerMaxConnections, err = listenerOverrides(props, cfg, KeyMaxConnections); err != nil {
 		return nil, err
 	}
-	if q.ListenerMaxConnectionCreationRate, err = listenerOverrides(cfg, KeyMaxConnectionCreationRate); err != nil {
+	if q.ListenerMaxConnectionCreationRate, err = listenerOverrides(props, cfg, KeyMaxConnectionCreationRate); err != nil {
 		return nil, err
 	}
 	const overridesKey = KeyMaxConnectionsPerIPOverrides
@@ -231,7 +230,7 @@ func quotas(cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 	if q.IPConnectionCreationRateOverrides, err = ipConnectionCreationRateOverrides(props); err != nil {
 		return nil, err
 	}
-	if q.MaxConnectionsPerPrincipal, q.ListenerMaxConnectionsPerPrincipal, err = principalLimits(cfg); err != nil {
+	if q.MaxConnectionsPerPrincipal, q.ListenerMaxConnectionsPerPrincipal, err = principalLimits(props, cfg); err != nil {
 		return nil, err
 	}
 	if q.MaxConnectionsPerIP == 0 && len(q.MaxConnectionsPerIPOverrides) == 0 {
@@ -271,8 +270,7 @@ func maxAge(props Properties) (time.Duration, float64, error) {
 // principalLimitsFromProperties reads kafkanet.max.connections.per.principal
 // and its overrides, broker-wide and per listener (listener.name.<l>.
 // prefixed: a listener that sets neither has no entry).
-func principalLimits(cfg *listener.Set) (socketserver.PrincipalLimits, map[protocolmap.ListenerName]socketserver.PrincipalLimits, error) {
-	props := Properties(cfg.Properties())
+func principalLimits(props Properties, cfg *listener.Set) (socketserver.PrincipalLimits, map[protocolmap.ListenerName]socketserver.PrincipalLimits, error) {
 	read := func(maxKey, overridesKey string, maxSet bool) (socketserver.PrincipalLimits, error) {
 		pl := socketserver.PrincipalLimits{Max: socketserver.Unlimited}
 		var err error
@@ -393,13 +391,13 @@ func ipConnectionCreationRateOverrides(props Properties) (map[netip.Addr]int, er
 // listenerOverrides reads listener.name.<l>.<key> for every listener that
 // sets it; listeners without it are left out (the broker-wide value
 // applies).
-func listenerOverrides(cfg *listener.Set, key string) (map[protocolmap.ListenerName]int, error) {
+func listenerOverrides(props Properties, cfg *listener.Set, key string) (map[protocolmap.ListenerName]int, error) {
 	var out map[protocolmap.ListenerName]int
 	for _, l := range cfg.All {
-		if _, from, ok := Properties(cfg.Properties()).ListenerValue(l.Name, key); !ok || from == key {
+		if _, from, ok := props.ListenerValue(l.Name, key); !ok || from == key {
 			continue
 		}
-		n, err := Properties(cfg.Properties()).ListenerInt(l.Name, key, socketserver.Unlimited, 0)
+		n, err := props.ListenerInt(l.Name, key, socketserver.Unlimited, 0)
 		if err != nil {
 			return nil, err
 		}

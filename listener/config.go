@@ -61,20 +61,7 @@ type Set struct {
 	// ControlPlaneListener names the control-plane listener; it is empty
 	// when control.plane.listener.name is not set.
 	ControlPlaneListener protocolmap.ListenerName
-
-	props map[string]string
 }
-
-// Properties returns the properties given to [Set.SetProperties], nil for
-// a Set built in code. It is transitional: the security package's
-// property parsers read them until they move to the configuration layer
-// (package config). The map is shared; do not modify it.
-func (s *Set) Properties() map[string]string { return s.props }
-
-// SetProperties records the properties s was read from, for
-// [Set.Properties]; config.Listeners calls it. Transitional, as
-// Properties is.
-func (s *Set) SetProperties(props map[string]string) { s.props = props }
 
 // Listener returns the listener called name (compared without regard to
 // case).
@@ -323,13 +310,13 @@ func checkEndPoint(key, value string, ep EndPoint, protocols protocolmap.Map) er
 	var err error
 	switch p, ok := protocols[ep.Name]; {
 	case ep.Port < 0 || ep.Port > 65535:
-		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: port %d is out of range; a port must be between 0 and 65535", ep, ep.Port), ErrInvalidEndPoint}
+		err = configerr.Rule(fmt.Sprintf("Unable to parse %s to a broker endpoint: port %d is out of range; a port must be between 0 and 65535", ep, ep.Port), ErrInvalidEndPoint)
 	case !ValidHost(ep.Host):
-		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a character other than letters, digits and - %% . _ :", ep, ep.Host), ErrInvalidEndPoint}
+		err = configerr.Rule(fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a character other than letters, digits and - %% . _ :", ep, ep.Host), ErrInvalidEndPoint)
 	case strings.Contains(ep.Host, ":") && !isIPv6(ep.Host):
-		err = &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a colon but is not an IPv6 address", ep, ep.Host), ErrInvalidEndPoint}
+		err = configerr.Rule(fmt.Sprintf("Unable to parse %s to a broker endpoint: host %q holds a colon but is not an IPv6 address", ep, ep.Host), ErrInvalidEndPoint)
 	case !ok:
-		err = &ruleError{"No security protocol defined for listener " + string(ep.Name), ErrNoSecurityProtocol}
+		err = configerr.Rule("No security protocol defined for listener "+string(ep.Name), ErrNoSecurityProtocol)
 	case ep.SecurityProtocol != p:
 		return fmt.Errorf("%w: listener %s: its endpoints' protocols must be %s", ErrInconsistent, ep.Name, p)
 	default:
@@ -352,7 +339,6 @@ func isIPv6(host string) bool {
 // advertised and not the inter-broker listener.
 func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib protocolmap.ListenerName, ibKey, ibValue string,
 	cp protocolmap.ListenerName, cpValue string) error {
-	bindNames := names(bind)
 	advertisedNames := names(advertised)
 	if len(advertised) == 0 {
 		return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
@@ -363,12 +349,8 @@ func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib pro
 			Rule: fmt.Sprintf("%s must be a listener name defined in %s. The valid options based on currently configured listeners are %s",
 				keyInterBrokerListenerName, keyAdvertisedListeners, join(advertisedNames))}
 	}
-	for _, n := range advertisedNames {
-		if !slices.Contains(bindNames, n) {
-			return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
-				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
-					keyAdvertisedListeners, keyListeners, join(advertisedNames), join(bindNames))}
-		}
+	if err := CheckAdvertisedNames(bind, advertised, advertisedValue); err != nil {
+		return err
 	}
 	for _, ep := range advertised {
 		if ep.Host == "0.0.0.0" {
@@ -386,6 +368,25 @@ func checkAdvertised(bind, advertised []EndPoint, advertisedValue string, ib pro
 			return &configerr.Error{Key: keyControlPlaneListenerName, Value: cpValue, Err: ErrSameListener,
 				Rule: fmt.Sprintf("%s, when defined, should have a different value from the inter broker listener name. Currently they both have the value %s",
 					keyControlPlaneListenerName, cp)}
+		}
+	}
+	return nil
+}
+
+// CheckAdvertisedNames applies Kafka's rule that the names of
+// advertised.listeners are a subset of those of listeners to their
+// endpoints, bind and advertised (as [ParseEndPoints] gives them), before
+// they become the listeners of a Set, which holds an advertised endpoint
+// only as a listener's; [Set.Validate] applies it to a Set's own. The
+// error, an *config.Error wrapping [ErrNotAdvertised], shows
+// advertisedValue, advertised.listeners as written.
+func CheckAdvertisedNames(bind, advertised []EndPoint, advertisedValue string) error {
+	bindNames := names(bind)
+	for _, ep := range advertised {
+		if !slices.Contains(bindNames, ep.Name) {
+			return &configerr.Error{Key: keyAdvertisedListeners, Value: advertisedValue, Err: ErrNotAdvertised,
+				Rule: fmt.Sprintf("%s listener names must be equal to or a subset of the ones defined in %s. Found %s. The valid options based on the current configuration are %s",
+					keyAdvertisedListeners, keyListeners, join(names(advertised)), join(bindNames))}
 		}
 	}
 	return nil

@@ -22,9 +22,7 @@
 // of one change, under the same rules.
 //
 // Who is talking on a listener (TLS, SASL, principals, JAAS, OAUTHBEARER)
-// is not this package's concern but the security package's. (Until the
-// security package's property parsers move to package config, a Set read
-// by config.Listeners keeps its properties for them: [Set.Properties].)
+// is not this package's concern but the security package's.
 //
 // Errors are *config.Error values naming the key, the value and
 // the rule (in Kafka's words), wrapping sentinels of this package for

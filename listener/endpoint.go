@@ -36,7 +36,7 @@ type EndPoint struct {
 func ParseEndPoint(entry string, protocols protocolmap.Map) (EndPoint, error) {
 	entry = strings.TrimSpace(entry)
 	bad := func(why string) (EndPoint, error) {
-		return EndPoint{}, &ruleError{fmt.Sprintf("Unable to parse %s to a broker endpoint: %s", entry, why), ErrInvalidEndPoint}
+		return EndPoint{}, configerr.Rule(fmt.Sprintf("Unable to parse %s to a broker endpoint: %s", entry, why), ErrInvalidEndPoint)
 	}
 	sep := strings.LastIndex(entry, "://")
 	if sep < 0 {
@@ -73,7 +73,7 @@ func ParseEndPoint(entry string, protocols protocolmap.Map) (EndPoint, error) {
 	}
 	protocol, ok := protocols[name]
 	if !ok {
-		return EndPoint{}, &ruleError{"No security protocol defined for listener " + string(name), ErrNoSecurityProtocol}
+		return EndPoint{}, configerr.Rule("No security protocol defined for listener "+string(name), ErrNoSecurityProtocol)
 	}
 	return EndPoint{Name: name, Host: host, Port: port, SecurityProtocol: protocol}, nil
 }

@@ -37,12 +37,3 @@ var (
 	// ErrUnknownListener: no listener has the name given.
 	ErrUnknownListener = errors.New("unknown listener")
 )
-
-// ruleError carries one of Kafka's messages and the sentinel behind it.
-type ruleError struct {
-	msg string
-	err error
-}
-
-func (e *ruleError) Error() string { return e.msg }
-func (e *ruleError) Unwrap() error { return e.err }

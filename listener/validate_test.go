@@ -140,6 +140,7 @@ func TestSetBuiltInCodeBehavesAsParsed(t *testing.T) {
 			InterBrokerListener: parsed.InterBrokerListener, InterBrokerSecurityProtocol: parsed.InterBrokerSecurityProtocol,
 			ControlPlaneListener: parsed.ControlPlaneListener}
 		require.NoError(t, code.Validate(), props)
+		assert.Equal(t, parsed, code, "a Set read from properties holds its fields and nothing else")
 		assert.Equal(t, parsed.AdvertisedEndPoints(), code.AdvertisedEndPoints(), props)
 		for _, l := range parsed.All {
 			got, ok := code.Listener(l.Name)

@@ -2,74 +2,60 @@ package security
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 
-	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 )
 
-// JAASUsers are the user stores of a broker's SASL listeners, read from
-// Kafka's JAAS properties, per listener and built-in mechanism:
+// ErrJAASConfig is wrapped by the errors of config.JAASUsers about a JAAS
+// configuration that does not parse, does not configure the mechanism's
+// login module, or is missing where a listener's built-in mechanism needs
+// its users.
+var ErrJAASConfig = errors.New("invalid JAAS configuration")
+
+// ListenerUsers are the users of one listener's built-in SASL mechanisms
+// (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512), as plain values: lists of
+// users (user name → password), each under a name of its own, and the list
+// each mechanism logs in. config.JAASUsers reads them from Kafka's JAAS
+// keys and names each list after the key it was read from
+// (listener.name.<listener>.plain.sasl.jaas.config, ...); a host may build
+// them in code, under names of its choosing, to the same effect.
+type ListenerUsers struct {
+	// Lists are the user lists, by name. A user name or password must
+	// not be empty.
+	Lists map[string]map[string]string
+	// Plain, SCRAMSHA256 and SCRAMSHA512 name the list of Lists each
+	// mechanism logs in; "" for a mechanism the listener does not enable
+	// (it then logs nobody in). Mechanisms may share a list.
+	Plain, SCRAMSHA256, SCRAMSHA512 string
+}
+
+// JAASUsers are the credential stores of a broker's SASL listeners that
+// enable a built-in mechanism, one per listener, built from each
+// listener's [ListenerUsers]: each mechanism asks the list its
+// ListenerUsers name. SCRAM credentials are derived from the passwords
+// ([sasl.NewUsers]).
 //
-//   - PLAIN's users are the user_<name> options of PlainLoginModule in
-//     listener.name.<listener>.plain.sasl.jaas.config.
-//   - SCRAM-SHA-256's and SCRAM-SHA-512's are the user_<name> options of
-//     ScramLoginModule in listener.name.<listener>.scram-sha-256.sasl.jaas.config
-//     and listener.name.<listener>.scram-sha-512.sasl.jaas.config
-//     when that key names users; else, the PLAIN key's users log in with
-//     the SCRAM mechanism too. (Kafka keeps SCRAM
-//     credentials in its metadata instead, and reads only the broker's own
-//     username and password from ScramLoginModule; a SCRAM key that names
-//     no users is warned about.)
-//
-// SCRAM credentials are derived from the passwords ([sasl.NewUsers]).
-// Listeners that enable no built-in mechanism need no users and get no
-// store.
-//
-// Build them with [NewJAASUsers], hand each of [JAASUsers.Stores] to the
-// socket server (the Credentials of the listener's
-// socketserver.ListenerConfig), and call [JAASUsers.Reload] to apply a
-// changed configuration, for example on SIGHUP. A JAASUsers is safe for
+// Build them with [NewJAASUsers] (from config.JAASUsers, which reads
+// Kafka's JAAS keys, or from users built in code), hand each of
+// [JAASUsers.Stores] to the socket server (the Credentials of the
+// listener's socketserver.ListenerConfig), and call [JAASUsers.Reload] to
+// apply changed users, for example on SIGHUP. A JAASUsers is safe for
 // concurrent use.
 type JAASUsers struct {
 	mu     sync.Mutex // one Reload at a time
 	stores map[protocolmap.ListenerName]*jaasStore
-	// users are each listener's user lists, by the JAAS key they are
-	// read from; names their user names only: passwords are not kept.
+	// users are each listener's user lists, by name; names their user
+	// names only: passwords are not kept.
 	users map[protocolmap.ListenerName]map[string]*sasl.Users
 	names map[protocolmap.ListenerName]map[string][]string
-}
-
-// JAASWarning is a sasl.jaas.config setting a broker ignores, or reads
-// without effect. With no Reason, it is a key without the listener and
-// mechanism prefix (sasl.jaas.config or listener.name.<l>.sasl.jaas.config):
-// Kafka logs "Server config sasl.jaas.config should be prefixed with SASL
-// mechanism name, ignoring config"; the host should log it too. Else
-// Reason says what is wrong with Key: a SCRAM key of a mechanism the
-// listener does not enable, or one that names no users.
-type JAASWarning struct {
-	// Key is the key warned about.
-	Key string
-	// Listener is a listener it may have been meant for.
-	Listener protocolmap.ListenerName
-	// Reason is the warning, a sentence naming Key; empty for an
-	// un-prefixed key.
-	Reason string
-}
-
-// String returns the warning to log.
-func (w JAASWarning) String() string {
-	if w.Reason != "" {
-		return w.Reason
-	}
-	return fmt.Sprintf("ignoring %s: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in %s",
-		w.Key, mechanismKey(w.Listener, "PLAIN", KeySASLJAASConfig))
 }
 
 // UserChange is what a [JAASUsers.Reload] changed in one list of users of
@@ -77,49 +63,59 @@ func (w JAASWarning) String() string {
 // logged.
 type UserChange struct {
 	Listener protocolmap.ListenerName
-	// Key is the JAAS key the users are read from: the listener's PLAIN
-	// key, or a SCRAM mechanism's that names users of its own.
+	// Key names the list in [ListenerUsers.Lists]: as config.JAASUsers
+	// reads them, the JAAS key the users are read from (the listener's
+	// PLAIN key, or a SCRAM mechanism's that names users of its own).
 	Key string
 	// Added and Removed are the users who joined and left;
 	// PasswordChanged those whose password changed. Each is sorted.
 	Added, Removed, PasswordChanged []string
 }
 
-// NewJAASUsers reads the users of every SASL listener of set that enables a
-// built-in mechanism and builds their stores. Errors are
-// *config.Error values: those of sasl.enabled.mechanisms;
-// wrapping [ErrJAASConfig], a JAAS key that does not parse or does not
-// configure the mechanism's login module (its value shown as [hidden]),
-// a listener enabling PLAIN whose PLAIN key is not set (Kafka would fall
-// back to a static JAAS file, which this package does not read), and, for
-// a listener that enables a SCRAM mechanism but not PLAIN, one naming the
-// SCRAM key when neither it nor the PLAIN key names users; the warnings are about sasl.jaas.config settings the broker ignores or that
-// name no users, each key once.
-func NewJAASUsers(set *listener.Set) (*JAASUsers, []JAASWarning, error) {
-	read, warnings, err := readJAASUsers(set)
-	if err != nil {
-		return nil, warnings, err
+// NewJAASUsers builds the store of each listener of users. Each mechanism
+// of a listener must name a list of its ListenerUsers (or none), and every
+// list must hold users with non-empty names and passwords; errors name the
+// listener and the list.
+func NewJAASUsers(users map[protocolmap.ListenerName]ListenerUsers) (*JAASUsers, error) {
+	if err := checkUsers(users); err != nil {
+		return nil, err
 	}
 	u := &JAASUsers{
 		stores: map[protocolmap.ListenerName]*jaasStore{},
 		users:  map[protocolmap.ListenerName]map[string]*sasl.Users{},
 		names:  map[protocolmap.ListenerName]map[string][]string{},
 	}
-	for _, name := range slices.Sorted(maps.Keys(read)) {
-		users, err := newListenerUsers(name, read[name])
+	for _, name := range slices.Sorted(maps.Keys(users)) {
+		lists, err := newListenerUsers(name, users[name])
 		if err != nil {
-			return nil, warnings, err
+			return nil, err
 		}
-		u.add(name, read[name], users)
+		u.add(name, users[name], lists)
 	}
-	return u, warnings, nil
+	return u, nil
+}
+
+// checkUsers checks that each mechanism of users names a list of its
+// listener's.
+func checkUsers(users map[protocolmap.ListenerName]ListenerUsers) error {
+	for _, name := range slices.Sorted(maps.Keys(users)) {
+		lu := users[name]
+		for _, m := range []struct{ mechanism, list string }{
+			{sasl.Plain, lu.Plain}, {sasl.SCRAMSHA256, lu.SCRAMSHA256}, {sasl.SCRAMSHA512, lu.SCRAMSHA512},
+		} {
+			if _, ok := lu.Lists[m.list]; m.list != "" && !ok {
+				return fmt.Errorf("security: listener %s: %s logs in the users of list %q, which its ListenerUsers.Lists does not hold", name, m.mechanism, m.list)
+			}
+		}
+	}
+	return nil
 }
 
 // newListenerUsers builds the user lists of listener name, by key.
-func newListenerUsers(name protocolmap.ListenerName, lu listenerUsers) (map[string]*sasl.Users, error) {
+func newListenerUsers(name protocolmap.ListenerName, lu ListenerUsers) (map[string]*sasl.Users, error) {
 	out := map[string]*sasl.Users{}
-	for _, key := range slices.Sorted(maps.Keys(lu.byKey)) {
-		store, err := sasl.NewUsers(lu.byKey[key])
+	for _, key := range slices.Sorted(maps.Keys(lu.Lists)) {
+		store, err := sasl.NewUsers(lu.Lists[key])
 		if err != nil {
 			return nil, fmt.Errorf("listener %s: %s: %w", name, key, err)
 		}
@@ -129,9 +125,9 @@ func newListenerUsers(name protocolmap.ListenerName, lu listenerUsers) (map[stri
 }
 
 // add gives listener name its store, over users, read as lu.
-func (u *JAASUsers) add(name protocolmap.ListenerName, lu listenerUsers, users map[string]*sasl.Users) {
+func (u *JAASUsers) add(name protocolmap.ListenerName, lu ListenerUsers, users map[string]*sasl.Users) {
 	u.users[name], u.names[name] = users, map[string][]string{}
-	for key, list := range lu.byKey {
+	for key, list := range lu.Lists {
 		u.names[name][key] = slices.Sorted(maps.Keys(list))
 	}
 	u.stores[name] = &jaasStore{}
@@ -149,25 +145,24 @@ func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
 	return out
 }
 
-// Reload re-reads the users from set, a new reading of the broker's
-// configuration, and swaps every store's users for them: added users can
+// Reload swaps every store's users for next, the users of a new reading
+// of the broker's configuration, whose listeners are set: added users can
 // log in at once, removed ones no more (their open connections last until
 // their session expires, which connections.max.reauth.ms bounds). It
 // returns what changed in each list of users of each listener, by
-// listener and key; a list whose key no longer names users is reported
-// with all its users removed. A listener still in set that has a store
-// must still enable a built-in mechanism (changing a listener's protocol
-// or mechanisms needs a restart). The listeners set adds, as a broker adds
-// listeners at run time (listener.Set.Changes), get stores of their own,
-// which [JAASUsers.Stores] then returns, and their users are reported
-// added; those it removes lose theirs (their users reported removed).
-// On error nothing changes.
-func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, error) {
+// listener and list; a list that next no longer holds is reported with
+// all its users removed. A listener still in set that has a store must
+// still have users in next (changing a listener's protocol or mechanisms
+// needs a restart). The listeners next adds, as a broker adds listeners
+// at run time (listener.Set.Changes), get stores of their own, which
+// [JAASUsers.Stores] then returns, and their users are reported added;
+// those it removes lose theirs (their users reported removed). On error
+// nothing changes.
+func (u *JAASUsers) Reload(set *listener.Set, next map[protocolmap.ListenerName]ListenerUsers) ([]UserChange, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	next, warnings, err := readJAASUsers(set)
-	if err != nil {
-		return nil, warnings, err
+	if err := checkUsers(next); err != nil {
+		return nil, err
 	}
 	var names, gone []protocolmap.ListenerName
 	for _, name := range slices.Sorted(maps.Keys(u.stores)) {
@@ -177,7 +172,7 @@ func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, erro
 		case ok:
 			names = append(names, name)
 		case kept:
-			return nil, warnings, fmt.Errorf("listener %s is no SASL listener with a built-in mechanism in the new configuration: changing a listener's protocol or mechanisms needs a restart", name)
+			return nil, fmt.Errorf("listener %s is no SASL listener with a built-in mechanism in the new configuration: changing a listener's protocol or mechanisms needs a restart", name)
 		default:
 			gone = append(gone, name)
 		}
@@ -192,10 +187,10 @@ func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, erro
 		}
 		users, err := newListenerUsers(name, next[name])
 		if err != nil {
-			return nil, warnings, err
+			return nil, err
 		}
 		added[name] = users
-		for key, list := range next[name].byKey {
+		for key, list := range next[name].Lists {
 			changes = append(changes, UserChange{Listener: name, Key: key, Added: slices.Sorted(maps.Keys(list))})
 		}
 	}
@@ -205,15 +200,16 @@ func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, erro
 		}
 	}
 	for _, name := range names {
-		old, lists := u.users[name], next[name].byKey
+		old, lists := u.users[name], next[name].Lists
 		fresh[name] = map[string]*sasl.Users{}
 		for _, key := range slices.Sorted(maps.Keys(lists)) {
 			users := lists[key]
 			ch := UserChange{Listener: name, Key: key}
 			store, ok := old[key]
 			if !ok {
+				var err error
 				if store, err = sasl.NewUsers(users); err != nil {
-					return nil, warnings, fmt.Errorf("listener %s: %s: %w", name, key, err)
+					return nil, fmt.Errorf("listener %s: %s: %w", name, key, err)
 				}
 				fresh[name][key] = store
 				ch.Added = slices.Sorted(maps.Keys(users))
@@ -245,14 +241,14 @@ func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, erro
 		return cmp.Or(cmp.Compare(a.Listener, b.Listener), cmp.Compare(a.Key, b.Key))
 	})
 	for _, name := range names {
-		lists := next[name].byKey
+		lists := next[name].Lists
 		for _, key := range slices.Sorted(maps.Keys(lists)) {
 			if store, ok := u.users[name][key]; ok {
 				// parsePlainJAAS and parseSCRAMJAAS refuse what Replace
 				// would; Replace fails only if the system's random source
 				// does.
 				if err := store.Replace(lists[key]); err != nil {
-					return changes, warnings, fmt.Errorf("listener %s: %s: %w", name, key, err)
+					return changes, fmt.Errorf("listener %s: %s: %w", name, key, err)
 				}
 			} else {
 				u.users[name][key] = fresh[name][key]
@@ -275,7 +271,7 @@ func (u *JAASUsers) Reload(set *listener.Set) ([]UserChange, []JAASWarning, erro
 		delete(u.users, name)
 		delete(u.names, name)
 	}
-	return changes, warnings, nil
+	return changes, nil
 }
 
 // jaasStore is a listener's credential store: each built-in mechanism
@@ -312,97 +308,7 @@ func (s *jaasStore) SCRAM(mechanism, user string) (sasl.SCRAMCredential, bool) {
 	return users.SCRAM(mechanism, user)
 }
 
-// listenerUsers are the user lists of one listener, by JAAS key, and the
-// key each built-in mechanism reads.
-type listenerUsers struct {
-	byKey                 map[string]map[string]string
-	plain, sha256, sha512 string // "" for a mechanism not enabled
-}
-
 // route returns the stores of stores (by key) that each mechanism asks.
-func (lu listenerUsers) route(stores map[string]*sasl.Users) *jaasRoute {
-	return &jaasRoute{plain: stores[lu.plain], sha256: stores[lu.sha256], sha512: stores[lu.sha512]}
-}
-
-// readJAASUsers reads the user lists of every SASL listener of set that
-// enables a built-in mechanism.
-func readJAASUsers(set *listener.Set) (map[protocolmap.ListenerName]listenerUsers, []JAASWarning, error) {
-	out := map[protocolmap.ListenerName]listenerUsers{}
-	var warnings []JAASWarning
-	warn := func(w JAASWarning) {
-		if !slices.ContainsFunc(warnings, func(o JAASWarning) bool { return o.Key == w.Key }) {
-			warnings = append(warnings, w)
-		}
-	}
-	for _, l := range set.All {
-		if !l.SecurityProtocol.UsesSASL() {
-			continue
-		}
-		mechs, err := view(set).saslMechanisms(l.Name)
-		if err != nil {
-			return nil, warnings, err
-		}
-		if !slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(sasl.Builtins(), m) }) {
-			continue
-		}
-		plainKey := mechanismKey(l.Name, "PLAIN", KeySASLJAASConfig)
-		plain, ignored, plainErr := plainUsers(set, l.Name)
-		if ignored != "" {
-			warn(JAASWarning{Key: ignored, Listener: l.Name})
-		}
-		_, plainSet := view(set).props.Get(plainKey)
-		lu := listenerUsers{byKey: map[string]map[string]string{}}
-		if slices.Contains(mechs, sasl.Plain) {
-			if plainErr != nil {
-				return nil, warnings, plainErr
-			}
-			lu.plain, lu.byKey[plainKey] = plainKey, plain
-		}
-		for _, mech := range []string{sasl.SCRAMSHA256, sasl.SCRAMSHA512} {
-			key := mechanismKey(l.Name, mech, KeySASLJAASConfig)
-			users, keySet, err := scramUsers(set, l.Name, mech)
-			if !slices.Contains(mechs, mech) {
-				if keySet {
-					warn(JAASWarning{Key: key, Listener: l.Name, Reason: fmt.Sprintf(
-						"ignoring %s: listener %s does not enable %s (%s)", key, l.Name, mech, KeySASLEnabledMechanisms)})
-				}
-				continue
-			}
-			if err != nil {
-				return nil, warnings, err
-			}
-			from := key
-			if len(users) == 0 {
-				// The PLAIN key's users log in with this mechanism.
-				if plainErr != nil && plainSet {
-					return nil, warnings, plainErr // the PLAIN key does not parse
-				}
-				if plainErr != nil {
-					rule := fmt.Sprintf("SASL/%s on listener %s needs its users in %s (%s required user_<name>=\"<password>\" ...;), or in %s (%s required user_<name>=\"<password>\" ...;), whose users log in with every built-in mechanism",
-						mech, l.Name, key, ScramLoginModule, plainKey, PlainLoginModule)
-					if keySet {
-						rule = fmt.Sprintf("%s names no users (user_<name> options): its username and password are the broker's own, for inter-broker connections, and kafkanet keeps no SCRAM credentials in a metadata log as Kafka does; ", key) + rule
-					}
-					if ignored != "" {
-						rule += fmt.Sprintf("; %s is set but a broker ignores it without the listener and mechanism prefix", ignored)
-					}
-					return nil, warnings, &configerr.Error{Key: key, Rule: rule, Err: ErrJAASConfig}
-				}
-				if keySet {
-					warn(JAASWarning{Key: key, Listener: l.Name, Reason: fmt.Sprintf(
-						"%s names no users (user_<name> options): its username and password are the broker's own, for inter-broker connections, and kafkanet keeps no SCRAM credentials in a metadata log as Kafka does; %s on listener %s logs in the users of %s",
-						key, mech, l.Name, plainKey)})
-				}
-				from, users = plainKey, plain
-			}
-			lu.byKey[from] = users
-			if mech == sasl.SCRAMSHA256 {
-				lu.sha256 = from
-			} else {
-				lu.sha512 = from
-			}
-		}
-		out[l.Name] = lu
-	}
-	return out, warnings, nil
+func (lu ListenerUsers) route(stores map[string]*sasl.Users) *jaasRoute {
+	return &jaasRoute{plain: stores[lu.Plain], sha256: stores[lu.SCRAMSHA256], sha512: stores[lu.SCRAMSHA512]}
 }

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kafkanet/kafkanet/internal/configerr"
 )
 
 // KeySSLPrincipalMappingRules is the key of the rules that turn a client
@@ -111,7 +113,7 @@ func ParsePrincipalMappingRules(s string) (*PrincipalMapper, error) {
 		text := s[loc[2]:loc[3]]
 		g := ruleParser.FindStringSubmatchIndex(text)
 		if g[1] != len(text) {
-			return nil, &ruleError{fmt.Sprintf("Invalid rule: `%s`, unmatched substring: `%s`", text, text[g[1]:]), ErrInvalidPrincipalRule}
+			return nil, configerr.Rule(fmt.Sprintf("Invalid rule: `%s`, unmatched substring: `%s`", text, text[g[1]:]), ErrInvalidPrincipalRule)
 		}
 		switch {
 		case g[2] >= 0:
@@ -132,14 +134,14 @@ func newPrincipalRule(text, pattern, replacement, flag string) (principalRule, e
 	r := principalRule{source: pattern, replacement: replacement, lower: flag == "L", upper: flag == "U"}
 	var err error
 	if r.re, err = regexp.Compile(pattern); err != nil {
-		return r, &ruleError{fmt.Sprintf("Invalid rule: `%s`: the pattern is not a regular expression this package reads (RE2 syntax; "+
-			"Java-only features such as back-references, lookaround, possessive quantifiers and atomic groups are not supported): %v", text, err), ErrInvalidPrincipalRule}
+		return r, configerr.Rule(fmt.Sprintf("Invalid rule: `%s`: the pattern is not a regular expression this package reads (RE2 syntax; "+
+			"Java-only features such as back-references, lookaround, possessive quantifiers and atomic groups are not supported): %v", text, err), ErrInvalidPrincipalRule)
 	}
 	if r.full, err = regexp.Compile(`\A(?:` + pattern + `)\z`); err != nil {
-		return r, &ruleError{fmt.Sprintf("Invalid rule: `%s`: the pattern cannot be anchored: %v", text, err), ErrInvalidPrincipalRule}
+		return r, configerr.Rule(fmt.Sprintf("Invalid rule: `%s`: the pattern cannot be anchored: %v", text, err), ErrInvalidPrincipalRule)
 	}
 	if r.template, err = parseReplacement(replacement, r.re); err != nil {
-		return r, &ruleError{fmt.Sprintf("Invalid rule: `%s`: replacement %s", text, err), ErrInvalidPrincipalRule}
+		return r, configerr.Rule(fmt.Sprintf("Invalid rule: `%s`: replacement %s", text, err), ErrInvalidPrincipalRule)
 	}
 	return r, nil
 }
@@ -245,7 +247,7 @@ func (m *PrincipalMapper) Name(dn string) (string, error) {
 			return name, nil
 		}
 	}
-	return "", &ruleError{fmt.Sprintf("No rules apply to %s, rules %s", dn, m), ErrNoMatchingRule}
+	return "", configerr.Rule(fmt.Sprintf("No rules apply to %s, rules %s", dn, m), ErrNoMatchingRule)
 }
 
 func (r principalRule) apply(dn string) (string, bool) {

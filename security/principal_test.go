@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -237,8 +238,8 @@ func certWithSubject(t *testing.T, rawSubject []byte, name pkix.Name) *x509.Cert
 }
 
 func TestSubjectDN(t *testing.T) {
-	f := testFixture(t)
-	assert.Equal(t, `CN=alice,OU=ServiceUsers,O=Acme\, Inc.,L=Fulton,ST=MD,C=US`, security.SubjectDN(f.client.cert))
+	f := testkit.TLSTestFixture(t)
+	assert.Equal(t, `CN=alice,OU=ServiceUsers,O=Acme\, Inc.,L=Fulton,ST=MD,C=US`, security.SubjectDN(f.Client.Cert))
 
 	// A subject built by Go from a pkix.Name, with the attribute types
 	// Java names and two it writes as OIDs.

@@ -11,17 +11,15 @@ import (
 	"strings"
 
 	"github.com/kafkanet/kafkanet/internal/configerr"
-	"github.com/kafkanet/kafkanet/listener"
-	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
-// Kafka's keys that allow a listener's reloaded certificate to name
-// another subject ([Settings.AllowDNChanges], [Settings.AllowSANChanges]);
-// both may be set for one listener with the listener.name.<lower-case
-// name>. prefix.
+// The keys that allow a listener's reloaded certificate to name another
+// subject, which a refused change names when the Settings do not say
+// where AllowDNChanges and AllowSANChanges came from (the configuration
+// layer, package config, exports them as constants).
 const (
-	KeySSLAllowDNChanges  = "ssl.allow.dn.changes"
-	KeySSLAllowSANChanges = "ssl.allow.san.changes"
+	keySSLAllowDNChanges  = "ssl.allow.dn.changes"
+	keySSLAllowSANChanges = "ssl.allow.san.changes"
 )
 
 // ErrCertificateChange is wrapped by the error of
@@ -29,38 +27,6 @@ const (
 // subject than the one in force, and the listener's settings do not allow
 // it.
 var ErrCertificateChange = errors.New("certificate subject change not allowed")
-
-// readAllowChanges reads ssl.allow.dn.changes and ssl.allow.san.changes
-// for a TLS listener. An unset key is kept, for errors, in the form of
-// the listener's key store setting: listener-prefixed when the key store
-// is.
-func (c config) readAllowChanges(name protocolmap.ListenerName, s *Settings) error {
-	store := firstSet(c.setting(name, KeySSLKeystoreLocation), c.setting(name, KeySSLKeystoreKey))
-	var err error
-	if s.AllowDNChanges, s.AllowDNChangesKey, err = c.boolean(name, KeySSLAllowDNChanges, store); err != nil {
-		return err
-	}
-	s.AllowSANChanges, s.AllowSANChangesKey, err = c.boolean(name, KeySSLAllowSANChanges, store)
-	return err
-}
-
-// boolean reads a Kafka BOOLEAN setting (default false): true or false,
-// in any case, around white space. It returns the key in the form that
-// holds the value, or when none does in the form of beside (see
-// setting.like).
-func (c config) boolean(name protocolmap.ListenerName, key string, beside setting) (bool, string, error) {
-	s := c.setting(name, key)
-	if !s.ok {
-		return false, s.like(beside).from, nil
-	}
-	switch v := strings.TrimSpace(s.value); {
-	case strings.EqualFold(v, "true"):
-		return true, s.from, nil
-	case strings.EqualFold(v, "false"):
-		return false, s.from, nil
-	}
-	return false, "", &configerr.Error{Key: s.from, Value: s.value, Err: listener.ErrInvalidValue, Rule: "Expected value to be either true or false"}
-}
 
 // CheckCertificateChange applies Kafka's rules for reloading a listener's
 // key store (SslFactory's reconfiguration) to a move from the TLS
@@ -102,7 +68,7 @@ func (s Settings) CheckCertificateChange(current, next *tls.Config) error {
 	if current == nil || len(current.Certificates) == 0 || len(next.Certificates) == 0 || s.AllowDNChanges && s.AllowSANChanges {
 		return nil
 	}
-	dnKey, sanKey := keyOr(s.AllowDNChangesKey, KeySSLAllowDNChanges), keyOr(s.AllowSANChangesKey, KeySSLAllowSANChanges)
+	dnKey, sanKey := keyOr(s.AllowDNChangesKey, keySSLAllowDNChanges), keyOr(s.AllowSANChangesKey, keySSLAllowSANChanges)
 	if len(next.Certificates) != len(current.Certificates) {
 		key := dnKey
 		if s.AllowDNChanges {

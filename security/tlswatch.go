@@ -7,13 +7,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
@@ -21,8 +21,22 @@ import (
 // when its Interval is not set.
 const DefaultTLSWatchInterval = 10 * time.Second
 
-// TLSWatcher reloads the TLS configurations of listeners when the PEM
-// files their settings name (ssl.keystore.location and
+// TLSSource is one listener's TLS configuration as a [TLSWatcher] watches
+// it: the files it is built from, and how to build it again. config.TLSSources
+// gives each TLS listener's, from the PEM files its settings name; a host
+// may build them in code, to the same effect.
+type TLSSource struct {
+	// Files are the files the configuration is built from, read every
+	// Interval.
+	Files []string
+	// Load builds the listener's configuration from the files, when their
+	// content has changed.
+	Load func() (*tls.Config, error)
+}
+
+// TLSWatcher reloads the TLS configurations of listeners when the files
+// they are built from (their [TLSSource]s: for a listener configured with
+// properties, the PEM files of ssl.keystore.location and
 // ssl.truststore.location, with the listener prefix or not) change on
 // disk, as when a certificate manager renews them or Kubernetes updates a
 // mounted secret. It reads the files every Interval and compares their
@@ -30,7 +44,7 @@ const DefaultTLSWatchInterval = 10 * time.Second
 // secret changes by swapping a symbolic link to a new directory, which a
 // watch of the file itself does not see, and the content is what matters.
 // When a listener's files differ from the last reading, it builds the
-// listener's configuration again with [TLSConfig] and hands it to apply
+// listener's configuration again with its source's Load and hands it to apply
 // (typically socketserver.Server.ReloadTLS, which checks it and serves it
 // to new connections).
 //
@@ -57,19 +71,19 @@ type TLSWatcher struct {
 	apply   func(protocolmap.ListenerName, *tls.Config) error
 	running atomic.Bool
 
-	mu  sync.Mutex    // held by a reading and by SetListeners
-	set *listener.Set // the listeners and properties to read
-	gen uint64        // counts SetListeners calls
+	mu      sync.Mutex                             // held by a reading and by SetListeners
+	sources map[protocolmap.ListenerName]TLSSource // the listeners' files
+	gen     uint64                                 // counts SetListeners calls
 }
 
-// NewTLSWatcher returns a watcher of the TLS listeners of set (those that
-// speak SSL or SASL_SSL) that hands each reloaded configuration to apply.
-func NewTLSWatcher(set *listener.Set, apply func(name protocolmap.ListenerName, cfg *tls.Config) error) *TLSWatcher {
-	return &TLSWatcher{set: set, apply: apply}
+// NewTLSWatcher returns a watcher of the listeners of sources that hands
+// each reloaded configuration to apply.
+func NewTLSWatcher(sources map[protocolmap.ListenerName]TLSSource, apply func(name protocolmap.ListenerName, cfg *tls.Config) error) *TLSWatcher {
+	return &TLSWatcher{sources: sources, apply: apply}
 }
 
-// SetListeners replaces the listeners and properties the watcher reads,
-// when the host has read its properties again: the files they name may be
+// SetListeners replaces the listeners' sources the watcher reads, when the
+// host has read its properties again: the files they name may be
 // others. It waits for a reading in progress to end, so that once it
 // returns nothing read under the old listeners is applied: a host calls
 // it before it applies the new reading itself (Server.ReloadTLSFrom),
@@ -77,10 +91,10 @@ func NewTLSWatcher(set *listener.Set, apply func(name protocolmap.ListenerName, 
 // loads and applies every listener's files, changed or not, so that no
 // change between the host's reading and its own is missed. apply must not
 // call SetListeners.
-func (w *TLSWatcher) SetListeners(set *listener.Set) {
+func (w *TLSWatcher) SetListeners(sources map[protocolmap.ListenerName]TLSSource) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.set = set
+	w.sources = sources
 	w.gen++
 }
 
@@ -94,7 +108,7 @@ var errWatcherRunning = errors.New("security: TLSWatcher.Run is already running"
 // the watcher has no listeners or no apply function, or is running
 // already.
 func (w *TLSWatcher) Run(ctx context.Context) error {
-	if w.apply == nil || w.set == nil {
+	if w.apply == nil || w.sources == nil {
 		return errors.New("security: TLSWatcher needs listeners and an apply function (NewTLSWatcher)")
 	}
 	if !w.running.CompareAndSwap(false, true) {
@@ -119,7 +133,7 @@ func (w *TLSWatcher) Run(ctx context.Context) error {
 			gen = w.gen
 			clear(seen)
 		}
-		w.poll(w.set, seen, log)
+		w.poll(w.sources, seen, log)
 		w.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -129,62 +143,35 @@ func (w *TLSWatcher) Run(ctx context.Context) error {
 	}
 }
 
-// poll reads each TLS listener's files and applies those that changed
-// since seen, which it updates.
-func (w *TLSWatcher) poll(set *listener.Set, seen map[protocolmap.ListenerName][sha256.Size]byte, log *slog.Logger) {
-	c := view(set)
-	for _, l := range set.All {
-		if !l.SecurityProtocol.UsesTLS() {
+// poll reads each listener's files, in the order of their names, and
+// applies those that changed since seen, which it updates.
+func (w *TLSWatcher) poll(sources map[protocolmap.ListenerName]TLSSource, seen map[protocolmap.ListenerName][sha256.Size]byte, log *slog.Logger) {
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
+		src := sources[name]
+		if len(src.Files) == 0 || src.Load == nil {
 			continue
 		}
-		files := c.tlsFiles(l.Name)
-		if len(files) == 0 {
-			continue
-		}
-		sum := fingerprint(files)
-		before, known := seen[l.Name]
+		sum := fingerprint(src.Files)
+		before, known := seen[name]
 		if known && before == sum {
 			continue
 		}
-		seen[l.Name] = sum
-		cfg, err := TLSConfig(set, l.Name)
+		seen[name] = sum
+		cfg, err := src.Load()
 		if err != nil {
-			log.Error("TLS files do not load; the configuration in force stays", "listener", l.Name, "files", files, "err", err)
+			log.Error("TLS files do not load; the configuration in force stays", "listener", name, "files", src.Files, "err", err)
 			continue
 		}
-		if err := w.apply(l.Name, cfg); err != nil {
-			log.Error("TLS reload refused; the configuration in force stays", "listener", l.Name, "files", files, "err", err)
+		if err := w.apply(name, cfg); err != nil {
+			log.Error("TLS reload refused; the configuration in force stays", "listener", name, "files", src.Files, "err", err)
 			continue
 		}
 		if known {
-			log.Info("TLS files changed; reloaded", "listener", l.Name, "files", files)
+			log.Info("TLS files changed; reloaded", "listener", name, "files", src.Files)
 		} else {
-			log.Debug("TLS files read; applied", "listener", l.Name, "files", files)
+			log.Debug("TLS files read; applied", "listener", name, "files", src.Files)
 		}
 	}
-}
-
-// tlsFiles returns the files a listener's TLS settings read: its key
-// store and trust store locations and each listed server name's key store
-// location, when set.
-func (c config) tlsFiles(name protocolmap.ListenerName) []string {
-	var out []string
-	keys := []string{KeySSLKeystoreLocation, KeySSLTruststoreLocation}
-	// Each listed server name's key store (kafkanet.ssl.server.names) is
-	// a file of its own, rotated on its own.
-	if list := c.setting(name, KeySSLServerNames); list.ok {
-		for _, sn := range protocolmap.SplitList(list.value) {
-			if sn != "" {
-				keys = append(keys, KeySSLServerNamePrefix+sn+"."+KeySSLKeystoreLocation)
-			}
-		}
-	}
-	for _, key := range keys {
-		if s := c.setting(name, key); s.ok && s.value != "" && !slices.Contains(out, s.value) {
-			out = append(out, s.value)
-		}
-	}
-	return out
 }
 
 // fingerprint hashes the names and content of files, in order, each

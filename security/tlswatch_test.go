@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -47,10 +47,20 @@ type applied struct {
 	cfg  *tls.Config
 }
 
+// sources are the TLS sources of the listeners testkit.SecurityListeners
+// gives, with kv laid over them.
+func sources(t testing.TB, kv ...string) map[protocolmap.ListenerName]security.TLSSource {
+	t.Helper()
+	props := testkit.SecurityListeners(kv...)
+	set, err := config.Listeners(props)
+	require.NoError(t, err)
+	return config.TLSSources(props, set)
+}
+
 // watch runs a watcher of set, polling every few milliseconds, until the
 // test ends; apply's results come from refuse (nil: accept). It returns
 // the configurations applied and the log.
-func watch(t *testing.T, set *listener.Set, refuse func(*tls.Config) error) (*security.TLSWatcher, <-chan applied, *lockedBuffer) {
+func watch(t *testing.T, set map[protocolmap.ListenerName]security.TLSSource, refuse func(*tls.Config) error) (*security.TLSWatcher, <-chan applied, *lockedBuffer) {
 	t.Helper()
 	ch := make(chan applied, 16)
 	w := security.NewTLSWatcher(set, func(name protocolmap.ListenerName, cfg *tls.Config) error {
@@ -118,20 +128,20 @@ func leafOf(t *testing.T, a applied) string {
 }
 
 func TestTLSWatcher(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
-	renewal := func() tlsKeyPair {
-		return issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "broker"}, dns: []string{"localhost"}})
+	renewal := func() testkit.TLSKeyPair {
+		return testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "broker"}, DNS: []string{"localhost"}})
 	}
 	first, second := renewal(), renewal()
-	store := func(p tlsKeyPair) string { return p.pkcs8PEM(t) + p.certPEM() + f.ca.certPEM() }
-	keystore := writePEMFile(t, dir, "server.pem", store(first))
-	truststore := writePEMFile(t, dir, "ca.pem", f.ca.certPEM())
-	set := secResolve(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", keystore,
-		"listener.name.client.ssl.keystore.location", writePEMFile(t, dir, "client-listener.pem", store(renewal())),
+	store := func(p testkit.TLSKeyPair) string { return p.PKCS8PEM(t) + p.CertPEM() + f.CA.CertPEM() }
+	keystore := testkit.WritePEMFile(t, dir, "server.pem", store(first))
+	truststore := testkit.WritePEMFile(t, dir, "ca.pem", f.CA.CertPEM())
+	set := sources(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", keystore,
+		"listener.name.client.ssl.keystore.location", testkit.WritePEMFile(t, dir, "client-listener.pem", store(renewal())),
 		"ssl.truststore.type", "PEM", "listener.name.ssl.ssl.truststore.location", truststore,
-		"listener.name.sasl_ssl.ssl.keystore.key", first.pkcs8PEM(t), "listener.name.sasl_ssl.ssl.keystore.certificate.chain", first.certPEM(),
-		"listener.name.sasl_client.ssl.keystore.key", first.pkcs8PEM(t), "listener.name.sasl_client.ssl.keystore.certificate.chain", first.certPEM(),
+		"listener.name.sasl_ssl.ssl.keystore.key", first.PKCS8PEM(t), "listener.name.sasl_ssl.ssl.keystore.certificate.chain", first.CertPEM(),
+		"listener.name.sasl_client.ssl.keystore.key", first.PKCS8PEM(t), "listener.name.sasl_client.ssl.keystore.certificate.chain", first.CertPEM(),
 		"sasl.enabled.mechanisms", "PLAIN")
 	var refusing sync.Mutex
 	refuseAll := false
@@ -151,8 +161,8 @@ func TestTLSWatcher(t *testing.T) {
 		a := next(t, ch)
 		got[a.name] = true
 		if a.name == "SSL" {
-			assert.Equal(t, string(first.cert.Raw), leafOf(t, a))
-			assert.True(t, a.cfg.ClientCAs.Equal(f.caPool()))
+			assert.Equal(t, string(first.Cert.Raw), leafOf(t, a))
+			assert.True(t, a.cfg.ClientCAs.Equal(f.CAPool()))
 		}
 	}
 	assert.Equal(t, map[protocolmap.ListenerName]bool{"SSL": true, "CLIENT": true}, got)
@@ -162,7 +172,7 @@ func TestTLSWatcher(t *testing.T) {
 		replace(t, keystore, store(second))
 		a := next(t, ch)
 		assert.Equal(t, protocolmap.ListenerName("SSL"), a.name)
-		assert.Equal(t, string(second.cert.Raw), leafOf(t, a))
+		assert.Equal(t, string(second.Cert.Raw), leafOf(t, a))
 		none(t, ch)
 		assert.Contains(t, log.String(), `msg="TLS files changed; reloaded" listener=SSL`)
 	})
@@ -171,14 +181,14 @@ func TestTLSWatcher(t *testing.T) {
 		none(t, ch)
 	})
 	t.Run("the trust store changes", func(t *testing.T) {
-		other := issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "other CA"}})
-		replace(t, truststore, f.ca.certPEM()+other.certPEM())
+		other := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "other CA"}})
+		replace(t, truststore, f.CA.CertPEM()+other.CertPEM())
 		a := next(t, ch)
 		assert.Equal(t, protocolmap.ListenerName("SSL"), a.name)
-		assert.False(t, a.cfg.ClientCAs.Equal(f.caPool()), "the new trust store")
+		assert.False(t, a.cfg.ClientCAs.Equal(f.CAPool()), "the new trust store")
 	})
 	t.Run("files that do not load", func(t *testing.T) {
-		replace(t, keystore, first.pkcs8PEM(t)+second.certPEM()) // the key is not the certificate's
+		replace(t, keystore, first.PKCS8PEM(t)+second.CertPEM()) // the key is not the certificate's
 		none(t, ch)
 		assert.Equal(t, 1, strings.Count(log.String(), `msg="TLS files do not load; the configuration in force stays" listener=SSL`),
 			"an error logged once per change: %s", log)
@@ -186,7 +196,7 @@ func TestTLSWatcher(t *testing.T) {
 		require.NoError(t, os.Remove(keystore))
 		none(t, ch)
 		replace(t, keystore, store(first))
-		assert.Equal(t, string(first.cert.Raw), leafOf(t, next(t, ch)))
+		assert.Equal(t, string(first.Cert.Raw), leafOf(t, next(t, ch)))
 	})
 	t.Run("apply refuses", func(t *testing.T) {
 		refusing.Lock()
@@ -201,7 +211,7 @@ func TestTLSWatcher(t *testing.T) {
 		refusing.Unlock()
 		none(t, ch) // tried again only when the files change again
 		replace(t, keystore, store(first))
-		assert.Equal(t, string(first.cert.Raw), leafOf(t, next(t, ch)))
+		assert.Equal(t, string(first.Cert.Raw), leafOf(t, next(t, ch)))
 	})
 }
 
@@ -209,37 +219,37 @@ func TestTLSWatcher(t *testing.T) {
 // swapping the ..data symbolic link to it; the files the properties name
 // are links through ..data, so the files themselves never change.
 func TestTLSWatcherKubernetesSecret(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	mount := t.TempDir()
-	version := func(name string, p tlsKeyPair) {
+	version := func(name string, p testkit.TLSKeyPair) {
 		d := filepath.Join(mount, name)
 		require.NoError(t, os.Mkdir(d, 0o700))
-		require.NoError(t, os.WriteFile(filepath.Join(d, "keystore.pem"), []byte(p.pkcs8PEM(t)+p.certPEM()), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "keystore.pem"), []byte(p.PKCS8PEM(t)+p.CertPEM()), 0o600))
 		tmp := filepath.Join(mount, "..data_tmp")
 		require.NoError(t, os.Symlink(name, tmp))
 		require.NoError(t, os.Rename(tmp, filepath.Join(mount, "..data")))
 	}
-	first := issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "broker"}})
+	first := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "broker"}})
 	version("..2026_01_01_00_00_00.1", first)
 	keystore := filepath.Join(mount, "keystore.pem")
 	require.NoError(t, os.Symlink(filepath.Join("..data", "keystore.pem"), keystore))
 	info, err := os.Lstat(keystore)
 	require.NoError(t, err)
-	set := secResolve(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", keystore,
+	set := sources(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", keystore,
 		"listener.name.client.ssl.keystore.location", keystore, "ssl.enabled.protocols", "TLSv1.3",
 		"listener.name.sasl_ssl.ssl.keystore.location", keystore, "listener.name.sasl_client.ssl.keystore.location", keystore,
 		"sasl.enabled.mechanisms", "PLAIN")
 	_, ch, _ := watch(t, set, nil)
 	for range 4 { // each TLS listener at start
-		assert.Equal(t, string(first.cert.Raw), leafOf(t, next(t, ch)))
+		assert.Equal(t, string(first.Cert.Raw), leafOf(t, next(t, ch)))
 	}
 	none(t, ch)
 
-	second := issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "broker"}})
+	second := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "broker"}})
 	version("..2026_02_01_00_00_00.2", second)
 	for range 4 {
 		a := next(t, ch)
-		assert.Equal(t, string(second.cert.Raw), leafOf(t, a), "listener %s", a.name)
+		assert.Equal(t, string(second.Cert.Raw), leafOf(t, a), "listener %s", a.name)
 		assert.Equal(t, uint16(tls.VersionTLS13), a.cfg.MinVersion, "the configuration is built from all the listener's keys")
 	}
 	after, err := os.Lstat(keystore)
@@ -250,34 +260,35 @@ func TestTLSWatcherKubernetesSecret(t *testing.T) {
 // SetListeners points the watcher at the files of a new reading of the
 // properties; it applies them at its next reading, changed or not.
 func TestTLSWatcherSetListeners(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
-	a := issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "a"}})
-	b := issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "b"}})
-	fileA := writePEMFile(t, dir, "a.pem", a.pkcs8PEM(t)+a.certPEM())
-	fileB := writePEMFile(t, dir, "b.pem", b.pkcs8PEM(t)+b.certPEM())
-	only := func(file string) *listener.Set {
-		c, err := config.Listeners(config.Properties{
+	a := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "a"}})
+	b := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "b"}})
+	fileA := testkit.WritePEMFile(t, dir, "a.pem", a.PKCS8PEM(t)+a.CertPEM())
+	fileB := testkit.WritePEMFile(t, dir, "b.pem", b.PKCS8PEM(t)+b.CertPEM())
+	only := func(file string) map[protocolmap.ListenerName]security.TLSSource {
+		props := config.Properties{
 			"listeners": "SSL://127.0.0.1:9093", "listener.security.protocol.map": "SSL:SSL",
 			"security.inter.broker.protocol": "SSL", "ssl.keystore.type": "PEM", "ssl.keystore.location": file,
-		})
+		}
+		c, err := config.Listeners(props)
 		require.NoError(t, err)
-		return c
+		return config.TLSSources(props, c)
 	}
 	w, ch, _ := watch(t, only(fileA), nil)
-	assert.Equal(t, string(a.cert.Raw), leafOf(t, next(t, ch)))
+	assert.Equal(t, string(a.Cert.Raw), leafOf(t, next(t, ch)))
 	none(t, ch)
 	w.SetListeners(only(fileB))
-	assert.Equal(t, string(b.cert.Raw), leafOf(t, next(t, ch)))
+	assert.Equal(t, string(b.Cert.Raw), leafOf(t, next(t, ch)))
 	none(t, ch)
-	replace(t, fileA, b.pkcs8PEM(t)+b.certPEM()) // no longer watched
+	replace(t, fileA, b.PKCS8PEM(t)+b.CertPEM()) // no longer watched
 	none(t, ch)
 	w.SetListeners(only(fileB)) // the same files: applied again all the same
-	assert.Equal(t, string(b.cert.Raw), leafOf(t, next(t, ch)))
+	assert.Equal(t, string(b.Cert.Raw), leafOf(t, next(t, ch)))
 }
 
 func TestTLSWatcherRun(t *testing.T) {
-	set := secResolve(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", filepath.Join(t.TempDir(), "missing.pem"))
+	set := sources(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", filepath.Join(t.TempDir(), "missing.pem"))
 	t.Run("no apply function", func(t *testing.T) {
 		assert.Error(t, security.NewTLSWatcher(set, nil).Run(context.Background()))
 	})
@@ -304,9 +315,9 @@ func TestTLSWatcherRun(t *testing.T) {
 // SetListeners waits for a reading in progress: once it returns, nothing
 // read under the old listeners is applied.
 func TestTLSWatcherSetListenersWaitsForAReading(t *testing.T) {
-	f := testFixture(t)
-	p := issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: "a"}})
-	set := secResolve(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", writePEMFile(t, t.TempDir(), "a.pem", p.pkcs8PEM(t)+p.certPEM()))
+	f := testkit.TLSTestFixture(t)
+	p := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "a"}})
+	set := sources(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", testkit.WritePEMFile(t, t.TempDir(), "a.pem", p.PKCS8PEM(t)+p.CertPEM()))
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	w := security.NewTLSWatcher(set, func(protocolmap.ListenerName, *tls.Config) error {
@@ -338,16 +349,16 @@ func TestTLSWatcherSetListenersWaitsForAReading(t *testing.T) {
 // own: renewing it alone reloads the listener, with the name's new
 // certificate.
 func TestTLSWatcherServerNameKeyStore(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
-	leaf := func(name string) tlsKeyPair {
-		return issueLeaf(t, f, leafSpec{subject: pkix.Name{CommonName: name}, dns: []string{name}})
+	leaf := func(name string) testkit.TLSKeyPair {
+		return testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: name}, DNS: []string{name}})
 	}
-	store := func(p tlsKeyPair) string { return p.pkcs8PEM(t) + p.certPEM() + f.ca.certPEM() }
+	store := func(p testkit.TLSKeyPair) string { return p.PKCS8PEM(t) + p.CertPEM() + f.CA.CertPEM() }
 	first, second := leaf("b.example.com"), leaf("b.example.com")
-	named := writePEMFile(t, dir, "b.pem", store(first))
-	set := secResolve(t, "ssl.keystore.type", "PEM",
-		"listener.name.ssl.ssl.keystore.location", writePEMFile(t, dir, "server.pem", store(leaf("localhost"))),
+	named := testkit.WritePEMFile(t, dir, "b.pem", store(first))
+	set := sources(t, "ssl.keystore.type", "PEM",
+		"listener.name.ssl.ssl.keystore.location", testkit.WritePEMFile(t, dir, "server.pem", store(leaf("localhost"))),
 		"listener.name.ssl.kafkanet.ssl.server.names", "b.example.com",
 		"listener.name.ssl.kafkanet.ssl.server.name.b.example.com.ssl.keystore.location", named)
 	_, ch, _ := watch(t, set, nil)
@@ -359,11 +370,39 @@ func TestTLSWatcherServerNameKeyStore(t *testing.T) {
 	}
 	a := next(t, ch)
 	require.Equal(t, protocolmap.ListenerName("SSL"), a.name)
-	assert.Equal(t, string(first.cert.Raw), nameCert(a))
+	assert.Equal(t, string(first.Cert.Raw), nameCert(a))
 	none(t, ch)
 
 	replace(t, named, store(second))
 	a = next(t, ch)
 	assert.Equal(t, protocolmap.ListenerName("SSL"), a.name)
-	assert.Equal(t, string(second.cert.Raw), nameCert(a), "the name's renewed certificate")
+	assert.Equal(t, string(second.Cert.Raw), nameCert(a), "the name's renewed certificate")
+}
+
+// A TLSSource built in code is watched as config.TLSSources' are: the
+// same files, and Load called when their content changes.
+func TestTLSWatcherSourceBuiltInCode(t *testing.T) {
+	f := testkit.TLSTestFixture(t)
+	dir := t.TempDir()
+	first := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "broker"}})
+	second := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "broker"}})
+	keystore := testkit.WritePEMFile(t, dir, "server.pem", first.PKCS8PEM(t)+first.CertPEM())
+	fromProps := sources(t, "ssl.keystore.type", "PEM", "listener.name.ssl.ssl.keystore.location", keystore)
+	require.Contains(t, fromProps, protocolmap.ListenerName("SSL"))
+	code := map[protocolmap.ListenerName]security.TLSSource{"SSL": {Files: []string{keystore}, Load: func() (*tls.Config, error) {
+		data, err := os.ReadFile(keystore)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.X509KeyPair(data, data)
+		return &tls.Config{Certificates: []tls.Certificate{cert}}, err
+	}}}
+	assert.Equal(t, code["SSL"].Files, fromProps["SSL"].Files)
+	_, ch, _ := watch(t, code, nil)
+	assert.Equal(t, string(first.Cert.Raw), leafOf(t, next(t, ch)))
+	none(t, ch)
+	replace(t, keystore, second.PKCS8PEM(t)+second.CertPEM())
+	a := next(t, ch)
+	assert.Equal(t, protocolmap.ListenerName("SSL"), a.name)
+	assert.Equal(t, string(second.Cert.Raw), leafOf(t, a))
 }

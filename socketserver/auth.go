@@ -196,13 +196,19 @@ func noOAuthBearer(l protocolmap.ListenerName, conf security.Settings, configErr
 			"as Kafka configures it (oauthbearer.AddMechanism(l.Mechanisms, l.Security), with the settings config.Server reads)", pkg))
 }
 
+// keySASLEnabledMechanisms is the key an error about a listener's
+// EnabledMechanisms names when its Settings do not say where they came
+// from (the configuration layer, package config, exports it as a
+// constant).
+const keySASLEnabledMechanisms = "sasl.enabled.mechanisms"
+
 // enabledMechanismsSetting returns the key a listener's
 // sasl.enabled.mechanisms came from and their value, for error messages;
 // New reads no property.
 func enabledMechanismsSetting(conf security.Settings) (key, value string) {
 	key = conf.EnabledMechanismsKey
 	if key == "" {
-		key = security.KeySASLEnabledMechanisms
+		key = keySASLEnabledMechanisms
 	}
 	return key, strings.Join(conf.EnabledMechanisms, ",")
 }

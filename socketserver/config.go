@@ -294,7 +294,7 @@ type ListenerConfig struct {
 	// the SASL mechanisms it enables, principal mapping,
 	// re-authentication, the handshake timeout, and OAUTHBEARER's settings
 	// when its properties configure them (config.Server reads them
-	// with security.ForListener). The zero value suits PLAINTEXT.
+	// with config.Security). The zero value suits PLAINTEXT.
 	Security security.Settings
 	// Mechanisms are the host's implementations of SASL mechanisms for the
 	// listener, such as OAUTHBEARER, GSSAPI or AWS_MSK_IAM, or its own
@@ -318,7 +318,8 @@ type ListenerConfig struct {
 	Mechanisms []sasl.Mechanism
 	// Credentials backs the listener's built-in SASL mechanisms; nil
 	// means Config.Credentials. security.NewJAASUsers builds a store for
-	// each listener from Kafka's JAAS properties.
+	// each listener from its users, which config.JAASUsers reads from
+	// Kafka's JAAS properties.
 	Credentials sasl.CredentialStore
 	// ProxyProtocol says whether the listener's connections begin with a
 	// PROXY protocol header (a listener behind a TCP load balancer), and

@@ -23,7 +23,7 @@
 // connection's requests share until the description changes), as the
 // hooks get a copy; after a TLS handshake it holds the server name the client asked
 // for (SNI), and a listener may serve a certificate per server name
-// (security.KeySSLServerNames). [KmsgAPI] enables kmsg's request types (and says which versions to
+// (config.KeySSLServerNames). [KmsgAPI] enables kmsg's request types (and says which versions to
 // pick).
 //
 // # Broker answers

@@ -2,9 +2,10 @@ package socketserver
 
 import (
 	"context"
-	"github.com/kafkanet/kafkanet/connregistry"
 	"net/netip"
 	"time"
+
+	"github.com/kafkanet/kafkanet/connregistry"
 
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -37,3 +38,13 @@ func SetStreamWatchAfter(d time.Duration) (restore func()) {
 // PrincipalCounts exposes the connections counted per principal across
 // listeners (connection quotas' PrincipalLimits) to the external tests.
 func PrincipalCounts(s *Server) map[connregistry.Principal]int { return s.quotas.principalCounts() }
+
+// HandshakeTimeouts returns each listener's bound on the TLS handshake
+// and SASL exchange, for the external tests.
+func HandshakeTimeouts(s *Server) map[protocolmap.ListenerName]time.Duration {
+	out := map[protocolmap.ListenerName]time.Duration{}
+	for _, ls := range s.listeners {
+		out[ls.cfg.Name] = ls.sec.timeout
+	}
+	return out
+}

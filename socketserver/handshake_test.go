@@ -10,6 +10,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -65,4 +66,36 @@ func TestHandshakeBoundedByIdleAndHandshakeTimeout(t *testing.T) {
 			assert.Less(t, took, tc.want+450*time.Millisecond, "closed by the other limit, or late")
 		})
 	}
+}
+
+// kafkanet.handshake.timeout.ms, a key of this library's (Kafka bounds the
+// TLS handshake and SASL exchange only by connections.max.idle.ms), defaults
+// to 10 s, whether the host reads the properties or fills Config itself
+// (TestHandshakeTimeoutDefault); set, it applies per listener.
+// TestHandshakeTimeout and TestHandshakeBoundedByIdleAndHandshakeTimeout
+// show it at work.
+func TestHandshakeTimeoutKeyAndDefault(t *testing.T) {
+	timeouts := func(extra config.Properties) map[protocolmap.ListenerName]time.Duration {
+		t.Helper()
+		props := config.Properties{
+			"listeners":                      "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+			"inter.broker.listener.name":     "INTERNAL",
+		}
+		for k, v := range extra {
+			props[k] = v
+		}
+		cfg, err := config.Server(props)
+		require.NoError(t, err)
+		srv, err := socketserver.New(cfg)
+		require.NoError(t, err)
+		defer srv.Close()
+		return socketserver.HandshakeTimeouts(srv)
+	}
+	assert.Equal(t, "kafkanet.handshake.timeout.ms", config.KeyHandshakeTimeoutMs)
+	assert.Equal(t, map[protocolmap.ListenerName]time.Duration{"PLAINTEXT": 10 * time.Second, "INTERNAL": 10 * time.Second}, timeouts(nil), "the default")
+	assert.Equal(t, map[protocolmap.ListenerName]time.Duration{"PLAINTEXT": 2500 * time.Millisecond, "INTERNAL": 4 * time.Second}, timeouts(config.Properties{
+		"kafkanet.handshake.timeout.ms":                        "2500",
+		"listener.name.internal.kafkanet.handshake.timeout.ms": "4000",
+	}))
 }

@@ -383,7 +383,7 @@ func TestMechanismConfiguration(t *testing.T) {
 				delete(props, "sasl.enabled.mechanisms")
 			}
 			cfg, err := config.Server(props)
-			require.NoError(t, err, "security.ForListener refuses no mechanism name")
+			require.NoError(t, err, "config.Security refuses no mechanism name")
 			if !tc.noUsers {
 				cfg.Credentials = users
 			}

@@ -50,8 +50,8 @@ func newOAuthIssuer(t *testing.T) *oauthbearertest.Issuer {
 func jwksProps(url string, extra config.Properties) config.Properties {
 	return saslProps(merge(config.Properties{
 		"sasl.enabled.mechanisms":            "OAUTHBEARER,PLAIN",
-		oauthJAAS:                            security.OAuthBearerLoginModule + " required;",
-		oauthClass:                           security.OAuthBearerValidatorCallbackHandler,
+		oauthJAAS:                            config.OAuthBearerLoginModule + " required;",
+		oauthClass:                           config.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url": url,
 		"sasl.oauthbearer.expected.audience": oauthAudience,
 		"sasl.oauthbearer.expected.issuer":   oauthIssuerURL,
@@ -293,7 +293,7 @@ func TestOAuthBearerKeyRotation(t *testing.T) {
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: https.Certificate().Raw}), 0o600))
 	seen := make(chan *socketserver.Request, 10)
 	srv := socketservertest.NewServer(t, jwksProps(https.URL+"/jwks.json", config.Properties{
-		oauthJAAS: security.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
+		oauthJAAS: config.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
 	}), withOAuth(t, withUsers(newUsers(t))), recording(seen))
 	fetched := is.Fetches()
 	require.EqualValues(t, 1, fetched, "Server.Start read the key set")
@@ -313,7 +313,7 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 	seen := make(chan *socketserver.Request, 10)
 	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		"sasl.enabled.mechanisms": "OAUTHBEARER",
-		oauthJAAS:                 security.OAuthBearerLoginModule + ` required unsecuredValidatorPrincipalClaimName="user";`,
+		oauthJAAS:                 config.OAuthBearerLoginModule + ` required unsecuredValidatorPrincipalClaimName="user";`,
 	}), withOAuth(t, func(c *socketserver.Config) {
 		c.APIs = allAPIs()
 		c.Logger = logger
@@ -413,9 +413,10 @@ func TestOAuthBearerLeftToTheHost(t *testing.T) {
 	// A hand-built Config whose listener could have had OAUTHBEARER from
 	// its properties is told where it comes from.
 	is := newOAuthIssuer(t)
-	lc, err := config.Listeners(jwksProps(is.WriteJWKS(t), nil))
+	props := jwksProps(is.WriteJWKS(t), nil)
+	lc, err := config.Listeners(props)
 	require.NoError(t, err)
-	sec, err := security.ForListener(lc, "SASL_PLAINTEXT")
+	sec, err := config.Security(props, lc, "SASL_PLAINTEXT")
 	require.NoError(t, err)
 	_, err = socketserver.New(socketserver.Config{Listeners: lc, Credentials: newUsers(t),
 		PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{"SASL_PLAINTEXT": {Security: sec}}})
@@ -444,7 +445,7 @@ func TestOAuthBearerMechanismIsTheHosts(t *testing.T) {
 		validator string
 	}{
 		{"JWKS", jwksProps(is.WriteJWKS(t), nil), "JWKS validator"},
-		{"unsecured", saslProps(config.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: security.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
+		{"unsecured", saslProps(config.Properties{"sasl.enabled.mechanisms": "OAUTHBEARER,PLAIN", oauthJAAS: config.OAuthBearerLoginModule + " required;"}), "unsecured validator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Server(tc.props)
@@ -508,7 +509,7 @@ func TestOAuthBearerRefresherEndsWithTheServer(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "idp-ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: https.Certificate().Raw}), 0o600))
 	props := jwksProps(https.URL+"/jwks.json", config.Properties{
-		oauthJAAS: security.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
+		oauthJAAS: config.OAuthBearerLoginModule + ` required ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`,
 		"sasl.oauthbearer.jwks.endpoint.refresh.ms": "50",
 	})
 	srv, stop, err := socketservertest.Start(props, withOAuth(t, withUsers(newUsers(t))), echoMetadata)

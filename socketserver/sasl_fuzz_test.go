@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
@@ -98,8 +97,8 @@ func FuzzSASLPreAuth(f *testing.F) {
 		"connection.failed.authentication.delay.ms":                                   "0",
 		"kafkanet.handshake.timeout.ms":                                               "5000",
 		"sasl.enabled.mechanisms":                                                     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":                   security.OAuthBearerLoginModule + " required;",
-		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": security.OAuthBearerValidatorCallbackHandler,
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":                   config.OAuthBearerLoginModule + " required;",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": config.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url":                                          is.WriteJWKS(f),
 	}), withOAuth(f, withUsers(users)), h)
 	addr := srv.Addr("SASL_PLAINTEXT").String()

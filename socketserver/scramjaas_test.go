@@ -24,14 +24,16 @@ func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
 		"listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		"sasl.enabled.mechanisms":        "SCRAM-SHA-512",
-		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": security.ScramLoginModule +
+		"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": config.ScramLoginModule +
 			` required username="admin" password="admin-secret" user_alice="alice-secret";`,
 	}
 	lc, err := config.Listeners(props)
 	require.NoError(t, err)
-	users, warnings, err := security.NewJAASUsers(lc)
+	lists, warnings, err := config.JAASUsers(props, lc)
 	require.NoError(t, err)
 	require.Empty(t, warnings)
+	users, err := security.NewJAASUsers(lists)
+	require.NoError(t, err)
 	srv := socketservertest.NewServer(t, props, func(c *socketserver.Config) {
 		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 13)}
 		for name, store := range users.Stores() {

@@ -29,7 +29,6 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -269,8 +268,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"connection.failed.authentication.delay.ms": "0",
 		"connections.max.reauth.ms":                 "60000",
 		"sasl.enabled.mechanisms":                   "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-		oauthJAAS:                                   security.OAuthBearerLoginModule + " required;",
-		oauthClass:                                  security.OAuthBearerValidatorCallbackHandler,
+		oauthJAAS:                                   config.OAuthBearerLoginModule + " required;",
+		oauthClass:                                  config.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url":        is.WriteJWKS(t),
 	}), withOAuth(t, func(c *socketserver.Config) {
 		withUsers(users)(c)

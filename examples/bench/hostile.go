@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -200,8 +199,8 @@ func saslListenerProps(addr string) []string {
 		"listeners=" + hostileListener + "://" + addr,
 		"listener.security.protocol.map=" + hostileListener + ":SASL_PLAINTEXT",
 		"inter.broker.listener.name=" + hostileListener,
-		security.KeySASLEnabledMechanisms + "=PLAIN",
-		config.MechanismKey(hostileListener, "PLAIN", security.KeySASLJAASConfig) + "=" + security.PlainLoginModule +
+		config.KeySASLEnabledMechanisms + "=PLAIN",
+		config.MechanismKey(hostileListener, "PLAIN", config.KeySASLJAASConfig) + "=" + config.PlainLoginModule +
 			fmt.Sprintf(` required user_%s="%s" user_%s="%s";`, legitUser, legitPassword, attackerUser, attackerPassword),
 	}
 }

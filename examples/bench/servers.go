@@ -33,7 +33,6 @@ import (
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -378,9 +377,9 @@ func kafkanetProperties(spec childSpec) config.Properties {
 	}
 	if spec.TLS {
 		prefix := "listener.name.client."
-		p[prefix+security.KeySSLKeystoreType] = "PEM"
-		p[prefix+security.KeySSLKeystoreKey] = os.Getenv(envTLSKey)
-		p[prefix+security.KeySSLKeystoreCertificateChain] = os.Getenv(envTLSChain)
+		p[prefix+config.KeySSLKeystoreType] = "PEM"
+		p[prefix+config.KeySSLKeystoreKey] = os.Getenv(envTLSKey)
+		p[prefix+config.KeySSLKeystoreCertificateChain] = os.Getenv(envTLSChain)
 	}
 	for _, kv := range spec.Props {
 		k, v, _ := strings.Cut(kv, "=")

@@ -23,6 +23,7 @@ import (
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
+	"github.com/kafkanet/kafkanet/examples/internal/propset"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
 	"github.com/kafkanet/kafkanet/protocolmap"
@@ -56,7 +57,7 @@ type brokerSettings struct {
 	users *security.JAASUsers
 	// jaasWarnings are about sasl.jaas.config settings without the
 	// listener and mechanism prefix, which a broker ignores.
-	jaasWarnings []security.JAASWarning
+	jaasWarnings []config.JAASWarning
 	// groups are the group coordinator's settings (groups.go).
 	groups groupSettings
 	// log is how partitions keep records: retention and the largest batch
@@ -86,17 +87,22 @@ func (s *brokerSettings) authorizer() connregistry.Authorizer {
 // the socket server's keys and the SASL users, and builds a socket server
 // from them (serving nothing), so that -check rejects whatever serving
 // would.
-func readSettings(cfg *listener.Set) (brokerSettings, error) {
+func readSettings(cfg *brokerConfig) (brokerSettings, error) {
 	if _, err := config.Server(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
 	var s brokerSettings
 	var err error
-	if s.users, s.jaasWarnings, err = security.NewJAASUsers(cfg); err != nil {
+	lists, warnings, err := config.JAASUsers(cfg.Props, cfg.Set)
+	s.jaasWarnings = warnings
+	if err != nil {
+		return brokerSettings{}, err
+	}
+	if s.users, err = security.NewJAASUsers(lists); err != nil {
 		return brokerSettings{}, err
 	}
 	idKey := "node.id"
-	if _, ok := config.Properties(cfg.Properties()).Get(idKey); !ok {
+	if _, ok := cfg.Properties().Get(idKey); !ok {
 		idKey = "broker.id"
 	}
 	id, err := boundedInt(cfg.Properties(), idKey, 0, 0, 1<<30) // room for the ids of -brokers
@@ -104,13 +110,13 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 		return brokerSettings{}, err
 	}
 	s.nodeID = int32(id)
-	s.rack, _ = config.Properties(cfg.Properties()).Get("broker.rack")
+	s.rack, _ = cfg.Properties().Get("broker.rack")
 	partitions, err := boundedInt(cfg.Properties(), "num.partitions", 1, 1, maxPartitions)
 	if err != nil {
 		return brokerSettings{}, err
 	}
 	s.numPartitions = int32(partitions)
-	key, err := config.Properties(cfg.Properties()).Int(listConnectionsKeyProperty, int(connregistry.DefaultListAPIKey), 0)
+	key, err := cfg.Properties().Int(listConnectionsKeyProperty, int(connregistry.DefaultListAPIKey), 0)
 	if err != nil {
 		return brokerSettings{}, err
 	}
@@ -128,7 +134,7 @@ func readSettings(cfg *listener.Set) (brokerSettings, error) {
 	if s.quotas, err = readQuotaSettings(cfg.Properties()); err != nil {
 		return brokerSettings{}, err
 	}
-	s.superUsers, _ = config.Properties(cfg.Properties()).Get("super.users")
+	s.superUsers, _ = cfg.Properties().Get("super.users")
 	if s.autoCreate, err = boolSetting(cfg.Properties(), "auto.create.topics.enable", true); err != nil {
 		return brokerSettings{}, err
 	}
@@ -183,12 +189,12 @@ func boolSetting(props config.Properties, key string, def bool) (bool, error) {
 // socketServerConfig is the socket server configuration of a broker with
 // cfg and s: the socket server's keys, the broker's APIs, with h answering
 // those that are inline (see dataPlaneAPIs), and the SASL users.
-func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
+func socketServerConfig(cfg *brokerConfig, s brokerSettings, h socketserver.Handler) (socketserver.Config, error) {
 	scfg, err := config.Server(cfg.Properties())
 	if err != nil {
 		return socketserver.Config{}, err
 	}
-	if _, set := config.Properties(cfg.Properties()).Get(config.KeyQueuedMaxRequestBytes); !set {
+	if _, set := cfg.Properties().Get(config.KeyQueuedMaxRequestBytes); !set {
 		// Kafka sets no limit by default; the example, which keeps its log
 		// in memory, bounds the requests in hand too.
 		scfg.QueuedMaxRequestBytes = defaultQueuedMaxRequestBytes(scfg.RequestMaxBytes)
@@ -199,7 +205,7 @@ func socketServerConfig(cfg *listener.Set, s brokerSettings, h socketserver.Hand
 	// 1 MiB Fetch answer then goes out in one write instead of several
 	// that each wait for the client to read.
 	for key, size := range map[string]*int{"socket.send.buffer.bytes": &scfg.SendBufferBytes, "socket.receive.buffer.bytes": &scfg.ReceiveBufferBytes} {
-		if _, set := config.Properties(cfg.Properties()).Get(key); !set {
+		if _, set := cfg.Properties().Get(key); !set {
 			*size = -1
 		}
 	}
@@ -233,8 +239,8 @@ func defaultQueuedMaxRequestBytes(requestMax int) int {
 // brokerProperties returns the properties of broker i of the process: those
 // of cfg with every port of listeners and advertised.listeners moved up by
 // i*portStep (port 0 stays 0).
-func brokerProperties(cfg *listener.Set, i int) (config.Properties, error) {
-	props := config.Properties(maps.Clone(cfg.Properties()))
+func brokerProperties(cfg *brokerConfig, i int) (config.Properties, error) {
+	props := maps.Clone(cfg.Properties())
 	if props == nil {
 		props = config.Properties{}
 	}
@@ -269,14 +275,14 @@ func brokerProperties(cfg *listener.Set, i int) (config.Properties, error) {
 // brokerConfigs returns the listener configuration of each of n brokers:
 // cfg for broker 0, and cfg's properties moved by brokerProperties and
 // resolved again for the others.
-func brokerConfigs(cfg *listener.Set, n int) ([]*listener.Set, error) {
-	cfgs := []*listener.Set{cfg}
+func brokerConfigs(cfg *brokerConfig, n int) ([]*brokerConfig, error) {
+	cfgs := []*brokerConfig{cfg}
 	for i := 1; i < n; i++ {
 		props, err := brokerProperties(cfg, i)
 		if err != nil {
 			return nil, err
 		}
-		c, err := config.Listeners(props)
+		c, err := readBrokerConfig(props)
 		if err != nil {
 			return nil, err
 		}
@@ -328,7 +334,7 @@ type cluster struct {
 type broker struct {
 	c   *cluster
 	id  int32
-	cfg *listener.Set // its listeners: as at start, then as the last reload left them (changed under reloading)
+	cfg *brokerConfig // its listeners: as at start, then as the last reload left them (changed under reloading)
 	srv *socketserver.Server
 	// quotas measures this broker's clients against the client quotas,
 	// which AlterClientQuotas changes on every broker at once.
@@ -351,7 +357,7 @@ func startCluster(ctx context.Context, props config.Properties, n int, logger *s
 	if n < 1 {
 		return nil, fmt.Errorf("want at least 1 broker, not %d", n)
 	}
-	cfg, err := config.Listeners(props)
+	cfg, err := readBrokerConfig(props)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +412,7 @@ func startCluster(ctx context.Context, props config.Properties, n int, logger *s
 // every socket-server key of its properties applied, its Prometheus
 // metrics, its request log at debug level, and its OpenTelemetry
 // instruments, told apart from the other brokers' by kafka.node.id.
-func (c *cluster) startBroker(ctx context.Context, cfg *listener.Set, id int32) (*broker, error) {
+func (c *cluster) startBroker(ctx context.Context, cfg *brokerConfig, id int32) (*broker, error) {
 	b := &broker{c: c, id: id, cfg: cfg, quotas: newQuotaManager(c.settings.quotas)}
 	scfg, err := socketServerConfig(cfg, c.settings, b)
 	if err != nil {
@@ -535,3 +541,10 @@ func newClusterID() string {
 	_, _ = rand.Read(id[:])
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
+
+// brokerConfig is a reading of the configuration: its properties and the
+// listeners read from them.
+type brokerConfig = propset.Set
+
+// readBrokerConfig reads the listeners of props.
+func readBrokerConfig(props config.Properties) (*brokerConfig, error) { return propset.Read(props) }

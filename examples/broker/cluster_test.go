@@ -59,7 +59,7 @@ func TestBrokerPropertiesMovesPorts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := config.Listeners(tt.props)
+			cfg, err := readBrokerConfig(tt.props)
 			require.NoError(t, err)
 			props, err := brokerProperties(cfg, tt.broker)
 			require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestBrokerPropertiesMovesPorts(t *testing.T) {
 }
 
 func TestBrokerConfigs(t *testing.T) {
-	cfg, err := config.Listeners(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:65335"})
+	cfg, err := readBrokerConfig(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:65335"})
 	require.NoError(t, err)
 	cfgs, err := brokerConfigs(cfg, 3)
 	require.NoError(t, err)

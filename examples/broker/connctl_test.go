@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"github.com/kafkanet/kafkanet/internal/testkit"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kafkanet/kafkanet/internal/testkit"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

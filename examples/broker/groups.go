@@ -58,16 +58,16 @@ const (
 )
 
 // readGroupSettings reads the coordinator's keys, with Kafka's defaults.
-func readGroupSettings(cfg *listener.Set) (groupSettings, error) {
-	delay, err := config.Properties(cfg.Properties()).Int("group.initial.rebalance.delay.ms", 3000, 0)
+func readGroupSettings(cfg *brokerConfig) (groupSettings, error) {
+	delay, err := cfg.Properties().Int("group.initial.rebalance.delay.ms", 3000, 0)
 	if err != nil {
 		return groupSettings{}, err
 	}
-	minSession, err := config.Properties(cfg.Properties()).Int("group.min.session.timeout.ms", 6000, 0)
+	minSession, err := cfg.Properties().Int("group.min.session.timeout.ms", 6000, 0)
 	if err != nil {
 		return groupSettings{}, err
 	}
-	maxSession, err := config.Properties(cfg.Properties()).Int("group.max.session.timeout.ms", 1800000, 0)
+	maxSession, err := cfg.Properties().Int("group.max.session.timeout.ms", 1800000, 0)
 	if err != nil {
 		return groupSettings{}, err
 	}

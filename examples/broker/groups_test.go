@@ -1027,7 +1027,7 @@ func TestGroupSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			props, err := config.Properties{}.With(tc.sets...)
 			require.NoError(t, err)
-			cfg, err := config.Listeners(props)
+			cfg, err := readBrokerConfig(props)
 			require.NoError(t, err)
 			got, err := readGroupSettings(cfg)
 			if tc.wantErr != "" {

@@ -195,7 +195,6 @@ import (
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 )
 
@@ -213,7 +212,7 @@ const shutdownTimeout = 10 * time.Second
 const maxBrokers = 100
 
 // The demo users of the built-in settings, on the CLIENT listener.
-const defaultJAAS = security.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret";`
+const defaultJAAS = config.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret";`
 
 // defaultProperties returns the settings the broker runs with when neither
 // -config nor -set is given. They demonstrate KIP-103: clients connect to
@@ -225,12 +224,12 @@ const defaultJAAS = security.PlainLoginModule + ` required user_alice="alice-sec
 // binds the loopback interface, so the defaults expose nothing.
 func defaultProperties() config.Properties {
 	return config.Properties{
-		config.KeyListeners:                                                "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
-		config.KeySecurityProtocolMap:                                      "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		config.KeyInterBrokerListenerName:                                  "REPLICATION",
-		config.KeyControlPlaneListenerName:                                 "CONTROLLER",
-		security.KeySASLEnabledMechanisms:                                  "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		config.MechanismKey("CLIENT", "PLAIN", security.KeySASLJAASConfig): defaultJAAS,
+		config.KeyListeners:                                              "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
+		config.KeySecurityProtocolMap:                                    "CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		config.KeyInterBrokerListenerName:                                "REPLICATION",
+		config.KeyControlPlaneListenerName:                               "CONTROLLER",
+		config.KeySASLEnabledMechanisms:                                  "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		config.MechanismKey("CLIENT", "PLAIN", config.KeySASLJAASConfig): defaultJAAS,
 	}
 }
 
@@ -322,9 +321,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	var load func() (*listener.Set, error)
+	var load func() (*brokerConfig, error)
 	if path := o.configPath; path != "" {
-		load = func() (*listener.Set, error) { return resolve(path, o.sets) }
+		load = func() (*brokerConfig, error) { return resolve(path, o.sets) }
 	}
 	logger := o.logLevel.Logger(stderr)
 	audit, closeAudit, err := auditlog.Open(o.auditLog, stderr, auditProduct, logger)
@@ -333,7 +332,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeAudit() // after serve: the brokers' Shutdown has written every event
-	return serve(ctx, config.Properties(cfg.Properties()), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, logger, audit)
+	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, logger, audit)
 }
 
 // auditProduct names the broker in its audit records.
@@ -346,7 +345,7 @@ const auditProduct = "kafkanet example broker"
 // quotas, SASL users and listeners from the configuration load returns
 // (see cluster.reload); every tlsWatch it reloads the TLS listeners whose
 // PEM files changed (see cluster.watchTLS). It returns the exit status.
-func serve(ctx context.Context, props config.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*listener.Set, error),
+func serve(ctx context.Context, props config.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*brokerConfig, error),
 	otel otelenv.Config, logger *slog.Logger, audit *auditlog.Writer) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
@@ -412,7 +411,7 @@ func serve(ctx context.Context, props config.Properties, brokers int, metricsAdd
 // resolve reads the configuration file at path, if any, lays sets over it
 // and resolves the listeners. With neither a file nor settings it resolves
 // defaultProperties.
-func resolve(path string, sets []string) (*listener.Set, error) {
+func resolve(path string, sets []string) (*brokerConfig, error) {
 	props := config.Properties{}
 	switch {
 	case path != "":
@@ -428,13 +427,13 @@ func resolve(path string, sets []string) (*listener.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return config.Listeners(props)
+	return readBrokerConfig(props)
 }
 
 // printListeners writes cfg's listeners to w as an aligned table, one row
 // per listener in the order of the listeners key. An advertised address of
 // "-" means the listener is not in advertised.listeners.
-func printListeners(w io.Writer, cfg *listener.Set) error {
+func printListeners(w io.Writer, cfg *brokerConfig) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LISTENER\tBIND\tADVERTISED\tPROTOCOL\tPLANE\tINTER-BROKER")
 	for _, l := range cfg.All {

@@ -22,8 +22,8 @@ const keyMemoryLimit = "kafkanet.memory.limit.bytes"
 
 // readMemoryLimit reads kafkanet.memory.limit.bytes: 0 when unset (the
 // broker derives the limit), -1 for none, or the limit.
-func readMemoryLimit(cfg *listener.Set) (int64, error) {
-	v, ok := config.Properties(cfg.Properties()).Get(keyMemoryLimit)
+func readMemoryLimit(cfg *brokerConfig) (int64, error) {
+	v, ok := cfg.Properties().Get(keyMemoryLimit)
 	if !ok {
 		return 0, nil
 	}

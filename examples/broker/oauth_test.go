@@ -25,7 +25,6 @@ import (
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientmatrix"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 )
 
@@ -58,13 +57,13 @@ func oauthSettings(jwksURL string) []string {
 		"listener.security.protocol.map=SIGNED:SASL_PLAINTEXT,UNSIGNED:SASL_PLAINTEXT,INTERNAL:PLAINTEXT",
 		"inter.broker.listener.name=INTERNAL",
 		"listener.name.signed.sasl.enabled.mechanisms=OAUTHBEARER",
-		"listener.name.signed.oauthbearer.sasl.jaas.config=" + security.OAuthBearerLoginModule + " required;",
-		"listener.name.signed.oauthbearer.sasl.server.callback.handler.class=" + security.OAuthBearerValidatorCallbackHandler,
+		"listener.name.signed.oauthbearer.sasl.jaas.config=" + config.OAuthBearerLoginModule + " required;",
+		"listener.name.signed.oauthbearer.sasl.server.callback.handler.class=" + config.OAuthBearerValidatorCallbackHandler,
 		"listener.name.signed.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=" + jwksURL,
 		"listener.name.signed.oauthbearer.sasl.oauthbearer.expected.audience=" + oauthAudience,
 		"listener.name.signed.oauthbearer.sasl.oauthbearer.expected.issuer=" + oauthIssuer,
 		"listener.name.unsigned.sasl.enabled.mechanisms=OAUTHBEARER",
-		"listener.name.unsigned.oauthbearer.sasl.jaas.config=" + security.OAuthBearerLoginModule + ` required unsecuredLoginStringClaim_sub="admin";`,
+		"listener.name.unsigned.oauthbearer.sasl.jaas.config=" + config.OAuthBearerLoginModule + ` required unsecuredLoginStringClaim_sub="admin";`,
 	}
 }
 
@@ -415,8 +414,8 @@ func TestOAuthBearerCheck(t *testing.T) {
 	for _, tc := range []struct{ set, key, rule string }{
 		{"listener.name.signed.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file:///nowhere/jwks.json",
 			"listener.name.signed.oauthbearer.sasl.oauthbearer.jwks.endpoint.url", "doesn't exist"},
-		{"listener.name.unsigned.oauthbearer.sasl.jaas.config=" + security.PlainLoginModule + ` required user_alice="secret-pw";`,
-			"listener.name.unsigned.oauthbearer.sasl.jaas.config", "is not " + security.OAuthBearerLoginModule},
+		{"listener.name.unsigned.oauthbearer.sasl.jaas.config=" + config.PlainLoginModule + ` required user_alice="secret-pw";`,
+			"listener.name.unsigned.oauthbearer.sasl.jaas.config", "is not " + config.OAuthBearerLoginModule},
 		{"listener.name.signed.oauthbearer.sasl.server.callback.handler.class=com.example.Introspection",
 			"listener.name.signed.oauthbearer.sasl.server.callback.handler.class", "implements only Kafka's"},
 		{"sasl.oauthbearer.clock.skew.seconds=-5", "sasl.oauthbearer.clock.skew.seconds", "at least 0"},

@@ -57,7 +57,7 @@ const listenerDrainTimeout = shutdownTimeout
 // its key) is logged and changes nothing; a refused step leaves it and the
 // steps after it as they were. load nil means there is no file to re-read.
 // The returned error is what was logged.
-func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)) error {
+func (c *cluster) reload(ctx context.Context, load func() (*brokerConfig, error)) error {
 	c.reloading.Lock()
 	defer c.reloading.Unlock()
 	if load == nil {
@@ -103,9 +103,12 @@ func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)
 		// is made here (JAASUsers.Reload), a removed one's dropped.
 		var (
 			changes  []security.UserChange
-			warnings []security.JAASWarning
+			warnings []config.JAASWarning
 		)
-		changes, warnings, err = c.users.Reload(cfg)
+		var lists map[protocolmap.ListenerName]security.ListenerUsers
+		if lists, warnings, err = config.JAASUsers(cfg.Props, cfg.Set); err == nil {
+			changes, err = c.users.Reload(cfg.Set, lists)
+		}
 		for _, w := range warnings {
 			c.log.Warn(w.String())
 		}
@@ -127,21 +130,21 @@ func (c *cluster) reload(ctx context.Context, load func() (*listener.Set, error)
 
 // listenerPlan is a reload's change of every broker's listeners, checked.
 type listenerPlan struct {
-	sets    []*listener.Set    // each broker's listeners in the new configuration
+	sets    []*brokerConfig    // each broker's listeners in the new configuration
 	changes []listener.Changes // what they add, remove and advertise anew
 }
 
 // planListeners works out each broker's listeners in cfg (broker i's
 // ports moved by i*portStep, as at start) and checks that a running broker
 // may change to them (listener.Set.Changes); it changes nothing.
-func (c *cluster) planListeners(cfg *listener.Set) (listenerPlan, error) {
+func (c *cluster) planListeners(cfg *brokerConfig) (listenerPlan, error) {
 	sets, err := brokerConfigs(cfg, len(c.brokers))
 	if err != nil {
 		return listenerPlan{}, err
 	}
 	plan := listenerPlan{sets: sets}
 	for i, b := range c.brokers {
-		ch, err := b.srv.Listeners().Changes(sets[i])
+		ch, err := b.srv.Listeners().Changes(sets[i].Set)
 		if err != nil {
 			return listenerPlan{}, fmt.Errorf("broker %d: %w", b.id, err)
 		}
@@ -176,10 +179,10 @@ func (c *cluster) applyListeners(ctx context.Context, plan listenerPlan) error {
 		for _, l := range ch.Removed {
 			c.log.Info("reload: removing listener: it accepts no more connections, and its connections drain", "broker", b.id, "listener", l.Name)
 		}
-		if err := b.srv.SetListeners(ctx, plan.sets[i], per); err != nil {
+		if err := b.srv.SetListeners(ctx, plan.sets[i].Set, per); err != nil {
 			errs = append(errs, fmt.Errorf("broker %d: %w", b.id, err))
 		}
-		b.cfg = b.srv.Listeners()
+		b.cfg = &brokerConfig{Set: b.srv.Listeners(), Props: plan.sets[i].Props}
 		for _, l := range ch.Removed {
 			c.log.Info("reload: listener removed", "broker", b.id, "listener", l.Name)
 		}
@@ -210,9 +213,9 @@ func (c *cluster) applyListeners(ctx context.Context, plan listenerPlan) error {
 // reloadTLS applies the TLS configurations of scfg, read from cfg, to every
 // broker. The watcher is pointed at cfg's files first, so that nothing it
 // read from the old ones can undo the reload.
-func (c *cluster) reloadTLS(cfg *listener.Set, scfg socketserver.Config) error {
+func (c *cluster) reloadTLS(cfg *brokerConfig, scfg socketserver.Config) error {
 	if c.watcher != nil {
-		c.watcher.SetListeners(cfg)
+		c.watcher.SetListeners(config.TLSSources(cfg.Props, cfg.Set))
 	}
 	for _, b := range c.brokers {
 		if err := b.srv.ReloadTLSFrom(scfg); err != nil {
@@ -227,11 +230,11 @@ func (c *cluster) reloadTLS(cfg *listener.Set, scfg socketserver.Config) error {
 // until the cluster stops; it does nothing with an interval that is not
 // positive. It runs without a TLS listener too (it then reads no file),
 // so that one a reload adds is watched from then on.
-func (c *cluster) watchTLS(cfg *listener.Set, interval time.Duration) {
+func (c *cluster) watchTLS(cfg *brokerConfig, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	c.watcher = security.NewTLSWatcher(cfg, c.applyTLS)
+	c.watcher = security.NewTLSWatcher(config.TLSSources(cfg.Props, cfg.Set), c.applyTLS)
 	c.watcher.Interval = interval
 	c.watcher.Logger = c.log
 	c.waiting.Go(func() { _ = c.watcher.Run(c.serveCtx) })

@@ -17,10 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -32,7 +32,7 @@ func listenersFile(pki *socketservertest.PKI, listeners string, extra ...string)
 	return saslFile(`user_alice="alice-secret"`, append([]string{
 		"listeners=" + listeners,
 		"listener.security.protocol.map=CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT,OLD:PLAINTEXT,EXTERNAL:SASL_SSL",
-		"listener.name.external.plain.sasl.jaas.config=" + security.PlainLoginModule + ` required user_carol="carol-secret";`,
+		"listener.name.external.plain.sasl.jaas.config=" + config.PlainLoginModule + ` required user_carol="carol-secret";`,
 		"listener.name.external.ssl.keystore.type=PEM",
 		"listener.name.external.ssl.keystore.location=" + pki.ServerFile,
 		"listener.name.external.num.network.threads=2",

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 // The log's keys: Kafka's broker-wide defaults and the topic configs that
@@ -54,9 +51,9 @@ type logSettings struct {
 // readLogSettings reads log.retention.bytes, log.retention.ms (else
 // log.retention.minutes, else log.retention.hours, as Kafka prefers them),
 // log.retention.check.interval.ms and message.max.bytes.
-func readLogSettings(cfg *listener.Set) (logSettings, error) {
+func readLogSettings(cfg *brokerConfig) (logSettings, error) {
 	s := logSettings{defaults: logConfig{retentionBytes: defaultRetentionBytes}}
-	bytes, err := config.Properties(cfg.Properties()).Int(keyLogRetentionBytes, defaultRetentionBytes, -1)
+	bytes, err := cfg.Properties().Int(keyLogRetentionBytes, defaultRetentionBytes, -1)
 	if err != nil {
 		return logSettings{}, err
 	}
@@ -66,10 +63,10 @@ func readLogSettings(cfg *listener.Set) (logSettings, error) {
 		key  string
 		unit time.Duration
 	}{{keyLogRetentionMs, time.Millisecond}, {keyLogRetentionMinutes, time.Minute}, {keyLogRetentionHours, time.Hour}} {
-		if _, ok := config.Properties(cfg.Properties()).Get(k.key); !ok {
+		if _, ok := cfg.Properties().Get(k.key); !ok {
 			continue
 		}
-		v, err := config.Properties(cfg.Properties()).Int(k.key, 0, -1)
+		v, err := cfg.Properties().Int(k.key, 0, -1)
 		if err != nil {
 			return logSettings{}, err
 		}
@@ -79,12 +76,12 @@ func readLogSettings(cfg *listener.Set) (logSettings, error) {
 		}
 		break
 	}
-	check, err := config.Properties(cfg.Properties()).Int(keyRetentionCheck, int(defaultRetentionCheck/time.Millisecond), 1)
+	check, err := cfg.Properties().Int(keyRetentionCheck, int(defaultRetentionCheck/time.Millisecond), 1)
 	if err != nil {
 		return logSettings{}, err
 	}
 	s.checkInterval = time.Duration(check) * time.Millisecond
-	if s.defaults.maxMessageBytes, err = config.Properties(cfg.Properties()).Int(keyMessageMaxBytes, defaultMessageMaxBytes, 0); err != nil {
+	if s.defaults.maxMessageBytes, err = cfg.Properties().Int(keyMessageMaxBytes, defaultMessageMaxBytes, 0); err != nil {
 		return logSettings{}, err
 	}
 	return s, nil

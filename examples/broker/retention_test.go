@@ -41,7 +41,7 @@ func TestReadLogSettings(t *testing.T) {
 		{"bad check interval", config.Properties{"log.retention.check.interval.ms": "0"}, logSettings{}, "log.retention.check.interval.ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := config.Listeners(tc.props)
+			cfg, err := readBrokerConfig(tc.props)
 			require.NoError(t, err)
 			got, err := readLogSettings(cfg)
 			if tc.wantKey != "" {
@@ -287,7 +287,7 @@ func TestInlineAPIs(t *testing.T) {
 // broker makes of props.
 func brokerSocketConfig(t *testing.T, props config.Properties) socketserver.Config {
 	t.Helper()
-	cfg, err := config.Listeners(props)
+	cfg, err := readBrokerConfig(props)
 	require.NoError(t, err)
 	set, err := readSettings(cfg)
 	require.NoError(t, err)

@@ -22,9 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/security"
 
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -212,21 +210,21 @@ func saslFile(jaasUsers string, extra ...string) string {
 		"listener.security.protocol.map=CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name=REPLICATION",
 		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		"listener.name.client.plain.sasl.jaas.config=" + security.PlainLoginModule + " required " + jaasUsers + ";",
+		"listener.name.client.plain.sasl.jaas.config=" + config.PlainLoginModule + " required " + jaasUsers + ";",
 	}, extra...), "\n") + "\n"
 }
 
 // startFromFile starts the brokers of the configuration file at path, as
 // run does, logging to log; it returns the cluster and the reload function
 // run would use.
-func startFromFile(t *testing.T, path string, n int, log *testkit.SyncBuffer) (*cluster, func() (*listener.Set, error)) {
+func startFromFile(t *testing.T, path string, n int, log *testkit.SyncBuffer) (*cluster, func() (*brokerConfig, error)) {
 	t.Helper()
 	cfg, err := resolve(path, nil)
 	require.NoError(t, err)
-	c, err := startCluster(context.Background(), config.Properties(cfg.Properties()), n, slog.New(slog.NewTextHandler(log, nil)), nil)
+	c, err := startCluster(context.Background(), cfg.Properties(), n, slog.New(slog.NewTextHandler(log, nil)), nil)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	return c, func() (*listener.Set, error) { return resolve(path, nil) }
+	return c, func() (*brokerConfig, error) { return resolve(path, nil) }
 }
 
 func TestReloadUsers(t *testing.T) {
@@ -299,7 +297,7 @@ func TestReloadUsers(t *testing.T) {
 
 func TestReloadWarnsAboutUnprefixedJAAS(t *testing.T) {
 	var log testkit.SyncBuffer
-	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "sasl.jaas.config="+security.PlainLoginModule+` required user_eve="eve";`))
+	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "sasl.jaas.config="+config.PlainLoginModule+` required user_eve="eve";`))
 	c, load := startFromFile(t, path, 1, &log)
 	want := `level=WARN msg="ignoring sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.client.plain.sasl.jaas.config"`
 	assert.Equal(t, 1, strings.Count(log.String(), want), "log: %s", &log)
@@ -411,7 +409,7 @@ func TestSCRAMOnlyListenerFromKafkasJAASKey(t *testing.T) {
 		"listener.security.protocol.map=SASL:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name=REPLICATION",
 		"sasl.enabled.mechanisms=SCRAM-SHA-512",
-		"listener.name.sasl.scram-sha-512.sasl.jaas.config="+security.ScramLoginModule+
+		"listener.name.sasl.scram-sha-512.sasl.jaas.config="+config.ScramLoginModule+
 			` required username="admin" password="admin-secret" user_carol="carol-secret";`,
 	)
 	seed := addr(t, c, 0, "SASL")

@@ -66,13 +66,18 @@ func run(ctx context.Context, props config.Properties, log *slog.Logger) error {
 		return err
 	}
 	// The users of each SASL listener's PLAIN and SCRAM mechanisms, from
-	// its JAAS key (listener.name.<listener>.plain.sasl.jaas.config).
-	users, warnings, err := security.NewJAASUsers(cfg.Listeners)
+	// its JAAS key (listener.name.<listener>.plain.sasl.jaas.config), and
+	// their credential stores.
+	lists, warnings, err := config.JAASUsers(props, cfg.Listeners)
 	if err != nil {
 		return err
 	}
 	for _, w := range warnings {
 		log.Warn(w.String())
+	}
+	users, err := security.NewJAASUsers(lists)
+	if err != nil {
+		return err
 	}
 	for name, store := range users.Stores() {
 		cfg.PerListener[name].Credentials = store

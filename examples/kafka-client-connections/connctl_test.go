@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
 
@@ -28,7 +28,7 @@ func TestNewCloseReasonsShown(t *testing.T) {
 		"listener.security.protocol.map=CLIENT:SASL_PLAINTEXT,REPLICATION:PLAINTEXT",
 		"inter.broker.listener.name=REPLICATION",
 		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
-		"listener.name.client.plain.sasl.jaas.config="+security.PlainLoginModule+
+		"listener.name.client.plain.sasl.jaas.config="+config.PlainLoginModule+
 			` required user_admin="admin-secret" user_alice="alice-secret";`,
 		"super.users=User:admin",
 		"kafkanet.max.connections.per.principal.overrides=User:alice:1",

@@ -15,12 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
 	"github.com/kafkanet/kafkanet/examples/internal/faults"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/protocolmap"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -39,8 +39,8 @@ func TestMain(m *testing.M) {
 // The users of the upstream cluster's CLIENT listener, and of the proxy's
 // SASL listeners.
 const (
-	upstreamJAAS = security.PlainLoginModule + ` required user_proxy="proxy-secret" user_admin="admin-secret";`
-	proxyJAAS    = security.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret" user_admin="admin-secret";`
+	upstreamJAAS = config.PlainLoginModule + ` required user_proxy="proxy-secret" user_admin="admin-secret";`
+	proxyJAAS    = config.PlainLoginModule + ` required user_alice="alice-secret" user_bob="bob-secret" user_admin="admin-secret";`
 )
 
 // upstreamSettings are examples/broker's settings in these tests: CLIENT

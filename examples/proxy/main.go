@@ -180,7 +180,6 @@ import (
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
@@ -299,7 +298,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	load := func() (*listener.Set, error) { return resolve(o.configPath, o.sets, o.upstream) }
+	load := func() (*proxyConfig, error) { return resolve(o.configPath, o.sets, o.upstream) }
 	for ctx.Err() == nil {
 		select {
 		case <-hup:
@@ -329,7 +328,7 @@ const auditProduct = "kafkanet example proxy"
 
 // resolve reads the configuration file, if any, lays sets over it, sets
 // the upstream bootstrap servers from -upstream, and resolves it.
-func resolve(path string, sets []string, upstream string) (*listener.Set, error) {
+func resolve(path string, sets []string, upstream string) (*proxyConfig, error) {
 	props := config.Properties{}
 	if path != "" {
 		p, err := config.Load(path)
@@ -345,5 +344,5 @@ func resolve(path string, sets []string, upstream string) (*listener.Set, error)
 	if upstream != "" {
 		props[keyUpstream] = upstream
 	}
-	return config.Listeners(withProxyDefaults(props))
+	return readProxyConfig(withProxyDefaults(props))
 }

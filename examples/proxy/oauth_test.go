@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
+	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
-	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 )
 
@@ -27,7 +27,7 @@ func TestOAuthBearerAtTheProxy(t *testing.T) {
 		"listeners=OAUTH://127.0.0.1:0",
 		"listener.security.protocol.map=OAUTH:SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms=OAUTHBEARER",
-		"listener.name.oauth.oauthbearer.sasl.jaas.config="+security.OAuthBearerLoginModule+" required;")
+		"listener.name.oauth.oauthbearer.sasl.jaas.config="+config.OAuthBearerLoginModule+" required;")
 	addr := p.addr(t, "OAUTH")
 	token := func(exp time.Time) string {
 		return oauthbearertest.UnsecuredToken(map[string]any{"sub": "carol", "exp": float64(exp.UnixMilli()) / 1000})

@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kafkanet/kafkanet/listener"
 )
 
 // The proxy limits connections per principal from its configuration, and a
@@ -37,13 +35,13 @@ func TestProxyReloadsPrincipalLimits(t *testing.T) {
 	assert.False(t, served(dialRaw(t, seed)), "a second anonymous connection over the override of 1")
 
 	sets[2] = "kafkanet.max.connections.per.principal.overrides=User:ANONYMOUS:2"
-	require.NoError(t, tp.reload(func() (*listener.Set, error) { return resolve("", sets, up.Addr(0, "INTERNAL")) }))
+	require.NoError(t, tp.reload(func() (*proxyConfig, error) { return resolve("", sets, up.Addr(0, "INTERNAL")) }))
 	assert.True(t, served(dialRaw(t, seed)), "the raised limit was not applied")
 	assert.False(t, served(dialRaw(t, seed)), "a third anonymous connection over the override of 2")
 	assert.True(t, served(first), "the reload closed an open connection")
 
 	sets[2] = "kafkanet.max.connections.per.principal.overrides=User:ANONYMOUS:x"
-	require.Error(t, tp.reload(func() (*listener.Set, error) { return resolve("", sets, up.Addr(0, "INTERNAL")) }))
+	require.Error(t, tp.reload(func() (*proxyConfig, error) { return resolve("", sets, up.Addr(0, "INTERNAL")) }))
 
 	var refused, reloads []map[string]any
 	require.Eventually(t, func() bool {

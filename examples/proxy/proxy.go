@@ -53,7 +53,7 @@ import (
 // whose brokers are names (broker-<id>.<server name>) on the listener's
 // own port (see clusterFor).
 type proxy struct {
-	cfg      *listener.Set
+	cfg      *proxyConfig
 	set      settings
 	log      *slog.Logger
 	srv      *socketserver.Server
@@ -150,7 +150,7 @@ type sessionKey struct{}
 // (with the request log when log logs at debug level) and traces and
 // measures with tel (nil: not), and writes its audit trail to audit (nil:
 // none). Nothing is bound.
-func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *otelenv.Telemetry, dial func(ctx context.Context, network, addr string) (net.Conn, error),
+func newProxy(ctx context.Context, cfg *proxyConfig, log *slog.Logger, tel *otelenv.Telemetry, dial func(ctx context.Context, network, addr string) (net.Conn, error),
 	audit *auditlog.Writer) (*proxy, error) {
 	set, err := readSettings(cfg)
 	if err != nil {
@@ -207,13 +207,18 @@ func newProxy(ctx context.Context, cfg *listener.Set, log *slog.Logger, tel *ote
 		cancel()
 		return nil, err
 	}
-	users, warnings, err := security.NewJAASUsers(cfg)
+	lists, warnings, err := config.JAASUsers(cfg.Props, cfg.Set)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	for _, w := range warnings {
 		log.Warn(w.String())
+	}
+	users, err := security.NewJAASUsers(lists)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	scfg.APIs = p.apis
 	// Every API is answered in place (API.Inline): the data plane's one

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver"
@@ -27,7 +26,7 @@ import (
 // restart. A configuration that does not load or is refused is logged and
 // changes nothing; the returned error is what was logged. The audit trail
 // records the reload, applied or refused (auditReload).
-func (p *proxy) reload(load func() (*listener.Set, error)) error {
+func (p *proxy) reload(load func() (*proxyConfig, error)) error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
 	cfg, err := load()
@@ -37,7 +36,7 @@ func (p *proxy) reload(load func() (*listener.Set, error)) error {
 	}
 	if err == nil {
 		if p.watcher != nil {
-			p.watcher.SetListeners(cfg) // first: nothing it read before can undo the reload
+			p.watcher.SetListeners(config.TLSSources(cfg.Props, cfg.Set)) // first: nothing it read before can undo the reload
 		}
 		err = p.srv.ReloadTLSFrom(scfg)
 	}
@@ -70,7 +69,7 @@ func (p *proxy) watchTLS(interval time.Duration) {
 	if interval <= 0 || !usesTLS(p.cfg) {
 		return
 	}
-	w := security.NewTLSWatcher(p.cfg, func(name protocolmap.ListenerName, cfg *tls.Config) error {
+	w := security.NewTLSWatcher(config.TLSSources(p.cfg.Props, p.cfg.Set), func(name protocolmap.ListenerName, cfg *tls.Config) error {
 		err := p.srv.ReloadTLS(name, cfg)
 		p.auditTLSReload(name, err)
 		return err
@@ -84,7 +83,7 @@ func (p *proxy) watchTLS(interval time.Duration) {
 }
 
 // usesTLS reports whether a listener of cfg speaks SSL or SASL_SSL.
-func usesTLS(cfg *listener.Set) bool {
+func usesTLS(cfg *proxyConfig) bool {
 	for _, l := range cfg.All {
 		if l.SecurityProtocol.UsesTLS() {
 			return true

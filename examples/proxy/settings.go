@@ -13,6 +13,7 @@ import (
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/examples/internal/clientprops"
+	"github.com/kafkanet/kafkanet/examples/internal/propset"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 )
@@ -150,8 +151,8 @@ func withProxyDefaults(props config.Properties) config.Properties {
 }
 
 // readSettings reads the proxy's settings from cfg.
-func readSettings(cfg *listener.Set) (settings, error) {
-	props := config.Properties(cfg.Properties())
+func readSettings(cfg *proxyConfig) (settings, error) {
+	props := cfg.Properties()
 	invalid := func(key, value, rule string) error {
 		return &config.Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
 	}
@@ -175,16 +176,16 @@ func readSettings(cfg *listener.Set) (settings, error) {
 			return settings{}, err
 		}
 	}
-	ms, err := config.Properties(cfg.Properties()).Int(keyUpstreamSetupTimeout, 10000, 1)
+	ms, err := cfg.Properties().Int(keyUpstreamSetupTimeout, 10000, 1)
 	if err != nil {
 		return settings{}, err
 	}
 	s.setupTimeout = time.Duration(ms) * time.Millisecond
-	if ms, err = config.Properties(cfg.Properties()).Int(keyUpstreamWriteTimeout, 30000, 1); err != nil {
+	if ms, err = cfg.Properties().Int(keyUpstreamWriteTimeout, 30000, 1); err != nil {
 		return settings{}, err
 	}
 	s.writeTimeout = time.Duration(ms) * time.Millisecond
-	if ms, err = config.Properties(cfg.Properties()).Int(keyUpstreamMetadataAge, 300000, 100); err != nil {
+	if ms, err = cfg.Properties().Int(keyUpstreamMetadataAge, 300000, 100); err != nil {
 		return settings{}, err
 	}
 	s.metadataMaxAge = time.Duration(ms) * time.Millisecond
@@ -192,7 +193,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 	if _, ok := props.Get(idKey); !ok {
 		idKey = "broker.id"
 	}
-	id, err := config.Properties(cfg.Properties()).Int(idKey, 0, 0)
+	id, err := cfg.Properties().Int(idKey, 0, 0)
 	if err != nil {
 		return settings{}, err
 	}
@@ -204,7 +205,7 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		def int16
 		out *int16
 	}{{keyListKey, connregistry.DefaultListAPIKey, &s.listKey}, {keyCloseKey, connregistry.DefaultCloseAPIKey, &s.closeKey}} {
-		v, err := config.Properties(cfg.Properties()).Int(k.key, int(k.def), 0)
+		v, err := cfg.Properties().Int(k.key, int(k.def), 0)
 		if err != nil {
 			return settings{}, err
 		}
@@ -233,14 +234,14 @@ func readSettings(cfg *listener.Set) (settings, error) {
 		if l.Bind.Port != 0 {
 			plan.base = l.Bind.Port + 1
 		}
-		if v, from, ok := config.Properties(cfg.Properties()).ListenerValue(l.Name, keyPortBase); ok {
+		if v, from, ok := cfg.Properties().ListenerValue(l.Name, keyPortBase); ok {
 			base, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || base < 0 || base > 65535 {
 				return settings{}, invalid(from, v, "want a port, 0 to 65535 (0: ephemeral ports)")
 			}
 			plan.base = base
 		}
-		if v, from, ok := config.Properties(cfg.Properties()).ListenerValue(l.Name, keyPortMapping); ok && strings.TrimSpace(v) != "" {
+		if v, from, ok := cfg.Properties().ListenerValue(l.Name, keyPortMapping); ok && strings.TrimSpace(v) != "" {
 			for _, entry := range strings.Split(v, ",") {
 				idText, portText, found := strings.Cut(strings.TrimSpace(entry), ":")
 				id, err1 := strconv.ParseInt(strings.TrimSpace(idText), 10, 32)
@@ -362,3 +363,10 @@ func virtualSecurity(props config.Properties, name string, shared clientprops.Se
 	}
 	return shared, nil
 }
+
+// proxyConfig is a reading of the configuration: its properties and the
+// listeners read from them.
+type proxyConfig = propset.Set
+
+// readProxyConfig reads the listeners of props.
+func readProxyConfig(props config.Properties) (*proxyConfig, error) { return propset.Read(props) }

@@ -23,7 +23,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/internal/testkit"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -62,7 +61,7 @@ func TestTLSReloadThroughProxy(t *testing.T) {
 	audit, trail := auditBuffer()
 	tp := startProxy(t, up.Addr(0, "INTERNAL"), &proxyOptions{audit: audit}, sets...)
 	tp.watchTLS(20 * time.Millisecond)
-	load := func() (*listener.Set, error) { return resolve("", sets, up.Addr(0, "INTERNAL")) }
+	load := func() (*proxyConfig, error) { return resolve("", sets, up.Addr(0, "INTERNAL")) }
 	seed := tp.addr(t, "SECURE")
 
 	var disconnects disconnectCounter

@@ -26,3 +26,15 @@ func (e *Error) Error() string {
 
 // Unwrap returns the sentinel behind the error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Rule returns an error whose message is msg, one of Kafka's rules as the
+// Rule of an [Error] states it, and which wraps sentinel.
+func Rule(msg string, sentinel error) error { return &ruleError{msg, sentinel} }
+
+type ruleError struct {
+	msg string
+	err error
+}
+
+func (e *ruleError) Error() string { return e.msg }
+func (e *ruleError) Unwrap() error { return e.err }

@@ -4,7 +4,10 @@
 // goroutines write to ([SyncBuffer]), a goroutine leak check around one
 // test ([TakeGoroutineBaseline]), a dialer that records its connections'
 // addresses ([RecordingDialer]), a cluster of in-process brokers that list
-// their connections ([NewListingCluster]), and the listener properties and
-// connections of the PROXY protocol's and the TLS server names' tests.
+// their connections ([NewListingCluster]), the listener properties and
+// connections of the PROXY protocol's and the TLS server names' tests, and
+// a throwaway CA with certificates it signed ([TLSTestFixture],
+// [IssueLeaf]) for the tests of TLS settings, read (package config) or
+// built in code (package security).
 // What a host's own tests need is in package socketservertest.
 package testkit

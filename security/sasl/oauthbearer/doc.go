@@ -34,9 +34,8 @@
 // refreshes it; Close ends that goroutine. A host that uses a validator on
 // its own calls Start and Close itself.
 //
-// From Kafka's properties: package security reads a listener's
-// OAUTHBEARER settings (security.OAuthBearer; the socket server's
-// config.Server keeps them in each ListenerConfig's
+// From Kafka's properties: package config reads a listener's
+// OAUTHBEARER settings (config.OAuthBearer; config.Server keeps them in each ListenerConfig's
 // Security.OAuthBearer), and [FromSettings] builds the mechanism Kafka
 // would configure from them. A host gives every listener that enables
 // OAUTHBEARER its mechanism with [AddMechanism]:

@@ -22,8 +22,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 	"github.com/kafkanet/kafkanet/security"
-	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
 )
 
 // Kafka's defaults for the JWKS validator's keys.
@@ -137,7 +137,7 @@ type JWKSValidator struct {
 
 // NewJWKSValidator checks c and returns a validator: c's zero fields take
 // Kafka's defaults, its negative durations turn their feature off (see
-// [security.OAuthBearerJWKS]), whether [security.OAuthBearer] read them
+// [security.OAuthBearerJWKS]), whether config.OAuthBearer read them
 // from Kafka's keys or the host set them. It reads nothing: the key set is
 // read by Start.
 func NewJWKSValidator(c security.OAuthBearerJWKS, opts ...JWKSOption) (*JWKSValidator, error) {

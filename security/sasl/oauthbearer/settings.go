@@ -9,7 +9,7 @@ import (
 )
 
 // FromSettings builds the OAUTHBEARER mechanism a Kafka broker configures
-// from a listener's settings, as security.OAuthBearer reads them
+// from a listener's settings, as config.OAuthBearer reads them
 // from Kafka's keys: over a [JWKSValidator] when s.JWKS is set (Kafka's
 // OAuthBearerValidatorCallbackHandler), over an [UnsecuredValidator] when
 // s.Unsecured is (Kafka's default, which warns at start that the listener
@@ -18,7 +18,7 @@ import (
 // It reads no key set and starts nothing: the mechanism is a sasl.Service,
 // which its owner, the socket server, starts (a JWKSValidator then reads
 // the key set, and fails the server's Start if it cannot) and closes.
-// Settings that security.OAuthBearer returned are valid; the error
+// Settings that config.OAuthBearer returned are valid; the error
 // is for settings built otherwise.
 func FromSettings(s security.OAuthBearerSettings) (*Mechanism, error) {
 	var (

@@ -20,14 +20,14 @@ import (
 	"github.com/kafkanet/kafkanet/security/sasl/oauthbearer/oauthbearertest"
 )
 
-// The tests of a mechanism built from Kafka's properties: the security
-// package reads the settings (security.OAuthBearer, whose errors
-// security's TestOAuthBearerConfigErrors checks), FromSettings builds.
+// The tests of a mechanism built from Kafka's properties: the config
+// package reads the settings (config.OAuthBearer, whose errors
+// config's TestOAuthBearerConfigErrors checks), FromSettings builds.
 
 const (
 	oauthJAASKey  = "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
 	oauthClassKey = "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"
-	loginModule   = security.OAuthBearerLoginModule + " required"
+	loginModule   = config.OAuthBearerLoginModule + " required"
 )
 
 // oauthProps is a SASL_PLAINTEXT listener enabling OAUTHBEARER, with extra.
@@ -49,7 +49,7 @@ func oauthMechanism(t *testing.T, props config.Properties) *oauthbearer.Mechanis
 	t.Helper()
 	cfg, err := config.Listeners(oauthProps(props))
 	require.NoError(t, err)
-	s, err := security.OAuthBearer(cfg, "SASL_PLAINTEXT")
+	s, err := config.OAuthBearer(oauthProps(props), cfg, "SASL_PLAINTEXT")
 	require.NoError(t, err)
 	m, err := oauthbearer.FromSettings(s)
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func step(m *oauthbearer.Mechanism, token string) (sasl.Server, error) {
 // the unsecured validator (SaslChannelBuilder.createServerCallbackHandlers),
 // configured by its JAAS options, and warns at start.
 func TestOAuthBearerUnsecuredFromProperties(t *testing.T) {
-	for _, class := range []string{"", security.OAuthBearerUnsecuredValidatorCallbackHandler} {
+	for _, class := range []string{"", config.OAuthBearerUnsecuredValidatorCallbackHandler} {
 		props := config.Properties{oauthJAASKey: loginModule + ` unsecuredLoginStringClaim_sub="admin"
 			unsecuredValidatorPrincipalClaimName="principal" unsecuredValidatorScopeClaimName="scp"
 			unsecuredValidatorRequiredScope="kafka  write" unsecuredValidatorAllowableClockSkewMs="60000";`}
@@ -98,13 +98,13 @@ func TestOAuthBearerUnusedSettingsWarn(t *testing.T) {
 	m := oauthMechanism(t, config.Properties{
 		oauthJAASKey:                         loginModule + ";",
 		"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks",
-		"sasl.server.callback.handler.class": security.OAuthBearerValidatorCallbackHandler,
+		"sasl.server.callback.handler.class": config.OAuthBearerValidatorCallbackHandler,
 	})
 	var logs bytes.Buffer
 	require.NoError(t, m.Start(context.Background(), slog.New(slog.NewTextHandler(&logs, nil))))
 	out := logs.String()
 	assert.Contains(t, out, "sasl.oauthbearer.jwks.endpoint.url is set but unused")
-	assert.Contains(t, out, "sasl.server.callback.handler.class="+security.OAuthBearerValidatorCallbackHandler+" is ignored")
+	assert.Contains(t, out, "sasl.server.callback.handler.class="+config.OAuthBearerValidatorCallbackHandler+" is ignored")
 	assert.Contains(t, out, oauthClassKey)
 	assert.Less(t, bytes.Index(logs.Bytes(), []byte("is set but unused")), bytes.Index(logs.Bytes(), []byte("UNSIGNED tokens")),
 		"the settings' warnings first, then the validator's")
@@ -120,7 +120,7 @@ func TestOAuthBearerJWKSFromProperties(t *testing.T) {
 	is := oauthbearertest.NewIssuer(t, "https://idp.example")
 	is.AddKey(t, "k1", "RS256")
 	url := is.WriteJWKS(t)
-	for _, class := range []string{security.OAuthBearerValidatorCallbackHandler, security.OAuthBearerValidatorCallbackHandlerDeprecated} {
+	for _, class := range []string{config.OAuthBearerValidatorCallbackHandler, config.OAuthBearerValidatorCallbackHandlerDeprecated} {
 		t.Run(class, func(t *testing.T) {
 			m := oauthMechanism(t, config.Properties{
 				oauthJAASKey:  loginModule + ";",
@@ -163,7 +163,7 @@ func TestOAuthBearerJWKSTrustStore(t *testing.T) {
 	srv := is.Serve(t)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
-	base := config.Properties{oauthClassKey: security.OAuthBearerValidatorCallbackHandler, "sasl.oauthbearer.jwks.endpoint.url": srv.URL + "/jwks.json"}
+	base := config.Properties{oauthClassKey: config.OAuthBearerValidatorCallbackHandler, "sasl.oauthbearer.jwks.endpoint.url": srv.URL + "/jwks.json"}
 
 	props := config.Properties{oauthJAASKey: loginModule + ` ssl.truststore.type="PEM" ssl.truststore.location="` + ca + `";`}
 	for k, v := range base {
@@ -195,7 +195,7 @@ func TestFromSettings(t *testing.T) {
 	claims := is.Claims("alice", time.Hour)
 	claims["iat"], claims["exp"] = time.Now().Add(-time.Minute).Unix(), time.Now().Add(-time.Second).Unix()
 	expired := is.Sign(t, "k1", claims) // a second ago
-	parsed := oauthMechanism(t, config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
+	parsed := oauthMechanism(t, config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: config.OAuthBearerValidatorCallbackHandler,
 		"sasl.oauthbearer.jwks.endpoint.url": url, "sasl.oauthbearer.clock.skew.seconds": "0"})
 	for _, tc := range []struct {
 		name string

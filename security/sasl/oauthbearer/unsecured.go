@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkanet/kafkanet/internal/oauthsettings"
 	"github.com/kafkanet/kafkanet/security"
-	"github.com/kafkanet/kafkanet/security/internal/oauthsettings"
 )
 
 // UnsecuredValidator accepts unsigned JWTs (alg "none"), as Kafka's

@@ -1,4 +1,4 @@
-package security_test
+package config_test
 
 import (
 	"maps"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -41,7 +42,7 @@ func TestParsePlainJAAS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			users, err := security.ParsePlainJAAS(tt.value)
+			users, err := config.ParsePlainJAAS(tt.value)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, users)
 		})
@@ -70,7 +71,7 @@ func TestParsePlainJAASErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			users, err := security.ParsePlainJAAS(tt.value)
+			users, err := config.ParsePlainJAAS(tt.value)
 			require.Error(t, err)
 			assert.Nil(t, users)
 			assert.ErrorIs(t, err, security.ErrJAASConfig)
@@ -84,37 +85,37 @@ func TestPlainUsers(t *testing.T) {
 	jaas := plainModule + ` required username="broker" password="broker-secret" user_alice="alice-secret";`
 	t.Run("listener and mechanism prefix", func(t *testing.T) {
 		c := secResolve(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", jaas)
-		users, ignored, err := security.PlainUsers(c, "SASL_SSL")
+		users, ignored, err := config.PlainUsers(c.props, "SASL_SSL")
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"alice": "alice-secret"}, users)
 		assert.Empty(t, ignored)
-		assert.Equal(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", config.MechanismKey("SASL_SSL", "PLAIN", security.KeySASLJAASConfig))
+		assert.Equal(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", config.MechanismKey("SASL_SSL", "PLAIN", config.KeySASLJAASConfig))
 	})
 	t.Run("un-prefixed key reported as ignored", func(t *testing.T) {
 		c := secResolve(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", jaas, "sasl.jaas.config", jaas)
-		users, ignored, err := security.PlainUsers(c, "SASL_SSL")
+		users, ignored, err := config.PlainUsers(c.props, "SASL_SSL")
 		require.NoError(t, err)
 		assert.Len(t, users, 1)
 		assert.Equal(t, "sasl.jaas.config", ignored)
 	})
 	t.Run("only un-prefixed keys", func(t *testing.T) {
 		c := secResolve(t, "sasl.jaas.config", jaas, "listener.name.sasl_ssl.sasl.jaas.config", jaas, "plain.sasl.jaas.config", jaas)
-		users, ignored, err := security.PlainUsers(c, "SASL_SSL")
-		ce := requireConfigError(t, err, "listener.name.sasl_ssl.plain.sasl.jaas.config", security.ErrJAASConfig)
+		users, ignored, err := config.PlainUsers(c.props, "SASL_SSL")
+		ce := testkit.RequireConfigError(t, err, "listener.name.sasl_ssl.plain.sasl.jaas.config", security.ErrJAASConfig)
 		assert.Contains(t, ce.Rule, "listener.name.sasl_ssl.sasl.jaas.config is set but a broker ignores it")
 		assert.Nil(t, users)
 		assert.Equal(t, "listener.name.sasl_ssl.sasl.jaas.config", ignored)
 	})
 	t.Run("another listener's key", func(t *testing.T) {
 		c := secResolve(t, "listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas)
-		_, ignored, err := security.PlainUsers(c, "SASL_SSL")
-		requireConfigError(t, err, "listener.name.sasl_ssl.plain.sasl.jaas.config", security.ErrJAASConfig)
+		_, ignored, err := config.PlainUsers(c.props, "SASL_SSL")
+		testkit.RequireConfigError(t, err, "listener.name.sasl_ssl.plain.sasl.jaas.config", security.ErrJAASConfig)
 		assert.Empty(t, ignored)
 	})
 	t.Run("invalid value is hidden", func(t *testing.T) {
 		c := secResolve(t, "listener.name.sasl_ssl.plain.sasl.jaas.config", plainModule+` required user_alice="alice-secret"`)
-		_, _, err := security.PlainUsers(c, "SASL_SSL")
-		ce := requireConfigError(t, err, "listener.name.sasl_ssl.plain.sasl.jaas.config", security.ErrJAASConfig)
+		_, _, err := config.PlainUsers(c.props, "SASL_SSL")
+		ce := testkit.RequireConfigError(t, err, "listener.name.sasl_ssl.plain.sasl.jaas.config", security.ErrJAASConfig)
 		assert.Equal(t, "[hidden]", ce.Value)
 		assert.Contains(t, err.Error(), "not terminated by semi-colon")
 		assert.NotContains(t, err.Error(), "alice-secret")
@@ -129,9 +130,9 @@ func TestPlainUsers(t *testing.T) {
 			"    user_admin=\"admin-secret\" \\\n" +
 			"    user_alice=\"alice-secret\";\n"))
 		require.NoError(t, err)
-		c, err := config.Listeners(props)
+		_, err = config.Listeners(props)
 		require.NoError(t, err)
-		users, _, err := security.PlainUsers(c, protocolmap.ListenerName("SASL_PLAINTEXT"))
+		users, _, err := config.PlainUsers(props, protocolmap.ListenerName("SASL_PLAINTEXT"))
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"admin": "admin-secret", "alice": "alice-secret"}, users)
 	})
@@ -171,7 +172,7 @@ func FuzzParsePlainJAAS(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		users, err := security.ParsePlainJAAS(value)
+		users, err := config.ParsePlainJAAS(value)
 		if err != nil {
 			if users != nil {
 				t.Fatalf("users and an error: %v", err)
@@ -184,7 +185,7 @@ func FuzzParsePlainJAAS(f *testing.F) {
 			b.WriteString(" " + quoteJAAS("user_"+name) + "=" + quoteJAAS(users[name]))
 		}
 		b.WriteString(";")
-		again, err := security.ParsePlainJAAS(b.String())
+		again, err := config.ParsePlainJAAS(b.String())
 		if err != nil {
 			t.Fatalf("%q gave %v, whose canonical form %q does not parse: %v", value, users, b.String(), err)
 		}

@@ -1,4 +1,4 @@
-package security_test
+package config_test
 
 import (
 	"crypto/tls"
@@ -10,15 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
 
 func TestSecurity(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
-	keystore := writePEMFile(t, dir, "server.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
+	keystore := testkit.WritePEMFile(t, dir, "server.pem", f.ServerEC.PKCS8PEM(t)+f.ServerEC.CertPEM())
 	tlsKeys := []string{"ssl.keystore.type", "PEM", "ssl.keystore.location", keystore}
 	kv := func(extra ...string) []string { return append(append([]string{}, tlsKeys...), extra...) }
 
@@ -132,9 +133,9 @@ func TestSecurity(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := secResolve(t, tt.kv...)
-			s, err := security.ForListener(c, tt.listener)
+			s, err := forListener(c, tt.listener)
 			if tt.errKey != "" {
-				requireConfigError(t, err, tt.errKey, nil)
+				testkit.RequireConfigError(t, err, tt.errKey, nil)
 				assert.Contains(t, err.Error(), tt.errText)
 				assert.Zero(t, s.HandshakeTimeout, "no partial result")
 				return
@@ -147,46 +148,46 @@ func TestSecurity(t *testing.T) {
 
 func TestSecuritySentinels(t *testing.T) {
 	c := secResolve(t, "sasl.enabled.mechanisms", ",", "ssl.principal.mapping.rules", "x", "connections.max.reauth.ms", "x")
-	_, err := security.ForListener(c, "SASL_PLAINTEXT")
+	_, err := forListener(c, "SASL_PLAINTEXT")
 	assert.ErrorIs(t, err, security.ErrSASLMechanism)
-	_, err = security.ForListener(c, "SSL")
+	_, err = forListener(c, "SSL")
 	assert.ErrorIs(t, err, security.ErrTLSConfig)
 
 	dir := t.TempDir()
-	f := testFixture(t)
-	keystore := writePEMFile(t, dir, "k.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
+	f := testkit.TLSTestFixture(t)
+	keystore := testkit.WritePEMFile(t, dir, "k.pem", f.ServerEC.PKCS8PEM(t)+f.ServerEC.CertPEM())
 	c = secResolve(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", keystore, "ssl.principal.mapping.rules", "x")
-	_, err = security.ForListener(c, "SSL")
+	_, err = forListener(c, "SSL")
 	assert.ErrorIs(t, err, security.ErrInvalidPrincipalRule)
 
 	c = secResolve(t, "sasl.enabled.mechanisms", "PLAIN", "connections.max.reauth.ms", "x")
-	_, err = security.ForListener(c, "SASL_PLAINTEXT")
+	_, err = forListener(c, "SASL_PLAINTEXT")
 	assert.ErrorIs(t, err, listener.ErrInvalidValue)
 }
 
 func TestSecurityTLSIsTheListeners(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
 	c := secResolve(t, "ssl.keystore.type", "PEM",
-		"ssl.keystore.location", writePEMFile(t, dir, "a.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM()),
-		"listener.name.client.ssl.keystore.location", writePEMFile(t, dir, "b.pem", f.serverRSA.pkcs8PEM(t)+f.serverRSA.certPEM()),
+		"ssl.keystore.location", testkit.WritePEMFile(t, dir, "a.pem", f.ServerEC.PKCS8PEM(t)+f.ServerEC.CertPEM()),
+		"listener.name.client.ssl.keystore.location", testkit.WritePEMFile(t, dir, "b.pem", f.ServerRSA.PKCS8PEM(t)+f.ServerRSA.CertPEM()),
 		"listener.name.client.ssl.enabled.protocols", "TLSv1.3")
-	ssl, err := security.ForListener(c, "SSL")
+	ssl, err := forListener(c, "SSL")
 	require.NoError(t, err)
-	client, err := security.ForListener(c, "CLIENT")
+	client, err := forListener(c, "CLIENT")
 	require.NoError(t, err)
-	assert.Equal(t, f.serverEC.cert.Raw, ssl.TLS.Certificates[0].Certificate[0])
-	assert.Equal(t, f.serverRSA.cert.Raw, client.TLS.Certificates[0].Certificate[0])
+	assert.Equal(t, f.ServerEC.Cert.Raw, ssl.TLS.Certificates[0].Certificate[0])
+	assert.Equal(t, f.ServerRSA.Cert.Raw, client.TLS.Certificates[0].Certificate[0])
 	assert.Equal(t, uint16(tls.VersionTLS12), ssl.TLS.MinVersion)
 	assert.Equal(t, uint16(tls.VersionTLS13), client.TLS.MinVersion)
 }
 
-// Settings built in code with the values ForListener reads from
+// Settings built in code with the values Security reads from
 // properties are the same value, and behave the same (ReauthMaxFor): the
 // per-mechanism re-authentication limits are a field, not state hidden
 // in a parsed value.
 func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
-	set, err := config.Listeners(config.Properties{
+	set := resolve(t, config.Properties{
 		"listeners":               "SASL_PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
 		"listener.name.sasl_plaintext.connections.max.reauth.ms":               "600000",
@@ -194,8 +195,7 @@ func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
 		"kafkanet.handshake.timeout.ms":                                        "5000",
 		"security.inter.broker.protocol":                                       "SASL_PLAINTEXT",
 	})
-	require.NoError(t, err)
-	parsed, err := security.ForListener(set, "SASL_PLAINTEXT")
+	parsed, err := forListener(set, "SASL_PLAINTEXT")
 	require.NoError(t, err)
 	code := security.Settings{
 		EnabledMechanisms:    []string{"PLAIN", "SCRAM-SHA-256"},
@@ -212,13 +212,12 @@ func TestSettingsBuiltInCodeAsParsed(t *testing.T) {
 
 	// A listener that enables OAUTHBEARER and leaves it to the host: why
 	// is a field too, so Settings built in code carry it the same way.
-	set, err = config.Listeners(config.Properties{
+	set = resolve(t, config.Properties{
 		"listeners":                      "SASL_PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms":        "OAUTHBEARER",
 		"security.inter.broker.protocol": "SASL_PLAINTEXT",
 	})
-	require.NoError(t, err)
-	parsed, err = security.ForListener(set, "SASL_PLAINTEXT")
+	parsed, err = forListener(set, "SASL_PLAINTEXT")
 	require.NoError(t, err)
 	require.ErrorIs(t, parsed.OAuthBearerNotConfigured, security.ErrOAuthBearerNotConfigured)
 	var ce *config.Error

@@ -1,6 +1,6 @@
-// Package oauthsettings is what the security package, which reads a
-// listener's SASL/OAUTHBEARER settings from Kafka's keys, and the
-// oauthbearer package, which builds token validators from them, must agree
+// Package oauthsettings is what the configuration layer (package config),
+// which reads a listener's SASL/OAUTHBEARER settings from Kafka's keys, and
+// the oauthbearer package, which builds token validators from them, must agree
 // on: Kafka's defaults, and the rules of a JWKS URL and of a scope. It
 // imports the standard library only, so that reading the settings links
 // nothing of the validators (neither go-jose nor an HTTP client).

@@ -1,4 +1,4 @@
-package security_test
+package config_test
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 const (
 	oauthJAASKey  = "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"
 	oauthClassKey = "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"
-	loginModule   = security.OAuthBearerLoginModule + " required"
+	loginModule   = config.OAuthBearerLoginModule + " required"
 )
 
 // oauthProps is a SASL_PLAINTEXT listener enabling OAUTHBEARER, with extra.
@@ -37,9 +37,8 @@ func oauthProps(extra config.Properties) config.Properties {
 // from props.
 func oauthSettings(t *testing.T, props config.Properties) (security.OAuthBearerSettings, error) {
 	t.Helper()
-	cfg, err := config.Listeners(oauthProps(props))
-	require.NoError(t, err)
-	return security.OAuthBearer(cfg, "SASL_PLAINTEXT")
+	r := resolve(t, oauthProps(props))
+	return config.OAuthBearer(r.props, r.set, "SASL_PLAINTEXT")
 }
 
 // writeJWKS writes a file the JWKS URL may name (the settings check only
@@ -59,7 +58,7 @@ func writeJWKS(t *testing.T) string {
 func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 	url := writeJWKS(t)
 	t.Run("JWKS", func(t *testing.T) {
-		for _, class := range []string{security.OAuthBearerValidatorCallbackHandler, security.OAuthBearerValidatorCallbackHandlerDeprecated} {
+		for _, class := range []string{config.OAuthBearerValidatorCallbackHandler, config.OAuthBearerValidatorCallbackHandlerDeprecated} {
 			s, err := oauthSettings(t, config.Properties{
 				oauthJAASKey:  loginModule + ";",
 				oauthClassKey: class,
@@ -80,7 +79,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 				ScopeClaimName: "scope", SubClaimName: "client_id",
 			}}, s)
 		}
-		s, err := oauthSettings(t, config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
+		s, err := oauthSettings(t, config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: config.OAuthBearerValidatorCallbackHandler,
 			"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks"})
 		require.NoError(t, err)
 		assert.Equal(t, &security.OAuthBearerJWKS{URL: "https://idp.example/jwks", Refresh: time.Hour,
@@ -98,7 +97,7 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 			PrincipalClaimName: "principal", ScopeClaimName: "scp", RequiredScope: []string{"kafka", "write"}, AllowableClockSkew: time.Minute,
 		}}, s)
 		s, err = oauthSettings(t, config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorPrincipalClaimName=" ";`,
-			oauthClassKey: security.OAuthBearerUnsecuredValidatorCallbackHandler})
+			oauthClassKey: config.OAuthBearerUnsecuredValidatorCallbackHandler})
 		require.NoError(t, err)
 		assert.Equal(t, &security.OAuthBearerUnsecured{PrincipalClaimName: "sub", ScopeClaimName: "scope"}, s.Unsecured, "Kafka's defaults")
 		assert.Nil(t, s.JWKS)
@@ -107,36 +106,34 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		s, err := oauthSettings(t, config.Properties{
 			oauthJAASKey:                         loginModule + ";",
 			"sasl.oauthbearer.jwks.endpoint.url": "https://idp.example/jwks",
-			"sasl.server.callback.handler.class": security.OAuthBearerValidatorCallbackHandler,
+			"sasl.server.callback.handler.class": config.OAuthBearerValidatorCallbackHandler,
 		})
 		require.NoError(t, err)
 		require.Len(t, s.Warnings, 2)
-		assert.Contains(t, s.Warnings[0], "sasl.server.callback.handler.class="+security.OAuthBearerValidatorCallbackHandler+" is ignored")
+		assert.Contains(t, s.Warnings[0], "sasl.server.callback.handler.class="+config.OAuthBearerValidatorCallbackHandler+" is ignored")
 		assert.Contains(t, s.Warnings[0], oauthClassKey)
 		assert.Contains(t, s.Warnings[1], "sasl.oauthbearer.jwks.endpoint.url is set but unused")
 	})
 	t.Run("Security", func(t *testing.T) {
-		cfg, err := config.Listeners(oauthProps(config.Properties{oauthJAASKey: loginModule + ";",
+		cfg := resolve(t, oauthProps(config.Properties{oauthJAASKey: loginModule + ";",
 			"listeners": "SASL_PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0", "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,OTHER:SASL_PLAINTEXT",
 			"listener.name.other.sasl.enabled.mechanisms": "PLAIN"}))
-		require.NoError(t, err)
-		sec, err := security.ForListener(cfg, "SASL_PLAINTEXT")
+		sec, err := forListener(cfg, "SASL_PLAINTEXT")
 		require.NoError(t, err)
 		require.NotNil(t, sec.OAuthBearer)
-		want, err := security.OAuthBearer(cfg, "SASL_PLAINTEXT")
+		want, err := config.OAuthBearer(cfg.props, cfg.set, "SASL_PLAINTEXT")
 		require.NoError(t, err)
 		assert.Equal(t, want, *sec.OAuthBearer)
 		require.NoError(t, sec.OAuthBearerNotConfigured)
-		sec, err = security.ForListener(cfg, "OTHER")
+		sec, err = forListener(cfg, "OTHER")
 		require.NoError(t, err)
 		assert.Nil(t, sec.OAuthBearer, "OTHER does not enable OAUTHBEARER")
 		require.NoError(t, sec.OAuthBearerNotConfigured)
 
 		// Properties that leave OAUTHBEARER to the host are no error of
 		// Security's: it says why, for the socket server's.
-		cfg, err = config.Listeners(oauthProps(config.Properties{oauthClassKey: "com.example.Introspection"}))
-		require.NoError(t, err)
-		sec, err = security.ForListener(cfg, "SASL_PLAINTEXT")
+		cfg = resolve(t, oauthProps(config.Properties{oauthClassKey: "com.example.Introspection"}))
+		sec, err = forListener(cfg, "SASL_PLAINTEXT")
 		require.NoError(t, err)
 		assert.Nil(t, sec.OAuthBearer)
 		err = sec.OAuthBearerNotConfigured
@@ -146,9 +143,8 @@ func TestOAuthBearerSettingsFromProperties(t *testing.T) {
 		assert.Equal(t, oauthClassKey, ce.Key)
 
 		// An invalid setting is.
-		cfg, err = config.Listeners(oauthProps(config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="-5";`}))
-		require.NoError(t, err)
-		_, err = security.ForListener(cfg, "SASL_PLAINTEXT")
+		cfg = resolve(t, oauthProps(config.Properties{oauthJAASKey: loginModule + ` unsecuredValidatorAllowableClockSkewMs="-5";`}))
+		_, err = forListener(cfg, "SASL_PLAINTEXT")
 		require.ErrorIs(t, err, security.ErrOAuthBearerConfig)
 	})
 }
@@ -160,7 +156,7 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 	url := writeJWKS(t)
 	dir := t.TempDir()
 	validated := func(extra config.Properties) config.Properties {
-		p := config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: security.OAuthBearerValidatorCallbackHandler,
+		p := config.Properties{oauthJAASKey: loginModule + ";", oauthClassKey: config.OAuthBearerValidatorCallbackHandler,
 			"sasl.oauthbearer.jwks.endpoint.url": url}
 		for k, v := range extra {
 			p[k] = v
@@ -177,10 +173,10 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 		{"nothing configured", nil, oauthJAASKey, "", "needs " + oauthJAASKey, security.ErrOAuthBearerNotConfigured},
 		{"another handler class", config.Properties{oauthClassKey: "io.strimzi.kafka.oauth.server.JaasServerOauthValidatorCallbackHandler"},
 			oauthClassKey, "io.strimzi.kafka.oauth.server.JaasServerOauthValidatorCallbackHandler", "its own OAUTHBEARER mechanism", security.ErrOAuthBearerNotConfigured},
-		{"the validator without JAAS", config.Properties{oauthClassKey: security.OAuthBearerValidatorCallbackHandler},
+		{"the validator without JAAS", config.Properties{oauthClassKey: config.OAuthBearerValidatorCallbackHandler},
 			oauthJAASKey, "", "needs " + oauthJAASKey, security.ErrOAuthBearerConfig},
-		{"another login module", config.Properties{oauthJAASKey: security.PlainLoginModule + ` required user_alice="secret-pw";`},
-			oauthJAASKey, "[hidden]", "is not " + security.OAuthBearerLoginModule, security.ErrOAuthBearerConfig},
+		{"another login module", config.Properties{oauthJAASKey: config.PlainLoginModule + ` required user_alice="secret-pw";`},
+			oauthJAASKey, "[hidden]", "is not " + config.OAuthBearerLoginModule, security.ErrOAuthBearerConfig},
 		{"two login modules", config.Properties{oauthJAASKey: loginModule + "; " + loginModule + ";"},
 			oauthJAASKey, "[hidden]", "contains 2 login modules", security.ErrOAuthBearerConfig},
 		{"no JWKS URL", validated(config.Properties{"sasl.oauthbearer.jwks.endpoint.url": ""}),

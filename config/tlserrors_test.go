@@ -1,4 +1,4 @@
-package security_test
+package config_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -49,26 +50,26 @@ func checkTLSError(t *testing.T, err error, key, value, rule, prefix string, sen
 // Each case runs both ways: its keys as written, then each after
 // listener.name.ssl.
 func TestTLSErrorsNameTheKeyAsWritten(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
-	chainEC := f.serverEC.certPEM() + f.ca.certPEM()
-	other := issueServer(t, f.ca, "other", "other.example")
+	chainEC := f.ServerEC.CertPEM() + f.CA.CertPEM()
+	other := testkit.IssueServer(t, f.CA, "other", "other.example")
 	files := map[string]string{
-		"ec":           writePEMFile(t, dir, "ec.pem", f.serverEC.pkcs8PEM(t)+chainEC),
-		"rsa":          writePEMFile(t, dir, "rsa.pem", f.serverRSA.pkcs8PEM(t)+f.serverRSA.certPEM()),
-		"encrypted":    writePEMFile(t, dir, "encrypted.pem", f.serverEC.encryptedPEM(t, "s3cret-pass")+chainEC),
-		"mismatch":     writePEMFile(t, dir, "mismatch.pem", f.serverRSA.pkcs8PEM(t)+chainEC),
-		"two-keys":     writePEMFile(t, dir, "two-keys.pem", f.serverEC.pkcs8PEM(t)+f.serverRSA.pkcs8PEM(t)+chainEC),
-		"no-key":       writePEMFile(t, dir, "no-key.pem", chainEC),
-		"no-cert":      writePEMFile(t, dir, "no-cert.pem", f.serverEC.pkcs8PEM(t)),
-		"legacy-enc":   writePEMFile(t, dir, "legacy-enc.pem", "-----BEGIN EC PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n\nAAAA\n-----END EC PRIVATE KEY-----\n"+chainEC),
-		"openssh":      writePEMFile(t, dir, "openssh.pem", "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"+chainEC),
-		"garbage-key":  writePEMFile(t, dir, "garbage-key.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"+chainEC),
-		"unterminated": writePEMFile(t, dir, "unterminated.pem", strings.Replace(f.serverEC.pkcs8PEM(t), "-----END PRIVATE KEY-----", "", 1)+chainEC),
-		"bad-base64":   writePEMFile(t, dir, "bad-base64.pem", "-----BEGIN PRIVATE KEY-----\n!!!!\n-----END PRIVATE KEY-----\n"+chainEC),
-		"other":        writePEMFile(t, dir, "other.pem", other.pkcs8PEM(t)+other.certPEM()),
-		"ca":           writePEMFile(t, dir, "ca.pem", f.ca.certPEM()),
-		"empty":        writePEMFile(t, dir, "empty.pem", "nothing here\n"),
+		"ec":           testkit.WritePEMFile(t, dir, "ec.pem", f.ServerEC.PKCS8PEM(t)+chainEC),
+		"rsa":          testkit.WritePEMFile(t, dir, "rsa.pem", f.ServerRSA.PKCS8PEM(t)+f.ServerRSA.CertPEM()),
+		"encrypted":    testkit.WritePEMFile(t, dir, "encrypted.pem", f.ServerEC.EncryptedPEM(t, "s3cret-pass")+chainEC),
+		"mismatch":     testkit.WritePEMFile(t, dir, "mismatch.pem", f.ServerRSA.PKCS8PEM(t)+chainEC),
+		"two-keys":     testkit.WritePEMFile(t, dir, "two-keys.pem", f.ServerEC.PKCS8PEM(t)+f.ServerRSA.PKCS8PEM(t)+chainEC),
+		"no-key":       testkit.WritePEMFile(t, dir, "no-key.pem", chainEC),
+		"no-cert":      testkit.WritePEMFile(t, dir, "no-cert.pem", f.ServerEC.PKCS8PEM(t)),
+		"legacy-enc":   testkit.WritePEMFile(t, dir, "legacy-enc.pem", "-----BEGIN EC PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n\nAAAA\n-----END EC PRIVATE KEY-----\n"+chainEC),
+		"openssh":      testkit.WritePEMFile(t, dir, "openssh.pem", "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"+chainEC),
+		"garbage-key":  testkit.WritePEMFile(t, dir, "garbage-key.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"+chainEC),
+		"unterminated": testkit.WritePEMFile(t, dir, "unterminated.pem", strings.Replace(f.ServerEC.PKCS8PEM(t), "-----END PRIVATE KEY-----", "", 1)+chainEC),
+		"bad-base64":   testkit.WritePEMFile(t, dir, "bad-base64.pem", "-----BEGIN PRIVATE KEY-----\n!!!!\n-----END PRIVATE KEY-----\n"+chainEC),
+		"other":        testkit.WritePEMFile(t, dir, "other.pem", other.PKCS8PEM(t)+other.CertPEM()),
+		"ca":           testkit.WritePEMFile(t, dir, "ca.pem", f.CA.CertPEM()),
+		"empty":        testkit.WritePEMFile(t, dir, "empty.pem", "nothing here\n"),
 	}
 	missing := filepath.Join(dir, "missing.pem")
 	const hidden = "[hidden]"
@@ -88,25 +89,25 @@ func TestTLSErrorsNameTheKeyAsWritten(t *testing.T) {
 		rule  string   // a part of the rule, {p} standing for the listener prefix
 	}{
 		// The key store.
-		{"inline key, type unset", []string{"ssl.keystore.key", f.serverEC.pkcs8PEM(t), "ssl.keystore.certificate.chain", chainEC},
+		{"inline key, type unset", []string{"ssl.keystore.key", f.ServerEC.PKCS8PEM(t), "ssl.keystore.certificate.chain", chainEC},
 			"ssl.keystore.type", "", "SSL private key can be specified only for PEM, but key store type is JKS."},
-		{"inline key, type JKS", []string{"ssl.keystore.type", "JKS", "ssl.keystore.key", f.serverEC.pkcs8PEM(t), "ssl.keystore.certificate.chain", chainEC},
+		{"inline key, type JKS", []string{"ssl.keystore.type", "JKS", "ssl.keystore.key", f.ServerEC.PKCS8PEM(t), "ssl.keystore.certificate.chain", chainEC},
 			"ssl.keystore.type", "JKS", "SSL private key can be specified only for PEM"},
-		{"inline key without chain", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.serverEC.pkcs8PEM(t)},
+		{"inline key without chain", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.ServerEC.PKCS8PEM(t)},
 			"ssl.keystore.certificate.chain", "", "SSL private key is specified ({p}ssl.keystore.key), but certificate chain is not specified."},
 		{"inline chain without key", []string{"ssl.keystore.type", "PEM", "ssl.keystore.certificate.chain", chainEC},
 			"ssl.keystore.key", "", "SSL certificate chain is specified ({p}ssl.keystore.certificate.chain), but private key is not specified"},
-		{"inline key and location", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.serverEC.pkcs8PEM(t), "ssl.keystore.certificate.chain", chainEC, "ssl.keystore.location", files["ec"]},
+		{"inline key and location", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.ServerEC.PKCS8PEM(t), "ssl.keystore.certificate.chain", chainEC, "ssl.keystore.location", files["ec"]},
 			"ssl.keystore.location", files["ec"], "Both SSL key store location and separate private key ({p}ssl.keystore.key) are specified."},
-		{"inline key and key store password", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.serverEC.pkcs8PEM(t), "ssl.keystore.certificate.chain", chainEC, "ssl.keystore.password", "changeit"},
+		{"inline key and key store password", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.ServerEC.PKCS8PEM(t), "ssl.keystore.certificate.chain", chainEC, "ssl.keystore.password", "changeit"},
 			"ssl.keystore.password", hidden, "SSL key store password cannot be specified with PEM format"},
-		{"inline key, encrypted, no key password", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.serverEC.encryptedPEM(t, "pw"), "ssl.keystore.certificate.chain", chainEC},
+		{"inline key, encrypted, no key password", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.ServerEC.EncryptedPEM(t, "pw"), "ssl.keystore.certificate.chain", chainEC},
 			"ssl.key.password", "", "no key password is specified"},
-		{"inline key that does not match", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.serverRSA.pkcs8PEM(t), "ssl.keystore.certificate.chain", chainEC},
+		{"inline key that does not match", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.ServerRSA.PKCS8PEM(t), "ssl.keystore.certificate.chain", chainEC},
 			"ssl.keystore.certificate.chain", hidden, "the private key from {p}ssl.keystore.key does not match"},
 		{"inline garbage key", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", "ssl.keystore.certificate.chain", chainEC},
 			"ssl.keystore.key", hidden, "Private key could not be loaded"},
-		{"inline chain that is no certificate", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.serverEC.pkcs8PEM(t), "ssl.keystore.certificate.chain", "none"},
+		{"inline chain that is no certificate", []string{"ssl.keystore.type", "PEM", "ssl.keystore.key", f.ServerEC.PKCS8PEM(t), "ssl.keystore.certificate.chain", "none"},
 			"ssl.keystore.certificate.chain", hidden, "At least one certificate expected"},
 		{"location, type unset", []string{"ssl.keystore.location", files["ec"]},
 			"ssl.keystore.type", "", "the type is JKS (Kafka's default); convert the store to PEM and set {p}ssl.keystore.type=PEM for {p}ssl.keystore.location"},
@@ -150,11 +151,11 @@ func TestTLSErrorsNameTheKeyAsWritten(t *testing.T) {
 			"ssl.keystore.location", files["mismatch"], "the private key from {p}ssl.keystore.location does not match the public key of the first certificate"},
 
 		// The trust store.
-		{"inline trust store, type unset", ts("ssl.truststore.certificates", f.ca.certPEM()),
+		{"inline trust store, type unset", ts("ssl.truststore.certificates", f.CA.CertPEM()),
 			"ssl.truststore.type", "", "SSL trust store certs can be specified only for PEM, but trust store type is JKS."},
-		{"inline trust store and location", ts("ssl.truststore.type", "PEM", "ssl.truststore.certificates", f.ca.certPEM(), "ssl.truststore.location", files["ca"]),
+		{"inline trust store and location", ts("ssl.truststore.type", "PEM", "ssl.truststore.certificates", f.CA.CertPEM(), "ssl.truststore.location", files["ca"]),
 			"ssl.truststore.location", files["ca"], "Both SSL trust store location and separate trust certificates ({p}ssl.truststore.certificates) are specified."},
-		{"inline trust store and password", ts("ssl.truststore.type", "PEM", "ssl.truststore.certificates", f.ca.certPEM(), "ssl.truststore.password", "changeit"),
+		{"inline trust store and password", ts("ssl.truststore.type", "PEM", "ssl.truststore.certificates", f.CA.CertPEM(), "ssl.truststore.password", "changeit"),
 			"ssl.truststore.password", hidden, "SSL trust store password cannot be specified for PEM format."},
 		{"inline trust store that is no certificate", ts("ssl.truststore.type", "PEM", "ssl.truststore.certificates", "none"),
 			"ssl.truststore.certificates", hidden, "Invalid PEM truststore configs: At least one certificate expected"},
@@ -204,14 +205,14 @@ func TestTLSErrorsNameTheKeyAsWritten(t *testing.T) {
 			sn + "ssl.keystore.location", "", "server name localhost is listed in {p}kafkanet.ssl.server.names but has no key store: set {p}" + sn + "ssl.keystore.location (a PEM file holding the private key and the certificate chain) or {p}" + sn + "ssl.keystore.key and {p}" + sn + "ssl.keystore.certificate.chain"},
 		{"a server name's encrypted key without a password", ts("kafkanet.ssl.server.names", "localhost", sn+"ssl.keystore.location", files["encrypted"]),
 			sn + "ssl.key.password", "", "no key password is specified"},
-		{"a server name's inline key without a chain", ts("kafkanet.ssl.server.names", "localhost", sn+"ssl.keystore.key", f.serverEC.pkcs8PEM(t)),
+		{"a server name's inline key without a chain", ts("kafkanet.ssl.server.names", "localhost", sn+"ssl.keystore.key", f.ServerEC.PKCS8PEM(t)),
 			sn + "ssl.keystore.certificate.chain", "", "SSL private key is specified ({p}" + sn + "ssl.keystore.key), but certificate chain is not specified."},
 		{"a server name's JKS key store", ts("kafkanet.ssl.server.names", "localhost", sn+"ssl.keystore.type", "JKS", sn+"ssl.keystore.location", files["ec"]),
 			sn + "ssl.keystore.type", "JKS", "set {p}" + sn + "ssl.keystore.type=PEM for {p}" + sn + "ssl.keystore.location"},
 		{"a server name's certificate for another name", ts("kafkanet.ssl.server.names", "localhost", sn+"ssl.keystore.location", files["other"]),
 			sn + "ssl.keystore.location", files["other"], "the certificate for server name localhost (subject CN=other) is not valid for it"},
 	}
-	secrets := append(keyMaterial(f.serverEC.pkcs8PEM(t)), keyMaterial(f.serverRSA.pkcs8PEM(t))...)
+	secrets := append(testkit.KeyMaterial(f.ServerEC.PKCS8PEM(t)), testkit.KeyMaterial(f.ServerRSA.PKCS8PEM(t))...)
 	secrets = append(secrets, "s3cret-pass", "wrong-pass", "changeit")
 	for _, tt := range tests {
 		for _, prefix := range []string{"", "listener.name.ssl."} {
@@ -224,7 +225,7 @@ func TestTLSErrorsNameTheKeyAsWritten(t *testing.T) {
 				for i := 0; i < len(kv); i += 2 {
 					kv[i] = prefix + kv[i]
 				}
-				cfg, err := security.TLSConfig(secResolve(t, kv...), "SSL")
+				cfg, err := tlsConfig(secResolve(t, kv...), "SSL")
 				assert.Nil(t, cfg)
 				checkTLSError(t, err, prefix+tt.key, tt.value, strings.ReplaceAll(tt.rule, "{p}", prefix), prefix, security.ErrTLSConfig)
 				for _, s := range secrets {
@@ -239,10 +240,10 @@ func TestTLSErrorsNameTheKeyAsWritten(t *testing.T) {
 // and some without, a key left out is named beside the setting that
 // needs it; the issue's case is the first.
 func TestTLSErrorsNameAMissingKeyBesideTheSettingThatNeedsIt(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
-	encrypted := writePEMFile(t, dir, "encrypted.pem", f.serverEC.encryptedPEM(t, "pw")+f.serverEC.certPEM())
-	plain := writePEMFile(t, dir, "plain.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
+	encrypted := testkit.WritePEMFile(t, dir, "encrypted.pem", f.ServerEC.EncryptedPEM(t, "pw")+f.ServerEC.CertPEM())
+	plain := testkit.WritePEMFile(t, dir, "plain.pem", f.ServerEC.PKCS8PEM(t)+f.ServerEC.CertPEM())
 	tests := []struct {
 		name     string
 		listener protocolmap.ListenerName
@@ -264,8 +265,8 @@ func TestTLSErrorsNameAMissingKeyBesideTheSettingThatNeedsIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := security.TLSConfig(secResolve(t, tt.kv...), tt.listener)
-			requireConfigError(t, err, tt.key, security.ErrTLSConfig)
+			_, err := tlsConfig(secResolve(t, tt.kv...), tt.listener)
+			testkit.RequireConfigError(t, err, tt.key, security.ErrTLSConfig)
 			assert.Contains(t, err.Error(), "configuration "+tt.key+": ")
 		})
 	}

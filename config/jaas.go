@@ -1,14 +1,13 @@
-package security
+package config
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/kafkanet/kafkanet/internal/configerr"
-	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
 )
 
 // KeySASLJAASConfig is Kafka's sasl.jaas.config. A broker reads it only with
@@ -27,12 +26,6 @@ const PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModul
 // reads them from its user_<name>="<password>" options (see
 // [JAASUsers]).
 const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
-// ErrJAASConfig is wrapped by the errors of [NewJAASUsers] and
-// [JAASUsers.Reload] about a JAAS configuration that does not parse, does
-// not configure the mechanism's login module, or is missing where a
-// listener's built-in mechanism needs its users.
-var ErrJAASConfig = errors.New("invalid JAAS configuration")
 
 // hiddenValue stands for the value of a secret setting in error messages,
 // as Kafka's Password type prints.
@@ -60,7 +53,7 @@ const hiddenValue = "[hidden]"
 //
 // Kafka takes exactly one login module from sasl.jaas.config; it must be
 // PlainLoginModule. A user with an empty name or password is an error, as
-// Kafka's PLAIN never accepts either. Errors wrap [ErrJAASConfig]; they
+// Kafka's PLAIN never accepts either. Errors wrap security.ErrJAASConfig; they
 // never contain an option's value.
 func parsePlainJAAS(value string) (users map[string]string, err error) {
 	e, err := parseOneModule(value, PlainLoginModule, "the users of SASL/PLAIN are the user_<name> options of that module")
@@ -136,7 +129,7 @@ func parseOneModule(value, module, why string) (jaasEntry, error) {
 	return e, nil
 }
 
-func jaasError(msg string) error { return &ruleError{msg, ErrJAASConfig} }
+func jaasError(msg string) error { return configerr.Rule(msg, security.ErrJAASConfig) }
 
 // plainNameRE is the shape of a token that may be echoed in an error: a
 // class name, control flag or option name. Anything else might be a
@@ -400,30 +393,23 @@ func (t *jaasTokenizer) quoted(q int) string {
 	return b.String()
 }
 
-// mechanismKey is config.MechanismKey, for this package's readers:
-// listener.name.<lower-case listener>.<lower-case mechanism>.<key>.
-func mechanismKey(name protocolmap.ListenerName, mechanism, key string) string {
-	return name.ConfigPrefix() + strings.ToLower(mechanism) + "." + key
-}
-
 // scramUsers returns the users of a listener's SCRAM mechanism
 // (SCRAM-SHA-256 or SCRAM-SHA-512), read with parseSCRAMJAAS from
 // the listener's mechanism-prefixed sasl.jaas.config, such as
 // listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config; keySet reports
 // whether the key is set. A key set without user options gives no users
 // (the broker's own username and password are no users), which
-// [NewJAASUsers] warns about. Errors are *config.Error
-// values wrapping [ErrJAASConfig], with the value shown as [hidden].
-func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism string) (users map[string]string, keySet bool, err error) {
-	c := view(set)
-	key := mechanismKey(name, mechanism, KeySASLJAASConfig)
-	v, ok := c.props.Get(key)
+// [JAASUsers] warns about. Errors are *config.Error
+// values wrapping security.ErrJAASConfig, with the value shown as [hidden].
+func scramUsers(props Properties, name protocolmap.ListenerName, mechanism string) (users map[string]string, keySet bool, err error) {
+	key := MechanismKey(name, mechanism, KeySASLJAASConfig)
+	v, ok := props.Get(key)
 	if !ok {
 		return nil, false, nil
 	}
 	users, err = parseSCRAMJAAS(v)
 	if err != nil {
-		return nil, true, &configerr.Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
+		return nil, true, &Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: security.ErrJAASConfig}
 	}
 	return users, true, nil
 }
@@ -440,25 +426,24 @@ func scramUsers(set *listener.Set, name protocolmap.ListenerName, mechanism stri
 //
 // When the key is not set the error names it; Kafka would fall back to a
 // static JAAS file, which this package does not read. Errors are
-// *config.Error values wrapping [ErrJAASConfig], with the
+// *config.Error values wrapping security.ErrJAASConfig, with the
 // value shown as [hidden].
-func plainUsers(set *listener.Set, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
-	c := view(set)
-	if _, from, ok := c.props.ListenerValue(name, KeySASLJAASConfig); ok {
+func plainUsers(props Properties, name protocolmap.ListenerName) (users map[string]string, ignored string, err error) {
+	if _, from, ok := props.ListenerValue(name, KeySASLJAASConfig); ok {
 		ignored = from
 	}
-	key := mechanismKey(name, "PLAIN", KeySASLJAASConfig)
-	v, ok := c.props.Get(key)
+	key := MechanismKey(name, "PLAIN", KeySASLJAASConfig)
+	v, ok := props.Get(key)
 	if !ok {
 		rule := fmt.Sprintf("SASL/PLAIN on listener %s needs its users in %s (%s required user_<name>=\"<password>\" ...;)", name, key, PlainLoginModule)
 		if ignored != "" {
 			rule += fmt.Sprintf("; %s is set but a broker ignores it without the listener and mechanism prefix", ignored)
 		}
-		return nil, ignored, &configerr.Error{Key: key, Rule: rule, Err: ErrJAASConfig}
+		return nil, ignored, &Error{Key: key, Rule: rule, Err: security.ErrJAASConfig}
 	}
 	users, err = parsePlainJAAS(v)
 	if err != nil {
-		return nil, ignored, &configerr.Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: ErrJAASConfig}
+		return nil, ignored, &Error{Key: key, Value: hiddenValue, Rule: err.Error(), Err: security.ErrJAASConfig}
 	}
 	return users, ignored, nil
 }

@@ -1,4 +1,4 @@
-package security_test
+package config_test
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kafkanet/kafkanet/config"
-	"github.com/kafkanet/kafkanet/listener"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -30,11 +30,31 @@ func jaasProps(extra ...string) config.Properties {
 
 func jaas(users string) string { return plainModule + " required " + users + ";" }
 
-func resolveJAAS(t testing.TB, extra ...string) *listener.Set {
+func resolveJAAS(t testing.TB, extra ...string) resolved {
 	t.Helper()
-	c, err := config.Listeners(jaasProps(extra...))
-	require.NoError(t, err)
-	return c
+	return resolve(t, jaasProps(extra...))
+}
+
+// newJAASUsers builds the stores of the users config.JAASUsers reads
+// from r, as a host does.
+func newJAASUsers(r resolved) (*security.JAASUsers, []config.JAASWarning, error) {
+	users, warnings, err := config.JAASUsers(r.props, r.set)
+	if err != nil {
+		return nil, warnings, err
+	}
+	u, err := security.NewJAASUsers(users)
+	return u, warnings, err
+}
+
+// reload reloads u with the users config.JAASUsers reads from r, as a
+// host does.
+func reload(u *security.JAASUsers, r resolved) ([]security.UserChange, []config.JAASWarning, error) {
+	users, warnings, err := config.JAASUsers(r.props, r.set)
+	if err != nil {
+		return nil, warnings, err
+	}
+	changes, err := u.Reload(r.set, users)
+	return changes, warnings, err
 }
 
 func TestNewJAASUsers(t *testing.T) {
@@ -46,7 +66,7 @@ func TestNewJAASUsers(t *testing.T) {
 		name     string
 		kv       []string
 		users    map[protocolmap.ListenerName]map[string]string // who logs in with what, per listener
-		warnings []security.JAASWarning
+		warnings []config.JAASWarning
 		errKey   string
 	}{
 		{name: "each listener its own users", kv: bothListeners, users: map[protocolmap.ListenerName]map[string]string{
@@ -64,11 +84,11 @@ func TestNewJAASUsers(t *testing.T) {
 			"sasl.jaas.config", jaas(`user_eve="eve-secret"`),
 		}, bothListeners...), users: map[protocolmap.ListenerName]map[string]string{
 			"A": {"alice": "alice-secret"}, "B": {"carol": "carol-secret"},
-		}, warnings: []security.JAASWarning{{Key: "sasl.jaas.config", Listener: "A"}}},
+		}, warnings: []config.JAASWarning{{Key: "sasl.jaas.config", Listener: "A"}}},
 		{name: "listener-prefixed without the mechanism is ignored too", kv: append([]string{
 			"listener.name.b.sasl.jaas.config", jaas(`user_eve="eve-secret"`),
 		}, bothListeners...), users: map[protocolmap.ListenerName]map[string]string{"A": {"bob": "bob-secret"}, "B": {"carol": "carol-secret"}},
-			warnings: []security.JAASWarning{{Key: "listener.name.b.sasl.jaas.config", Listener: "B"}}},
+			warnings: []config.JAASWarning{{Key: "listener.name.b.sasl.jaas.config", Listener: "B"}}},
 		{name: "a SASL listener without users", kv: []string{"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret"`)},
 			errKey: "listener.name.b.plain.sasl.jaas.config"},
 		{name: "JAAS that does not parse", kv: []string{
@@ -79,10 +99,10 @@ func TestNewJAASUsers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, warnings, err := security.NewJAASUsers(resolveJAAS(t, tt.kv...))
+			u, warnings, err := newJAASUsers(resolveJAAS(t, tt.kv...))
 			assert.Equal(t, tt.warnings, warnings)
 			if tt.errKey != "" {
-				requireConfigError(t, err, tt.errKey, nil)
+				testkit.RequireConfigError(t, err, tt.errKey, nil)
 				assert.Nil(t, u)
 				assert.NotContains(t, err.Error(), "alice-secret")
 				return
@@ -102,7 +122,7 @@ func TestNewJAASUsers(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "ignoring sasl.jaas.config: a broker reads JAAS settings only with the listener and SASL mechanism prefix, as in listener.name.a.plain.sasl.jaas.config",
-		security.JAASWarning{Key: "sasl.jaas.config", Listener: "A"}.String())
+		config.JAASWarning{Key: "sasl.jaas.config", Listener: "A"}.String())
 }
 
 // The PLAIN keys of listeners A and B.
@@ -141,10 +161,10 @@ func TestJAASUsersReload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, _, err := security.NewJAASUsers(resolveJAAS(t, start...))
+			u, _, err := newJAASUsers(resolveJAAS(t, start...))
 			require.NoError(t, err)
 			stores := u.Stores()
-			changes, _, err := u.Reload(resolveJAAS(t, tt.kv...))
+			changes, _, err := reload(u, resolveJAAS(t, tt.kv...))
 			if tt.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.err)
@@ -174,10 +194,10 @@ func TestJAASUsersReload(t *testing.T) {
 			"listeners", "A://127.0.0.1:0,P://127.0.0.1:0", "listener.security.protocol.map", "A:SASL_PLAINTEXT,P:PLAINTEXT",
 			"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret"`),
 		}
-		u, _, err := security.NewJAASUsers(resolveJAAS(t, only...))
+		u, _, err := newJAASUsers(resolveJAAS(t, only...))
 		require.NoError(t, err)
 		a := u.Stores()["A"]
-		changes, _, err := u.Reload(resolveJAAS(t, start...))
+		changes, _, err := reload(u, resolveJAAS(t, start...))
 		require.NoError(t, err)
 		assert.Equal(t, []security.UserChange{
 			{Listener: "A", Key: aPlain, Added: []string{"bob"}},
@@ -189,7 +209,7 @@ func TestJAASUsersReload(t *testing.T) {
 		assert.Same(t, a, u.Stores()["A"], "a kept listener keeps its store")
 
 		// B removed: its store goes, its users reported removed.
-		changes, _, err = u.Reload(resolveJAAS(t, only...))
+		changes, _, err = reload(u, resolveJAAS(t, only...))
 		require.NoError(t, err)
 		assert.Equal(t, []security.UserChange{
 			{Listener: "A", Key: aPlain, Removed: []string{"bob"}},
@@ -198,9 +218,9 @@ func TestJAASUsersReload(t *testing.T) {
 		assert.NotContains(t, u.Stores(), protocolmap.ListenerName("B"))
 	})
 	t.Run("warnings on reload", func(t *testing.T) {
-		u, _, err := security.NewJAASUsers(resolveJAAS(t, start...))
+		u, _, err := newJAASUsers(resolveJAAS(t, start...))
 		require.NoError(t, err)
-		_, warnings, err := u.Reload(resolveJAAS(t, append([]string{"sasl.jaas.config", jaas(`user_eve="x"`)}, start...)...))
+		_, warnings, err := reload(u, resolveJAAS(t, append([]string{"sasl.jaas.config", jaas(`user_eve="x"`)}, start...)...))
 		require.NoError(t, err)
 		require.Len(t, warnings, 1)
 		assert.True(t, strings.HasPrefix(warnings[0].String(), "ignoring sasl.jaas.config"))

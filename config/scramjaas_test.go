@@ -1,4 +1,4 @@
-package security_test
+package config_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/security"
 	"github.com/kafkanet/kafkanet/security/sasl"
 )
@@ -38,7 +39,7 @@ func TestParseSCRAMJAAS(t *testing.T) {
 		{name: "no terminating semicolon", value: scramModule + ` required user_alice="x"`, err: "not terminated"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			users, err := security.ParseSCRAMJAAS(tt.value)
+			users, err := config.ParseSCRAMJAAS(tt.value)
 			if tt.err != "" {
 				require.ErrorIs(t, err, security.ErrJAASConfig)
 				assert.Contains(t, err.Error(), tt.err)
@@ -49,8 +50,8 @@ func TestParseSCRAMJAAS(t *testing.T) {
 			assert.Equal(t, tt.users, users)
 		})
 	}
-	assert.Equal(t, aSHA512, config.MechanismKey("A", "SCRAM-SHA-512", security.KeySASLJAASConfig))
-	assert.Equal(t, aPlain, config.MechanismKey("A", "PLAIN", security.KeySASLJAASConfig))
+	assert.Equal(t, aSHA512, config.MechanismKey("A", "SCRAM-SHA-512", config.KeySASLJAASConfig))
+	assert.Equal(t, aPlain, config.MechanismKey("A", "PLAIN", config.KeySASLJAASConfig))
 }
 
 // scramLogsIn reports whether store lets user log in with password over
@@ -84,7 +85,7 @@ func TestNewJAASUsersSCRAMKeys(t *testing.T) {
 		kv       []string
 		logIn    []login // log in
 		refused  []login // do not
-		warnings []security.JAASWarning
+		warnings []config.JAASWarning
 		errKey   string
 		errText  []string
 	}{
@@ -100,7 +101,7 @@ func TestNewJAASUsersSCRAMKeys(t *testing.T) {
 		{name: "SCRAM-only, the SCRAM key without users falls back to PLAIN's, with a warning", mechs: "SCRAM-SHA-256",
 			kv:    []string{aSHA256, scramJAAS(`username="admin" password="admin-secret"`), aPlain, jaas(`user_bob="bob-secret"`)},
 			logIn: []login{{"SCRAM-SHA-256", "bob", "bob-secret"}}, refused: []login{{"SCRAM-SHA-256", "admin", "admin-secret"}},
-			warnings: []security.JAASWarning{{Key: aSHA256, Listener: "A", Reason: aSHA256 + " names no users (user_<name> options): its username and password are the broker's own, for inter-broker connections, and kafkanet keeps no SCRAM credentials in a metadata log as Kafka does; SCRAM-SHA-256 on listener A logs in the users of " + aPlain}}},
+			warnings: []config.JAASWarning{{Key: aSHA256, Listener: "A", Reason: aSHA256 + " names no users (user_<name> options): its username and password are the broker's own, for inter-broker connections, and kafkanet keeps no SCRAM credentials in a metadata log as Kafka does; SCRAM-SHA-256 on listener A logs in the users of " + aPlain}}},
 		{name: "SCRAM-only, users under the PLAIN key, as before", mechs: "SCRAM-SHA-512",
 			kv:    []string{aPlain, jaas(`user_bob="bob-secret"`)},
 			logIn: []login{{"SCRAM-SHA-512", "bob", "bob-secret"}}},
@@ -111,7 +112,7 @@ func TestNewJAASUsersSCRAMKeys(t *testing.T) {
 		{name: "a SCRAM key of a mechanism not enabled is ignored, with a warning", mechs: "PLAIN",
 			kv:    []string{aPlain, jaas(`user_bob="bob-secret"`), aSHA512, scramJAAS(`user_carol="carol-secret"`)},
 			logIn: []login{{"PLAIN", "bob", "bob-secret"}}, refused: []login{{"SCRAM-SHA-512", "carol", "carol-secret"}},
-			warnings: []security.JAASWarning{{Key: aSHA512, Listener: "A",
+			warnings: []config.JAASWarning{{Key: aSHA512, Listener: "A",
 				Reason: "ignoring " + aSHA512 + ": listener A does not enable SCRAM-SHA-512 (sasl.enabled.mechanisms)"}}},
 		{name: "PLAIN's module under a SCRAM key", mechs: "SCRAM-SHA-256",
 			kv: []string{aSHA256, jaas(`user_bob="bob-secret"`)}, errKey: aSHA256, errText: []string{"is not " + scramModule}},
@@ -123,13 +124,13 @@ func TestNewJAASUsersSCRAMKeys(t *testing.T) {
 				"listeners", "A://127.0.0.1:0,P://127.0.0.1:0", "listener.security.protocol.map", "A:SASL_PLAINTEXT,P:PLAINTEXT",
 				"sasl.enabled.mechanisms", tt.mechs,
 			}, tt.kv...)
-			u, warnings, err := security.NewJAASUsers(resolveJAAS(t, props...))
+			u, warnings, err := newJAASUsers(resolveJAAS(t, props...))
 			assert.Equal(t, tt.warnings, warnings)
 			for _, w := range warnings {
 				assert.Equal(t, w.Reason, w.String())
 			}
 			if tt.errKey != "" {
-				ce := requireConfigError(t, err, tt.errKey, security.ErrJAASConfig)
+				ce := testkit.RequireConfigError(t, err, tt.errKey, security.ErrJAASConfig)
 				for _, text := range tt.errText {
 					assert.Contains(t, ce.Error(), text)
 				}
@@ -164,32 +165,32 @@ func TestJAASUsersReloadSCRAMKeys(t *testing.T) {
 		"sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512",
 		aPlain, jaas(`user_bob="bob-secret"`),
 	}
-	u, _, err := security.NewJAASUsers(resolveJAAS(t, base...))
+	u, _, err := newJAASUsers(resolveJAAS(t, base...))
 	require.NoError(t, err)
 	store := u.Stores()["A"]
 	require.True(t, scramLogsIn(t, store, "SCRAM-SHA-512", "bob", "bob-secret"))
 
-	changes, _, err := u.Reload(resolveJAAS(t, append(base, aSHA512, scramJAAS(`user_carol="carol-secret"`))...))
+	changes, _, err := reload(u, resolveJAAS(t, append(base, aSHA512, scramJAAS(`user_carol="carol-secret"`))...))
 	require.NoError(t, err)
 	assert.Equal(t, []security.UserChange{{Listener: "A", Key: aPlain}, {Listener: "A", Key: aSHA512, Added: []string{"carol"}}}, changes)
 	assert.True(t, scramLogsIn(t, store, "SCRAM-SHA-512", "carol", "carol-secret"), "the store handed out follows")
 	assert.False(t, scramLogsIn(t, store, "SCRAM-SHA-512", "bob", "bob-secret"))
 	assert.True(t, store.CheckPlain("bob", "bob-secret"))
 
-	changes, _, err = u.Reload(resolveJAAS(t, append(base, aSHA512, scramJAAS(`user_carol="carol-new" user_dave="dave-secret"`))...))
+	changes, _, err = reload(u, resolveJAAS(t, append(base, aSHA512, scramJAAS(`user_carol="carol-new" user_dave="dave-secret"`))...))
 	require.NoError(t, err)
 	assert.Equal(t, []security.UserChange{{Listener: "A", Key: aPlain},
 		{Listener: "A", Key: aSHA512, Added: []string{"dave"}, PasswordChanged: []string{"carol"}}}, changes)
 	assert.True(t, scramLogsIn(t, store, "SCRAM-SHA-512", "carol", "carol-new"))
 
-	changes, _, err = u.Reload(resolveJAAS(t, base...))
+	changes, _, err = reload(u, resolveJAAS(t, base...))
 	require.NoError(t, err)
 	assert.Equal(t, []security.UserChange{{Listener: "A", Key: aPlain}, {Listener: "A", Key: aSHA512, Removed: []string{"carol", "dave"}}}, changes)
 	assert.False(t, scramLogsIn(t, store, "SCRAM-SHA-512", "carol", "carol-new"))
 	assert.True(t, scramLogsIn(t, store, "SCRAM-SHA-512", "bob", "bob-secret"))
 
 	// An error changes nothing.
-	_, _, err = u.Reload(resolveJAAS(t, append(base, aSHA512, jaas(`user_eve="eve-secret"`))...))
-	requireConfigError(t, err, aSHA512, security.ErrJAASConfig)
+	_, _, err = reload(u, resolveJAAS(t, append(base, aSHA512, jaas(`user_eve="eve-secret"`))...))
+	testkit.RequireConfigError(t, err, aSHA512, security.ErrJAASConfig)
 	assert.True(t, scramLogsIn(t, store, "SCRAM-SHA-512", "bob", "bob-secret"))
 }

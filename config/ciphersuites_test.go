@@ -1,4 +1,4 @@
-package security_test
+package config_test
 
 import (
 	"crypto/tls"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/security"
 )
 
@@ -15,10 +16,10 @@ import (
 const all13 = "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256"
 
 func TestTLSConfigCipherSuites(t *testing.T) {
-	f := testFixture(t)
+	f := testkit.TLSTestFixture(t)
 	dir := t.TempDir()
-	keystore := writePEMFile(t, dir, "server.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
-	rsaKeystore := writePEMFile(t, dir, "rsa.pem", f.serverRSA.pkcs8PEM(t)+f.serverRSA.certPEM())
+	keystore := testkit.WritePEMFile(t, dir, "server.pem", f.ServerEC.PKCS8PEM(t)+f.ServerEC.CertPEM())
+	rsaKeystore := testkit.WritePEMFile(t, dir, "rsa.pem", f.ServerRSA.PKCS8PEM(t)+f.ServerRSA.CertPEM())
 	good := []string{"ssl.keystore.type", "PEM", "ssl.keystore.location", keystore}
 	withRSA := func(kv ...string) []string {
 		return append([]string{"listener.name.ssl.ssl.keystore.location", rsaKeystore}, kv...)
@@ -73,9 +74,9 @@ func TestTLSConfigCipherSuites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := security.TLSConfig(secResolve(t, append(append([]string{}, good...), tt.kv...)...), "SSL")
+			cfg, err := tlsConfig(secResolve(t, append(append([]string{}, good...), tt.kv...)...), "SSL")
 			if tt.errKey != "" {
-				requireConfigError(t, err, tt.errKey, security.ErrTLSConfig)
+				testkit.RequireConfigError(t, err, tt.errKey, security.ErrTLSConfig)
 				assert.Contains(t, err.Error(), tt.errText)
 				return
 			}
@@ -90,9 +91,9 @@ func TestTLSConfigCipherSuites(t *testing.T) {
 // The error for an unknown name lists every name that works, and none that
 // is refused.
 func TestTLSConfigCipherSuitesErrorListsGoSuites(t *testing.T) {
-	f := testFixture(t)
-	keystore := writePEMFile(t, t.TempDir(), "server.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
-	_, err := security.TLSConfig(secResolve(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", keystore, "ssl.cipher.suites", "nope"), "SSL")
+	f := testkit.TLSTestFixture(t)
+	keystore := testkit.WritePEMFile(t, t.TempDir(), "server.pem", f.ServerEC.PKCS8PEM(t)+f.ServerEC.CertPEM())
+	_, err := tlsConfig(secResolve(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", keystore, "ssl.cipher.suites", "nope"), "SSL")
 	require.Error(t, err)
 	for _, cs := range tls.CipherSuites() {
 		assert.Contains(t, err.Error(), cs.Name)
@@ -110,13 +111,13 @@ func TestTLSConfigCipherSuitesErrorListsGoSuites(t *testing.T) {
 // handshake; one that offers a listed suite gets it; a TLS 1.3 client
 // gets TLS 1.2 from a list without TLS 1.3 suites.
 func TestTLSCipherSuitesHandshake(t *testing.T) {
-	f := testFixture(t)
-	keystore := writePEMFile(t, t.TempDir(), "server.pem", f.serverEC.pkcs8PEM(t)+f.serverEC.certPEM())
-	cfg, err := security.TLSConfig(secResolve(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", keystore,
+	f := testkit.TLSTestFixture(t)
+	keystore := testkit.WritePEMFile(t, t.TempDir(), "server.pem", f.ServerEC.PKCS8PEM(t)+f.ServerEC.CertPEM())
+	cfg, err := tlsConfig(secResolve(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", keystore,
 		"ssl.cipher.suites", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"), "SSL")
 	require.NoError(t, err)
 	client := func(maxV uint16, suites ...uint16) *tls.Config {
-		return &tls.Config{RootCAs: f.caPool(), ServerName: "localhost", MaxVersion: maxV, CipherSuites: suites}
+		return &tls.Config{RootCAs: f.CAPool(), ServerName: "localhost", MaxVersion: maxV, CipherSuites: suites}
 	}
 	serverErr, clientErr, _ := pipeHandshake(t, cfg, client(tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256))
 	assert.ErrorContains(t, serverErr, "no cipher suite supported by both client and server")

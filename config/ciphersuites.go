@@ -1,4 +1,4 @@
-package security
+package config
 
 import (
 	"crypto"
@@ -60,11 +60,11 @@ func tls13Suites() []string {
 	return out
 }
 
-// cipherSuites reads ssl.cipher.suites, as TLSConfig's doc describes, and
+// cipherSuites reads ssl.cipher.suites, as TLS's doc describes, and
 // returns the TLS 1.2 suites to enable (nil: Go's defaults) and the
 // versions left usable: a list without TLS 1.3 suites turns TLS 1.3 off,
 // one without TLS 1.2 suites TLS 1.2.
-func (c config) cipherSuites(name protocolmap.ListenerName, minV, maxV uint16) (suites []uint16, minOut, maxOut uint16, err error) {
+func (c reader) cipherSuites(name protocolmap.ListenerName, minV, maxV uint16) (suites []uint16, minOut, maxOut uint16, err error) {
 	s := c.setting(name, KeySSLCipherSuites)
 	items := protocolmap.SplitList(s.value)
 	if !s.ok || len(items) == 0 {
@@ -144,7 +144,7 @@ func suiteNames(suites map[string]*tls.CipherSuite) []string {
 // serve when TLS 1.2 is enabled: the ECDSA suites need an ECDSA or Ed25519
 // key, the others an RSA key, and a list with none for the key fails
 // every TLS 1.2 handshake.
-func (c config) checkSuitesForKey(name protocolmap.ListenerName, suites []uint16, minV uint16, key crypto.PrivateKey) error {
+func (c reader) checkSuitesForKey(name protocolmap.ListenerName, suites []uint16, minV uint16, key crypto.PrivateKey) error {
 	if len(suites) == 0 || minV > tls.VersionTLS12 {
 		return nil
 	}

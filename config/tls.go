@@ -1,4 +1,4 @@
-package security
+package config
 
 import (
 	"crypto"
@@ -17,9 +17,10 @@ import (
 	"github.com/kafkanet/kafkanet/internal/configerr"
 	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
+	"github.com/kafkanet/kafkanet/security"
 )
 
-// The TLS keys that [TLSConfig] reads, with Kafka's names. Each may
+// The TLS keys that [TLS] reads, with Kafka's names. Each may
 // be set for one listener with the listener.name.<lower-case name>. prefix.
 const (
 	KeySSLKeystoreType             = "ssl.keystore.type"
@@ -37,12 +38,6 @@ const (
 	KeySSLCipherSuites             = "ssl.cipher.suites"
 )
 
-// ErrTLSConfig is wrapped by the errors of [TLSConfig]: a listener's
-// TLS settings are missing, contradict each other, ask for something this
-// package does not do (such as a JKS key store), or name key material that
-// does not load.
-var ErrTLSConfig = errors.New("invalid TLS configuration")
-
 // pemType is the only key and trust store type this package reads (KIP-651).
 const pemType = "PEM"
 
@@ -50,10 +45,10 @@ const pemType = "PEM"
 // ssl.truststore.type.
 const kafkaDefaultStoreType = "JKS"
 
-// TLSConfig builds the server side TLS configuration of a listener from
-// Kafka's PEM settings (KIP-651). For a listener whose security protocol is
-// not SSL or SASL_SSL it returns nil, nil. Every key is looked up with
-// [config.Properties.ListenerValue], so listener.name.<name>.ssl.*
+// TLS builds the server side TLS configuration of listener name of set
+// from Kafka's PEM settings in props (KIP-651). For a listener whose
+// security protocol is not SSL or SASL_SSL it returns nil, nil. Every key
+// is looked up with [Properties.ListenerValue], so listener.name.<name>.ssl.*
 // overrides ssl.*.
 //
 // The listener's certificate and private key come from one of:
@@ -83,7 +78,7 @@ const kafkaDefaultStoreType = "JKS"
 // ssl.truststore.type=PEM. ssl.client.auth is none (the default), requested
 // (tls.VerifyClientCertIfGiven) or required
 // (tls.RequireAndVerifyClientCert); requested and required need a trust
-// store, since this package has no default one. As in Kafka, on a SASL_SSL
+// store, since kafkanet has no default one. As in Kafka, on a SASL_SSL
 // listener ssl.client.auth applies only when set with the listener prefix:
 // the un-prefixed value is ignored there (none).
 //
@@ -102,9 +97,9 @@ const kafkaDefaultStoreType = "JKS"
 // or for none (it dialed an IP address), gets the listener's (ssl.keystore.*)
 // certificate, the default. Certificates holds the default first, then
 // the listed names' in order, and GetCertificate picks among them
-// ([WithServerNameCertificates] does the same for a tls.Config built in
-// code). Building the configuration again, as a reload does, reads every
-// name's key store again.
+// (security.WithServerNameCertificates does the same for a tls.Config
+// built in code). Building the configuration
+// again, as a reload does, reads every name's key store again.
 //
 // TLS 1.2 is the minimum. ssl.enabled.protocols (default TLSv1.2,TLSv1.3)
 // can narrow the versions, for example to TLSv1.3 alone; TLSv1 and TLSv1.1
@@ -130,7 +125,7 @@ const kafkaDefaultStoreType = "JKS"
 // and it is accepted. Kafka's ssl.protocol and the key and trust manager
 // settings are not read.
 //
-// Errors are *config.Error values wrapping [ErrTLSConfig] whose
+// Errors are [*Error] values wrapping security.ErrTLSConfig whose
 // Key is the exact key at fault, as the user wrote it or would write it:
 // the listener-prefixed form if that is where the value came from, and for
 // a key the settings lack (the key password of an encrypted key, the trust
@@ -141,8 +136,8 @@ const kafkaDefaultStoreType = "JKS"
 // [hidden], and no error includes key material. A listener name that is neither a listener nor in
 // listener.security.protocol.map gives an error for that key wrapping
 // [listener.ErrNoSecurityProtocol].
-func TLSConfig(set *listener.Set, name protocolmap.ListenerName) (*tls.Config, error) {
-	c := view(set)
+func TLS(props Properties, set *listener.Set, name protocolmap.ListenerName) (*tls.Config, error) {
+	c := reader{props, set}
 	proto, err := c.protocol(name)
 	if err != nil {
 		return nil, err
@@ -184,78 +179,12 @@ func TLSConfig(set *listener.Set, name protocolmap.ListenerName) (*tls.Config, e
 	return c.withServerNames(name, cfg)
 }
 
-// protocol returns the security protocol of a listener.
-func (c config) protocol(name protocolmap.ListenerName) (protocolmap.SecurityProtocol, error) {
-	if l, ok := c.Listener(name); ok {
-		return l.SecurityProtocol, nil
-	}
-	if p, ok := c.SecurityProtocolMap[name]; ok {
-		return p, nil
-	}
-	v, _ := c.props.Get(protocolmap.Key)
-	return 0, &configerr.Error{Key: protocolmap.Key, Value: v, Err: listener.ErrNoSecurityProtocol,
-		Rule: fmt.Sprintf("Listener with name %s not found in %s.", name, protocolmap.Key)}
-}
-
-// setting is one looked-up key.
-type setting struct {
-	value string
-	// from is the key the value came from: key itself, or key after the
-	// listener prefix (listener.name.<name>.); key itself when unset.
-	from string
-	ok   bool
-	// key is the key looked up, without the listener prefix; empty for a
-	// setting that has no un-prefixed form.
-	key string
-}
-
-func (c config) setting(name protocolmap.ListenerName, key string) setting {
-	v, from, ok := c.props.ListenerValue(name, key)
-	return setting{value: v, from: from, ok: ok, key: key}
-}
-
-// prefix is the prefix before key in the form s came from: the listener
-// prefix for a listener-prefixed setting, "" for an un-prefixed or unset
-// one.
-func (s setting) prefix() string {
-	if s.key == "" {
-		return ""
-	}
-	p, ok := strings.CutSuffix(s.from, s.key)
-	if !ok {
-		return ""
-	}
-	return p
-}
-
-// like names an unset setting as the user would set it beside o, the
-// setting that needs it: with o's listener prefix when o came from a
-// listener-prefixed key, so that an error about a key the user left out
-// names the key for the listener the user configured. A set setting is
-// named as it was set.
-func (s setting) like(o setting) setting {
-	if !s.ok && s.key != "" {
-		s.from = o.prefix() + s.key
-	}
-	return s
-}
-
-// firstSet returns the first of settings that is set, or the last.
-func firstSet(settings ...setting) setting {
-	for _, s := range settings {
-		if s.ok {
-			return s
-		}
-	}
-	return settings[len(settings)-1]
-}
-
 func tlsError(s setting, secret bool, rule string) error {
 	v := s.value
 	if secret && s.ok {
 		v = hiddenValue
 	}
-	return &configerr.Error{Key: s.from, Value: v, Rule: rule, Err: ErrTLSConfig}
+	return &Error{Key: s.from, Value: v, Rule: rule, Err: security.ErrTLSConfig}
 }
 
 // storeType returns a store type setting's value, Kafka's default JKS when
@@ -291,7 +220,7 @@ func refuseStoreType(typ setting, location string) error {
 
 // keystore loads the listener's certificate chain and private key, in the
 // order of Kafka's checks.
-func (c config) keystore(name protocolmap.ListenerName) (tls.Certificate, error) {
+func (c reader) keystore(name protocolmap.ListenerName) (tls.Certificate, error) {
 	return keystoreFrom(func(key string) setting { return c.setting(name, key) }, "listener "+string(name))
 }
 
@@ -387,7 +316,7 @@ func keystoreFrom(get func(key string) setting, whose string) (tls.Certificate, 
 	pub, ok := leaf.PublicKey.(interface{ Equal(crypto.PublicKey) bool })
 	if !ok || !pub.Equal(priv.Public()) {
 		return tls.Certificate{}, tlsError(at, secret, fmt.Sprintf(
-			"Invalid PEM keystore configs: the private key from %s does not match the public key of the first certificate of the chain (subject %s)", source, SubjectDN(leaf)))
+			"Invalid PEM keystore configs: the private key from %s does not match the public key of the first certificate of the chain (subject %s)", source, security.SubjectDN(leaf)))
 	}
 	out := tls.Certificate{PrivateKey: priv, Leaf: leaf}
 	for _, cert := range certs {
@@ -452,7 +381,7 @@ func decryptPKCS8(der, password []byte) (key any, err error) {
 
 // truststore loads the listener's trusted certificates, or returns nil when
 // none are configured.
-func (c config) truststore(name protocolmap.ListenerName) (*x509.CertPool, error) {
+func (c reader) truststore(name protocolmap.ListenerName) (*x509.CertPool, error) {
 	return truststoreFrom(func(key string) setting { return c.setting(name, key) })
 }
 
@@ -506,7 +435,7 @@ func truststoreFrom(get func(key string) setting) (*x509.CertPool, error) {
 }
 
 // clientAuth reads ssl.client.auth, with Kafka's SASL_SSL rule.
-func (c config) clientAuth(name protocolmap.ListenerName, proto protocolmap.SecurityProtocol, havePool bool) (tls.ClientAuthType, error) {
+func (c reader) clientAuth(name protocolmap.ListenerName, proto protocolmap.SecurityProtocol, havePool bool) (tls.ClientAuthType, error) {
 	s := c.setting(name, KeySSLClientAuth)
 	if !s.ok {
 		return tls.NoClientCert, nil
@@ -536,7 +465,7 @@ func (c config) clientAuth(name protocolmap.ListenerName, proto protocolmap.Secu
 }
 
 // tlsVersions reads ssl.enabled.protocols.
-func (c config) tlsVersions(name protocolmap.ListenerName) (minV, maxV uint16, err error) {
+func (c reader) tlsVersions(name protocolmap.ListenerName) (minV, maxV uint16, err error) {
 	s := c.setting(name, KeySSLEnabledProtocols)
 	items := protocolmap.SplitList(s.value)
 	if !s.ok || len(items) == 0 {

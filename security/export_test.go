@@ -1,9 +1,0 @@
-package security
-
-// The JAAS readers are unexported; the external tests reach them here.
-var (
-	ParsePlainJAAS = parsePlainJAAS
-	ParseSCRAMJAAS = parseSCRAMJAAS
-	PlainUsers     = plainUsers
-	SCRAMUsers     = scramUsers
-)
