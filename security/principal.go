@@ -13,10 +13,6 @@ import (
 	"github.com/kafkanet/kafkanet/internal/configerr"
 )
 
-// KeySSLPrincipalMappingRules is the key of the rules that turn a client
-// certificate's distinguished name into a principal name on SSL listeners.
-const KeySSLPrincipalMappingRules = "ssl.principal.mapping.rules"
-
 // DefaultPrincipalMappingRules is Kafka's default for
 // ssl.principal.mapping.rules: the principal name is the whole DN.
 const DefaultPrincipalMappingRules = "DEFAULT"
