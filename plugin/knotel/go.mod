@@ -3,7 +3,7 @@ module github.com/kafkanet/kafkanet/plugin/knotel
 go 1.26.0
 
 require (
-	github.com/kafkanet/kafkanet v0.0.0
+	github.com/kafkanet/kafkanet v1.0.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1

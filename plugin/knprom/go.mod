@@ -3,7 +3,7 @@ module github.com/kafkanet/kafkanet/plugin/knprom
 go 1.26.0
 
 require (
-	github.com/kafkanet/kafkanet v0.0.0
+	github.com/kafkanet/kafkanet v1.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/stretchr/testify v1.12.1
