@@ -155,8 +155,8 @@ func (s *Set) WithListener(l Listener) (*Set, error) {
 // requires the inter-broker listener to stay advertised ("Advertised
 // listener must be specified for inter-broker listener") and the
 // control-plane listener to be one of advertised.listeners, and neither
-// name changes at run time. Errors wrap *config.Error
-// values naming the key and the rule; s does not change.
+// name changes at run time. Errors are *config.Error values naming the
+// key and the rule; s does not change.
 func (s *Set) WithoutListener(name protocolmap.ListenerName) (*Set, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: no listeners", ErrInconsistent)

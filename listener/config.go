@@ -24,8 +24,9 @@ const (
 )
 
 // DefaultConnectionsMaxIdle is the default of connections.max.idle.ms,
-// which the socket server applies to every connection; it is here because
-// both the security settings and the socket server use it.
+// which the socket server applies to every connection (a zero
+// socketserver.Config.ConnectionsMaxIdle) and the configuration layer
+// (package config) reads an unset key as.
 const DefaultConnectionsMaxIdle = 10 * time.Minute
 
 // Listener is one resolved listener of a broker.

@@ -21,6 +21,7 @@
 //
 // Errors are *config.Error values: they name the configuration key, the value
 // that was given and the rule it broke, and wrap a sentinel such as
-// [ErrUnknownSecurityProtocol] for errors.Is. The package is a leaf: it
-// imports nothing but the standard library.
+// [ErrUnknownSecurityProtocol] for errors.Is. The package is the lowest of
+// the module: besides the standard library it imports only the internal
+// package that defines config.Error.
 package protocolmap

@@ -51,14 +51,14 @@ type OAuthBearerSettings struct {
 // the JWKS validator, which config.OAuthBearer reads from Kafka's keys and
 // oauthbearer.NewJWKSValidator takes, whether read or built in code.
 // A zero field means Kafka's default, and a negative duration turns its
-// feature off (no wait, no skew); OAuthBearer fills in Kafka's default of
-// each key not set, and turns a key set to 0, which Kafka reads as none,
-// into -1.
+// feature off (no wait, no skew); config.OAuthBearer fills in Kafka's
+// default of each key not set, and turns a key set to 0, which Kafka reads
+// as none, into -1.
 type OAuthBearerJWKS struct {
 	// URL is sasl.oauthbearer.jwks.endpoint.url, required: https:// or
 	// http:// with a host, or a file: URL with an absolute path (as in
-	// file:///etc/kafka/jwks.json). OAuthBearer checks that the file
-	// existed and was readable.
+	// file:///etc/kafka/jwks.json). config.OAuthBearer checks that the
+	// file existed and was readable.
 	URL string
 	// Refresh is how often the key set is read again:
 	// sasl.oauthbearer.jwks.endpoint.refresh.ms (zero: 1 h); not negative.
@@ -87,8 +87,8 @@ type OAuthBearerJWKS struct {
 	// sasl.oauthbearer.sub.claim.name ("": scope and sub); not blank.
 	ScopeClaimName, SubClaimName string
 	// TLS is the client TLS configuration for an https URL, such as a
-	// private CA's roots; nil means the system's roots. OAuthBearer reads
-	// it from the PEM trust store of the JAAS options
+	// private CA's roots; nil means the system's roots. config.OAuthBearer
+	// reads it from the PEM trust store of the JAAS options
 	// (ssl.truststore.type=PEM with ssl.truststore.location or
 	// ssl.truststore.certificates).
 	TLS *tls.Config

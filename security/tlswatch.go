@@ -37,7 +37,8 @@ type TLSSource struct {
 // TLSWatcher reloads the TLS configurations of listeners when the files
 // they are built from (their [TLSSource]s: for a listener configured with
 // properties, the PEM files of ssl.keystore.location and
-// ssl.truststore.location, with the listener prefix or not) change on
+// ssl.truststore.location, with the listener prefix or not, and of each
+// server name's key store, as config.TLSSources lists them) change on
 // disk, as when a certificate manager renews them or Kubernetes updates a
 // mounted secret. It reads the files every Interval and compares their
 // content, not their modification times or file system events: a mounted

@@ -248,7 +248,7 @@ var errDraining = errors.New("socketserver: server shutting down")
 //
 // No lock is held while another is taken, except:
 //   - conn.closeOnce's (close runs once): inside it close takes, one after
-//     the other, the registry's entry and registry locks (Entry.Remove),
+//     the other, the registry's entry and registry locks (connreg's Entry.Remove),
 //     processor.mu (processor.remove) and connectionQuotas.mu (release). So
 //     close must not be called with any of those held: the processor and
 //     the registry collect the connections to close under their lock and
@@ -263,7 +263,7 @@ var errDraining = errors.New("socketserver: server shutting down")
 //   - processor.mu → the registry's lock: processor.add registers a
 //     connection's entry and makes it one of the processor's connections
 //     in one hold of processor.mu, so that drain and closeAll, which take
-//     it, never see a connection without its entry (Registry.Add takes
+//     it, never see a connection without its entry (connreg.Add takes
 //     its own lock and nothing else). processor.drain and closeAll close
 //     the sockets of a PROXY listener still pending (their header being
 //     read) under processor.mu or after it: a pending socket is no conn,

@@ -97,8 +97,8 @@ type ConnectionQuotas struct {
 // Kafka closes a connection over max.connections.per.ip: it is listed as
 // closed for connregistry.ClosePrincipalLimit, and the client retries
 // after its reconnect backoff. Its principal's other connections, and
-// other principals, are not affected. [Server.SetQuotas] changes the
-// limits for new connections; connections already open stay.
+// other principals, are not affected. [Server.SetConnectionQuotas]
+// changes the limits for new connections; connections already open stay.
 type PrincipalLimits struct {
 	// Max is the limit of every principal but User:ANONYMOUS, which the
 	// per-address limits already cover: unauthenticated connections are
@@ -581,11 +581,12 @@ type listenerPrincipal struct {
 // acquireIPLocked counts one of an address: it fails with
 // ErrTooManyPrincipalConnections, counting nothing, when p already has
 // the connections its limit allows, across listeners
-// (Quotas.MaxConnectionsPerPrincipal) or on l
-// (Quotas.ListenerMaxConnectionsPerPrincipal). Every connection is
-// counted, whatever the limits, so that limits changed later
-// (Server.SetQuotas) measure the connections already open. On success the
-// caller calls releasePrincipal with the same arguments exactly once.
+// (ConnectionQuotas.MaxConnectionsPerPrincipal) or on l
+// (ConnectionQuotas.ListenerMaxConnectionsPerPrincipal). Every
+// connection is counted, whatever the limits, so that limits changed
+// later (Server.SetConnectionQuotas) measure the connections already
+// open. On success the caller calls releasePrincipal with the same
+// arguments exactly once.
 //
 // User:ANONYMOUS, the principal of every connection of a listener without
 // authentication, is counted in atomics (broker-wide here, on its listener
