@@ -14,12 +14,12 @@ import (
 	"github.com/kafkanet/kafkanet/security/sasl"
 )
 
-// Kafka's defaults for the socket server's keys. The defaults of the keys
-// the listener and security packages read (connections.max.idle.ms,
-// connection.failed.authentication.delay.ms and the handshake timeout)
-// are theirs: [listener.DefaultConnectionsMaxIdle],
-// [security.DefaultFailedAuthenticationDelay] and
-// [security.DefaultHandshakeTimeout].
+// Kafka's defaults for the socket server's keys. Three defaults live
+// below this package: connections.max.idle.ms's
+// ([listener.DefaultConnectionsMaxIdle]),
+// connection.failed.authentication.delay.ms's
+// ([security.DefaultFailedAuthenticationDelay]) and the handshake
+// timeout's ([security.DefaultHandshakeTimeout]).
 const (
 	DefaultRequestMaxBytes    = 104857600 // socket.request.max.bytes
 	DefaultQueuedMaxRequests  = 500       // queued.max.requests
@@ -238,8 +238,9 @@ type Config struct {
 	// fast. On a listener that requires the PROXY protocol it runs on the
 	// connection's goroutine once the header is read: info then has the
 	// client's address from the header (and the balancer's in ProxyAddr),
-	// while nc's RemoteAddr is the balancer's. A nil result leaves ctx. The connection's context is cancelled
-	// when it closes, whatever ConnContext returned.
+	// while nc's RemoteAddr is the balancer's. A nil result leaves ctx.
+	// The connection's context is cancelled when it closes, whatever
+	// ConnContext returned.
 	ConnContext func(ctx context.Context, nc net.Conn, info connregistry.Info) context.Context
 
 	// ConnectionsMaxAge is kafkanet.connections.max.age.ms, a key of

@@ -103,8 +103,8 @@ type PrincipalLimits struct {
 	// Max is the limit of every principal but User:ANONYMOUS, which the
 	// per-address limits already cover: unauthenticated connections are
 	// limited only by an override naming User:ANONYMOUS. Unlimited limits
-	// nothing (DefaultQuotas); zero admits only the principals Overrides
-	// names, and is valid only with Overrides.
+	// nothing (DefaultConnectionQuotas); zero admits only the principals
+	// Overrides names, and is valid only with Overrides.
 	Max int
 	// Overrides give single principals their own limit instead of Max:
 	// zero admits none of their connections, Unlimited exempts them.
