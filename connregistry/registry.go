@@ -246,9 +246,10 @@ const DefaultHistorySize = 1000
 // connections come and go.
 //
 // Registry is an interface so that its writes stay the server's: see the
-// package documentation. It may gain methods in a minor release; a type
-// outside this module that implements it (a host's own registry, or a
-// view over several servers) should embed a Registry.
+// package documentation. A host may implement it too (over the connections
+// of a network layer of its own, or as a view over several servers): as
+// CONTRIBUTING.md promises of an interface a host implements, it gains no
+// method within v1.
 type Registry interface {
 	// Snapshot returns the open connections that match f, ordered by
 	// connection time (then by id). The server is never stalled for the

@@ -31,8 +31,8 @@ func KgoSASL(mechanism, user, password string) kgo.Opt {
 // Metadata request there, so that it holds exactly one connection, to that
 // broker. It returns the client, closed when the test ends, and the local
 // address of its connection. opts add to the client's options: a login
-// (KgoSASL), TLS (kgo.DialTLSConfig), a kgo.Dialer of the caller's (a
-// PipeListener's DialContext, a RecordingDialer), hooks. The connection is
+// (KgoSASL), TLS (kgo.DialTLSConfig), a kgo.Dialer of the caller's (such
+// as a PipeListener's DialContext), hooks. The connection is
 // found with a kgo.HookBrokerConnect, not a dialer of ConnectKgo's own, so
 // any of them works; only a kgo.SeedBrokers among opts, which would replace
 // addr, makes no sense here.

@@ -25,8 +25,9 @@ import (
 // NewServer starts a server for t. props are broker properties laid over a
 // single PLAINTEXT listener on 127.0.0.1:0; configure may change the server
 // configuration before the server is built (nil leaves it). h serves both
-// planes, with one worker per plane and num.io.threads from props (default 8)
-// for the data plane. The server is closed, and its handlers stopped, when
+// planes, as [socketserver.Server.Serve] runs it: num.io.threads workers
+// (Config.IOThreads, default 8) on the data plane, one on the control
+// plane if props name one. The server is closed, and its handlers stopped, when
 // the test ends. A handler that needs the server, to name it in Metadata,
 // is built with [NewServerFunc]. A test of a handler with a real client:
 //
