@@ -248,7 +248,7 @@ var errDraining = errors.New("socketserver: server shutting down")
 //
 // No lock is held while another is taken, except:
 //   - conn.closeOnce's (close runs once): inside it close takes, one after
-//     the other, the registry's entry and registry locks (connreg's Entry.Remove),
+//     the other, the registry's entry and registry locks (connreg.Entry.Remove),
 //     processor.mu (processor.remove) and connectionQuotas.mu (release). So
 //     close must not be called with any of those held: the processor and
 //     the registry collect the connections to close under their lock and
