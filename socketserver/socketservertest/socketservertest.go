@@ -86,10 +86,10 @@ func StartFunc(props config.Properties, configure func(*socketserver.Config), ne
 	if err != nil {
 		return nil, nil, err
 	}
-	lc := cfg.Listeners
 	if configure != nil {
 		configure(&cfg)
 	}
+	lc := cfg.Listeners // as configure left them: it may replace the set
 	srv, err = socketserver.New(cfg)
 	if err != nil {
 		return nil, nil, err
