@@ -46,10 +46,22 @@ func newUnstarted(t testing.TB, props config.Properties, configure ...func(*sock
 	return srv
 }
 
-// freePort returns a port that was free a moment ago.
+// fixedHost is the loopback address of the tests whose listeners bind a
+// port they chose (freePort) and leave it unbound for a while: no test
+// binds port 0 there, so the kernel never hands that port to another
+// test's listener meanwhile, as it may on 127.0.0.1.
+const fixedHost = "127.0.0.6"
+
+// freePort returns a port of fixedHost that was free a moment ago.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return freePortOf(t, fixedHost)
+}
+
+// freePortOf returns a port of host that was free a moment ago.
+func freePortOf(t testing.TB, host string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	require.NoError(t, err)
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
@@ -57,7 +69,7 @@ func freePort(t testing.TB) int {
 
 func requireBindable(t testing.TB, port int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(fixedHost, strconv.Itoa(port)))
 	require.NoError(t, err, "port %d is held", port)
 	require.NoError(t, ln.Close())
 }
@@ -65,14 +77,14 @@ func requireBindable(t testing.TB, port int) {
 // New binds nothing; Start binds every listener or none, naming the one
 // that failed.
 func TestStartBindsAllOrNone(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	busy, err := net.Listen("tcp", net.JoinHostPort(fixedHost, "0"))
 	require.NoError(t, err)
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 	freeA := freePort(t)
 
 	srv := newUnstarted(t, config.Properties{
-		"listeners":                      "A://127.0.0.1:" + strconv.Itoa(freeA) + ",B://127.0.0.1:" + strconv.Itoa(busyPort),
+		"listeners":                      "A://" + fixedHost + ":" + strconv.Itoa(freeA) + ",B://" + fixedHost + ":" + strconv.Itoa(busyPort),
 		"listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
 		"inter.broker.listener.name":     "A",
 	})
@@ -91,8 +103,8 @@ func TestStartBindsAllOrNone(t *testing.T) {
 	require.NoError(t, busy.Close())
 	require.NoError(t, srv.Start(context.Background()))
 	require.NotNil(t, srv.Addr("A"))
-	assert.Equal(t, "127.0.0.1:"+strconv.Itoa(freeA), srv.Addr("a").String(), "Addr ignores case")
-	assert.Equal(t, "127.0.0.1:"+strconv.Itoa(busyPort), srv.Addr("B").String())
+	assert.Equal(t, net.JoinHostPort(fixedHost, strconv.Itoa(freeA)), srv.Addr("a").String(), "Addr ignores case")
+	assert.Equal(t, net.JoinHostPort(fixedHost, strconv.Itoa(busyPort)), srv.Addr("B").String())
 	assert.Nil(t, srv.Addr("C"))
 	require.NoError(t, srv.Close())
 	requireBindable(t, freeA)

@@ -351,7 +351,7 @@ func TestListenerChangeErrors(t *testing.T) {
 	require.NoError(t, err)
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
-	taken := freePort(t)
+	taken := freePortOf(t, "127.0.0.1") // bound at once by the server below
 	props := config.Properties{
 		"listeners":                      fmt.Sprintf("CLIENT://127.0.0.1:%d,REPLICATION://127.0.0.1:0,CONTROLLER://127.0.0.1:0", taken),
 		"listener.security.protocol.map": "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT,EXTRA:PLAINTEXT,SECURE:SASL_SSL,TLS:SSL",
@@ -535,7 +535,7 @@ func TestAddedListenerQuotas(t *testing.T) {
 func TestSetListeners(t *testing.T) {
 	port := freePort(t)
 	props := config.Properties{
-		"listeners":                      fmt.Sprintf("PLAINTEXT://127.0.0.1:0,OLD://127.0.0.1:%d", port),
+		"listeners":                      fmt.Sprintf("PLAINTEXT://127.0.0.1:0,OLD://%s:%d", fixedHost, port),
 		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OLD:PLAINTEXT,NEW:SASL_PLAINTEXT",
 		"sasl.enabled.mechanisms":        "PLAIN",
 	}
@@ -546,8 +546,8 @@ func TestSetListeners(t *testing.T) {
 	old.roundTrip(metadataReq(9))
 
 	nextProps, err := props.With(
-		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:0,NEW://127.0.0.1:%d", port),
-		fmt.Sprintf("advertised.listeners=PLAINTEXT://broker.example:9092,NEW://127.0.0.1:%d", port))
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:0,NEW://%s:%d", fixedHost, port),
+		fmt.Sprintf("advertised.listeners=PLAINTEXT://broker.example:9092,NEW://%s:%d", fixedHost, port))
 	require.NoError(t, err)
 	next, err := config.Server(nextProps)
 	require.NoError(t, err)

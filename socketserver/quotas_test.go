@@ -418,7 +418,7 @@ func TestOverrideHostNamesResolvedByStart(t *testing.T) {
 	res := &fakeResolver{answers: map[string][]netip.Addr{"clients.example": {netip.MustParseAddr("127.0.0.7")}}, block: true}
 	port := freePort(t)
 	srv := newUnstarted(t, config.Properties{
-		"listeners":                        "PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
+		"listeners":                        "PLAINTEXT://" + fixedHost + ":" + strconv.Itoa(port),
 		"max.connections.per.ip.overrides": "clients.example:1",
 	}, func(c *socketserver.Config) { socketserver.SetLookupNetIP(c, res.lookup) })
 	assert.Zero(t, res.count(), "New resolved a host name")

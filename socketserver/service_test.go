@@ -150,7 +150,7 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 	bad := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY"), startErr: errors.New("the key server is down")}
 	port := freePort(t)
 	props := config.Properties{
-		"listeners":                      "A://127.0.0.1:0,B://127.0.0.1:" + strconv.Itoa(port),
+		"listeners":                      "A://127.0.0.1:0,B://" + fixedHost + ":" + strconv.Itoa(port),
 		"listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
 		"inter.broker.listener.name":     "A",
 		"sasl.enabled.mechanisms":        "TOKEN-TOY",
@@ -176,7 +176,7 @@ func TestMechanismServiceStartFailure(t *testing.T) {
 	requireBindable(t, port)
 	assert.Equal(t, []string{"start", "close"}, good.Calls(), "the mechanism started first was closed")
 
-	busy, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	busy, err := net.Listen("tcp", net.JoinHostPort(fixedHost, strconv.Itoa(port)))
 	require.NoError(t, err)
 	defer busy.Close()
 	good2 := &serviceMechanism{tokenMechanism: newTokenMechanism("TOKEN-TOY")}
