@@ -48,8 +48,8 @@ func newUnstarted(t testing.TB, props config.Properties, configure ...func(*sock
 
 // fixedHost is the loopback address of the tests whose listeners bind a
 // port they chose (freePort) and leave it unbound for a while: no test
-// binds port 0 or dials from there, so the kernel never hands that port to another
-// test's listener meanwhile, as it may on 127.0.0.1.
+// binds port 0 or dials from there, so the kernel never hands that port
+// to another test's socket meanwhile, as it may on 127.0.0.1.
 const fixedHost = "127.0.0.66"
 
 // freePort returns a port of fixedHost that was free a moment ago.
