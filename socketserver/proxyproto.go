@@ -91,8 +91,13 @@ func (m ProxyProtocolMode) String() string {
 // valid header within the listener's handshake timeout
 // (security.Settings.HandshakeTimeout, which then bounds the header, the
 // TLS handshake and the SASL exchange together) is closed too
-// ([ErrProxyHeader]). After the header the connection is the client's:
-// see [connregistry.Info] (ClientAddr, ProxyAddr, ProxyTLVs). A LOCAL
+// ([ErrProxyHeader]); either is reported to [HookProxyRefused]. The
+// header is read on the connection's own goroutine, never on the
+// acceptor, so a slow sender holds up no one else. After the header the
+// connection is the client's: its id, its registry entry, the per-address
+// connection quotas, filters, hooks and logs have the client's address,
+// and [connregistry.Info] holds the balancer's (ProxyAddr) and the v2
+// header's fields (ProxyTLVs). A LOCAL
 // header (v2; UNKNOWN in v1), which a balancer sends for its own
 // connections such as health checks, and a header for a client on a UNIX
 // socket of the balancer's, keep the socket's address; a header for a

@@ -40,6 +40,18 @@ var ErrServerClosed = errors.New("socketserver: server closed")
 // closed once every connection has ended, before [Server.Done] closes.
 // Meanwhile listeners may be added and removed ([Server.AddListener],
 // [Server.RemoveListener], [Server.SetListeners]).
+//
+// Each connection has one goroutine, which runs the whole per-request path:
+// it reads a frame (within queued.max.request.bytes), decodes it, queues
+// the request or answers it inline, waits for the answer, writes the
+// response, reports the request ([HookRequestDone]), mutes the connection
+// while a throttle lasts, and only then reads the next frame. An idle
+// connection parks: after [Config.ParkAfter] without a request it gives
+// back its read buffer and hands its read to a fresh goroutine with the
+// smallest stack, so that thousands of idle connections cost little memory;
+// the next request's first bytes wake it. The connection's listener
+// processor registers it, enforces its idle expiry and asks it to park;
+// [Server.Shutdown] and [Server.Close] end it in whatever state it is.
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
