@@ -1,14 +1,18 @@
 package connadmin_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/connregistry/connadmin"
+	"github.com/kafkanet/kafkanet/socketserver"
 )
 
 // Two brokers; alice sends 30 Metadata requests to broker 1, bob 15 to
@@ -92,4 +96,105 @@ func TestTopMerges(t *testing.T) {
 	assert.Equal(t, int32(2), top[0].NodeID)
 	assert.Nil(t, connadmin.Top(results, "nope", 1))
 	assert.Empty(t, connadmin.Top(nil, connregistry.SortByAge, 3))
+}
+
+// oldBrokers serves ListClientConnections as a broker that predates the
+// order would: it does not know the request's SortBy and Limit tags, nor
+// the records' rate tags, so it answers every request with all its
+// connections in connection-time order, without rates. It notes what each
+// broker was asked and how many records it sent.
+type oldBrokers struct {
+	mu     sync.Mutex
+	regs   []connregistry.Registry
+	sortBy []connregistry.SortKey
+	limits []int32
+	sent   []int
+}
+
+func (o *oldBrokers) api(i int) socketserver.API {
+	key := connregistry.DefaultListAPIKey
+	return socketserver.API{Key: key,
+		New: func() kmsg.Request { return &connregistry.ListClientConnectionsRequest{APIKey: key} },
+		Inline: socketserver.HandlerFunc(func(r *socketserver.Request) {
+			req := r.Body.(*connregistry.ListClientConnectionsRequest)
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.sortBy[i], o.limits[i] = req.SortBy, req.Limit
+			req.SortBy, req.Limit = "", 0 // unknown tags: skipped
+			h := connregistry.ListHandler{Registry: o.regs[i]}
+			resp := h.Handle(r.Context(), r.Conn.Principal, req)
+			for j := range resp.Connections {
+				c := &resp.Connections[j]
+				c.RequestRate, c.BytesInRate, c.BytesOutRate = 0, 0, 0
+			}
+			o.sent[i] = len(resp.Connections)
+			_ = r.Respond(resp)
+		}),
+	}
+}
+
+// Against brokers that predate the order (they ignore SortBy and Limit
+// and send no rates), ListTop still returns each broker's first n in the
+// key's order: it orders and cuts their whole listings itself. On each of
+// two brokers three clients connect one after the other and then send a
+// request each in the reverse order, so that the connection idle the
+// longest is the last one to have connected.
+func TestListTopOldBrokers(t *testing.T) {
+	const n = 2
+	old := &oldBrokers{regs: make([]connregistry.Registry, n), sortBy: make([]connregistry.SortKey, n),
+		limits: make([]int32, n), sent: make([]int, n)}
+	c := startCluster(t, n, func(i int, o *brokerOptions) {
+		o.APIKey = 201 // the server's own listing, out of the way
+		o.APIs = []socketserver.API{old.api(i)}
+	})
+	old.mu.Lock()
+	for i, b := range c.Brokers {
+		old.regs[i] = b.Registry
+	}
+	old.mu.Unlock()
+
+	ctx := ctxTimeout(t, 30*time.Second)
+	clients := make([][]*kgo.Client, n)
+	addrs := make([][]string, n)
+	for i, b := range c.Brokers {
+		for _, user := range []string{"alice", "bob", "alice"} {
+			cl, a := connectClient(t, b, "PLAIN", user)
+			clients[i], addrs[i] = append(clients[i], cl), append(addrs[i], a)
+			time.Sleep(5 * time.Millisecond) // the records' times are in milliseconds
+		}
+	}
+	for j := 2; j >= 0; j-- {
+		for i := range c.Brokers {
+			_, err := clients[i][j].SeedBrokers()[0].Request(ctx, newMetadata())
+			require.NoError(t, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	admin := adminClient(t, c, 0)
+
+	for _, tc := range []struct {
+		by   connregistry.SortKey
+		want []int // the clients of each broker, by their index, in order
+	}{
+		{connregistry.SortByIdle, []int{2, 1}},     // the oldest last activity first
+		{connregistry.SortByRequests, []int{0, 1}}, // no rates: all ties, by connection time
+	} {
+		results, err := admin.ListTop(ctx, connregistry.Filter{}, tc.by, n)
+		require.NoError(t, err)
+		require.Len(t, results, n)
+		for i, r := range results {
+			require.NoError(t, r.Err)
+			old.mu.Lock()
+			sortBy, limit, sent := old.sortBy[i], old.limits[i], old.sent[i]
+			old.mu.Unlock()
+			assert.Equal(t, tc.by, sortBy, "broker %d: the client asked for the order", i)
+			assert.Equal(t, int32(n), limit, "broker %d: and the limit", i)
+			require.Greater(t, sent, n, "broker %d sent all its connections", i)
+			require.Len(t, r.Connections, n, "%s, broker %d: cut by the client", tc.by, i)
+			for k, j := range tc.want {
+				assert.Equal(t, addrs[i][j], addr(r.Connections[k]), "%s, broker %d, #%d", tc.by, i, k)
+				assert.Zero(t, r.Connections[k].RequestRate)
+			}
+		}
+	}
 }
