@@ -123,7 +123,8 @@ type AuditEvent struct {
 	Mechanism string
 	// TLSSubject is the subject distinguished name of the client's
 	// certificate (RFC 2253, as Kafka's principal builder reads it), when
-	// the client sent one.
+	// the client sent one and the TLS handshake verified it: empty when
+	// the handshake failed (Reason says why), whatever the client sent.
 	TLSSubject string
 	// Reason is why an authentication failed or a connection was refused
 	// (the text the server logs), or why an operator's close or a host's

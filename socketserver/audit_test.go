@@ -218,6 +218,84 @@ func TestAuditAuthentication(t *testing.T) {
 	assert.Empty(t, ssl.Mechanism)
 	assert.Equal(t, addrPortOf(t, tc.LocalAddr().String()), ssl.ClientAddr)
 	assert.Zero(t, srv.Stats().AuditDropped)
+
+	// Behind a load balancer that sends the PROXY protocol, a login's
+	// events name the client the header gave and the balancer's socket.
+	t.Run("PROXY", func(t *testing.T) {
+		rec := &auditRecorder{}
+		srv := socketservertest.NewServer(t, saslProps(proxyProps(config.Properties{
+			"connection.failed.authentication.delay.ms": "0",
+		})), func(c *socketserver.Config) {
+			withUsers(newUsers(t))(c)
+			withAudit(rec, 0)(c)
+		}, answerAll)
+		behind := func(src string) *rawClient {
+			rc := dialRaw(t, srv, "SASL_PLAINTEXT")
+			write(t, rc.c, v2(t, src))
+			return rc
+		}
+		ok := behind("192.0.2.7:4567")
+		require.Equal(t, int16(0), ok.login("PLAIN", "alice", alicePassword, 2).ErrorCode)
+		wrong := behind("198.51.100.9:6543")
+		require.NotZero(t, wrong.login("SCRAM-SHA-256", "bob", "wrong-Pw-6", 2).ErrorCode)
+		require.Eventually(t, func() bool {
+			return len(rec.of(socketserver.AuditAuthenticated)) == 1 && len(rec.of(socketserver.AuditAuthenticationFailed)) == 1
+		}, 10*time.Second, 5*time.Millisecond, "%+v", rec.all())
+
+		e := rec.of(socketserver.AuditAuthenticated)[0]
+		assert.Equal(t, "User:alice", e.Principal)
+		assert.Equal(t, netip.MustParseAddrPort("192.0.2.7:4567"), e.ClientAddr, "the header's source")
+		assert.Equal(t, addrPortOf(t, ok.c.LocalAddr().String()), e.ProxyAddr, "the balancer's socket")
+		e = rec.of(socketserver.AuditAuthenticationFailed)[0]
+		assert.Equal(t, "bob", e.User)
+		assert.Equal(t, netip.MustParseAddrPort("198.51.100.9:6543"), e.ClientAddr, "the header's source")
+		assert.Equal(t, addrPortOf(t, wrong.c.LocalAddr().String()), e.ProxyAddr, "the balancer's socket")
+	})
+
+	// A failed TLS handshake on a listener that requires a client
+	// certificate is a failed authentication, with the listener and why,
+	// and no subject: a certificate the handshake did not verify names no
+	// one.
+	t.Run("TLS handshake failed", func(t *testing.T) {
+		rec := &auditRecorder{}
+		srv := socketservertest.NewServer(t, merge(pki.props("required"), config.Properties{
+			"listeners":                      "SSL://127.0.0.1:0",
+			"security.inter.broker.protocol": "SSL",
+		}), func(c *socketserver.Config) {
+			c.APIs = allAPIs()
+			withAudit(rec, 0)(c)
+		}, answerAll)
+		other := newTestPKI(t) // a CA the server does not trust
+		clients := map[string]*tls.Config{
+			"no certificate":        pki.clientConfig(),
+			"untrusted certificate": pki.clientConfig(other.clientCert(aliceDN)),
+		}
+		from := map[netip.AddrPort]string{}
+		for name, cfg := range clients {
+			raw := socketservertest.Dial(t, srv, "SSL")
+			from[addrPortOf(t, raw.LocalAddr().String())] = name
+			c := tls.Client(raw, cfg)
+			if c.Handshake() == nil { // TLS 1.3: the server's refusal comes after the client's end of the handshake
+				_, _ = c.Read(make([]byte, 1))
+			}
+			readUntilClosed(t, raw, 10*time.Second)
+		}
+		require.Eventually(t, func() bool { return len(rec.of(socketserver.AuditAuthenticationFailed)) == len(clients) },
+			10*time.Second, 5*time.Millisecond, "%+v", rec.all())
+		assert.Empty(t, rec.of(socketserver.AuditAuthenticated))
+		for _, e := range rec.of(socketserver.AuditAuthenticationFailed) {
+			name, ok := from[e.ClientAddr]
+			require.True(t, ok, "an event of an unknown client: %+v", e)
+			assert.Equal(t, "SSL", string(e.Listener), name)
+			assert.NotEmpty(t, e.ConnID, name)
+			assert.Contains(t, e.Reason, socketserver.ErrHandshake.Error(), name)
+			assert.Empty(t, e.TLSSubject, name)
+			assert.Empty(t, e.Principal, name)
+			assert.Empty(t, e.User, name)
+			assert.Empty(t, e.Mechanism, name)
+			delete(from, e.ClientAddr)
+		}
+	})
 }
 
 // A hook that blocks holds no connection: logins go on, events beyond the
