@@ -155,7 +155,9 @@ type AuditEvent struct {
 // were recorded (so a connection's events keep their order). A slow hook
 // never holds a connection or a request: when the queue is full, events
 // are dropped and counted ([Stats.AuditDropped]), and an
-// AuditEventsDropped event reports them as soon as there is room.
+// AuditEventsDropped event reports them as soon as there is room: after
+// the events queued before the drops, before those recorded after them,
+// without waiting for another event.
 // [Server.Shutdown] delivers what waits before it returns (unless its
 // context ends first); [Server.Close] waits for the call in progress and
 // drops the rest. Without a HookAudit, nothing is recorded.
@@ -167,8 +169,16 @@ type HookAudit interface {
 type auditor struct {
 	hooks   []HookAudit
 	queue   chan AuditEvent
-	pending atomic.Int64 // dropped and not yet reported
 	dropped atomic.Int64 // dropped in all (Stats.AuditDropped)
+
+	// mu orders the drops and their report with the events queued: an
+	// event is dropped, and the drops not yet reported (pending) are
+	// taken and reported, under it. dropping is pending > 0, for emit's
+	// path without the lock: an event recorded once dropping is set
+	// queues under mu, after the report.
+	mu       sync.Mutex
+	pending  int64 // dropped and not yet reported
+	dropping atomic.Bool
 
 	started   atomic.Bool
 	quit      chan struct{} // Close: deliver nothing more
@@ -195,10 +205,21 @@ func (a *auditor) start() {
 }
 
 // run hands the queue's events to the hooks until Close, or until
-// Shutdown's flush has emptied the queue.
+// Shutdown's flush has emptied the queue. Whenever the queue is empty, it
+// reports the drops not yet reported itself (reportDrops), so that a
+// report never waits for another event.
 func (a *auditor) run() {
 	defer close(a.done)
 	for {
+		select {
+		case <-a.quit:
+			return
+		case e := <-a.queue:
+			a.deliver(e)
+			continue
+		default:
+			a.reportDrops() // an event left waiting is taken next
+		}
 		select {
 		case <-a.quit:
 			return
@@ -212,14 +233,40 @@ func (a *auditor) run() {
 				case e := <-a.queue:
 					a.deliver(e)
 				default:
-					if n := a.pending.Swap(0); n > 0 { // dropped after the last report: told last
-						a.deliver(AuditEvent{Kind: AuditEventsDropped, Time: time.Now(), Count: int(n)})
+					if a.reportDrops() { // dropped after the last report: told last
+						return
 					}
-					return
 				}
 			}
 		}
 	}
+}
+
+// reportDrops delivers an AuditEventsDropped event for the drops not yet
+// reported, when no event waits (the goroutine found the queue empty).
+// The count is taken under mu, as emit takes it to queue the report
+// before its event, so the drops are reported once, by one of them. Once
+// dropping is set every emit queues under mu, so an empty queue under mu
+// means that every event queued before the drops has been delivered, and
+// the goroutine delivers the report before any event queued after. An
+// event that came after the goroutine found the queue empty goes first:
+// the report waits for the queue to be empty again, or for the next
+// emit, and reportDrops returns false.
+func (a *auditor) reportDrops() bool {
+	if !a.dropping.Load() {
+		return true
+	}
+	a.mu.Lock()
+	n := a.pending
+	if n == 0 || len(a.queue) > 0 {
+		a.mu.Unlock()
+		return n == 0
+	}
+	a.pending = 0
+	a.dropping.Store(false)
+	a.mu.Unlock()
+	a.deliver(AuditEvent{Kind: AuditEventsDropped, Time: time.Now(), Count: int(n)})
+	return true
 }
 
 func (a *auditor) deliver(e AuditEvent) {
@@ -235,7 +282,8 @@ func (a *auditor) deliver(e AuditEvent) {
 }
 
 // emit queues e, or drops and counts it when the queue is full; it never
-// waits. Drops not yet reported are reported first, when there is room.
+// waits. Drops not yet reported (which the goroutine reports itself once
+// the queue is empty) are reported first, when there is room.
 func (a *auditor) emit(e AuditEvent) {
 	select {
 	case <-a.quit: // Close has come: nothing more is delivered
@@ -244,23 +292,37 @@ func (a *auditor) emit(e AuditEvent) {
 	default:
 	}
 	e.bound()
-	if a.pending.Load() > 0 {
-		if n := a.pending.Swap(0); n > 0 {
-			select {
-			case a.queue <- AuditEvent{Kind: AuditEventsDropped, Time: e.Time, Count: int(n)}:
-			default:
-				a.pending.Add(n + 1)
-				a.dropped.Add(1)
-				return
-			}
+	if !a.dropping.Load() {
+		select {
+		case a.queue <- e:
+			return
+		default:
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending > 0 {
+		select {
+		case a.queue <- AuditEvent{Kind: AuditEventsDropped, Time: e.Time, Count: int(a.pending)}:
+			a.pending = 0
+			a.dropping.Store(false)
+		default:
+			a.drop()
+			return
 		}
 	}
 	select {
 	case a.queue <- e:
 	default:
-		a.pending.Add(1)
-		a.dropped.Add(1)
+		a.drop()
 	}
+}
+
+// drop counts an event dropped; mu is held.
+func (a *auditor) drop() {
+	a.pending++
+	a.dropping.Store(true)
+	a.dropped.Add(1)
 }
 
 // drain delivers what waits and ends the goroutine (Shutdown), unless ctx

@@ -330,7 +330,8 @@ func TestAuditSlowHookHoldsNothing(t *testing.T) {
 	assert.Empty(t, rec.all(), "the hook is still blocked")
 
 	rec.gate.open()
-	require.Eventually(t, func() bool { return len(rec.all()) == 1+queue }, 10*time.Second, 5*time.Millisecond)
+	// The report follows the events queued without another being recorded.
+	require.Eventually(t, func() bool { return len(rec.all()) == 1+queue+1 }, 10*time.Second, 5*time.Millisecond)
 	srv.Audit(socketserver.AuditEvent{Kind: socketserver.AuditHostAction, Action: "after"})
 	require.Eventually(t, func() bool { return len(rec.all()) == 1+queue+2 }, 10*time.Second, 5*time.Millisecond)
 	got := rec.all()
@@ -343,6 +344,93 @@ func TestAuditSlowHookHoldsNothing(t *testing.T) {
 	assert.Equal(t, "after", got[2+queue].Action)
 	assert.False(t, got[2+queue].Time.IsZero(), "Audit sets the time")
 	assert.Equal(t, int64(logins-1-queue), srv.Stats().AuditDropped, "the report is no drop")
+}
+
+// Drops are reported once the queue frees, with no further event: behind
+// a hook that blocks, events beyond the queue are dropped; unblocked, the
+// hook gets the events queued, then the report with their count, once
+// (the next event follows it), although nothing more was recorded.
+func TestAuditDropsReportedWhenTheQueueFrees(t *testing.T) {
+	const queue, recorded = 4, 11
+	rec := &auditRecorder{gate: newGate(), entered: make(chan struct{}, 1)}
+	defer rec.gate.open()
+	srv := socketservertest.NewServer(t, nil, withAudit(rec, queue), answerAll)
+	record := func(detail string) {
+		srv.Audit(socketserver.AuditEvent{Kind: socketserver.AuditHostAction, Action: "a", Detail: detail})
+	}
+	record("0")
+	select {
+	case <-rec.entered: // the goroutine holds the first event, in the blocked hook
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hook was not called")
+	}
+	for i := 1; i < recorded; i++ {
+		record(fmt.Sprint(i))
+	}
+	const dropped = recorded - 1 - queue
+	require.Equal(t, int64(dropped), srv.Stats().AuditDropped)
+
+	rec.gate.open()
+	require.Eventually(t, func() bool { return len(rec.all()) == 1+queue+1 }, 10*time.Second, 5*time.Millisecond,
+		"the report did not come")
+	got := rec.all()
+	for i, e := range got[:1+queue] {
+		assert.Equal(t, fmt.Sprint(i), e.Detail, "the events queued first, in order")
+	}
+	report := got[1+queue]
+	assert.Equal(t, socketserver.AuditEventsDropped, report.Kind)
+	assert.Equal(t, dropped, report.Count)
+	assert.False(t, report.Time.IsZero())
+
+	record("next")
+	require.Eventually(t, func() bool { return len(rec.all()) == 1+queue+2 }, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, "next", rec.all()[2+queue].Detail, "reported once")
+	assert.Equal(t, int64(dropped), srv.Stats().AuditDropped, "the report is no drop")
+}
+
+// Events recorded from many goroutines at once through a small queue,
+// behind a hook that blocks first and then keeps up as it can: the
+// reports (by the next event or by the delivery goroutine) add up to the
+// drops, each counted once, and each goroutine's events keep their order.
+func TestAuditDropReportsAddUp(t *testing.T) {
+	const writers, each = 8, 300
+	rec := &auditRecorder{gate: newGate(), entered: make(chan struct{}, 1)}
+	srv, stop, err := socketservertest.Start(nil, withAudit(rec, 2), answerAll)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, stop()) }()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				srv.Audit(socketserver.AuditEvent{Kind: socketserver.AuditHostAction, Action: fmt.Sprint(w), Count: i})
+			}
+		})
+	}
+	require.Eventually(t, func() bool { return srv.Stats().AuditDropped > 0 }, 10*time.Second, time.Millisecond)
+	rec.gate.open() // while the writers may still write
+	wg.Wait()
+	require.NoError(t, srv.Shutdown(context.Background()))
+
+	delivered, reported := 0, 0
+	last := map[string]int{}
+	for _, e := range rec.all() {
+		switch e.Kind {
+		case socketserver.AuditEventsDropped:
+			assert.Positive(t, e.Count)
+			reported += e.Count
+		case socketserver.AuditHostAction:
+			delivered++
+			if prev, ok := last[e.Action]; ok {
+				assert.Greater(t, e.Count, prev, "writer %s's events in order", e.Action)
+			}
+			last[e.Action] = e.Count
+		}
+	}
+	dropped := int(srv.Stats().AuditDropped)
+	t.Logf("%d recorded: %d delivered, %d dropped, reported in %d events", writers*each, delivered, dropped, len(rec.of(socketserver.AuditEventsDropped)))
+	assert.Positive(t, dropped)
+	assert.Equal(t, dropped, reported, "every drop reported once")
+	assert.Equal(t, writers*each, delivered+dropped)
 }
 
 // Shutdown delivers the events waiting before it returns, and the audit
