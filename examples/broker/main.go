@@ -153,10 +153,10 @@
 // succeeded and failed (the principal, or the user name a failed PLAIN or
 // SCRAM login tried, the mechanism, the listener, the client's address,
 // the PROXY and TLS details), connections refused by the per-address
-// connection quotas or the PROXY rules, operators' CloseClientConnections
-// (who, with which filter, how many), throttles begun, and
-// AlterClientQuotas changes (who changed which entity how, or was
-// refused). No password, token or proof is ever written. Events wait in a
+// connection quotas, a principal's connection limit or the PROXY rules,
+// operators' CloseClientConnections (who, with which filter, how many),
+// throttles begun, and AlterClientQuotas changes (who changed which
+// entity how, or was refused). No password, token or proof is ever written. Events wait in a
 // bounded queue so that a slow disk holds no client; events dropped when
 // it is full are counted and reported in the log. Kafka has no audit log;
 // see docs/audit-trail.md.
