@@ -37,6 +37,8 @@ var (
 //     a load balancer's own (PROXY LOCAL), such as health checks, which
 //     the registry's history of closed connections leaves out
 //     ([socketserver.Stats.ProbesClosed]);
+//   - kafka.server.audit.events.dropped: audit events dropped because the
+//     audit queue was full ([socketserver.Stats.AuditDropped]);
 //   - kafka.server.request.memory.used and .limit, and
 //     kafka.server.request.memory.depleted.time, per kafka.plane, with
 //     queued.max.request.bytes set (MemoryPoolUsed, the pool's size, and
@@ -74,7 +76,9 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		metric.WithUnit("s"), metric.WithDescription("When a certificate a TLS listener serves new connections expires (its NotAfter, in seconds since the Unix epoch)."))
 	probes, err10 := m.meter.Int64ObservableCounter("kafka.server.connection.probes",
 		metric.WithUnit("{connection}"), metric.WithDescription("Probes closed: connections closed by their client before a byte of a request, and a load balancer's own (PROXY LOCAL), such as health checks; kept out of the history of closed connections."))
-	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9, err10); err != nil {
+	auditDropped, err11 := m.meter.Int64ObservableCounter("kafka.server.audit.events.dropped",
+		metric.WithUnit("{event}"), metric.WithDescription("Audit events dropped because the audit queue was full (a slow audit hook); each drop is also reported in the audit trail itself once there is room."))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11); err != nil {
 		return nil, err
 	}
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -95,6 +99,7 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 		for l, n := range st.ProbesClosed {
 			o.ObserveInt64(probes, n, metric.WithAttributes(keyListener.String(string(l))))
 		}
+		o.ObserveInt64(auditDropped, st.AuditDropped)
 		for _, l := range srv.Listeners().All {
 			cfg := srv.TLSConfig(l.Name)
 			if cfg == nil {
@@ -118,5 +123,5 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 			o.ObserveFloat64(memDepleted, mem.Depleted.Seconds(), attrs)
 		}
 		return nil
-	}, connections, queue, busy, parked, proxyPending, probes, memUsed, memLimit, memDepleted, notAfter)
+	}, connections, queue, busy, parked, proxyPending, probes, auditDropped, memUsed, memLimit, memDepleted, notAfter)
 }

@@ -17,7 +17,8 @@
 //     memory pool, sockets waiting for a PROXY header) and the probes
 //     closed (kafkanet_connection_probes_total: health checks and other
 //     connections closed before a request, which the registry's history
-//     leaves out), read from
+//     leaves out) and the audit events dropped behind a slow audit hook
+//     (kafkanet_audit_events_dropped_total), read from
 //     [socketserver.Server.Stats] when Prometheus collects, so they cost
 //     nothing between scrapes, and when each certificate a TLS listener
 //     serves expires, for an alert before it does

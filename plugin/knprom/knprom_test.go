@@ -6,6 +6,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,4 +312,50 @@ func TestCertificateNotAfter(t *testing.T) {
 		defaultSeries: float64(rotated.NotAfter.Unix()),
 		nameSeries:    float64(a.Leaf.NotAfter.Unix()),
 	}, series())
+}
+
+// blockingAudit holds the audit queue's goroutine in its first call until
+// release is closed.
+type blockingAudit struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (b *blockingAudit) OnAudit(socketserver.AuditEvent) {
+	b.once.Do(func() { close(b.entered) })
+	<-b.release
+}
+
+// Audit events dropped behind a slow hook are counted.
+func TestAuditEventsDropped(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	hook := &blockingAudit{entered: make(chan struct{}), release: make(chan struct{})}
+	srv := socketservertest.NewServer(t, config.Properties{
+		"listeners":                      "CLIENT://127.0.0.1:0",
+		"listener.security.protocol.map": "CLIENT:PLAINTEXT",
+		"inter.broker.listener.name":     "CLIENT",
+	}, func(c *socketserver.Config) {
+		c.APIs = []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 12)}
+		c.AuditQueueSize = 1
+		c.Hooks = append(c.Hooks, hook)
+	}, answerMetadata)
+	t.Cleanup(func() { close(hook.release) }) // before the server's cleanup, which waits for the hook's call
+	require.NoError(t, reg.Register(knprom.NewStats(srv)))
+	const series = `kafkanet_audit_events_dropped_total`
+	v, ok := gather(t, reg)[series]
+	require.True(t, ok, "no series %s", series)
+	assert.Equal(t, 0.0, v)
+
+	event := socketserver.AuditEvent{Kind: socketserver.AuditHostAction, Action: "test"}
+	srv.Audit(event)
+	select {
+	case <-hook.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the audit hook was not called")
+	}
+	for range 4 { // one waits in the queue, three are dropped
+		srv.Audit(event)
+	}
+	assert.Equal(t, 3.0, gather(t, reg)[series])
+	assert.EqualValues(t, 3, srv.Stats().AuditDropped)
 }

@@ -51,6 +51,8 @@ var (
 		[]string{"listener", "index", "subject"}, nil)
 	probesDesc = prometheus.NewDesc("kafkanet_connection_probes_total",
 		"Probes closed: connections closed by their client before a byte of a request (after the PROXY header and TLS handshake, if any), and a load balancer's own (PROXY LOCAL), such as health checks; kept out of the history of closed connections.", []string{"listener"}, nil)
+	auditDroppedDesc = prometheus.NewDesc("kafkanet_audit_events_dropped_total",
+		"Audit events dropped because the audit queue was full (a slow audit hook); each drop is also reported in the audit trail itself once there is room.", nil, nil)
 	memoryPoolDepletedDesc = prometheus.NewDesc("kafka_server_socket_server_metrics_memory_pool_depleted_seconds_total",
 		"Time the request memory pool has been spent, so that connections waited to read (MemoryPoolDepletedTimeTotal).", []string{"plane"}, nil)
 )
@@ -58,7 +60,7 @@ var (
 // Describe implements [prometheus.Collector].
 func (*Stats) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{connectionCountDesc, requestQueueSizeDesc, processorBusyDesc,
-		processorIdleRatioDesc, parkedConnectionsDesc, proxyPendingDesc, probesDesc, certificateNotAfterDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
+		processorIdleRatioDesc, parkedConnectionsDesc, proxyPendingDesc, probesDesc, auditDroppedDesc, certificateNotAfterDesc, memoryPoolUsedDesc, memoryPoolAvailableDesc, memoryPoolDepletedDesc} {
 		ch <- d
 	}
 }
@@ -93,6 +95,7 @@ func (c *Stats) Collect(ch chan<- prometheus.Metric) {
 	for l, n := range st.ProbesClosed {
 		ch <- prometheus.MustNewConstMetric(probesDesc, prometheus.CounterValue, float64(n), string(l))
 	}
+	ch <- prometheus.MustNewConstMetric(auditDroppedDesc, prometheus.CounterValue, float64(st.AuditDropped))
 	for _, l := range c.srv.Listeners().All {
 		cfg := c.srv.TLSConfig(l.Name)
 		if cfg == nil {
