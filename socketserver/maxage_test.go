@@ -172,11 +172,16 @@ func TestMaxAgeConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Negative(t, cfg.ConnectionsMaxAge, "off by default")
 	assert.InDelta(t, socketserver.DefaultConnectionsMaxAgeJitter, cfg.ConnectionsMaxAgeJitter, 1e-9)
+	cfg, err = config.Server(merge(base, config.Properties{config.KeyConnectionsMaxAgeMs: "-1"}))
+	require.NoError(t, err)
+	assert.Negative(t, cfg.ConnectionsMaxAge, "-1 is off")
 	cfg, err = config.Server(merge(base, config.Properties{config.KeyConnectionsMaxAgeJitter: "0"}))
 	require.NoError(t, err)
 	assert.Negative(t, cfg.ConnectionsMaxAgeJitter, "a jitter of 0 is none, not the default")
 	for _, props := range []config.Properties{
 		{config.KeyConnectionsMaxAgeMs: "soon"},
+		{config.KeyConnectionsMaxAgeMs: "0"}, // neither the default nor off: refused
+		{config.KeyConnectionsMaxAgeMs: "-2"},
 		{config.KeyConnectionsMaxAgeJitter: "1"},
 		{config.KeyConnectionsMaxAgeJitter: "-0.1"},
 		{config.KeyConnectionsMaxAgeJitter: "NaN"},
@@ -184,8 +189,9 @@ func TestMaxAgeConfig(t *testing.T) {
 		_, err := config.Server(merge(base, props))
 		var ce *config.Error
 		require.ErrorAs(t, err, &ce, "%v", props)
-		for k := range props {
+		for k, v := range props {
 			assert.Equal(t, k, ce.Key)
+			assert.Equal(t, v, ce.Value)
 		}
 	}
 	ls, err := config.Listeners(base)
