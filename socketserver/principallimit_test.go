@@ -218,6 +218,7 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, config.KeyMaxConnectionsPerPrincipalOverrides, ce.Key)
+				assert.Equal(t, tc.value, ce.Value)
 				assert.Contains(t, err.Error(), tc.err)
 				return
 			}
@@ -294,4 +295,5 @@ func TestPrincipalLimitLogsWithoutFlooding(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 1, strings.Count(log.String(), "its principal already has the configured maximum of connections"), log.String())
 	assert.Contains(t, log.String(), fmt.Sprintf("principal=%s", alice))
+	assert.Contains(t, log.String(), "refused_unlogged=0 ", "the first refusal's line counts none held back")
 }
