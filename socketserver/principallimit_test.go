@@ -67,11 +67,15 @@ func isTimeout(err error) bool {
 // limit to the next connection. User:ANONYMOUS is limited only by an
 // override, here on the PLAINTEXT listener alone.
 func TestPrincipalLimit(t *testing.T) {
+	reasons := &closeReasons{} // HookConnClosed's: how the plugins count closes by reason
 	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		config.KeyMaxConnectionsPerPrincipal:                                       "3",
 		config.KeyMaxConnectionsPerPrincipalOverrides:                              "User:alice:2",
 		"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "User:ANONYMOUS:1",
-	}), withUsers(newUsers(t)), echoMetadata)
+	}), func(c *socketserver.Config) {
+		withUsers(newUsers(t))(c)
+		c.Hooks = append(c.Hooks, reasons)
+	}, echoMetadata)
 
 	// Each connection is counted once its login's answer is written, before
 	// it reads its first request: a Metadata request orders them.
@@ -102,6 +106,10 @@ func TestPrincipalLimit(t *testing.T) {
 	assert.Equal(t, bob, refused[1].Principal)
 	assert.EqualValues(t, 2, refused[0].Requests, "a refused connection served a request beyond its SaslHandshake and SaslAuthenticate")
 	assert.Equal(t, map[connregistry.Principal]int{alice: 2, bob: 3}, socketserver.PrincipalCounts(srv))
+	require.Eventually(t, func() bool { // HookConnClosed runs after the close the registry records
+		return countReason(reasons.get(), connregistry.ClosePrincipalLimit) == 2
+	}, 10*time.Second, 10*time.Millisecond, "HookConnClosed saw %v", reasons.get())
+	assert.Len(t, reasons.get(), 2, "HookConnClosed saw another close")
 
 	// A closed connection gives its place back.
 	require.NoError(t, a1.c.Close())
@@ -296,4 +304,15 @@ func TestPrincipalLimitLogsWithoutFlooding(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(log.String(), "its principal already has the configured maximum of connections"), log.String())
 	assert.Contains(t, log.String(), fmt.Sprintf("principal=%s", alice))
 	assert.Contains(t, log.String(), "refused_unlogged=0 ", "the first refusal's line counts none held back")
+}
+
+// countReason counts reason among reasons.
+func countReason(reasons []connregistry.CloseReason, reason connregistry.CloseReason) int {
+	n := 0
+	for _, r := range reasons {
+		if r == reason {
+			n++
+		}
+	}
+	return n
 }
