@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,6 +120,59 @@ func TestMaxAgeBusyConnection(t *testing.T) {
 	assert.Equal(t, answered, handled, "a request the host answered got no answer on the wire, or one was answered that the host never saw")
 	assert.Less(t, len(answered), int(sent), "every request answered: the test never caught one unread")
 	require.Eventually(t, func() bool { return len(closedFor(srv, connregistry.CloseMaxAge)) == 1 }, 10*time.Second, 10*time.Millisecond)
+}
+
+// A connection whose requests are all in its socket at once, so that it
+// never waits for one, is closed at its age all the same: the request that
+// finds it past its age is the last it reads; every request it read is
+// answered, in order, before the close, which the client sees as an end
+// of stream (the server's write side closed first, the unread requests
+// drained), not a reset. Only the server's own check of the age after a
+// request it read closes it: the connection is never idle, and never
+// waits for a request, for the processor's scans to find it.
+func TestMaxAgeBusyConnectionNoGap(t *testing.T) {
+	const (
+		age = 200 * time.Millisecond
+		n   = 200 // 5 ms each: a second's work, well past the age
+	)
+	var handled atomic.Int32
+	srv := socketservertest.NewServer(t, nil, withMaxAge(age, -1), socketserver.HandlerFunc(func(r *socketserver.Request) {
+		time.Sleep(5 * time.Millisecond)
+		handled.Add(1)
+		_ = respondEmpty(r)
+	}))
+	start := time.Now()
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	var frames []byte
+	for corr := int32(1); corr <= n; corr++ {
+		frames = append(frames, formatter.AppendRequest(nil, metadataReq(1), corr)...)
+	}
+	_, err := c.Write(frames)
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+	var answered []int32
+	for {
+		var size [4]byte
+		if _, err = io.ReadFull(c, size[:]); err != nil {
+			break
+		}
+		frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+		_, err = io.ReadFull(c, frame)
+		require.NoError(t, err, "an answer cut short")
+		answered = append(answered, int32(binary.BigEndian.Uint32(frame)))
+	}
+	require.ErrorIs(t, err, io.EOF, "the close was not an end of stream after the answers")
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, age-10*time.Millisecond, "closed before its age") // the server's clock started after the dial's
+	require.NotEmpty(t, answered)
+	assert.Less(t, len(answered), n, "every request answered: the connection was not closed at its age")
+	for i, corr := range answered {
+		require.Equal(t, int32(i+1), corr, "answers out of order or missing")
+	}
+	require.Eventually(t, func() bool { return len(closedFor(srv, connregistry.CloseMaxAge)) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"closed: %+v", srv.Registry().Closed(connregistry.Filter{}))
+	assert.EqualValues(t, len(answered), handled.Load(), "a request the host answered got no answer on the wire")
+	t.Logf("%d of %d answered in %v", len(answered), n, took)
 }
 
 func isReset(err error) bool {
