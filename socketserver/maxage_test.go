@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
@@ -173,6 +175,51 @@ func TestMaxAgeBusyConnectionNoGap(t *testing.T) {
 		"closed: %+v", srv.Registry().Closed(connregistry.Filter{}))
 	assert.EqualValues(t, len(answered), handled.Load(), "a request the host answered got no answer on the wire")
 	t.Logf("%d of %d answered in %v", len(answered), n, took)
+}
+
+// A connection whose host holds pipelined requests (API.Pipeline) while
+// its age passes, with more requests in its socket than the pipeline
+// admits, is closed at its age as a busy one is: the request it reads
+// after its age is the last it hands on; every request the host got is
+// answered, in order, the answers given after the age included, before
+// the client sees the end of stream (the server lingers: the requests it
+// did not read are drained, not answered with a reset); the host never
+// sees those.
+func TestMaxAgeKeepsPipelinedAnswers(t *testing.T) {
+	const age = 500 * time.Millisecond
+	srv, c, h := servePipelined(t, config.Properties{
+		config.KeyConnectionsMaxAgeMs: strconv.Itoa(int(age / time.Millisecond)), config.KeyConnectionsMaxAgeJitter: "0",
+	}, 5)
+	start := time.Now()
+	f := kmsg.NewPtrFetchRequest()
+	f.Version = 4
+	var frames []byte
+	for corr := range int32(8) { // 5 held, the 6th waits for room, the 7th is read after the age, the 8th never
+		frames = append(frames, formatter.AppendRequest(nil, f, corr)...)
+	}
+	write(t, c, frames)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+	held := h.wait(t, 5)
+	time.Sleep(time.Until(start.Add(age + 100*time.Millisecond))) // the host holds them past the age
+	for i := len(held) - 1; i >= 0; i-- {                         // answered newest first: they leave oldest first
+		require.NoError(t, held[i].RespondRaw(rawResponseOf(held[i].APIKey, held[i].CorrelationID)))
+	}
+	for corr := range int32(5) {
+		require.Equal(t, rawResponseOf(1, corr), readRawResponse(t, c, corr, false))
+	}
+	held = h.wait(t, 7)
+	time.Sleep(50 * time.Millisecond) // the connection has stopped reading, and waits for these answers
+	for _, r := range held[5:] {
+		require.NoError(t, r.RespondRaw(rawResponseOf(r.APIKey, r.CorrelationID)))
+	}
+	for corr := int32(5); corr < 7; corr++ {
+		require.Equal(t, rawResponseOf(1, corr), readRawResponse(t, c, corr, false), "an answer given after the age")
+	}
+	_, err := c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "no end of stream after the answers")
+	require.Eventually(t, func() bool { return len(closedFor(srv, connregistry.CloseMaxAge)) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"closed: %+v", srv.Registry().Closed(connregistry.Filter{}))
+	assert.Len(t, h.wait(t, 7), 7, "the host got a request read after the one that found the connection past its age")
 }
 
 func isReset(err error) bool {
