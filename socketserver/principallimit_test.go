@@ -2,6 +2,8 @@ package socketserver_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -138,6 +140,39 @@ func TestPrincipalLimit(t *testing.T) {
 	p2 := dialRaw(t, srv, "PLAINTEXT")
 	assert.False(t, servesMetadata(t, p2), "a second anonymous connection over the override of 1")
 	assert.True(t, servesMetadata(t, p1))
+}
+
+// Over TLS client authentication (ssl.client.auth=required) the
+// principal is the certificate's subject, in RFC 2253 form, and an
+// override names it so, commas and all: bob's second connection is closed
+// once its handshake is done, listed with the reason principal-limit and
+// his DN; his first keeps being served, and another certificate's
+// principal is not affected.
+func TestPrincipalLimitOverTLSClientAuth(t *testing.T) {
+	pki := newTestPKI(t)
+	const bobDN = "CN=bob,O=acme"
+	srv := socketservertest.NewServer(t, merge(pki.props("required"), config.Properties{
+		"listeners":                                   "SSL://127.0.0.1:0",
+		"security.inter.broker.protocol":              "SSL",
+		config.KeyMaxConnectionsPerPrincipalOverrides: "User:" + bobDN + ":1",
+	}), withAPIs, echoMetadata)
+	bobCert := pki.clientCert(pkix.Name{CommonName: "bob", Organization: []string{"acme"}})
+	dial := func(cert tls.Certificate) *rawClient {
+		c := tls.Client(socketservertest.Dial(t, srv, "SSL"), pki.clientConfig(cert))
+		require.NoError(t, c.Handshake())
+		return &rawClient{t: t, c: c}
+	}
+	b1 := dial(bobCert)
+	require.True(t, servesMetadata(t, b1))
+	assert.False(t, servesMetadata(t, dial(bobCert)), "bob's second connection was served over his limit of 1")
+	assert.True(t, servesMetadata(t, b1), "bob's first connection stopped being served")
+	assert.True(t, servesMetadata(t, dial(pki.clientCert(aliceDN))), "another principal was limited")
+
+	refused := closedFor(srv, connregistry.ClosePrincipalLimit)
+	require.Len(t, refused, 1, "closed: %+v", srv.Registry().Closed(connregistry.Filter{}))
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: bobDN}, refused[0].Principal)
+	assert.Equal(t, map[connregistry.Principal]int{{Type: "User", Name: bobDN}: 1, {Type: "User", Name: "CN=Alice,OU=Clients,O=Kafkanet Test"}: 1},
+		socketserver.PrincipalCounts(srv))
 }
 
 // Without an override, User:ANONYMOUS is not limited by
