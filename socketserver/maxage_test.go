@@ -16,6 +16,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 )
@@ -260,6 +261,49 @@ func TestMaxAgeJitter(t *testing.T) {
 	assert.Greater(t, last.Sub(first), 100*time.Millisecond, "the connections all left at once")
 }
 
+// A listener's own maximum age (listener.name.<l>.kafkanet.connections.max.age.ms)
+// replaces the server's on that listener: one with its own age closes its
+// connections at it while another listener's, with none (the server has
+// none), stay; one with -1 keeps its connections though the server has an
+// age, which closes the other listener's.
+func TestMaxAgePerListener(t *testing.T) {
+	const age = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name        string
+		props       config.Properties
+		aged, stays protocolmap.ListenerName
+	}{
+		{"own age, the server none", config.Properties{
+			"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "300",
+		}, "FAST", "PLAINTEXT"},
+		{"-1, the server an age", config.Properties{
+			config.KeyConnectionsMaxAgeMs:                         "300",
+			"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "-1",
+		}, "PLAINTEXT", "FAST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := socketservertest.NewServer(t, merge(config.Properties{
+				"listeners":                       "PLAINTEXT://127.0.0.1:0,FAST://127.0.0.1:0",
+				"listener.security.protocol.map":  "PLAINTEXT:PLAINTEXT,FAST:PLAINTEXT",
+				"inter.broker.listener.name":      "PLAINTEXT",
+				config.KeyConnectionsMaxAgeJitter: "0",
+			}, tc.props), withAPIs, echoMetadata)
+			start := time.Now()
+			aged := socketservertest.Dial(t, srv, tc.aged)
+			stays := socketservertest.Dial(t, srv, tc.stays)
+			versionsRoundTrip(t, aged, 1)
+			versionsRoundTrip(t, stays, 1)
+			requireClosedNoResponse(t, aged)
+			assert.GreaterOrEqual(t, time.Since(start), age, "closed before its age")
+			time.Sleep(time.Until(start.Add(3 * age))) // the other listener's connection outlives the age
+			versionsRoundTrip(t, stays, 2)
+			closed := closedFor(srv, connregistry.CloseMaxAge)
+			require.Len(t, closed, 1)
+			assert.Equal(t, tc.aged, closed[0].Listener)
+		})
+	}
+}
+
 // The keys, as config.Server reads them.
 func TestMaxAgeConfig(t *testing.T) {
 	base := config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"}
@@ -299,4 +343,45 @@ func TestMaxAgeConfig(t *testing.T) {
 	require.NoError(t, err)
 	_, err = socketserver.New(socketserver.Config{Listeners: ls, ConnectionsMaxAge: time.Second, ConnectionsMaxAgeJitter: 1})
 	assert.Error(t, err)
+	_, err = socketserver.New(socketserver.Config{Listeners: ls, PerListener: map[protocolmap.ListenerName]*socketserver.ListenerConfig{
+		"PLAINTEXT": {ConnectionsMaxAge: time.Second, ConnectionsMaxAgeJitter: 1},
+	}})
+	assert.ErrorContains(t, err, "listener PLAINTEXT")
+
+	// Per listener: each key read into the listener's ListenerConfig,
+	// unset there 0 (the server's), -1 and a jitter of 0 none; errors name
+	// the prefixed key.
+	two := merge(base, config.Properties{
+		"listeners":                      "PLAINTEXT://127.0.0.1:0,FAST://127.0.0.1:0,SLOW://127.0.0.1:0",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,FAST:PLAINTEXT,SLOW:PLAINTEXT",
+		"inter.broker.listener.name":     "PLAINTEXT",
+	})
+	cfg, err = config.Server(merge(two, config.Properties{
+		config.KeyConnectionsMaxAgeMs:                             "60000",
+		"listener.name.fast." + config.KeyConnectionsMaxAgeMs:     "2000",
+		"listener.name.fast." + config.KeyConnectionsMaxAgeJitter: "0.3",
+		"listener.name.slow." + config.KeyConnectionsMaxAgeMs:     "-1",
+		"listener.name.slow." + config.KeyConnectionsMaxAgeJitter: "0",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, cfg.ConnectionsMaxAge)
+	assert.Zero(t, cfg.PerListener["PLAINTEXT"].ConnectionsMaxAge, "unset: the server's")
+	assert.Zero(t, cfg.PerListener["PLAINTEXT"].ConnectionsMaxAgeJitter, "unset: the server's")
+	assert.Equal(t, 2*time.Second, cfg.PerListener["FAST"].ConnectionsMaxAge)
+	assert.InDelta(t, 0.3, cfg.PerListener["FAST"].ConnectionsMaxAgeJitter, 1e-9)
+	assert.Negative(t, cfg.PerListener["SLOW"].ConnectionsMaxAge, "-1: none on the listener")
+	assert.Negative(t, cfg.PerListener["SLOW"].ConnectionsMaxAgeJitter, "0: no jitter on the listener")
+	for _, props := range []config.Properties{
+		{"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "0"},
+		{"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "soon"},
+		{"listener.name.fast." + config.KeyConnectionsMaxAgeJitter: "1"},
+	} {
+		_, err := config.Server(merge(two, props))
+		var ce *config.Error
+		require.ErrorAs(t, err, &ce, "%v", props)
+		for k, v := range props {
+			assert.Equal(t, k, ce.Key)
+			assert.Equal(t, v, ce.Value)
+		}
+	}
 }
