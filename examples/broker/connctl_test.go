@@ -110,6 +110,7 @@ func TestPrincipalLimitWithKgo(t *testing.T) {
 	// Raised at run time: the kgo producer's next attempt gets in.
 	require.NoError(t, os.WriteFile(path, []byte(saslFile(users, "kafkanet.max.connections.per.principal.overrides=User:alice:10")), 0o600))
 	require.NoError(t, c.reload(context.Background(), load))
+	assert.Contains(t, log.String(), "max_connections_per_principal_overrides=1", "the reload's log line omits the per-principal limits")
 	select {
 	case err := <-acked:
 		require.NoError(t, err, "alice's kgo producer failed instead of retrying")
