@@ -323,22 +323,28 @@ func TestMaxAgeConfig(t *testing.T) {
 	cfg, err = config.Server(merge(base, config.Properties{config.KeyConnectionsMaxAgeJitter: "0"}))
 	require.NoError(t, err)
 	assert.Negative(t, cfg.ConnectionsMaxAgeJitter, "a jitter of 0 is none, not the default")
-	for _, props := range []config.Properties{
-		{config.KeyConnectionsMaxAgeMs: "soon"},
-		{config.KeyConnectionsMaxAgeMs: "0"}, // neither the default nor off: refused
-		{config.KeyConnectionsMaxAgeMs: "-2"},
-		{config.KeyConnectionsMaxAgeJitter: "1"},
-		{config.KeyConnectionsMaxAgeJitter: "-0.1"},
-		{config.KeyConnectionsMaxAgeJitter: "NaN"},
-	} {
-		_, err := config.Server(merge(base, props))
-		var ce *config.Error
-		require.ErrorAs(t, err, &ce, "%v", props)
-		for k, v := range props {
-			assert.Equal(t, k, ce.Key)
-			assert.Equal(t, v, ce.Value)
+	// refused requires config.Server to refuse each of cases over base,
+	// naming its key and value.
+	refused := func(base config.Properties, cases ...config.Properties) {
+		t.Helper()
+		for _, props := range cases {
+			_, err := config.Server(merge(base, props))
+			var ce *config.Error
+			require.ErrorAs(t, err, &ce, "%v", props)
+			for k, v := range props {
+				assert.Equal(t, k, ce.Key)
+				assert.Equal(t, v, ce.Value)
+			}
 		}
 	}
+	refused(base,
+		config.Properties{config.KeyConnectionsMaxAgeMs: "soon"},
+		config.Properties{config.KeyConnectionsMaxAgeMs: "0"}, // neither the default nor off: refused
+		config.Properties{config.KeyConnectionsMaxAgeMs: "-2"},
+		config.Properties{config.KeyConnectionsMaxAgeJitter: "1"},
+		config.Properties{config.KeyConnectionsMaxAgeJitter: "-0.1"},
+		config.Properties{config.KeyConnectionsMaxAgeJitter: "NaN"},
+	)
 	ls, err := config.Listeners(base)
 	require.NoError(t, err)
 	_, err = socketserver.New(socketserver.Config{Listeners: ls, ConnectionsMaxAge: time.Second, ConnectionsMaxAgeJitter: 1})
@@ -371,17 +377,9 @@ func TestMaxAgeConfig(t *testing.T) {
 	assert.InDelta(t, 0.3, cfg.PerListener["FAST"].ConnectionsMaxAgeJitter, 1e-9)
 	assert.Negative(t, cfg.PerListener["SLOW"].ConnectionsMaxAge, "-1: none on the listener")
 	assert.Negative(t, cfg.PerListener["SLOW"].ConnectionsMaxAgeJitter, "0: no jitter on the listener")
-	for _, props := range []config.Properties{
-		{"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "0"},
-		{"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "soon"},
-		{"listener.name.fast." + config.KeyConnectionsMaxAgeJitter: "1"},
-	} {
-		_, err := config.Server(merge(two, props))
-		var ce *config.Error
-		require.ErrorAs(t, err, &ce, "%v", props)
-		for k, v := range props {
-			assert.Equal(t, k, ce.Key)
-			assert.Equal(t, v, ce.Value)
-		}
-	}
+	refused(two,
+		config.Properties{"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "0"},
+		config.Properties{"listener.name.fast." + config.KeyConnectionsMaxAgeMs: "soon"},
+		config.Properties{"listener.name.fast." + config.KeyConnectionsMaxAgeJitter: "1"},
+	)
 }
