@@ -92,7 +92,8 @@ const (
 // ConnectionQuotas.MaxConnectionsPerPrincipal and
 // ConnectionQuotas.ListenerMaxConnectionsPerPrincipal (each key also per listener,
 // with the listener.name.<listener>. prefix), and socketserver.Config.ConnectionsMaxAge
-// and socketserver.Config.ConnectionsMaxAgeJitter.
+// and socketserver.Config.ConnectionsMaxAgeJitter (each key also per
+// listener, read into socketserver.ListenerConfig's fields of those names).
 const (
 	// KeyMaxConnectionsPerPrincipal is the limit of every principal but
 	// User:ANONYMOUS: an integer, 2147483647 (no limit) by default; 0 is

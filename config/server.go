@@ -24,7 +24,9 @@ import (
 // connections.max.idle.ms, kafkanet.request.min.byte.rate,
 // queued.max.requests, num.io.threads, queued.max.request.bytes,
 // kafkanet.request.stall.ms, num.network.threads (and its listener-prefixed
-// form), socket.send.buffer.bytes, socket.receive.buffer.bytes,
+// form), kafkanet.connections.max.age.ms and
+// kafkanet.connections.max.age.jitter (and their listener-prefixed forms,
+// into the listener's ListenerConfig), socket.send.buffer.bytes, socket.receive.buffer.bytes,
 // connection.failed.authentication.delay.ms, sasl.server.max.receive.size,
 // the connection quotas, each listener's use of the PROXY protocol
 // (kafkanet.proxy.protocol and kafkanet.proxy.protocol.trusted.networks,
@@ -93,7 +95,7 @@ func Server(props Properties) (socketserver.Config, error) {
 	if c.ConnectionQuotas, err = quotas(props, cfg); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.ConnectionsMaxAge, c.ConnectionsMaxAgeJitter, err = maxAge(props); err != nil {
+	if c.ConnectionsMaxAge, c.ConnectionsMaxAgeJitter, err = maxAge(props, ""); err != nil {
 		return socketserver.Config{}, err
 	}
 	for _, l := range cfg.All {
@@ -109,7 +111,11 @@ func Server(props Properties) (socketserver.Config, error) {
 		if err != nil {
 			return socketserver.Config{}, err
 		}
-		c.PerListener[l.Name] = &socketserver.ListenerConfig{NetworkThreads: n, Security: sec, ProxyProtocol: proxy}
+		lc := &socketserver.ListenerConfig{NetworkThreads: n, Security: sec, ProxyProtocol: proxy}
+		if lc.ConnectionsMaxAge, lc.ConnectionsMaxAgeJitter, err = maxAge(props, l.Name.ConfigPrefix()); err != nil {
+			return socketserver.Config{}, err
+		}
+		c.PerListener[l.Name] = lc
 	}
 	return c, nil
 }
@@ -242,21 +248,29 @@ func quotas(props Properties, cfg *listener.Set) (*socketserver.ConnectionQuotas
 
 // maxAge reads kafkanet.connections.max.age.ms (unset or -1: no maximum;
 // 0 is refused, see optional) and kafkanet.connections.max.age.jitter
-// into Config's values: no maximum is -1, no jitter (0) -1.
-func maxAge(props Properties) (time.Duration, float64, error) {
-	ms, err := optional(props, KeyConnectionsMaxAgeMs, -1)
-	if err != nil {
-		return 0, 0, err
+// into Config's values: no maximum is -1, no jitter (0) -1. With prefix,
+// a listener's listener.name.<l>. prefix, it reads that listener's own
+// keys into its ListenerConfig's values, where unset is 0 (the server's).
+func maxAge(props Properties, prefix string) (time.Duration, float64, error) {
+	age, jitter := time.Duration(-1), socketserver.DefaultConnectionsMaxAgeJitter
+	if prefix != "" {
+		age, jitter = 0, 0
 	}
-	age := time.Duration(-1)
-	if ms > 0 {
-		age = time.Duration(min(ms, int(math.MaxInt64/time.Millisecond))) * time.Millisecond
+	ageKey, jitterKey := prefix+KeyConnectionsMaxAgeMs, prefix+KeyConnectionsMaxAgeJitter
+	if _, ok := props.Get(ageKey); ok {
+		ms, err := optional(props, ageKey, -1)
+		if err != nil {
+			return 0, 0, err
+		}
+		age = -1
+		if ms > 0 {
+			age = time.Duration(min(ms, int(math.MaxInt64/time.Millisecond))) * time.Millisecond
+		}
 	}
-	jitter := socketserver.DefaultConnectionsMaxAgeJitter
-	if v, ok := props.Get(KeyConnectionsMaxAgeJitter); ok {
+	if v, ok := props.Get(jitterKey); ok {
 		j, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || !(j >= 0 && j < 1) {
-			return 0, 0, &Error{Key: KeyConnectionsMaxAgeJitter, Value: v, Err: listener.ErrInvalidValue,
+			return 0, 0, &Error{Key: jitterKey, Value: v, Err: listener.ErrInvalidValue,
 				Rule: "Expected a number from 0 to less than 1"}
 		}
 		jitter = j

@@ -2,6 +2,7 @@ package socketserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -255,7 +256,8 @@ type Config struct {
 	// when every request it read has been answered and its response
 	// written, so that nothing it took is lost and the client sends the
 	// rest again on its next connection, as after an idle close. Zero or
-	// negative: no maximum (the default).
+	// negative: no maximum (the default). A listener may have its own
+	// (ListenerConfig.ConnectionsMaxAge).
 	ConnectionsMaxAge time.Duration
 	// ConnectionsMaxAgeJitter is kafkanet.connections.max.age.jitter: each
 	// connection's maximum age is ConnectionsMaxAge spread by up to this
@@ -327,6 +329,18 @@ type ListenerConfig struct {
 	// whose it accepts (kafkanet.proxy.protocol and
 	// kafkanet.proxy.protocol.trusted.networks). The zero value: none.
 	ProxyProtocol ProxyProtocol
+	// ConnectionsMaxAge is the listener's own maximum connection age
+	// (listener.name.<name>.kafkanet.connections.max.age.ms), in place of
+	// Config.ConnectionsMaxAge on this listener, so that, say, the
+	// inter-broker or control-plane listener keeps its connections while
+	// the clients' listener spreads its own: zero means
+	// Config.ConnectionsMaxAge; negative, no maximum on this listener.
+	ConnectionsMaxAge time.Duration
+	// ConnectionsMaxAgeJitter is the listener's own jitter of the maximum
+	// age (listener.name.<name>.kafkanet.connections.max.age.jitter):
+	// zero means Config.ConnectionsMaxAgeJitter; negative, none; it must
+	// be less than 1.
+	ConnectionsMaxAgeJitter float64
 }
 
 // withDefaults returns c with zero fields set to Kafka's defaults.
@@ -393,6 +407,23 @@ func (c Config) listenerConfig(name protocolmap.ListenerName) ListenerConfig {
 		return *lc
 	}
 	return ListenerConfig{}
+}
+
+// maxAge returns the maximum connection age on a listener configured by
+// lc, zero for none, and its jitter, zero for none: lc's own where set,
+// else the server's (c, with its defaults).
+func (c Config) maxAge(lc ListenerConfig) (age time.Duration, jitter float64, err error) {
+	if j := lc.ConnectionsMaxAgeJitter; j >= 1 || j != j {
+		return 0, 0, fmt.Errorf("ConnectionsMaxAgeJitter (%v) must be less than 1", j)
+	}
+	age, jitter = c.ConnectionsMaxAge, c.ConnectionsMaxAgeJitter
+	if lc.ConnectionsMaxAge != 0 {
+		age = lc.ConnectionsMaxAge
+	}
+	if lc.ConnectionsMaxAgeJitter != 0 {
+		jitter = lc.ConnectionsMaxAgeJitter
+	}
+	return max(age, 0), max(jitter, 0), nil
 }
 
 // networkThreads returns the processor count of listener l, configured

@@ -727,7 +727,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		return false, time.Time{}
 	}
 	q := logged{h: h, size: size, received: start}
-	if srv.cfg.ConnectionsMaxAge > 0 && !start.Before(c.ageLimit(info.ConnectedAt)) {
+	if ls.maxAge > 0 && !start.Before(c.ageLimit(info.ConnectedAt)) {
 		c.closeForAge() // this request is served; the loop then closes (aged)
 	}
 	if c.pipe != nil && api.Pipeline == 0 && !c.pipe.await(1) { // answers leave in order: the pipelined ones first
@@ -1598,14 +1598,14 @@ var maxAgeClose = connregistry.CloseMaxAge
 func (c *conn) aged() bool { return c.reason.Load() == &maxAgeClose }
 
 // ageLimit is when a connection made at connectedAt reaches its maximum
-// age: Config.ConnectionsMaxAge, spread by up to ConnectionsMaxAgeJitter
-// of it either way, by an amount drawn from connectedAt (so that
-// connections do not all leave at once, and the draw needs no field of
-// the connection's).
+// age: its listener's (ListenerConfig.ConnectionsMaxAge, else
+// Config.ConnectionsMaxAge), spread by up to the jitter's fraction of it
+// either way, by an amount drawn from connectedAt (so that connections do
+// not all leave at once, and the draw needs no field of the connection's).
 func (c *conn) ageLimit(connectedAt time.Time) time.Time {
-	cfg := &c.p.srv.cfg
-	age := cfg.ConnectionsMaxAge
-	if j := cfg.ConnectionsMaxAgeJitter; j > 0 {
+	ls := c.p.ls
+	age := ls.maxAge
+	if j := ls.maxAgeJitter; j > 0 {
 		u := float64(splitmix64(uint64(connectedAt.UnixNano()))>>11) / (1 << 53) // uniform in [0, 1)
 		age += time.Duration(float64(age) * j * (2*u - 1))
 	}
@@ -1617,7 +1617,7 @@ func (c *conn) ageLimit(connectedAt time.Time) time.Time {
 // the processor's scans and the wakes they cause call it, not each
 // request.
 func (c *conn) pastAge(now time.Time) bool {
-	return c.p.srv.cfg.ConnectionsMaxAge > 0 && !now.Before(c.ageLimit(c.info().ConnectedAt))
+	return c.p.ls.maxAge > 0 && !now.Before(c.ageLimit(c.info().ConnectedAt))
 }
 
 // closeForAge marks the connection closed for its age (aged), unless it

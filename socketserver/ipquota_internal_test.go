@@ -47,3 +47,28 @@ func TestIPRatesOfGoneAddressesForgotten(t *testing.T) {
 	_, err = cq.acquire(l, recent, nil, nil)
 	assert.ErrorIs(t, err, ErrConnectionThrottled, "a kept rate still throttles")
 }
+
+// logLimiter lets the first event through, holds back the next within
+// logEvery, and tells the next line it lets through how many it held.
+func TestLogLimiterCountsHeld(t *testing.T) {
+	var l logLimiter
+	now := time.Unix(1000, 0)
+	for i, tc := range []struct {
+		after time.Duration
+		ok    bool
+		held  int
+	}{
+		{0, true, 0},
+		{time.Second, false, 0},
+		{logEvery - 2*time.Second, false, 0},
+		{logEvery - time.Second, false, 0},
+		{logEvery, true, 3},
+		{logEvery + time.Second, false, 0},
+		{3 * logEvery, true, 1},
+		{5 * logEvery, true, 0},
+	} {
+		ok, held := l.allow(now.Add(tc.after))
+		assert.Equal(t, tc.ok, ok, "event %d", i)
+		assert.Equal(t, tc.held, held, "event %d", i)
+	}
+}

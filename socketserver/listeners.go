@@ -188,8 +188,13 @@ func (s *Server) newListenerState(l listener.Listener, lc ListenerConfig, firstI
 		return nil, fmt.Errorf("socketserver: listener %s: %w", l.Name, err)
 	}
 	proxy.TrustedNetworks = slices.Clone(proxy.TrustedNetworks)
+	age, jitter, err := s.cfg.maxAge(lc)
+	if err != nil {
+		return nil, fmt.Errorf("socketserver: listener %s: %w", l.Name, err)
+	}
 	ls := &listenerState{cfg: l, apis: table, sec: sec,
 		queue: s.queues[l.Plane], inline: s.inline[l.Plane], turns: s.turns[l.Plane], memory: s.memory[l.Plane], proxy: proxy,
+		maxAge: age, maxAgeJitter: jitter,
 		drainStarted: make(chan struct{}), quit: make(chan struct{}), acceptDone: make(chan struct{})}
 	for i := range networkThreads(l, lc) {
 		ls.processors = append(ls.processors, newProcessor(s, ls, firstID+i))

@@ -2,6 +2,8 @@ package socketserver_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -67,11 +69,15 @@ func isTimeout(err error) bool {
 // limit to the next connection. User:ANONYMOUS is limited only by an
 // override, here on the PLAINTEXT listener alone.
 func TestPrincipalLimit(t *testing.T) {
+	reasons := &closeReasons{} // HookConnClosed's: how the plugins count closes by reason
 	srv := socketservertest.NewServer(t, saslProps(config.Properties{
 		config.KeyMaxConnectionsPerPrincipal:                                       "3",
 		config.KeyMaxConnectionsPerPrincipalOverrides:                              "User:alice:2",
 		"listener.name.plaintext." + config.KeyMaxConnectionsPerPrincipalOverrides: "User:ANONYMOUS:1",
-	}), withUsers(newUsers(t)), echoMetadata)
+	}), func(c *socketserver.Config) {
+		withUsers(newUsers(t))(c)
+		c.Hooks = append(c.Hooks, reasons)
+	}, echoMetadata)
 
 	// Each connection is counted once its login's answer is written, before
 	// it reads its first request: a Metadata request orders them.
@@ -102,6 +108,10 @@ func TestPrincipalLimit(t *testing.T) {
 	assert.Equal(t, bob, refused[1].Principal)
 	assert.EqualValues(t, 2, refused[0].Requests, "a refused connection served a request beyond its SaslHandshake and SaslAuthenticate")
 	assert.Equal(t, map[connregistry.Principal]int{alice: 2, bob: 3}, socketserver.PrincipalCounts(srv))
+	require.Eventually(t, func() bool { // HookConnClosed runs after the close the registry records
+		return countReason(reasons.get(), connregistry.ClosePrincipalLimit) == 2
+	}, 10*time.Second, 10*time.Millisecond, "HookConnClosed saw %v", reasons.get())
+	assert.Len(t, reasons.get(), 2, "HookConnClosed saw another close")
 
 	// A closed connection gives its place back.
 	require.NoError(t, a1.c.Close())
@@ -130,6 +140,39 @@ func TestPrincipalLimit(t *testing.T) {
 	p2 := dialRaw(t, srv, "PLAINTEXT")
 	assert.False(t, servesMetadata(t, p2), "a second anonymous connection over the override of 1")
 	assert.True(t, servesMetadata(t, p1))
+}
+
+// Over TLS client authentication (ssl.client.auth=required) the
+// principal is the certificate's subject, in RFC 2253 form, and an
+// override names it so, commas and all: bob's second connection is closed
+// once its handshake is done, listed with the reason principal-limit and
+// his DN; his first keeps being served, and another certificate's
+// principal is not affected.
+func TestPrincipalLimitOverTLSClientAuth(t *testing.T) {
+	pki := newTestPKI(t)
+	const bobDN = "CN=bob,O=acme"
+	srv := socketservertest.NewServer(t, merge(pki.props("required"), config.Properties{
+		"listeners":                                   "SSL://127.0.0.1:0",
+		"security.inter.broker.protocol":              "SSL",
+		config.KeyMaxConnectionsPerPrincipalOverrides: "User:" + bobDN + ":1",
+	}), withAPIs, echoMetadata)
+	bobCert := pki.clientCert(pkix.Name{CommonName: "bob", Organization: []string{"acme"}})
+	dial := func(cert tls.Certificate) *rawClient {
+		c := tls.Client(socketservertest.Dial(t, srv, "SSL"), pki.clientConfig(cert))
+		require.NoError(t, c.Handshake())
+		return &rawClient{t: t, c: c}
+	}
+	b1 := dial(bobCert)
+	require.True(t, servesMetadata(t, b1))
+	assert.False(t, servesMetadata(t, dial(bobCert)), "bob's second connection was served over his limit of 1")
+	assert.True(t, servesMetadata(t, b1), "bob's first connection stopped being served")
+	assert.True(t, servesMetadata(t, dial(pki.clientCert(aliceDN))), "another principal was limited")
+
+	refused := closedFor(srv, connregistry.ClosePrincipalLimit)
+	require.Len(t, refused, 1, "closed: %+v", srv.Registry().Closed(connregistry.Filter{}))
+	assert.Equal(t, connregistry.Principal{Type: "User", Name: bobDN}, refused[0].Principal)
+	assert.Equal(t, map[connregistry.Principal]int{{Type: "User", Name: bobDN}: 1, {Type: "User", Name: "CN=Alice,OU=Clients,O=Kafkanet Test"}: 1},
+		socketserver.PrincipalCounts(srv))
 }
 
 // Without an override, User:ANONYMOUS is not limited by
@@ -218,6 +261,7 @@ func TestPrincipalOverridesSyntax(t *testing.T) {
 				var ce *config.Error
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, config.KeyMaxConnectionsPerPrincipalOverrides, ce.Key)
+				assert.Equal(t, tc.value, ce.Value)
 				assert.Contains(t, err.Error(), tc.err)
 				return
 			}
@@ -294,4 +338,16 @@ func TestPrincipalLimitLogsWithoutFlooding(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 1, strings.Count(log.String(), "its principal already has the configured maximum of connections"), log.String())
 	assert.Contains(t, log.String(), fmt.Sprintf("principal=%s", alice))
+	assert.Contains(t, log.String(), "refused_unlogged=0 ", "the first refusal's line counts none held back")
+}
+
+// countReason counts reason among reasons.
+func countReason(reasons []connregistry.CloseReason, reason connregistry.CloseReason) int {
+	n := 0
+	for _, r := range reasons {
+		if r == reason {
+			n++
+		}
+	}
+	return n
 }

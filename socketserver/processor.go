@@ -53,7 +53,7 @@ func (p *processor) run() {
 	if idle := p.srv.cfg.ConnectionsMaxIdle; idle > 0 {
 		every = min(max(idle/4, 5*time.Millisecond), every)
 	}
-	if age := p.srv.cfg.ConnectionsMaxAge; age > 0 {
+	if age := p.ls.maxAge; age > 0 {
 		every = min(max(ageScanEvery(age), 5*time.Millisecond), every)
 	}
 	t := time.NewTicker(every)
@@ -443,7 +443,7 @@ func (p *processor) expireIdle(now time.Time) {
 	}
 	var expired, idle, repark, waiting []*conn
 	scanAge := false
-	if age := p.srv.cfg.ConnectionsMaxAge; age > 0 && now.Sub(p.ageScanned) >= ageScanEvery(age) {
+	if age := p.ls.maxAge; age > 0 && now.Sub(p.ageScanned) >= ageScanEvery(age) {
 		p.ageScanned, scanAge = now, true
 	}
 	p.mu.Lock()

@@ -152,6 +152,12 @@ type listenerState struct {
 	processors []*processor
 	next       int // round-robin position, used by the acceptor alone
 
+	// maxAge is the maximum age of its connections, zero for none, and
+	// maxAgeJitter its jitter, zero for none: its ListenerConfig's, else
+	// the server's (Config.maxAge).
+	maxAge       time.Duration
+	maxAgeJitter float64
+
 	services []sasl.Service // its mechanisms that are a sasl.Service, once started: closed when it stops serving
 
 	// The listener's removal (listeners.go), as the server's Shutdown for

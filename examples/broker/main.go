@@ -79,11 +79,12 @@
 // from the one in force, or that lacks some of its subject alternative
 // names, is refused unless ssl.allow.dn.changes or ssl.allow.san.changes
 // (per listener with the listener.name.<listener>. prefix) allows it. The
-// quotas
-// (max.connections, max.connections.per.ip and
+// quotas (max.connections, max.connections.per.ip and
 // max.connections.per.ip.overrides, max.connection.creation.rate, their
-// listener.name.<listener>. forms, and the per-address connection creation
-// rates below) apply to the next connection; existing connections stay.
+// listener.name.<listener>. forms, the per-address connection creation
+// rates below, and the per-principal limits,
+// kafkanet.max.connections.per.principal and its overrides, also per
+// listener) apply to the next connection; existing connections stay.
 // Added users can log in at once, removed users no more, and their open
 // connections close when their session expires (connections.max.reauth.ms).
 // Listeners (listeners, advertised.listeners,
@@ -115,6 +116,16 @@
 // (IP addresses only, each once; a rate of 0 admits no connection from the
 // address, 2147483647 exempts it). A connection beyond its address's rate
 // is held for the throttle delay, then closed.
+//
+// Two connection controls of kafkanet's own apply too: limits per principal
+// (kafkanet.max.connections.per.principal and
+// kafkanet.max.connections.per.principal.overrides, for example
+// User:alice:2;User:CN=bob,O=acme:10; also per listener), which close a
+// connection over its principal's limit once it has authenticated, and a
+// maximum connection age (kafkanet.connections.max.age.ms, with
+// kafkanet.connections.max.age.jitter; also per listener, where -1 keeps a
+// listener's connections), which closes a connection between requests
+// once it is that old, so that clients reconnect through a load balancer.
 //
 // The broker bounds its memory by default: queued.max.request.bytes
 // (twice socket.request.max.bytes unless set) bounds the requests in hand,

@@ -36,8 +36,9 @@ const listenerDrainTimeout = shutdownTimeout
 //     watcher then watches the files the new reading names;
 //   - the connection quotas (max.connections, max.connections.per.ip and
 //     its overrides, max.connection.creation.rate, the listener-prefixed
-//     forms, and kafkanet.ip.connection.creation.rate and its overrides:
-//     the next connection is measured against them);
+//     forms, kafkanet.ip.connection.creation.rate and its overrides, and
+//     kafkanet.max.connections.per.principal and its overrides, also per
+//     listener: the next connection is measured against them);
 //   - the SASL users it lists, to every SASL listener. Users that are gone
 //     can no longer authenticate; their live connections close when their
 //     session expires, which connections.max.reauth.ms bounds (otherwise
@@ -95,7 +96,10 @@ func (c *cluster) reload(ctx context.Context, load func() (*brokerConfig, error)
 			q := scfg.ConnectionQuotas
 			c.log.Info("reload: connection quotas applied", "max_connections", q.MaxConnections,
 				"max_connections_per_ip", q.MaxConnectionsPerIP, "max_connection_creation_rate", q.MaxConnectionCreationRate,
-				"ip_connection_creation_rate", q.IPConnectionCreationRate, "ip_connection_creation_rate_overrides", len(q.IPConnectionCreationRateOverrides))
+				"ip_connection_creation_rate", q.IPConnectionCreationRate, "ip_connection_creation_rate_overrides", len(q.IPConnectionCreationRateOverrides),
+				"max_connections_per_principal", q.MaxConnectionsPerPrincipal.Max,
+				"max_connections_per_principal_overrides", len(q.MaxConnectionsPerPrincipal.Overrides),
+				"listener_max_connections_per_principal", len(q.ListenerMaxConnectionsPerPrincipal))
 		}
 	}
 	if err == nil {

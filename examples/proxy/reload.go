@@ -20,7 +20,7 @@ import (
 // names of the one in force, is refused unless ssl.allow.dn.changes or
 // ssl.allow.san.changes allows it. The TLS watcher then watches the files
 // the new reading names. Then it applies the connection quotas
-// (Server.SetQuotas), among them the per-principal limits
+// (Server.SetConnectionQuotas), among them the per-principal limits
 // (kafkanet.max.connections.per.principal and its overrides, also per
 // listener) to new connections; open ones stay. Other settings need a
 // restart. A configuration that does not load or is refused is logged and
