@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/examples/internal/inorder"
 )
 
 // plainLogin opens a connection to addr and logs user in with PLAIN
@@ -134,52 +134,9 @@ func TestMaxAgeWithKgoProducer(t *testing.T) {
 	path := writeProperties(t, saslFile(`user_alice="alice-secret"`, "kafkanet.connections.max.age.ms=2000"))
 	c, _ := startFromFile(t, path, 1, &log)
 	createTopic(t, dialRaw(t, addr(t, c, 0, "REPLICATION")), "aging", 1)
-	cl := newClient(t, addr(t, c, 0, "REPLICATION"), kgo.DefaultProduceTopic("aging"), kgo.RecordDeliveryTimeout(30*time.Second),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxProduceRequestsInflightPerBroker(1))
-
-	var (
-		mu     sync.Mutex
-		acks   = map[string]int{}
-		failed []error
-		wg     sync.WaitGroup
-	)
-	sent := 0
-	end := time.Now().Add(10 * time.Second)
-	for time.Now().Before(end) {
-		for range 20 {
-			v := strconv.Itoa(sent)
-			sent++
-			wg.Add(1)
-			cl.Produce(context.Background(), &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failed = append(failed, err)
-					return
-				}
-				acks[string(r.Value)]++
-			})
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	wg.Wait()
-	require.Empty(t, failed, "an error reached the application")
-	require.Len(t, acks, sent)
-	for v, n := range acks {
-		require.Equal(t, 1, n, "record %s acknowledged %d times", v, n)
-	}
-
-	aged := 0
-	for _, conn := range c.brokers[0].srv.Registry().Closed(connregistry.Filter{}) {
-		if conn.CloseReason == connregistry.CloseMaxAge {
-			aged++
-			age := conn.ClosedAt.Sub(conn.ConnectedAt)
-			assert.GreaterOrEqual(t, age, 1800*time.Millisecond, "closed before its age less the jitter")
-		}
-	}
-	assert.GreaterOrEqual(t, aged, 4, "not closed for their age several times")
+	cl := newClient(t, addr(t, c, 0, "REPLICATION"), inorder.ProducerOpts("aging")...)
+	sent := inorder.Produce(t, cl, 10*time.Second)
+	inorder.CheckAged(t, c.brokers[0].srv.Registry().Closed(connregistry.Filter{}), 1800*time.Millisecond, 4)
 
 	// The log holds every record once, in order.
 	conn := dialRaw(t, addr(t, c, 0, "REPLICATION"))
@@ -193,7 +150,5 @@ func TestMaxAgeWithKgoProducer(t *testing.T) {
 		got = append(got, recs...)
 		offset += int64(len(recs))
 	}
-	for i, v := range got {
-		require.Equal(t, strconv.Itoa(i), v, "the log's record %d", i)
-	}
+	inorder.CheckLog(t, got, sent)
 }
