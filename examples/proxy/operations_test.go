@@ -71,13 +71,18 @@ type jsonBroker struct {
 		ConnectionId, Principal, ClientAddress, ListenerName, SecurityProtocol, SoftwareName, ClientId, SaslMechanism, State string
 		ClientPort                                                                                                           int32
 		Requests                                                                                                             int64
+		RequestRate                                                                                                          float64
+		Rank                                                                                                                 int
 	}
 }
 
 // The operations of the issue, with examples/kafka-client-connections on
 // the proxy's admin listener: ListClientConnections lists the proxy's
-// clients (KIP-1329's fields and the extras), never upstream's;
-// --close --principal closes a principal's connections, which reconnect;
+// clients (KIP-1329's fields and the extras), never upstream's; --sort-by
+// requests --top 1 names the connection of the client that sent the most
+// requests (bob's 40 Produce requests, one at a time, over the one
+// connection kgo produces on); --close --principal closes a principal's
+// connections, which reconnect;
 // --close --client-address closes an address's; and a principal that is
 // not a super user may do neither. The data listener serves neither API.
 func TestOperationsOnTheAdminListener(t *testing.T) {
@@ -91,7 +96,9 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 	bob := newClient(t, data, socketservertest.KgoSASL("SCRAM-SHA-256", "bob", "bob-secret"), kgo.Dialer(bobDialer.Dial),
 		kgo.ConnIdleTimeout(time.Minute), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceConsume(t, data, "ops", "ops-group", socketservertest.KgoSASL("PLAIN", "alice", "alice-secret"))
-	require.NoError(t, bob.ProduceSync(ctxFor(t, 20*time.Second), &kgo.Record{Topic: "ops", Partition: 1, Value: []byte("x")}).FirstErr())
+	for i := range 40 {
+		require.NoError(t, bob.ProduceSync(ctxFor(t, 20*time.Second), &kgo.Record{Topic: "ops", Partition: 1, Value: []byte("x" + strconv.Itoa(i))}).FirstErr())
+	}
 	_, alice := socketservertest.ConnectKgo(t, data, socketservertest.KgoSASL("PLAIN", "alice", "alice-secret"))
 	adminConfig := commandConfig(t, "admin", "admin-secret")
 
@@ -124,6 +131,28 @@ func TestOperationsOnTheAdminListener(t *testing.T) {
 	}
 	_, ok := byAddr[alice]
 	assert.True(t, ok, "alice's connection is not listed")
+
+	// The busiest connection: bob's that carried his Produce requests, the
+	// one with the most requests in the listing above.
+	busiest := brokers[0].Connections[0]
+	for _, c := range brokers[0].Connections {
+		if c.Requests > busiest.Requests {
+			busiest = c
+		}
+	}
+	assert.Equal(t, "User:bob", busiest.Principal)
+	assert.GreaterOrEqual(t, busiest.Requests, int64(40), "bob's 40 Produce requests")
+	code, stdout, stderr = kcc(t, "--bootstrap-server", admin, "--list", "--sort-by", "requests", "--top", "1", "--command-config", adminConfig, "--output", "json")
+	require.Equal(t, 0, code, stderr)
+	var top []jsonBroker
+	require.NoError(t, json.Unmarshal([]byte(stdout), &top), stdout)
+	require.Len(t, top, 1)
+	require.Len(t, top[0].Connections, 1, "--top 1 lists one connection:\n%s", stdout)
+	named := top[0].Connections[0]
+	assert.Equal(t, 1, named.Rank)
+	assert.Equal(t, net.JoinHostPort(busiest.ClientAddress, strconv.Itoa(int(busiest.ClientPort))),
+		net.JoinHostPort(named.ClientAddress, strconv.Itoa(int(named.ClientPort))), "not the busiest connection")
+	assert.Greater(t, named.RequestRate, 40.0/60*0.9, "40 requests within seconds: about 40/60 per second over the minute")
 
 	// Close bob's connections.
 	code, stdout, stderr = kcc(t, "--bootstrap-server", admin, "--close", "--principal", "User:bob", "--command-config", adminConfig, "--output", "json")
