@@ -1,5 +1,5 @@
 // Package inorder is the workload of the maximum connection age tests of
-// the example broker and the proxy (issue 38 §2), and its checks: a kgo
+// the example broker and the proxy, and its checks: a kgo
 // producer that is not idempotent sends numbered records to one partition
 // across several expiries of its connections. Its options (acks=all, one
 // Produce request in flight per broker) make a retry keep the order, and
