@@ -9,39 +9,17 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkanet/kafkanet/internal/testkit"
 )
 
-// localAddrs records the local address of every connection a kgo client
-// dials.
-type localAddrs struct {
-	mu    sync.Mutex
-	addrs []string
-}
-
-func (l *localAddrs) dial(ctx context.Context, network, host string) (net.Conn, error) {
-	c, err := (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, network, host)
-	if err == nil {
-		l.mu.Lock()
-		l.addrs = append(l.addrs, c.LocalAddr().String())
-		l.mu.Unlock()
-	}
-	return c, err
-}
-
-func (l *localAddrs) has(addr string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Contains(l.addrs, addr)
-}
-
-// Top talkers (issue 38 §3): two example brokers, three kgo producers
+// Top talkers: two example brokers, three kgo producers
 // sending 60, 15 and 3 records one at a time (a Produce request each)
 // over real TCP. kafka-client-connections, built and run, with --sort-by
 // requests --top 1 names the busiest producer's connection (its client id
@@ -52,14 +30,14 @@ func TestTopTalkerNamedByTheCLI(t *testing.T) {
 	bootstrap := addr(t, c, 0, "CLIENT") + "," + addr(t, c, 1, "CLIENT")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	clients := map[string]*localAddrs{}
+	clients := map[string]*testkit.RecordingDialer{}
 	for _, p := range []struct {
 		id      string
 		records int
 	}{{"busy", 60}, {"steady", 15}, {"quiet", 3}} {
-		dialed := &localAddrs{}
+		dialed := &testkit.RecordingDialer{}
 		clients[p.id] = dialed
-		cl := newClient(t, addr(t, c, 0, "CLIENT"), kgo.ClientID(p.id), kgo.Dialer(dialed.dial), kgo.DefaultProduceTopic("top-"+p.id),
+		cl := newClient(t, addr(t, c, 0, "CLIENT"), kgo.ClientID(p.id), kgo.Dialer(dialed.Dial), kgo.DefaultProduceTopic("top-"+p.id),
 			kgo.AllowAutoTopicCreation())
 		for i := range p.records {
 			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", p.id, i)}).FirstErr())
@@ -100,7 +78,7 @@ func TestTopTalkerNamedByTheCLI(t *testing.T) {
 			assert.Equal(t, 1, conn.Rank)
 			assert.GreaterOrEqual(t, conn.Requests, int64(60), "its 60 Produce requests at least")
 			assert.Greater(t, conn.RequestRate, 60.0/60*0.9, "60 requests within the last seconds: about one a second over the minute")
-			assert.True(t, clients["busy"].has(fmt.Sprintf("%s:%d", conn.ClientAddress, conn.ClientPort)), "the busy producer's socket")
+			assert.True(t, slices.Contains(clients["busy"].Addrs(), fmt.Sprintf("%s:%d", conn.ClientAddress, conn.ClientPort)), "the busy producer's socket")
 		}
 	}
 	assert.Equal(t, []string{"busy"}, named, "one connection, the busy producer's")
@@ -114,6 +92,6 @@ func TestTopTalkerNamedByTheCLI(t *testing.T) {
 	for i, h := range header {
 		cell[h] = row[i]
 	}
-	assert.True(t, clients["busy"].has(net.JoinHostPort(cell["CLIENT-ADDRESS"], cell["PORT"])), "%v", cell)
+	assert.True(t, slices.Contains(clients["busy"].Addrs(), net.JoinHostPort(cell["CLIENT-ADDRESS"], cell["PORT"])), "%v", cell)
 	assert.Contains(t, header, "REQ/S")
 }
