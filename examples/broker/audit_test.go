@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/connregistry/connadmin"
 	"github.com/kafkanet/kafkanet/internal/testkit"
+	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +29,8 @@ import (
 
 // -audit-log records a failed login with the user name tried, the
 // mechanism and the client's address, a successful one with the
-// principal, and an AlterClientQuotas change with who made it, as OCSF
+// principal, an AlterClientQuotas change with who made it, and an
+// operator's CloseClientConnections with who asked and the filter, as OCSF
 // JSON lines in a file of mode 0600; no password appears in it.
 func TestAuditLog(t *testing.T) {
 	const wrong = "not-alice-secret-9d1e"
@@ -59,6 +63,21 @@ func TestAuditLog(t *testing.T) {
 	require.NoError(t, altered[0].Err)
 	cl.Close()
 
+	// An operator (alice: without super.users everyone may) closes bob's
+	// connection with CloseClientConnections.
+	bob, _ := socketservertest.ConnectKgo(t, bootstrap, socketservertest.KgoSASL("PLAIN", "bob", "bob-secret"))
+	defer bob.Close()
+	op, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.SASL(saslMechanism("PLAIN", "alice", "alice-secret")),
+		connadmin.VersionsOpt(connregistry.DefaultListAPIKey, connregistry.DefaultCloseAPIKey))
+	require.NoError(t, err)
+	closed, err := connadmin.New(op, 0, 0).CloseConnections(rctx, connregistry.Filter{Principal: kmsg.StringPtr("User:bob")})
+	op.Close()
+	require.NoError(t, err)
+	require.Len(t, closed, 1)
+	require.NoError(t, closed[0].Err)
+	require.Len(t, closed[0].Connections, 1, "bob's connection closed")
+	assert.Equal(t, "User:bob", closed[0].Connections[0].Principal)
+
 	cancel() // the broker shuts down: its audit queue is written before run returns
 	select {
 	case code := <-done:
@@ -75,7 +94,7 @@ func TestAuditLog(t *testing.T) {
 	for _, secret := range []string{wrong, "alice-secret", "bob-secret"} {
 		assert.NotContains(t, string(raw), secret)
 	}
-	var failed, ok, quota []map[string]any
+	var failed, ok, quota, operator []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for sc.Scan() {
 		var r map[string]any
@@ -85,6 +104,8 @@ func TestAuditLog(t *testing.T) {
 			failed = append(failed, r)
 		case r["class_uid"] == 3002.0 && r["status_id"] == 1.0:
 			ok = append(ok, r)
+		case r["class_uid"] == 6003.0 && r["api"].(map[string]any)["operation"] == "CloseClientConnections":
+			operator = append(operator, r)
 		case r["class_uid"] == 6003.0:
 			quota = append(quota, r)
 		}
@@ -113,6 +134,12 @@ func TestAuditLog(t *testing.T) {
 	assert.Equal(t, "alice", quota[0]["actor"].(map[string]any)["user"].(map[string]any)["name"])
 	assert.Equal(t, "user=bob producer_byte_rate=1024", quota[0]["unmapped"].(map[string]any)["detail"])
 	assert.EqualValues(t, 1, quota[0]["status_id"])
+
+	require.Len(t, operator, 1, "log: %s", raw)
+	assert.Equal(t, "alice", operator[0]["actor"].(map[string]any)["user"].(map[string]any)["name"], "who asked")
+	assert.Contains(t, operator[0]["unmapped"].(map[string]any)["filter"], "principal=User:bob", "with which filter")
+	assert.EqualValues(t, 1, operator[0]["unmapped"].(map[string]any)["closed"])
+	assert.EqualValues(t, 1, operator[0]["status_id"])
 }
 
 // -audit-log - writes the audit trail to standard error.

@@ -48,10 +48,13 @@ type brokerSettings struct {
 	deleteTopics  bool   // delete.topic.enable: DeleteTopics deletes
 	// listConnectionsKey is the API key ListClientConnections is served
 	// under (kafkanet.list.client.connections.api.key, default KIP-1329's
-	// 93), and superUsers who may call it (super.users; everyone when
-	// unset, as Kafka without an authorizer).
-	listConnectionsKey int16
-	superUsers         string
+	// 93), closeConnectionsKey CloseClientConnections'
+	// (kafkanet.close.client.connections.api.key, default 1093), and
+	// superUsers who may call them (super.users; everyone when unset, as
+	// Kafka without an authorizer).
+	listConnectionsKey  int16
+	closeConnectionsKey int16
+	superUsers          string
 	// users are each SASL listener's users, from its
 	// listener.name.<listener>.plain.sasl.jaas.config.
 	users *security.JAASUsers
@@ -116,15 +119,26 @@ func readSettings(cfg *brokerConfig) (brokerSettings, error) {
 		return brokerSettings{}, err
 	}
 	s.numPartitions = int32(partitions)
-	key, err := cfg.Properties().Int(listConnectionsKeyProperty, int(connregistry.DefaultListAPIKey), 0)
-	if err != nil {
-		return brokerSettings{}, err
+	for _, k := range []struct {
+		property string
+		def      int16
+		out      *int16
+	}{{listConnectionsKeyProperty, connregistry.DefaultListAPIKey, &s.listConnectionsKey},
+		{closeConnectionsKeyProperty, connregistry.DefaultCloseAPIKey, &s.closeConnectionsKey}} {
+		key, err := cfg.Properties().Int(k.property, int(k.def), 0)
+		if err != nil {
+			return brokerSettings{}, err
+		}
+		if key > 32767 || kmsgKnows(int16(key)) && key != int(connregistry.DefaultListAPIKey) {
+			return brokerSettings{}, &config.Error{Key: k.property, Value: strconv.Itoa(key), Err: listener.ErrInvalidValue,
+				Rule: "must be an API key no other served API uses (93, KIP-1329's, or a free key such as 1000)"}
+		}
+		*k.out = int16(key)
 	}
-	if key > 32767 || kmsgKnows(int16(key)) && key != int(connregistry.DefaultListAPIKey) {
-		return brokerSettings{}, &config.Error{Key: listConnectionsKeyProperty, Value: strconv.Itoa(key), Err: listener.ErrInvalidValue,
-			Rule: "must be an API key no other served API uses (93, KIP-1329's, or a free key such as 1000)"}
+	if s.listConnectionsKey == s.closeConnectionsKey {
+		return brokerSettings{}, &config.Error{Key: closeConnectionsKeyProperty, Value: strconv.Itoa(int(s.closeConnectionsKey)),
+			Err: listener.ErrInvalidValue, Rule: "must differ from " + listConnectionsKeyProperty}
 	}
-	s.listConnectionsKey = int16(key)
 	if s.groups, err = readGroupSettings(cfg); err != nil {
 		return brokerSettings{}, err
 	}
@@ -209,12 +223,16 @@ func socketServerConfig(cfg *brokerConfig, s brokerSettings, h socketserver.Hand
 			*size = -1
 		}
 	}
-	// ListClientConnections (KIP-1329), answered by the server from its
-	// registry, on the data plane and the control plane.
-	lcc := socketserver.ListClientConnectionsAPI(s.listConnectionsKey, s.authorizer())
-	scfg.APIs = append(dataPlaneAPIs(h), lcc)
+	// ListClientConnections (KIP-1329) and CloseClientConnections,
+	// answered by the server from its registry, on the data plane and the
+	// control plane.
+	operators := []socketserver.API{
+		socketserver.ListClientConnectionsAPI(s.listConnectionsKey, s.authorizer()),
+		socketserver.CloseClientConnectionsAPI(s.closeConnectionsKey, s.authorizer()),
+	}
+	scfg.APIs = append(dataPlaneAPIs(h), operators...)
 	if cp := cfg.ControlPlaneListener; cp != "" {
-		scfg.PerListener[cp].APIs = append(controlPlaneAPIs(), lcc)
+		scfg.PerListener[cp].APIs = append(controlPlaneAPIs(), operators...)
 	}
 	stores := s.users.Stores()
 	for name, l := range scfg.PerListener {

@@ -59,8 +59,12 @@ func controlPlaneAPIs() []socketserver.API {
 	return []socketserver.API{socketserver.KmsgAPI(kmsg.Metadata, 0, 13)}
 }
 
-// listConnectionsKeyProperty chooses the API key of ListClientConnections.
-const listConnectionsKeyProperty = "kafkanet.list.client.connections.api.key"
+// listConnectionsKeyProperty chooses the API key of ListClientConnections,
+// closeConnectionsKeyProperty that of CloseClientConnections.
+const (
+	listConnectionsKeyProperty  = "kafkanet.list.client.connections.api.key"
+	closeConnectionsKeyProperty = "kafkanet.close.client.connections.api.key"
+)
 
 // kmsgKnows reports whether kmsg defines key.
 func kmsgKnows(key int16) bool { return kmsg.RequestForKey(key) != nil }

@@ -126,6 +126,11 @@
 // kafkanet.connections.max.age.jitter; also per listener, where -1 keeps a
 // listener's connections), which closes a connection between requests
 // once it is that old, so that clients reconnect through a load balancer.
+// Operators list connections with ListClientConnections
+// (kafkanet.list.client.connections.api.key, default 93) and close them
+// with CloseClientConnections (kafkanet.close.client.connections.api.key,
+// default 1093), as kafka-client-connections does, on every listener,
+// behind super.users when it is set.
 //
 // The broker bounds its memory by default: queued.max.request.bytes
 // (twice socket.request.max.bytes unless set) bounds the requests in hand,

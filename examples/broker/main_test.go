@@ -266,6 +266,22 @@ func TestRunRejectsInvalidConfig(t *testing.T) {
 			key:  "delete.topic.enable",
 		},
 		{
+			name: "list connections key of another API",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "kafkanet.list.client.connections.api.key=3"},
+			key:  "kafkanet.list.client.connections.api.key",
+		},
+		{
+			name: "close connections key of another API",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "kafkanet.close.client.connections.api.key=0"},
+			key:  "kafkanet.close.client.connections.api.key",
+		},
+		{
+			name: "close connections key the list key",
+			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "kafkanet.list.client.connections.api.key=1000",
+				"-set", "kafkanet.close.client.connections.api.key=1000"},
+			key: "kafkanet.close.client.connections.api.key",
+		},
+		{
 			name: "offsets topic partitions",
 			args: []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0", "-set", "offsets.topic.num.partitions=0"},
 			key:  "offsets.topic.num.partitions",
