@@ -485,7 +485,7 @@ func TestControlPlane(t *testing.T) {
 		keys = append(keys, k.ApiKey)
 	}
 	assert.ElementsMatch(t, []int16{int16(kmsg.Metadata), int16(kmsg.ApiVersions), int16(kmsg.SASLHandshake), int16(kmsg.SASLAuthenticate),
-		connregistry.DefaultListAPIKey}, keys)
+		connregistry.DefaultListAPIKey, connregistry.DefaultCloseAPIKey}, keys)
 
 	conn.send(produceRequest(1, "t", 0, "x"))
 	conn.requireClosed()
@@ -503,7 +503,7 @@ func TestDataPlaneApiVersions(t *testing.T) {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 	// The server adds ApiVersions and the SASL exchange on every listener.
-	want := map[int16][2]int16{17: {0, 1}, 18: {0, 4}, 36: {0, 2}, connregistry.DefaultListAPIKey: {0, 0}}
+	want := map[int16][2]int16{17: {0, 1}, 18: {0, 4}, 36: {0, 2}, connregistry.DefaultListAPIKey: {0, 0}, connregistry.DefaultCloseAPIKey: {0, 0}}
 	for _, api := range dataPlaneAPIs(nil) {
 		want[api.Key] = [2]int16{api.MinVersion, api.MaxVersion}
 		assert.LessOrEqual(t, api.MaxVersion, kmsg.RequestForKey(api.Key).MaxVersion(), "key %d beyond kmsg", api.Key)
