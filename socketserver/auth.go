@@ -264,7 +264,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 	}
 	if sec.tls != nil {
 		tc := tls.Server(prefixedConn{c.nc, c.socket()}, sec.tls.config()) // TLS reads what a parked goroutine read first
-		ctx, cancel := context.WithDeadline(c.ctx, deadline)
+		ctx, cancel := context.WithDeadline(&c.ctx, deadline)
 		err := tc.HandshakeContext(ctx)
 		cancel()
 		if err != nil {
@@ -407,7 +407,7 @@ func (c *conn) saslExchange(mech sasl.Mechanism, handshakeVersion int16, deadlin
 	if cl, ok := server.(io.Closer); ok {
 		defer cl.Close()
 	}
-	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	ctx, cancel := context.WithDeadline(&c.ctx, deadline)
 	defer cancel()
 	var told *sasl.Error // a failure whose challenge the client has been sent
 	for {

@@ -2,7 +2,6 @@ package socketserver
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,8 +61,7 @@ import (
 type conn struct {
 	nc      net.Conn // the connection: closed and given deadlines from any goroutine
 	p       *processor
-	ctx     context.Context            // the connection's life: cancelled when it closes; the server's waits watch it
-	cancel  context.CancelFunc         // cancels ctx (close cancels reqCtx too)
+	ctx     connLife                   // the connection's life: ended when it closes; the server's waits watch it
 	req     atomic.Pointer[reqContext] // Request.Context and its cancel (see requestContext): nil until a request asks for it, unless the host's BaseContext or ConnContext made it at the start
 	answers chan answer                // made with the first request the host answers
 
@@ -1644,6 +1642,11 @@ func (c *conn) closeWith(r connregistry.CloseReason) {
 	c.close()
 }
 
+// CloseFor is closeWith, as the registry's connreg.Closer: the entry holds
+// the connection itself, where a method value would be an allocation of
+// its own.
+func (c *conn) CloseFor(r connregistry.CloseReason) { c.closeWith(r) }
+
 // close closes the connection once, cancelling its requests' context.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
@@ -1662,8 +1665,8 @@ func (c *conn) close() {
 		} else {
 			c.entry.Remove(time.Now(), *reason)
 		}
-		c.cancel()
-		c.cancelReq() // not derived from ctx (newContexts)
+		c.ctx.end()
+		c.cancelReq() // not derived from ctx (newRequestContext)
 		c.nc.Close()
 		c.p.remove(c)
 		c.p.srv.quotas.release(c.p.ls.cfg.Name, c.info().ClientAddr.Addr()) // ClientAddr never changes

@@ -23,11 +23,14 @@ const (
 	rawRequestClass = 480
 	// connBytes is the size of a connection's state (conn): every open
 	// connection holds one, so a field added here is paid 10,000 times over
-	// by a broker with 10,000 idle clients. 224 is a size class: it was 448
+	// by a broker with 10,000 idle clients. 208 is a size class: it was 448
 	// while the connection kept its own copy of its description (the
-	// registry entry's is now the only one), and 240 while it held its
-	// request context and cancel where a pointer to both now is.
-	connBytes = 224
+	// registry entry's is now the only one), 240 while it held its
+	// request context and cancel where a pointer to both now is, and 224
+	// while its own context was context.WithCancel's (a context and a
+	// cancel function, and two objects of their own) where connLife's word
+	// now is.
+	connBytes = 208
 )
 
 // sizeClass returns the bytes the runtime allocates for one object of size

@@ -39,25 +39,28 @@ const (
 	// change it.
 	parkedFrameBytes = 561
 	// parkedHeapBytes is the heap a plaintext connection keeps parked: its
-	// state (conn), registry entry, socket and addresses, its context, and
-	// its share of the server's maps of connections (1,447 bytes while it
-	// also made its requests' context at its start). Not its goroutine's
+	// state (conn), registry entry, socket and addresses, its id, and its
+	// share of the server's maps of connections. Not its goroutine's
 	// descriptor (the runtime's, about 450 bytes), which the runtime
 	// reuses from goroutines that ended, nor the socket's poll descriptor,
 	// which is not on the heap. It was 1,447 while the registry entry held
 	// a whole connregistry.Conn (a 576-byte allocation) and the connection
-	// made its requests' context at its start; the entry now holds the
-	// description and the counters, the recent rates' three words among
-	// them (issue 38), in 480, and the requests' context is made when one
-	// first asks.
-	parkedHeapBytes = 1239
+	// made its requests' context at its start; 1,239 with an entry of 480
+	// bytes holding a whole Info, the recent rates among its counters
+	// (issue 38), and the requests' context made when one first asks; now
+	// the entry keeps inline only what every connection has (288 bytes),
+	// it holds the connection itself as its closer (no method value), and
+	// the connection's own context is a word of its state (connLife), not
+	// two objects of context.WithCancel's.
+	parkedHeapBytes = 919
 	// parkedTLSHeapBytes is the heap a TLS connection keeps parked: the
-	// same and crypto/tls's state and buffers. Not to the byte: its input
-	// buffer grows by what each read returns, which the timing of the
-	// client's writes decides, so rounds measure 8,307 to 8,321 bytes
-	// (8,419 to 8,476 with the requests' context made at the start); the
-	// budget is the next multiple of 128 bytes above the highest.
-	parkedTLSHeapBytes = 8448
+	// same and crypto/tls's state and buffers, and the entry's part for
+	// TLS. Not to the byte: its input buffer grows by what each read
+	// returns, which the timing of the client's writes decides, so rounds
+	// measure 7,997 to 8,020 bytes (8,307 to 8,321 before the change
+	// above, 8,419 to 8,476 with the requests' context made at the start);
+	// the budget is the next multiple of 128 bytes above the highest.
+	parkedTLSHeapBytes = 8064
 )
 
 // TestGuardParkedConnectionFootprint holds what a parked idle connection

@@ -198,14 +198,14 @@ func (p *processor) newInfo(local, remote net.Addr, client netip.AddrPort) connr
 // nothing, when the server has begun to shut down; the caller then closes
 // the socket and gives its quota back.
 func (p *processor) start(c *conn, info connregistry.Info) bool {
-	c.newContexts(info)
+	c.newRequestContext(info)
 	c.touch(info.ConnectedAt)
 	state := connregistry.StateReady
 	if p.ls.sec.tls != nil || len(p.ls.sec.mechanisms) > 0 {
 		state = connregistry.StateAuthenticating
 	}
 	if !p.add(c, connregistry.Conn{Info: info, State: state}) {
-		c.cancel()
+		c.ctx.end()
 		c.cancelReq()
 		return false
 	}
@@ -230,24 +230,22 @@ func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 	if p.srv.draining.Load() || p.ls.draining.Load() {
 		return false
 	}
-	c.entry = connreg.Add(p.srv.registry, rec, c.closeWith)
+	c.entry = connreg.Add(p.srv.registry, rec, c)
 	delete(p.pending, c.nc)
 	p.conns[c] = struct{}{}
 	return true
 }
 
-// newContexts makes the connection's contexts: its own, cancelled when it
-// closes, which the server's waits watch; and, when the host has a
-// BaseContext or a ConnContext, the one its requests carry
-// (Request.Context), derived from them and cancelled with it (close
-// cancels both). Without them the second is made when a request first
-// asks for it (requestContext): a connection whose requests the server
-// answers itself (ApiVersions), or whose host never asks, keeps none (96
-// bytes). The second is never derived from the first: a child of a
-// cancelable context costs the parent a done channel and a map of its
-// children, about 350 bytes a connection, held as long as the connection.
-func (c *conn) newContexts(info connregistry.Info) {
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+// newRequestContext makes the context its requests carry (Request.Context) when
+// the host has a BaseContext or a ConnContext: derived from them, and
+// cancelled when the connection closes (close cancels it, and ends the
+// connection's own context, connLife, which is part of its state). Without
+// them it is made when a request first asks for it (requestContext): a
+// connection whose requests the server answers itself (ApiVersions), or
+// whose host never asks, keeps none (96 bytes). It is never derived from
+// the connection's own context: a child would make the parent keep a done
+// channel and the child's registration as long as the connection lives.
+func (c *conn) newRequestContext(info connregistry.Info) {
 	base, connContext := c.p.ls.base, c.p.srv.cfg.ConnContext
 	if base == nil && connContext == nil {
 		return
@@ -278,7 +276,7 @@ var reqCancelled reqContext
 
 // requestContext returns the context of c's requests (Request.Context),
 // making it, from context.Background(), at the first call (the host did
-// not give newContexts a base): cancelled at once if the connection has
+// not give newRequestContext a base): cancelled at once if the connection has
 // closed, or its client has sent EOF, before. Any goroutine may call it.
 func (c *conn) requestContext() context.Context {
 	for {

@@ -20,15 +20,14 @@ func TestRequestContextMadeLazily(t *testing.T) {
 		{"neither cancelled", func(*conn) {}, func(*conn) {}, false},
 		{"the client's EOF before the first ask", (*conn).cancelReq, func(*conn) {}, true},
 		{"the client's EOF after it", func(*conn) {}, (*conn).cancelReq, true},
-		{"closed before the first ask", func(c *conn) { c.cancel(); c.cancelReq() }, func(*conn) {}, true},
-		{"closed after it", func(*conn) {}, func(c *conn) { c.cancel(); c.cancelReq() }, true},
-		{"closed between the cancels", func(c *conn) { c.cancel() }, func(c *conn) { c.cancelReq() }, true},
+		{"closed before the first ask", func(c *conn) { c.ctx.end(); c.cancelReq() }, func(*conn) {}, true},
+		{"closed after it", func(*conn) {}, func(c *conn) { c.ctx.end(); c.cancelReq() }, true},
+		{"closed between the cancels", func(c *conn) { c.ctx.end() }, func(c *conn) { c.cancelReq() }, true},
 		{"the EOF twice", func(c *conn) { c.cancelReq(); c.cancelReq() }, func(*conn) {}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &conn{}
-			c.ctx, c.cancel = context.WithCancel(context.Background())
-			defer c.cancel()
+			defer c.ctx.end()
 			if c.req.Load() != nil {
 				t.Fatal("a request context before any ask")
 			}
@@ -50,13 +49,12 @@ func TestRequestContextMadeLazily(t *testing.T) {
 func TestRequestContextConcurrentAsks(t *testing.T) {
 	for range 100 {
 		c := &conn{}
-		c.ctx, c.cancel = context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		got := make([]context.Context, 8)
 		for i := range got {
 			wg.Go(func() { got[i] = c.requestContext() })
 		}
-		wg.Go(func() { c.cancel(); c.cancelReq() })
+		wg.Go(func() { c.ctx.end(); c.cancelReq() })
 		wg.Wait()
 		for _, ctx := range got {
 			if ctx != got[0] {

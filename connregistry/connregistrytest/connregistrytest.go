@@ -32,7 +32,7 @@ func NewRegistry(historySize int, conns ...connregistry.Conn) connregistry.Regis
 		reason, at := c.CloseReason, c.ClosedAt
 		c.CloseReason, c.ClosedAt = "", time.Time{}
 		var e *connreg.Entry
-		e = connreg.Add(r, c, func(reason connregistry.CloseReason) { e.Remove(time.Now(), reason) })
+		e = connreg.Add(r, c, connreg.CloserFunc(func(reason connregistry.CloseReason) { e.Remove(time.Now(), reason) }))
 		if reason != "" {
 			if at.IsZero() {
 				at = time.Now()

@@ -9,8 +9,8 @@
 package connreg
 
 import (
-	"cmp"
 	"math"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/topn"
+	"github.com/kafkanet/kafkanet/protocolmap"
 )
 
 // Registry is a connregistry.Registry.
@@ -50,24 +51,35 @@ func New(historySize int) *Registry {
 // Entry is the server's handle on one open connection's record. It holds
 // the connection's description and what the registry counts, not a whole
 // connregistry.Conn: a Conn's fields for closed connections, and its
-// counters' second copies, would be paid by every open connection.
+// counters' second copies, would be paid by every open connection. Of the
+// description it holds inline what every connection has; what only some
+// have (TLS, SASL, the PROXY protocol) lives in ext, and a throttle's
+// bookkeeping in throttle, each made when first needed: a plaintext
+// connection's entry is a 288-byte object where a whole Info inline made
+// it 480 (TestGuardEntrySize).
 type Entry struct {
 	reg    *Registry
-	closer func(connregistry.CloseReason)
-	// connectedAt (unix nanoseconds, 8 bytes where a time.Time takes 24)
-	// and id order snapshots; they never change.
-	connectedAt int64
+	closer Closer
+	// connectedAt and id order snapshots; they never change.
+	connectedAt time.Time
 	id          string
 
-	mu             sync.Mutex
-	info           connregistry.Info
-	clientID       string    // of the last request
-	throttledUntil time.Time // when the current throttle ends; zero while none
-	throttledFrom  int64     // when it began, unix nanoseconds
-	throttleTime   time.Duration
-	// shared is the copy of info that Request returns, made by the first
-	// request after a change (Update) or a rest (Idle) and shared by the
-	// requests that follow; never changed once made.
+	mu               sync.Mutex
+	securityProtocol protocolmap.SecurityProtocol
+	plane            protocolmap.Plane
+	state            connregistry.State
+	removed          atomic.Bool
+	listener         protocolmap.ListenerName
+	principal        connregistry.Principal
+	clientAddr       netip.AddrPort
+	softwareName     string
+	softwareVersion  string
+	ext              *infoExt // nil while every field of it is zero
+	clientID         string   // of the last request
+	throttle         *throttle
+	// shared is the copy of the description that Request returns, made by
+	// the first request after a change (Update) or a rest (Idle) and
+	// shared by the requests that follow; never changed once made.
 	shared *connregistry.Info
 
 	bytesIn, bytesOut, requests int64
@@ -79,8 +91,69 @@ type Entry struct {
 	// connection's costs nothing until a listing reads it.
 	lastActivity                        int64
 	requestSum, bytesInSum, bytesOutSum float64
-	state                               connregistry.State
-	removed                             atomic.Bool
+}
+
+// infoExt is the part of a connection's description that only some
+// connections have.
+type infoExt struct {
+	tlsVersion, cipherSuite        uint16
+	serverName                     string
+	proxyAddr                      netip.AddrPort
+	proxyTLVs                      []connregistry.ProxyTLV
+	saslMechanism                  string
+	authenticatedAt, sessionExpiry time.Time
+}
+
+// throttle is a connection's throttles: the current one, and the time
+// muted by all of them.
+type throttle struct {
+	until time.Time // when the current throttle ends; zero while none
+	from  int64     // when it began, unix nanoseconds
+	total time.Duration
+}
+
+// Closer closes a registered connection when an operator asks (see
+// Registry.Close); it must not block.
+type Closer interface {
+	CloseFor(connregistry.CloseReason)
+}
+
+// CloserFunc is a function as a Closer.
+type CloserFunc func(connregistry.CloseReason)
+
+// CloseFor calls f(reason).
+func (f CloserFunc) CloseFor(reason connregistry.CloseReason) { f(reason) }
+
+// infoLocked returns the connection's description; e.mu is held.
+func (e *Entry) infoLocked() connregistry.Info {
+	info := connregistry.Info{ID: e.id, Listener: e.listener, SecurityProtocol: e.securityProtocol, Plane: e.plane,
+		Principal: e.principal, ClientAddr: e.clientAddr,
+		ClientSoftwareName: e.softwareName, ClientSoftwareVersion: e.softwareVersion, ConnectedAt: e.connectedAt}
+	if x := e.ext; x != nil {
+		info.TLSVersion, info.CipherSuite, info.ServerName = x.tlsVersion, x.cipherSuite, x.serverName
+		info.ProxyAddr, info.ProxyTLVs = x.proxyAddr, x.proxyTLVs
+		info.SASLMechanism, info.AuthenticatedAt, info.SessionExpiry = x.saslMechanism, x.authenticatedAt, x.sessionExpiry
+	}
+	return info
+}
+
+// setInfoLocked stores info as the connection's description but for its
+// id and connection time, which never change; e.mu is held, or e is not
+// yet shared.
+func (e *Entry) setInfoLocked(info *connregistry.Info) {
+	e.listener, e.securityProtocol, e.plane = info.Listener, info.SecurityProtocol, info.Plane
+	e.principal, e.clientAddr = info.Principal, info.ClientAddr
+	e.softwareName, e.softwareVersion = info.ClientSoftwareName, info.ClientSoftwareVersion
+	x := infoExt{tlsVersion: info.TLSVersion, cipherSuite: info.CipherSuite, serverName: info.ServerName,
+		proxyAddr: info.ProxyAddr, proxyTLVs: info.ProxyTLVs,
+		saslMechanism: info.SASLMechanism, authenticatedAt: info.AuthenticatedAt, sessionExpiry: info.SessionExpiry}
+	switch {
+	case e.ext != nil:
+		*e.ext = x // read only under e.mu, copied out
+	case x.tlsVersion != 0 || x.cipherSuite != 0 || x.serverName != "" || x.proxyAddr != netip.AddrPort{} || x.proxyTLVs != nil ||
+		x.saslMechanism != "" || !x.authenticatedAt.IsZero() || !x.sessionExpiry.IsZero():
+		e.ext = &x
+	}
 }
 
 // window is connregistry.RateWindow in seconds and in nanoseconds.
@@ -97,16 +170,19 @@ const (
 //
 // Add is a function, not a method, so that the registry a host gets
 // (connregistry.Registry) has no method that writes, even to reflection.
-func Add(r *Registry, c connregistry.Conn, closer func(connregistry.CloseReason)) *Entry {
-	e := &Entry{reg: r, closer: closer, connectedAt: c.ConnectedAt.UnixNano(), id: c.ID,
-		info: c.Info, clientID: c.ClientID, state: c.State,
+func Add(r *Registry, c connregistry.Conn, closer Closer) *Entry {
+	e := &Entry{reg: r, closer: closer, connectedAt: c.ConnectedAt, id: c.ID,
+		clientID: c.ClientID, state: c.State,
 		bytesIn: c.BytesIn, bytesOut: c.BytesOut, requests: c.Requests,
 		requestSum: c.RequestRate * windowSeconds, bytesInSum: c.BytesInRate * windowSeconds, bytesOutSum: c.BytesOutRate * windowSeconds,
 	}
-	if !c.ThrottledUntil.IsZero() {
-		e.throttledUntil, e.throttledFrom = c.ThrottledUntil, time.Now().UnixNano()
+	e.setInfoLocked(&c.Info)
+	if !c.ThrottledUntil.IsZero() || c.ThrottleTime != 0 {
+		e.throttle = &throttle{total: c.ThrottleTime}
+		if !c.ThrottledUntil.IsZero() {
+			e.throttle.until, e.throttle.from = c.ThrottledUntil, time.Now().UnixNano()
+		}
 	}
-	e.throttleTime = c.ThrottleTime
 	last := c.LastActivity
 	if last.IsZero() {
 		last = c.ConnectedAt
@@ -145,17 +221,20 @@ func (e *Entry) activeLocked(now int64) {
 // entry's lock.
 func (e *Entry) Info() connregistry.Info {
 	e.mu.Lock()
-	info := e.info
+	info := e.infoLocked()
 	e.mu.Unlock()
 	return info
 }
 
 // Update changes the connection's description (principal, software, TLS,
 // SASL, ...) under the entry's lock: the one place it is written. f must
-// be quick.
+// be quick. The id and the connection time never change: what f does to
+// them is not kept.
 func (e *Entry) Update(f func(*connregistry.Info)) {
 	e.mu.Lock()
-	f(&e.info)
+	info := e.infoLocked()
+	f(&info)
+	e.setInfoLocked(&info)
 	e.shared = nil // the requests read so far keep the description they found
 	e.mu.Unlock()
 }
@@ -189,7 +268,7 @@ func (e *Entry) Request(t time.Time, size int, clientID string) (*connregistry.I
 	info := e.shared
 	if info == nil {
 		info = new(connregistry.Info)
-		*info = e.info
+		*info = e.infoLocked()
 		e.shared = info
 	}
 	clientID = e.clientID
@@ -227,7 +306,10 @@ func (e *Entry) Throttle(from, until time.Time) {
 		return
 	}
 	e.endThrottleLocked(from)
-	e.throttledUntil, e.throttledFrom = until, from.UnixNano()
+	if e.throttle == nil {
+		e.throttle = new(throttle)
+	}
+	e.throttle.until, e.throttle.from = until, from.UnixNano()
 	e.mu.Unlock()
 }
 
@@ -241,11 +323,12 @@ func (e *Entry) EndThrottle(at time.Time) {
 }
 
 func (e *Entry) endThrottleLocked(at time.Time) {
-	if e.throttledUntil.IsZero() {
+	t := e.throttle
+	if t == nil || t.until.IsZero() {
 		return
 	}
-	e.throttleTime += mutedBetween(e.throttledFrom, e.throttledUntil, at)
-	e.throttledUntil, e.throttledFrom = time.Time{}, 0
+	t.total += mutedBetween(t.from, t.until, at)
+	t.until, t.from = time.Time{}, 0
 }
 
 // mutedBetween is how long a throttle from from (unix nanoseconds) until
@@ -297,11 +380,14 @@ func (e *Entry) Forget() {
 // up to now, its rates decayed to now.
 func (e *Entry) snapshot(now time.Time) connregistry.Conn {
 	e.mu.Lock()
-	c := connregistry.Conn{Info: e.info, ClientID: e.clientID, State: e.state,
-		ThrottledUntil: e.throttledUntil, ThrottleTime: e.throttleTime,
+	c := connregistry.Conn{Info: e.infoLocked(), ClientID: e.clientID, State: e.state,
 		BytesIn: e.bytesIn, BytesOut: e.bytesOut, Requests: e.requests,
 		RequestRate: e.requestSum, BytesInRate: e.bytesInSum, BytesOutRate: e.bytesOutSum}
-	from, last := e.throttledFrom, e.lastActivity
+	var from int64
+	if t := e.throttle; t != nil {
+		c.ThrottledUntil, c.ThrottleTime, from = t.until, t.total, t.from
+	}
+	last := e.lastActivity
 	e.mu.Unlock()
 	if !c.ThrottledUntil.IsZero() {
 		c.ThrottleTime += mutedBetween(from, c.ThrottledUntil, now)
@@ -339,7 +425,7 @@ func (r *Registry) Snapshot(f connregistry.Filter) []connregistry.Conn {
 	// Sort the entries, not the records: a pointer swap is cheap, a record
 	// is hundreds of bytes.
 	slices.SortFunc(entries, func(a, b *Entry) int {
-		if c := cmp.Compare(a.connectedAt, b.connectedAt); c != 0 {
+		if c := a.connectedAt.Compare(b.connectedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.id, b.id)
@@ -381,7 +467,7 @@ func (r *Registry) Top(f connregistry.Filter, by connregistry.SortKey, n int) []
 			continue
 		}
 		k := topn.Key{RequestRate: c.RequestRate, BytesInRate: c.BytesInRate, BytesOutRate: c.BytesOutRate,
-			LastActivity: c.LastActivity.UnixNano(), ConnectedAt: e.connectedAt, ID: e.id}
+			LastActivity: c.LastActivity.UnixNano(), ConnectedAt: e.connectedAt.UnixNano(), ID: e.id}
 		if slot := h.Offer(&k); slot >= 0 {
 			kept[slot] = c
 		}
@@ -438,7 +524,7 @@ func (r *Registry) Close(f connregistry.Filter, reason connregistry.CloseReason)
 		if !match(c) || e.closer == nil {
 			continue
 		}
-		e.closer(reason)
+		e.closer.CloseFor(reason)
 		closed = append(closed, c)
 	}
 	return closed

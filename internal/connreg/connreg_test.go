@@ -37,7 +37,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	r := connreg.New(2)
 	var closedWith []connregistry.CloseReason
 	var mu sync.Mutex
-	closer := func(reason connregistry.CloseReason) { mu.Lock(); closedWith = append(closedWith, reason); mu.Unlock() }
+	closer := connreg.CloserFunc(func(reason connregistry.CloseReason) { mu.Lock(); closedWith = append(closedWith, reason); mu.Unlock() })
 	a := connreg.Add(r, conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), closer)
 	b := connreg.Add(r, conn("b", "User:bob", "127.0.0.1:2", "CLIENT", t0.Add(time.Second)), closer)
 	a.Request(t0.Add(2*time.Second), 100, "kgo")

@@ -1,0 +1,59 @@
+package connreg
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/kafkanet/kafkanet/connregistry"
+	"github.com/kafkanet/kafkanet/protocolmap"
+)
+
+// entryBytes is the size class of an open connection's entry: the memory
+// every connection pays for being listed. It was 480 while the entry held
+// a whole connregistry.Info inline.
+const entryBytes = 288
+
+// TestGuardEntrySize holds an entry to its size class, and checks that a
+// plaintext connection's entry makes none of the parts that only some
+// connections need, while a TLS, SASL or PROXY connection's keeps every
+// field of its description.
+func TestGuardEntrySize(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(Entry{}), uintptr(entryBytes), "an entry's bytes: over its size class")
+
+	r := New(-1)
+	at := time.Unix(1_800_000_000, 0)
+	plain := connregistry.Info{ID: "p", Listener: "CLIENT", SecurityProtocol: protocolmap.Plaintext,
+		Principal: connregistry.Anonymous(), ClientAddr: netip.MustParseAddrPort("127.0.0.1:5"), ConnectedAt: at}
+	full := plain
+	full.ID, full.SecurityProtocol = "f", protocolmap.SASLSSL
+	full.TLSVersion, full.CipherSuite, full.ServerName = 0x0304, 0x1301, "broker-1"
+	full.ProxyAddr = netip.MustParseAddrPort("10.0.0.1:9")
+	full.ProxyTLVs = []connregistry.ProxyTLV{{Type: 2, Value: []byte("broker-1")}}
+	full.SASLMechanism, full.AuthenticatedAt, full.SessionExpiry = "PLAIN", at.Add(time.Second), at.Add(time.Hour)
+	full.ClientSoftwareName, full.ClientSoftwareVersion = "kgo", "1.0"
+
+	for _, tc := range []struct {
+		name    string
+		info    connregistry.Info
+		wantExt bool
+	}{
+		{"plaintext", plain, false},
+		{"TLS, SASL and PROXY", full, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Add(r, connregistry.Conn{Info: tc.info}, nil)
+			assert.Equal(t, tc.wantExt, e.ext != nil, "the description's optional part")
+			assert.Nil(t, e.throttle, "a throttle's bookkeeping, never throttled")
+			assert.Equal(t, tc.info, e.Info(), "the description, whole")
+			e.Update(func(i *connregistry.Info) { i.ClientSoftwareName = "librdkafka" })
+			want := tc.info
+			want.ClientSoftwareName = "librdkafka"
+			assert.Equal(t, want, e.Info(), "the description after an update")
+			e.Forget()
+		})
+	}
+}
