@@ -106,7 +106,11 @@
 //	   RSS before) / N, sampled -settle after reaching N; opened 32 at a
 //	   time (a reconnect storm), then in a fresh server one at a time, then
 //	   over TLS 1.3 (at most 3,000, 32 at a time; not bare or
-//	   examples/broker).
+//	   examples/broker). For the minimal host, from its runtime.MemStats:
+//	   the stacks, the heap's objects (live or not yet collected), the
+//	   heap's spans kept from the system and all the memory the runtime
+//	   keeps, per connection: what a burst leaves behind shows in the kept
+//	   spans beside the same objects.
 //	d  new connections per second (dial, ApiVersions, close), 8 at a time,
 //	   plaintext and TLS with a self-signed certificate made at start.
 //	e  kafkanet only: Metadata latency on the control listener while the

@@ -17,7 +17,8 @@ func (b *bench) idleInfo() scenarioInfo {
 			fmt.Sprintf("(at most %d, 32 at a time: \"N conns, TLS\"; kafkanet, kfake and echo, whose TLS is crypto/tls's).", tlsIdleMost),
 			"kafkanet is the bench's minimal host; examples/broker the example broker with one PLAINTEXT listener; bare the floor: a goroutine",
 			"per connection, no buffered reader or writer, each frame's header read into an array on its stack.",
-			"kafkanet's breakdown, from its runtime.MemStats at the same moments: goroutine stacks (StackInuse) and heap objects, live or not yet collected (HeapAlloc), per connection.",
+			"kafkanet's breakdown, from its runtime.MemStats at the same moments, per connection: goroutine stacks (StackInuse), heap objects, live or not yet collected (HeapAlloc),",
+			"the heap's spans the runtime keeps from the system (HeapSys-HeapReleased: \"heap kept\"), and all the memory it keeps (Sys-HeapReleased: \"Go kept\").",
 		}, b.baselineNote(brokerServer)...),
 		Ratios: b.baselineRatios([]ratioPair{{brokerServer, bareServer}, {kafkanetServer, bareServer}, {kafkanetServer, echoServer}, {echoServer, bareServer}}, brokerServer),
 	}
@@ -137,6 +138,8 @@ func (b *bench) runIdleMode(ctx context.Context, server serverKind, m idleMode) 
 			out = append(out,
 				sample{Case: name, Metric: "stacks/conn KiB", Value: perConn(ms.StackInuse, goBefore.StackInuse)},
 				sample{Case: name, Metric: "heap/conn KiB", Value: perConn(ms.HeapAlloc, goBefore.HeapAlloc)},
+				sample{Case: name, Metric: "heap kept/conn KiB", Value: perConn(ms.HeapSys-ms.HeapReleased, goBefore.HeapSys-goBefore.HeapReleased)},
+				sample{Case: name, Metric: "Go kept/conn KiB", Value: perConn(ms.Sys-ms.HeapReleased, goBefore.Sys-goBefore.HeapReleased)},
 				sample{Case: name, Metric: "GCs", Value: float64(ms.NumGC - goBefore.NumGC)},
 				sample{Case: name, Metric: "new stack KiB", Value: float64(ms.StackStart) / 1024})
 		}
