@@ -283,9 +283,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 		c.rw = tc
 		c.br.Reset(tc) // nothing is read before the TLS handshake (a PROXY header's leftovers went to restReader)
 
-		c.describe(func(i *connregistry.Info) {
-			i.TLSVersion, i.CipherSuite, i.ServerName = state.Version, state.CipherSuite, state.ServerName
-		})
+		c.entry.SetTLS(state.Version, state.CipherSuite, state.ServerName)
 	}
 	var mechanism, identity string // "" without SASL
 	if len(sec.mechanisms) > 0 {
@@ -293,7 +291,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 		if err != nil {
 			return err
 		}
-		c.describe(func(i *connregistry.Info) { i.SASLMechanism = mech.Name() }) // for the hooks, should the exchange fail
+		c.entry.SetSASLMechanism(mech.Name()) // for the hooks, should the exchange fail
 		if identity, err = c.saslExchange(mech, version, deadline, false); err != nil {
 			return err
 		}
@@ -303,7 +301,7 @@ func (c *conn) handshake(deadline time.Time) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuthentication, err)
 	}
-	c.describe(func(i *connregistry.Info) { i.Principal = p })
+	c.entry.SetPrincipal(p)
 	c.entry.SetState(connregistry.StateReady)
 	if c.draining() { // Shutdown's drain also sets the read deadline
 		return errDraining
@@ -584,9 +582,7 @@ func (c *conn) authenticated(mechanism string, negotiated sasl.Negotiated) time.
 	if expires {
 		expiry = now.Add(lifetime)
 	}
-	c.describe(func(i *connregistry.Info) {
-		i.SASLMechanism, i.AuthenticatedAt, i.SessionExpiry = mechanism, now, expiry
-	})
+	c.entry.SetAuthenticated(mechanism, now, expiry)
 	return lifetime
 }
 

@@ -1099,9 +1099,7 @@ func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byt
 			return c.answerOwn(q, resp, false)
 		}
 		if !sameSoftware(found, name, version) { // strings made only when the software changed
-			c.describe(func(i *connregistry.Info) {
-				i.ClientSoftwareName, i.ClientSoftwareVersion = string(name), string(version)
-			})
+			c.entry.SetClientSoftware(string(name), string(version))
 		}
 	}
 	start := c.ownStart()
@@ -1528,16 +1526,13 @@ func sameSoftware[S string | []byte](info *connregistry.Info, name, version S) b
 
 // setClientSoftware records the client software of the connection.
 func (c *conn) setClientSoftware(name, version string) {
-	c.describe(func(i *connregistry.Info) { i.ClientSoftwareName, i.ClientSoftwareVersion = name, version })
+	c.entry.SetClientSoftware(name, version)
 }
 
-// describe changes the connection's description with f. The description
-// lives in the connection's registry entry, its only copy: every change
-// to it is made here, and the listings, the hooks and each request
-// (Request.Conn) read it from there. f must be quick.
-func (c *conn) describe(f func(*connregistry.Info)) { c.entry.Update(f) }
-
-// info returns the connection's description as it is now (see describe).
+// info returns the connection's description as it is now. The description
+// lives in the connection's registry entry, its only copy: it changes only
+// through the entry's setters, and the listings, the hooks and each
+// request (Request.Conn) read it from there.
 func (c *conn) info() connregistry.Info { return c.entry.Info() }
 
 // draining reports whether the connection drains: Shutdown began, or its

@@ -218,9 +218,9 @@ func (p *processor) start(c *conn, info connregistry.Info) bool {
 // add registers c's entry, from rec, and makes c one of the processor's
 // connections, in one hold of processor.mu, unless the server (or the
 // listener) is draining. From then on c's description lives in the
-// registry entry, written only through c.describe. A connection is among
-// p.conns only with its entry, and only if it was added before Shutdown,
-// Close or the listener's removal set a draining flag: drain and
+// registry entry, written only through the entry's setters. A connection
+// is among p.conns only with its entry, and only if it was added before
+// Shutdown, Close or the listener's removal set a draining flag: drain and
 // closeAll, which take processor.mu after the flag is set, see every
 // connection added, whatever goroutine added it (the processor's, or a
 // PROXY connection's own: serveProxied).

@@ -78,7 +78,7 @@ type Entry struct {
 	clientID         string   // of the last request
 	throttle         *throttle
 	// shared is the copy of the description that Request returns, made by
-	// the first request after a change (Update) or a rest (Idle) and
+	// the first request after a change (a setter) or a rest (Idle) and
 	// shared by the requests that follow; never changed once made.
 	shared *connregistry.Info
 
@@ -137,22 +137,17 @@ func (e *Entry) infoLocked() connregistry.Info {
 	return info
 }
 
-// setInfoLocked stores info as the connection's description but for its
-// id and connection time, which never change; e.mu is held, or e is not
-// yet shared.
-func (e *Entry) setInfoLocked(info *connregistry.Info) {
+// setInfo stores info as the connection's description, before e is
+// shared.
+func (e *Entry) setInfo(info *connregistry.Info) {
 	e.listener, e.securityProtocol, e.plane = info.Listener, info.SecurityProtocol, info.Plane
 	e.principal, e.clientAddr = info.Principal, info.ClientAddr
 	e.softwareName, e.softwareVersion = info.ClientSoftwareName, info.ClientSoftwareVersion
-	x := infoExt{tlsVersion: info.TLSVersion, cipherSuite: info.CipherSuite, serverName: info.ServerName,
-		proxyAddr: info.ProxyAddr, proxyTLVs: info.ProxyTLVs,
-		saslMechanism: info.SASLMechanism, authenticatedAt: info.AuthenticatedAt, sessionExpiry: info.SessionExpiry}
-	switch {
-	case e.ext != nil:
-		*e.ext = x // read only under e.mu, copied out
-	case x.tlsVersion != 0 || x.cipherSuite != 0 || x.serverName != "" || x.proxyAddr != netip.AddrPort{} || x.proxyTLVs != nil ||
-		x.saslMechanism != "" || !x.authenticatedAt.IsZero() || !x.sessionExpiry.IsZero():
-		e.ext = &x
+	if info.TLSVersion != 0 || info.CipherSuite != 0 || info.ServerName != "" || info.ProxyAddr != (netip.AddrPort{}) || info.ProxyTLVs != nil ||
+		info.SASLMechanism != "" || !info.AuthenticatedAt.IsZero() || !info.SessionExpiry.IsZero() {
+		e.ext = &infoExt{tlsVersion: info.TLSVersion, cipherSuite: info.CipherSuite, serverName: info.ServerName,
+			proxyAddr: info.ProxyAddr, proxyTLVs: info.ProxyTLVs,
+			saslMechanism: info.SASLMechanism, authenticatedAt: info.AuthenticatedAt, sessionExpiry: info.SessionExpiry}
 	}
 }
 
@@ -176,7 +171,7 @@ func Add(r *Registry, c connregistry.Conn, closer Closer) *Entry {
 		bytesIn: c.BytesIn, bytesOut: c.BytesOut, requests: c.Requests,
 		requestSum: c.RequestRate * windowSeconds, bytesInSum: c.BytesInRate * windowSeconds, bytesOutSum: c.BytesOutRate * windowSeconds,
 	}
-	e.setInfoLocked(&c.Info)
+	e.setInfo(&c.Info)
 	if !c.ThrottledUntil.IsZero() || c.ThrottleTime != 0 {
 		e.throttle = &throttle{total: c.ThrottleTime}
 		if !c.ThrottledUntil.IsZero() {
@@ -226,17 +221,64 @@ func (e *Entry) Info() connregistry.Info {
 	return info
 }
 
-// Update changes the connection's description (principal, software, TLS,
-// SASL, ...) under the entry's lock: the one place it is written. f must
-// be quick. The id and the connection time never change: what f does to
-// them is not kept.
-func (e *Entry) Update(f func(*connregistry.Info)) {
+// The setters below change the connection's description (its software,
+// TLS, SASL, principal) under the entry's lock: the only places it is
+// written after Add. The requests read so far keep the description they
+// found; the next one shares a new copy. Its id, listener, address and
+// connection time never change.
+
+// SetClientSoftware records the client software the connection's
+// ApiVersions request named (KIP-511).
+func (e *Entry) SetClientSoftware(name, version string) {
 	e.mu.Lock()
-	info := e.infoLocked()
-	f(&info)
-	e.setInfoLocked(&info)
-	e.shared = nil // the requests read so far keep the description they found
+	e.softwareName, e.softwareVersion = name, version
+	e.shared = nil
 	e.mu.Unlock()
+}
+
+// SetTLS records the connection's negotiated TLS version and cipher suite
+// and the server name its client asked for.
+func (e *Entry) SetTLS(version, cipherSuite uint16, serverName string) {
+	e.mu.Lock()
+	x := e.extLocked()
+	x.tlsVersion, x.cipherSuite, x.serverName = version, cipherSuite, serverName
+	e.shared = nil
+	e.mu.Unlock()
+}
+
+// SetSASLMechanism records the SASL mechanism the client chose.
+func (e *Entry) SetSASLMechanism(mechanism string) {
+	e.mu.Lock()
+	e.extLocked().saslMechanism = mechanism
+	e.shared = nil
+	e.mu.Unlock()
+}
+
+// SetAuthenticated records an authentication: its SASL mechanism, when it
+// happened and when its session expires (zero: never).
+func (e *Entry) SetAuthenticated(mechanism string, at, sessionExpiry time.Time) {
+	e.mu.Lock()
+	x := e.extLocked()
+	x.saslMechanism, x.authenticatedAt, x.sessionExpiry = mechanism, at, sessionExpiry
+	e.shared = nil
+	e.mu.Unlock()
+}
+
+// SetPrincipal records the connection's authenticated principal.
+func (e *Entry) SetPrincipal(p connregistry.Principal) {
+	e.mu.Lock()
+	e.principal = p
+	e.shared = nil
+	e.mu.Unlock()
+}
+
+// extLocked returns the description's optional part, making it; e.mu is
+// held.
+func (e *Entry) extLocked() *infoExt {
+	if e.ext == nil {
+		e.ext = new(infoExt)
+	}
+	return e.ext
 }
 
 // SetState moves the connection to state s (StateReady once it has
@@ -253,8 +295,8 @@ func (e *Entry) SetState(s connregistry.State) {
 // Info returns), read under the same lock, and the entry's copy of
 // clientID, which does not share the memory of the caller's (a request
 // frame's) and is copied only when the connection's client id changes.
-// The requests read between two changes of the description (Update) share
-// one copy of it: read it, never change it. Idle lets go of it.
+// The requests read between two changes of the description (the setters)
+// share one copy of it: read it, never change it. Idle lets go of it.
 func (e *Entry) Request(t time.Time, size int, clientID string) (*connregistry.Info, string) {
 	e.mu.Lock()
 	e.activeLocked(t.UnixNano())

@@ -42,7 +42,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	b := connreg.Add(r, conn("b", "User:bob", "127.0.0.1:2", "CLIENT", t0.Add(time.Second)), closer)
 	a.Request(t0.Add(2*time.Second), 100, "kgo")
 	a.Response(t0.Add(3*time.Second), 40)
-	a.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = "kgo", "1.22" })
+	a.SetClientSoftware("kgo", "1.22")
 
 	got := r.Snapshot(connregistry.Filter{})
 	require.Len(t, got, 2)
@@ -109,7 +109,7 @@ func TestRequestsShareTheDescriptionTheyFound(t *testing.T) {
 	again, _ := e.Request(t0, 10, "kgo")
 	assert.Same(t, first, again, "no change: the same copy")
 
-	e.Update(func(i *connregistry.Info) { i.Principal = connregistry.Principal{Type: "User", Name: "bob"} })
+	e.SetPrincipal(connregistry.Principal{Type: "User", Name: "bob"})
 	second, _ := e.Request(t0, 10, "kgo")
 	assert.NotSame(t, first, second)
 	assert.Equal(t, "User:alice", first.Principal.String(), "an earlier request keeps what it found")
@@ -153,7 +153,7 @@ func TestRegistryConcurrentSnapshots(t *testing.T) {
 			for i := range 500 {
 				e := connreg.Add(r, conn(fmt.Sprint(w, "-", i), "User:u", "127.0.0.1:1", "CLIENT", time.Now()), nil)
 				name := fmt.Sprint("sw", i)
-				e.Update(func(c *connregistry.Info) { c.ClientSoftwareName, c.ClientSoftwareVersion = name, name+"-v" })
+				e.SetClientSoftware(name, name+"-v")
 				e.Request(time.Now(), 10, "c")
 				e.Remove(time.Now(), connregistry.CloseByClient)
 			}
@@ -229,4 +229,27 @@ func BenchmarkRequestUpdate(b *testing.B) {
 		e.Request(now, 100, "kgo")
 		e.Response(now, 50)
 	}
+}
+
+// TestGuardSettersAllocateNothing holds the description's setters to no
+// allocation: the software and principal of any connection, and the TLS
+// and SASL fields once its optional part exists.
+func TestGuardSettersAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	r := connreg.New(-1)
+	e := connreg.Add(r, conn("a", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
+	defer e.Forget()
+	p := connregistry.Principal{Type: "User", Name: "alice"}
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		e.SetClientSoftware("kgo", "1.22")
+		e.SetPrincipal(p)
+	}), "a plaintext connection's software and principal")
+	e.SetTLS(0x0304, 0x1301, "broker-1")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		e.SetTLS(0x0304, 0x1301, "broker-1")
+		e.SetSASLMechanism("PLAIN")
+		e.SetAuthenticated("PLAIN", t0, t0.Add(time.Hour))
+	}), "TLS and SASL, once the optional part exists")
 }

@@ -49,10 +49,20 @@ func TestGuardEntrySize(t *testing.T) {
 			assert.Equal(t, tc.wantExt, e.ext != nil, "the description's optional part")
 			assert.Nil(t, e.throttle, "a throttle's bookkeeping, never throttled")
 			assert.Equal(t, tc.info, e.Info(), "the description, whole")
-			e.Update(func(i *connregistry.Info) { i.ClientSoftwareName = "librdkafka" })
 			want := tc.info
-			want.ClientSoftwareName = "librdkafka"
-			assert.Equal(t, want, e.Info(), "the description after an update")
+			want.ClientSoftwareName, want.ClientSoftwareVersion = "librdkafka", "2.6.1"
+			want.Principal = connregistry.Principal{Type: "User", Name: "alice"}
+			e.SetClientSoftware(want.ClientSoftwareName, want.ClientSoftwareVersion)
+			e.SetPrincipal(want.Principal)
+			assert.Equal(t, tc.wantExt, e.ext != nil, "the optional part, after setters that need none")
+			assert.Equal(t, want, e.Info(), "the description after the setters")
+			if tc.wantExt {
+				want.TLSVersion, want.CipherSuite, want.ServerName = 0x0303, 0xc02f, "broker-2"
+				want.SASLMechanism, want.AuthenticatedAt, want.SessionExpiry = "SCRAM-SHA-512", at.Add(time.Minute), time.Time{}
+				e.SetTLS(want.TLSVersion, want.CipherSuite, want.ServerName)
+				e.SetAuthenticated(want.SASLMechanism, want.AuthenticatedAt, want.SessionExpiry)
+				assert.Equal(t, want, e.Info(), "the description after the TLS and SASL setters")
+			}
 			e.Forget()
 		})
 	}
