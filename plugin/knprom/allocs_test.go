@@ -1,6 +1,7 @@
 package knprom_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/plugin/knprom"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/socketserver"
 )
 
@@ -38,5 +40,71 @@ func TestRequestHooksAllocateNothing(t *testing.T) {
 				t.Errorf("%s allocates %v times per call", tt.name, n)
 			}
 		})
+	}
+}
+
+// Each listener's requests of each API count in their own series, made at
+// the first request of the kind and shared by those after it.
+func TestRequestSeriesApart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := knprom.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := func(l protocolmap.ListenerName, key int16) *socketserver.RequestDone {
+		return &socketserver.RequestDone{Conn: connregistry.Info{Listener: l}, APIKey: key, ResponseBytes: 1,
+			Latency: socketserver.RequestLatency{Total: time.Millisecond}}
+	}
+	for _, r := range []struct {
+		l        protocolmap.ListenerName
+		key      int16
+		in, out  int
+		finished bool
+	}{{"A", 3, 10, 100, true}, {"B", 3, 20, 200, true}, {"A", 18, 5, 50, false}, {"A", 3, 10, 100, true}} {
+		m.OnRequestReceived(r.l, r.key, r.in)
+		m.OnResponseSent(r.l, r.key, r.out)
+		if r.finished {
+			m.OnRequestDone(done(r.l, r.key))
+		}
+	}
+	values := gather(t, reg)
+	for series, want := range map[string]float64{
+		`kafka_network_request_metrics_requests_total{api_key="3",listener="A",request="Metadata"}`:                     2,
+		`kafka_network_request_metrics_requests_total{api_key="3",listener="B",request="Metadata"}`:                     1,
+		`kafka_network_request_metrics_requests_total{api_key="18",listener="A",request="ApiVersions"}`:                 1,
+		`kafka_server_socket_server_metrics_incoming_byte_total{listener="A"}`:                                          25,
+		`kafka_server_socket_server_metrics_incoming_byte_total{listener="B"}`:                                          20,
+		`kafka_server_socket_server_metrics_outgoing_byte_total{listener="A"}`:                                          250,
+		`kafka_server_socket_server_metrics_outgoing_byte_total{listener="B"}`:                                          200,
+		`kafka_network_request_metrics_total_time_seconds_count{api_key="3",listener="A",request="Metadata"}`:           2,
+		`kafka_network_request_metrics_total_time_seconds_count{api_key="3",listener="B",request="Metadata"}`:           1,
+		`kafka_network_request_metrics_phase_time_seconds_count{listener="A",phase="response_send",request="Metadata"}`: 2,
+	} {
+		if got, ok := values[series]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
+	// ApiVersions on A was never timed: no histogram of it.
+	for s := range values {
+		if strings.Contains(s, "time_seconds") && strings.Contains(s, "ApiVersions") {
+			t.Errorf("a time series of a request never timed: %s", s)
+		}
+	}
+}
+
+// BenchmarkRequestHooks measures the hooks one request the host answers
+// passes through: received, sent, done.
+func BenchmarkRequestHooks(b *testing.B) {
+	m, err := knprom.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := &socketserver.RequestDone{Conn: connregistry.Info{Listener: "CLIENT"}, APIKey: 3, ResponseBytes: 100,
+		Latency: socketserver.RequestLatency{Queue: time.Microsecond, Handler: time.Microsecond, Send: time.Microsecond, Total: 3 * time.Microsecond}}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.OnRequestReceived("CLIENT", 3, 100)
+		m.OnResponseSent("CLIENT", 3, 100)
+		m.OnRequestDone(done)
 	}
 }

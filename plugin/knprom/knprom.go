@@ -39,7 +39,37 @@ type Metrics struct {
 	authFailed         *prometheus.CounterVec
 	reauthenticated    *prometheus.CounterVec
 	reauthFailed       *prometheus.CounterVec
+
+	// series holds, for each listener and API seen, the series a request
+	// adds to (see requestSeries): a map replaced whole, under seriesMu,
+	// when a listener or an API is new, and read without a lock, so that a
+	// request's hooks look up no labels (hashing and checking each label
+	// value) after the first of its kind.
+	series   atomic.Pointer[map[seriesKey]*requestSeries]
+	seriesMu sync.Mutex
 }
+
+// seriesKey is what a request's series depend on: its listener and API.
+type seriesKey struct {
+	listener protocolmap.ListenerName
+	apiKey   int16
+}
+
+// requestSeries are the series of one listener's requests of one API.
+// Those of their times are made when first observed, as WithLabelValues
+// would make them: a scrape shows no histogram of times never measured
+// (the phases of requests the server answers itself, the SASL exchange's).
+type requestSeries struct {
+	listener, apiKey, name string // the labels
+	requests               prometheus.Counter
+	bytesIn, bytesOut      prometheus.Counter
+	totalTime              atomic.Pointer[prometheus.Observer]
+	phases                 atomic.Pointer[phaseSeries]
+}
+
+// phaseSeries are the series of where requests' time went:
+// request_queue, local, response_queue, response_send.
+type phaseSeries struct{ queue, handler, responseQueue, send prometheus.Observer }
 
 var (
 	_ socketserver.HookConnCreated          = (*Metrics)(nil)
@@ -126,15 +156,71 @@ func (m *Metrics) OnConnClosed(info connregistry.Info, reason connregistry.Close
 	m.connectionsClosed.WithLabelValues(string(info.Listener), string(reason)).Inc()
 }
 
+// requestSeries returns the series of l's requests of apiKey, made the
+// first time they are asked for.
+func (m *Metrics) requestSeries(l protocolmap.ListenerName, apiKey int16) *requestSeries {
+	key := seriesKey{l, apiKey}
+	if all := m.series.Load(); all != nil {
+		if s, ok := (*all)[key]; ok {
+			return s
+		}
+	}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	next := map[seriesKey]*requestSeries{}
+	if all := m.series.Load(); all != nil {
+		if s, ok := (*all)[key]; ok {
+			return s
+		}
+		maps.Copy(next, *all)
+	}
+	listener, code, name := string(l), apiKeyLabel(apiKey), kmsg.NameForKey(apiKey)
+	s := &requestSeries{listener: listener, apiKey: code, name: name,
+		requests: m.requests.WithLabelValues(listener, code, name),
+		bytesIn:  m.bytesIn.WithLabelValues(listener),
+		bytesOut: m.bytesOut.WithLabelValues(listener),
+	}
+	next[key] = s
+	m.series.Store(&next)
+	return s
+}
+
+// totalTimeOf returns s's series of total times, making it the first
+// time (two callers may both make it: the vector gives both the same).
+func (m *Metrics) totalTimeOf(s *requestSeries) prometheus.Observer {
+	if o := s.totalTime.Load(); o != nil {
+		return *o
+	}
+	o := m.totalTime.WithLabelValues(s.listener, s.apiKey, s.name)
+	s.totalTime.Store(&o)
+	return o
+}
+
+// phasesOf returns s's series of phases, making them the first time.
+func (m *Metrics) phasesOf(s *requestSeries) *phaseSeries {
+	if p := s.phases.Load(); p != nil {
+		return p
+	}
+	p := &phaseSeries{
+		queue:         m.phaseTime.WithLabelValues(s.listener, s.name, "request_queue"),
+		handler:       m.phaseTime.WithLabelValues(s.listener, s.name, "local"),
+		responseQueue: m.phaseTime.WithLabelValues(s.listener, s.name, "response_queue"),
+		send:          m.phaseTime.WithLabelValues(s.listener, s.name, "response_send"),
+	}
+	s.phases.Store(p)
+	return p
+}
+
 // OnRequestReceived implements [socketserver.HookRequestReceived].
 func (m *Metrics) OnRequestReceived(l protocolmap.ListenerName, apiKey int16, bytes int) {
-	m.requests.WithLabelValues(string(l), apiKeyLabel(apiKey), kmsg.NameForKey(apiKey)).Inc()
-	m.bytesIn.WithLabelValues(string(l)).Add(float64(bytes))
+	s := m.requestSeries(l, apiKey)
+	s.requests.Inc()
+	s.bytesIn.Add(float64(bytes))
 }
 
 // OnResponseSent implements [socketserver.HookResponseSent].
-func (m *Metrics) OnResponseSent(l protocolmap.ListenerName, _ int16, bytes int) {
-	m.bytesOut.WithLabelValues(string(l)).Add(float64(bytes))
+func (m *Metrics) OnResponseSent(l protocolmap.ListenerName, apiKey int16, bytes int) {
+	m.requestSeries(l, apiKey).bytesOut.Add(float64(bytes))
 }
 
 // OnRequestDone implements [socketserver.HookRequestDone], as Kafka's
@@ -147,16 +233,16 @@ func (m *Metrics) OnRequestDone(r *socketserver.RequestDone) {
 	if r.Authenticating {
 		return
 	}
-	l, apiKey, t := r.Conn.Listener, r.APIKey, r.Latency
-	name := kmsg.NameForKey(apiKey)
-	m.totalTime.WithLabelValues(string(l), apiKeyLabel(apiKey), name).Observe(t.Total.Seconds())
+	s, t := m.requestSeries(r.Conn.Listener, r.APIKey), r.Latency
+	m.totalTimeOf(s).Observe(t.Total.Seconds())
 	if r.ServerAnswered || r.Closed && r.ResponseBytes == 0 {
 		return // no phases: the server's own work, or an answer never written
 	}
-	m.phaseTime.WithLabelValues(string(l), name, "request_queue").Observe(t.Queue.Seconds())
-	m.phaseTime.WithLabelValues(string(l), name, "local").Observe(t.Handler.Seconds())
-	m.phaseTime.WithLabelValues(string(l), name, "response_queue").Observe(t.ResponseQueue.Seconds())
-	m.phaseTime.WithLabelValues(string(l), name, "response_send").Observe(t.Send.Seconds())
+	p := m.phasesOf(s)
+	p.queue.Observe(t.Queue.Seconds())
+	p.handler.Observe(t.Handler.Seconds())
+	p.responseQueue.Observe(t.ResponseQueue.Seconds())
+	p.send.Observe(t.Send.Seconds())
 }
 
 // OnConnAccepted implements [socketserver.HookConnAccepted].
