@@ -66,6 +66,11 @@
 //     chunks of 1 MiB (as many writes as kgo's Fetch answers) and read to
 //     the end by the bench. No server can send those bytes for less CPU
 //     on the machine at hand.
+//   - floor-fetch (scenario g): the same log sent to kgo's consumer by a
+//     goroutine per connection with no library, each request decoded with
+//     kmsg and answered at once, Fetch with the batches by reference in
+//     one writev: no server of the Kafka protocol serves kgo those bytes
+//     for less.
 //   - direct, haproxy and examples/proxy (scenario p): the ways to one
 //     example broker: a direct connection; HAProxy in TCP mode (one
 //     thread, kernel splicing both ways: a relay that parses nothing, the
@@ -128,7 +133,7 @@
 //	   the consume phase reads, and message.max.bytes raised above Kafka's
 //	   1048588 where the producer's batches of 1 MiB records need it) and
 //	   kfake (the same message.max.bytes), and for consuming only, the
-//	   two ceilings and the floor. Each phase also reports the server's
+//	   two ceilings and the two floors. Each phase also reports the server's
 //	   context switches, and its read and write system calls (syscr and
 //	   syscw of /proc/PID/io), per MB. A fresh server for each record size
 //	   and round.

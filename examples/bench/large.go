@@ -67,9 +67,12 @@ func (b *bench) largeInfo() scenarioInfo {
 			"floor-write: no Kafka protocol at all; the same log, in memory the kernel filled, written to one connection with writev in",
 			"chunks of 1 MiB (at least a batch), as many writes as Fetch answers, and read by the bench to the end: the least any server",
 			"pays on this machine to send these bytes. A server's CPU per MB cannot go below the floor's.",
+			"floor-fetch: the least a server of the Kafka protocol pays to serve kgo the same log: a goroutine per connection and no library,",
+			"each request read through a 4 KiB buffered reader, decoded with kmsg and answered at once as the ceilings answer it, Fetch with",
+			"the batches by reference in one writev. What it costs above floor-write is what answering kgo's requests costs any server.",
 			"MB = 10^6 bytes of record values. Server CPU ms/MB: the server's CPU time in the phase over its MB; reads/MB and writes/MB its read and write system calls (syscr, syscw of /proc/PID/io). RSS after each phase.",
 		},
-		Ratios: b.baselineRatios([]ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, floorServer}, {kfakeServer, floorServer}},
+		Ratios: b.baselineRatios([]ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, fetchFloorServer}, {kafkanetServer, floorServer}, {fetchFloorServer, floorServer}, {kfakeServer, floorServer}},
 			kafkanetServer)}
 	info.Notes = append(info.Notes, b.brokerPropsNote()...)
 	info.Notes = append(info.Notes, b.baselineNote(kafkanetServer)...)

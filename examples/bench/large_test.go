@@ -278,7 +278,7 @@ func TestLargeProduceFrame(t *testing.T) {
 }
 
 // TestLargeEndToEnd runs scenario g with 2 MB of 1 KiB and 1 MiB records
-// against the example broker, kfake and the two ceilings.
+// against the example broker, kfake, the two ceilings and the two floors.
 func TestLargeEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds examples/broker")
@@ -290,7 +290,7 @@ func TestLargeEndToEnd(t *testing.T) {
 				t.Errorf("%s, %s produce: %v MB/s", size, server, mbps)
 			}
 		}
-		for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer} {
+		for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, fetchFloorServer, floorServer} {
 			mbps := find(t, rows, size+", consume", "MB/s", server).Median
 			cpu := find(t, rows, size+", consume", "server CPU ms/MB", server).Median
 			if mbps <= 0 || cpu <= 0 {
@@ -299,7 +299,7 @@ func TestLargeEndToEnd(t *testing.T) {
 		}
 		// The ceilings do not produce.
 		for _, r := range rows {
-			if r.Case == size+", produce" && (r.Server == ceilingWritevServer || r.Server == ceilingSendfileServer || r.Server == floorServer) {
+			if r.Case == size+", produce" && (r.Server == ceilingWritevServer || r.Server == ceilingSendfileServer || r.Server == fetchFloorServer || r.Server == floorServer) {
 				t.Errorf("a produce row for %s", r.Server)
 			}
 		}
@@ -307,7 +307,7 @@ func TestLargeEndToEnd(t *testing.T) {
 	// The same records were consumed from each server: 2 MB of 1 KiB
 	// records, and the warm-up one.
 	want := float64(largeRecords(2, 1024) + 1)
-	for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer} {
+	for _, server := range []string{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, fetchFloorServer, floorServer} {
 		r := find(t, rows, "1 KiB, consume", "records/s", server)
 		mb := find(t, rows, "1 KiB, consume", "MB/s", server)
 		if got := r.Median / mb.Median * want * 1024 / 1e6; got < want*0.999 || got > want*1.001 {

@@ -365,7 +365,7 @@ func (b *bench) scenario(id string) scenario {
 	case "f":
 		return scenario{b.listingInfo(), []serverKind{kafkanetServer}, b.runListing}
 	case "g":
-		return scenario{b.largeInfo(), b.withBaseline([]serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, floorServer}, kafkanetServer),
+		return scenario{b.largeInfo(), b.withBaseline([]serverKind{kafkanetServer, kfakeServer, ceilingWritevServer, ceilingSendfileServer, fetchFloorServer, floorServer}, kafkanetServer),
 			b.runLarge}
 	case "h":
 		return scenario{b.budgetInfo(), []serverKind{kafkanetServer, kfakeServer, brokerServer}, b.runBudget}

@@ -267,7 +267,7 @@ func writeJSON(w io.Writer, res *results) error {
 }
 
 // serverOrder is the column order of the tables.
-var serverOrder = []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer, bareServer, ceilingWritevServer, ceilingSendfileServer, floorServer, directServer, haproxyServer, proxyServer, proxyPinnedServer, proxyBaselineServer, haproxyTLSServer, proxyTLSServer, brokerServer, baselineServer}
+var serverOrder = []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer, bareServer, ceilingWritevServer, ceilingSendfileServer, fetchFloorServer, floorServer, directServer, haproxyServer, proxyServer, proxyPinnedServer, proxyBaselineServer, haproxyTLSServer, proxyTLSServer, brokerServer, baselineServer}
 
 // writeTables writes one table per scenario: a line per case and metric,
 // a column per server with "median (min–max)", the scenario's ratios (by

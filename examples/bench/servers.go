@@ -59,6 +59,10 @@ const (
 	// floorServer is the floor of consuming (scenario g): the same log
 	// written to a socket with no protocol at all.
 	floorServer serverKind = "floor-write"
+	// fetchFloorServer is the protocol floor of consuming (scenario g):
+	// the same log sent in answer to kgo's Fetch requests by a goroutine
+	// per connection with no library.
+	fetchFloorServer serverKind = "floor-fetch"
 )
 
 // Environment variables that carry the TLS key and certificate chain (PEM)
@@ -174,6 +178,8 @@ func childMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			err = serveCeiling(ctx, spec)
 		case floorServer:
 			err = serveFloor(ctx, spec)
+		case fetchFloorServer:
+			err = serveFetchFloor(ctx, spec)
 		case kfakeServer:
 			err = serveKfake(ctx, spec)
 		case echoServer:
