@@ -335,7 +335,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 			return nil, 0, c.refuse(err)
 		}
 		received := time.Now()
-		h, api, req, _, found, err := c.decode(frame, len(frame), received, false)
+		h, api, req, _, _, err := c.decode(frame, len(frame), received, false)
 		if err != nil {
 			return nil, 0, c.refuse(err)
 		}
@@ -355,7 +355,7 @@ func (c *conn) saslHandshake() (sasl.Mechanism, int16, error) {
 			resp := apis.apiVersionsResponse(body, false)
 			if resp.ErrorCode == 0 {
 				sawAPIVersions = true
-				c.noteClientSoftware(body, found)
+				c.noteClientSoftware(body)
 			}
 			if err := c.answerOwn(&q, resp, false); err != nil {
 				return nil, 0, err

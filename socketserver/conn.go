@@ -717,7 +717,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 	}
 	start := time.Now()
 	c.touch(start)
-	h, api, body, rest, info, err := c.decode(frame, size, start, ls.apis.serverAnswersAPIVersions)
+	h, api, body, rest, expiry, err := c.decode(frame, size, start, ls.apis.serverAnswersAPIVersions)
 	if err != nil {
 		c.setReason(connregistry.CloseProtocolError)
 		log.Info("closing connection", "conn_id", c.info().ID, "err", err, "api_key", h.key, "api_version", h.version,
@@ -725,27 +725,28 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		return false, time.Time{}
 	}
 	q := logged{h: h, size: size, received: start}
-	if ls.maxAge > 0 && !start.Before(c.ageLimit(info.ConnectedAt)) {
+	if ls.maxAge > 0 && !start.Before(c.ageLimit(c.entry.ConnectedAt())) {
 		c.closeForAge() // this request is served; the loop then closes (aged)
 	}
 	if c.pipe != nil && api.Pipeline == 0 && !c.pipe.await(1) { // answers leave in order: the pipelined ones first
 		return false, time.Time{}
 	}
-	// The connection as the request found it: Request.Conn. After the
-	// session's expiry only a SaslHandshake that starts re-authentication
-	// is served; any other request closes, including those the server
-	// answers itself (KIP-368, as Kafka's processor). decode read it with
-	// the request's bookkeeping, under the registry entry's one lock.
-	if exp := info.SessionExpiry; !exp.IsZero() && start.After(exp) {
+	// After the session's expiry only a SaslHandshake that starts
+	// re-authentication is served; any other request closes, including
+	// those the server answers itself (KIP-368, as Kafka's processor).
+	// decode read the expiry with the request's bookkeeping, under the
+	// registry entry's one lock.
+	if !expiry.IsZero() && start.After(expiry) {
 		if _, hs := body.(*kmsg.SASLHandshakeRequest); !hs || !c.mayReauthenticate(start) {
 			c.setReason(connregistry.CloseSessionExpired)
+			info := c.info()
 			log.Info("closing connection", "conn_id", info.ID, "err", ErrSessionExpired, "principal", info.Principal,
 				"reason", string(connregistry.CloseSessionExpired))
 			c.ownDone(&q, c.ownStart(), 0, true)
 			return false, time.Time{}
 		}
 	}
-	if answered, err := c.answerInServer(&q, info, api, body, rest); answered || err != nil {
+	if answered, err := c.answerInServer(&q, api, body, rest); answered || err != nil {
 		c.releaseMemory()
 		if peeked > 0 { // answered: the frame may leave the read buffer now
 			_, _ = c.br.Discard(peeked)
@@ -779,6 +780,10 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		rb := &requestBuf{}
 		r, clientID = &rb.req, &rb.clientID
 	}
+	// The connection as the request found it: Request.Conn, the copy the
+	// requests between two changes of its description share (a request
+	// the server answers itself needs none, and makes none).
+	info := c.entry.Shared()
 	r.APIKey, r.APIVersion, r.CorrelationID = h.key, h.version, h.correlationID
 	r.Body, r.Conn, r.ReceivedAt, r.Size, r.conn = body, info, start, size, c
 	if !h.nullClientID {
@@ -786,7 +791,7 @@ func (c *conn) serveRequest() (ok bool, muteUntil time.Time) {
 		r.ClientID = clientID
 	}
 	if av, ok := body.(*kmsg.ApiVersionsRequest); ok {
-		c.noteClientSoftware(av, info) // the request itself carries the earlier values, as in Kafka
+		c.noteClientSoftware(av) // the request itself carries the earlier values, as in Kafka
 	}
 	pipelined := api.Pipeline > 0
 	if pipelined && !c.pipeline().admit(r, &q, api.Pipeline) {
@@ -998,46 +1003,46 @@ func (c *conn) hostDone(q *logged, r *Request, writeStart time.Time, sent int, c
 // version check, header tags and body. An ApiVersions request comes back
 // undecoded, with a nil body and the bytes after its header, when it is too
 // new (to be answered in the v0 layout) or when ownAPIVersions is set (the
-// server answers it without kmsg: see answerAPIVersions). info is the
-// connection's description as the request found it, read as the request
-// is recorded in the registry entry. An error means the connection must
+// server answers it without kmsg: see answerAPIVersions). expiry is when
+// the connection's session expires (zero: never), read as the request is
+// recorded in the registry entry. An error means the connection must
 // close without a response.
-func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions bool) (h header, api API, body kmsg.Request, rest []byte, info *connregistry.Info, err error) {
+func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions bool) (h header, api API, body kmsg.Request, rest []byte, expiry time.Time, err error) {
 	apis := c.p.ls.apis
 	h, rest, err = parseHeaderPrefix(frame)
 	if err != nil {
-		return h, api, nil, nil, info, err
+		return h, api, nil, nil, expiry, err
 	}
-	info, h.clientID = c.entry.Request(received, size, h.clientID) // the entry's copy: a HookRequestDone may keep it
+	h.clientID, expiry = c.entry.Request(received, size, h.clientID) // the entry's copy: a HookRequestDone may keep it
 	api, ok := apis.lookup(h.key)
 	if !ok {
-		return h, api, nil, nil, info, ErrUnknownAPI
+		return h, api, nil, nil, expiry, ErrUnknownAPI
 	}
 	for _, hook := range c.p.srv.hooks.requests {
 		hook.OnRequestReceived(c.p.ls.cfg.Name, h.key, size)
 	}
 	if h.key == apiVersionsKey && h.version > api.MaxVersion {
-		return h, api, nil, rest, info, nil
+		return h, api, nil, rest, expiry, nil
 	}
 	if h.version < api.MinVersion || h.version > api.MaxVersion {
-		return h, api, nil, nil, info, ErrUnsupportedVersion
+		return h, api, nil, nil, expiry, ErrUnsupportedVersion
 	}
 	if h.key == apiVersionsKey && ownAPIVersions {
 		if h.version >= 3 { // flexible: the header has tags
 			if rest, err = skipTags(rest); err != nil {
-				return h, api, nil, nil, info, err
+				return h, api, nil, nil, expiry, err
 			}
 		}
-		return h, api, nil, rest, info, nil
+		return h, api, nil, rest, expiry, nil
 	}
 	if api.Raw { // undecoded: rest is the body (or, streamed, its first bytes)
 		if h.version >= api.flexible {
 			h.tagsAt = int32(len(frame) - len(rest))
 			if rest, err = skipTags(rest); err != nil {
-				return h, api, nil, nil, info, err
+				return h, api, nil, nil, expiry, err
 			}
 		}
-		return h, api, nil, rest, info, nil
+		return h, api, nil, rest, expiry, nil
 	}
 	body = api.New()
 	if ks, ok := body.(KeySetter); ok {
@@ -1046,13 +1051,13 @@ func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions
 	body.SetVersion(h.version)
 	if body.IsFlexible() {
 		if rest, err = skipTags(rest); err != nil {
-			return h, api, nil, nil, info, err
+			return h, api, nil, nil, expiry, err
 		}
 	}
 	if err := body.ReadFrom(rest); err != nil {
-		return h, api, nil, nil, info, fmt.Errorf("%w: %w", ErrMalformedBody, err)
+		return h, api, nil, nil, expiry, fmt.Errorf("%w: %w", ErrMalformedBody, err)
 	}
-	return h, api, body, nil, info, nil
+	return h, api, body, nil, expiry, nil
 }
 
 // answerInServer answers the requests the server owns: ApiVersions (unless
@@ -1060,13 +1065,13 @@ func (c *conn) decode(frame []byte, size int, received time.Time, ownAPIVersions
 // SaslAuthenticate, and logs them. It reports whether it answered; an
 // error means the connection must close. A request of an API served raw
 // is the host's.
-func (c *conn) answerInServer(q *logged, found *connregistry.Info, api API, body kmsg.Request, rest []byte) (bool, error) {
+func (c *conn) answerInServer(q *logged, api API, body kmsg.Request, rest []byte) (bool, error) {
 	if api.Raw {
 		return false, nil
 	}
 	switch body.(type) {
 	case nil: // ApiVersions, left undecoded
-		return true, c.answerAPIVersions(q, found, rest)
+		return true, c.answerAPIVersions(q, rest)
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return true, c.answerSASLAfterAuthentication(q, body)
 	}
@@ -1077,11 +1082,11 @@ func (c *conn) answerInServer(q *logged, found *connregistry.Info, api API, body
 // undecoded (body holds what follows its header and header tags): too new,
 // in the v0 layout; with invalid client software fields, INVALID_REQUEST;
 // otherwise with the listener's encoded answer, recording the client
-// software (KIP-511) when it differs from found's, the description the
-// request found. Nothing is allocated for a client that sends the same
-// software as before, and the requests
-// that follow keep sharing found.
-func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byte) error {
+// software (KIP-511) when it differs from what the connection's
+// description names. Nothing is allocated for a client that sends the
+// same software as before, nor for one a connection of the registry's
+// has sent before (connreg's interned names).
+func (c *conn) answerAPIVersions(q *logged, body []byte) error {
 	apis := c.p.ls.apis
 	h := q.h
 	if a, _ := apis.lookup(apiVersionsKey); h.version > a.MaxVersion {
@@ -1098,8 +1103,8 @@ func (c *conn) answerAPIVersions(q *logged, found *connregistry.Info, body []byt
 			resp.Version, resp.ErrorCode = h.version, kerr.InvalidRequest.Code
 			return c.answerOwn(q, resp, false)
 		}
-		if !sameSoftware(found, name, version) { // strings made only when the software changed
-			c.entry.SetClientSoftware(string(name), string(version))
+		if !connreg.SameClientSoftware(c.entry, name, version) { // strings made only for a software not seen before
+			c.entry.SetClientSoftware(name, version)
 		}
 	}
 	start := c.ownStart()
@@ -1509,24 +1514,14 @@ func (c *conn) wrote(n int) {
 }
 
 // noteClientSoftware records KIP-511's client software name and version
-// from a valid ApiVersions v3+ request, when they differ from found's, the
-// description the request found: the same software changes nothing, and
-// the requests that follow keep sharing found (connreg.Entry.Request).
-func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest, found *connregistry.Info) {
-	if req.Version >= 3 && validClientSoftware(req) && !sameSoftware(found, req.ClientSoftwareName, req.ClientSoftwareVersion) {
-		c.setClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
+// from a valid ApiVersions v3+ request, when they differ from what the
+// connection's description names: the same software changes nothing, and
+// the requests that follow keep sharing the description's copy
+// (connreg.Entry.Shared).
+func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
+	if req.Version >= 3 && validClientSoftware(req) && !connreg.SameClientSoftware(c.entry, req.ClientSoftwareName, req.ClientSoftwareVersion) {
+		c.entry.SetClientSoftware([]byte(req.ClientSoftwareName), []byte(req.ClientSoftwareVersion))
 	}
-}
-
-// sameSoftware reports whether info names the client software name and
-// version already.
-func sameSoftware[S string | []byte](info *connregistry.Info, name, version S) bool {
-	return string(name) == info.ClientSoftwareName && string(version) == info.ClientSoftwareVersion
-}
-
-// setClientSoftware records the client software of the connection.
-func (c *conn) setClientSoftware(name, version string) {
-	c.entry.SetClientSoftware(name, version)
 }
 
 // info returns the connection's description as it is now. The description

@@ -37,6 +37,60 @@ type Registry struct {
 	history []connregistry.Conn // ring of closed connections
 	next    int                 // history slot to write next
 	full    bool
+
+	software software
+}
+
+// software interns the client software names and versions connections
+// report (SetClientSoftware): the thousands of connections of one client
+// library share one copy of its name and version. It holds at most
+// maxSoftware pairs of at most maxSoftwareLen bytes each, whatever clients
+// send: a pair beyond those is the connection's own copy, freed with it.
+type software struct {
+	mu    sync.Mutex
+	pairs map[string]map[string][2]string // by name, then version
+	n     int
+}
+
+// The bounds of the interned software pairs: 256 pairs of two strings of
+// 64 bytes keep at most 32 KiB for the registry's life.
+const (
+	maxSoftware    = 256
+	maxSoftwareLen = 64
+)
+
+// intern returns name and version as strings, the interned copies when
+// there are, making them when there is room.
+func (sw *software) intern(name, version []byte) (string, string) {
+	if len(name) > maxSoftwareLen || len(version) > maxSoftwareLen {
+		return string(name), string(version)
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if p, ok := sw.pairs[string(name)][string(version)]; ok {
+		return p[0], p[1]
+	}
+	if sw.n >= maxSoftware {
+		return string(name), string(version)
+	}
+	n := string(name)
+	versions := sw.pairs[n]
+	if versions == nil {
+		if sw.pairs == nil {
+			sw.pairs = map[string]map[string][2]string{}
+		}
+		versions = map[string][2]string{}
+		sw.pairs[n] = versions
+	} else {
+		for _, p := range versions { // the name's interned copy
+			n = p[0]
+			break
+		}
+	}
+	p := [2]string{n, string(version)}
+	versions[p[1]] = p
+	sw.n++
+	return p[0], p[1]
 }
 
 // New returns a registry remembering up to historySize closed connections
@@ -228,12 +282,25 @@ func (e *Entry) Info() connregistry.Info {
 // connection time never change.
 
 // SetClientSoftware records the client software the connection's
-// ApiVersions request named (KIP-511).
-func (e *Entry) SetClientSoftware(name, version string) {
+// ApiVersions request named (KIP-511), in the registry's shared copies of
+// the name and version when it has them (see software): a connection of
+// a known client keeps no strings of its own.
+func (e *Entry) SetClientSoftware(name, version []byte) {
+	n, v := e.reg.software.intern(name, version)
 	e.mu.Lock()
-	e.softwareName, e.softwareVersion = name, version
+	e.softwareName, e.softwareVersion = n, v
 	e.shared = nil
 	e.mu.Unlock()
+}
+
+// SameClientSoftware reports whether e's description names the client
+// software name and version already. (A function, as methods have no type
+// parameters.)
+func SameClientSoftware[S string | []byte](e *Entry, name, version S) bool {
+	e.mu.Lock()
+	same := e.softwareName == string(name) && e.softwareVersion == string(version)
+	e.mu.Unlock()
+	return same
 }
 
 // SetTLS records the connection's negotiated TLS version and cipher suite
@@ -290,14 +357,12 @@ func (e *Entry) SetState(s connregistry.State) {
 }
 
 // Request records a complete request of size bytes, at t, from clientID
-// (in the counters and the rates, from the time the caller took),
-// and returns the connection's description as the request found it (what
-// Info returns), read under the same lock, and the entry's copy of
-// clientID, which does not share the memory of the caller's (a request
-// frame's) and is copied only when the connection's client id changes.
-// The requests read between two changes of the description (the setters)
-// share one copy of it: read it, never change it. Idle lets go of it.
-func (e *Entry) Request(t time.Time, size int, clientID string) (*connregistry.Info, string) {
+// (in the counters and the rates, from the time the caller took), and
+// returns the entry's copy of clientID, which does not share the memory
+// of the caller's (a request frame's) and is copied only when the
+// connection's client id changes, and when the connection's session
+// expires (zero: never), read under the same lock.
+func (e *Entry) Request(t time.Time, size int, clientID string) (string, time.Time) {
 	e.mu.Lock()
 	e.activeLocked(t.UnixNano())
 	e.requests++
@@ -307,19 +372,37 @@ func (e *Entry) Request(t time.Time, size int, clientID string) (*connregistry.I
 	if e.clientID != clientID {
 		e.clientID = strings.Clone(clientID) // it may share the memory of a request frame
 	}
+	clientID = e.clientID
+	var expiry time.Time
+	if e.ext != nil {
+		expiry = e.ext.sessionExpiry
+	}
+	e.mu.Unlock()
+	return clientID, expiry
+}
+
+// Shared returns the connection's description as it is now (what Info
+// returns) in a copy that the callers between two changes of the
+// description (the setters) share: read it, never change it. It is made
+// at the first call after a change or a rest (Idle), so that a
+// connection whose requests the server answers itself makes none.
+func (e *Entry) Shared() *connregistry.Info {
+	e.mu.Lock()
 	info := e.shared
 	if info == nil {
 		info = new(connregistry.Info)
 		*info = e.infoLocked()
 		e.shared = info
 	}
-	clientID = e.clientID
 	e.mu.Unlock()
-	return info, clientID
+	return info
 }
 
+// ConnectedAt returns when the connection was made; it never changes.
+func (e *Entry) ConnectedAt() time.Time { return e.connectedAt }
+
 // Idle records that the connection waits, idle, for its next request: the
-// entry lets go of the copy of the description that Request shares, so
+// entry lets go of the copy of the description that Shared shares, so
 // that an idle connection holds only its entry (requests that have it
 // keep it). The next request makes a new copy.
 func (e *Entry) Idle() {

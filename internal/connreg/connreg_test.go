@@ -3,10 +3,12 @@ package connreg_test
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,7 +44,7 @@ func TestRegistryLifecycle(t *testing.T) {
 	b := connreg.Add(r, conn("b", "User:bob", "127.0.0.1:2", "CLIENT", t0.Add(time.Second)), closer)
 	a.Request(t0.Add(2*time.Second), 100, "kgo")
 	a.Response(t0.Add(3*time.Second), 40)
-	a.SetClientSoftware("kgo", "1.22")
+	a.SetClientSoftware([]byte("kgo"), []byte("1.22"))
 
 	got := r.Snapshot(connregistry.Filter{})
 	require.Len(t, got, 2)
@@ -99,29 +101,99 @@ func TestRegistryForget(t *testing.T) {
 }
 
 // The requests of a connection share one copy of its description until it
-// changes (Update) or the connection rests (Idle): each request carries
+// changes (a setter) or the connection rests (Idle): each request carries
 // the description it found, never a later one.
 func TestRequestsShareTheDescriptionTheyFound(t *testing.T) {
 	r := connreg.New(0)
 	e := connreg.Add(r, conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0), nil)
-	first, _ := e.Request(t0, 10, "kgo")
+	e.Request(t0, 10, "kgo")
+	first := e.Shared()
 	assert.Equal(t, "User:alice", first.Principal.String())
-	again, _ := e.Request(t0, 10, "kgo")
+	e.Request(t0, 10, "kgo")
+	again := e.Shared()
 	assert.Same(t, first, again, "no change: the same copy")
 
 	e.SetPrincipal(connregistry.Principal{Type: "User", Name: "bob"})
-	second, _ := e.Request(t0, 10, "kgo")
+	second := e.Shared()
 	assert.NotSame(t, first, second)
 	assert.Equal(t, "User:alice", first.Principal.String(), "an earlier request keeps what it found")
 	assert.Equal(t, "User:bob", second.Principal.String())
 	assert.Equal(t, "User:bob", e.Info().Principal.String())
 
 	e.Idle()
-	third, _ := e.Request(t0, 10, "kgo")
+	third := e.Shared()
 	assert.NotSame(t, second, third, "a rest lets go of the copy")
 	assert.Equal(t, *second, *third)
-	fourth, _ := e.Request(t0, 10, "kgo")
+	fourth := e.Shared()
 	assert.Same(t, third, fourth)
+}
+
+// A request makes no copy of the description: only Shared does, for a
+// request that carries one (socketserver's Request.Conn), so that a
+// request the server answers itself allocates nothing here, after a rest
+// as before it. Request returns the session's expiry, read with it.
+func TestRequestMakesNoCopy(t *testing.T) {
+	r := connreg.New(-1)
+	c := conn("a", "User:alice", "127.0.0.1:1", "CLIENT", t0)
+	c.SessionExpiry = t0.Add(time.Hour)
+	e := connreg.Add(r, c, nil)
+	defer e.Forget()
+	id, expiry := e.Request(t0, 10, "kgo")
+	assert.Equal(t, "kgo", id)
+	assert.Equal(t, t0.Add(time.Hour), expiry, "the session's expiry")
+	if raceEnabled {
+		return // the race detector's instrumentation allocates
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		e.Idle()
+		e.Request(t0, 10, "kgo")
+	}), "a request after a rest")
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() {
+		e.Idle()
+		e.Shared()
+	}), "the shared copy, made after a rest")
+}
+
+// The software names and versions connections report are interned: the
+// connections of one client share one copy, and the registry keeps at
+// most maxSoftware pairs of short strings, whatever clients send.
+func TestClientSoftwareInterned(t *testing.T) {
+	r := connreg.New(-1)
+	add := func() *connreg.Entry {
+		e := connreg.Add(r, conn("x", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
+		t.Cleanup(e.Forget)
+		return e
+	}
+	a, b := add(), add()
+	a.SetClientSoftware([]byte("apache-kafka-java"), []byte("3.9.0"))
+	b.SetClientSoftware([]byte("apache-kafka-java"), []byte("3.9.0"))
+	ai, bi := a.Info(), b.Info()
+	assert.Equal(t, "apache-kafka-java", bi.ClientSoftwareName)
+	assert.Same(t, unsafe.StringData(ai.ClientSoftwareName), unsafe.StringData(bi.ClientSoftwareName), "one copy of the name")
+	assert.Same(t, unsafe.StringData(ai.ClientSoftwareVersion), unsafe.StringData(bi.ClientSoftwareVersion), "one copy of the version")
+	assert.True(t, connreg.SameClientSoftware(b, "apache-kafka-java", "3.9.0"))
+	assert.True(t, connreg.SameClientSoftware(b, []byte("apache-kafka-java"), []byte("3.9.0")))
+	assert.False(t, connreg.SameClientSoftware(b, "apache-kafka-java", "3.9.1"))
+
+	// A name too long to intern, and pairs past the bound, are each
+	// connection's own.
+	long := strings.Repeat("n", 65)
+	c, d := add(), add()
+	c.SetClientSoftware([]byte(long), []byte("1"))
+	d.SetClientSoftware([]byte(long), []byte("1"))
+	assert.Equal(t, long, d.Info().ClientSoftwareName)
+	assert.NotSame(t, unsafe.StringData(c.Info().ClientSoftwareName), unsafe.StringData(d.Info().ClientSoftwareName), "a long name is not interned")
+	for i := range 300 {
+		add().SetClientSoftware([]byte("client"), []byte(strconv.Itoa(i)))
+	}
+	e, f := add(), add()
+	e.SetClientSoftware([]byte("client"), []byte("299"))
+	f.SetClientSoftware([]byte("client"), []byte("299"))
+	assert.Equal(t, "299", f.Info().ClientSoftwareVersion)
+	assert.NotSame(t, unsafe.StringData(e.Info().ClientSoftwareVersion), unsafe.StringData(f.Info().ClientSoftwareVersion), "past the bound: not interned")
+	g := add()
+	g.SetClientSoftware([]byte("client"), []byte("0"))
+	assert.Equal(t, "0", g.Info().ClientSoftwareVersion, "within the bound: interned")
 }
 
 // Snapshots taken in a loop while thousands of connections open, change
@@ -153,7 +225,7 @@ func TestRegistryConcurrentSnapshots(t *testing.T) {
 			for i := range 500 {
 				e := connreg.Add(r, conn(fmt.Sprint(w, "-", i), "User:u", "127.0.0.1:1", "CLIENT", time.Now()), nil)
 				name := fmt.Sprint("sw", i)
-				e.SetClientSoftware(name, name+"-v")
+				e.SetClientSoftware([]byte(name), []byte(name+"-v"))
 				e.Request(time.Now(), 10, "c")
 				e.Remove(time.Now(), connregistry.CloseByClient)
 			}
@@ -242,8 +314,9 @@ func TestGuardSettersAllocateNothing(t *testing.T) {
 	e := connreg.Add(r, conn("a", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
 	defer e.Forget()
 	p := connregistry.Principal{Type: "User", Name: "alice"}
+	kgo, v122 := []byte("kgo"), []byte("1.22")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		e.SetClientSoftware("kgo", "1.22")
+		e.SetClientSoftware(kgo, v122)
 		e.SetPrincipal(p)
 	}), "a plaintext connection's software and principal")
 	e.SetTLS(0x0304, 0x1301, "broker-1")

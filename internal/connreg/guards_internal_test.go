@@ -52,7 +52,7 @@ func TestGuardEntrySize(t *testing.T) {
 			want := tc.info
 			want.ClientSoftwareName, want.ClientSoftwareVersion = "librdkafka", "2.6.1"
 			want.Principal = connregistry.Principal{Type: "User", Name: "alice"}
-			e.SetClientSoftware(want.ClientSoftwareName, want.ClientSoftwareVersion)
+			e.SetClientSoftware([]byte(want.ClientSoftwareName), []byte(want.ClientSoftwareVersion))
 			e.SetPrincipal(want.Principal)
 			assert.Equal(t, tc.wantExt, e.ext != nil, "the optional part, after setters that need none")
 			assert.Equal(t, want, e.Info(), "the description after the setters")
