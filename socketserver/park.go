@@ -53,8 +53,9 @@ import (
 // DefaultParkAfter is how long a connection first waits for its next
 // request before it parks, when Config.ParkAfter is zero. A connection that
 // sends a request at least this often never parks. One that parks pays for
-// it when it wakes (about 17 µs and 5 allocations, one of them the copy of
-// its description its requests share, which parking lets go of), so a
+// it when it wakes (about 17 µs and 5 allocations; the first request a
+// host gets after it also copies the connection's description, which its
+// requests share and parking lets go of), so a
 // connection that wakes soon after parking, a client sending a request
 // every few hundred milliseconds, waits twice as long before its next
 // park, up to 10 seconds (or Config.ParkAfter, if longer); one that stays

@@ -510,6 +510,10 @@ func (c *child) stats() (childStats, error) { return c.statsLine("stats") }
 // memStats is stats with the child's runtime.MemStats figures.
 func (c *child) memStats() (childStats, error) { return c.statsLine("memstats") }
 
+// freeOSMemory has the kafkanet child give the runtime's free heap pages
+// back to the system (debug.FreeOSMemory), then returns its memstats.
+func (c *child) freeOSMemory() (childStats, error) { return c.statsLine("freeosmemory") }
+
 func (c *child) statsLine(ask string) (childStats, error) {
 	var st childStats
 	if _, err := io.WriteString(c.stdin, ask+"\n"); err != nil {

@@ -18,7 +18,9 @@ func (b *bench) idleInfo() scenarioInfo {
 			"kafkanet is the bench's minimal host; examples/broker the example broker with one PLAINTEXT listener; bare the floor: a goroutine",
 			"per connection, no buffered reader or writer, each frame's header read into an array on its stack.",
 			"kafkanet's breakdown, from its runtime.MemStats at the same moments, per connection: goroutine stacks (StackInuse), heap objects, live or not yet collected (HeapAlloc),",
-			"the heap's spans the runtime keeps from the system (HeapSys-HeapReleased: \"heap kept\"), and all the memory it keeps (Sys-HeapReleased: \"Go kept\").",
+			"the heap's spans the runtime keeps from the system (HeapSys-HeapReleased: \"heap kept\"), of which the free ones, kept for the heap to grow",
+			"into (HeapIdle-HeapReleased: \"heap free kept\"), and all the memory it keeps (Sys-HeapReleased: \"Go kept\"); then its RSS/conn once it has",
+			"given its free pages back (debug.FreeOSMemory, after the other readings: \"RSS/conn KiB, freed\"), which a burst's extra lies in or not.",
 		}, b.baselineNote(brokerServer)...),
 		Ratios: b.baselineRatios([]ratioPair{{brokerServer, bareServer}, {kafkanetServer, bareServer}, {kafkanetServer, echoServer}, {echoServer, bareServer}}, brokerServer),
 	}
@@ -110,7 +112,7 @@ func (b *bench) runIdleMode(ctx context.Context, server serverKind, m idleMode) 
 			return nil, err
 		}
 	}
-	for _, n := range counts {
+	for i, n := range counts {
 		if err := openIdle(ctx, b.dialer.dialFor(c), c.addr, &conns, n, m.dialers); err != nil {
 			return out, err
 		}
@@ -139,9 +141,20 @@ func (b *bench) runIdleMode(ctx context.Context, server serverKind, m idleMode) 
 				sample{Case: name, Metric: "stacks/conn KiB", Value: perConn(ms.StackInuse, goBefore.StackInuse)},
 				sample{Case: name, Metric: "heap/conn KiB", Value: perConn(ms.HeapAlloc, goBefore.HeapAlloc)},
 				sample{Case: name, Metric: "heap kept/conn KiB", Value: perConn(ms.HeapSys-ms.HeapReleased, goBefore.HeapSys-goBefore.HeapReleased)},
+				sample{Case: name, Metric: "heap free kept/conn KiB", Value: perConn(ms.HeapIdle-ms.HeapReleased, goBefore.HeapIdle-goBefore.HeapReleased)},
 				sample{Case: name, Metric: "Go kept/conn KiB", Value: perConn(ms.Sys-ms.HeapReleased, goBefore.Sys-goBefore.HeapReleased)},
 				sample{Case: name, Metric: "GCs", Value: float64(ms.NumGC - goBefore.NumGC)},
 				sample{Case: name, Metric: "new stack KiB", Value: float64(ms.StackStart) / 1024})
+			if i == len(counts)-1 { // the last reading: it changes what the runtime keeps
+				if _, err := c.freeOSMemory(); err != nil {
+					return out, err
+				}
+				freed, err := c.rss()
+				if err != nil {
+					return out, err
+				}
+				out = append(out, sample{Case: name, Metric: "RSS/conn KiB, freed", Value: (float64(freed) - float64(before)) / float64(n) / 1024})
+			}
 		}
 	}
 	return out, c.stop()

@@ -96,7 +96,7 @@ func TestIdleEndToEnd(t *testing.T) {
 	}
 	// The kept memory is reported; 200 connections may fit in spans the
 	// runtime kept already, so it need not grow.
-	for _, metric := range []string{"heap kept/conn KiB", "Go kept/conn KiB"} {
+	for _, metric := range []string{"heap kept/conn KiB", "heap free kept/conn KiB", "Go kept/conn KiB", "RSS/conn KiB, freed"} {
 		if got := find(t, rows, "200 conns", metric, kafkanetServer).Median; math.IsNaN(got) || math.IsInf(got, 0) {
 			t.Errorf("kafkanet's %s: %v", metric, got)
 		}

@@ -355,6 +355,7 @@ type childStats struct {
 	// From runtime.MemStats, after a GC, for scenario (c)'s breakdown.
 	HeapAlloc    uint64 `json:"heap_alloc"`
 	HeapSys      uint64 `json:"heap_sys"`
+	HeapIdle     uint64 `json:"heap_idle"`
 	HeapReleased uint64 `json:"heap_released"`
 	StackInuse   uint64 `json:"stack_inuse"`
 	Sys          uint64 `json:"sys"`
@@ -559,8 +560,15 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 	sc := bufio.NewScanner(in)
 	enc := json.NewEncoder(out)
 	for sc.Scan() {
-		if sc.Text() != "stats" && sc.Text() != "memstats" {
+		ask := sc.Text()
+		if ask != "stats" && ask != "memstats" && ask != "freeosmemory" {
 			continue
+		}
+		if ask == "freeosmemory" {
+			// Scenario c's last reading: the memory the runtime keeps
+			// free for the heap to grow into, given back to the system.
+			debug.FreeOSMemory()
+			ask = "memstats"
 		}
 		st := srv.Stats()
 		cs := childStats{DataQueue: st.RequestQueueSize[protocolmap.DataPlane], DataQueueCap: queueCap, Blocked: int(h.blocked.Load()),
@@ -572,10 +580,10 @@ func answerStats(in io.Reader, out io.Writer, srv *socketserver.Server, h *minim
 		for _, n := range st.ConnectionCount {
 			cs.Connections += n
 		}
-		if sc.Text() == "memstats" {
+		if ask == "memstats" {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			cs.HeapAlloc, cs.HeapSys, cs.HeapReleased, cs.StackInuse, cs.Sys, cs.NextGC, cs.NumGC = ms.HeapAlloc, ms.HeapSys, ms.HeapReleased, ms.StackInuse, ms.Sys, ms.NextGC, ms.NumGC
+			cs.HeapAlloc, cs.HeapSys, cs.HeapIdle, cs.HeapReleased, cs.StackInuse, cs.Sys, cs.NextGC, cs.NumGC = ms.HeapAlloc, ms.HeapSys, ms.HeapIdle, ms.HeapReleased, ms.StackInuse, ms.Sys, ms.NextGC, ms.NumGC
 			start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
 			if metrics.Read(start); start[0].Value.Kind() == metrics.KindUint64 {
 				cs.StackStart = start[0].Value.Uint64()
