@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"time"
@@ -254,6 +255,8 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 	if h.metadata, err = ceilingMetadata(spec.Addr); err != nil {
 		return err
 	}
+	churn := churnMemory(spec.ChurnMB)
+	defer runtime.KeepAlive(churn)
 	cfg.APIs = ceilingAPIs(h)
 	// The operating system's socket buffers, as the example broker's and
 	// kfake's.
@@ -294,4 +297,19 @@ func ceilingMetadata(addr string) (*kmsg.MetadataResponse, error) {
 	t.Partitions = []kmsg.MetadataResponseTopicPartition{part}
 	resp.Topics = []kmsg.MetadataResponseTopic{t}
 	return resp, nil
+}
+
+// churnMemory writes mb MiB of memory, a byte in each page, and returns
+// it: a ceiling or floor that keeps it serves its log as a broker serves
+// one that its produce requests filled while much else was written, not
+// as the last memory it touched.
+func churnMemory(mb int) [][]byte {
+	churn := make([][]byte, max(mb, 0))
+	for i := range churn {
+		churn[i] = make([]byte, 1<<20)
+		for j := 0; j < len(churn[i]); j += 4096 {
+			churn[i][j] = 1
+		}
+	}
+	return churn
 }

@@ -137,6 +137,9 @@
 //	   context switches, and its read and write system calls (syscr and
 //	   syscw of /proc/PID/io), per MB. A fresh server for each record size
 //	   and round.
+//	   With -log-churn-mb the ceilings and floors write that much other
+//	   memory after building their logs, so that their logs are not the
+//	   last memory they touched, as a broker's is not.
 //	   Reproduce with -scenarios g -rounds 3; -broker-set key=value
 //	   (repeatable, also for b, i and p) lays properties over the
 //	   broker's, such as queued.max.request.bytes=-1, Kafka's default,
@@ -316,6 +319,10 @@
 //		record size (default 200; -quick 50).
 //	-large-sizes list
 //		[g] The record sizes in bytes (default 1024,1048576).
+//	-log-churn-mb n
+//		[g] MiB of other memory the ceilings and floors write after
+//		building their logs, and keep, so that their logs are not the last
+//		memory they touched, as a broker's is not (default 0).
 //	-budget-clients n
 //		[h] Connections that each send one Produce at once (default 16).
 //	-budget-request-mib n

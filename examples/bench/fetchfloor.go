@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,6 +43,8 @@ func serveFetchFloor(ctx context.Context, spec childSpec) error {
 	if err != nil {
 		return err
 	}
+	churn := churnMemory(spec.ChurnMB)
+	defer runtime.KeepAlive(churn)
 	ln, err := net.Listen("tcp", spec.Addr)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 )
 
 // floorSendKey is the API key of the request that makes the floor write
@@ -35,6 +36,8 @@ func serveFloor(ctx context.Context, spec childSpec) error {
 	if err != nil {
 		return err
 	}
+	churn := churnMemory(spec.ChurnMB)
+	defer runtime.KeepAlive(churn)
 	ln, err := net.Listen("tcp", spec.Addr)
 	if err != nil {
 		return err

@@ -74,6 +74,9 @@ func (b *bench) largeInfo() scenarioInfo {
 		},
 		Ratios: b.baselineRatios([]ratioPair{{kafkanetServer, kfakeServer}, {kafkanetServer, ceilingWritevServer}, {kafkanetServer, fetchFloorServer}, {kafkanetServer, floorServer}, {fetchFloorServer, floorServer}, {kfakeServer, floorServer}},
 			kafkanetServer)}
+	if b.opts.logChurnMB > 0 {
+		info.Notes = append(info.Notes, fmt.Sprintf("The ceilings and floors wrote %d MiB of other memory, and kept it, after building their logs (-log-churn-mb).", b.opts.logChurnMB))
+	}
 	info.Notes = append(info.Notes, b.brokerPropsNote()...)
 	info.Notes = append(info.Notes, b.baselineNote(kafkanetServer)...)
 	return info
@@ -121,7 +124,7 @@ func (b *bench) largeCase(ctx context.Context, server serverKind, size int) ([]s
 	case kfakeServer:
 		c, err = b.startServer(ctx, childSpec{Kind: server, BlockKey: -1, MessageMaxBytes: messageMaxBytes(size)})
 	default: // a ceiling: the warm-up record too
-		c, err = b.startServer(ctx, childSpec{Kind: server, BlockKey: -1, Records: n + 1, RecordSize: size})
+		c, err = b.startServer(ctx, childSpec{Kind: server, BlockKey: -1, Records: n + 1, RecordSize: size, ChurnMB: b.opts.logChurnMB})
 	}
 	if err != nil {
 		return nil, err

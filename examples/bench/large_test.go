@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -447,5 +448,19 @@ func TestBudgetBrokerTargets(t *testing.T) {
 	}
 	if got := b.childEnv(nil); !slices.Equal(got, b.env) {
 		t.Errorf("childEnv without changes = %q", got)
+	}
+}
+
+// A ceiling's spec reaches the child whole, the memory it churns
+// included, and churnMemory writes as many MiB as asked.
+func TestCeilingSpecRoundTrip(t *testing.T) {
+	want := childSpec{Kind: ceilingWritevServer, Addr: "127.0.0.1:1", BlockKey: -1, Records: 5, RecordSize: 100, ChurnMB: 3}
+	got, err := parseChildSpec(want.args()[1:])
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseChildSpec(%q) = %+v, %v; want %+v", want.args()[1:], got, err, want)
+	}
+	churn := churnMemory(3)
+	if len(churn) != 3 || len(churn[2]) != 1<<20 || churn[2][4096] != 1 {
+		t.Errorf("churnMemory(3): %d MiB", len(churn))
 	}
 }

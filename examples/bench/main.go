@@ -44,6 +44,7 @@ type options struct {
 	listings       int           // listings timed per connection count in (f)
 	probeTimeout   time.Duration // (e): a control-plane probe unanswered after this counts as this
 	largeMB        int           // (g): megabytes of values produced and consumed per record size
+	logChurnMB     int           // (g): MiB of other memory the ceilings and floors write after building their logs
 	largeSizes     []int         // (g): record sizes
 	budgetClients  int           // (h): connections that each send one large Produce at once
 	budgetRequest  int           // (h): the size of each Produce request frame, in bytes
@@ -97,6 +98,8 @@ func flagSet(o *options, r *rawFlags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 500*time.Millisecond, "scenario e: a control-plane request unanswered after this counts as this long")
 	fs.IntVar(&o.largeMB, "large-mb", 200, "scenario g: `megabytes` (10^6 bytes) of record values produced and consumed at each record size (-quick: 50)")
 	fs.StringVar(&r.largeSizes, "large-sizes", "1024,1048576", "scenario g: record sizes in bytes")
+	fs.IntVar(&o.logChurnMB, "log-churn-mb", 0, "scenario g: have the ceilings and floors write this many `MiB` of other memory after building their\n"+
+		"logs, and keep it, so that they serve a log that is not the last memory they touched, as a broker's is not")
 	fs.IntVar(&o.budgetClients, "budget-clients", 16, "scenario h: connections that each send one Produce at once")
 	fs.IntVar(&r.budgetRequest, "budget-request-mib", 32, "scenario h: the size of each Produce request in `MiB`")
 	fs.IntVar(&r.budget, "budget-mib", 64, "scenario h: queued.max.request.bytes in `MiB`, also socket.request.max.bytes")

@@ -110,6 +110,10 @@ type childSpec struct {
 	// Records and RecordSize are the log a ceiling builds at start: that
 	// many records of that many bytes in partition 0 of largeTopic.
 	Records, RecordSize int
+	// ChurnMB, when positive, has a ceiling or floor write that many MiB
+	// of other memory after it builds its log, and keep it, before it
+	// serves (see -log-churn-mb).
+	ChurnMB int
 	// Env is added to the child's environment (it is not a flag), such as
 	// GOMEMLIMIT, after UnsetEnv's variables are removed from it.
 	Env      []string
@@ -122,7 +126,7 @@ func (s childSpec) args() []string {
 		"-tls=" + strconv.FormatBool(s.TLS), "-shared-control=" + strconv.FormatBool(s.SharedControl),
 		"-block-key", strconv.Itoa(s.BlockKey), "-discard=" + strconv.FormatBool(s.Discard),
 		"-message-max-bytes", strconv.Itoa(s.MessageMaxBytes),
-		"-records", strconv.Itoa(s.Records), "-record-size", strconv.Itoa(s.RecordSize)}
+		"-records", strconv.Itoa(s.Records), "-record-size", strconv.Itoa(s.RecordSize), "-churn-mb", strconv.Itoa(s.ChurnMB)}
 	for _, p := range s.Props {
 		args = append(args, "-prop", p)
 	}
@@ -143,6 +147,7 @@ func parseChildSpec(args []string) (childSpec, error) {
 	fs.IntVar(&s.MessageMaxBytes, "message-max-bytes", 0, "kfake: message.max.bytes")
 	fs.IntVar(&s.Records, "records", 0, "ceiling: records in the log")
 	fs.IntVar(&s.RecordSize, "record-size", 0, "ceiling: bytes in each record's value")
+	fs.IntVar(&s.ChurnMB, "churn-mb", 0, "ceiling or floor: MiB of other memory written after the log is built")
 	fs.Func("prop", "kafkanet: a broker property key=value (repeatable)", func(p string) error {
 		if !strings.Contains(p, "=") {
 			return fmt.Errorf("%q is not key=value", p)
