@@ -63,7 +63,7 @@ func TestReparkRacesRequests(t *testing.T) {
 		go func() {
 			defer close(done)
 			time.Sleep(time.Duration(i%7) * 30 * time.Microsecond)
-			c.askToRepark(startingStack())
+			c.askToRepark(c.p.srv.stackStart.read())
 		}()
 		if i%2 == 0 { // a request racing the re-park
 			time.Sleep(time.Duration(i%5) * 40 * time.Microsecond)

@@ -437,7 +437,7 @@ func (p *processor) expireIdle(now time.Time) {
 	parking := p.srv.cfg.ParkAfter > 0
 	stack := uint32(0)
 	if p.srv.parked.Load() > 0 {
-		stack = startingStack()
+		stack = p.srv.stackStart.read()
 	}
 	var expired, idle, repark, waiting []*conn
 	scanAge := false

@@ -96,6 +96,7 @@ type Server struct {
 	writeBufs         sync.Pool      // of *[]byte: response buffers, lent to a connection for one write
 	readBufs          sync.Pool      // of *bufio.Reader: plaintext read buffers, held by a connection until it parks
 	parked            atomic.Int64   // connections parked now
+	stackStart        stackStart     // reads the runtime's starting stack size for parking
 
 	requestsDone sync.Pool // of *RequestDone: lent to the HookRequestDone hooks for one call (conn.requestDone)
 	pipeEntries  sync.Pool // of *pipeEntry: a pipelined request's place in its connection's pipeline
