@@ -414,3 +414,33 @@ func warmThreads(t *testing.T, n int) {
 	require.NoError(t, syscall.Close(p[0]))
 	require.NoError(t, syscall.Close(p[1]))
 }
+
+// TestGuardIdleServerAllocatesNothing holds a server whose connections
+// are parked to no allocation at all: its processors' ticks (every 5 ms
+// here, with a ParkAfter of 1 ms) look for connections to expire, to park
+// and to park again, and make no garbage doing it. A reading of the
+// runtime's starting stack size once allocated at every tick.
+func TestGuardIdleServerAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip(raceSkip)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+		withAPIs(c)
+		c.ParkAfter = time.Millisecond
+	}, echoMetadata)
+	addr := srv.Addr("PLAINTEXT").String()
+	req := formatter.AppendRequest(nil, apiVersionsReq(3, "park", "1.0"), 0)
+	fds := make([]int, 10)
+	for i := range fds {
+		fds[i] = dialFD(t, addr, req)
+	}
+	waitParked(t, srv, len(fds))
+	before := readAllocs()
+	time.Sleep(200 * time.Millisecond) // some 40 ticks of each processor: the count, not the time, is held
+	after := readAllocs()
+	assert.Zero(t, after[1]-before[1], "objects allocated while idle")
+	for _, fd := range fds {
+		require.NoError(t, syscall.Close(fd))
+	}
+}
