@@ -233,13 +233,11 @@ func (h *ceilingHandler) fetch(req *kmsg.FetchRequest) (*socketserver.FetchRespo
 // serveCeiling runs a ceiling until ctx ends: ceiling-writev answers from
 // memory, ceiling-sendfile from a file.
 func serveCeiling(ctx context.Context, spec childSpec) error {
-	if spec.Records < 1 || spec.RecordSize < 1 {
-		return fmt.Errorf("a ceiling needs -records and -record-size")
-	}
-	log, err := buildCeilingLog(spec.Records, spec.RecordSize, spec.Kind == ceilingWritevServer)
+	log, churn, err := childLog(spec, spec.Kind == ceilingWritevServer)
 	if err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(churn)
 	if log.file != nil {
 		defer log.file.Close()
 	}
@@ -255,8 +253,6 @@ func serveCeiling(ctx context.Context, spec childSpec) error {
 	if h.metadata, err = ceilingMetadata(spec.Addr); err != nil {
 		return err
 	}
-	churn := churnMemory(spec.ChurnMB)
-	defer runtime.KeepAlive(churn)
 	cfg.APIs = ceilingAPIs(h)
 	// The operating system's socket buffers, as the example broker's and
 	// kfake's.
@@ -297,6 +293,20 @@ func ceilingMetadata(addr string) (*kmsg.MetadataResponse, error) {
 	t.Partitions = []kmsg.MetadataResponseTopicPartition{part}
 	resp.Topics = []kmsg.MetadataResponseTopic{t}
 	return resp, nil
+}
+
+// childLog builds the log of a ceiling's or floor's spec (see
+// buildCeilingLog), then writes the other memory its ChurnMB asks for,
+// which the caller keeps alive while it serves.
+func childLog(spec childSpec, inMemory bool) (*ceilingLog, [][]byte, error) {
+	if spec.Records < 1 || spec.RecordSize < 1 {
+		return nil, nil, fmt.Errorf("%s needs -records and -record-size", spec.Kind)
+	}
+	log, err := buildCeilingLog(spec.Records, spec.RecordSize, inMemory)
+	if err != nil {
+		return nil, nil, err
+	}
+	return log, churnMemory(spec.ChurnMB), nil
 }
 
 // churnMemory writes mb MiB of memory, a byte in each page, and returns

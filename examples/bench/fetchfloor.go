@@ -36,14 +36,10 @@ var batchesMarker = []byte("kafkanet-bench:records#")
 
 // serveFetchFloor runs the fetch floor until ctx ends.
 func serveFetchFloor(ctx context.Context, spec childSpec) error {
-	if spec.Records < 1 || spec.RecordSize < 1 {
-		return fmt.Errorf("the fetch floor needs -records and -record-size")
-	}
-	log, err := buildCeilingLog(spec.Records, spec.RecordSize, true)
+	log, churn, err := childLog(spec, true)
 	if err != nil {
 		return err
 	}
-	churn := churnMemory(spec.ChurnMB)
 	defer runtime.KeepAlive(churn)
 	ln, err := net.Listen("tcp", spec.Addr)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -29,14 +28,10 @@ const floorChunk = 1 << 20
 // ceilings, in memory the kernel filled, and writes it with writev in
 // chunks of about floorChunk bytes (at least a batch each) to whoever asks.
 func serveFloor(ctx context.Context, spec childSpec) error {
-	if spec.Records < 1 || spec.RecordSize < 1 {
-		return fmt.Errorf("the floor needs -records and -record-size")
-	}
-	log, err := buildCeilingLog(spec.Records, spec.RecordSize, true)
+	log, churn, err := childLog(spec, true)
 	if err != nil {
 		return err
 	}
-	churn := churnMemory(spec.ChurnMB)
 	defer runtime.KeepAlive(churn)
 	ln, err := net.Listen("tcp", spec.Addr)
 	if err != nil {
