@@ -1103,9 +1103,7 @@ func (c *conn) answerAPIVersions(q *logged, body []byte) error {
 			resp.Version, resp.ErrorCode = h.version, kerr.InvalidRequest.Code
 			return c.answerOwn(q, resp, false)
 		}
-		if !connreg.SameClientSoftware(c.entry, name, version) { // strings made only for a software not seen before
-			c.entry.SetClientSoftware(name, version)
-		}
+		c.entry.SetClientSoftware(name, version) // strings made only for a software the registry has not seen
 	}
 	start := c.ownStart()
 	n, err := c.writeEncoded(h.correlationID, apiVersionsKey, apis.encodedVersions[h.version])
@@ -1519,7 +1517,7 @@ func (c *conn) wrote(n int) {
 // the requests that follow keep sharing the description's copy
 // (connreg.Entry.Shared).
 func (c *conn) noteClientSoftware(req *kmsg.ApiVersionsRequest) {
-	if req.Version >= 3 && validClientSoftware(req) && !connreg.SameClientSoftware(c.entry, req.ClientSoftwareName, req.ClientSoftwareVersion) {
+	if req.Version >= 3 && validClientSoftware(req) {
 		c.entry.SetClientSoftware([]byte(req.ClientSoftwareName), []byte(req.ClientSoftwareVersion))
 	}
 }

@@ -136,10 +136,10 @@ type footprint struct{ goroutines, stack, frames, heap, allocs, allocBytes uint6
 
 // parkedFootprint starts a server with props, opens parkedConns
 // connections to its listener with dial, which has each send two
-// ApiVersions requests (answered by the server: no peer watcher; the
-// second shares the description the first left, see
-// connreg.Entry.Request, which a connection lets go of when it
-// parks) and returns its socket's descriptor, waits until all have parked
+// ApiVersions requests (answered by the server: no peer watcher, and no
+// copy of the connection's description, which only a request a host gets
+// makes, see connreg.Entry.Shared) and returns its socket's descriptor,
+// waits until all have parked
 // on the runtime's smallest stack, and returns what each keeps. A
 // plaintext connection is then served again.
 func parkedFootprint(t *testing.T, props config.Properties, name string, dial func(*testing.T, string, []byte) int) footprint {

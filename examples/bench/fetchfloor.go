@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,10 +30,17 @@ import (
 // consumer sends small ones.
 const maxFetchFloorFrame = 1 << 20
 
-// batchesMarker stands in a Fetch response's records while it is encoded
-// (see encodeFetchByReference); the index of the partition's records
-// follows it.
-var batchesMarker = []byte("kafkanet-bench:records#")
+// newBatchesMarker returns a marker to stand in a Fetch response's
+// records while it is encoded (see encodeFetchByReference): random bytes,
+// so that no client's topic name holds it. The index of the partition's
+// records follows it.
+func newBatchesMarker() ([]byte, error) {
+	marker := make([]byte, 16)
+	if _, err := rand.Read(marker); err != nil {
+		return nil, fmt.Errorf("the fetch floor's marker: %w", err)
+	}
+	return marker, nil
+}
 
 // serveFetchFloor runs the fetch floor until ctx ends.
 func serveFetchFloor(ctx context.Context, spec childSpec) error {
@@ -56,12 +64,17 @@ func fetchFloorServe(ctx context.Context, ln net.Listener, log *ceilingLog) erro
 		ln.Close()
 		return err
 	}
-	return acceptEach(ctx, ln, func(c net.Conn) { fetchFloorConn(ctx, c, h) })
+	marker, err := newBatchesMarker()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return acceptEach(ctx, ln, func(c net.Conn) { fetchFloorConn(ctx, c, h, marker) })
 }
 
 // fetchFloorConn answers the requests of c, one at a time, until it
 // closes or sends a request the floor does not answer.
-func fetchFloorConn(ctx context.Context, c net.Conn, h *ceilingHandler) {
+func fetchFloorConn(ctx context.Context, c net.Conn, h *ceilingHandler, marker []byte) {
 	defer c.Close()
 	br := bufio.NewReaderSize(c, 4096)
 	var frame, body []byte
@@ -81,7 +94,9 @@ func fetchFloorConn(ctx context.Context, c net.Conn, h *ceilingHandler) {
 		}
 		resp.SetVersion(req.GetVersion())
 		var bufs net.Buffers
-		body, bufs = encodeFetchByReference(body[:0], resp, records)
+		if body, bufs, err = encodeFetchByReference(body[:0], resp, records, marker); err != nil {
+			return
+		}
 		head := headBuf[:8]
 		binary.BigEndian.PutUint32(head[4:], uint32(correlationID))
 		if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
@@ -209,12 +224,13 @@ func answerFetchFloor(ctx context.Context, h *ceilingHandler, req kmsg.Request) 
 // encodeFetchByReference encodes resp's body after dst and returns it,
 // and the pieces to write: the body, with each partition's record batches
 // of records (a Fetch response's, by topic and partition; nil for any
-// other response) in place by reference, where the encoding held a marker.
-func encodeFetchByReference(dst []byte, resp kmsg.Response, records [][]socketserver.FetchRecords) ([]byte, net.Buffers) {
+// other response) in place by reference, where the encoding held marker
+// and the partition's index. It fails if a marker is not found.
+func encodeFetchByReference(dst []byte, resp kmsg.Response, records [][]socketserver.FetchRecords, marker []byte) ([]byte, net.Buffers, error) {
 	fetch, ok := resp.(*kmsg.FetchResponse)
 	if !ok || len(records) == 0 {
 		dst = resp.AppendTo(dst)
-		return dst, net.Buffers{dst}
+		return dst, net.Buffers{dst}, nil
 	}
 	var with [][][]byte // the batches of each marked partition, in order
 	for t, topic := range records {
@@ -222,32 +238,42 @@ func encodeFetchByReference(dst []byte, resp kmsg.Response, records [][]socketse
 			if len(r.Batches) == 0 {
 				continue
 			}
-			fetch.Topics[t].Partitions[p].RecordBatches = binary.BigEndian.AppendUint32(bytes.Clone(batchesMarker), uint32(len(with)))
+			fetch.Topics[t].Partitions[p].RecordBatches = binary.BigEndian.AppendUint32(bytes.Clone(marker), uint32(len(with)))
 			with = append(with, r.Batches)
 		}
 	}
 	dst = fetch.AppendTo(dst)
 	bufs := make(net.Buffers, 0, 2+3*len(with))
 	lengths := make([]byte, 0, binary.MaxVarintLen32*len(with))
+	// The bytes of a marker's length prefix: an int32, or for a flexible
+	// version compact bytes, the length plus one as a uvarint.
+	markLen, prefix := len(marker)+4, 4
+	if fetch.IsFlexible() {
+		var b [binary.MaxVarintLen64]byte
+		prefix = binary.PutUvarint(b[:], uint64(markLen+1))
+	}
 	pos := 0
 	for i, batches := range with {
-		mark := binary.BigEndian.AppendUint32(bytes.Clone(batchesMarker), uint32(i))
-		at := pos + bytes.Index(dst[pos:], mark)
+		mark := binary.BigEndian.AppendUint32(bytes.Clone(marker), uint32(i))
+		found := bytes.Index(dst[pos:], mark)
+		if found < prefix {
+			return nil, nil, fmt.Errorf("the records of partition %d are not where the encoding put them", i)
+		}
+		at := pos + found
 		size := 0
 		for _, b := range batches {
 			size += len(b)
 		}
 		from := len(lengths)
-		if fetch.IsFlexible() { // compact bytes: the length plus one, a uvarint
+		if fetch.IsFlexible() {
 			lengths = binary.AppendUvarint(lengths, uint64(size+1))
-			bufs = append(bufs, dst[pos:at-len(binary.AppendUvarint(nil, uint64(len(mark)+1)))])
 		} else {
 			lengths = binary.BigEndian.AppendUint32(lengths, uint32(size))
-			bufs = append(bufs, dst[pos:at-4])
 		}
+		bufs = append(bufs, dst[pos:at-prefix])
 		bufs = append(bufs, lengths[from:])
 		bufs = append(bufs, batches...)
 		pos = at + len(mark)
 	}
-	return dst, append(bufs, dst[pos:])
+	return dst, append(bufs, dst[pos:]), nil
 }

@@ -38,9 +38,16 @@ func TestEncodeFetchByReference(t *testing.T) {
 		{{Batches: batches}, {}, {Batches: batches[2:]}},
 		{{Batches: batches[:1]}},
 	}
+	marker, err := newBatchesMarker()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, version := range []int16{4, 11, 12, 16, 18} {
 		want := response(version, records).AppendTo(nil)
-		body, bufs := encodeFetchByReference(nil, response(version, records), records)
+		body, bufs, err := encodeFetchByReference(nil, response(version, records), records, marker)
+		if err != nil {
+			t.Fatalf("v%d: %v", version, err)
+		}
 		if got := bytes.Join(bufs, nil); !bytes.Equal(got, want) {
 			t.Errorf("v%d: %d bytes written, want kmsg's %d, the same", version, len(got), len(want))
 		}
@@ -50,7 +57,10 @@ func TestEncodeFetchByReference(t *testing.T) {
 	}
 	meta := kmsg.NewPtrMetadataResponse()
 	meta.Version = 12
-	_, bufs := encodeFetchByReference(nil, meta, nil)
+	_, bufs, err := encodeFetchByReference(nil, meta, nil, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got, want := bytes.Join(bufs, nil), meta.AppendTo(nil); !bytes.Equal(got, want) {
 		t.Errorf("Metadata: %x, want %x", got, want)
 	}

@@ -20,7 +20,8 @@ func (b *bench) idleInfo() scenarioInfo {
 			"kafkanet's breakdown, from its runtime.MemStats at the same moments, per connection: goroutine stacks (StackInuse), heap objects, live or not yet collected (HeapAlloc),",
 			"the heap's spans the runtime keeps from the system (HeapSys-HeapReleased: \"heap kept\"), of which the free ones, kept for the heap to grow",
 			"into (HeapIdle-HeapReleased: \"heap free kept\"), and all the memory it keeps (Sys-HeapReleased: \"Go kept\"); then its RSS/conn once it has",
-			"given its free pages back (debug.FreeOSMemory, after the other readings: \"RSS/conn KiB, freed\"), which a burst's extra lies in or not.",
+			"given its free pages back (debug.FreeOSMemory, after the other readings: \"RSS/conn KiB, freed\", over the 0-connection RSS less the free",
+			"heap pages the runtime kept then, which it gives back too), which a burst's extra lies in or not.",
 		}, b.baselineNote(brokerServer)...),
 		Ratios: b.baselineRatios([]ratioPair{{brokerServer, bareServer}, {kafkanetServer, bareServer}, {kafkanetServer, echoServer}, {echoServer, bareServer}}, brokerServer),
 	}
@@ -153,7 +154,11 @@ func (b *bench) runIdleMode(ctx context.Context, server serverKind, m idleMode) 
 				if err != nil {
 					return out, err
 				}
-				out = append(out, sample{Case: name, Metric: "RSS/conn KiB, freed", Value: (float64(freed) - float64(before)) / float64(n) / 1024})
+				// The pages given back include those the runtime kept free
+				// before the connections (goBefore's): the baseline loses
+				// them too.
+				base := float64(before) - float64(goBefore.HeapIdle-goBefore.HeapReleased)
+				out = append(out, sample{Case: name, Metric: "RSS/conn KiB, freed", Value: (float64(freed) - base) / float64(n) / 1024})
 			}
 		}
 	}

@@ -44,52 +44,40 @@ type Registry struct {
 // software interns the client software names and versions connections
 // report (SetClientSoftware): the thousands of connections of one client
 // library share one copy of its name and version. It holds at most
-// maxSoftware pairs of at most maxSoftwareLen bytes each, whatever clients
-// send: a pair beyond those is the connection's own copy, freed with it.
+// maxSoftware pairs of strings of at most maxSoftwareLen bytes, whatever
+// clients send: a longer pair is the connection's own copy, freed with
+// it. When it is full it starts again empty: the pairs interned before
+// stay with the connections that hold them, so clients that send many
+// names (before authenticating, as ApiVersions comes first) cost the
+// others at most a copy each, and never keep the table.
 type software struct {
 	mu    sync.Mutex
-	pairs map[string]map[string][2]string // by name, then version
-	n     int
+	pairs map[[2]string][2]string // a pair, to its interned copy
 }
 
 // The bounds of the interned software pairs: 256 pairs of two strings of
-// 64 bytes keep at most 32 KiB for the registry's life.
+// 64 bytes, about 52 KiB with the map's own memory.
 const (
 	maxSoftware    = 256
 	maxSoftwareLen = 64
 )
 
-// intern returns name and version as strings, the interned copies when
-// there are, making them when there is room.
+// intern returns name and version as strings, the interned copies, made
+// if they are new.
 func (sw *software) intern(name, version []byte) (string, string) {
 	if len(name) > maxSoftwareLen || len(version) > maxSoftwareLen {
 		return string(name), string(version)
 	}
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	if p, ok := sw.pairs[string(name)][string(version)]; ok {
+	if p, ok := sw.pairs[[2]string{string(name), string(version)}]; ok { // no conversion allocates
 		return p[0], p[1]
 	}
-	if sw.n >= maxSoftware {
-		return string(name), string(version)
+	if sw.pairs == nil || len(sw.pairs) >= maxSoftware {
+		sw.pairs = make(map[[2]string][2]string)
 	}
-	n := string(name)
-	versions := sw.pairs[n]
-	if versions == nil {
-		if sw.pairs == nil {
-			sw.pairs = map[string]map[string][2]string{}
-		}
-		versions = map[string][2]string{}
-		sw.pairs[n] = versions
-	} else {
-		for _, p := range versions { // the name's interned copy
-			n = p[0]
-			break
-		}
-	}
-	p := [2]string{n, string(version)}
-	versions[p[1]] = p
-	sw.n++
+	p := [2]string{string(name), string(version)}
+	sw.pairs[p] = p
 	return p[0], p[1]
 }
 
@@ -131,9 +119,9 @@ type Entry struct {
 	ext              *infoExt // nil while every field of it is zero
 	clientID         string   // of the last request
 	throttle         *throttle
-	// shared is the copy of the description that Request returns, made by
-	// the first request after a change (a setter) or a rest (Idle) and
-	// shared by the requests that follow; never changed once made.
+	// shared is the copy of the description that Shared returns, made by
+	// its first call after a change (a setter) or a rest (Idle) and shared
+	// by the requests that follow; never changed once made.
 	shared *connregistry.Info
 
 	bytesIn, bytesOut, requests int64
@@ -283,24 +271,22 @@ func (e *Entry) Info() connregistry.Info {
 
 // SetClientSoftware records the client software the connection's
 // ApiVersions request named (KIP-511), in the registry's shared copies of
-// the name and version when it has them (see software): a connection of
-// a known client keeps no strings of its own.
+// the name and version (see software): a connection of a known client
+// keeps no strings of its own. The same software as before changes
+// nothing and allocates nothing: the requests that follow keep sharing
+// the description's copy (Shared).
 func (e *Entry) SetClientSoftware(name, version []byte) {
+	e.mu.Lock()
+	same := e.softwareName == string(name) && e.softwareVersion == string(version)
+	e.mu.Unlock()
+	if same {
+		return
+	}
 	n, v := e.reg.software.intern(name, version)
 	e.mu.Lock()
 	e.softwareName, e.softwareVersion = n, v
 	e.shared = nil
 	e.mu.Unlock()
-}
-
-// SameClientSoftware reports whether e's description names the client
-// software name and version already. (A function, as methods have no type
-// parameters.)
-func SameClientSoftware[S string | []byte](e *Entry, name, version S) bool {
-	e.mu.Lock()
-	same := e.softwareName == string(name) && e.softwareVersion == string(version)
-	e.mu.Unlock()
-	return same
 }
 
 // SetTLS records the connection's negotiated TLS version and cipher suite
@@ -404,7 +390,7 @@ func (e *Entry) ConnectedAt() time.Time { return e.connectedAt }
 // Idle records that the connection waits, idle, for its next request: the
 // entry lets go of the copy of the description that Shared shares, so
 // that an idle connection holds only its entry (requests that have it
-// keep it). The next request makes a new copy.
+// keep it). The next call of Shared makes a new copy.
 func (e *Entry) Idle() {
 	e.mu.Lock()
 	e.shared = nil

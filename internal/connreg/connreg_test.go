@@ -155,45 +155,63 @@ func TestRequestMakesNoCopy(t *testing.T) {
 }
 
 // The software names and versions connections report are interned: the
-// connections of one client share one copy, and the registry keeps at
-// most maxSoftware pairs of short strings, whatever clients send.
+// connections of one client share one copy. A pair too long is each
+// connection's own, and a full table starts again empty, so that clients
+// sending many names keep neither memory nor the table.
 func TestClientSoftwareInterned(t *testing.T) {
 	r := connreg.New(-1)
-	add := func() *connreg.Entry {
+	add := func(name, version string) *connreg.Entry {
 		e := connreg.Add(r, conn("x", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
 		t.Cleanup(e.Forget)
+		e.SetClientSoftware([]byte(name), []byte(version))
 		return e
 	}
-	a, b := add(), add()
-	a.SetClientSoftware([]byte("apache-kafka-java"), []byte("3.9.0"))
-	b.SetClientSoftware([]byte("apache-kafka-java"), []byte("3.9.0"))
-	ai, bi := a.Info(), b.Info()
-	assert.Equal(t, "apache-kafka-java", bi.ClientSoftwareName)
-	assert.Same(t, unsafe.StringData(ai.ClientSoftwareName), unsafe.StringData(bi.ClientSoftwareName), "one copy of the name")
-	assert.Same(t, unsafe.StringData(ai.ClientSoftwareVersion), unsafe.StringData(bi.ClientSoftwareVersion), "one copy of the version")
-	assert.True(t, connreg.SameClientSoftware(b, "apache-kafka-java", "3.9.0"))
-	assert.True(t, connreg.SameClientSoftware(b, []byte("apache-kafka-java"), []byte("3.9.0")))
-	assert.False(t, connreg.SameClientSoftware(b, "apache-kafka-java", "3.9.1"))
-
-	// A name too long to intern, and pairs past the bound, are each
-	// connection's own.
-	long := strings.Repeat("n", 65)
-	c, d := add(), add()
-	c.SetClientSoftware([]byte(long), []byte("1"))
-	d.SetClientSoftware([]byte(long), []byte("1"))
-	assert.Equal(t, long, d.Info().ClientSoftwareName)
-	assert.NotSame(t, unsafe.StringData(c.Info().ClientSoftwareName), unsafe.StringData(d.Info().ClientSoftwareName), "a long name is not interned")
-	for i := range 300 {
-		add().SetClientSoftware([]byte("client"), []byte(strconv.Itoa(i)))
+	same := func(a, b *connreg.Entry) bool {
+		ai, bi := a.Info(), b.Info()
+		return unsafe.StringData(ai.ClientSoftwareName) == unsafe.StringData(bi.ClientSoftwareName) &&
+			unsafe.StringData(ai.ClientSoftwareVersion) == unsafe.StringData(bi.ClientSoftwareVersion)
 	}
-	e, f := add(), add()
-	e.SetClientSoftware([]byte("client"), []byte("299"))
-	f.SetClientSoftware([]byte("client"), []byte("299"))
-	assert.Equal(t, "299", f.Info().ClientSoftwareVersion)
-	assert.NotSame(t, unsafe.StringData(e.Info().ClientSoftwareVersion), unsafe.StringData(f.Info().ClientSoftwareVersion), "past the bound: not interned")
-	g := add()
-	g.SetClientSoftware([]byte("client"), []byte("0"))
-	assert.Equal(t, "0", g.Info().ClientSoftwareVersion, "within the bound: interned")
+	a, b := add("apache-kafka-java", "3.9.0"), add("apache-kafka-java", "3.9.0")
+	assert.Equal(t, "apache-kafka-java", b.Info().ClientSoftwareName)
+	assert.Equal(t, "3.9.0", b.Info().ClientSoftwareVersion)
+	assert.True(t, same(a, b), "one copy of the name and version")
+
+	long := strings.Repeat("n", 65)
+	assert.False(t, same(add(long, "1"), add(long, "1")), "a name too long: each connection's own")
+	assert.Equal(t, long, add(long, "1").Info().ClientSoftwareName)
+
+	// 256 pairs fill the table (apache-kafka-java's is one); the next
+	// starts it again, and it interns as before.
+	for i := range 255 {
+		add("client", strconv.Itoa(i))
+	}
+	assert.True(t, same(add("client", "0"), add("client", "0")), "within the bound: interned")
+	c := add("client", "new") // the 257th pair: a new table
+	assert.True(t, same(c, add("client", "new")), "after the table started again: interned")
+	d := add("apache-kafka-java", "3.9.0")
+	assert.Equal(t, "3.9.0", d.Info().ClientSoftwareVersion)
+	assert.False(t, same(a, d), "a pair interned before the table started again is copied anew")
+	assert.True(t, same(d, add("apache-kafka-java", "3.9.0")), "and then shared")
+}
+
+// The same software as before changes nothing: no allocation, and the
+// requests keep sharing the description's copy.
+func TestSetClientSoftwareUnchanged(t *testing.T) {
+	r := connreg.New(-1)
+	e := connreg.Add(r, conn("a", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
+	defer e.Forget()
+	name, version := []byte("kgo"), []byte("1.22")
+	e.SetClientSoftware(name, version)
+	first := e.Shared()
+	e.SetClientSoftware(name, version)
+	assert.Same(t, first, e.Shared(), "the same software: the same copy")
+	e.SetClientSoftware(name, []byte("1.23"))
+	assert.NotSame(t, first, e.Shared(), "another version: a new copy")
+	assert.Equal(t, "1.23", e.Shared().ClientSoftwareVersion)
+	if raceEnabled {
+		return
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { e.SetClientSoftware(name, []byte("1.23")) }))
 }
 
 // Snapshots taken in a loop while thousands of connections open, change
@@ -314,11 +332,15 @@ func TestGuardSettersAllocateNothing(t *testing.T) {
 	e := connreg.Add(r, conn("a", "User:ANONYMOUS", "127.0.0.1:1", "CLIENT", t0), nil)
 	defer e.Forget()
 	p := connregistry.Principal{Type: "User", Name: "alice"}
-	kgo, v122 := []byte("kgo"), []byte("1.22")
+	kgo, v122, v123 := []byte("kgo"), []byte("1.22"), []byte("1.23")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		e.SetClientSoftware(kgo, v122)
 		e.SetPrincipal(p)
 	}), "a plaintext connection's software and principal")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		e.SetClientSoftware(kgo, v123)
+		e.SetClientSoftware(kgo, v122)
+	}), "a change of software the registry has interned")
 	e.SetTLS(0x0304, 0x1301, "broker-1")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		e.SetTLS(0x0304, 0x1301, "broker-1")
