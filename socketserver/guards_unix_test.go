@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"io"
 	"net"
 	"net/netip"
@@ -427,7 +428,11 @@ func warmThreads(t *testing.T, n int) {
 // are parked to no allocation at all: its processors' ticks (every 5 ms
 // here, with a ParkAfter of 1 ms) look for connections to expire, to park
 // and to park again, and make no garbage doing it. A reading of the
-// runtime's starting stack size once allocated at every tick.
+// runtime's starting stack size once allocated at every tick, some 40
+// objects a window. The least of three windows is held: the runtime, or
+// the test binary, may allocate once in a while on its own (a thread's
+// descriptor, a timer), which a window of a tick's garbage would not
+// hide.
 func TestGuardIdleServerAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip(raceSkip)
@@ -439,10 +444,15 @@ func TestGuardIdleServerAllocatesNothing(t *testing.T) {
 		fds[i] = dialFD(t, addr, req)
 	}
 	waitParked(t, srv, len(fds))
-	before := readAllocs()
-	time.Sleep(200 * time.Millisecond) // some 40 ticks of each processor: the count, not the time, is held
-	after := readAllocs()
-	assert.Zero(t, after[1]-before[1], "objects allocated while idle")
+	warmThreads(t, 8)
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		before := readAllocs()
+		time.Sleep(200 * time.Millisecond) // some 40 ticks of each processor: the count, not the time, is held
+		after := readAllocs()
+		least = min(least, after[1]-before[1])
+	}
+	assert.Zero(t, least, "objects allocated while idle, in the least of three windows")
 	for _, fd := range fds {
 		require.NoError(t, syscall.Close(fd))
 	}
