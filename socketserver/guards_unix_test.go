@@ -203,9 +203,8 @@ func parkedFootprint(t *testing.T, props config.Properties, name string, dial fu
 // it measures 15 objects and 1,157 to 1,178 bytes in eight runs (the
 // pools' buffers of each processor, and the maps' growth, spread over 256
 // connections): the byte budget is the next multiple of 64 above the
-// highest. (One object is the
-// test's: the address its socket connects to, which syscall.Connect puts
-// on the heap.)
+// highest. (One object is the test's: the address its socket connects
+// to, which syscall.Connect puts on the heap.)
 const (
 	setupConns  = 256
 	setupAllocs = 15
