@@ -9,6 +9,7 @@
 package connreg
 
 import (
+	"cmp"
 	"math"
 	"net/netip"
 	"slices"
@@ -33,7 +34,7 @@ var _ connregistry.Registry = (*Registry)(nil)
 // Entry's.
 type Registry struct {
 	mu      sync.RWMutex
-	open    map[*Entry]struct{}
+	open    []*Entry            // in no order; an entry knows its slot
 	history []connregistry.Conn // ring of closed connections
 	next    int                 // history slot to write next
 	full    bool
@@ -52,7 +53,7 @@ type Registry struct {
 // others at most a copy each, and never keep the table.
 type software struct {
 	mu    sync.Mutex
-	pairs map[[2]string][2]string // a pair, to its interned copy
+	pairs map[[2]string]*[2]string // a pair, to its interned copy
 }
 
 // The bounds of the interned software pairs: 256 pairs of two strings of
@@ -62,23 +63,26 @@ const (
 	maxSoftwareLen = 64
 )
 
-// intern returns name and version as strings, the interned copies, made
-// if they are new.
-func (sw *software) intern(name, version []byte) (string, string) {
+// intern returns the interned pair of name and version, made if it is
+// new; nil for an empty pair.
+func (sw *software) intern(name, version []byte) *[2]string {
+	if len(name) == 0 && len(version) == 0 {
+		return nil
+	}
 	if len(name) > maxSoftwareLen || len(version) > maxSoftwareLen {
-		return string(name), string(version)
+		return &[2]string{string(name), string(version)}
 	}
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if p, ok := sw.pairs[[2]string{string(name), string(version)}]; ok { // no conversion allocates
-		return p[0], p[1]
+		return p
 	}
 	if sw.pairs == nil || len(sw.pairs) >= maxSoftware {
-		sw.pairs = make(map[[2]string][2]string)
+		sw.pairs = make(map[[2]string]*[2]string)
 	}
-	p := [2]string{string(name), string(version)}
-	sw.pairs[p] = p
-	return p[0], p[1]
+	p := &[2]string{string(name), string(version)}
+	sw.pairs[*p] = p
+	return p
 }
 
 // New returns a registry remembering up to historySize closed connections
@@ -87,7 +91,7 @@ func New(historySize int) *Registry {
 	if historySize == 0 {
 		historySize = connregistry.DefaultHistorySize
 	}
-	return &Registry{open: map[*Entry]struct{}{}, history: make([]connregistry.Conn, max(historySize, 0))}
+	return &Registry{history: make([]connregistry.Conn, max(historySize, 0))}
 }
 
 // Entry is the server's handle on one open connection's record. It holds
@@ -95,16 +99,18 @@ func New(historySize int) *Registry {
 // connregistry.Conn: a Conn's fields for closed connections, and its
 // counters' second copies, would be paid by every open connection. Of the
 // description it holds inline what every connection has; what only some
-// have (TLS, SASL, the PROXY protocol) lives in ext, and a throttle's
-// bookkeeping in throttle, each made when first needed: a plaintext
-// connection's entry is a 288-byte object where a whole Info inline made
-// it 480 (TestGuardEntrySize).
+// have (TLS, SASL, the PROXY protocol, a throttle's bookkeeping) lives in
+// ext, made when first needed, and its client's software is a pointer to
+// the registry's shared copy: a plaintext connection's entry is a 256-byte
+// object where a whole Info inline made it 480 (TestGuardEntrySize).
 type Entry struct {
 	reg    *Registry
 	closer Closer
-	// connectedAt and id order snapshots; they never change.
-	connectedAt time.Time
+	// connectedAt (unix nanoseconds) and id order snapshots; they never
+	// change.
+	connectedAt int64
 	id          string
+	slot        int32 // e's index in reg.open while it is there; guarded by reg.mu
 
 	mu               sync.Mutex
 	securityProtocol protocolmap.SecurityProtocol
@@ -114,11 +120,9 @@ type Entry struct {
 	listener         protocolmap.ListenerName
 	principal        connregistry.Principal
 	clientAddr       netip.AddrPort
-	softwareName     string
-	softwareVersion  string
-	ext              *infoExt // nil while every field of it is zero
-	clientID         string   // of the last request
-	throttle         *throttle
+	software         *[2]string // the client's name and version, interned (see software); nil while unknown
+	ext              *infoExt   // nil while every field of it is zero
+	clientID         string     // of the last request
 	// shared is the copy of the description that Shared returns, made by
 	// its first call after a change (a setter) or a rest (Idle) and shared
 	// by the requests that follow; never changed once made.
@@ -144,6 +148,7 @@ type infoExt struct {
 	proxyTLVs                      []connregistry.ProxyTLV
 	saslMechanism                  string
 	authenticatedAt, sessionExpiry time.Time
+	throttle                       *throttle // made at the first throttle
 }
 
 // throttle is a connection's throttles: the current one, and the time
@@ -169,8 +174,10 @@ func (f CloserFunc) CloseFor(reason connregistry.CloseReason) { f(reason) }
 // infoLocked returns the connection's description; e.mu is held.
 func (e *Entry) infoLocked() connregistry.Info {
 	info := connregistry.Info{ID: e.id, Listener: e.listener, SecurityProtocol: e.securityProtocol, Plane: e.plane,
-		Principal: e.principal, ClientAddr: e.clientAddr,
-		ClientSoftwareName: e.softwareName, ClientSoftwareVersion: e.softwareVersion, ConnectedAt: e.connectedAt}
+		Principal: e.principal, ClientAddr: e.clientAddr, ConnectedAt: e.ConnectedAt()}
+	if sw := e.software; sw != nil {
+		info.ClientSoftwareName, info.ClientSoftwareVersion = sw[0], sw[1]
+	}
 	if x := e.ext; x != nil {
 		info.TLSVersion, info.CipherSuite, info.ServerName = x.tlsVersion, x.cipherSuite, x.serverName
 		info.ProxyAddr, info.ProxyTLVs = x.proxyAddr, x.proxyTLVs
@@ -184,7 +191,9 @@ func (e *Entry) infoLocked() connregistry.Info {
 func (e *Entry) setInfo(info *connregistry.Info) {
 	e.listener, e.securityProtocol, e.plane = info.Listener, info.SecurityProtocol, info.Plane
 	e.principal, e.clientAddr = info.Principal, info.ClientAddr
-	e.softwareName, e.softwareVersion = info.ClientSoftwareName, info.ClientSoftwareVersion
+	if info.ClientSoftwareName != "" || info.ClientSoftwareVersion != "" {
+		e.software = &[2]string{info.ClientSoftwareName, info.ClientSoftwareVersion}
+	}
 	if info.TLSVersion != 0 || info.CipherSuite != 0 || info.ServerName != "" || info.ProxyAddr != (netip.AddrPort{}) || info.ProxyTLVs != nil ||
 		info.SASLMechanism != "" || !info.AuthenticatedAt.IsZero() || !info.SessionExpiry.IsZero() {
 		e.ext = &infoExt{tlsVersion: info.TLSVersion, cipherSuite: info.CipherSuite, serverName: info.ServerName,
@@ -208,17 +217,18 @@ const (
 // Add is a function, not a method, so that the registry a host gets
 // (connregistry.Registry) has no method that writes, even to reflection.
 func Add(r *Registry, c connregistry.Conn, closer Closer) *Entry {
-	e := &Entry{reg: r, closer: closer, connectedAt: c.ConnectedAt, id: c.ID,
+	e := &Entry{reg: r, closer: closer, connectedAt: unixNanos(c.ConnectedAt), id: c.ID,
 		clientID: c.ClientID, state: c.State,
 		bytesIn: c.BytesIn, bytesOut: c.BytesOut, requests: c.Requests,
 		requestSum: c.RequestRate * windowSeconds, bytesInSum: c.BytesInRate * windowSeconds, bytesOutSum: c.BytesOutRate * windowSeconds,
 	}
 	e.setInfo(&c.Info)
 	if !c.ThrottledUntil.IsZero() || c.ThrottleTime != 0 {
-		e.throttle = &throttle{total: c.ThrottleTime}
+		t := &throttle{total: c.ThrottleTime}
 		if !c.ThrottledUntil.IsZero() {
-			e.throttle.until, e.throttle.from = c.ThrottledUntil, time.Now().UnixNano()
+			t.until, t.from = c.ThrottledUntil, time.Now().UnixNano()
 		}
+		e.extLocked().throttle = t
 	}
 	last := c.LastActivity
 	if last.IsZero() {
@@ -226,9 +236,23 @@ func Add(r *Registry, c connregistry.Conn, closer Closer) *Entry {
 	}
 	e.lastActivity = last.UnixNano()
 	r.mu.Lock()
-	r.open[e] = struct{}{}
+	e.slot = int32(len(r.open))
+	r.open = append(r.open, e)
 	r.mu.Unlock()
 	return e
+}
+
+// dropLocked takes e out of r.open, moving the last entry into its slot;
+// r.mu is held.
+func (r *Registry) dropLocked(e *Entry) {
+	last := len(r.open) - 1
+	moved := r.open[last]
+	r.open[e.slot], moved.slot = moved, e.slot
+	r.open[last] = nil
+	r.open = r.open[:last]
+	if cap(r.open) > 64 && len(r.open) < cap(r.open)/4 { // after a storm of connections, do not keep its slots
+		r.open = slices.Clip(slices.Clone(r.open))
+	}
 }
 
 // decay returns what the rates' sums, decayed to lastActivity, keep at
@@ -277,14 +301,14 @@ func (e *Entry) Info() connregistry.Info {
 // the description's copy (Shared).
 func (e *Entry) SetClientSoftware(name, version []byte) {
 	e.mu.Lock()
-	same := e.softwareName == string(name) && e.softwareVersion == string(version)
+	sw := e.software
 	e.mu.Unlock()
-	if same {
+	if sw == nil && len(name) == 0 && len(version) == 0 || sw != nil && sw[0] == string(name) && sw[1] == string(version) {
 		return
 	}
-	n, v := e.reg.software.intern(name, version)
+	sw = e.reg.software.intern(name, version)
 	e.mu.Lock()
-	e.softwareName, e.softwareVersion = n, v
+	e.software = sw
 	e.shared = nil
 	e.mu.Unlock()
 }
@@ -327,6 +351,15 @@ func (e *Entry) SetPrincipal(p connregistry.Principal) {
 
 // extLocked returns the description's optional part, making it; e.mu is
 // held.
+// throttleLocked returns the connection's throttles, nil if it was never
+// throttled; e.mu is held.
+func (e *Entry) throttleLocked() *throttle {
+	if e.ext == nil {
+		return nil
+	}
+	return e.ext.throttle
+}
+
 func (e *Entry) extLocked() *infoExt {
 	if e.ext == nil {
 		e.ext = new(infoExt)
@@ -385,7 +418,20 @@ func (e *Entry) Shared() *connregistry.Info {
 }
 
 // ConnectedAt returns when the connection was made; it never changes.
-func (e *Entry) ConnectedAt() time.Time { return e.connectedAt }
+func (e *Entry) ConnectedAt() time.Time {
+	if e.connectedAt == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, e.connectedAt)
+}
+
+// unixNanos returns t in nanoseconds since 1970, 0 for the zero time.
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
 
 // Idle records that the connection waits, idle, for its next request: the
 // entry lets go of the copy of the description that Shared shares, so
@@ -417,10 +463,11 @@ func (e *Entry) Throttle(from, until time.Time) {
 		return
 	}
 	e.endThrottleLocked(from)
-	if e.throttle == nil {
-		e.throttle = new(throttle)
+	x := e.extLocked()
+	if x.throttle == nil {
+		x.throttle = new(throttle)
 	}
-	e.throttle.until, e.throttle.from = until, from.UnixNano()
+	x.throttle.until, x.throttle.from = until, from.UnixNano()
 	e.mu.Unlock()
 }
 
@@ -434,7 +481,7 @@ func (e *Entry) EndThrottle(at time.Time) {
 }
 
 func (e *Entry) endThrottleLocked(at time.Time) {
-	t := e.throttle
+	t := e.throttleLocked()
 	if t == nil || t.until.IsZero() {
 		return
 	}
@@ -463,7 +510,7 @@ func (e *Entry) Remove(at time.Time, reason connregistry.CloseReason) {
 	c.ClosedAt, c.CloseReason, c.State = at, reason, connregistry.StateClosing
 	r := e.reg
 	r.mu.Lock()
-	delete(r.open, e)
+	r.dropLocked(e)
 	if len(r.history) > 0 {
 		r.history[r.next] = c
 		r.next = (r.next + 1) % len(r.history)
@@ -483,7 +530,7 @@ func (e *Entry) Forget() {
 	}
 	r := e.reg
 	r.mu.Lock()
-	delete(r.open, e)
+	r.dropLocked(e)
 	r.mu.Unlock()
 }
 
@@ -495,7 +542,7 @@ func (e *Entry) snapshot(now time.Time) connregistry.Conn {
 		BytesIn: e.bytesIn, BytesOut: e.bytesOut, Requests: e.requests,
 		RequestRate: e.requestSum, BytesInRate: e.bytesInSum, BytesOutRate: e.bytesOutSum}
 	var from int64
-	if t := e.throttle; t != nil {
+	if t := e.throttleLocked(); t != nil {
 		c.ThrottledUntil, c.ThrottleTime, from = t.until, t.total, t.from
 	}
 	last := e.lastActivity
@@ -514,10 +561,7 @@ func (e *Entry) snapshot(now time.Time) connregistry.Conn {
 // lock.
 func (r *Registry) entries() []*Entry {
 	r.mu.RLock()
-	entries := make([]*Entry, 0, len(r.open))
-	for e := range r.open {
-		entries = append(entries, e)
-	}
+	entries := slices.Clone(r.open)
 	r.mu.RUnlock()
 	return entries
 }
@@ -536,7 +580,7 @@ func (r *Registry) Snapshot(f connregistry.Filter) []connregistry.Conn {
 	// Sort the entries, not the records: a pointer swap is cheap, a record
 	// is hundreds of bytes.
 	slices.SortFunc(entries, func(a, b *Entry) int {
-		if c := a.connectedAt.Compare(b.connectedAt); c != 0 {
+		if c := cmp.Compare(a.connectedAt, b.connectedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.id, b.id)
@@ -578,7 +622,7 @@ func (r *Registry) Top(f connregistry.Filter, by connregistry.SortKey, n int) []
 			continue
 		}
 		k := topn.Key{RequestRate: c.RequestRate, BytesInRate: c.BytesInRate, BytesOutRate: c.BytesOutRate,
-			LastActivity: c.LastActivity.UnixNano(), ConnectedAt: e.connectedAt.UnixNano(), ID: e.id}
+			LastActivity: c.LastActivity.UnixNano(), ConnectedAt: e.connectedAt, ID: e.id}
 		if slot := h.Offer(&k); slot >= 0 {
 			kept[slot] = c
 		}
@@ -621,7 +665,7 @@ func (r *Registry) Close(f connregistry.Filter, reason connregistry.CloseReason)
 	}
 	r.mu.RLock()
 	var victims []*Entry
-	for e := range r.open {
+	for _, e := range r.open {
 		if f.ConnectionIDs != nil && !slices.Contains(f.ConnectionIDs, e.id) {
 			continue // by its id alone: closing one connection reads no other
 		}
