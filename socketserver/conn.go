@@ -252,11 +252,12 @@ var errDraining = errors.New("socketserver: server shutting down")
 //     the registry collect the connections to close under their lock and
 //     close them after releasing it.
 //   - processor.mu → conn.wakeMu → the socket's deadline: processor.drain
-//     wakes its connections under processor.mu. wakeMu is held only around
+//     wakes its connections under processor.mu, and processor.parkFresh
+//     asks its new connections to park under it. wakeMu is held only around
 //     a deadline move (and, in wakeReader, a change of state), and nothing
 //     is taken inside it but the socket's own: a net.Conn that a host's
 //     Config.Listen gives must not call the server from SetReadDeadline.
-//     The processor's other wakes (askToPark, askToRepark) are made after
+//     The processor's tick makes its wakes (askToPark, askToRepark) after
 //     it has released processor.mu.
 //   - processor.mu → the registry's lock: processor.add registers a
 //     connection's entry and makes it one of the processor's connections

@@ -17,11 +17,14 @@ import (
 // a request (decoding, queueing, encoding, writing), and the runtime never
 // shrinks a stack while the goroutine is blocked in a read that deep. A
 // thousand idle connections would keep that, and a read buffer each. So a
-// connection that has been idle for Config.ParkAfter (or longer, see
+// connection that has been idle for its wait (a tenth of Config.ParkAfter
+// before its first park, Config.ParkAfter or longer after it, see
 // parkWait) parks:
 //
-//  1. The processor, on its tick, finds it waiting in awaitRequest
-//     (waitAwaiting) and asks it to park (askToPark): wakeReader moves it
+//  1. The processor, on its tick (or, for a connection that has not yet
+//     parked, on the quicker timer of parkFresh), finds it waiting in
+//     awaitRequest (waitAwaiting) and asks it to park (askToPark,
+//     parkFresh): wakeReader moves it
 //     to waitParking and sets a read deadline of now, which wakes the wait.
 //  2. The connection's goroutine sees waitParking (awaitEnd): it clears the
 //     deadline (under wakeMu, so after the processor has set it), stops its
@@ -51,9 +54,10 @@ import (
 // the processor then never asks, and a connection stays in waitBusy and
 // waitAwaiting.
 
-// DefaultParkAfter is how long a connection first waits for its next
-// request before it parks, when Config.ParkAfter is zero. A connection that
-// sends a request at least this often never parks. One that parks pays for
+// DefaultParkAfter is how long a connection waits for its next request
+// before it parks, when Config.ParkAfter is zero; a new connection's first
+// park comes after a tenth of it (10 ms, see parkWait). A connection that
+// sends a request at least this often parks at most once. One that parks pays for
 // it when it wakes (about 17 µs and 4 allocations; the first request a
 // host gets after it also copies the connection's description, which its
 // requests share and parking lets go of), so a
@@ -69,20 +73,36 @@ const (
 	parkedLong   = 8 // times the wait: a park that lasted less was not worth it
 )
 
-// parkWait is how long c waits for a request before it parks.
+// firstParkDivisor divides Config.ParkAfter into a new connection's wait
+// before its first park (see parkWait).
+const firstParkDivisor = 10
+
+// parkWait is how long c waits for a request before it parks. Before its
+// first park it is a tenth of Config.ParkAfter (10 ms by default): a
+// client's first requests (ApiVersions, the SASL exchange, Metadata) come
+// back to back, and one that then falls quiet is likely to stay quiet
+// (a client connected for metadata alone, or one of a reconnect storm).
+// Until it parks, a connection keeps the stack its goroutine grew while
+// serving and a pooled read buffer, and in a storm of thousands of new
+// connections per second the connections that wait to park add up: the
+// example broker's memory per idle connection, opened 32 at a time, fell
+// by a quarter when they parked after 10 ms rather than 100 (see
+// docs/performance.md). A connection that parks this soon and is woken
+// at once pays for one park (tens of microseconds) in its life: its next
+// wait is as if it had waited ParkAfter (adaptParkWait).
 func (c *conn) parkWait() time.Duration {
 	if d := time.Duration(c.parkDelay.Load()) * time.Microsecond; d > 0 {
 		return d
 	}
-	return c.p.srv.cfg.ParkAfter
+	return c.p.srv.cfg.ParkAfter / firstParkDivisor
 }
 
 // adaptParkWait doubles c's wait before parking when its park lasted
 // less than parkedLong times that wait, and halves it (down to ParkAfter)
-// when it lasted longer.
+// when it lasted longer. The first park's wait counts as ParkAfter.
 func (c *conn) adaptParkWait(parkedFor time.Duration) {
 	base := c.p.srv.cfg.ParkAfter
-	d := c.parkWait()
+	d := max(c.parkWait(), base)
 	if parkedFor < parkedLong*d {
 		d = min(2*d, max(maxParkAfter, base))
 	} else {

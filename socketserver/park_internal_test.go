@@ -32,6 +32,20 @@ func TestAdaptParkWait(t *testing.T) {
 	}
 }
 
+// A connection's first wait before parking is a tenth of ParkAfter.
+func TestFirstParkWait(t *testing.T) {
+	for _, tc := range []struct{ parkAfter, want time.Duration }{
+		{DefaultParkAfter, 10 * time.Millisecond},
+		{time.Second, 100 * time.Millisecond},
+		{time.Millisecond, 100 * time.Microsecond},
+	} {
+		c := conn{p: &processor{srv: &Server{cfg: Config{ParkAfter: tc.parkAfter}}}}
+		if got := c.parkWait(); got != tc.want {
+			t.Errorf("ParkAfter %v: first wait %v, want %v", tc.parkAfter, got, tc.want)
+		}
+	}
+}
+
 // A parked connection asked to park again (askToRepark, which the
 // processor does once the runtime starts goroutines on a smaller stack
 // than the parked one got) parks on a fresh goroutine if nothing arrived,

@@ -209,6 +209,35 @@ func TestParkWaitAdaptsToTheClient(t *testing.T) {
 	waitParked(t, srv, 1)
 }
 
+// A new connection parks after a tenth of ParkAfter idle, where one that
+// has parked and woken waits ParkAfter or longer: with ParkAfter 2 s, a
+// new connection parks well within a second of its answer (the code
+// before waited the 2 s), and once woken by a request it does not park
+// again within a second.
+func TestFirstParkComesSooner(t *testing.T) {
+	srv := socketservertest.NewServer(t, nil, func(c *socketserver.Config) {
+		withAPIs(c)
+		c.ParkAfter = 2 * time.Second
+	}, echoMetadata)
+	c := socketservertest.Dial(t, srv, "PLAINTEXT")
+	parked := func(within time.Duration) bool {
+		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			if srv.Stats().ParkedConnections == 1 {
+				return true
+			}
+		}
+		return false
+	}
+	for corr := range int32(2) {
+		versionsRoundTrip(t, c, corr)
+		if corr == 0 {
+			assert.True(t, parked(time.Second), "a new connection parks within a second, with ParkAfter 2 s")
+		} else {
+			assert.False(t, parked(time.Second), "a woken connection parks again within a second, with ParkAfter 2 s")
+		}
+	}
+}
+
 // A TLS connection parks too: the parked goroutine reads the raw bytes of
 // the next record, which crypto/tls then reads back in order, whether the
 // record arrives whole or split.
@@ -341,10 +370,11 @@ func TestParkAfterConfigurable(t *testing.T) {
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		metadataRoundTrip(t, c, 12, 1)
 		idleSince := time.Now()
-		assert.True(t, neverParked(srv, wait/2), "parked before ParkAfter")
+		assert.True(t, neverParked(srv, wait/20), "parked before its first wait, a tenth of ParkAfter")
 		waitParked(t, srv, 1)
-		assert.GreaterOrEqual(t, time.Since(idleSince), wait, "parked before ParkAfter")
+		assert.GreaterOrEqual(t, time.Since(idleSince), wait/10, "parked before its first wait, a tenth of ParkAfter")
 		metadataRoundTrip(t, c, 12, 2) // a parked connection still serves
+		assert.True(t, neverParked(srv, wait), "parked again before ParkAfter, woken at once")
 	})
 }
 

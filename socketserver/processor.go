@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,12 @@ type processor struct {
 	conns   map[*conn]struct{}
 	pending map[net.Conn]struct{} // sockets of a PROXY listener whose header is being read (serveProxied)
 	index   int32                 // next connection index; wraps to 0 after MaxInt32
+	// fresh is the connections not yet parked once, younger than
+	// Config.ParkAfter, which the processor looks at more often than at
+	// the others so that they park soon after their first wait (see
+	// parkWait, parkFresh); freshAdded tells run that add made one.
+	fresh      []*conn
+	freshAdded chan struct{}
 
 	busy atomic.Int64 // nanoseconds its connections spent decoding, queueing and writing
 
@@ -37,7 +44,7 @@ type processor struct {
 
 func newProcessor(s *Server, ls *listenerState, id int) *processor {
 	return &processor{id: id, srv: s, ls: ls, newConns: make(chan net.Conn, processorQueueSize),
-		conns: map[*conn]struct{}{}, pending: map[net.Conn]struct{}{}}
+		conns: map[*conn]struct{}{}, pending: map[net.Conn]struct{}{}, freshAdded: make(chan struct{}, 1)}
 }
 
 // run registers new connections and expires idle ones until the server
@@ -58,6 +65,14 @@ func (p *processor) run() {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// While new connections wait for their first park, a timer looks at
+	// them alone, at half their first wait: armed when one is added, not
+	// while there is none.
+	freshEvery := min(max(p.srv.cfg.ParkAfter/firstParkDivisor/2, time.Millisecond), every)
+	fresh := time.NewTimer(freshEvery)
+	fresh.Stop()
+	defer fresh.Stop()
+	freshArmed := false
 	for {
 		excess, overLimit := p.srv.quotas.claimExcess(p.ls.cfg.Name)
 		if excess {
@@ -72,6 +87,15 @@ func (p *processor) run() {
 			p.register(nc)
 		case now := <-t.C:
 			p.expireIdle(now)
+		case <-p.freshAdded:
+			if !freshArmed {
+				fresh.Reset(freshEvery)
+				freshArmed = true
+			}
+		case now := <-fresh.C:
+			if freshArmed = p.parkFresh(now); freshArmed {
+				fresh.Reset(freshEvery)
+			}
 		case <-overLimit:
 		case <-p.srv.quit:
 			// The acceptor may still hand over a connection it admitted
@@ -233,7 +257,46 @@ func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 	c.entry = connreg.Add(p.srv.registry, rec, c)
 	delete(p.pending, c.nc)
 	p.conns[c] = struct{}{}
+	if p.srv.cfg.ParkAfter > 0 {
+		p.fresh = append(p.fresh, c)
+		select {
+		case p.freshAdded <- struct{}{}:
+		default: // run has yet to see the last one
+		}
+	}
 	return true
+}
+
+// parkFresh asks the fresh connections that wait for a request, idle for
+// their first wait, to park, and lets go of those that have parked, closed
+// or grown older than Config.ParkAfter: the tick (expireIdle) looks after
+// them from then on. It reports whether any is left. It holds
+// processor.mu, and takes each asked connection's wakeMu inside it (see
+// the lock order in conn.go); it allocates nothing.
+func (p *processor) parkFresh(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keep := p.fresh[:0]
+	for _, c := range p.fresh {
+		if c.reason.Load() != nil || c.parkDelay.Load() != 0 || now.Sub(c.entry.ConnectedAt()) >= p.srv.cfg.ParkAfter {
+			continue // closed, parked once, or old: the tick's
+		}
+		switch c.wait.Load() {
+		case waitParking, waitParked, waitReparking:
+			continue
+		case waitAwaiting:
+			if c.idleFor(now) >= c.parkWait() && c.wakeReader(wakeToPark) {
+				continue
+			}
+		}
+		keep = append(keep, c)
+	}
+	clear(p.fresh[len(keep):])
+	p.fresh = keep
+	if cap(p.fresh) > 64 && len(p.fresh) < cap(p.fresh)/4 { // after a storm of connections, do not keep its slots
+		p.fresh = slices.Clone(p.fresh)
+	}
+	return len(p.fresh) > 0
 }
 
 // newRequestContext makes the context its requests carry (Request.Context) when
