@@ -270,7 +270,7 @@ type Config struct {
 	// ParkAfter is how long an idle connection waits for its next request
 	// before it parks, giving back its read buffer and all but the
 	// smallest goroutine stack; a new connection's first park comes after
-	// a tenth of it, and a connection woken soon after parking waits
+	// a twentieth of it, and a connection woken soon after parking waits
 	// longer before its next park (see DefaultParkAfter). Zero means
 	// DefaultParkAfter; negative disables parking.
 	ParkAfter time.Duration

@@ -17,7 +17,7 @@ import (
 // a request (decoding, queueing, encoding, writing), and the runtime never
 // shrinks a stack while the goroutine is blocked in a read that deep. A
 // thousand idle connections would keep that, and a read buffer each. So a
-// connection that has been idle for its wait (a tenth of Config.ParkAfter
+// connection that has been idle for its wait (a twentieth of Config.ParkAfter
 // before its first park, Config.ParkAfter or longer after it, see
 // parkWait) parks:
 //
@@ -56,7 +56,7 @@ import (
 
 // DefaultParkAfter is how long a connection waits for its next request
 // before it parks, when Config.ParkAfter is zero; a new connection's first
-// park comes after a tenth of it (10 ms, see parkWait). A connection that
+// park comes after a twentieth of it (5 ms, see parkWait). A connection that
 // sends a request at least this often parks at most once. One that parks pays for
 // it when it wakes (about 17 µs and 4 allocations; the first request a
 // host gets after it also copies the connection's description, which its
@@ -75,10 +75,10 @@ const (
 
 // firstParkDivisor divides Config.ParkAfter into a new connection's wait
 // before its first park (see parkWait).
-const firstParkDivisor = 10
+const firstParkDivisor = 20
 
 // parkWait is how long c waits for a request before it parks. Before its
-// first park it is a tenth of Config.ParkAfter (10 ms by default): a
+// first park it is a twentieth of Config.ParkAfter (5 ms by default): a
 // client's first requests (ApiVersions, the SASL exchange, Metadata) come
 // back to back, and one that then falls quiet is likely to stay quiet
 // (a client connected for metadata alone, or one of a reconnect storm).
@@ -86,8 +86,8 @@ const firstParkDivisor = 10
 // serving and a pooled read buffer, and in a storm of thousands of new
 // connections per second the connections that wait to park add up: the
 // example broker's memory per idle connection, opened 32 at a time, fell
-// by a quarter when they parked after 10 ms rather than 100 (see
-// docs/performance.md). A connection that parks this soon and is woken
+// by a quarter when they parked after 10 ms rather than 100, and a little
+// more after 5 ms (see docs/performance.md). A connection that parks this soon and is woken
 // at once pays for one park (tens of microseconds) in its life: its next
 // wait is as if it had waited ParkAfter (adaptParkWait).
 func (c *conn) parkWait() time.Duration {

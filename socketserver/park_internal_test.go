@@ -32,12 +32,12 @@ func TestAdaptParkWait(t *testing.T) {
 	}
 }
 
-// A connection's first wait before parking is a tenth of ParkAfter.
+// A connection's first wait before parking is a twentieth of ParkAfter.
 func TestFirstParkWait(t *testing.T) {
 	for _, tc := range []struct{ parkAfter, want time.Duration }{
-		{DefaultParkAfter, 10 * time.Millisecond},
-		{time.Second, 100 * time.Millisecond},
-		{time.Millisecond, 100 * time.Microsecond},
+		{DefaultParkAfter, 5 * time.Millisecond},
+		{time.Second, 50 * time.Millisecond},
+		{time.Millisecond, 50 * time.Microsecond},
 	} {
 		c := conn{p: &processor{srv: &Server{cfg: Config{ParkAfter: tc.parkAfter}}}}
 		if got := c.parkWait(); got != tc.want {

@@ -272,7 +272,8 @@ func (p *processor) add(c *conn, rec connregistry.Conn) bool {
 // or grown older than Config.ParkAfter: the tick (expireIdle) looks after
 // them from then on. It reports whether any is left. It holds
 // processor.mu, and takes each asked connection's wakeMu inside it (see
-// the lock order in conn.go); it allocates nothing.
+// the lock order in conn.go). It allocates only to shrink its list after
+// a storm of connections.
 func (p *processor) parkFresh(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
