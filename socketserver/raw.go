@@ -921,10 +921,13 @@ func (c *conn) streamHead(size int32, apis *apiTable, m *frameMemory) ([]byte, e
 		if len(b) == want { // the head does not fit the read buffer, or does not parse
 			return nil, nil
 		}
-		var err error
-		if b, err = c.br.Peek(want); err != nil {
+		// Read what has come, at least a byte more: not want bytes, which
+		// may be more than the client sends before it hears back (a head
+		// after the size alone, as a parked connection reads it).
+		if _, err := c.br.Peek(len(b) + 1); err != nil {
 			return nil, noEOF(err)
 		}
+		b, _ = c.br.Peek(min(want, c.br.Buffered()))
 	}
 }
 

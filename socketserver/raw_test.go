@@ -765,26 +765,57 @@ func TestRawStreamedBodies(t *testing.T) {
 }
 
 // A streamed request is handed over as soon as its head (header, and a
-// Produce's body up to acks) has come, read from the bytes that came with
-// its size: the server does not wait for more of the body first.
+// Produce's body up to acks) has come, without waiting for more of the
+// body: read from the bytes that came with its size, from bytes that came
+// after the size alone, and on a parked connection, whose parked
+// goroutine reads the size alone and hands the rest to the connection.
+// (The last two waited for a read buffer's worth of the body, which a
+// client that sends only the head before it hears back never sends.)
 func TestRawStreamedHeadHandedOverAtOnce(t *testing.T) {
-	held := make(chan *socketserver.Request, 1)
-	srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) { c.APIs = rawAPIs(64 << 10) },
-		socketserver.HandlerFunc(func(r *socketserver.Request) { held <- r }))
-	c := socketservertest.Dial(t, srv, "PLAINTEXT")
-	f := formatter.AppendRequest(nil, produceOf(1<<20), 1)
-	const first = 64 // the size, the header, acks and some of the records, less than the read buffer
-	_, err := c.Write(f[:first])
-	require.NoError(t, err)
-	r := recv(t, held) // fails after its wait if the server waits for more
-	require.True(t, r.Raw.Streamed())
-	go func() { _, _ = c.Write(f[first:]) }()
-	var body bytes.Buffer
-	_, err = io.Copy(&body, r.Raw)
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(f[4+len(r.Raw.Header()):], body.Bytes()), "the body as sent")
-	require.NoError(t, r.RespondRaw(rawResponseOf(0, 1)))
-	require.Equal(t, rawResponseOf(0, 1), readRawResponse(t, c, 1, true))
+	for _, tc := range []struct {
+		name  string
+		park  bool // the connection parks before the request
+		split bool // the size alone first, then the head
+	}{
+		{"the head with its size", false, false},
+		{"the size alone, then the head", false, true},
+		{"parked, then the head with its size", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held := make(chan *socketserver.Request, 1)
+			srv := socketservertest.NewServer(t, streamProps, func(c *socketserver.Config) {
+				c.APIs = rawAPIs(64 << 10)
+				c.ParkAfter = -1
+				if tc.park {
+					c.ParkAfter = time.Millisecond
+				}
+			}, socketserver.HandlerFunc(func(r *socketserver.Request) { held <- r }))
+			c := socketservertest.Dial(t, srv, "PLAINTEXT")
+			if tc.park {
+				waitParked(t, srv, 1)
+			}
+			f := formatter.AppendRequest(nil, produceOf(1<<20), 1)
+			const first = 64 // the size, the header, acks and some of the records, less than the read buffer
+			sent := 0
+			if tc.split {
+				_, err := c.Write(f[:4])
+				require.NoError(t, err)
+				sent = 4
+				time.Sleep(50 * time.Millisecond) // the server reads the size alone
+			}
+			_, err := c.Write(f[sent:first])
+			require.NoError(t, err)
+			r := recv(t, held) // fails after its wait if the server waits for more
+			require.True(t, r.Raw.Streamed())
+			go func() { _, _ = c.Write(f[first:]) }()
+			var body bytes.Buffer
+			_, err = io.Copy(&body, r.Raw)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(f[4+len(r.Raw.Header()):], body.Bytes()), "the body as sent")
+			require.NoError(t, r.RespondRaw(rawResponseOf(0, 1)))
+			require.Equal(t, rawResponseOf(0, 1), readRawResponse(t, c, 1, true))
+		})
+	}
 }
 
 // A host that answers a streamed request without reading its body, or
