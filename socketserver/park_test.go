@@ -220,22 +220,21 @@ func TestFirstParkComesSooner(t *testing.T) {
 		c.ParkAfter = 2 * time.Second
 	}, echoMetadata)
 	c := socketservertest.Dial(t, srv, "PLAINTEXT")
-	parked := func(within time.Duration) bool {
-		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-			if srv.Stats().ParkedConnections == 1 {
-				return true
-			}
-		}
-		return false
-	}
-	for corr := range int32(2) {
-		versionsRoundTrip(t, c, corr)
-		if corr == 0 {
-			assert.True(t, parked(time.Second), "a new connection parks within a second, with ParkAfter 2 s")
-		} else {
-			assert.False(t, parked(time.Second), "a woken connection parks again within a second, with ParkAfter 2 s")
+	versionsRoundTrip(t, c, 0)
+	assert.True(t, parksWithin(srv, time.Second), "a new connection parks within a second, with ParkAfter 2 s")
+	versionsRoundTrip(t, c, 1)
+	assert.False(t, parksWithin(srv, time.Second), "a woken connection parks again within a second, with ParkAfter 2 s")
+}
+
+// parksWithin samples srv's parked connections for up to d and reports
+// whether any parked.
+func parksWithin(srv *socketserver.Server, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if srv.Stats().ParkedConnections != 0 {
+			return true
 		}
 	}
+	return false
 }
 
 // A TLS connection parks too: the parked goroutine reads the raw bytes of
@@ -340,23 +339,12 @@ func TestParkingRacesRequests(t *testing.T) {
 // never parks, and idle expiry still closes it); a positive one is the
 // wait before the first park, in place of DefaultParkAfter.
 func TestParkAfterConfigurable(t *testing.T) {
-	// neverParked samples the parked count for d and reports whether it
-	// stayed at zero.
-	neverParked := func(srv *socketserver.Server, d time.Duration) bool {
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if srv.Stats().ParkedConnections != 0 {
-				return false
-			}
-		}
-		return true
-	}
-
 	t.Run("negative: never parks", func(t *testing.T) {
 		srv := socketservertest.NewServer(t, config.Properties{"connections.max.idle.ms": "1500"},
 			func(c *socketserver.Config) { withAPIs(c); c.ParkAfter = -1 }, echoMetadata)
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		metadataRoundTrip(t, c, 12, 1)
-		assert.True(t, neverParked(srv, 10*socketserver.DefaultParkAfter), "parked with parking off")
+		assert.False(t, parksWithin(srv, 10*socketserver.DefaultParkAfter), "parked with parking off")
 		metadataRoundTrip(t, c, 12, 2)
 		requireClosedNoResponse(t, c) // connections.max.idle.ms still applies
 		closed := srv.Registry().Closed(connregistry.Filter{})
@@ -370,11 +358,11 @@ func TestParkAfterConfigurable(t *testing.T) {
 		c := socketservertest.Dial(t, srv, "PLAINTEXT")
 		metadataRoundTrip(t, c, 12, 1)
 		idleSince := time.Now()
-		assert.True(t, neverParked(srv, wait/40), "parked before its first wait, a twentieth of ParkAfter")
+		assert.False(t, parksWithin(srv, wait/40), "parked before its first wait, a twentieth of ParkAfter")
 		waitParked(t, srv, 1)
 		assert.GreaterOrEqual(t, time.Since(idleSince), wait/40, "parked before its first wait, a twentieth of ParkAfter")
 		metadataRoundTrip(t, c, 12, 2) // a parked connection still serves
-		assert.True(t, neverParked(srv, wait), "parked again before ParkAfter, woken at once")
+		assert.False(t, parksWithin(srv, wait), "parked again before ParkAfter, woken at once")
 	})
 }
 
