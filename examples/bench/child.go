@@ -55,6 +55,12 @@ type bench struct {
 	fileLimit   uint64 // RLIMIT_NOFILE, inherited by the children
 	log         io.Writer
 
+	// placements are scenario a's pinned placements of the bench and a
+	// server (-pin), none when it is off or the bench may use one CPU;
+	// allowedCPUs are the CPUs the bench may use, restored after each.
+	placements  []placement
+	allowedCPUs cpuMask
+
 	// Scenario h's Produce request, built once.
 	produceFrameOnce sync.Once
 	produceFrame     []byte
@@ -86,6 +92,14 @@ func newBench(ctx context.Context, o options, log io.Writer) (b *bench, cleanup 
 	}
 	b = &bench{opts: o, exe: exe, dialer: newDialer(clientTLS), fileLimit: limit, log: log,
 		env: append(os.Environ(), envTLSKey+"="+key, envTLSChain+"="+chain)}
+	if o.pin && slices.Contains(o.scenarios, "a") && slices.Contains(o.rawConns, 1) {
+		if b.placements, b.allowedCPUs, err = placements(); err != nil {
+			return nil, nil, fmt.Errorf("-pin: %w", err)
+		}
+		if len(b.placements) == 0 {
+			fmt.Fprintln(log, "bench: -pin: the bench may use one CPU: scenario a measures no pinned placement")
+		}
+	}
 	if o.perfDir != "" {
 		if err := os.MkdirAll(o.perfDir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("-perf-dir: %w", err)

@@ -103,6 +103,14 @@
 //	   listed round by round under the table; their medians are judged:
 //	   ApiVersions req/s at least 0.95 × echo at 64 and 1 connection, p99
 //	   at most 1 × echo at 64.
+//	   With -pin (the default, on Linux with two CPUs or more), ApiVersions
+//	   at 1 connection again with every thread of the bench and of the
+//	   server pinned to one CPU ("conns=1, one CPU"), then each to a CPU
+//	   of its own ("conns=1, two CPUs"), the 1-connection target judged on
+//	   each too. Left free, the kernel runs a one-connection ping-pong on
+//	   one CPU or across two, in stretches whose round trips differ by
+//	   half, and which it settles on depends on both processes' threads
+//	   and timers: pinned, each placement is measured apart.
 //	b  kgo producing -records records of -record-size bytes (1,000,000 of
 //	   100; -quick 100,000) to a 3-partition topic: records/s, MB/s, server
 //	   CPU ms per MB (not for echo).
@@ -294,6 +302,10 @@
 //		[a, d, e, f] One measured run (default 2s; -quick 500ms).
 //	-conns list
 //		[a, p] The connection counts (default 1,8,64).
+//	-pin
+//		[a] With 1 among -conns, also measure one connection with the
+//		bench and the server pinned to one CPU, then to one each
+//		(default true; -pin=false: not).
 //	-records n
 //		[b] Records produced (default 1000000; -quick 100000).
 //	-record-size n

@@ -36,6 +36,7 @@ type options struct {
 	quick          bool
 	duration       time.Duration // one measured run of (a), (d), (e) and (f)
 	rawConns       []int         // connection counts of (a) and (p)
+	pin            bool          // (a): also one connection with the bench and the server pinned, on one CPU and on two (Linux)
 	records        int           // records produced in (b)
 	recordSize     int
 	produceDiscard bool          // (b): servers that discard records instead of storing them
@@ -88,6 +89,8 @@ func flagSet(o *options, r *rawFlags, stderr io.Writer) *flag.FlagSet {
 		"50 MB in scenarios g and p, 2 s windows in scenario i")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "length of one measured run of scenarios a, d, e and f (-quick: 500ms)")
 	fs.StringVar(&r.conns, "conns", "1,8,64", "connection counts of scenarios a and p")
+	fs.BoolVar(&o.pin, "pin", true, "scenario a, with 1 among -conns: also measure ApiVersions at one connection with the bench and the server\n"+
+		"pinned to one CPU (case \"conns=1, "+oneCPU+"\") and each to its own (\"conns=1, "+twoCPUs+"\"), on Linux with two CPUs or more")
 	fs.IntVar(&o.records, "records", 1_000_000, "records produced in scenario b (-quick: 100000)")
 	fs.IntVar(&o.recordSize, "record-size", 100, "bytes in each record's value in scenario b")
 	fs.BoolVar(&o.produceDiscard, "produce-discard", false, "scenario b: compare kafkanet's minimal server, which discards records,\n"+

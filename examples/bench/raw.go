@@ -25,6 +25,10 @@ func (b *bench) rawInfo() scenarioInfo {
 			"server's read and write system calls (syscr, syscw of /proc/PID/io) over the run / requests.",
 			"req/s × echo and p99 × echo: kafkanet's (kafkanet-inline's) value over echo's of the same round and case, one per round, listed",
 			"under the table; their median is judged. Targets: ApiVersions req/s at least 0.95 × echo at 64 and 1 connection, p99 at most 1 × echo at 64.",
+			"\"conns=1, " + oneCPU + "\" and \"conns=1, " + twoCPUs + "\" (-pin): ApiVersions at one connection again, with every thread of the bench and of the",
+			"server pinned to the same CPU, then each to its own. Left free, the kernel runs the two on one CPU or across two, in long stretches",
+			"that differ in round trip by half, and which it settles on depends on both processes' threads and timers, not the server's work",
+			"alone: pinned, each placement is measured apart, and the 1-connection target is judged on each as on the free case.",
 		}, Ratios: []ratioPair{{kafkanetServer, echoServer}, {kafkanetInlineServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}},
 		Paired:  rawPaired,
 		Targets: rawTargets}
@@ -44,6 +48,8 @@ var rawTargets = []target{
 	{Case: "conns=64", Metric: "req/s × echo", Bound: 0.95},
 	{Case: "conns=64", Metric: "p99 × echo", AtMost: true, Bound: 1},
 	{Case: "conns=1", Metric: "req/s × echo", Bound: 0.95},
+	{Case: placedCase(oneCPU), Metric: "req/s × echo", Bound: 0.95},
+	{Case: placedCase(twoCPUs), Metric: "req/s × echo", Bound: 0.95},
 }
 
 // metadataCase is (a)'s case of Metadata at one connection.
@@ -80,6 +86,15 @@ func (b *bench) runRaw(ctx context.Context, server serverKind) ([]sample, error)
 			return out, fmt.Errorf("Metadata: %w", err)
 		}
 		out = res.samples(out, metadataCase)
+		if server != kafkanetInlineServer {
+			for _, p := range b.placements { // last: the server is left pinned
+				res, err := b.runPlaced(ctx, c, p, apiVersionsLoad())
+				if err != nil {
+					return out, fmt.Errorf("1 connection, %s: %w", p.Name, err)
+				}
+				out = res.samples(out, placedCase(p.Name))
+			}
+		}
 	}
 	return out, c.stop()
 }
