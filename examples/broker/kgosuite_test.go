@@ -37,8 +37,9 @@ func TestKgoIntegrationSuite(t *testing.T) {
 	goTool := requireTool(t, "go", "the Go toolchain")
 	c := startTestCluster(t, 1)
 
-	// franz-go's tests get a timeout of their own that ends a minute
-	// before this test's: a test of theirs that hangs then makes their
+	// franz-go's tests get a timeout of their own that ends 90 s before
+	// this test's deadline, a minute before the context that stops them:
+	// a test of theirs that hangs then makes their
 	// binary panic, naming the tests still running, which this test
 	// reports, where being killed at its own deadline would tell nothing.
 	ctx, timeout := t.Context(), 20*time.Minute

@@ -251,7 +251,7 @@ func (r *Registry) dropLocked(e *Entry) {
 	r.open[last] = nil
 	r.open = r.open[:last]
 	if cap(r.open) > 64 && len(r.open) < cap(r.open)/4 { // after a storm of connections, do not keep its slots
-		r.open = slices.Clip(slices.Clone(r.open))
+		r.open = slices.Clone(r.open)
 	}
 }
 
@@ -349,8 +349,6 @@ func (e *Entry) SetPrincipal(p connregistry.Principal) {
 	e.mu.Unlock()
 }
 
-// extLocked returns the description's optional part, making it; e.mu is
-// held.
 // throttleLocked returns the connection's throttles, nil if it was never
 // throttled; e.mu is held.
 func (e *Entry) throttleLocked() *throttle {
@@ -360,6 +358,8 @@ func (e *Entry) throttleLocked() *throttle {
 	return e.ext.throttle
 }
 
+// extLocked returns the description's optional part, making it; e.mu is
+// held.
 func (e *Entry) extLocked() *infoExt {
 	if e.ext == nil {
 		e.ext = new(infoExt)
