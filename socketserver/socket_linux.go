@@ -253,7 +253,13 @@ func (wr *rawWrite) writev(fd uintptr) bool {
 		if c := rawCalls.Load(); c != nil {
 			c.writes.Add(1)
 		}
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		var n uintptr
+		var e syscall.Errno
+		if len(iov) == 1 { // one piece (most responses): write, which spares the kernel reading the vector
+			n, _, e = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(iov[0].Base)), uintptr(iov[0].Len))
+		} else {
+			n, _, e = syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		}
 		switch e {
 		case 0:
 		case syscall.EINTR:
