@@ -257,12 +257,24 @@ func (r *Registry) dropLocked(e *Entry) {
 
 // decay returns what the rates' sums, decayed to lastActivity, keep at
 // now: e^(-(now-lastActivity)/window), 1 when now is not later.
+//
+// A busy connection decays its sums twice a request, microseconds apart:
+// for an exponent under shortDecay (6 ms of a minute's window) the series
+// to its fourth term gives math.Exp's value within an ulp, at a fraction
+// of its cost.
 func decay(lastActivity, now int64) float64 {
 	if now <= lastActivity {
 		return 1
 	}
-	return math.Exp(-float64(now-lastActivity) / windowNanos)
+	x := float64(now-lastActivity) / windowNanos
+	if x < shortDecay {
+		return 1 - x*(1-x*(0.5-x/6)) // the rest, under x⁴/24, is below the last bit
+	}
+	return math.Exp(-x)
 }
+
+// shortDecay bounds the exponents decay takes from its series.
+const shortDecay = 1e-4
 
 // activeLocked moves lastActivity to now, decaying the rates' sums to it;
 // a time earlier than lastActivity (a request read before a response
