@@ -1505,11 +1505,14 @@ func (c *conn) writeFailed(err error) {
 	}
 }
 
-// wrote records a response of n bytes written.
+// wrote records a response of n bytes written. It reads the monotonic
+// clock alone (time.Since of the epoch), one read where time.Now makes two:
+// the connection's activity is kept relative to the epoch anyway.
 func (c *conn) wrote(n int) {
-	now := time.Now()
-	c.touch(now)
-	c.entry.Response(now, n)
+	epoch := c.p.srv.epoch
+	since := time.Since(epoch)
+	c.active.Store(int64(since))
+	c.entry.Response(epoch.Add(since), n)
 }
 
 // noteClientSoftware records KIP-511's client software name and version
