@@ -1510,9 +1510,9 @@ func (c *conn) writeFailed(err error) {
 // the connection's activity is kept relative to the epoch anyway.
 func (c *conn) wrote(n int) {
 	epoch := c.p.srv.epoch
-	since := time.Since(epoch)
-	c.active.Store(int64(since))
-	c.entry.Response(epoch.Add(since), n)
+	now := epoch.Add(time.Since(epoch))
+	c.touch(now)
+	c.entry.Response(now, n)
 }
 
 // noteClientSoftware records KIP-511's client software name and version
