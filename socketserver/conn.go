@@ -1505,12 +1505,12 @@ func (c *conn) writeFailed(err error) {
 	}
 }
 
-// wrote records a response of n bytes written. It reads the monotonic
-// clock alone (time.Since of the epoch), one read where time.Now makes two:
-// the connection's activity is kept relative to the epoch anyway.
+// wrote records a response of n bytes written. Its time comes from
+// time.Now, whose wall reading the registry keeps (Info.LastActivity): a
+// time made from the epoch and the monotonic clock alone would be off by
+// any step of the system's clock since the server started.
 func (c *conn) wrote(n int) {
-	epoch := c.p.srv.epoch
-	now := epoch.Add(time.Since(epoch))
+	now := time.Now()
 	c.touch(now)
 	c.entry.Response(now, n)
 }
