@@ -87,9 +87,10 @@ const firstParkDivisor = 20
 // connections per second the connections that wait to park add up: the
 // example broker's memory per idle connection, opened 32 at a time, fell
 // by a quarter when they parked after 10 ms rather than 100, and a little
-// more after 5 ms (see docs/performance.md). A connection that parks this soon and is woken
-// at once pays for one park (tens of microseconds) in its life: its next
-// wait is as if it had waited ParkAfter (adaptParkWait).
+// more after 5 ms (see docs/performance.md). A connection that parks this
+// soon and is woken at once pays for one park (tens of microseconds) in
+// its life: its next wait is as if it had waited ParkAfter
+// (adaptParkWait).
 func (c *conn) parkWait() time.Duration {
 	if d := time.Duration(c.parkDelay.Load()) * time.Microsecond; d > 0 {
 		return d
