@@ -58,7 +58,11 @@ func TestPinProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	time.Sleep(100 * time.Millisecond) // the runtime has started its threads
+	// Wait until the runtime has started threads beside the main one: how
+	// soon depends on the machine's load (a race build starts slowly).
+	for deadline := time.Now().Add(10 * time.Second); len(allowedCPUs(t, cmd.Process.Pid)) < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	last := all.cpus()[len(all.cpus())-1]
 	var one cpuMask
 	one.add(last)
