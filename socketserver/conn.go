@@ -2,6 +2,7 @@ package socketserver
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -672,7 +673,7 @@ func (c *conn) awaitRequest() (ok, parked bool) {
 		return false, false
 	}
 	for c.br.Buffered() == 0 {
-		if c.rw != c.nc { // a record's bytes count as they arrive (arrival.go)
+		if !c.plain() { // a record's bytes count as they arrive (arrival.go)
 			c.awaitArrival()
 		}
 		c.awaitBegin()
@@ -1426,6 +1427,15 @@ func (c *conn) releaseMemory() {
 	}
 }
 
+// plain reports whether c reads and writes its socket in the clear: its
+// rw is the socket itself, not crypto/tls over it. It asks rw's type, one
+// comparison, where comparing rw with nc compares two interfaces through
+// the runtime, on every request.
+func (c *conn) plain() bool {
+	_, isTLS := c.rw.(*tls.Conn)
+	return !isTLS
+}
+
 func (c *conn) writeFrame(b []byte) error {
 	n := len(b)
 	if c.turn.Load() {
@@ -1438,7 +1448,7 @@ func (c *conn) writeFrame(b []byte) error {
 	if len(b) > 0 {
 		c.moveWriteDeadline()
 		var err error
-		if c.rw == c.nc {
+		if c.plain() {
 			_, err = c.writeSocket(b)
 		} else {
 			_, err = c.rw.Write(b)
@@ -1467,7 +1477,7 @@ const turnWriteWait = time.Millisecond
 // turn.
 func (c *conn) writeInTurn(b []byte) ([]byte, error) {
 	defer c.endTurn()
-	if c.rw != c.nc {
+	if !c.plain() {
 		return b, nil
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(turnWriteWait))

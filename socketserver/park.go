@@ -304,7 +304,7 @@ func (c *conn) socket() *socketReader { return (*socketReader)(c) }
 
 // readSource is what the connection's read buffer reads from.
 func (c *conn) readSource() io.Reader {
-	if c.rw == c.nc {
+	if c.plain() {
 		return c.socket()
 	}
 	return c.rw

@@ -889,7 +889,7 @@ func zeroCopyDest(w io.Writer) io.ReaderFrom {
 // connection whose read buffer, and the bytes its parked goroutine read,
 // are empty.
 func (c *conn) spliceSource() *net.TCPConn {
-	if c.rw != c.nc || c.pre.n > 0 || c.br.Buffered() > 0 {
+	if !c.plain() || c.pre.n > 0 || c.br.Buffered() > 0 {
 		return nil
 	}
 	tc, _ := c.nc.(*net.TCPConn)

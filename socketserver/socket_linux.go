@@ -346,7 +346,7 @@ func (w vecWriter) done() {
 // sock returns c's rawSocket, when it writes to its socket in the clear
 // and holds one.
 func (c *conn) sock() *rawSocket {
-	if c.rw != c.nc {
+	if !c.plain() {
 		return nil
 	}
 	s, _ := c.pre.r.(*rawSocket)
