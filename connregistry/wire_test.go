@@ -1,6 +1,7 @@
 package connregistry_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -216,11 +217,31 @@ func TestMalformed(t *testing.T) {
 	} {
 		assert.Error(t, resp.ReadFrom(b), "%x", b)
 	}
-	// A peer claiming 2^31 connections in 10 bytes costs nothing.
+	// A peer claiming 2^31 connections in 10 bytes costs next to nothing:
+	// what the decoder makes is bounded by the bytes that arrived.
 	claim := []byte{0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x08}
 	assert.Error(t, resp.ReadFrom(claim))
+	assert.LessOrEqual(t, bytesPerCall(func() { _ = resp.ReadFrom(claim) }), uint64(claimBudget))
 	var req connregistry.ListClientConnectionsRequest
 	assert.Error(t, req.ReadFrom([]byte{0x05, 'a'}))
+}
+
+// claimBudget is the most a decoder may allocate, on average, for a
+// message of a few bytes that claims a huge array: its error and what it
+// decoded (480 bytes measured for ListClientConnections), less than three
+// of the records claimed (a ConnectionRecord is 384 bytes).
+const claimBudget = 1 << 10
+
+// bytesPerCall is what f allocates on the heap, on average over 100 calls
+// (another goroutine's allocations only add to it).
+func bytesPerCall(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / 100
 }
 
 func FuzzDecode(f *testing.F) {

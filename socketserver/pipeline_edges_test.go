@@ -93,12 +93,22 @@ func TestWriteToAfterTheWholeBody(t *testing.T) {
 	var sink bytes.Buffer
 	_, err := sink.ReadFrom(r.Raw) // whole body
 	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond)                                // the watcher starts reading
-	write(t, c, formatter.AppendRequest(nil, metadataReq(1), 1)[:3]) // a few bytes of the next request
+	body := sink.Len()
+	time.Sleep(50 * time.Millisecond) // the watcher starts reading
+	next := formatter.AppendRequest(nil, metadataReq(1), 1)
+	write(t, c, next[:3]) // a few bytes of the next request
 	time.Sleep(50 * time.Millisecond)
-	_, err = r.Raw.WriteTo(&sink) // nothing left
+	n, err := r.Raw.WriteTo(&sink) // nothing left
 	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, body, sink.Len())
 	require.NoError(t, r.RespondRaw(rawResponseOf(0, 0)))
+	require.Equal(t, rawResponseOf(0, 0), readRawResponse(t, c, 0, true))
+	// The next request's first bytes were left where they were.
+	write(t, c, next[3:])
+	r = recv(t, reqs)
+	assert.Equal(t, int16(3), r.APIKey)
+	assert.Equal(t, int32(1), r.CorrelationID)
 }
 
 // Shutdown while a pipelined request is held and the client's next frame

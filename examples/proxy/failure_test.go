@@ -45,9 +45,16 @@ type relayConn struct {
 	answered       chan struct{}
 }
 
+// relayHost is the loopback address relays listen on. A relay stopped
+// and started again binds its port a second time; on 127.0.0.1 the
+// kernel may meanwhile have given that port to one of the test's
+// outgoing connections, as it never does on an address no socket dials
+// from.
+const relayHost = "127.0.0.67"
+
 func newRelay(t *testing.T, target string) *relay {
 	r := &relay{t: t, target: target, conns: map[*relayConn]struct{}{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", relayHost+":0")
 	require.NoError(t, err)
 	r.addr = ln.Addr().String()
 	r.serve(ln)

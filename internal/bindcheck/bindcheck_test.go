@@ -48,9 +48,15 @@ func TestAllowed(t *testing.T) {
 	}
 }
 
-// listenFor listens on addr until the watcher has read the sockets twice.
-func listenFor(t *testing.T, addr string) {
+// listenFor listens on addr until the watcher has read the sockets twice,
+// or, for an address it must report, long enough for a watcher on a loaded
+// machine to be scheduled and see it (see TestChildListens).
+func listenFor(t *testing.T, addr string, reported bool) {
 	t.Helper()
+	if reported {
+		listenLong(t, addr, 1000*Interval)
+		return
+	}
 	listenLong(t, addr, 100*Interval)
 }
 
@@ -93,7 +99,15 @@ func TestWatch(t *testing.T) {
 				w.Stop()
 				t.Skipf("cannot listen on %s here: %v", tc.addr, err)
 			} else {
-				time.Sleep(100 * Interval)
+				if tc.bad { // until the watcher has seen it, however loaded the machine
+					require.Eventually(t, func() bool {
+						w.mu.Lock()
+						defer w.mu.Unlock()
+						return len(w.bad) > 0
+					}, 10*time.Second, Interval, "the watcher never saw %s", tc.addr)
+				} else {
+					time.Sleep(100 * Interval) // the watcher reads the sockets twice or more
+				}
 				ln.Close()
 			}
 			bad := w.Stop()
@@ -180,7 +194,7 @@ func TestWrap(t *testing.T) {
 			r, wr, err := os.Pipe()
 			require.NoError(t, err)
 			os.Stderr = wr
-			code := Wrap(runFunc(func() int { listenFor(t, tc.addr); return 0 })).Run()
+			code := Wrap(runFunc(func() int { listenFor(t, tc.addr, tc.want != 0); return 0 })).Run()
 			os.Stderr = stderr
 			wr.Close()
 			msg, _ := readAll(r)

@@ -219,7 +219,8 @@ func TestManagerSetInvalid(t *testing.T) {
 	assert.NoError(t, m.Set(user, quota.RequestPercentage, 0.5), "a fractional percentage")
 }
 
-// Concurrent records, changes and listings (run with -race).
+// Concurrent records, changes and listings (run with -race), leaving what
+// the last changes made.
 func TestManagerConcurrent(t *testing.T) {
 	m := quota.NewManager(quota.Config{Samples: 2, Window: time.Millisecond})
 	var wg sync.WaitGroup
@@ -241,6 +242,7 @@ func TestManagerConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	assert.Empty(t, m.Quotas(), "each client's last change removed its quota (i = 475)")
 }
 
 func TestThreadPercent(t *testing.T) {
