@@ -1,5 +1,6 @@
-// Command broker is kafkanet's example broker. It resolves a broker's
-// listener configuration the way Apache Kafka does and prints one row per
+// Command broker is kafkanet's example broker: it serves Kafka clients from
+// an in-memory store on listeners configured the way Apache Kafka's are.
+// With -check it only resolves that configuration and prints one row per
 // listener: where it binds, what it advertises, its security protocol, the
 // request plane it feeds and whether brokers use it among themselves.
 //

@@ -16,7 +16,7 @@
 //		virtual cluster's server name.
 //	-config file
 //		Read the settings from the Java .properties file (re-read on
-//		SIGHUP for the TLS settings).
+//		SIGHUP for the TLS settings and connection quotas).
 //	-set key=value
 //		Set a key over the file's settings; repeatable.
 //	-tls-watch-interval d
@@ -221,7 +221,7 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.upstream, "upstream", "", "the upstream cluster's bootstrap `servers`, host:port[,host:port] (the key "+keyUpstream+");\n"+
 		"required unless "+keyVirtualClusters+" configures virtual clusters")
-	fs.StringVar(&o.configPath, "config", "", "read settings from the Java .properties `file` (re-read on SIGHUP for the TLS settings)")
+	fs.StringVar(&o.configPath, "config", "", "read settings from the Java .properties `file` (re-read on SIGHUP for the TLS settings and connection quotas)")
 	fs.DurationVar(&o.tlsWatch, "tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
 		"those that changed (0: only on SIGHUP)")
 	fs.Var(&o.sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
