@@ -114,7 +114,8 @@ func TestRequestMemoryReturnedOnClose(t *testing.T) {
 	first := recv(t, held)
 	b := socketservertest.Dial(t, srv, "PLAINTEXT")
 	send(t, b, produceOf(100<<10), 2) // a large frame: waits for memory
-	time.Sleep(50 * time.Millisecond)
+	require.Eventually(t, func() bool { return srv.Stats().RequestMemory[protocolmap.DataPlane].Used >= budget },
+		5*time.Second, time.Millisecond, "b's frame took what was left and waits for more")
 	require.NoError(t, b.Close())
 	require.NoError(t, a.Close())
 	require.NoError(t, first.Respond(first.Body.(*kmsg.ProduceRequest).ResponseKind()))
