@@ -217,6 +217,42 @@ func TestJAASUsersReload(t *testing.T) {
 		}, changes)
 		assert.NotContains(t, u.Stores(), protocolmap.ListenerName("B"))
 	})
+	// Stores may be called while a reload adds and removes listeners (a
+	// host hands a new listener its store from another goroutine): the
+	// race detector saw Stores read the map Reload wrote.
+	t.Run("stores beside reloads", func(t *testing.T) {
+		only := []string{
+			"listeners", "A://127.0.0.1:0,P://127.0.0.1:0", "listener.security.protocol.map", "A:SASL_PLAINTEXT,P:PLAINTEXT",
+			"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret"`),
+		}
+		u, _, err := newJAASUsers(resolveJAAS(t, only...))
+		require.NoError(t, err)
+		withB, withoutB := resolveJAAS(t, start...), resolveJAAS(t, only...)
+		done := make(chan struct{})
+		seen := make(chan int, 1)
+		go func() {
+			defer close(seen)
+			most := 0
+			for {
+				select {
+				case <-done:
+					seen <- most
+					return
+				default:
+					most = max(most, len(u.Stores()))
+				}
+			}
+		}()
+		for range 200 {
+			_, _, err := reload(u, withB)
+			require.NoError(t, err)
+			_, _, err = reload(u, withoutB)
+			require.NoError(t, err)
+		}
+		close(done)
+		assert.Positive(t, <-seen, "Stores returned the stores while reloads ran")
+		assert.Len(t, u.Stores(), 1, "B removed last")
+	})
 	t.Run("warnings on reload", func(t *testing.T) {
 		u, _, err := newJAASUsers(resolveJAAS(t, start...))
 		require.NoError(t, err)

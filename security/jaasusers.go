@@ -50,7 +50,7 @@ type ListenerUsers struct {
 // apply changed users, for example on SIGHUP. A JAASUsers is safe for
 // concurrent use.
 type JAASUsers struct {
-	mu     sync.Mutex // one Reload at a time
+	mu     sync.Mutex // guards the maps: one Reload at a time, and Stores beside it
 	stores map[protocolmap.ListenerName]*jaasStore
 	// users are each listener's user lists, by name; names their user
 	// names only: passwords are not kept.
@@ -138,6 +138,8 @@ func (u *JAASUsers) add(name protocolmap.ListenerName, lu ListenerUsers, users m
 // socketserver.ListenerConfig. The stores stay the same across reloads: a reload
 // changes their contents.
 func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	out := make(map[protocolmap.ListenerName]sasl.CredentialStore, len(u.stores))
 	for name, store := range u.stores {
 		out[name] = store
