@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -273,31 +274,58 @@ func (p Properties) ListenerValue(name protocolmap.ListenerName, key string) (va
 
 // ListenerInt is ListenerValue for integer settings: it returns def when the
 // key is set nowhere, and a [*Error] naming the key that
-// holds a value that is not an integer or is below min.
+// holds a value that is not an integer or is below min. Like [Properties.Int]
+// it takes 64-bit values.
 func (p Properties) ListenerInt(name protocolmap.ListenerName, key string, def, min int) (int, error) {
 	v, from, ok := p.ListenerValue(name, key)
 	if !ok {
 		return def, nil
 	}
-	return parseInt(from, v, min)
+	return parseInt(from, v, min, math.MaxInt64)
 }
 
 // Int returns the integer value of a broker-wide key, def when it is not set,
-// or a [*Error] when it is not an integer or is below min.
+// or a [*Error] when it is not an integer or is below min. It takes 64-bit
+// values, as Kafka's LONG keys do; [Server] holds the keys Kafka types INT
+// to 32 bits.
 func (p Properties) Int(key string, def, min int) (int, error) {
 	v, ok := p.Get(key)
 	if !ok {
 		return def, nil
 	}
-	return parseInt(key, v, min)
+	return parseInt(key, v, min, math.MaxInt64)
 }
 
-func parseInt(key, value string, min int) (int, error) {
-	n, err := strconv.Atoi(value)
-	if err != nil {
-		return 0, &Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: "Expected value to be a 32-bit integer, but it was a String"}
+// int32 is Int for a key Kafka types INT: at most math.MaxInt32.
+func (p Properties) int32(key string, def, min int) (int, error) {
+	v, ok := p.Get(key)
+	if !ok {
+		return def, nil
 	}
-	if n < min {
+	return parseInt(key, v, min, math.MaxInt32)
+}
+
+// listenerInt32 is ListenerInt for a key Kafka types INT.
+func (p Properties) listenerInt32(name protocolmap.ListenerName, key string, def, min int) (int, error) {
+	v, from, ok := p.ListenerValue(name, key)
+	if !ok {
+		return def, nil
+	}
+	return parseInt(from, v, min, math.MaxInt32)
+}
+
+func parseInt(key, value string, min, max int) (int, error) {
+	n, err := strconv.Atoi(value)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange), err == nil && n > max:
+		rule := fmt.Sprintf("Expected value to be a 32-bit integer, at most %d", math.MaxInt32)
+		if max != math.MaxInt32 {
+			rule = fmt.Sprintf("Expected value to be a 64-bit integer, at most %d", max)
+		}
+		return 0, &Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: rule}
+	case err != nil:
+		return 0, &Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: "Expected value to be an integer, but it was a String"}
+	case n < min:
 		return 0, &Error{Key: key, Value: value, Err: listener.ErrInvalidValue, Rule: fmt.Sprintf("Value must be at least %d", min)}
 	}
 	return n, nil

@@ -60,10 +60,10 @@ func Server(props Properties) (socketserver.Config, error) {
 	if c.RequestMinByteRate, err = optional(props, KeyRequestMinByteRate, socketserver.DefaultRequestMinByteRate); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.QueuedMaxRequests, err = props.Int(KeyQueuedMaxRequests, socketserver.DefaultQueuedMaxRequests, 1); err != nil {
+	if c.QueuedMaxRequests, err = props.int32(KeyQueuedMaxRequests, socketserver.DefaultQueuedMaxRequests, 1); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.IOThreads, err = props.Int(KeyNumIOThreads, socketserver.DefaultNumIOThreads, 1); err != nil {
+	if c.IOThreads, err = props.int32(KeyNumIOThreads, socketserver.DefaultNumIOThreads, 1); err != nil {
 		return socketserver.Config{}, err
 	}
 	if c.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(props, c.RequestMaxBytes); err != nil {
@@ -77,10 +77,10 @@ func Server(props Properties) (socketserver.Config, error) {
 	if stallMS < 0 {
 		c.RequestStallTimeout = -1
 	}
-	if c.SendBufferBytes, err = props.Int(KeySocketSendBufferBytes, socketserver.DefaultSocketBufferBytes, -1); err != nil {
+	if c.SendBufferBytes, err = props.int32(KeySocketSendBufferBytes, socketserver.DefaultSocketBufferBytes, -1); err != nil {
 		return socketserver.Config{}, err
 	}
-	if c.ReceiveBufferBytes, err = props.Int(KeySocketReceiveBufferBytes, socketserver.DefaultSocketBufferBytes, -1); err != nil {
+	if c.ReceiveBufferBytes, err = props.int32(KeySocketReceiveBufferBytes, socketserver.DefaultSocketBufferBytes, -1); err != nil {
 		return socketserver.Config{}, err
 	}
 	if c.FailedAuthenticationDelay, err = failedAuthenticationDelay(props, idleMS); err != nil {
@@ -99,7 +99,7 @@ func Server(props Properties) (socketserver.Config, error) {
 		return socketserver.Config{}, err
 	}
 	for _, l := range cfg.All {
-		n, err := props.ListenerInt(l.Name, KeyNumNetworkThreads, socketserver.DefaultNumNetworkThreads, 1)
+		n, err := props.listenerInt32(l.Name, KeyNumNetworkThreads, socketserver.DefaultNumNetworkThreads, 1)
 		if err != nil {
 			return socketserver.Config{}, err
 		}
@@ -142,13 +142,7 @@ func queuedMaxRequestBytes(props Properties, requestMax int) (int, error) {
 // frameSize reads a key that bounds a frame, an int in Kafka: from 1 to
 // math.MaxInt32, Kafka's largest frame.
 func frameSize(props Properties, key string, def int) (int, error) {
-	n, err := props.Int(key, def, 1)
-	if err == nil && n > math.MaxInt32 {
-		v, _ := props.Get(key)
-		return 0, &Error{Key: key, Value: v, Err: listener.ErrInvalidValue,
-			Rule: fmt.Sprintf("Expected value to be a 32-bit integer, at most %d", math.MaxInt32)}
-	}
-	return n, err
+	return props.int32(key, def, 1)
 }
 
 // optional reads a kafkanet. key of a feature that can be off, by the
@@ -181,22 +175,22 @@ func optional(props Properties, key string, def int) (int, error) {
 func quotas(props Properties, cfg *listener.Set) (*socketserver.ConnectionQuotas, error) {
 	q := socketserver.DefaultConnectionQuotas()
 	var err error
-	if q.MaxConnections, err = props.Int(KeyMaxConnections, socketserver.Unlimited, 0); err != nil {
+	if q.MaxConnections, err = props.int32(KeyMaxConnections, socketserver.Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.MaxConnectionsPerIP, err = props.Int(KeyMaxConnectionsPerIP, socketserver.Unlimited, 0); err != nil {
+	if q.MaxConnectionsPerIP, err = props.int32(KeyMaxConnectionsPerIP, socketserver.Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.MaxConnectionCreationRate, err = props.Int(KeyMaxConnectionCreationRate, socketserver.Unlimited, 0); err != nil {
+	if q.MaxConnectionCreationRate, err = props.int32(KeyMaxConnectionCreationRate, socketserver.Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.IPConnectionCreationRate, err = props.Int(KeyIPConnectionCreationRate, socketserver.Unlimited, 0); err != nil {
+	if q.IPConnectionCreationRate, err = props.int32(KeyIPConnectionCreationRate, socketserver.Unlimited, 0); err != nil {
 		return nil, err
 	}
-	if q.WindowNum, err = props.Int(KeyQuotaWindowNum, q.WindowNum, 1); err != nil {
+	if q.WindowNum, err = props.int32(KeyQuotaWindowNum, q.WindowNum, 1); err != nil {
 		return nil, err
 	}
-	seconds, err := props.Int(KeyQuotaWindowSizeSeconds, int(q.WindowSize/time.Second), 1)
+	seconds, err := props.int32(KeyQuotaWindowSizeSeconds, int(q.WindowSize/time.Second), 1)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +405,7 @@ func listenerOverrides(props Properties, cfg *listener.Set, key string) (map[pro
 		if _, from, ok := props.ListenerValue(l.Name, key); !ok || from == key {
 			continue
 		}
-		n, err := props.ListenerInt(l.Name, key, socketserver.Unlimited, 0)
+		n, err := props.listenerInt32(l.Name, key, socketserver.Unlimited, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -496,7 +490,7 @@ func parseTrustedNetwork(s string) (netip.Prefix, error) {
 // [listener.ErrInvalidValue], has Kafka's message. Both keys are
 // broker-wide.
 func failedAuthenticationDelay(props Properties, idleMS int) (time.Duration, error) {
-	delay, err := props.Int(KeyConnectionFailedAuthenticationDelayMs, int(security.DefaultFailedAuthenticationDelay/time.Millisecond), 0)
+	delay, err := props.int32(KeyConnectionFailedAuthenticationDelayMs, int(security.DefaultFailedAuthenticationDelay/time.Millisecond), 0)
 	if err != nil {
 		return 0, err
 	}

@@ -180,6 +180,47 @@ func TestFrameSizeKeys(t *testing.T) {
 	}
 }
 
+// The keys Kafka types INT take at most math.MaxInt32, as Kafka's parser
+// does: a queued.max.requests of 3e9 made a channel of that size, and
+// num.network.threads as many processors. Its LONG keys take 64 bits.
+func TestIntKeysAre32Bit(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		refused    string // the rule, when refused
+	}{
+		{key: config.KeyQueuedMaxRequests, value: "3000000000", refused: "32-bit integer, at most 2147483647"},
+		{key: config.KeyQueuedMaxRequests, value: "2147483647"},
+		{key: config.KeyNumIOThreads, value: "2147483648", refused: "32-bit"},
+		{key: "listener.name.plaintext." + config.KeyNumNetworkThreads, value: "4294967296", refused: "32-bit"},
+		{key: config.KeyNumNetworkThreads, value: "4294967296", refused: "32-bit"},
+		{key: config.KeySocketSendBufferBytes, value: "2147483648", refused: "32-bit"},
+		{key: config.KeySocketReceiveBufferBytes, value: "2147483648", refused: "32-bit"},
+		{key: config.KeyMaxConnections, value: "99999999999", refused: "32-bit"},
+		{key: "listener.name.plaintext." + config.KeyMaxConnections, value: "99999999999", refused: "32-bit"},
+		{key: config.KeyMaxConnectionsPerIP, value: "99999999999", refused: "32-bit"},
+		{key: config.KeyMaxConnectionCreationRate, value: "99999999999", refused: "32-bit"},
+		{key: config.KeyQuotaWindowNum, value: "2147483648", refused: "32-bit"},
+		{key: config.KeyConnectionFailedAuthenticationDelayMs, value: "2147483648", refused: "32-bit"},
+		{key: config.KeyConnectionsMaxIdleMs, value: "3000000000"}, // a LONG
+		{key: config.KeyConnectionsMaxIdleMs, value: "99999999999999999999", refused: "64-bit integer"},
+		{key: config.KeyQueuedMaxRequests, value: "many", refused: "Expected value to be an integer"},
+	} {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			_, err := config.Server(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0", tc.key: tc.value})
+			if tc.refused == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ce *config.Error
+			require.ErrorAs(t, err, &ce)
+			require.ErrorIs(t, err, listener.ErrInvalidValue)
+			assert.Equal(t, tc.key, ce.Key)
+			assert.Equal(t, tc.value, ce.Value)
+			assert.Contains(t, ce.Rule, tc.refused)
+		})
+	}
+}
+
 // connection.failed.authentication.delay.ms, read by Server: 0 (no delay)
 // becomes socketserver.Config's -1.
 func TestFailedAuthenticationDelay(t *testing.T) {
