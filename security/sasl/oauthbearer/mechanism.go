@@ -92,8 +92,9 @@ var (
 	// (wraps ErrInvalidToken).
 	ErrUnknownKey = fmt.Errorf("%w: no key of the JWKS verifies it", ErrInvalidToken)
 	// ErrInsufficientScope: the token lacks a scope the validator
-	// requires; the client's challenge has the status insufficient_scope.
-	ErrInsufficientScope = errors.New("insufficient scope")
+	// requires; the client's challenge has the status insufficient_scope
+	// (wraps ErrInvalidToken).
+	ErrInsufficientScope = fmt.Errorf("%w: insufficient scope", ErrInvalidToken)
 	// ErrNotStarted: a validator with background work was used before its
 	// Start (or after its last Close).
 	ErrNotStarted = errors.New("oauthbearer: validator not started")
