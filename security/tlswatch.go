@@ -105,12 +105,17 @@ var errWatcherRunning = errors.New("security: TLSWatcher.Run is already running"
 // Run reads the files at once, loading and applying every listener's
 // configuration (the files may have changed since the host read them),
 // then every Interval, applying the listeners whose files changed, until
-// ctx ends; it then returns ctx's error. It returns an error at once if
-// the watcher has no listeners or no apply function, or is running
-// already.
+// ctx ends; it then returns ctx's error. A watcher of no listeners (an
+// empty map) runs too, reading nothing until SetListeners gives it some,
+// as a host that adds a TLS listener at run time does. It returns an
+// error at once if the watcher was not made by NewTLSWatcher with a map of
+// sources and an apply function, or is running already.
 func (w *TLSWatcher) Run(ctx context.Context) error {
-	if w.apply == nil || w.sources == nil {
-		return errors.New("security: TLSWatcher needs listeners and an apply function (NewTLSWatcher)")
+	w.mu.Lock()
+	made := w.apply != nil && w.sources != nil
+	w.mu.Unlock()
+	if !made {
+		return errors.New("security: TLSWatcher needs a map of sources and an apply function (NewTLSWatcher)")
 	}
 	if !w.running.CompareAndSwap(false, true) {
 		return errWatcherRunning

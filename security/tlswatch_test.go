@@ -287,12 +287,25 @@ func TestTLSWatcherSetListeners(t *testing.T) {
 	assert.Equal(t, string(b.Cert.Raw), leafOf(t, next(t, ch)))
 }
 
+// A watcher of no listeners runs, reading nothing, until SetListeners
+// gives it a listener's files, as when a reload adds a TLS listener to a
+// broker that had none (config.TLSSources' map is then empty, not nil).
+func TestTLSWatcherStartsWithNoListeners(t *testing.T) {
+	f := testkit.TLSTestFixture(t)
+	a := testkit.IssueLeaf(t, f, testkit.LeafSpec{Subject: pkix.Name{CommonName: "a"}})
+	file := testkit.WritePEMFile(t, t.TempDir(), "a.pem", a.PKCS8PEM(t)+a.CertPEM())
+	w, ch, _ := watch(t, map[protocolmap.ListenerName]security.TLSSource{}, nil)
+	none(t, ch)
+	w.SetListeners(sources(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", file))
+	assert.Equal(t, string(a.Cert.Raw), leafOf(t, next(t, ch)))
+}
+
 func TestTLSWatcherRun(t *testing.T) {
 	set := sources(t, "ssl.keystore.type", "PEM", "ssl.keystore.location", filepath.Join(t.TempDir(), "missing.pem"))
 	t.Run("no apply function", func(t *testing.T) {
 		assert.Error(t, security.NewTLSWatcher(set, nil).Run(context.Background()))
 	})
-	t.Run("no listeners", func(t *testing.T) {
+	t.Run("no map of sources", func(t *testing.T) {
 		assert.Error(t, security.NewTLSWatcher(nil, func(protocolmap.ListenerName, *tls.Config) error { return nil }).Run(context.Background()))
 	})
 	t.Run("twice at once", func(t *testing.T) {
