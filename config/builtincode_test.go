@@ -157,4 +157,5 @@ func TestJAASUsersBuiltInCodeAsParsed(t *testing.T) {
 
 	_, err = security.NewJAASUsers(map[protocolmap.ListenerName]security.ListenerUsers{"A": {Plain: "missing"}})
 	assert.ErrorContains(t, err, `PLAIN logs in the users of list "missing"`)
+	assert.ErrorIs(t, err, security.ErrJAASConfig, "users missing where a built-in mechanism needs them")
 }

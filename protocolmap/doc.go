@@ -19,9 +19,11 @@
 // appears once, so [Parse] and [ParseCSVMap] reject a duplicate key, including
 // one that differs from an earlier key only in case, with [ErrDuplicateKey].
 //
-// Errors are *config.Error values: they name the configuration key, the value
-// that was given and the rule it broke, and wrap a sentinel such as
-// [ErrUnknownSecurityProtocol] for errors.Is. The package is the lowest of
+// Errors of a key's value ([Parse], [ParseCSVMap]) are *config.Error values:
+// they name the configuration key, the value that was given and the rule
+// it broke, and wrap a sentinel such as [ErrUnknownSecurityProtocol] for
+// errors.Is. [ParseListenerName] and [ParseSecurityProtocol], which parse
+// one name outside any key, wrap the same sentinels. The package is the lowest of
 // the module: besides the standard library it imports only the internal
 // package that defines config.Error.
 package protocolmap

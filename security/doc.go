@@ -35,8 +35,11 @@
 // no OAUTHBEARER links neither its JWKS validator nor the validator's HTTP
 // client.
 //
-// Errors about configuration are *config.Error values naming the key,
-// the value (secrets shown as [hidden]) and the rule, wrapping sentinels of
-// this package ([ErrTLSConfig], [ErrSASLMechanism], [ErrJAASConfig],
-// [ErrOAuthBearerConfig], ...) for errors.Is.
+// Errors about configuration read from keys are *config.Error values
+// naming the key, the value (secrets shown as [hidden]) and the rule,
+// wrapping sentinels of this package ([ErrTLSConfig], [ErrSASLMechanism],
+// [ErrJAASConfig], [ErrOAuthBearerConfig], ...) for errors.Is; functions
+// and methods that take Go values rather than keys
+// ([WithServerNameCertificates], [Settings.CheckCertificateChange]) wrap
+// the same sentinels.
 package security

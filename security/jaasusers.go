@@ -17,7 +17,8 @@ import (
 // ErrJAASConfig is wrapped by the errors of config.JAASUsers about a JAAS
 // configuration that does not parse, does not configure the mechanism's
 // login module, or is missing where a listener's built-in mechanism needs
-// its users.
+// its users, and by NewJAASUsers' and Reload's when a mechanism names a
+// list of users its ListenerUsers does not hold.
 var ErrJAASConfig = errors.New("invalid JAAS configuration")
 
 // ListenerUsers are the users of one listener's built-in SASL mechanisms
@@ -104,7 +105,7 @@ func checkUsers(users map[protocolmap.ListenerName]ListenerUsers) error {
 			{sasl.Plain, lu.Plain}, {sasl.SCRAMSHA256, lu.SCRAMSHA256}, {sasl.SCRAMSHA512, lu.SCRAMSHA512},
 		} {
 			if _, ok := lu.Lists[m.list]; m.list != "" && !ok {
-				return fmt.Errorf("security: listener %s: %s logs in the users of list %q, which its ListenerUsers.Lists does not hold", name, m.mechanism, m.list)
+				return fmt.Errorf("security: listener %s: %s logs in the users of list %q, which its ListenerUsers.Lists does not hold: %w", name, m.mechanism, m.list, ErrJAASConfig)
 			}
 		}
 	}

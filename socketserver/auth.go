@@ -34,7 +34,10 @@ var (
 	// allow at that point.
 	ErrIllegalSASLState = errors.New("socketserver: unexpected request during SASL authentication")
 	// ErrSessionExpired: a request arrived after the SASL session expired
-	// (KIP-368) without re-authentication.
+	// (KIP-368) without re-authentication. No call returns it: it is the
+	// err attribute of the line the server logs as it closes such a
+	// connection, whose close reason ([HookConnClosed]) is
+	// connregistry.CloseSessionExpired.
 	ErrSessionExpired = errors.New("socketserver: SASL session expired")
 )
 

@@ -63,7 +63,9 @@ type Config struct {
 	// ListenerConfig gives it APIs of its own. ApiVersions is always
 	// accepted and answered by the server from the listener's list, unless
 	// the list holds key 18 itself, in which case ApiVersions requests go
-	// to the host like any other.
+	// to the host like any other once the connection has authenticated:
+	// on a SASL listener the server still answers those that come before
+	// (SASL clients ask first), as Kafka does.
 	APIs []API
 	// PerListener configures single listeners: their own APIs, processors,
 	// security settings, SASL mechanisms and credentials. A listener
@@ -291,8 +293,8 @@ type ListenerConfig struct {
 	APIs []API
 	// NetworkThreads is the number of the listener's processors
 	// (num.network.threads, or listener.name.<name>.num.network.threads);
-	// zero means DefaultNumNetworkThreads. A control-plane listener always
-	// has one.
+	// zero means DefaultNumNetworkThreads; New refuses a negative count. A
+	// control-plane listener always has one.
 	NetworkThreads int
 	// Security is how the listener authenticates its connections: TLS,
 	// the SASL mechanisms it enables, principal mapping,

@@ -171,6 +171,9 @@ func (s *Server) current() (*listener.Set, error) {
 // newListenerState builds the runtime of listener l, configured by lc,
 // its processors numbered from firstID.
 func (s *Server) newListenerState(l listener.Listener, lc ListenerConfig, firstID int) (*listenerState, error) {
+	if lc.NetworkThreads < 0 {
+		return nil, fmt.Errorf("socketserver: listener %s: NetworkThreads (%d) must not be negative", l.Name, lc.NetworkThreads)
+	}
 	apis := s.cfg.APIs
 	if lc.APIs != nil {
 		apis = lc.APIs

@@ -163,7 +163,12 @@ var (
 	ErrConnectionThrottled = errors.New("socketserver: connection creation rate exceeded for address")
 	// ErrTooManyPrincipalConnections: the connection's principal already
 	// has the most connections allowed (PrincipalLimits); the new one was
-	// closed.
+	// closed. No call returns it: it is the err attribute of the line the
+	// server logs, and its text the Reason of the AuditConnectionRefused
+	// event; the connection's close reason ([HookConnClosed]) is
+	// connregistry.ClosePrincipalLimit. A principal is known only after
+	// authentication, so [HookConnRejected], which per-address quotas
+	// call before, is not called.
 	ErrTooManyPrincipalConnections = errors.New("socketserver: too many connections of principal")
 	// ErrInvalidConnectionQuotas: a quota is negative or contradicts another.
 	ErrInvalidConnectionQuotas = errors.New("socketserver: invalid connection quotas")

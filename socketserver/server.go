@@ -829,8 +829,10 @@ func normalise(name protocolmap.ListenerName) string {
 
 // Broker returns this server as one broker of a cluster, for Metadata and
 // DescribeCluster responses ([MetadataBrokers], [DescribeClusterBrokers]):
-// the listeners' advertised endpoints, in the order of
-// advertised.listeners, as Kafka advertises them. An advertised port 0
+// the listeners' advertised endpoints, in the order of the listeners
+// ([listener.Set.AdvertisedEndPoints]; a response names the endpoint of
+// the listener the request came through, so the order does not reach
+// clients). An advertised port 0
 // becomes the port the listener bound (after Start), and an empty
 // advertised host the machine's host name (Kafka advertises the canonical
 // host name there). The endpoints are those of [Server.Listeners] now:

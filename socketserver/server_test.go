@@ -65,6 +65,34 @@ func TestNewValidatesListenersBuiltInCode(t *testing.T) {
 	require.NoError(t, srv.Close())
 }
 
+// New refuses negative counts and sizes of a Config built in code, as
+// Config's rule says (negative turns a feature off only where it can be
+// off): a negative NetworkThreads quietly became the default.
+func TestNewRefusesNegativeCounts(t *testing.T) {
+	set, err := config.Listeners(config.Properties{"listeners": "PLAINTEXT://127.0.0.1:0"})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name      string
+		configure func(*socketserver.Config)
+		want      string
+	}{
+		{"NetworkThreads", func(c *socketserver.Config) {
+			c.PerListener = map[protocolmap.ListenerName]*socketserver.ListenerConfig{"PLAINTEXT": {NetworkThreads: -5}}
+		}, "NetworkThreads (-5)"},
+		{"IOThreads", func(c *socketserver.Config) { c.IOThreads = -1 }, "IOThreads (-1)"},
+		{"QueuedMaxRequests", func(c *socketserver.Config) { c.QueuedMaxRequests = -1 }, "QueuedMaxRequests (-1)"},
+		{"RequestMaxBytes", func(c *socketserver.Config) { c.RequestMaxBytes = -1 }, "RequestMaxBytes (-1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := socketserver.Config{Listeners: set}
+			tc.configure(&c)
+			_, err := socketserver.New(c)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
 // Broker advertises what clients can reach: the port bound for an
 // advertised port 0, and the host name for an empty advertised host. B is
 // configured on every interface, as a broker's listener often is, but

@@ -136,8 +136,9 @@ type JWKSValidator struct {
 }
 
 // NewJWKSValidator checks c and returns a validator: c's zero fields take
-// Kafka's defaults, its negative durations turn their feature off (see
-// [security.OAuthBearerJWKS]), whether config.OAuthBearer read them
+// Kafka's defaults, its negative durations but Refresh turn their feature
+// off (see [security.OAuthBearerJWKS]; a negative Refresh is refused, as
+// a key set must be refreshed), whether config.OAuthBearer read them
 // from Kafka's keys or the host set them. It reads nothing: the key set is
 // read by Start.
 func NewJWKSValidator(c security.OAuthBearerJWKS, opts ...JWKSOption) (*JWKSValidator, error) {
