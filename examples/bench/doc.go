@@ -111,6 +111,9 @@
 //	   one CPU or across two, in stretches whose round trips differ by
 //	   half, and which it settles on depends on both processes' threads
 //	   and timers: pinned, each placement is measured apart.
+//	   With -echo-control, a second echo server in the same rounds
+//	   (echo-control), whose ratios to echo, judged by no target, show
+//	   what the machine's noise alone makes of two identical servers.
 //	b  kgo producing -records records of -record-size bytes (1,000,000 of
 //	   100; -quick 100,000) to a 3-partition topic: records/s, MB/s, server
 //	   CPU ms per MB (not for echo).
@@ -306,6 +309,9 @@
 //		[a] With 1 among -conns, also measure one connection with the
 //		bench and the server pinned to one CPU, then to one each
 //		(default true; -pin=false: not).
+//	-echo-control
+//		[a] Also measure a second echo server, echo-control, with its
+//		per-round ratios to echo (default off).
 //	-records n
 //		[b] Records produced (default 1000000; -quick 100000).
 //	-record-size n

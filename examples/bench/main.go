@@ -37,6 +37,7 @@ type options struct {
 	duration       time.Duration // one measured run of (a), (d), (e) and (f)
 	rawConns       []int         // connection counts of (a) and (p)
 	pin            bool          // (a): also one connection with the bench and the server pinned, on one CPU and on two (Linux)
+	echoControl    bool          // (a): also a second echo server, whose ratios to echo show the noise
 	records        int           // records produced in (b)
 	recordSize     int
 	produceDiscard bool          // (b): servers that discard records instead of storing them
@@ -91,6 +92,8 @@ func flagSet(o *options, r *rawFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&r.conns, "conns", "1,8,64", "connection counts of scenarios a and p")
 	fs.BoolVar(&o.pin, "pin", true, "scenario a, with 1 among -conns: also measure ApiVersions at one connection with the bench and the server\n"+
 		"pinned to one CPU (case \"conns=1, "+oneCPU+"\") and each to its own (\"conns=1, "+twoCPUs+"\"), on Linux with two CPUs or more")
+	fs.BoolVar(&o.echoControl, "echo-control", false, "scenario a: also measure a second echo server in the same rounds (echo-control), with its per-round\n"+
+		"ratios to echo beside kafkanet's: what the machine's noise alone makes of the ratio of two identical servers")
 	fs.IntVar(&o.records, "records", 1_000_000, "records produced in scenario b (-quick: 100000)")
 	fs.IntVar(&o.recordSize, "record-size", 100, "bytes in each record's value in scenario b")
 	fs.BoolVar(&o.produceDiscard, "produce-discard", false, "scenario b: compare kafkanet's minimal server, which discards records,\n"+
@@ -355,7 +358,11 @@ func (b *bench) scenario(id string) scenario {
 	all := []serverKind{kafkanetServer, kfakeServer, echoServer}
 	switch id {
 	case "a":
-		return scenario{b.rawInfo(), []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer}, b.runRaw}
+		servers := []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer}
+		if b.opts.echoControl {
+			servers = append(servers, echoControlServer)
+		}
+		return scenario{b.rawInfo(), servers, b.runRaw}
 	case "b":
 		servers := []serverKind{kafkanetServer, kfakeServer}
 		if !b.opts.produceDiscard { // else kafkanet is the minimal host, not examples/broker

@@ -736,4 +736,58 @@ func TestPairedRatios(t *testing.T) {
 	}
 }
 
+// TestEchoControl checks -echo-control: scenario a measures a second echo
+// server, whose per-round ratios to echo sit beside kafkanet's, judged by
+// no target; without the flag it is not measured.
+func TestEchoControl(t *testing.T) {
+	off := &bench{opts: options{duration: time.Second}}
+	if slices.Contains(off.scenario("a").servers, echoControlServer) {
+		t.Error("echo-control measured without -echo-control")
+	}
+	on := &bench{opts: options{duration: time.Second, echoControl: true}}
+	if !slices.Contains(on.scenario("a").servers, echoControlServer) {
+		t.Fatal("-echo-control does not measure echo-control")
+	}
+	var s []sample
+	add := func(metric string, server serverKind, values ...float64) {
+		for i, v := range values {
+			s = append(s, sample{Scenario: "a", Case: "conns=64", Metric: metric, Server: server, Round: i + 1, Value: v})
+		}
+	}
+	add("req/s", echoServer, 100, 100, 100)
+	add("req/s", echoControlServer, 90, 80, 85) // 0.85 × echo: below the target, which does not judge a control
+	add("req/s", kafkanetServer, 100, 96, 97)
+	add("p99 µs", echoServer, 10, 10, 10)
+	add("p99 µs", echoControlServer, 11, 9, 12)
+	info := on.rawInfo()
+	s = append(s, pairedSamples(info, s)...)
+	rows := aggregate(s)
+	applyTargets(rows, []scenarioInfo{info})
+	for _, tc := range []struct {
+		metric string
+		server serverKind
+		values []float64
+		judged bool
+	}{
+		{"req/s × echo", echoControlServer, []float64{0.9, 0.8, 0.85}, false},
+		{"p99 × echo", echoControlServer, []float64{1.1, 0.9, 1.2}, false},
+		{"req/s × echo", kafkanetServer, []float64{1, 0.96, 0.97}, true},
+	} {
+		r := find(t, rows, "conns=64", tc.metric, tc.server)
+		if !slices.EqualFunc(r.Values, tc.values, func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }) {
+			t.Errorf("%s %s: by round %v, want %v", tc.server, tc.metric, r.Values, tc.values)
+		}
+		if (r.TargetMet != nil) != tc.judged {
+			t.Errorf("%s %s: judged %v (target %q), want judged %v", tc.server, tc.metric, r.TargetMet != nil, r.Target, tc.judged)
+		}
+	}
+	var buf bytes.Buffer
+	if err := writeTables(&buf, &results{Rounds: 3, Samples: s, Scenarios: []scenarioInfo{info}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "conns=64, p99 × echo, echo-control, by round: 1.10 0.90 1.20"; !strings.Contains(buf.String(), want) {
+		t.Errorf("the table lacks %q:\n%s", want, buf.String())
+	}
+}
+
 func ptr[T any](v T) *T { return &v }

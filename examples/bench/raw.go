@@ -13,7 +13,7 @@ import (
 )
 
 func (b *bench) rawInfo() scenarioInfo {
-	return scenarioInfo{ID: "a", Title: fmt.Sprintf("raw ApiVersions v0 round trips, one in flight per connection, %s per run; Metadata v1 at 1 connection", b.opts.duration),
+	info := scenarioInfo{ID: "a", Title: fmt.Sprintf("raw ApiVersions v0 round trips, one in flight per connection, %s per run; Metadata v1 at 1 connection", b.opts.duration),
 		Notes: []string{
 			"The client writes a 19-byte ApiVersions v0 request and reads the whole response before the next, on each of N connections.",
 			"kafkanet answers ApiVersions in the server, listing the APIs it serves; kfake lists every key it serves; echo sends a fixed empty list (see response bytes).",
@@ -32,6 +32,14 @@ func (b *bench) rawInfo() scenarioInfo {
 		}, Ratios: []ratioPair{{kafkanetServer, echoServer}, {kafkanetInlineServer, echoServer}, {kafkanetServer, kfakeServer}, {kfakeServer, echoServer}},
 		Paired:  rawPaired,
 		Targets: rawTargets}
+	if b.opts.echoControl {
+		info.Notes = append(info.Notes,
+			"echo-control (-echo-control): a second echo server, measured in the same rounds; its per-round ratios to echo, judged by no",
+			"target, are what this machine's noise alone makes of the ratio of two identical servers: read kafkanet's beside them.")
+		info.Ratios = append(info.Ratios, ratioPair{echoControlServer, echoServer})
+		info.Paired = append(slices.Clone(info.Paired), pairedRatio{echoControlServer, echoServer, "req/s"}, pairedRatio{echoControlServer, echoServer, "p99 µs"})
+	}
+	return info
 }
 
 // rawPaired are (a)'s per-round ratios: kafkanet's and kafkanet-inline's
@@ -60,7 +68,11 @@ const metadataCase = "conns=1, Metadata"
 // differs from kafkanet only in how the host answers, runs the Metadata
 // case alone.
 func (b *bench) runRaw(ctx context.Context, server serverKind) ([]sample, error) {
-	c, err := b.startServer(ctx, childSpec{Kind: server, BlockKey: -1})
+	kind := server
+	if server == echoControlServer {
+		kind = echoServer
+	}
+	c, err := b.startServer(ctx, childSpec{Kind: kind, BlockKey: -1})
 	if err != nil {
 		return nil, err
 	}

@@ -119,6 +119,9 @@ func (t target) met(v float64) bool {
 func applyTargets(rows []row, scenarios []scenarioInfo) {
 	for i := range rows {
 		r := &rows[i]
+		if r.Server == echoControlServer { // a control: judged by no target
+			continue
+		}
 		for _, sc := range scenarios {
 			if sc.ID != r.Scenario {
 				continue
@@ -267,7 +270,7 @@ func writeJSON(w io.Writer, res *results) error {
 }
 
 // serverOrder is the column order of the tables.
-var serverOrder = []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer, bareServer, ceilingWritevServer, ceilingSendfileServer, fetchFloorServer, floorServer, directServer, haproxyServer, proxyServer, proxyPinnedServer, proxyBaselineServer, haproxyTLSServer, proxyTLSServer, brokerServer, baselineServer}
+var serverOrder = []serverKind{kafkanetServer, kafkanetInlineServer, kfakeServer, echoServer, echoControlServer, bareServer, ceilingWritevServer, ceilingSendfileServer, fetchFloorServer, floorServer, directServer, haproxyServer, proxyServer, proxyPinnedServer, proxyBaselineServer, haproxyTLSServer, proxyTLSServer, brokerServer, baselineServer}
 
 // writeTables writes one table per scenario: a line per case and metric,
 // a column per server with "median (min–max)", the scenario's ratios (by

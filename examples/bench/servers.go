@@ -51,6 +51,10 @@ const (
 	kafkanetInlineServer serverKind = "kafkanet-inline"
 	kfakeServer          serverKind = "kfake"
 	echoServer           serverKind = "echo"
+	// echoControlServer is a second echo server, measured in the same
+	// rounds as the first (scenario a, -echo-control): its ratios to echo
+	// are what the machine's noise alone makes of two identical servers.
+	echoControlServer serverKind = "echo-control"
 	// The ceilings of consuming (scenario g): a socketserver host that
 	// answers each Fetch with batches built at start, by reference, from
 	// memory (writev) or from a file (sendfile).
