@@ -283,7 +283,7 @@ func principalLimits(props Properties, cfg *listener.Set) (socketserver.Principa
 		pl := socketserver.PrincipalLimits{Max: socketserver.Unlimited}
 		var err error
 		if maxSet {
-			if pl.Max, err = props.Int(maxKey, socketserver.Unlimited, 0); err != nil {
+			if pl.Max, err = props.int32(maxKey, socketserver.Unlimited, 0); err != nil { // as its overrides
 				return pl, err
 			}
 		}

@@ -201,7 +201,8 @@ func TestIntKeysAre32Bit(t *testing.T) {
 		{key: config.KeyMaxConnectionCreationRate, value: "99999999999", refused: "32-bit"},
 		{key: config.KeyQuotaWindowNum, value: "2147483648", refused: "32-bit"},
 		{key: config.KeyConnectionFailedAuthenticationDelayMs, value: "2147483648", refused: "32-bit"},
-		{key: config.KeyConnectionsMaxIdleMs, value: "3000000000"}, // a LONG
+		{key: config.KeyMaxConnectionsPerPrincipal, value: "3000000000", refused: "32-bit"}, // as its overrides and max.connections
+		{key: config.KeyConnectionsMaxIdleMs, value: "3000000000"},                          // a LONG
 		{key: config.KeyConnectionsMaxIdleMs, value: "99999999999999999999", refused: "64-bit integer"},
 		{key: config.KeyQueuedMaxRequests, value: "many", refused: "Expected value to be an integer"},
 	} {

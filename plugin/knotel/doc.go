@@ -33,9 +33,13 @@
 //     every request but those of a SASL exchange, which Kafka's
 //     authenticator answers outside its request metrics
 //     (socketserver.RequestDone.Authenticating);
-//   - rpc.server.request.size and rpc.server.response.size (By): the
-//     requests received (their count is Kafka's RequestsPerSec, their sum
-//     incoming-byte-total) and the responses written (outgoing-byte-total);
+//   - rpc.server.request.size and rpc.server.response.size (By): every
+//     request frame received, without its 4-byte size prefix, and every
+//     response written, with it; the SASL exchange's are included, so
+//     that their count is Kafka's RequestsPerSec plus the exchange's
+//     requests (rpc.server.call.duration's count is RequestsPerSec), and
+//     their sums are incoming-byte-total and outgoing-byte-total but for
+//     the requests' prefixes;
 //   - kafka.server.request.phase.duration (s), with kafka.request.phase
 //     request_queue, local, response_queue or response_send: the phases of
 //     Kafka's RequestMetrics, for the requests the host answered with a
@@ -49,9 +53,12 @@
 // client-closed) and .rejected (with error.type naming the
 // quota), kafka.server.acceptor.blocked.time,
 // kafka.server.connection.accept.throttle.time,
-// kafka.server.ip.connection.accept.throttle.time and
-// kafka.server.authentications (with kafka.sasl.mechanism,
-// kafka.authentication.result success or failure, and
-// kafka.authentication.reauthentication); the gauges are listed at
+// kafka.server.ip.connection.accept.throttle.time,
+// kafka.server.authentications (with kafka.sasl.mechanism, SSL for a
+// TLS listener's, kafka.authentication.result success or failure, and
+// kafka.authentication.reauthentication) and
+// kafka.server.proxy_protocol.refused (with error.type untrusted or
+// header: a listener that requires the PROXY protocol refused the
+// connection); the gauges are listed at
 // [Metrics.ObserveStats].
 package knotel

@@ -292,7 +292,14 @@ func (m *Metrics) OnAuthenticated(info connregistry.Info, reauthentication bool)
 }
 
 // OnAuthenticationFailed implements [socketserver.HookAuthenticationFailed].
+// A failed TLS handshake on an SSL listener has the mechanism SSL, as its
+// successes do, so that the two results of a listener share a mechanism;
+// a SASL listener's failure before the client chose a mechanism has none.
 func (m *Metrics) OnAuthenticationFailed(info connregistry.Info, reauthentication bool, _ error) {
+	mechanism := info.SASLMechanism
+	if mechanism == "" && info.SecurityProtocol == protocolmap.SSL {
+		mechanism = "SSL"
+	}
 	m.authentications.Add(context.Background(), 1, metric.WithAttributes(keyListener.String(string(info.Listener)),
-		keyMechanism.String(info.SASLMechanism), keyAuthResult.String("failure"), keyReauth.Bool(reauthentication)))
+		keyMechanism.String(mechanism), keyAuthResult.String("failure"), keyReauth.Bool(reauthentication)))
 }

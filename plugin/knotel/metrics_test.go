@@ -2,6 +2,7 @@ package knotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -20,9 +21,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/connregistry"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 	"github.com/kafkanet/kafkanet/plugin/knotel"
+	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security/sasl"
 	"github.com/kafkanet/kafkanet/socketserver"
 	"github.com/kafkanet/kafkanet/socketserver/socketservertest"
@@ -270,6 +273,27 @@ func TestCertificateNotAfter(t *testing.T) {
 
 // newMetrics returns Metrics on a meter provider read by the returned
 // reader; the provider shuts down when the test ends.
+// An SSL listener's failed handshakes and its successes share the
+// mechanism SSL, so that a ratio of failures to successes can be taken
+// by mechanism; a SASL listener's failure before a mechanism was chosen
+// is not counted as SSL's.
+func TestAuthenticationsByMechanism(t *testing.T) {
+	m, reader := newMetrics(t)
+	ssl := connregistry.Info{Listener: "TLS", SecurityProtocol: protocolmap.SSL}
+	m.OnAuthenticated(ssl, false)
+	m.OnAuthenticationFailed(ssl, false, errors.New("bad certificate"))
+	m.OnAuthenticationFailed(connregistry.Info{Listener: "SASL", SecurityProtocol: protocolmap.SASLSSL}, false, errors.New("handshake"))
+	values := collect(t, reader)
+	for series, want := range map[string]float64{
+		`kafka.server.authentications{kafka.authentication.reauthentication=false,kafka.authentication.result=success,kafka.listener=TLS,kafka.sasl.mechanism=SSL}`: 1,
+		`kafka.server.authentications{kafka.authentication.reauthentication=false,kafka.authentication.result=failure,kafka.listener=TLS,kafka.sasl.mechanism=SSL}`: 1,
+		`kafka.server.authentications{kafka.authentication.reauthentication=false,kafka.authentication.result=failure,kafka.listener=SASL,kafka.sasl.mechanism=}`:   1,
+	} {
+		got, ok := values[series]
+		assert.True(t, ok && got == want, "%s = %v (present %v), want %v in:\n%s", series, got, ok, want, dump(values))
+	}
+}
+
 func newMetrics(t *testing.T) (*knotel.Metrics, *sdkmetric.ManualReader) {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()

@@ -67,7 +67,7 @@ func (m *Metrics) ObserveStats(srv *socketserver.Server) (metric.Registration, e
 	memUsed, err5 := m.meter.Int64ObservableUpDownCounter("kafka.server.request.memory.used",
 		metric.WithUnit("By"), metric.WithDescription("Bytes of requests read and not yet answered (Kafka's MemoryPoolUsed)."))
 	memLimit, err6 := m.meter.Int64ObservableUpDownCounter("kafka.server.request.memory.limit",
-		metric.WithUnit("By"), metric.WithDescription("The request memory pool's size, queued.max.request.bytes."))
+		metric.WithUnit("By"), metric.WithDescription("The request memory pool's size: queued.max.request.bytes on the data plane, socket.request.max.bytes on the control plane."))
 	memDepleted, err7 := m.meter.Float64ObservableCounter("kafka.server.request.memory.depleted.time",
 		metric.WithUnit("s"), metric.WithDescription("Time the request memory pool has been spent, so that connections waited to read (Kafka's MemoryPoolDepletedTimeTotal)."))
 	proxyPending, err8 := m.meter.Int64ObservableUpDownCounter("kafka.server.proxy_protocol.pending",

@@ -42,5 +42,9 @@
 // become kafka_network_... . Times are in seconds and byte counts in bytes,
 // as Prometheus names them (Kafka's TotalTimeMs is
 // kafka_network_request_metrics_total_time_seconds). Each metric's help
-// text names the Kafka metric it stands for.
+// text names the Kafka metric it stands for, where Kafka has one:
+// kafka_server_socket_server_metrics_ip_connection_rejected_total counts
+// what Kafka only logs (a connection closed by max.connections.per.ip or
+// the per-address creation rate), and the kafkanet_ metrics what Kafka
+// does not have.
 package knprom

@@ -105,9 +105,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		connectionsClosed: counter("kafka_server_socket_server_metrics_connection_close_total",
 			"Connections closed (connection-close-total), by why they closed: reason is a connregistry.CloseReason token (client-closed, idle, ...).", "listener", "reason"),
 		requests: counter("kafka_network_request_metrics_requests_total",
-			"Requests received (RequestsPerSec), by API.", "listener", "api_key", "request"),
+			"Requests done (RequestsPerSec), by API; the SASL exchange's are not counted, as in Kafka.", "listener", "api_key", "request"),
 		bytesIn: counter("kafka_server_socket_server_metrics_incoming_byte_total",
-			"Bytes of requests received (incoming-byte-total).", "listener"),
+			"Bytes of request frames received, without their 4-byte size prefixes, the SASL exchange's included (incoming-byte-total).", "listener"),
 		bytesOut: counter("kafka_server_socket_server_metrics_outgoing_byte_total",
 			"Bytes of responses sent (outgoing-byte-total).", "listener"),
 		totalTime: histogram("kafka_network_request_metrics_total_time_seconds",
@@ -211,11 +211,11 @@ func (m *Metrics) phasesOf(s *requestSeries) *phaseSeries {
 	return p
 }
 
-// OnRequestReceived implements [socketserver.HookRequestReceived].
+// OnRequestReceived implements [socketserver.HookRequestReceived]: the
+// bytes of every request frame read, the SASL exchange's included. The
+// request count is OnRequestDone's.
 func (m *Metrics) OnRequestReceived(l protocolmap.ListenerName, apiKey int16, bytes int) {
-	s := m.requestSeries(l, apiKey)
-	s.requests.Inc()
-	s.bytesIn.Add(float64(bytes))
+	m.requestSeries(l, apiKey).bytesIn.Add(float64(bytes))
 }
 
 // OnResponseSent implements [socketserver.HookResponseSent].
@@ -224,16 +224,18 @@ func (m *Metrics) OnResponseSent(l protocolmap.ListenerName, apiKey int16, bytes
 }
 
 // OnRequestDone implements [socketserver.HookRequestDone], as Kafka's
-// RequestMetrics: the total time of every request but those of a SASL
-// exchange (RequestDone.Authenticating), which Kafka's authenticator
-// answers outside its request metrics, and the phases of those the host
-// answered (not the server itself) without the connection closing
-// instead.
+// RequestMetrics: the count and total time of every request but those of
+// a SASL exchange (RequestDone.Authenticating), which Kafka's
+// authenticator answers outside its request metrics, and the phases of
+// those the host answered (not the server itself) without the connection
+// closing instead. Kafka marks RequestsPerSec as it records a request's
+// times, once the request is done.
 func (m *Metrics) OnRequestDone(r *socketserver.RequestDone) {
 	if r.Authenticating {
 		return
 	}
 	s, t := m.requestSeries(r.Conn.Listener, r.APIKey), r.Latency
+	s.requests.Inc()
 	m.totalTimeOf(s).Observe(t.Total.Seconds())
 	if r.ServerAnswered || r.Closed && r.ResponseBytes == 0 {
 		return // no phases: the server's own work, or an answer never written

@@ -43,9 +43,9 @@ var (
 	proxyPendingDesc = prometheus.NewDesc("kafkanet_proxy_protocol_pending",
 		"Accepted sockets of a listener that requires the PROXY protocol waiting for their header: counted against max.connections, not yet connections.", []string{"listener"}, nil)
 	memoryPoolUsedDesc = prometheus.NewDesc("kafka_network_socket_server_memory_pool_used_bytes",
-		"Bytes of requests read and not yet answered, against queued.max.request.bytes (MemoryPoolUsed).", []string{"plane"}, nil)
+		"Bytes of requests read and not yet answered, against the plane's pool: queued.max.request.bytes on the data plane, socket.request.max.bytes on the control plane (MemoryPoolUsed).", []string{"plane"}, nil)
 	memoryPoolAvailableDesc = prometheus.NewDesc("kafka_network_socket_server_memory_pool_available_bytes",
-		"Bytes of queued.max.request.bytes not in use (MemoryPoolAvailable); 0 when the pool is overdrawn by one request.", []string{"plane"}, nil)
+		"Bytes of the plane's pool not in use (MemoryPoolAvailable); 0 when the pool is overdrawn by one request.", []string{"plane"}, nil)
 	certificateNotAfterDesc = prometheus.NewDesc("kafkanet_tls_certificate_not_after_timestamp_seconds",
 		"When a certificate a TLS listener serves new connections expires (its NotAfter, in seconds since the Unix epoch); index 0 is the listener's default certificate, the others its server names' (kafkanet.ssl.server.names, in order).",
 		[]string{"listener", "index", "subject"}, nil)
