@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -212,7 +214,9 @@ func dialVia(replace map[string]string) func(ctx context.Context, network, addr 
 // refresh their metadata and go on, and every acknowledged record is
 // consumed exactly once, at its acknowledged offset (the soak's check,
 // through the proxy). An idle connection to the stopped broker's port is
-// closed cleanly (EOF) without sending anything.
+// closed cleanly (EOF) without sending anything. Every client connection
+// routed to the stopped broker, with a request in flight or not, closes
+// for upstream-broker-unavailable.
 func TestUpstreamBrokerStops(t *testing.T) {
 	up := startUpstream(t, 3)
 	broker1 := newRelay(t, up.Addr(1, "INTERNAL"))
@@ -239,12 +243,31 @@ func TestUpstreamBrokerStops(t *testing.T) {
 	defer run.Close()
 	time.Sleep(2 * time.Second)
 
+	// The client connections routed to broker 1 as it stops, those with a
+	// request in flight among them, each to close for its absence.
+	var routed []string
+	inFlight := 0
+	for _, s := range p.routedTo(1) {
+		routed = append(routed, s.id)
+		s.mu.Lock()
+		if s.inFlight > 0 {
+			inFlight++
+		}
+		s.mu.Unlock()
+	}
+	require.NotEmpty(t, routed)
 	broker1.stop()
 	t.Log("upstream broker 1 stopped")
 	idle.requireClosed(t, 10*time.Second)
+	var closed []connregistry.Conn
 	require.Eventually(t, func() bool {
-		return len(closedFor(p, upstreamCloseReason)) > 0
-	}, 10*time.Second, 10*time.Millisecond, "no client connection was closed for the broker's absence")
+		closed = p.srv.Registry().Closed(connregistry.Filter{ConnectionIDs: routed})
+		return len(closed) == len(routed)
+	}, 15*time.Second, 10*time.Millisecond, "of the %d client connections routed to broker 1, some are still open", len(routed))
+	for _, c := range closed {
+		assert.Equal(t, upstreamCloseReason, c.CloseReason, "why %s, routed to broker 1, closed", c.ID)
+	}
+	t.Logf("%d client connections routed to broker 1 as it stopped, %d with a request in flight, closed", len(routed), inFlight)
 	time.Sleep(2 * time.Second)
 	broker1.start()
 	t.Log("upstream broker 1 started again")
@@ -259,6 +282,111 @@ func TestUpstreamBrokerStops(t *testing.T) {
 	total := run.Finish(until)
 	t.Logf("%d records produced and consumed exactly once; %d client connections closed for the broker's absence",
 		total, len(closedFor(p, upstreamCloseReason)))
+}
+
+// Every client connection routed to an upstream broker that goes away
+// closes for upstream-broker-unavailable, as docs/proxy.md and the
+// listings say, whatever it was doing: idle; holding a request upstream
+// when the broker is killed, decoded (DescribeCluster) or raw
+// (ListGroups), the session's first (which its writer forwards) or a
+// later one (forwarded inline); or holding one that upstream answers after
+// the proxy has found the broker gone, the client then sending another
+// request or nothing more, or having sent another meanwhile (pipelined):
+// the answer to the one held reaches the client before the close.
+func TestEveryConnectionOfABrokerGoneClosesForIt(t *testing.T) {
+	// What happens once the client's requests are upstream.
+	const (
+		killed            = iota // the broker is killed
+		answeredThenAsk          // the proxy finds the broker gone, then the held request is answered; the client sends another
+		answeredThenIdle         // the same, and the client sends nothing more
+		askedThenAnswered        // the proxy finds the broker gone, the client sends another request, then the held one is answered
+	)
+	for _, tc := range []struct {
+		name   string
+		req    func() kmsg.Request
+		before int  // requests answered before
+		hold   bool // one more sent, held upstream
+		then   int
+	}{
+		{"idle", func() kmsg.Request { return describeCluster() }, 1, false, killed},
+		{"decoded, the first request held", func() kmsg.Request { return describeCluster() }, 0, true, killed},
+		{"decoded, a later request held", func() kmsg.Request { return describeCluster() }, 1, true, killed},
+		{"raw, the first request held", func() kmsg.Request { return listGroups() }, 0, true, killed},
+		{"raw, a later request held", func() kmsg.Request { return listGroups() }, 1, true, killed},
+		{"decoded, answered after, then another request", func() kmsg.Request { return describeCluster() }, 1, true, answeredThenAsk},
+		{"raw, answered after, then another request", func() kmsg.Request { return listGroups() }, 1, true, answeredThenAsk},
+		{"decoded, answered after, then nothing", func() kmsg.Request { return describeCluster() }, 1, true, answeredThenIdle},
+		{"raw, answered after, then nothing", func() kmsg.Request { return listGroups() }, 1, true, answeredThenIdle},
+		{"raw, another request sent, then the held one answered", func() kmsg.Request { return listGroups() }, 1, true, askedThenAnswered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := startFakeUpstream(t)
+			release := make(chan struct{})
+			var answered atomic.Int32
+			fake.setAnswer(func(key kmsg.Key, corr int32, v int16) ([]byte, bool) {
+				if int(answered.Add(1)) <= tc.before {
+					return fake.good(key, corr, v)
+				}
+				select {
+				case <-release:
+					return fake.good(key, corr, v)
+				case <-fake.quit:
+					return nil, true
+				}
+			})
+			p := startProxy(t, fake.addr(), nil, plaintextProxy...)
+			c := dialRaw(t, p.nodeAddr(t, "PLAIN", 0))
+			for range tc.before {
+				c.roundTrip(t, tc.req())
+			}
+			var held int32
+			if tc.hold {
+				held = c.send(t, tc.req())
+				key := kmsg.Key(tc.req().Key())
+				require.Eventually(t, func() bool { return fake.sent(key) == tc.before+1 }, 10*time.Second, 5*time.Millisecond,
+					"the request did not reach the broker")
+			}
+			switch tc.then {
+			case killed:
+				fake.kill()
+			default:
+				p.closeIdle(p.routedTo(0)) // as the broker's watch does when it cannot reach it (setDown)
+				if tc.then == askedThenAnswered {
+					c.send(t, tc.req())
+					require.Eventually(t, func() bool {
+						conns := p.srv.Registry().Snapshot(connregistry.Filter{})
+						return len(conns) == 1 && conns[0].Requests == int64(tc.before+2)
+					}, 10*time.Second, 5*time.Millisecond, "the proxy did not read the request")
+				}
+				close(release)
+				resp := tc.req().ResponseKind()
+				resp.SetVersion(tc.req().GetVersion())
+				c.read(t, resp, held)
+				if tc.then == answeredThenAsk {
+					c.send(t, tc.req())
+				}
+			}
+			c.requireClosed(t, 10*time.Second)
+			var closed connregistry.Conn
+			require.Eventually(t, func() bool {
+				var ok bool
+				closed, ok = closedConn(p, c)
+				return ok
+			}, 5*time.Second, 5*time.Millisecond, "the connection is not listed as closed")
+			assert.Equal(t, upstreamCloseReason, closed.CloseReason)
+		})
+	}
+}
+
+// routedTo returns the sessions routed to node id of the default cluster.
+func (tp *testProxy) routedTo(id int32) []*session {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []*session
+	for s := range tp.def.nodes[id].sessions {
+		out = append(out, s)
+	}
+	return out
 }
 
 // closedFor returns the proxy's closed connections with the given reason.

@@ -80,6 +80,18 @@ func startFakeUpstream(t *testing.T) *fakeUpstream {
 
 func (f *fakeUpstream) addr() string { return f.ln.Addr().String() }
 
+// kill makes the broker go away at once, as one killed (SIGKILL) does: it
+// accepts no more connections, and its connections close with the
+// requests it holds unanswered.
+func (f *fakeUpstream) kill() {
+	f.ln.Close()
+	f.mu.Lock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+}
+
 // setAnswer sets how ListGroups is answered.
 func (f *fakeUpstream) setAnswer(answer answerFunc) {
 	f.mu.Lock()

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,7 +55,7 @@ func (p *proxy) forward(r *socketserver.Request) {
 	s.mu.Lock()
 	if s.doomed || s.ended {
 		s.mu.Unlock()
-		_ = r.CloseConnection()
+		s.refuse(r, false)
 		return
 	}
 	s.inFlight++
@@ -154,23 +157,77 @@ func (s *session) respond(r *socketserver.Request, resp kmsg.Response) {
 	}
 }
 
-// done notes that the session's request has been answered.
+// done notes that the session's request has been answered. The last
+// request in flight of a session whose broker went away (closeIdle) is
+// followed by its connection's close, once the answer has had
+// answerGrace to reach the client.
 func (s *session) done() {
 	s.mu.Lock()
 	s.inFlight = max(s.inFlight-1, 0)
 	s.answered = time.Now()
+	closeAfter := s.brokerDown && s.inFlight == 0 && !s.ended
 	s.mu.Unlock()
+	if closeAfter {
+		s.p.closeIdleAfterGrace([]*session{s})
+	}
 }
 
 // failed ends r, whose forwarding through up failed with err: up is
-// dropped and the client's connection closed.
+// dropped and the client's connection closed, for upstreamCloseReason
+// when its broker went away or the connection to it was lost (the
+// client reconnects and refreshes its metadata), else as the handler's
+// close (an answer that is not what was asked for, say).
 func (s *session) failed(r *socketserver.Request, up *upConn, err error) {
-	if r.Context().Err() == nil {
-		s.p.log.Info("the upstream connection failed; closing the client connection", "conn_id", s.id, "upstream", up.addr,
-			"api_key", r.APIKey, "api_version", r.APIVersion, "err", err)
+	if r.Context().Err() != nil { // the client went away: its close is the reason
+		s.drop(up)
+		_ = r.CloseConnection()
+		return
 	}
-	s.drop(up)
+	s.p.log.Info("the upstream connection failed; closing the client connection", "conn_id", s.id, "upstream", up.addr,
+		"api_key", r.APIKey, "api_version", r.APIVersion, "err", err)
+	s.mu.Lock()
+	down := s.brokerDown
+	s.mu.Unlock()
+	if down || upstreamLost(err) {
+		s.closeFor(upstreamCloseReason, up)
+	} else {
+		s.drop(up)
+	}
 	_ = r.CloseConnection()
+}
+
+// refuse answers r, a request of a session that is doomed or has ended,
+// by closing the connection, without forwarding it (counted: r is among
+// the session's inFlight). When its broker went away (closeIdle), the
+// close is for upstreamCloseReason, as the listings promise: at once when
+// no answer is on its way to the client; else r is held until the
+// connection closes (end), which the last answer brings about (done), so
+// that the answers before r reach the client first, as they would ahead
+// of a close.
+func (s *session) refuse(r *socketserver.Request, counted bool) {
+	s.mu.Lock()
+	if counted {
+		s.inFlight = max(s.inFlight-1, 0)
+	}
+	down := s.brokerDown && !s.ended
+	if down && s.watched && (s.inFlight > 0 || time.Since(s.answered) <= answerGrace) {
+		s.held = append(s.held, r)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	if down {
+		s.closeFor(upstreamCloseReason, nil)
+	}
+	_ = r.CloseConnection()
+}
+
+// upstreamLost reports whether err says that the upstream connection was
+// lost: the broker closed it (EOF) or reset it, or a write found it gone.
+// The proxy's own close of the connection (net.ErrClosed) is not.
+func upstreamLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE)
 }
 
 // recoverPanic, deferred, closes r's connection after a panic in its

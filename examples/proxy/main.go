@@ -54,7 +54,9 @@
 // (upstream.security.protocol, upstream.sasl.mechanism,
 // upstream.sasl.username, upstream.sasl.password,
 // upstream.ssl.truststore.location, upstream.ssl.keystore.location,
-// upstream.ssl.endpoint.identification.algorithm).
+// upstream.ssl.endpoint.identification.algorithm). upstream.sasl.mechanism
+// is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, PLAIN unless set: Kafka's
+// default for sasl.mechanism, GSSAPI (Kerberos), is not supported.
 //
 // Each data listener is a bootstrap port, and each upstream broker gets a
 // port of its own on it: proxy.broker.port.base plus the broker's node id
@@ -108,7 +110,9 @@
 // its key. It then applies the connection quotas (max.connections,
 // max.connections.per.ip and its overrides, ..., and the per-principal
 // limits kafkanet.max.connections.per.principal and its overrides, also
-// per listener) to new connections. Other settings need a restart. The proxy also reloads a TLS
+// per listener) to new connections. Other settings need a restart. A
+// SIGHUP that comes while the proxy starts is held, and reloads once it
+// serves. The proxy also reloads a TLS
 // listener when the PEM files its ssl.keystore.location or
 // ssl.truststore.location names change on disk, reading them every
 // -tls-watch-interval (10 s; 0 turns this off).
@@ -173,6 +177,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -222,8 +227,10 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.upstream, "upstream", "", "the upstream cluster's bootstrap `servers`, host:port[,host:port] (the key "+keyUpstream+");\n"+
 		"required unless "+keyVirtualClusters+" configures virtual clusters")
 	fs.StringVar(&o.configPath, "config", "", "read settings from the Java .properties `file` (re-read on SIGHUP for the TLS settings and connection quotas)")
-	fs.DurationVar(&o.tlsWatch, "tls-watch-interval", security.DefaultTLSWatchInterval, "read the PEM files of the TLS listeners every `interval` and reload\n"+
-		"those that changed (0: only on SIGHUP)")
+	o.tlsWatch = security.DefaultTLSWatchInterval
+	fs.Var(atLeastZero[time.Duration]{&o.tlsWatch, parseDuration, "reload only on SIGHUP"}, "tls-watch-interval",
+		"read the PEM files of the TLS listeners every `interval` and reload\n"+
+			"those that changed (0: only on SIGHUP)")
 	fs.Var(&o.sets, "set", "set configuration `key=value` over the file's settings (repeatable)")
 	fs.Var(&o.logLevel, "log-level", loglevel.Usage)
 	fs.StringVar(&o.auditLog, "audit-log", "", "append the audit trail (logins, refused connections, operators' closes,\n"+
@@ -238,9 +245,65 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// atLeastZero is the value of a numeric flag that refuses a number below
+// 0, to which the flag gives no meaning, as a bad flag is refused (exit
+// status 2, the flag and the value named): parse reads the value, and
+// zero says, for the message, what 0 means.
+type atLeastZero[T int | time.Duration] struct {
+	v     *T
+	parse func(string) (T, error)
+	zero  string
+}
+
+func (f atLeastZero[T]) String() string {
+	if f.v == nil { // flag.PrintDefaults asks a zero value
+		return ""
+	}
+	return fmt.Sprint(*f.v)
+}
+
+func (f atLeastZero[T]) Set(s string) error {
+	v, err := f.parse(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("want 0 or more (0: %s)", f.zero)
+	}
+	*f.v = v
+	return nil
+}
+
+// parseInt and parseDuration read a flag's value as the flag package's
+// IntVar and DurationVar do, with their messages.
+func parseInt(s string) (int, error) {
+	v, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, errors.New("value out of range")
+	} else if err != nil {
+		return 0, errors.New("parse error")
+	}
+	return int(v), nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("parse error")
+	}
+	return v, nil
+}
+
 // run is the whole command: it serves until ctx ends and returns the exit
 // status.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
+	// SIGHUP is caught from the start: the proxy may wait
+	// upstream.socket.connection.setup.timeout.ms for its upstream before
+	// it serves, and a SIGHUP not caught ends a Go program. One sent
+	// meanwhile waits here, and reloads once the proxy serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var o options
 	fs := flagSet(&o, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -295,9 +358,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	go func() { served <- p.Serve(context.Background()) }()
 	p.watchTLS(o.tlsWatch)
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	load := func() (*proxyConfig, error) { return resolve(o.configPath, o.sets, o.upstream) }
 	for ctx.Err() == nil {
 		select {

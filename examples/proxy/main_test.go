@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
 	"github.com/kafkanet/kafkanet/examples/internal/flagdoc"
 	"github.com/kafkanet/kafkanet/internal/testkit"
 )
@@ -62,6 +68,13 @@ func TestCommandRefuses(t *testing.T) {
 		{"unknown flag", []string{"-nope"}, 2, "flag provided but not defined"},
 		{"an argument", []string{"-upstream", fake.addr(), "extra"}, 2, `unexpected argument "extra"`},
 		{"a bad log level", []string{"-upstream", fake.addr(), "-log-level", "verbose"}, 2, `invalid value "verbose" for flag -log-level: want debug, info, warn or error`},
+		{"a negative TLS watch interval", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-tls-watch-interval", "-1s"}, 2,
+			`invalid value "-1s" for flag -tls-watch-interval: want 0 or more (0: reload only on SIGHUP)`},
+		{"a TLS watch interval that does not parse", []string{"-upstream", fake.addr(), "-tls-watch-interval", "often"}, 2,
+			`invalid value "often" for flag -tls-watch-interval: parse error`},
+		{"a negative -gomaxprocs", []string{"-upstream", fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0", "-gomaxprocs", "-5"}, 2,
+			`invalid value "-5" for flag -gomaxprocs: want 0 or more (0: Go's default, one per CPU)`},
+		{"a -gomaxprocs that does not parse", []string{"-upstream", fake.addr(), "-gomaxprocs", "x"}, 2, `invalid value "x" for flag -gomaxprocs: parse error`},
 		{"no upstream", []string{"-set", "listeners=PLAINTEXT://127.0.0.1:0"}, 1, keyUpstream + ": the upstream cluster's bootstrap servers are required (-upstream HOST:PORT), unless proxy.virtual.clusters configures virtual clusters"},
 		{"upstream not host:port", []string{"-upstream", "nowhere"}, 1, keyUpstream},
 		{"a missing file", []string{"-upstream", fake.addr(), "-config", filepath.Join(dir, "none.properties")}, 1, "none.properties"},
@@ -125,4 +138,95 @@ func TestCommandServesUntilSignalled(t *testing.T) {
 	}
 	assert.Contains(t, stderr.String(), "msg=stopped")
 	c.requireClosed(t, 5*time.Second)
+}
+
+// A SIGHUP that comes while the proxy starts, waiting for its upstream,
+// does not end it (Go's default for a signal it does not catch): the
+// proxy reloads once it serves, and then drains and exits 0 on SIGINT.
+func TestCommandSIGHUPWhileStarting(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the signal's delivery is read in /proc")
+	}
+	bin := exampleproc.Build(t, "proxy")
+	fake := startFakeUpstream(t)
+	// The first bootstrap server takes the proxy's connection and answers
+	// nothing until the test closes it; the proxy then asks the fake.
+	stall, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer stall.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		defer close(accepted)
+		if c, err := stall.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-upstream", stall.Addr().String()+","+fake.addr(), "-set", "listeners=PLAINTEXT://127.0.0.1:0")
+	var stderr testkit.SyncBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		<-exited
+	}()
+
+	var held net.Conn
+	select {
+	case held = <-accepted:
+	case err := <-exited:
+		t.Fatalf("the proxy exited (%v) before dialing its upstream:\n%s", err, &stderr)
+	case <-ctx.Done():
+		t.Fatalf("the proxy did not dial its upstream:\n%s", &stderr)
+	}
+	defer held.Close()
+	require.NotContains(t, stderr.String(), "msg=listening", "the proxy serves already")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return !sighupPending(cmd.Process.Pid) }, 10*time.Second, time.Millisecond,
+		"SIGHUP is not delivered")
+	held.Close() // the proxy goes on to the fake
+
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(stderr.String(), "msg=\"SIGHUP: reloading") {
+		select {
+		case err := <-exited:
+			exited <- err // for the deferred wait
+			t.Fatalf("the proxy exited (%v) instead of reloading:\n%s", err, &stderr)
+		case <-ctx.Done():
+			t.Fatalf("the proxy did not reload:\n%s", &stderr)
+		case <-tick.C:
+		}
+	}
+	out := stderr.String()
+	assert.Less(t, strings.Index(out, "msg=listening"), strings.Index(out, "msg=\"SIGHUP: reloading"), "reloaded before serving:\n%s", out)
+
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err = <-exited
+	exited <- err // for the deferred wait
+	require.NoError(t, err, "stderr:\n%s", &stderr)
+}
+
+// sighupPending reports whether a SIGHUP waits to be delivered to process
+// pid, which /proc/PID/status shows in its masks of pending signals (bit
+// 0 for signal 1); false once the process has gone.
+func sighupPending(pid int) bool {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		name, mask, ok := strings.Cut(line, ":")
+		if !ok || name != "SigPnd" && name != "ShdPnd" {
+			continue
+		}
+		if bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && bits&1 != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -122,15 +122,17 @@ type session struct {
 	l      protocolmap.ListenerName
 	target int32 // the node its port or server name stands for, or bootstrapTarget
 
-	mu       sync.Mutex
-	c        *cluster // the cluster it is for, once its first request has said
-	node     *node    // the node it is routed to, once it is
-	up       *upConn  // nil until the first forwarded request, and after a failure
-	inFlight int      // requests forwarded and not yet answered
-	answered time.Time
-	doomed   bool // its broker went away: it closes, at the latest at its next request
-	watched  bool // its end is hooked to the connection's context
-	ended    bool
+	mu         sync.Mutex
+	c          *cluster // the cluster it is for, once its first request has said
+	node       *node    // the node it is routed to, once it is
+	up         *upConn  // nil until the first forwarded request, and after a failure
+	inFlight   int      // requests forwarded and not yet answered
+	answered   time.Time
+	doomed     bool // its broker went away, or a request failed: it closes, at the latest at its next request
+	brokerDown bool // its broker went away (closeIdle): it closes for upstreamCloseReason
+	watched    bool // its end is hooked to the connection's context
+	ended      bool
+	held       []*socketserver.Request // refused, answered once the connection has closed (refuse)
 	// The requests handed to its writer (writer.go), oldest first; whether
 	// the writer has requests in hand (writing), whether its goroutine runs
 	// (writer), and whether that goroutine waits for the next request
@@ -466,14 +468,18 @@ func (s *session) drop(up *upConn) {
 }
 
 // end runs when the client connection closes: the upstream connection
-// closes too (a forward in flight sees it fail and stops).
+// closes too (a forward in flight sees it fail and stops), and the
+// requests refuse held are answered.
 func (s *session) end() {
 	s.mu.Lock()
 	s.ended = true
-	up, n := s.up, s.node
-	s.up, s.node = nil, nil
+	up, n, held := s.up, s.node, s.held
+	s.up, s.node, s.held = nil, nil, nil
 	s.wakeWriterLocked() // a waiting writer ends
 	s.mu.Unlock()
+	for _, r := range held {
+		_ = r.CloseConnection() // closed already, for its reason
+	}
 	if up != nil {
 		up.close()
 	}
@@ -751,30 +757,39 @@ func (p *proxy) setDown(n *node, err error) {
 	// A response handed to the socket server a moment ago may still be on
 	// its way to the client: those sessions are closed a little later.
 	if len(sessions) > 0 {
-		p.work.Add(1)
-		go func() {
-			defer p.work.Done()
-			select {
-			case <-time.After(answerGrace * 2):
-				p.closeIdle(sessions)
-			case <-p.ctx.Done():
-			}
-		}()
+		p.closeIdleAfterGrace(sessions)
 	}
+}
+
+// closeIdleAfterGrace closes the idle ones of sessions (closeIdle) once
+// a response handed to the socket server now has had answerGrace to be
+// written, unless the proxy stops first.
+func (p *proxy) closeIdleAfterGrace(sessions []*session) {
+	p.work.Add(1) // the caller's is held until this returns
+	go func() {
+		defer p.work.Done()
+		select {
+		case <-time.After(answerGrace * 2):
+			p.closeIdle(sessions)
+		case <-p.ctx.Done():
+		}
+	}()
 }
 
 // answerGrace is how long after handing a response to the socket server a
 // session is left to write it before the proxy closes the connection.
 const answerGrace = 200 * time.Millisecond
 
-// closeIdle dooms sessions and closes, through the server's registry, the
-// connections of those with no request in flight and no response just
-// handed over.
+// closeIdle dooms sessions, whose broker went away, and closes through the
+// server's registry, for upstreamCloseReason, the connections of those
+// with no request in flight and no response just handed over; the others
+// close for the same reason when their request fails (failed) or once it
+// is answered (done), or at their next request (refuse).
 func (p *proxy) closeIdle(sessions []*session) {
 	var ids []string
 	for _, s := range sessions {
 		s.mu.Lock()
-		s.doomed = true
+		s.doomed, s.brokerDown = true, true
 		if !s.ended && s.inFlight == 0 && time.Since(s.answered) > answerGrace {
 			ids = append(ids, s.id)
 		}

@@ -54,7 +54,8 @@ const defaultProcs = 1
 
 // runtimeFlags defines the runtime's flags, into o, on fs.
 func runtimeFlags(fs *flag.FlagSet, o *options) {
-	fs.IntVar(&o.gomaxprocs, flagGOMAXPROCS, defaultProcs, "run Go code on at most `n` threads at once (GOMAXPROCS), unless the environment sets GOMAXPROCS;\n"+
+	o.gomaxprocs = defaultProcs
+	fs.Var(atLeastZero[int]{&o.gomaxprocs, parseInt, "Go's default, one per CPU"}, flagGOMAXPROCS, "run Go code on at most `n` threads at once (GOMAXPROCS), unless the environment sets GOMAXPROCS;\n"+
 		"0: Go's default, one per CPU")
 	fs.BoolVar(&o.sysmonAwake, flagSysmonAwake, true, "keep the Go runtime's monitor thread (sysmon) awake while the proxy is idle, polling every 10 ms,\n"+
 		"rather than woken at each burst of work: the proxy executes itself again at start with "+sysmonSetting+"\n"+
@@ -83,7 +84,7 @@ func settingsFor(args, environ []string) runtimeSettings {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	s := runtimeSettings{procs: max(o.gomaxprocs, 0)}
+	s := runtimeSettings{procs: o.gomaxprocs}
 	if !set[flagGOMAXPROCS] && lookupEnv(environ, "GOMAXPROCS") != "" {
 		s.leave = true
 	}

@@ -49,6 +49,8 @@ func TestRuntimeSettings(t *testing.T) {
 			runtimeSettings{procs: 1}},
 		{"bad flags: run says so", []string{"-gomaxprocs", "x"}, []string{"PATH=/bin"},
 			runtimeSettings{leave: true}},
+		{"a negative -gomaxprocs: run says so", []string{"-gomaxprocs", "-5"}, []string{"PATH=/bin"},
+			runtimeSettings{leave: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, settingsFor(tc.args, tc.environ))

@@ -177,8 +177,8 @@ func (s *session) forwardQueued(o outgoing) {
 	s.mu.Lock()
 	gone := s.doomed || s.ended
 	s.mu.Unlock()
-	if gone { // an earlier request failed, or the client went away
-		_ = r.CloseConnection()
+	if gone { // an earlier request failed, its broker went away, or the client went away
+		s.refuse(r, true)
 		return
 	}
 	up, err := s.conn(r.Context(), r.Conn.ServerName)
