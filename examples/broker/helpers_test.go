@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kafkanet/kafkanet/config"
+	"github.com/kafkanet/kafkanet/examples/internal/exampleproc"
 	"github.com/kafkanet/kafkanet/examples/internal/faults"
 	"github.com/kafkanet/kafkanet/internal/bindcheck"
 	"github.com/kafkanet/kafkanet/internal/testkit"
@@ -71,7 +72,12 @@ func TestMain(m *testing.M) {
 	// The fault tests' toxiproxy may leave goroutines of its own blocked
 	// (faults.IgnoreToxiproxy).
 	metrics.UseNilMetrics = true
-	goleak.VerifyTestMain(bindcheck.Wrap(m), faults.IgnoreToxiproxy()...)
+	// The broker built for the tests that run it as a process
+	// (exampleproc) is removed at the end.
+	goleak.VerifyTestMain(bindcheck.Wrap(m), append(faults.IgnoreToxiproxy(), goleak.Cleanup(func(code int) {
+		exampleproc.Cleanup()
+		os.Exit(code)
+	}))...)
 }
 
 // testSettings are the built-in KIP-103 listeners on ephemeral loopback

@@ -1,8 +1,9 @@
 // Command broker is kafkanet's example broker: it serves Kafka clients from
 // an in-memory store on listeners configured the way Apache Kafka's are.
 // With -check it only resolves that configuration and prints one row per
-// listener: where it binds, what it advertises, its security protocol, the
-// request plane it feeds and whether brokers use it among themselves.
+// listener of each broker: where it binds, what it advertises, its
+// security protocol, the request plane it feeds and whether brokers use it
+// among themselves.
 //
 // Usage:
 //
@@ -34,7 +35,9 @@
 //
 // The configuration is read from the Java .properties file given with
 // -config, with each -set key=value laid over it, and keys set in neither
-// take Kafka's defaults (listeners=PLAINTEXT://:9092 and so on). When neither
+// take Kafka's defaults (listeners=PLAINTEXT://:9092 and so on). A key the
+// broker does not read is ignored, without the warning Kafka gives: the
+// config package has no list of the keys it knows. When neither
 // -config nor -set is given, the broker instead uses built-in settings that
 // show off KIP-103: four named listeners under their own names, a SASL
 // listener for clients and PLAINTEXT ones for replication (the inter-broker
@@ -54,14 +57,24 @@
 // holds Kafka's OAuthBearerLoginModule.
 //
 // With -check the broker only validates the configuration and prints the
-// table. An invalid configuration is reported on standard error, naming the
-// offending key, and the exit status is 1; nothing is bound. Bad flags give
-// exit status 2.
+// table. It shows what the broker would advertise: a listener advertised
+// with an empty host (every interface) as the machine's host name, as in
+// Kafka; an advertised port 0 is the port the listener binds, known once it
+// is bound. With -brokers N a BROKER column gives each row's node id. An
+// invalid configuration is reported on standard error, naming the
+// offending key, and the exit status is 1; nothing is bound. Bad flags
+// (a negative -tls-watch-interval or a -metrics-addr that is not
+// host:port among them) give exit status 2.
 //
 // Without -check the broker serves until SIGINT or SIGTERM, when it shuts
-// down gracefully (at most 10 s) and exits 0. It keeps its topics in memory
-// and answers ApiVersions, Metadata, Produce, Fetch (with long polls),
-// ListOffsets, InitProducerId, DescribeCluster, CreateTopics (with the
+// down gracefully and exits 0: it stops accepting connections and answers
+// the requests in flight for at most 10 s, then closes the connections
+// still open, logging a warning, and exits 0 all the same, as Kafka's
+// controlled shutdown does when it has to force a close. A SIGHUP that
+// arrives while it starts is applied once it serves.
+//
+// The broker keeps its topics in memory and answers ApiVersions, Metadata,
+// Produce, Fetch (with long polls), ListOffsets, InitProducerId, DescribeCluster, CreateTopics (with the
 // topic configs of Kafka 4.x, refusing others with INVALID_CONFIG),
 // DeleteTopics and the group coordinator's APIs on its data-plane
 // listeners, and Metadata alone on a control-plane listener. The first
@@ -212,6 +225,7 @@ import (
 	"github.com/kafkanet/kafkanet/examples/internal/auditlog"
 	"github.com/kafkanet/kafkanet/examples/internal/loglevel"
 	"github.com/kafkanet/kafkanet/examples/internal/otelenv"
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/security"
 )
 
@@ -222,8 +236,13 @@ func main() {
 	os.Exit(code)
 }
 
-// shutdownTimeout bounds the graceful shutdown.
-const shutdownTimeout = 10 * time.Second
+// drainTimeout bounds the graceful shutdown and the drain of a listener a
+// reload removes.
+const drainTimeout = 10 * time.Second
+
+// shutdownTimeout bounds the graceful shutdown: drainTimeout, a variable
+// only so that a test can run out of it.
+var shutdownTimeout = drainTimeout
 
 // maxBrokers bounds -brokers.
 const maxBrokers = 100
@@ -293,6 +312,13 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 // run is the whole command; it serves until ctx ends and returns the exit
 // status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// SIGHUP is caught from the start: one that arrives while the broker
+	// starts would otherwise kill it (the default action, exit status
+	// 129). It waits in hup, and serve handles it once the broker serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	var o options
 	fs := flagSet(&o, stderr)
 	if err := fs.Parse(args); err != nil {
@@ -311,14 +337,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if o.tlsWatch < 0 {
+		fmt.Fprintf(stderr, "broker: -tls-watch-interval %v: want 0 (reload only on SIGHUP) or more\n", o.tlsWatch)
+		fs.Usage()
+		return 2
+	}
+	if o.metricsAddr != "" {
+		if err := checkListenAddress(o.metricsAddr); err != nil {
+			fmt.Fprintf(stderr, "broker: -metrics-addr %q: %v\n", o.metricsAddr, err)
+			fs.Usage()
+			return 2
+		}
+	}
 
 	cfg, err := resolve(o.configPath, o.sets)
 	var set brokerSettings
 	if err == nil {
 		set, err = readSettings(cfg)
 	}
+	var cfgs []*brokerConfig
 	if err == nil {
-		_, err = brokerConfigs(cfg, o.brokers)
+		cfgs, err = brokerConfigs(cfg, o.brokers)
 	}
 	var otel otelenv.Config
 	if err == nil {
@@ -328,7 +367,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
 		return 1
 	}
-	if err := printListeners(stdout, cfg); err != nil {
+	if err := printListeners(stdout, cfgs, set.nodeID); err != nil {
 		fmt.Fprintf(stderr, "broker: %v\n", err)
 		return 1
 	}
@@ -349,7 +388,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeAudit() // after serve: the brokers' Shutdown has written every event
-	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, otel, logger, audit)
+	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, hup, otel, logger, audit)
+}
+
+// checkListenAddress checks addr as net.Listen("tcp", addr) does before it
+// binds: host:port, the port a number from 0 to 65535 or a service name.
+// The host is left to the bind, which looks a host name up.
+func checkListenAddress(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = net.LookupPort("tcp", port)
+	}
+	return err
 }
 
 // auditProduct names the broker in its audit records.
@@ -358,17 +408,21 @@ const auditProduct = "kafkanet example broker"
 // serve runs the brokers, the metrics server if metricsAddr is set, and
 // OpenTelemetry's exporters if otel exports anything, with their audit
 // trail written to audit unless it is nil, until ctx ends,
-// then shuts them down. On SIGHUP it reloads the TLS settings, connection
-// quotas, SASL users and listeners from the configuration load returns
-// (see cluster.reload); every tlsWatch it reloads the TLS listeners whose
-// PEM files changed (see cluster.watchTLS). It returns the exit status.
+// then shuts them down. On each SIGHUP hup delivers, those that arrived
+// while the brokers started included, it reloads the TLS settings,
+// connection quotas, SASL users and listeners from the configuration load
+// returns (see cluster.reload); every tlsWatch it reloads the TLS
+// listeners whose PEM files changed (see cluster.watchTLS). It returns the
+// exit status: 0 once the brokers have stopped, even if the drain ran out
+// of time and they closed the connections left, as Kafka's controlled
+// shutdown exits 0 when it has to force a close.
 func serve(ctx context.Context, props config.Properties, brokers int, metricsAddr string, tlsWatch time.Duration, load func() (*brokerConfig, error),
-	otel otelenv.Config, logger *slog.Logger, audit *auditlog.Writer) int {
+	hup <-chan os.Signal, otel otelenv.Config, logger *slog.Logger, audit *auditlog.Writer) int {
 	var metricsLn net.Listener
 	if metricsAddr != "" {
 		var err error
 		if metricsLn, err = net.Listen("tcp", metricsAddr); err != nil {
-			logger.Error("cannot serve metrics", "err", err)
+			logger.Error("cannot serve metrics (-metrics-addr)", "addr", metricsAddr, "err", err)
 			return 1
 		}
 	}
@@ -397,9 +451,6 @@ func serve(ctx context.Context, props config.Properties, brokers int, metricsAdd
 		metrics = serveMetrics(metricsLn, c.registry)
 		logger.Info("serving metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	logger.Info("started", "brokers", brokers, "cluster_id", c.id)
 
 	for ctx.Err() == nil {
@@ -414,7 +465,10 @@ func serve(ctx context.Context, props config.Properties, brokers int, metricsAdd
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	code := 0
-	if err := c.Shutdown(sctx); err != nil {
+	switch err := c.Shutdown(sctx); {
+	case errors.Is(err, context.DeadlineExceeded):
+		logger.Warn("shutdown: the drain ran out of time; the connections still open were closed", "timeout", shutdownTimeout)
+	case err != nil:
 		logger.Error("shutdown", "err", err)
 		code = 1
 	}
@@ -447,23 +501,49 @@ func resolve(path string, sets []string) (*brokerConfig, error) {
 	return readBrokerConfig(props)
 }
 
-// printListeners writes cfg's listeners to w as an aligned table, one row
-// per listener in the order of the listeners key. An advertised address of
-// "-" means the listener is not in advertised.listeners.
-func printListeners(w io.Writer, cfg *brokerConfig) error {
+// printListeners writes the listeners of cfgs, broker i's with node id
+// firstID+i, to w as an aligned table, one row per listener in the order
+// of the listeners key, broker after broker, with a BROKER column when
+// there are several. An advertised address of "-" means the listener is
+// not in advertised.listeners; others are what the broker will advertise
+// (see advertisedAddress).
+func printListeners(w io.Writer, cfgs []*brokerConfig, firstID int32) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LISTENER\tBIND\tADVERTISED\tPROTOCOL\tPLANE\tINTER-BROKER")
-	for _, l := range cfg.All {
-		advertised := "-"
-		if l.IsAdvertised() {
-			advertised = l.Advertised.Address()
+	header := "LISTENER\tBIND\tADVERTISED\tPROTOCOL\tPLANE\tINTER-BROKER"
+	several := len(cfgs) > 1
+	if several {
+		header = "BROKER\t" + header
+	}
+	fmt.Fprintln(tw, header)
+	for i, cfg := range cfgs {
+		for _, l := range cfg.All {
+			advertised := "-"
+			if l.IsAdvertised() {
+				advertised = advertisedAddress(l.Advertised)
+			}
+			interBroker := "-"
+			if l.InterBroker {
+				interBroker = "yes"
+			}
+			if several {
+				fmt.Fprintf(tw, "%d\t", firstID+int32(i))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n",
+				l.Name, l.Bind.Address(), advertised, l.SecurityProtocol, l.Plane, interBroker)
 		}
-		interBroker := "-"
-		if l.InterBroker {
-			interBroker = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n",
-			l.Name, l.Bind.Address(), advertised, l.SecurityProtocol, l.Plane, interBroker)
 	}
 	return tw.Flush()
+}
+
+// advertisedAddress is the address the broker advertises for ep, as
+// socketserver.Server.Broker makes it: an empty host (every interface) is
+// the machine's host name, as in Kafka. A port 0 stays 0 here: the port
+// advertised is the one bound, known only once the listener is bound.
+func advertisedAddress(ep listener.EndPoint) string {
+	if ep.Host == "" {
+		if h, err := os.Hostname(); err == nil {
+			ep.Host = h
+		}
+	}
+	return ep.Address()
 }

@@ -66,6 +66,10 @@ func writeProperties(t *testing.T, text string) string {
 
 func TestRunPrintsListeners(t *testing.T) {
 	config := writeProperties(t, serverProperties)
+	// A listener advertised with an empty host is advertised as the
+	// machine's host name, as socketserver.Server.Broker does.
+	host, err := os.Hostname()
+	require.NoError(t, err)
 	tests := []struct {
 		name       string
 		args       []string
@@ -89,14 +93,14 @@ func TestRunPrintsListeners(t *testing.T) {
 			name: "set alone reads over Kafka's defaults",
 			args: []string{"-check", "-set", "listeners=PLAINTEXT://:9092"},
 			want: [][]string{
-				{"PLAINTEXT", ":9092", ":9092", "PLAINTEXT", "data", "yes"},
+				{"PLAINTEXT", ":9092", host + ":9092", "PLAINTEXT", "data", "yes"},
 			},
 		},
 		{
 			name: "Kafka's defaults with no listeners key",
 			args: []string{"-check", "-set", "broker.id=1"},
 			want: [][]string{
-				{"PLAINTEXT", ":9092", ":9092", "PLAINTEXT", "data", "yes"},
+				{"PLAINTEXT", ":9092", host + ":9092", "PLAINTEXT", "data", "yes"},
 			},
 		},
 		{
@@ -109,6 +113,13 @@ func TestRunPrintsListeners(t *testing.T) {
 			want: [][]string{
 				{"PLAINTEXT", "127.0.0.1:9092", "localhost:9092", "PLAINTEXT", "data", "yes"},
 				{"OTHER", "[::1]:9094", "-", "PLAINTEXT", "data", "-"},
+			},
+		},
+		{
+			name: "advertised with an empty host",
+			args: []string{"-check", "-set", "listeners=PLAINTEXT://127.0.0.1:9092", "-set", "advertised.listeners=PLAINTEXT://:19092"},
+			want: [][]string{
+				{"PLAINTEXT", "127.0.0.1:9092", host + ":19092", "PLAINTEXT", "data", "yes"},
 			},
 		},
 		{
@@ -162,6 +173,53 @@ func TestRunPrintsListeners(t *testing.T) {
 			require.Equal(t, 0, code, "stderr: %s", stderr)
 			assert.Equal(t, append([][]string{header}, tt.want...), rows(stdout))
 			assert.Equal(t, tt.wantStderr, stderr)
+		})
+	}
+}
+
+// With -brokers N the table lists every broker's listeners, each row led by
+// its broker's node id, on the ports that broker binds and advertises.
+func TestRunPrintsEveryBroker(t *testing.T) {
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	brokerHeader := append([]string{"BROKER"}, header...)
+	tests := []struct {
+		name string
+		args []string
+		want [][]string // table rows after the header
+	}{
+		{
+			name: "three brokers from node id 0",
+			args: []string{"-brokers", "3", "-set", "listeners=PLAINTEXT://127.0.0.1:9092,OTHER://:9093",
+				"-set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"},
+			want: [][]string{
+				{"0", "PLAINTEXT", "127.0.0.1:9092", "127.0.0.1:9092", "PLAINTEXT", "data", "yes"},
+				{"0", "OTHER", ":9093", host + ":9093", "PLAINTEXT", "data", "-"},
+				{"1", "PLAINTEXT", "127.0.0.1:9192", "127.0.0.1:9192", "PLAINTEXT", "data", "yes"},
+				{"1", "OTHER", ":9193", host + ":9193", "PLAINTEXT", "data", "-"},
+				{"2", "PLAINTEXT", "127.0.0.1:9292", "127.0.0.1:9292", "PLAINTEXT", "data", "yes"},
+				{"2", "OTHER", ":9293", host + ":9293", "PLAINTEXT", "data", "-"},
+			},
+		},
+		{
+			name: "two brokers from node.id, advertised elsewhere, port 0",
+			args: []string{"-brokers", "2", "-set", "node.id=5", "-set", "listeners=PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:9093",
+				"-set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+				"-set", "advertised.listeners=PLAINTEXT://localhost:0,OTHER://broker.example.com:19093"},
+			want: [][]string{
+				{"5", "PLAINTEXT", "127.0.0.1:0", "localhost:0", "PLAINTEXT", "data", "yes"},
+				{"5", "OTHER", "127.0.0.1:9093", "broker.example.com:19093", "PLAINTEXT", "data", "-"},
+				{"6", "PLAINTEXT", "127.0.0.1:0", "localhost:0", "PLAINTEXT", "data", "yes"},
+				{"6", "OTHER", "127.0.0.1:9193", "broker.example.com:19193", "PLAINTEXT", "data", "-"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runBroker(t, append([]string{"-check"}, tt.args...)...)
+			require.Equal(t, 0, code, "stderr: %s", stderr)
+			assert.Equal(t, append([][]string{brokerHeader}, tt.want...), rows(stdout))
+			assert.Empty(t, stderr)
 		})
 	}
 }
@@ -396,14 +454,27 @@ func TestRunBadFlags(t *testing.T) {
 		{"no brokers", []string{"-check", "-brokers", "0"}, "broker: -brokers 0: want 1 to 100"},
 		{"brokers not a number", []string{"-brokers", "two"}, `invalid value "two" for flag -brokers`},
 		{"unknown log level", []string{"-log-level", "trace"}, `invalid value "trace" for flag -log-level: want debug, info, warn or error`},
+		{"negative TLS watch interval", []string{"-check", "-tls-watch-interval", "-1s"}, "broker: -tls-watch-interval -1s: want 0 (reload only on SIGHUP) or more"},
+		{"negative TLS watch interval, serving", []string{"-tls-watch-interval", "-10ms", "-set", "listeners=PLAINTEXT://127.0.0.1:0"},
+			"broker: -tls-watch-interval -10ms: want 0 (reload only on SIGHUP) or more"},
+		{"metrics port out of range", []string{"-check", "-metrics-addr", "127.0.0.1:99999"}, `broker: -metrics-addr "127.0.0.1:99999": address 99999: invalid port`},
+		{"metrics port out of range, serving", []string{"-metrics-addr", "127.0.0.1:99999", "-set", "listeners=PLAINTEXT://127.0.0.1:0"},
+			`broker: -metrics-addr "127.0.0.1:99999": address 99999: invalid port`},
+		{"metrics address without a port", []string{"-check", "-metrics-addr", "127.0.0.1"}, `broker: -metrics-addr "127.0.0.1": address 127.0.0.1: missing port in address`},
+		{"metrics port not a port", []string{"-check", "-metrics-addr", "localhost:no-such-service"}, `broker: -metrics-addr "localhost:no-such-service": `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runBroker(t, tt.args...)
+			// A bad flag stops run before it binds anything; should it
+			// serve all the same, the ended context stops it at once.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, tt.args, &stdout, &stderr)
 			assert.Equal(t, 2, code)
-			assert.Empty(t, stdout)
-			assert.Contains(t, stderr, tt.wantStderr)
-			assert.Contains(t, stderr, "usage: broker [-check] [-config server.properties] [-set key=value]...")
+			assert.Empty(t, stdout.String())
+			assert.Contains(t, stderr.String(), tt.wantStderr)
+			assert.Contains(t, stderr.String(), "usage: broker [-check] [-config server.properties] [-set key=value]...")
 		})
 	}
 }

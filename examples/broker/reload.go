@@ -19,9 +19,9 @@ import (
 var errNoConfigFile = errors.New("no -config file to re-read")
 
 // listenerDrainTimeout bounds the drain of the listeners a reload removes,
-// as shutdownTimeout bounds a shutdown's: their connections still open
+// as drainTimeout bounds a shutdown's: their connections still open
 // then are closed at once.
-const listenerDrainTimeout = shutdownTimeout
+const listenerDrainTimeout = drainTimeout
 
 // reload is the broker's SIGHUP: it re-reads the configuration with load
 // (the -config file with the -set values over it) and applies, in order,

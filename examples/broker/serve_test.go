@@ -786,7 +786,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		meta := roundTrip[*kmsg.MetadataResponse](conn, metadataRequest(12, false))
 		assert.Len(t, meta.Brokers, 2, "broker %s listener %s", l[1], l[2])
 	}
-	assert.True(t, strings.HasPrefix(stdout.String(), "LISTENER "), "the table comes first: %s", &stdout)
+	assert.True(t, strings.HasPrefix(stdout.String(), "BROKER  LISTENER "), "the table of both brokers comes first: %s", &stdout)
 
 	metricsURL := regexp.MustCompile(`msg="serving metrics" url=(\S+)`).FindStringSubmatch(stderr.String())
 	require.NotNil(t, metricsURL, "stderr: %s", &stderr)
