@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +75,49 @@ func TestClose(t *testing.T) {
 	for _, l := range lines {
 		assert.Contains(t, l, "not authorized: User:alice may not close connections")
 		assert.Contains(t, l, "ALTER on CLUSTER")
+	}
+}
+
+// --close never closes the command's own connections, though its filter
+// selects them: each filter here selects the command's bootstrap
+// connection too, and only the other admin client's connections are
+// closed and printed, on one broker and on three.
+func TestCloseSparesOwnConnections(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		brokers int
+		filter  []string
+	}{
+		{"listener, one broker", 1, []string{"--listener", "CLIENT"}},
+		{"principal, one broker", 1, []string{"--principal", "User:admin"}},
+		{"listener, three brokers", 3, []string{"--listener", "client"}},
+		{"client address, three brokers", 3, []string{"--client-address", "127.0.0.0/8"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := startCluster(t, tt.brokers, func(_ int, o *brokerOptions) {
+				o.APIs = append(o.APIs, socketserver.CloseClientConnectionsAPI(connregistry.DefaultCloseAPIKey, connregistry.SuperUsers("User:admin")))
+			})
+			want := map[string]int32{}
+			for i, b := range c.Brokers {
+				_, addr := connectClient(t, b, "PLAIN", "admin")
+				want[addr] = int32(i)
+			}
+			args := append([]string{"--bootstrap-server", c.Brokers[0].Client, "--close", "--output", "json",
+				"--command-config", commandConfig(t, "PLAIN", "admin")}, tt.filter...)
+			res := runCLI(t, args...)
+			require.Equal(t, 0, res.code, res.stderr)
+			var brokers []struct {
+				BrokerId    int32
+				Connections []kipConnection
+			}
+			require.NoError(t, json.Unmarshal([]byte(res.stdout), &brokers), res.stdout)
+			closed := map[string]int32{}
+			for _, b := range brokers {
+				for _, conn := range b.Connections {
+					closed[net.JoinHostPort(conn.ClientAddress, strconv.Itoa(int(conn.ClientPort)))] = b.BrokerId
+				}
+			}
+			assert.Equal(t, want, closed, "only the other client's connections are closed:\n%s", res.stdout)
+		})
 	}
 }

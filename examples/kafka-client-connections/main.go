@@ -18,7 +18,8 @@
 //	--list
 //		List the connections.
 //	--close
-//		Close the connections the filters select (at least one filter).
+//		Close the connections the filters select (at least one filter),
+//		but the command's own.
 //	--principal Type:name
 //		Only the connections of this principal, such as User:alice.
 //	--client-address address
@@ -39,31 +40,39 @@
 //		sent (each per second over about the last minute), the longest
 //		idle first, or the oldest first.
 //	--top N
-//		With --list: only the first N connections of the cluster in
-//		--sort-by's order (requests unless given).
+//		With --list: only the first N connections of the cluster (N at
+//		least 1) in --sort-by's order (requests unless given).
 //	--command-config file
-//		Read how to connect from the client properties file, with Kafka's
-//		keys security.protocol, sasl.mechanism, sasl.username,
-//		sasl.password, ssl.truststore.location, ssl.keystore.location and
-//		ssl.endpoint.identification.algorithm (sasl.jaas.config is not
-//		read).
+//		Read how to connect from the client properties file: Kafka's
+//		client keys security.protocol, sasl.mechanism,
+//		ssl.truststore.location, ssl.keystore.location and
+//		ssl.endpoint.identification.algorithm, and librdkafka's keys
+//		sasl.username and sasl.password for the SASL user (Kafka's Java
+//		client takes it from sasl.jaas.config, which is not read).
 //	--output table|json
 //		The output's format (default table).
 //	--api-key key
-//		The API key the brokers serve ListClientConnections under
-//		(default 93).
+//		The API key the brokers serve ListClientConnections under, 0 to
+//		32767 (default 93).
 //	--close-api-key key
-//		The API key the brokers serve CloseClientConnections under
-//		(default 1093).
+//		The API key the brokers serve CloseClientConnections under, 0 to
+//		32767 (default 1093).
 //
 // Each flag may be written with one dash as well as two.
 //
 // Every broker of the cluster is asked (each knows only its own
 // connections); with several brokers a BROKER column comes first. --close
 // needs at least one filter, prints the connections each broker closed
-// (never the command's own) and needs ALTER on CLUSTER where --list needs
-// DESCRIBE. SERVER-NAME is the TLS server name the client asked for (SNI;
-// "-" without one), and --server-name selects by it, kafkanet's filter
+// and needs ALTER on CLUSTER where --list needs DESCRIBE. It never closes
+// the command's own connections: a broker spares only the one its request
+// arrives on, so the command sends its requests under a client id of its
+// own run, lists the connections the filters select first (with
+// ListClientConnections, under --api-key), and closes those of other
+// clients by their connection ids; a connection opened after the listing
+// stays open. Filter values are checked before any broker is asked: one
+// that does not parse is a bad flag. SERVER-NAME is the TLS server name
+// the client asked for (SNI; "-" without one), and --server-name selects
+// by it, kafkanet's filter
 // beyond KIP-1329's (a name, "*.domain" for every name below a domain, ""
 // for the connections without one). A connection the broker has muted for
 // a throttle (KIP-219)
@@ -84,11 +93,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -168,14 +180,14 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Var(&o.clientAddress, "client-address", "only connections from this IP `address` or CIDR prefix")
 	fs.Var(&o.listenerName, "listener", "only connections on this `listener` (any case)")
 	fs.Var(&o.serverName, "server-name", "only connections whose TLS server name (SNI) is this `name` (any case; *.example.com for every name below example.com; empty for the connections without one)")
-	fs.StringVar(&o.commandConfig, "command-config", "", "client properties `file`: security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.truststore.location, ssl.keystore.location, ssl.endpoint.identification.algorithm")
+	fs.StringVar(&o.commandConfig, "command-config", "", "client properties `file`: Kafka's security.protocol, sasl.mechanism, ssl.truststore.location, ssl.keystore.location, ssl.endpoint.identification.algorithm and librdkafka's sasl.username, sasl.password (sasl.jaas.config is not read)")
 	fs.StringVar(&o.output, "output", "table", "`format`: table or json")
-	fs.BoolVar(&o.includeClosed, "include-closed", false, "also list recently closed connections, with when and why they closed")
+	fs.BoolVar(&o.includeClosed, "include-closed", false, "with --list: also list recently closed connections, with when and why they closed")
 	fs.Var(&o.connectionIDs, "connection-id", "with --close: only the connection with this `id`, as --list shows it (repeatable)")
 	fs.Var(&o.sortBy, "sort-by", "with --list: the cluster's connections in this `order`, the busiest first: requests, bytes-in, bytes-out (rates over about the last minute), idle (the longest idle first) or age (the oldest first)")
-	fs.IntVar(&o.top, "top", 0, "with --list: only the first `N` connections of the cluster in --sort-by's order (requests unless given)")
-	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultListAPIKey), "the API `key` the brokers serve ListClientConnections under")
-	fs.IntVar(&o.closeAPIKey, "close-api-key", int(connregistry.DefaultCloseAPIKey), "the API `key` the brokers serve CloseClientConnections under")
+	fs.IntVar(&o.top, "top", 0, "with --list: only the first `N` connections of the cluster (N at least 1; all without --top) in --sort-by's order (requests unless given)")
+	fs.IntVar(&o.apiKey, "api-key", int(connregistry.DefaultListAPIKey), "the API `key` the brokers serve ListClientConnections under, 0 to 32767")
+	fs.IntVar(&o.closeAPIKey, "close-api-key", int(connregistry.DefaultCloseAPIKey), "the API `key` the brokers serve CloseClientConnections under, 0 to 32767")
 	fs.Usage = func() { usage(fs) }
 	return fs
 }
@@ -223,12 +235,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case o.output != "table" && o.output != "json":
 		fmt.Fprintln(stderr, "kafka-client-connections: --output is table or json")
 		return 2
-	case o.apiKey < 0 || o.apiKey > 32767 || o.closeAPIKey < 0 || o.closeAPIKey > 32767:
-		fmt.Fprintln(stderr, "kafka-client-connections: --api-key or --close-api-key is out of range")
+	case o.apiKey < 0 || o.apiKey > maxAPIKey:
+		fmt.Fprintf(stderr, "kafka-client-connections: --api-key %d: want 0 to %d\n", o.apiKey, maxAPIKey)
+		return 2
+	case o.closeAPIKey < 0 || o.closeAPIKey > maxAPIKey:
+		fmt.Fprintf(stderr, "kafka-client-connections: --close-api-key %d: want 0 to %d\n", o.closeAPIKey, maxAPIKey)
 		return 2
 	}
+	filter := connregistry.Filter{
+		Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(),
+		ServerName: o.serverName.ptr(),
+	}
+	if err := validateFilters(filter); err != nil {
+		fmt.Fprintln(stderr, "kafka-client-connections:", err)
+		return 2
+	}
+	clientID := newClientID()
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), connadmin.VersionsOpt(int16(o.apiKey), int16(o.closeAPIKey)),
-		kgo.RequestRetries(2), kgo.RetryTimeout(10 * time.Second)}
+		kgo.RequestRetries(2), kgo.RetryTimeout(10 * time.Second), kgo.ClientID(clientID)}
 	var principal string
 	if o.commandConfig != "" {
 		props, err := config.Load(o.commandConfig)
@@ -254,14 +278,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		results []connadmin.BrokerResult
 		ranked  []connadmin.Ranked // with --sort-by or --top: the cluster's order
 	)
-	filter := connregistry.Filter{
-		Principal: o.principal.ptr(), ClientAddress: o.clientAddress.ptr(), Listener: o.listenerName.ptr(),
-		ServerName: o.serverName.ptr(),
-	}
 	switch {
 	case o.close:
 		filter.ConnectionIDs = o.connectionIDs
-		results, err = admin.CloseConnections(ctx, filter)
+		results, err = closeOthers(ctx, admin, filter, clientID)
 	case o.sortBy.set || o.top > 0:
 		by := connregistry.SortByRequests
 		if o.sortBy.set {
@@ -302,6 +322,93 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// maxAPIKey is the largest API key: keys are int16 on the wire.
+const maxAPIKey = math.MaxInt16
+
+// validateFilters checks each filter flag's value as the brokers would, so
+// that a value that does not parse is a bad flag (exit status 2) rather
+// than an INVALID_REQUEST from every broker after an empty table. The
+// error names the flag.
+func validateFilters(f connregistry.Filter) error {
+	for _, one := range []struct {
+		flag   string
+		filter connregistry.Filter
+	}{
+		{"--principal", connregistry.Filter{Principal: f.Principal}},
+		{"--client-address", connregistry.Filter{ClientAddress: f.ClientAddress}},
+		{"--listener", connregistry.Filter{Listener: f.Listener}},
+		{"--server-name", connregistry.Filter{ServerName: f.ServerName}},
+	} {
+		if err := one.filter.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", one.flag, err)
+		}
+	}
+	return nil
+}
+
+// newClientID returns the client id of one run of the command, which its
+// requests carry and the brokers' listings show (ClientId), so that
+// --close can tell the run's own connections from others'.
+func newClientID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "kafka-client-connections-" + hex.EncodeToString(b[:])
+}
+
+// listingError is a broker's failure to list the connections --close would
+// have closed: the command closes nothing there.
+type listingError struct{ err error }
+
+func (e *listingError) Error() string { return "listing the connections to close: " + e.err.Error() }
+func (e *listingError) Unwrap() error { return e.err }
+
+// closeOthers closes, on every broker, the connections f selects but those
+// of the command's own run (client id clientID), and returns what each
+// broker closed. A broker spares only the connection a
+// CloseClientConnections request arrives on, and its filters select by
+// principal, address, listener, server name and connection id, not by
+// client id; so the command lists the connections f selects, leaves out
+// its own, and closes the rest by connection id (with f's filters too, so
+// that a connection that changed in between is spared). A broker whose
+// listing failed is given that failure and closes nothing.
+func closeOthers(ctx context.Context, admin *connadmin.Client, f connregistry.Filter, clientID string) ([]connadmin.BrokerResult, error) {
+	listed, err := admin.List(ctx, f, false)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]connadmin.BrokerResult, len(listed))
+	ids := []string{}
+	for i, r := range listed {
+		results[i] = connadmin.BrokerResult{NodeID: r.NodeID, Host: r.Host, Port: r.Port}
+		if r.Err != nil {
+			results[i].Err = &listingError{r.Err}
+		}
+		for _, c := range r.Connections {
+			if c.ClientID != clientID {
+				ids = append(ids, c.ConnectionID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		// Nothing to close; and an empty list of ids would travel as no
+		// filter at all.
+		return results, nil
+	}
+	f.ConnectionIDs = ids // ids are unique across brokers: each holds its listener's address
+	closed, err := admin.CloseConnections(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range closed {
+		for i := range results {
+			if results[i].NodeID == c.NodeID && results[i].Err == nil {
+				results[i].Connections, results[i].Err = c.Connections, c.Err
+			}
+		}
+	}
+	return results, nil
+}
+
 // usage prints the flags as Kafka's tools write them, with two dashes.
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
@@ -313,7 +420,7 @@ func usage(fs *flag.FlagSet) {
 			fmt.Fprintf(w, " %s", name)
 		}
 		fmt.Fprintf(w, "\n    \t%s", help)
-		if f.DefValue != "" && f.DefValue != "false" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" { // zero values, as flag.PrintDefaults
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
 		fmt.Fprintln(w)
@@ -321,10 +428,12 @@ func usage(fs *flag.FlagSet) {
 }
 
 // describe says an authorization failure, and a key the broker does not
-// serve, in plain words.
+// serve, in plain words. Under --close a broker's failure may be its
+// listing's (a *listingError): --close lists before it closes.
 func describe(err error, principal, where string, closing bool) string {
+	listing := errors.As(err, new(*listingError))
 	if errors.Is(err, connadmin.ErrNotAdvertised) {
-		if closing {
+		if closing && !listing {
 			return err.Error() + "; if the brokers serve CloseClientConnections under another key, give it with --close-api-key"
 		}
 		return err.Error() + "; if the brokers serve ListClientConnections under another key, give it with --api-key"
@@ -334,7 +443,10 @@ func describe(err error, principal, where string, closing bool) string {
 		if who == "" {
 			who = "this client's principal"
 		}
-		if closing {
+		switch {
+		case closing && listing:
+			return fmt.Sprintf("not authorized: %s may not close connections on %s (ALTER on CLUSTER is required, and DESCRIBE to list them first): %v", who, where, err)
+		case closing:
 			return fmt.Sprintf("not authorized: %s may not close connections on %s (ALTER on CLUSTER is required): %v", who, where, err)
 		}
 		return fmt.Sprintf("not authorized: %s may not list connections on %s (DESCRIBE on CLUSTER is required): %v", who, where, err)
