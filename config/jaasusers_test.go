@@ -136,6 +136,11 @@ func TestJAASUsersReload(t *testing.T) {
 		"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret" user_bob="bob-secret"`),
 		"listener.name.b.plain.sasl.jaas.config", jaas(`user_carol="carol-secret"`),
 	}
+	// only: listener A alone is SASL; B is gone.
+	only := []string{
+		"listeners", "A://127.0.0.1:0,P://127.0.0.1:0", "listener.security.protocol.map", "A:SASL_PLAINTEXT,P:PLAINTEXT",
+		"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret"`),
+	}
 	tests := []struct {
 		name    string
 		kv      []string
@@ -190,10 +195,6 @@ func TestJAASUsersReload(t *testing.T) {
 	}
 
 	t.Run("listeners added and removed", func(t *testing.T) {
-		only := []string{
-			"listeners", "A://127.0.0.1:0,P://127.0.0.1:0", "listener.security.protocol.map", "A:SASL_PLAINTEXT,P:PLAINTEXT",
-			"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret"`),
-		}
 		u, _, err := newJAASUsers(resolveJAAS(t, only...))
 		require.NoError(t, err)
 		a := u.Stores()["A"]
@@ -221,10 +222,6 @@ func TestJAASUsersReload(t *testing.T) {
 	// host hands a new listener its store from another goroutine): the
 	// race detector saw Stores read the map Reload wrote.
 	t.Run("stores beside reloads", func(t *testing.T) {
-		only := []string{
-			"listeners", "A://127.0.0.1:0,P://127.0.0.1:0", "listener.security.protocol.map", "A:SASL_PLAINTEXT,P:PLAINTEXT",
-			"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-secret"`),
-		}
 		u, _, err := newJAASUsers(resolveJAAS(t, only...))
 		require.NoError(t, err)
 		withB, withoutB := resolveJAAS(t, start...), resolveJAAS(t, only...)
