@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -376,6 +377,83 @@ func TestEveryConnectionOfABrokerGoneClosesForIt(t *testing.T) {
 			assert.Equal(t, upstreamCloseReason, closed.CloseReason)
 		})
 	}
+}
+
+// A large answer moved socket to socket (RespondRawFrom) to a client that
+// reads it slowly arrives whole when the proxy finds the broker gone while
+// it is on its way, and the connection then closes for the broker gone:
+// the session counted the answer done when it was handed over, and the
+// close that follows a broker's last answer by its grace cut it short.
+func TestLargeAnswerToABrokerGoneArrivesWhole(t *testing.T) {
+	fake := startFakeUpstream(t)
+	fake.mu.Lock()
+	fake.headFirst = true
+	fake.mu.Unlock()
+	release := make(chan struct{})
+	big := kmsg.NewPtrListGroupsResponse()
+	for i := range 200_000 {
+		big.Groups = append(big.Groups, kmsg.ListGroupsResponseGroup{Group: fmt.Sprintf("group-%07d", i), ProtocolType: "consumer"})
+	}
+	var calls atomic.Int32
+	fake.setAnswer(func(key kmsg.Key, corr int32, v int16) ([]byte, bool) {
+		if calls.Add(1) == 1 {
+			return fake.good(key, corr, v)
+		}
+		select {
+		case <-release:
+		case <-fake.quit:
+			return nil, true
+		}
+		resp := *big
+		resp.SetVersion(v)
+		return responseBytes(&resp, corr), false
+	})
+	p := startProxy(t, fake.addr(), nil, plaintextProxy...)
+	c := dialRaw(t, p.nodeAddr(t, "PLAIN", 0))
+	req := listGroups()
+	req.Version = 2 // no tagged fields: the body may move socket to socket
+	c.roundTrip(t, req)
+	held := c.send(t, req)
+	require.Eventually(t, func() bool { return fake.sent(kmsg.ListGroups) == 2 }, 10*time.Second, 5*time.Millisecond,
+		"the request did not reach the broker")
+	p.closeIdle(p.routedTo(0)) // as the broker's watch does when it cannot reach it (setDown)
+	close(release)
+	time.Sleep(4 * answerGrace) // the answer waits on the client, which reads nothing yet
+	resp := kmsg.NewPtrListGroupsResponse()
+	resp.SetVersion(2)
+	c.read(t, resp, held)
+	assert.Len(t, resp.Groups, len(big.Groups), "the answer arrived whole")
+	c.requireClosed(t, 10*time.Second)
+	var closed connregistry.Conn
+	require.Eventually(t, func() bool {
+		var ok bool
+		closed, ok = closedConn(p, c)
+		return ok
+	}, 5*time.Second, 5*time.Millisecond, "the connection is not listed as closed")
+	assert.Equal(t, upstreamCloseReason, closed.CloseReason)
+}
+
+// A request refused just after the session's last answer (its broker
+// found gone meanwhile) is held for that answer's grace, and the
+// connection then closes, though no answer is on its way whose end would
+// close it: refuse schedules the close itself. closeIdle is called alone
+// here, without setDown's later pass, as when that pass came too soon
+// after a late answer (a streamed Produce written long after setDown).
+func TestRefusedAfterTheLastAnswerCloses(t *testing.T) {
+	fake := startFakeUpstream(t)
+	p := startProxy(t, fake.addr(), nil, plaintextProxy...)
+	c := dialRaw(t, p.nodeAddr(t, "PLAIN", 0))
+	c.roundTrip(t, listGroups())
+	p.closeIdle(p.routedTo(0)) // answered a moment ago: not closed yet
+	c.send(t, listGroups())
+	c.requireClosed(t, 10*time.Second)
+	var closed connregistry.Conn
+	require.Eventually(t, func() bool {
+		var ok bool
+		closed, ok = closedConn(p, c)
+		return ok
+	}, 5*time.Second, 5*time.Millisecond, "the connection is not listed as closed")
+	assert.Equal(t, upstreamCloseReason, closed.CloseReason)
 }
 
 // routedTo returns the sessions routed to node id of the default cluster.

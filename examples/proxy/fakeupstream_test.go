@@ -44,6 +44,10 @@ type fakeUpstream struct {
 	// unanswered (stallRenewals).
 	lifetime      time.Duration
 	stallRenewals bool
+	// headFirst, when set, writes each answer's size and correlation id
+	// alone, then the rest a moment later: a proxy reads the head without
+	// the body, as it must to move a large body socket to socket.
+	headFirst bool
 }
 
 // answerFunc returns the bytes that answer a ListGroups or DescribeCluster
@@ -253,6 +257,16 @@ func (f *fakeUpstream) serve(c net.Conn) {
 			}
 		default:
 			return
+		}
+		f.mu.Lock()
+		headFirst := f.headFirst
+		f.mu.Unlock()
+		if headFirst && len(out) > 8 {
+			if _, err := c.Write(out[:8]); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // the proxy reads the head alone
+			out = out[8:]
 		}
 		if _, err := c.Write(out); err != nil || hangUp {
 			return

@@ -201,9 +201,10 @@ func (s *session) failed(r *socketserver.Request, up *upConn, err error) {
 // the session's inFlight). When its broker went away (closeIdle), the
 // close is for upstreamCloseReason, as the listings promise: at once when
 // no answer is on its way to the client; else r is held until the
-// connection closes (end), which the last answer brings about (done), so
-// that the answers before r reach the client first, as they would ahead
-// of a close.
+// connection closes (end), which the last answer brings about (done), or,
+// when the last answer has just been handed over, a close after its grace
+// (closeIdleAfterGrace), so that the answers before r reach the client
+// first, as they would ahead of a close.
 func (s *session) refuse(r *socketserver.Request, counted bool) {
 	s.mu.Lock()
 	if counted {
@@ -212,7 +213,11 @@ func (s *session) refuse(r *socketserver.Request, counted bool) {
 	down := s.brokerDown && !s.ended
 	if down && s.watched && (s.inFlight > 0 || time.Since(s.answered) <= answerGrace) {
 		s.held = append(s.held, r)
+		answeredAll := s.inFlight == 0 // no later done will close it
 		s.mu.Unlock()
+		if answeredAll {
+			s.p.closeIdleAfterGrace([]*session{s})
+		}
 		return
 	}
 	s.mu.Unlock()

@@ -763,9 +763,15 @@ func (p *proxy) setDown(n *node, err error) {
 
 // closeIdleAfterGrace closes the idle ones of sessions (closeIdle) once
 // a response handed to the socket server now has had answerGrace to be
-// written, unless the proxy stops first.
+// written, unless the proxy stops first (it closes every connection then).
+// Its caller must not hold p.mu.
 func (p *proxy) closeIdleAfterGrace(sessions []*session) {
-	p.work.Add(1) // the caller's is held until this returns
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped { // stop waits for work already: add none
+		return
+	}
+	p.work.Add(1)
 	go func() {
 		defer p.work.Done()
 		select {

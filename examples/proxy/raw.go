@@ -169,8 +169,13 @@ func (s *session) answerRaw(r *socketserver.Request, up *upConn) {
 		return
 	}
 	if body > spliceAnswerAbove && up.br.Buffered() == 0 {
+		// Done once the answer is written, not when it is handed over:
+		// RespondRawFrom moves it socket to socket and returns when the
+		// whole has gone, which may take longer than a close for a broker
+		// gone away waits after an answer (answerGrace).
+		err := r.RespondRawFrom(up.nc, body)
 		s.done()
-		if err := r.RespondRawFrom(up.nc, body); err != nil {
+		if err != nil {
 			// The client went away, or either side failed: how much of the
 			// answer was read is unknown, or it is still to read.
 			s.drop(up)
