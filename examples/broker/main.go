@@ -391,6 +391,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return serve(ctx, cfg.Properties(), o.brokers, o.metricsAddr, o.tlsWatch, load, hup, otel, logger, audit)
 }
 
+// onlyDrainTimeouts reports whether err, one broker's Shutdown error or
+// several joined, is nothing but drains that ran out of time: another
+// broker's failure beside them still makes the exit status 1.
+func onlyDrainTimeouts(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !onlyDrainTimeouts(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
 // checkListenAddress checks addr as net.Listen("tcp", addr) does before it
 // binds: host:port, the port a number from 0 to 65535 or a service name.
 // The host is left to the bind, which looks a host name up.
@@ -466,8 +481,8 @@ func serve(ctx context.Context, props config.Properties, brokers int, metricsAdd
 	defer cancel()
 	code := 0
 	switch err := c.Shutdown(sctx); {
-	case errors.Is(err, context.DeadlineExceeded):
-		logger.Warn("shutdown: the drain ran out of time; the connections still open were closed", "timeout", shutdownTimeout)
+	case err != nil && onlyDrainTimeouts(err):
+		logger.Warn("shutdown: the drain ran out of time; the connections still open were closed", "timeout", shutdownTimeout, "err", err)
 	case err != nil:
 		logger.Error("shutdown", "err", err)
 		code = 1

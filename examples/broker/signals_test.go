@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -142,4 +143,25 @@ func TestRunExitsZeroWhenTheDrainRunsOut(t *testing.T) {
 	assert.Contains(t, stderr.String(), "msg=stopped")
 	rest, _ := io.ReadAll(nc) // up to the close, or its reset
 	assert.Less(t, len(rest), int(binary.BigEndian.Uint32(size[:])), "the response was cut short: the broker closed the connection")
+}
+
+// Only drains that ran out of time make a shutdown error an exit 0: a
+// broker's other failure joined to them is still one.
+func TestOnlyDrainTimeouts(t *testing.T) {
+	timeout := fmt.Errorf("broker 0: %w", context.DeadlineExceeded)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"one broker's drain", timeout, true},
+		{"every broker's drain", errors.Join(timeout, fmt.Errorf("broker 1: %w", context.DeadlineExceeded)), true},
+		{"a drain and another failure", errors.Join(timeout, errors.New("broker 1: closing its listener: boom")), false},
+		{"another failure alone", errors.New("boom"), false},
+		{"nested", errors.Join(errors.Join(timeout), errors.Join(timeout, io.ErrClosedPipe)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, onlyDrainTimeouts(tc.err))
+		})
+	}
 }
