@@ -220,9 +220,9 @@ func quotas(props Properties, cfg *listener.Set) (*socketserver.ConnectionQuotas
 		q.MaxConnectionsPerIPOverrides = map[string]int{}
 		for _, e := range entries {
 			n, err := strconv.Atoi(e.Value)
-			if err != nil || n < 0 {
+			if err != nil || n < 0 || n > math.MaxInt32 { // Kafka reads each limit as an int
 				return nil, &Error{Key: overridesKey, Value: v, Err: socketserver.ErrInvalidConnectionQuotas,
-					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative integer", e.Value, e.Key)}
+					Rule: fmt.Sprintf("the limit %q of %s is not a non-negative 32-bit integer", e.Value, e.Key)}
 			}
 			q.MaxConnectionsPerIPOverrides[e.Key] = n
 		}

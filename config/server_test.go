@@ -187,6 +187,7 @@ func TestIntKeysAre32Bit(t *testing.T) {
 	for _, tc := range []struct {
 		key, value string
 		refused    string // the rule, when refused
+		is         error  // the sentinel wrapped, when refused; nil: listener.ErrInvalidValue
 	}{
 		{key: config.KeyQueuedMaxRequests, value: "3000000000", refused: "32-bit integer, at most 2147483647"},
 		{key: config.KeyQueuedMaxRequests, value: "2147483647"},
@@ -198,6 +199,7 @@ func TestIntKeysAre32Bit(t *testing.T) {
 		{key: config.KeyMaxConnections, value: "99999999999", refused: "32-bit"},
 		{key: "listener.name.plaintext." + config.KeyMaxConnections, value: "99999999999", refused: "32-bit"},
 		{key: config.KeyMaxConnectionsPerIP, value: "99999999999", refused: "32-bit"},
+		{key: config.KeyMaxConnectionsPerIPOverrides, value: "127.0.0.1:3000000000", refused: "32-bit", is: socketserver.ErrInvalidConnectionQuotas},
 		{key: config.KeyMaxConnectionCreationRate, value: "99999999999", refused: "32-bit"},
 		{key: config.KeyQuotaWindowNum, value: "2147483648", refused: "32-bit"},
 		{key: config.KeyConnectionFailedAuthenticationDelayMs, value: "2147483648", refused: "32-bit"},
@@ -214,7 +216,10 @@ func TestIntKeysAre32Bit(t *testing.T) {
 			}
 			var ce *config.Error
 			require.ErrorAs(t, err, &ce)
-			require.ErrorIs(t, err, listener.ErrInvalidValue)
+			if tc.is == nil {
+				tc.is = listener.ErrInvalidValue
+			}
+			require.ErrorIs(t, err, tc.is)
 			assert.Equal(t, tc.key, ce.Key)
 			assert.Equal(t, tc.value, ce.Value)
 			assert.Contains(t, ce.Rule, tc.refused)

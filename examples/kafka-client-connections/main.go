@@ -63,7 +63,8 @@
 // Every broker of the cluster is asked (each knows only its own
 // connections); with several brokers a BROKER column comes first. --close
 // needs at least one filter, prints the connections each broker closed
-// and needs ALTER on CLUSTER where --list needs DESCRIBE. It never closes
+// and needs ALTER on CLUSTER, and DESCRIBE, which --list needs, since it
+// lists what it closes first (Kafka's ALTER implies DESCRIBE). It never closes
 // the command's own connections: a broker spares only the one its request
 // arrives on, so the command sends its requests under a client id of its
 // own run, lists the connections the filters select first (with
@@ -175,7 +176,7 @@ func flagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.bootstrap, "bootstrap-server", "", "comma-separated `host:port` list of brokers to connect to (required)")
 	fs.BoolVar(&o.list, "list", false, "list the connections")
-	fs.BoolVar(&o.close, "close", false, "close the connections the filters select (at least one filter; never the command's own)")
+	fs.BoolVar(&o.close, "close", false, "close the connections the filters select (at least one filter; never the command's own; ALTER and DESCRIBE on CLUSTER)")
 	fs.Var(&o.principal, "principal", "only connections of this `principal`, Type:name (e.g. User:alice)")
 	fs.Var(&o.clientAddress, "client-address", "only connections from this IP `address` or CIDR prefix")
 	fs.Var(&o.listenerName, "listener", "only connections on this `listener` (any case)")
