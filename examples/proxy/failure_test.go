@@ -367,14 +367,7 @@ func TestEveryConnectionOfABrokerGoneClosesForIt(t *testing.T) {
 					c.send(t, tc.req())
 				}
 			}
-			c.requireClosed(t, 10*time.Second)
-			var closed connregistry.Conn
-			require.Eventually(t, func() bool {
-				var ok bool
-				closed, ok = closedConn(p, c)
-				return ok
-			}, 5*time.Second, 5*time.Millisecond, "the connection is not listed as closed")
-			assert.Equal(t, upstreamCloseReason, closed.CloseReason)
+			requireClosedFor(t, p, c, upstreamCloseReason)
 		})
 	}
 }
@@ -423,14 +416,7 @@ func TestLargeAnswerToABrokerGoneArrivesWhole(t *testing.T) {
 	resp.SetVersion(2)
 	c.read(t, resp, held)
 	assert.Len(t, resp.Groups, len(big.Groups), "the answer arrived whole")
-	c.requireClosed(t, 10*time.Second)
-	var closed connregistry.Conn
-	require.Eventually(t, func() bool {
-		var ok bool
-		closed, ok = closedConn(p, c)
-		return ok
-	}, 5*time.Second, 5*time.Millisecond, "the connection is not listed as closed")
-	assert.Equal(t, upstreamCloseReason, closed.CloseReason)
+	requireClosedFor(t, p, c, upstreamCloseReason)
 }
 
 // A request refused just after the session's last answer (its broker
@@ -446,6 +432,13 @@ func TestRefusedAfterTheLastAnswerCloses(t *testing.T) {
 	c.roundTrip(t, listGroups())
 	p.closeIdle(p.routedTo(0)) // answered a moment ago: not closed yet
 	c.send(t, listGroups())
+	requireClosedFor(t, p, c, upstreamCloseReason)
+}
+
+// requireClosedFor waits until the proxy has closed c, and checks the
+// reason its registry lists.
+func requireClosedFor(t *testing.T, p *testProxy, c *rawConn, reason connregistry.CloseReason) {
+	t.Helper()
 	c.requireClosed(t, 10*time.Second)
 	var closed connregistry.Conn
 	require.Eventually(t, func() bool {
@@ -453,7 +446,7 @@ func TestRefusedAfterTheLastAnswerCloses(t *testing.T) {
 		closed, ok = closedConn(p, c)
 		return ok
 	}, 5*time.Second, 5*time.Millisecond, "the connection is not listed as closed")
-	assert.Equal(t, upstreamCloseReason, closed.CloseReason)
+	assert.Equal(t, reason, closed.CloseReason)
 }
 
 // routedTo returns the sessions routed to node id of the default cluster.
