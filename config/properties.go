@@ -277,11 +277,7 @@ func (p Properties) ListenerValue(name protocolmap.ListenerName, key string) (va
 // holds a value that is not an integer or is below min. Like [Properties.Int]
 // it takes 64-bit values.
 func (p Properties) ListenerInt(name protocolmap.ListenerName, key string, def, min int) (int, error) {
-	v, from, ok := p.ListenerValue(name, key)
-	if !ok {
-		return def, nil
-	}
-	return parseInt(from, v, min, math.MaxInt64)
+	return p.listenerIntUpTo(name, key, def, min, math.MaxInt64)
 }
 
 // Int returns the integer value of a broker-wide key, def when it is not set,
@@ -289,29 +285,33 @@ func (p Properties) ListenerInt(name protocolmap.ListenerName, key string, def, 
 // values, as Kafka's LONG keys do; [Server] holds the keys Kafka types INT
 // to 32 bits.
 func (p Properties) Int(key string, def, min int) (int, error) {
-	v, ok := p.Get(key)
-	if !ok {
-		return def, nil
-	}
-	return parseInt(key, v, min, math.MaxInt64)
+	return p.intUpTo(key, def, min, math.MaxInt64)
 }
 
 // int32 is Int for a key Kafka types INT: at most math.MaxInt32.
 func (p Properties) int32(key string, def, min int) (int, error) {
-	v, ok := p.Get(key)
-	if !ok {
-		return def, nil
-	}
-	return parseInt(key, v, min, math.MaxInt32)
+	return p.intUpTo(key, def, min, math.MaxInt32)
 }
 
 // listenerInt32 is ListenerInt for a key Kafka types INT.
 func (p Properties) listenerInt32(name protocolmap.ListenerName, key string, def, min int) (int, error) {
+	return p.listenerIntUpTo(name, key, def, min, math.MaxInt32)
+}
+
+func (p Properties) intUpTo(key string, def, min, max int) (int, error) {
+	v, ok := p.Get(key)
+	if !ok {
+		return def, nil
+	}
+	return parseInt(key, v, min, max)
+}
+
+func (p Properties) listenerIntUpTo(name protocolmap.ListenerName, key string, def, min, max int) (int, error) {
 	v, from, ok := p.ListenerValue(name, key)
 	if !ok {
 		return def, nil
 	}
-	return parseInt(from, v, min, math.MaxInt32)
+	return parseInt(from, v, min, max)
 }
 
 func parseInt(key, value string, min, max int) (int, error) {
