@@ -9,6 +9,7 @@ import (
 
 	"github.com/kafkanet/kafkanet/config"
 	"github.com/kafkanet/kafkanet/internal/testkit"
+	"github.com/kafkanet/kafkanet/listener"
 	"github.com/kafkanet/kafkanet/protocolmap"
 	"github.com/kafkanet/kafkanet/security"
 )
@@ -146,6 +147,7 @@ func TestJAASUsersReload(t *testing.T) {
 		kv      []string
 		changes []security.UserChange
 		err     string
+		is      error // the sentinel err wraps, if any
 	}{
 		{name: "nothing changed", kv: start, changes: []security.UserChange{{Listener: "A", Key: aPlain}, {Listener: "B", Key: bPlain}}},
 		{name: "added, removed, password changed", kv: []string{
@@ -156,9 +158,9 @@ func TestJAASUsersReload(t *testing.T) {
 			{Listener: "B", Key: bPlain},
 		}},
 		{name: "a listener no longer SASL", kv: append([]string{"listener.security.protocol.map", "A:SASL_PLAINTEXT,B:PLAINTEXT,P:PLAINTEXT"}, start...),
-			err: "listener B is no SASL listener with a built-in mechanism in the new configuration"},
+			err: "listener B is no SASL listener with a built-in mechanism in the new configuration", is: listener.ErrNotDynamic},
 		{name: "a listener with no built-in mechanism left", kv: append([]string{"listener.name.b.sasl.enabled.mechanisms", "OAUTHBEARER"}, start...),
-			err: "listener B is no SASL listener with a built-in mechanism"},
+			err: "listener B is no SASL listener with a built-in mechanism", is: listener.ErrNotDynamic},
 		{name: "JAAS that does not parse", kv: []string{
 			"listener.name.a.plain.sasl.jaas.config", jaas(`user_alice="alice-new`),
 			"listener.name.b.plain.sasl.jaas.config", jaas(`user_carol="carol-secret"`),
@@ -173,6 +175,9 @@ func TestJAASUsersReload(t *testing.T) {
 			if tt.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.err)
+				if tt.is != nil {
+					assert.ErrorIs(t, err, tt.is)
+				}
 				assert.Nil(t, changes)
 				assert.True(t, stores["A"].CheckPlain("alice", "alice-secret"), "a failed reload changed the users")
 				assert.True(t, stores["A"].CheckPlain("bob", "bob-secret"))
