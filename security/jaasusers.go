@@ -155,9 +155,10 @@ func (u *JAASUsers) Stores() map[protocolmap.ListenerName]sasl.CredentialStore {
 // returns what changed in each list of users of each listener, by
 // listener and list; a list that next no longer holds is reported with
 // all its users removed. A listener still in set that has a store must
-// still have users in next (changing a listener's protocol or mechanisms
-// needs a restart: the error wraps listener.ErrNotDynamic). The listeners next adds, as a broker adds listeners
-// at run time (listener.Set.Changes), get stores of their own, which
+// still have users in next: changing a listener's protocol or mechanisms
+// needs a restart, and the error then wraps listener.ErrNotDynamic. The
+// listeners next adds, as a broker adds listeners at run time
+// (listener.Set.Changes), get stores of their own, which
 // [JAASUsers.Stores] then returns, and their users are reported added;
 // those it removes lose theirs (their users reported removed). On error
 // nothing changes.
@@ -175,7 +176,7 @@ func (u *JAASUsers) Reload(set *listener.Set, next map[protocolmap.ListenerName]
 		case ok:
 			names = append(names, name)
 		case kept:
-			return nil, fmt.Errorf("%w: listener %s is no SASL listener with a built-in mechanism in the new configuration: changing a listener's protocol or mechanisms needs a restart", listener.ErrNotDynamic, name)
+			return nil, fmt.Errorf("%w: listener %s is no SASL listener with a built-in mechanism in the new configuration (its protocol or mechanisms changed)", listener.ErrNotDynamic, name)
 		default:
 			gone = append(gone, name)
 		}
