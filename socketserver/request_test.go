@@ -261,17 +261,22 @@ func peerWatchers() int {
 
 func TestPeerWatchedOnlyWhileARequestIsHeld(t *testing.T) {
 	hold := make(chan time.Duration, 1)
+	release := make(chan struct{}) // ends a hold of untilReleased
+	const untilReleased = -2
 	canceled := make(chan struct{}, 1)
 	srv := socketservertest.NewServer(t, config.Properties{"num.io.threads": "1"}, withAPIs,
 		socketserver.HandlerFunc(func(r *socketserver.Request) {
-			d := <-hold
-			if d < 0 { // held until the client goes
+			switch d := <-hold; d {
+			case -1: // held until the client goes
 				<-r.Context().Done()
 				canceled <- struct{}{}
 				_ = r.CloseConnection()
 				return
+			case untilReleased:
+				<-release
+			default:
+				time.Sleep(d)
 			}
-			time.Sleep(d)
 			_ = respondEmpty(r)
 		}))
 	// A request answered at once starts no watcher. peerWatchAfter is a
@@ -296,9 +301,18 @@ func TestPeerWatchedOnlyWhileARequestIsHeld(t *testing.T) {
 	}
 	base = peerWatchers()
 
-	hold <- 20 * time.Millisecond
-	metadataRoundTrip(t, c, 9, 100)
-	assert.Equal(t, base+1, peerWatchers(), "a held request started the peer watcher")
+	// A request held until its watcher is seen: held for a fixed time, a
+	// loaded machine could deliver the answer and the watcher's timer to
+	// the connection at once, and it may take the answer first.
+	hold <- untilReleased
+	send(t, c, metadataReq(9), 100)
+	assert.Eventually(t, func() bool { return peerWatchers() == base+1 }, 10*time.Second, time.Millisecond,
+		"a held request started the peer watcher")
+	close(release)
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 9
+	readResponse(t, c, resp, 100)
+	assert.Equal(t, base+1, peerWatchers(), "the watcher stays for the connection's next request")
 
 	d := socketservertest.Dial(t, srv, "PLAINTEXT")
 	hold <- -1
